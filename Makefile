@@ -1,0 +1,45 @@
+# Two entry points that work on a fresh machine: `make demo` and `make test`.
+# Each creates .venv and installs the project on first use.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-dev
+
+.PHONY: demo test lint types bench install system-deps clean
+
+# mysqlclient (the `mysql` extra, used by the test suite) compiles against the
+# MariaDB client headers; on Debian they come from libmariadb-dev.
+system-deps:
+	@pkg-config --exists libmariadb 2>/dev/null || pkg-config --exists mysqlclient 2>/dev/null || \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libmariadb-dev pkg-config >/dev/null)
+
+$(STAMP): pyproject.toml | system-deps
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+## Run the example project's main job on the embedded PostgreSQL.
+demo: $(STAMP)
+	$(BIN)/python manage.py migrate --database=owner --verbosity=0
+	$(BIN)/python manage.py tulip_demo
+
+## Run the whole test suite (starts an embedded PostgreSQL; uses the machine's MariaDB and Redis).
+test: $(STAMP)
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+types: $(STAMP)
+	$(BIN)/mypy
+
+bench: $(STAMP)
+	$(BIN)/python -m pip install -q -e '.[bench]'
+	$(BIN)/python bench/conversation.py
+
+clean:
+	rm -rf $(VENV) .pgdata .pytest_cache .mypy_cache .ruff_cache

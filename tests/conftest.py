@@ -1,0 +1,41 @@
+"""Test bed: migrations run once per session as the owner role; tests run as the app role.
+
+pytest-django's own database creation is replaced (``django_db_setup``): the databases
+were created by tests/settings.py, and migrations must run as the owner role on
+PostgreSQL, which the application role (``default``) is not.
+
+Async tests that touch the ORM must use ``@pytest.mark.django_db(transaction=True)``:
+Django runs async ORM calls on another thread, outside the test's transaction.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.conf import settings
+from django.core.management import call_command
+
+
+def _recreate_mysql_database() -> None:
+    import MySQLdb
+
+    config = settings.DATABASES["mysql"]
+    conn = MySQLdb.connect(
+        host=config["HOST"] or "127.0.0.1",
+        port=int(config["PORT"] or 3306),
+        user=config["USER"],
+        password=config["PASSWORD"] or "",
+    )
+    try:
+        cursor = conn.cursor()
+        cursor.execute(f"DROP DATABASE IF EXISTS `{config['NAME']}`")
+        cursor.execute(f"CREATE DATABASE `{config['NAME']}` CHARACTER SET utf8mb4")
+    finally:
+        conn.close()
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_blocker):
+    with django_db_blocker.unblock():
+        call_command("migrate", database="owner", verbosity=0, interactive=False)
+        _recreate_mysql_database()
+        call_command("migrate", database="mysql", verbosity=0, interactive=False)

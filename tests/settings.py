@@ -1,0 +1,38 @@
+"""Settings of the test suite: the example project's, on a fresh test database.
+
+In the pytest process: ``DATABASE_URL``, when set, must connect as a superuser to a
+PostgreSQL that has pgvector; otherwise an embedded PostgreSQL 18 + pgvector is started
+in a temporary folder (deleted at exit). Either way a fresh ``tulip_test`` database is
+created with the owner and application roles (tulip_memory.testing.postgres), and the
+application role's URL is exported as ``DATABASE_URL`` so that processes the tests start
+(Celery workers) import these settings and reach the same database.
+"""
+
+import os
+import tempfile
+from pathlib import Path
+
+from tulip_memory.testing.postgres import bootstrap_database, database_settings, start_embedded
+
+if os.environ.get("TULIP_TEST_DATABASES_READY") != "1":
+    _admin_url = os.environ.get("DATABASE_URL") or start_embedded(
+        Path(tempfile.mkdtemp(prefix="tulip-pg-")) / "data", cleanup="delete"
+    )
+    _urls = bootstrap_database(_admin_url, "tulip_test", recreate=True, app_can_truncate=True)
+    os.environ.update(
+        DATABASE_URL=_urls.app,
+        DATABASE_OWNER_URL=_urls.owner,
+        TULIP_TEST_ADMIN_URL=_admin_url,
+        TULIP_TEST_DATABASES_READY="1",
+    )
+
+from example_project.settings import *  # noqa: E402,F403
+from example_project.settings import DATABASES  # noqa: E402
+
+# MariaDB of this machine kind, for the MySQL checkpointer (tests create the database).
+DATABASES["mysql"] = database_settings(
+    os.environ.get("MYSQL_URL", "mysql://root@127.0.0.1:3306/tulip_test"),
+    OPTIONS={"charset": "utf8mb4"},
+)
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

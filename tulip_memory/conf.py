@@ -1,0 +1,98 @@
+"""Settings for tulip_memory: one ``TULIP_MEMORY`` dict, read lazily.
+
+``tulip_memory.conf.settings.STORE`` returns the project's value or the documented
+default below. The cache is dropped on ``setting_changed`` (``override_settings`` in
+tests). Without configured Django settings the defaults are returned, so that the
+pure layers work in plain Python.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.signals import setting_changed
+from django.dispatch import receiver
+from django.utils.module_loading import import_string
+
+SETTINGS_NAME = "TULIP_MEMORY"
+
+DEFAULTS: dict[str, Any] = {
+    # --- embeddings -------------------------------------------------------------
+    # Dotted path of a BaseEmbedding subclass (or factory) used where no embedder
+    # is passed explicitly; None means the HRR text encoder.
+    "EMBEDDER": None,
+    "EMBEDDER_OPTIONS": {},
+    # --- PgMemory / tenancy -------------------------------------------------------
+    # Width of the pgvector column. Without an embedder it is 2 * dim (HRR phases).
+    "VECTOR_DIMENSIONS": 1024,
+    # PostgreSQL setting (GUC) that carries the tenant of the current transaction.
+    "TENANT_SETTING": "tulip_memory.tenant",
+    # Dotted path of a callable(request) -> str | None used by TenantMiddleware.
+    "TENANT_RESOLVER": "tulip_memory.tenancy.resolve_tenant_from_header",
+    "TENANT_HEADER": "X-Tenant",
+    # --- long-term memory manager -------------------------------------------------
+    # What Celery workers build to run extraction jobs (dotted paths).
+    "STORE": "tulip_memory.store.PgMemory",
+    "STORE_OPTIONS": {},
+    "EXTRACTOR": None,
+    "MANAGER_OPTIONS": {},
+    "CELERY_QUEUE": "tulip_memory",
+    "EXTRACTION_LEASE_SECONDS": 60,
+    "EXTRACTION_MAX_ATTEMPTS": 5,
+    # --- checkpointers ------------------------------------------------------------
+    # Extra providers for tulip_memory.registry: {"name": "dotted.path.Factory"}.
+    "CHECKPOINTERS": {},
+}
+
+# Keys whose values are dotted paths; `settings.import_setting(name)` imports them.
+IMPORT_STRINGS = frozenset({"EMBEDDER", "TENANT_RESOLVER", "STORE", "EXTRACTOR"})
+
+
+class TulipMemorySettings:
+    """Lazy view over ``settings.TULIP_MEMORY`` with defaults."""
+
+    def __init__(self, defaults: dict[str, Any]) -> None:
+        self._defaults = defaults
+        self._user: dict[str, Any] | None = None
+
+    def _user_settings(self) -> dict[str, Any]:
+        if self._user is None:
+            from django.conf import settings as django_settings
+
+            if not django_settings.configured:
+                return {}
+            value = getattr(django_settings, SETTINGS_NAME, {}) or {}
+            if not isinstance(value, dict):
+                raise TypeError(f"settings.{SETTINGS_NAME} must be a dict, got {type(value).__name__}")
+            self._user = dict(value)
+        return self._user
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_") or name not in self._defaults:
+            raise AttributeError(f"{SETTINGS_NAME} has no setting {name!r}")
+        return self._user_settings().get(name, self._defaults[name])
+
+    def unknown_keys(self) -> list[str]:
+        """Keys of the project's dict that tulip_memory does not know (a likely typo)."""
+        return sorted(set(self._user_settings()) - set(self._defaults))
+
+    def import_setting(self, name: str) -> Any:
+        """Import the object a dotted-path setting names (None stays None)."""
+        if name not in IMPORT_STRINGS:
+            raise AttributeError(f"{SETTINGS_NAME}[{name!r}] is not a dotted-path setting")
+        value = getattr(self, name)
+        if value is None or not isinstance(value, str):
+            return value
+        return import_string(value)
+
+    def reload(self) -> None:
+        self._user = None
+
+
+settings = TulipMemorySettings(DEFAULTS)
+
+
+@receiver(setting_changed)
+def _reload_settings(*, setting: str, **kwargs: Any) -> None:
+    if setting == SETTINGS_NAME:
+        settings.reload()

@@ -1,0 +1,42 @@
+"""Observability events, sent through one Django signal.
+
+Every event goes through :data:`memory_event` with ``event=<name>`` and
+``payload=<dict>``. A receiver that raises is logged and never breaks the caller.
+Pure: a ``Signal`` needs no configured settings.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.dispatch import Signal
+
+logger = logging.getLogger("tulip_memory.events")
+
+EV_MEMORY_CONVERSATION_PRUNED = "memory.conversation.pruned"
+EV_MEMORY_COMPACTOR_TRIGGERED = "memory.compactor.triggered"
+EV_MEMORY_COMPACTOR_COMPLETED = "memory.compactor.completed"
+EV_MEMORY_COMPACTOR_FAILED = "memory.compactor.failed"
+EV_MEMORY_MANAGER_INJECTED = "memory.manager.injected"
+EV_MEMORY_MANAGER_EXTRACTED = "memory.manager.extracted"
+EV_MEMORY_MANAGER_EXTRACT_FAILED = "memory.manager.extract_failed"
+
+memory_event = Signal()
+
+
+def _log_failures(name: str, responses: list[tuple[Any, Any]]) -> None:
+    for receiver, result in responses:
+        if isinstance(result, BaseException):
+            # django.dispatch already logs the traceback; this names the event.
+            logger.error("memory_event receiver %r failed on %s: %r", receiver, name, result)
+
+
+def emit_sync(name: str, **fields: Any) -> None:
+    """Send event ``name`` with ``fields`` as its payload to every receiver."""
+    _log_failures(name, memory_event.send_robust(sender=None, event=name, payload=fields))
+
+
+async def emit(name: str, **fields: Any) -> None:
+    """Async twin of :func:`emit_sync`; async receivers are awaited, sync ones run in a thread."""
+    _log_failures(name, await memory_event.asend_robust(sender=None, event=name, payload=fields))

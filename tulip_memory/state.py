@@ -1,0 +1,54 @@
+"""Agent state (what checkpointers persist) and run information (what resolvers see).
+
+Pure Python: importable without Django settings.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any
+
+from tulip_memory.messages import Message
+
+CHECKPOINT_FORMAT = 1
+
+
+@dataclass
+class AgentState:
+    """The state of one agent thread: its messages and free-form metadata."""
+
+    messages: list[Message] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    thread_id: str | None = None
+
+    def to_checkpoint(self) -> dict[str, Any]:
+        """A JSON-serialisable snapshot; ``from_checkpoint`` rebuilds an equal state."""
+        return {
+            "format": CHECKPOINT_FORMAT,
+            "thread_id": self.thread_id,
+            "messages": [message.to_dict() for message in self.messages],
+            "metadata": copy.deepcopy(self.metadata),
+        }
+
+    @classmethod
+    def from_checkpoint(cls, data: dict[str, Any]) -> AgentState:
+        if not isinstance(data, dict) or not isinstance(data.get("messages", []), list):
+            raise ValueError("AgentState.from_checkpoint needs a dict with a 'messages' list")
+        return cls(
+            messages=[Message.from_dict(m) for m in data.get("messages", [])],
+            metadata=copy.deepcopy(data.get("metadata") or {}),
+            thread_id=data.get("thread_id"),
+        )
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """What a namespace resolver receives about the run it resolves for."""
+
+    thread_id: str | None
+    metadata: dict[str, Any]
+
+    @classmethod
+    def from_state(cls, state: AgentState) -> RunInfo:
+        return cls(thread_id=state.thread_id, metadata=dict(state.metadata))
