@@ -13,9 +13,10 @@ from __future__ import annotations
 import pytest
 from django.conf import settings
 from django.core.management import call_command
+from django.db import connections
 
 
-def _recreate_mysql_database() -> None:
+def _mysql_admin(*statements: str) -> None:
     import MySQLdb
 
     config = settings.DATABASES["mysql"]
@@ -27,8 +28,8 @@ def _recreate_mysql_database() -> None:
     )
     try:
         cursor = conn.cursor()
-        cursor.execute(f"DROP DATABASE IF EXISTS `{config['NAME']}`")
-        cursor.execute(f"CREATE DATABASE `{config['NAME']}` CHARACTER SET utf8mb4")
+        for statement in statements:
+            cursor.execute(statement.format(name=config["NAME"]))
     finally:
         conn.close()
 
@@ -37,5 +38,9 @@ def _recreate_mysql_database() -> None:
 def django_db_setup(django_db_blocker):
     with django_db_blocker.unblock():
         call_command("migrate", database="owner", verbosity=0, interactive=False)
-        _recreate_mysql_database()
+        _mysql_admin("DROP DATABASE IF EXISTS `{name}`", "CREATE DATABASE `{name}` CHARACTER SET utf8mb4")
         call_command("migrate", database="mysql", verbosity=0, interactive=False)
+    yield
+    with django_db_blocker.unblock():
+        connections["mysql"].close()
+        _mysql_admin("DROP DATABASE IF EXISTS `{name}`")

@@ -1,0 +1,5 @@
+"""Django admin for tulip_memory: read-only by default, ModelAdmins meant to be subclassed."""
+
+from tulip_memory.admin.checkpoints import *  # noqa: F403
+from tulip_memory.admin.manager import *  # noqa: F403
+from tulip_memory.admin.store import *  # noqa: F403

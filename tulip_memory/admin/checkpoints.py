@@ -1,0 +1,3 @@
+"""Admin of the checkpoints layer."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""Admin of the manager layer."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""Admin of the store layer."""
+
+__all__: list[str] = []

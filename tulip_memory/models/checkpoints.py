@@ -1,0 +1,3 @@
+"""Models of the checkpoints layer."""
+
+__all__: list[str] = []

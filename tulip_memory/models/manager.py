@@ -1,0 +1,3 @@
+"""Models of the manager layer."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""Models of the store layer."""
+
+__all__: list[str] = []
