@@ -1,0 +1,1 @@
+"""The example project's demo app: the ``tulip_demo`` management command and its scenes."""
