@@ -72,7 +72,7 @@ class Message:
         if not isinstance(data, dict) or "role" not in data:
             raise ValueError(f"Message.from_dict needs a dict with a 'role', got {data!r:.80}")
         return cls(
-            role=Role(data["role"]),
+            role=data["role"],
             content=data.get("content") or "",
             tool_calls=[ToolCall.from_dict(c) for c in data.get("tool_calls") or ()],
             tool_call_id=data.get("tool_call_id"),

@@ -1,0 +1,49 @@
+"""tulip_memory.conf: defaults, project overrides, refresh on setting_changed, bad settings."""
+
+import pytest
+from django.core.checks import run_checks
+from django.test import override_settings
+
+from tulip_memory.conf import DEFAULTS, settings
+
+
+def test_defaults_are_returned_when_the_project_says_nothing():
+    assert settings.CELERY_QUEUE == DEFAULTS["CELERY_QUEUE"]
+
+
+def test_override_settings_refreshes_the_cache():
+    before = settings.EXTRACTION_MAX_ATTEMPTS
+    with override_settings(TULIP_MEMORY={"EXTRACTION_MAX_ATTEMPTS": 9}):
+        assert settings.EXTRACTION_MAX_ATTEMPTS == 9
+        assert settings.CELERY_QUEUE == DEFAULTS["CELERY_QUEUE"]
+    assert settings.EXTRACTION_MAX_ATTEMPTS == before
+
+
+def test_unknown_setting_name_raises_attribute_error():
+    with pytest.raises(AttributeError, match="NO_SUCH_THING"):
+        settings.NO_SUCH_THING  # noqa: B018
+
+
+def test_import_setting_imports_dotted_paths():
+    with override_settings(TULIP_MEMORY={"EXTRACTOR": "json.dumps"}):
+        import json
+
+        assert settings.import_setting("EXTRACTOR") is json.dumps
+    with pytest.raises(AttributeError, match="not a dotted-path setting"):
+        settings.import_setting("CELERY_QUEUE")
+
+
+def test_checks_flag_unknown_keys_and_a_non_dict():
+    with override_settings(TULIP_MEMORY={"CELERY_QUEU": "typo"}):
+        ids = [(m.id, m.msg) for m in run_checks()]
+    assert any(i == "tulip_memory.W001" and "CELERY_QUEU" in msg for i, msg in ids)
+    with override_settings(TULIP_MEMORY=["not", "a", "dict"]):
+        assert "tulip_memory.E001" in [m.id for m in run_checks()]
+        with pytest.raises(TypeError, match="must be a dict"):
+            settings.CELERY_QUEUE  # noqa: B018
+
+
+def test_app_config_pins_the_auto_field():
+    from django.apps import apps
+
+    assert apps.get_app_config("tulip_memory").default_auto_field == "django.db.models.BigAutoField"

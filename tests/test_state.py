@@ -1,0 +1,49 @@
+"""tulip_memory.state: checkpoint round trips and run information."""
+
+import json
+
+import pytest
+
+from tulip_memory.messages import Message, Role, ToolCall
+from tulip_memory.state import AgentState, RunInfo
+
+
+def _state() -> AgentState:
+    return AgentState(
+        messages=[
+            Message(Role.SYSTEM, "be brief"),
+            Message(Role.USER, "weather?"),
+            Message(Role.ASSISTANT, "", tool_calls=[ToolCall("t1", "weather", {"city": "Leiden"})]),
+            Message(Role.TOOL, "12C", tool_call_id="t1"),
+        ],
+        metadata={"user_id": "u1", "nested": {"a": [1, 2]}},
+        thread_id="thread-1",
+    )
+
+
+def test_checkpoint_round_trip_is_equal_and_json_serialisable():
+    state = _state()
+    data = json.loads(json.dumps(state.to_checkpoint()))
+    assert AgentState.from_checkpoint(data) == state
+
+
+def test_checkpoint_is_a_copy():
+    state = _state()
+    data = state.to_checkpoint()
+    data["metadata"]["nested"]["a"].append(3)
+    assert state.metadata["nested"]["a"] == [1, 2]
+
+
+def test_from_checkpoint_rejects_bad_input():
+    with pytest.raises(ValueError, match="messages"):
+        AgentState.from_checkpoint({"messages": "nope"})
+    with pytest.raises(ValueError, match="messages"):
+        AgentState.from_checkpoint(["not", "a", "dict"])  # type: ignore[arg-type]
+
+
+def test_run_info_from_state_copies_metadata():
+    state = _state()
+    info = RunInfo.from_state(state)
+    assert info == RunInfo(thread_id="thread-1", metadata=state.metadata)
+    state.metadata["user_id"] = "u2"
+    assert info.metadata["user_id"] == "u1"
