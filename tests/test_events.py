@@ -70,3 +70,17 @@ async def test_a_failing_receiver_is_logged_and_others_still_run(received, faili
     messages = [r.getMessage() for r in caplog.records if r.name == "tulip_memory.events"]
     assert any("memory.sync" in m and "receiver exploded" in m for m in messages)
     assert any("memory.async" in m for m in messages)
+
+
+async def test_emit_sync_inside_a_running_loop_reaches_async_receivers():
+    got = []
+
+    async def receiver(sender, event, payload, **kwargs):
+        got.append(event)
+
+    events.memory_event.connect(receiver, weak=False)
+    try:
+        events.emit_sync("memory.from-sync-api")  # a sync API called from async code
+    finally:
+        events.memory_event.disconnect(receiver)
+    assert got == ["memory.from-sync-api"]

@@ -11,6 +11,9 @@ from typing import Any
 
 from django.core import checks
 
+from tulip_memory.registry import check_checkpointer_settings
+from tulip_memory.rls import check_tenant_databases
+
 
 def check_settings(app_configs: Iterable[Any] | None = None, **kwargs: Any) -> list[checks.CheckMessage]:
     """tulip_memory.E001: TULIP_MEMORY is not a dict; W001: unknown keys (likely typos)."""
@@ -32,6 +35,8 @@ def check_settings(app_configs: Iterable[Any] | None = None, **kwargs: Any) -> l
 
 CHECKS: list[tuple[Callable[..., list[checks.CheckMessage]], tuple[str, ...]]] = [
     (check_settings, ()),
+    (check_tenant_databases, ("database",)),
+    (check_checkpointer_settings, ()),
 ]
 
 

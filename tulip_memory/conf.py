@@ -25,11 +25,18 @@ DEFAULTS: dict[str, Any] = {
     # --- PgMemory / tenancy -------------------------------------------------------
     # Width of the pgvector column. Without an embedder it is 2 * dim (HRR phases).
     "VECTOR_DIMENSIONS": 1024,
+    # Build an HNSW index on the vector column at migrate time (widths <= 2000 only).
+    # Off: PgMemory's searches sort each namespace exactly and never use it, and keeping
+    # it up to date makes writes about 100x slower (docs/pg_store.md).
+    "ANN_INDEX": False,
     # PostgreSQL setting (GUC) that carries the tenant of the current transaction.
     "TENANT_SETTING": "tulip_memory.tenant",
     # Dotted path of a callable(request) -> str | None used by TenantMiddleware.
     "TENANT_RESOLVER": "tulip_memory.tenancy.resolve_tenant_from_header",
     "TENANT_HEADER": "X-Tenant",
+    # Database aliases the application reaches tenant tables through (as a role without
+    # SUPERUSER/BYPASSRLS that does not own the tables): checked by tulip_memory.E010-W010.
+    "TENANT_DATABASES": ["default"],
     # --- long-term memory manager -------------------------------------------------
     # What Celery workers build to run extraction jobs (dotted paths).
     "STORE": "tulip_memory.store.PgMemory",
@@ -39,6 +46,8 @@ DEFAULTS: dict[str, Any] = {
     "CELERY_QUEUE": "tulip_memory",
     "EXTRACTION_LEASE_SECONDS": 60,
     "EXTRACTION_MAX_ATTEMPTS": 5,
+    # Seconds before the first retry of a failed extraction job; doubles per attempt.
+    "EXTRACTION_RETRY_DELAY": 5.0,
     # --- checkpointers ------------------------------------------------------------
     # Extra providers for tulip_memory.registry: {"name": "dotted.path.Factory"}.
     "CHECKPOINTERS": {},

@@ -7,7 +7,9 @@ Pure: a ``Signal`` needs no configured settings.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from django.dispatch import Signal
@@ -32,9 +34,23 @@ def _log_failures(name: str, responses: list[tuple[Any, Any]]) -> None:
             logger.error("memory_event receiver %r failed on %s: %r", receiver, name, result)
 
 
+# Django runs async receivers of a sync send through async_to_sync, which refuses to run
+# in a thread whose event loop is running (a sync API called from async code). Such sends
+# go through this one worker thread instead.
+_sender_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tulip-memory-events")
+
+
 def emit_sync(name: str, **fields: Any) -> None:
     """Send event ``name`` with ``fields`` as its payload to every receiver."""
-    _log_failures(name, memory_event.send_robust(sender=None, event=name, payload=fields))
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        responses = memory_event.send_robust(sender=None, event=name, payload=fields)
+    else:
+        responses = _sender_thread.submit(
+            memory_event.send_robust, sender=None, event=name, payload=fields
+        ).result()
+    _log_failures(name, responses)
 
 
 async def emit(name: str, **fields: Any) -> None:

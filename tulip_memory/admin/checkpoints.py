@@ -1,3 +1,189 @@
-"""Admin of the checkpoints layer."""
+"""Admin of the checkpoints layer: read-only views of checkpoints and delta chains.
 
-__all__: list[str] = []
+The ModelAdmins are registered on the default site and meant to be subclassed
+(unregister, then register your subclass). Their tables are under tenant row-level
+security on PostgreSQL, so each view runs — rendering included, since the changelist is
+evaluated while the template renders — inside :func:`tulip_memory.tenancy.tenant_atomic`
+for the request's tenant (``request.tenant`` set by
+:class:`~tulip_memory.tenancy.TenantMiddleware`, else the bound tenant). Without a
+tenant nothing is visible, and the page says why.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+from django.contrib import admin, messages
+from django.db import router
+from django.http import HttpRequest, HttpResponse
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
+
+from tulip_memory.models import CheckpointRecord, DeltaBlock, DeltaCheckpointRecord
+from tulip_memory.tenancy import current_tenant, tenant_atomic
+
+__all__ = [
+    "CheckpointRecordAdmin",
+    "DeltaBlockAdmin",
+    "DeltaCheckpointRecordAdmin",
+    "ReadOnlyAdminMixin",
+    "TenantTransactionAdminMixin",
+]
+
+
+class ReadOnlyAdminMixin:
+    """No add, change or delete from the admin."""
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class TenantTransactionAdminMixin:
+    """Run changelist and detail views, rendering included, in a tenant transaction."""
+
+    model: Any
+
+    def request_tenant(self, request: HttpRequest) -> str | None:
+        return getattr(request, "tenant", None) or current_tenant()
+
+    def _in_tenant(
+        self, request: HttpRequest, view: Any, *args: Any, **kwargs: Any
+    ) -> HttpResponse:
+        tenant = self.request_tenant(request)
+        if tenant is None:
+            messages.warning(
+                request,
+                "No tenant is bound to this request: tenant rows are hidden by row-level "
+                "security. Send the tenant header (TULIP_MEMORY['TENANT_HEADER']) through "
+                "TenantMiddleware.",
+            )
+            return view(request, *args, **kwargs)
+        with tenant_atomic(tenant, using=router.db_for_read(self.model)):
+            response = view(request, *args, **kwargs)
+            if hasattr(response, "render"):
+                response.render()
+            return response
+
+    def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> HttpResponse:
+        return self._in_tenant(request, super().changelist_view, extra_context)  # type: ignore[misc]
+
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: Any = None
+    ) -> HttpResponse:
+        return self._in_tenant(
+            request,
+            super().change_view,  # type: ignore[misc]
+            object_id,
+            form_url,
+            extra_context,
+        )
+
+
+@admin.register(CheckpointRecord)
+class CheckpointRecordAdmin(TenantTransactionAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = ("checkpoint_id", "thread_id", "message_count", "created_at")
+    search_fields = ("thread_id", "checkpoint_id")
+    date_hierarchy = "created_at"
+    ordering = ("-id",)
+
+    @admin.display(description="messages")
+    def message_count(self, obj: CheckpointRecord) -> int:
+        return len(obj.state.get("messages", ())) if isinstance(obj.state, dict) else 0
+
+
+def _changelist_link(model: type, label: str, **filters: str) -> str:
+    url = reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_changelist")
+    return format_html('<a href="{}?{}">{}</a>', url, urlencode(filters), label)
+
+
+@admin.register(DeltaCheckpointRecord)
+class DeltaCheckpointRecordAdmin(TenantTransactionAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
+    """Delta checkpoints as chains: kind, depth, parent and chain root links, sizes."""
+
+    list_display = (
+        "checkpoint_id",
+        "thread_id",
+        "kind",
+        "chain_depth",
+        "parent_link",
+        "base_link",
+        "size_bytes",
+        "compressed_size_bytes",
+        "block_count",
+        "created_at",
+    )
+    list_filter = ("is_full",)
+    search_fields = ("thread_id", "checkpoint_id", "parent_id", "base_id")
+    ordering = ("-id",)
+    exclude = ("data",)
+    readonly_fields = ("chain",)
+
+    @admin.display(description="kind", ordering="is_full")
+    def kind(self, obj: DeltaCheckpointRecord) -> str:
+        return "full" if obj.is_full else "delta"
+
+    @admin.display(description="parent")
+    def parent_link(self, obj: DeltaCheckpointRecord) -> str:
+        if not obj.parent_id:
+            return "-"
+        return _changelist_link(
+            DeltaCheckpointRecord,
+            obj.parent_id,
+            thread_id=obj.thread_id,
+            checkpoint_id=obj.parent_id,
+        )
+
+    @admin.display(description="chain root")
+    def base_link(self, obj: DeltaCheckpointRecord) -> str:
+        return _changelist_link(
+            DeltaCheckpointRecord, obj.base_id, thread_id=obj.thread_id, base_id=obj.base_id
+        )
+
+    @admin.display(description="blocks")
+    def block_count(self, obj: DeltaCheckpointRecord) -> int:
+        return len(obj.blocks or ())
+
+    @admin.display(description="chain (root first)")
+    def chain(self, obj: DeltaCheckpointRecord) -> str:
+        """The records from the chain's full checkpoint to this one."""
+        rows = {
+            row.checkpoint_id: row
+            for row in DeltaCheckpointRecord.objects.using(obj._state.db)
+            .of_thread(obj.tenant, obj.thread_id)
+            .filter(base_id=obj.base_id)
+            .only("checkpoint_id", "parent_id", "is_full", "chain_depth", "compressed_size_bytes")
+        }
+        chain = [obj]
+        while not chain[-1].is_full and chain[-1].parent_id in rows and len(chain) <= len(rows):
+            chain.append(rows[chain[-1].parent_id])
+        return format_html(
+            "<ol>{}</ol>",
+            format_html_join(
+                "",
+                "<li>{} — {}, depth {}, {} bytes</li>",
+                (
+                    (
+                        r.checkpoint_id,
+                        "full" if r.is_full else "delta",
+                        r.chain_depth,
+                        r.compressed_size_bytes,
+                    )
+                    for r in reversed(chain)
+                ),
+            ),
+        )
+
+
+@admin.register(DeltaBlock)
+class DeltaBlockAdmin(TenantTransactionAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = ("digest", "thread_id", "size_bytes", "created_at")
+    search_fields = ("thread_id", "digest")
+    ordering = ("-id",)
+    exclude = ("data",)

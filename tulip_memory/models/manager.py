@@ -1,3 +1,210 @@
-"""Models of the manager layer."""
+"""Models of the manager layer: the queue of Celery extraction jobs.
 
-__all__: list[str] = []
+* :class:`ExtractionQueue` — one row per memory namespace: the last sequence number
+  handed out, and the lease of the worker currently running that namespace's jobs;
+* :class:`ExtractionJob` — one row per ended session: its namespace's sequence number,
+  the payload (the messages), its state, attempts and last error.
+
+Both carry the ``tenant`` (``namespace[0]``) and sit under the tenant row-level security
+policy (migration ``0003_memory_manager``): every query runs inside
+:func:`tulip_memory.tenancy.tenant_atomic`. Lease and retry times are compared with the
+database's clock (``now()``), never a worker's, so clock skew between machines cannot
+hand one namespace to two workers. Memory history is not a table: it lives in the
+manager's store (see :mod:`tulip_memory.manager.history`).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.db import IntegrityError, models, transaction
+from django.db.models import F, Q
+from django.db.models.functions import Now
+
+from tulip_memory.models.store import decode_namespace, encode_namespace
+from tulip_memory.tenancy import TENANT_MAX_LENGTH
+
+__all__ = [
+    "ExtractionJob",
+    "ExtractionJobQuerySet",
+    "ExtractionQueue",
+    "ExtractionQueueQuerySet",
+    "JobState",
+    "db_now_plus",
+]
+
+
+def db_now_plus(seconds: float) -> models.Expression:
+    """The database's ``now()`` plus ``seconds`` (lease and retry times use the DB clock)."""
+    return models.ExpressionWrapper(
+        Now() + models.Value(timedelta(seconds=seconds)), output_field=models.DateTimeField()
+    )
+
+
+class ExtractionQueueQuerySet(models.QuerySet):
+    """Per-namespace queues. Run inside ``tenant_atomic``: RLS hides other tenants."""
+
+    def for_namespace(self, namespace: tuple[str, ...]) -> ExtractionQueueQuerySet:
+        return self.filter(tenant=namespace[0], namespace=encode_namespace(namespace))
+
+    def allocate_sequence(self, namespace: tuple[str, ...]) -> tuple[int, int]:
+        """``(queue id, next sequence number)`` of ``namespace``, creating its queue.
+
+        The increment locks the queue row until the caller's transaction ends, so the
+        jobs of one namespace get their numbers in commit order.
+        """
+        rows = self.for_namespace(namespace)
+        if not rows.update(last_sequence=F("last_sequence") + 1):
+            try:
+                with transaction.atomic(using=self.db):
+                    queue = self.create(
+                        tenant=namespace[0], namespace=encode_namespace(namespace), last_sequence=1
+                    )
+                return queue.pk, 1
+            except IntegrityError:  # created concurrently: increment that one
+                rows.update(last_sequence=F("last_sequence") + 1)
+        return rows.values_list("pk", "last_sequence").get()
+
+    def idle(self) -> ExtractionQueueQuerySet:
+        """Queues nobody holds a live lease on, with a job that may run now."""
+        runnable = ExtractionJob.objects.runnable().filter(queue=models.OuterRef("pk"))
+        free = Q(lease_owner="") | Q(lease_expires_at__lt=Now())
+        return self.filter(free).filter(models.Exists(runnable))
+
+    def claim(self, queue_id: int, owner: str, lease_seconds: float) -> bool:
+        """Take the lease of a queue that has none, or an expired one."""
+        free = Q(lease_owner="") | Q(lease_expires_at__lt=Now())
+        return bool(
+            self.filter(free, pk=queue_id).update(
+                lease_owner=owner, lease_expires_at=db_now_plus(lease_seconds)
+            )
+        )
+
+    def renew(self, queue_id: int, owner: str, lease_seconds: float) -> bool:
+        """Extend ``owner``'s lease; ``False`` if ``owner`` lost it."""
+        return bool(
+            self.filter(pk=queue_id, lease_owner=owner).update(
+                lease_expires_at=db_now_plus(lease_seconds)
+            )
+        )
+
+    def release(self, queue_id: int, owner: str) -> None:
+        self.filter(pk=queue_id, lease_owner=owner).update(lease_owner="", lease_expires_at=None)
+
+    def book_recheck(self, queue_id: int) -> float | None:
+        """Seconds until the current lease expires, if no recheck is booked for it yet.
+
+        At most one follow-up per lease period: the caller schedules one task at the
+        lease's expiry so a namespace whose worker died is picked up again.
+        """
+        booked = self.filter(pk=queue_id, lease_expires_at__isnull=False).filter(
+            Q(recheck_at__isnull=True) | Q(recheck_at__lt=F("lease_expires_at"))
+        )
+        if not booked.update(recheck_at=F("lease_expires_at")):
+            return None
+        expires, now = (
+            self.filter(pk=queue_id)
+            .annotate(db_now=Now())
+            .values_list("lease_expires_at", "db_now")
+            .get()
+        )
+        return max(0.0, (expires - now).total_seconds())
+
+
+class ExtractionQueue(models.Model):
+    """The extraction queue of one memory namespace."""
+
+    tenant = models.CharField(max_length=TENANT_MAX_LENGTH, help_text="namespace[0]")
+    namespace = models.TextField(help_text="The memory namespace as a '/'-joined path")
+    last_sequence = models.PositiveBigIntegerField(default=0)
+    lease_owner = models.CharField(max_length=255, blank=True, default="")
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    recheck_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ExtractionQueueQuerySet.as_manager()
+
+    class Meta:
+        db_table = "tulip_memory_extraction_queue"
+        verbose_name = "extraction queue"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "namespace"], name="tulip_extraction_queue_uniq"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.namespace
+
+    @property
+    def namespace_tuple(self) -> tuple[str, ...]:
+        return decode_namespace(self.namespace)
+
+
+class JobState(models.TextChoices):
+    PENDING = "pending"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+
+
+OPEN_STATES = (JobState.PENDING, JobState.RUNNING)
+
+
+class ExtractionJobQuerySet(models.QuerySet):
+    """Extraction jobs. Run inside ``tenant_atomic``: RLS hides other tenants."""
+
+    def open(self) -> ExtractionJobQuerySet:
+        return self.filter(state__in=OPEN_STATES)
+
+    def next_open(self, queue_id: int) -> ExtractionJob | None:
+        """The queue's lowest-numbered job not yet done or failed (locked), with ``db_now``."""
+        return (
+            self.open()
+            .filter(queue_id=queue_id)
+            .annotate(db_now=Now())
+            .select_for_update(of=("self",))
+            .order_by("sequence")
+            .first()
+        )
+
+    def runnable(self) -> ExtractionJobQuerySet:
+        """Open jobs that may run now (no retry delay pending)."""
+        return self.open().filter(Q(run_after__isnull=True) | Q(run_after__lte=Now()))
+
+
+class ExtractionJob(models.Model):
+    """One extraction to run: the messages of an ended session, for one namespace."""
+
+    queue = models.ForeignKey(ExtractionQueue, on_delete=models.CASCADE, related_name="jobs")
+    tenant = models.CharField(max_length=TENANT_MAX_LENGTH)
+    sequence = models.PositiveBigIntegerField()
+    payload = models.JSONField()
+    state = models.CharField(max_length=16, choices=JobState.choices, default=JobState.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True, default="")
+    run_after = models.DateTimeField(null=True, blank=True, help_text="Retry not before")
+    worker = models.CharField(max_length=255, blank=True, default="", help_text="Last runner")
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ExtractionJobQuerySet.as_manager()
+
+    class Meta:
+        db_table = "tulip_memory_extraction_job"
+        verbose_name = "extraction job"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["queue", "sequence"], name="tulip_extraction_job_seq_uniq"
+            ),
+        ]
+        indexes = [
+            models.Index(
+                fields=["tenant", "queue", "sequence"],
+                condition=Q(state__in=["pending", "running"]),
+                name="tulip_extraction_job_open_idx",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.queue_id}#{self.sequence} ({self.state})"

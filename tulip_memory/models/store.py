@@ -1,3 +1,371 @@
-"""Models of the store layer."""
+"""Models of the store layer: the items of :class:`~tulip_memory.store.PgMemory`.
 
-__all__: list[str] = []
+One row per ``(namespace, key)``. ``tenant`` is ``namespace[0]``; row-level security
+(migration ``0001_initial``) shows a transaction only the rows of the tenant it is
+pinned to (:func:`tulip_memory.tenancy.tenant_atomic`). The full namespace is stored as
+one text path (:func:`encode_namespace`) whose prefixes are namespace prefixes, so
+``list_namespaces(prefix)`` is a ``LIKE 'prefix/%'`` range.
+
+Indexes, the unique constraint and the vector column's type are PostgreSQL's; on other
+vendors the table is created plainly (PgMemory refuses them).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any, NamedTuple
+
+from django.db import connections, models
+from django.db.models import Q
+from django.db.models.expressions import Func
+from pgvector.django import VectorField
+
+from tulip_memory.tenancy import TENANT_MAX_LENGTH
+
+__all__ = [
+    "EmbeddingField",
+    "ExactCosineDistance",
+    "MemoryItem",
+    "MemoryItemQuerySet",
+    "SearchRow",
+    "UpsertRow",
+    "decode_namespace",
+    "encode_namespace",
+    "search_text_of",
+]
+
+_SEPARATOR = "/"
+_ESCAPE = "\\"
+
+
+def encode_namespace(namespace: tuple[str, ...]) -> str:
+    """The namespace as one text path: labels joined by ``/``, ``\\`` and ``/`` escaped.
+
+    Prefix-safe: the path of a namespace starts with ``path(prefix) + "/"`` exactly when
+    the prefix is a namespace prefix (an escaped ``/`` is preceded by ``\\``).
+    """
+    return _SEPARATOR.join(
+        label.replace(_ESCAPE, _ESCAPE * 2).replace(_SEPARATOR, _ESCAPE + _SEPARATOR)
+        for label in namespace
+    )
+
+
+def decode_namespace(path: str) -> tuple[str, ...]:
+    """Inverse of :func:`encode_namespace`."""
+    labels: list[str] = []
+    current: list[str] = []
+    chars = iter(path)
+    for char in chars:
+        if char == _ESCAPE:
+            current.append(next(chars, ""))
+        elif char == _SEPARATOR:
+            labels.append("".join(current))
+            current = []
+        else:
+            current.append(char)
+    labels.append("".join(current))
+    return tuple(labels)
+
+
+class EmbeddingField(VectorField):
+    """A pgvector ``vector`` whose width is ``TULIP_MEMORY["VECTOR_DIMENSIONS"]``.
+
+    The width is read when the column is created, not written into migrations, so that
+    the app's migrations do not depend on a project's setting. Other vendors get a text
+    column (never used: PgMemory requires PostgreSQL).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.pop("dimensions", None)
+        super().__init__(*args, **kwargs)
+
+    def deconstruct(self) -> tuple[Any, Any, Any, Any]:
+        name, _path, args, kwargs = super().deconstruct()
+        kwargs.pop("dimensions", None)
+        return name, "tulip_memory.models.store.EmbeddingField", args, kwargs
+
+    def db_type(self, connection: Any) -> str:
+        if connection.vendor != "postgresql":
+            return models.TextField().db_type(connection)
+        from tulip_memory.conf import settings
+
+        return f"vector({int(settings.VECTOR_DIMENSIONS)})"
+
+
+class ExactCosineDistance(Func):
+    """Cosine distance written so that no ANN index can serve the ORDER BY.
+
+    ``embedding <=> q`` in an ORDER BY is what an HNSW index orders by; under a
+    selective tenant/namespace filter such a scan returns too few or wrong rows. ``+ 0``
+    keeps the value but makes the planner use the (tenant, namespace) btree and sort
+    exactly: the true top-k, always.
+    """
+
+    template = "((%(expressions)s) + 0)"
+    arg_joiner = " <=> "
+    output_field = models.FloatField()
+
+
+class UpsertRow(NamedTuple):
+    """One row for :meth:`MemoryItemQuerySet.upsert` (JSON and vectors as text)."""
+
+    tenant: str
+    namespace: str
+    key: str
+    value_json: str
+    metadata_json: str
+    search_text: str
+    embedding: str | None
+    embedding_source: str
+
+
+class SearchRow(NamedTuple):
+    """One hit of :meth:`MemoryItemQuerySet.search_paths`."""
+
+    index: int
+    key: str
+    value: Any
+    metadata: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
+    version: int
+    lexical: bool
+
+
+def search_text_of(tokens: Iterable[str]) -> str:
+    """The stored search text: the tokens between spaces, so ``' tea '`` matches a token."""
+    return " " + " ".join(tokens) + " "
+
+
+class MemoryItemQuerySet(models.QuerySet):
+    """Queries of store items. Run them inside ``tenant_atomic``: RLS hides the rest."""
+
+    def for_namespace(self, namespace: tuple[str, ...]) -> MemoryItemQuerySet:
+        return self.filter(tenant=namespace[0], namespace=encode_namespace(namespace))
+
+    def for_namespaces(self, namespaces: list[tuple[str, ...]]) -> MemoryItemQuerySet:
+        tenants = {ns[0] for ns in namespaces}
+        return self.filter(
+            tenant__in=tenants, namespace__in=[encode_namespace(ns) for ns in namespaces]
+        )
+
+    def under_prefix(self, prefix: tuple[str, ...]) -> MemoryItemQuerySet:
+        """Items whose namespace is ``prefix`` or starts with it (all for ``()``)."""
+        if not prefix:
+            return self.all()
+        path = encode_namespace(prefix)
+        return self.filter(tenant=prefix[0]).filter(
+            Q(namespace=path) | Q(namespace__startswith=path + _SEPARATOR)
+        )
+
+    def for_keys(self, pairs: list[tuple[tuple[str, ...], str]]) -> MemoryItemQuerySet:
+        condition = Q()
+        for namespace, key in pairs:
+            condition |= Q(tenant=namespace[0], namespace=encode_namespace(namespace), key=key)
+        return self.filter(condition) if pairs else self.none()
+
+    def ranked_by(self, vector: list[float]) -> MemoryItemQuerySet:
+        """Rows with a vector, nearest first (exact sort), with a ``distance`` annotation."""
+        from pgvector import Vector
+
+        query = models.Value(Vector(vector).to_text())
+        return (
+            self.filter(embedding__isnull=False)
+            .annotate(distance=ExactCosineDistance("embedding", query))
+            .order_by("distance", "key")
+        )
+
+    def matching_text(self, text: str) -> MemoryItemQuerySet:
+        """Lexical fallback: rows whose search text contains ``text`` (case-insensitive)."""
+        return self.filter(search_text__icontains=text)
+
+    def clear(self) -> int:
+        """Delete the rows in ONE ``DELETE`` statement (no collector pre-fetch); the count."""
+        return self._raw_delete(self.db)
+
+    # --- statements the ORM cannot express -------------------------------------------
+
+    def _sql_names(self) -> dict[str, str]:
+        quote = connections[self.db].ops.quote_name
+        meta = self.model._meta
+        names = {"table": quote(meta.db_table)}
+        for field in meta.concrete_fields:
+            names[field.name] = quote(field.column)
+        return names
+
+    def upsert(self, rows: Sequence[UpsertRow]) -> int:
+        """Insert or update ``rows`` in ONE ``INSERT ... ON CONFLICT`` statement.
+
+        A new row gets version 1 and ``created_at = updated_at = clock_timestamp()``; an
+        existing one keeps ``created_at``, gets ``version + 1`` and an ``updated_at``
+        strictly later than before. Concurrent upserts of one key serialise on the row,
+        so N writes leave version N. ``rows`` must not repeat a (tenant, namespace, key).
+        """
+        if not rows:
+            return 0
+        n = self._sql_names()
+        columns = list(zip(*rows, strict=True))
+        sql = (
+            f"INSERT INTO {n['table']} AS i ({n['tenant']}, {n['namespace']}, {n['key']}, "
+            f"{n['value']}, {n['metadata']}, {n['search_text']}, {n['embedding']}, "
+            f"{n['embedding_source']}, {n['created_at']}, {n['updated_at']}, {n['version']}) "
+            "SELECT r.tenant, r.namespace, r.key, r.value::jsonb, r.metadata::jsonb, "
+            "r.search_text, r.embedding::vector, r.source, c.ts, c.ts, 1 "
+            "FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[], "
+            "%s::text[], %s::text[], %s::text[]) "
+            "AS r(tenant, namespace, key, value, metadata, search_text, embedding, source) "
+            "CROSS JOIN LATERAL (SELECT clock_timestamp() AS ts) c "
+            f"ON CONFLICT ({n['tenant']}, {n['namespace']}, {n['key']}) DO UPDATE SET "
+            f"{n['value']} = EXCLUDED.{n['value']}, "
+            f"{n['metadata']} = EXCLUDED.{n['metadata']}, "
+            f"{n['search_text']} = EXCLUDED.{n['search_text']}, "
+            f"{n['embedding']} = EXCLUDED.{n['embedding']}, "
+            f"{n['embedding_source']} = EXCLUDED.{n['embedding_source']}, "
+            f"{n['updated_at']} = GREATEST(clock_timestamp(), "
+            f"i.{n['updated_at']} + interval '1 microsecond'), "
+            f"{n['version']} = i.{n['version']} + 1"
+        )
+        with connections[self.db].cursor() as cursor:
+            cursor.execute(sql, [list(column) for column in columns])
+            return cursor.rowcount
+
+    def search_paths(
+        self,
+        tenant: str,
+        paths: Sequence[str],
+        limit: int,
+        *,
+        vector: str | None = None,
+        source: str = "",
+        tokens: Sequence[str] = (),
+    ) -> list[SearchRow]:
+        """Rank each namespace path of ``tenant`` on its own, in ONE statement.
+
+        Without ``vector`` and ``tokens``: newest-updated first, ties by key. Otherwise two
+        candidate sets per namespace, merged by distance: rows whose embedding came from
+        ``source`` by exact cosine distance to ``vector`` (the ``(tenant, namespace)``
+        btree, then a sort: the true top-k, never an ANN approximation), and rows without
+        such an embedding that contain query tokens, at distance ``1 - matched/len(tokens)``.
+        """
+        n = self._sql_names()
+        columns = (
+            f"i.{n['key']} AS key, i.{n['value']} AS value, i.{n['metadata']} AS metadata, "
+            f"i.{n['created_at']} AS created_at, i.{n['updated_at']} AS updated_at, "
+            f"i.{n['version']} AS version"
+        )
+        scope = (
+            f"FROM {n['table']} i "
+            f"WHERE i.{n['tenant']} = %(tenant)s AND i.{n['namespace']} = p.path"
+        )
+        params: dict[str, Any] = {"tenant": tenant, "paths": list(paths), "limit": limit}
+        if vector is None and not tokens:
+            inner = (
+                f"SELECT {columns}, 0.0::float8 AS rank, false AS lexical {scope} "
+                f"ORDER BY i.{n['updated_at']} DESC, i.{n['key']} LIMIT %(limit)s"
+            )
+            order = "m.updated_at DESC, m.key"
+        else:
+            parts = []
+            if vector is not None:
+                params.update(vector=vector, source=source)
+                distance = f"((i.{n['embedding']} <=> %(vector)s::vector) + 0)"
+                parts.append(
+                    f"(SELECT {columns}, {distance} AS rank, false AS lexical {scope} "
+                    f"AND i.{n['embedding_source']} = %(source)s "
+                    f"AND i.{n['embedding']} IS NOT NULL "
+                    f"ORDER BY rank, i.{n['updated_at']} DESC, i.{n['key']} LIMIT %(limit)s)"
+                )
+            if tokens:
+                params.update(tokens=list(tokens), ntokens=float(len(tokens)))
+                matched = (
+                    "(SELECT count(*) FROM unnest(%(tokens)s::text[]) AS t(token) "
+                    f"WHERE strpos(i.{n['search_text']}, ' ' || t.token || ' ') > 0)"
+                )
+                unusable = (
+                    f"AND (i.{n['embedding']} IS NULL OR i.{n['embedding_source']} "
+                    "IS DISTINCT FROM %(source)s) "
+                    if vector is not None
+                    else ""
+                )
+                parts.append(
+                    f"(SELECT {columns}, 1.0 - {matched} / %(ntokens)s AS rank, true AS lexical "
+                    f"{scope} {unusable}AND {matched} > 0 "
+                    f"ORDER BY rank, i.{n['updated_at']} DESC, i.{n['key']} LIMIT %(limit)s)"
+                )
+            inner = (
+                f"SELECT * FROM ({' UNION ALL '.join(parts)}) u "
+                "ORDER BY u.rank, u.updated_at DESC, u.key LIMIT %(limit)s"
+            )
+            order = "m.rank, m.updated_at DESC, m.key"
+        sql = (
+            "SELECT p.idx, m.key, m.value, m.metadata, m.created_at, m.updated_at, m.version, "
+            "m.lexical FROM unnest(%(paths)s::text[]) WITH ORDINALITY AS p(path, idx) "
+            f"CROSS JOIN LATERAL ({inner}) m ORDER BY p.idx, {order}"
+        )
+        with connections[self.db].cursor() as cursor:
+            cursor.execute(sql, params)
+            rows = cursor.fetchall()
+        return [
+            SearchRow(
+                int(idx) - 1, key, _json(value), _json(metadata), created, updated, version, lexical
+            )
+            for idx, key, value, metadata, created, updated, version, lexical in rows
+        ]
+
+    def namespace_paths(self) -> MemoryItemQuerySet:
+        return self.order_by("namespace").values_list("namespace", flat=True).distinct()
+
+
+def _json(value: Any) -> Any:
+    # Django's psycopg configuration loads jsonb as text (JSONField parses it).
+    return json.loads(value) if isinstance(value, str) else value
+
+
+class MemoryItem(models.Model):
+    """One stored ``(namespace, key) -> value`` of PgMemory."""
+
+    tenant = models.CharField(max_length=TENANT_MAX_LENGTH, help_text="namespace[0]")
+    namespace = models.TextField(help_text="The namespace as a '/'-joined path")
+    key = models.TextField()
+    value = models.JSONField()
+    metadata = models.JSONField(default=dict)
+    search_text = models.TextField(default="", help_text="Text matched by lexical search")
+    embedding = EmbeddingField(null=True, blank=True)
+    embedding_source = models.CharField(
+        max_length=100,
+        default="",
+        blank=True,
+        help_text="What computed the embedding: 'hrr', 'embedder:<name>', 'external'; '' for none",
+    )
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+    version = models.PositiveBigIntegerField(default=1)
+
+    objects = MemoryItemQuerySet.as_manager()
+
+    class Meta:
+        db_table = "tulip_memory_store_item"
+        verbose_name = "memory"
+        verbose_name_plural = "memories"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "namespace", "key"], name="tulip_store_item_uniq"
+            ),
+            models.CheckConstraint(
+                condition=~Q(tenant=""), name="tulip_store_item_tenant_not_empty"
+            ),
+        ]
+        indexes = [
+            models.Index(
+                fields=["tenant", "namespace", "-updated_at"], name="tulip_store_item_recent"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.namespace} / {self.key}"
+
+    @property
+    def namespace_tuple(self) -> tuple[str, ...]:
+        return decode_namespace(self.namespace)

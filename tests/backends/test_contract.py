@@ -1,0 +1,148 @@
+"""The BaseCheckpointer contract, run over every backend of ``conftest.BACKENDS``."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from tulip_memory.messages import Message, Role, ToolCall
+from tulip_memory.state import AgentState
+
+
+def make_state(turns: int, *, tag: str = "") -> AgentState:
+    messages = [Message(Role.SYSTEM, "You are a careful gardener.")]
+    for turn in range(turns):
+        messages.append(Message(Role.USER, f"{tag}question {turn}: when do tulips bloom? é✓"))
+        messages.append(
+            Message(
+                Role.ASSISTANT,
+                f"{tag}answer {turn}",
+                tool_calls=[
+                    ToolCall(id=f"c{turn}", name="lookup", arguments={"q": [turn, {"x": None}]})
+                ],
+                metadata={"tokens": turn * 3, "nested": {"ok": True}},
+            )
+        )
+    return AgentState(
+        messages=messages, metadata={"turn": turns, "user": {"id": 7}}, thread_id="th"
+    )
+
+
+async def test_round_trip_is_equal(checkpointer):
+    state = make_state(3)
+    checkpoint_id = await checkpointer.save(state, "thread-1")
+    assert isinstance(checkpoint_id, str) and checkpoint_id
+    assert await checkpointer.load("thread-1", checkpoint_id) == state
+    assert await checkpointer.load("thread-1") == state
+
+
+async def test_loaded_state_is_a_copy(checkpointer):
+    state = make_state(1)
+    await checkpointer.save(state, "t")
+    loaded = await checkpointer.load("t")
+    loaded.messages[2].metadata["nested"]["ok"] = False
+    loaded.metadata["user"]["id"] = 8
+    state.messages.append(Message(Role.USER, "not saved"))
+    again = await checkpointer.load("t")
+    assert again == make_state(1)
+
+
+async def test_latest_and_specific_checkpoints(checkpointer):
+    ids = [await checkpointer.save(make_state(n), "t") for n in range(4)]
+    assert len(set(ids)) == 4
+    assert await checkpointer.load("t") == make_state(3)
+    for n, checkpoint_id in enumerate(ids):
+        assert await checkpointer.load("t", checkpoint_id) == make_state(n)
+
+
+async def test_list_newest_first_with_limit(checkpointer):
+    ids = [await checkpointer.save(make_state(n), "t") for n in range(5)]
+    assert await checkpointer.list_checkpoints("t") == ids[::-1]
+    assert await checkpointer.list_checkpoints("t", limit=2) == ids[:-3:-1]
+    assert await checkpointer.list_checkpoints("other") == []
+
+
+async def test_explicit_ids_and_replacing_one(checkpointer):
+    await checkpointer.save(make_state(1), "t", "first")
+    await checkpointer.save(make_state(2), "t", "second")
+    assert await checkpointer.save(make_state(5, tag="v2 "), "t", "first") == "first"
+    assert await checkpointer.list_checkpoints("t") == ["first", "second"]
+    assert await checkpointer.load("t", "first") == make_state(5, tag="v2 ")
+    assert await checkpointer.load("t", "second") == make_state(2)
+    assert await checkpointer.load("t") == make_state(5, tag="v2 ")
+
+
+async def test_delete_one_and_all(checkpointer):
+    ids = [await checkpointer.save(make_state(n), "t") for n in range(4)]
+    await checkpointer.save(make_state(9), "other")
+    assert await checkpointer.delete("t", ids[1]) is True
+    assert await checkpointer.delete("t", ids[1]) is False
+    assert await checkpointer.load("t", ids[1]) is None
+    assert await checkpointer.list_checkpoints("t") == [ids[3], ids[2], ids[0]]
+    for n in (0, 2, 3):
+        assert await checkpointer.load("t", ids[n]) == make_state(n)
+    assert await checkpointer.delete("t", ids[3]) is True
+    assert await checkpointer.load("t") == make_state(2)
+    assert await checkpointer.delete("t") is True
+    assert await checkpointer.list_checkpoints("t") == []
+    assert await checkpointer.load("t") is None
+    assert await checkpointer.delete("t") is False
+    assert await checkpointer.load("other") == make_state(9)
+
+
+async def test_unknown_thread_or_checkpoint_gives_none(checkpointer):
+    assert await checkpointer.load("nobody") is None
+    assert await checkpointer.load("nobody", "nothing") is None
+    await checkpointer.save(make_state(1), "t")
+    assert await checkpointer.load("t", "nothing") is None
+    assert await checkpointer.delete("t", "nothing") is False
+
+
+async def test_threads_are_separate_even_with_awkward_ids(checkpointer):
+    threads = ["a", "a:index", "a/b", "../x", "/etc/passwd", "a b.c", "ü✓", "x" * 255]
+    for n, thread_id in enumerate(threads):
+        await checkpointer.save(make_state(n), thread_id, f"id/{n}:.. ü")
+    for n, thread_id in enumerate(threads):
+        assert await checkpointer.load(thread_id) == make_state(n)
+        assert await checkpointer.list_checkpoints(thread_id) == [f"id/{n}:.. ü"]
+
+
+async def test_concurrent_saves_to_one_thread_keep_every_checkpoint(checkpointer):
+    states = [make_state(n % 4, tag=f"{n} ") for n in range(20)]
+    ids = await asyncio.gather(*(checkpointer.save(s, "busy") for s in states))
+    assert len(set(ids)) == 20
+    assert sorted(await checkpointer.list_checkpoints("busy", limit=100)) == sorted(ids)
+    for state, checkpoint_id in zip(states, ids, strict=True):
+        assert await checkpointer.load("busy", checkpoint_id) == state
+
+
+@pytest.mark.parametrize(
+    "thread_id", ["", "\x00", "a\x00b", 7, None, b"bytes", "x" * 256], ids=repr
+)
+async def test_bad_thread_ids_are_rejected_before_storage(checkpointer, thread_id):
+    await checkpointer.save(make_state(1), "t")
+    for call in (
+        checkpointer.save(make_state(2), thread_id),
+        checkpointer.load(thread_id),
+        checkpointer.list_checkpoints(thread_id),
+        checkpointer.delete(thread_id),
+    ):
+        with pytest.raises(ValueError, match="thread_id"):
+            await call
+    assert await checkpointer.list_checkpoints("t", limit=10) != []
+    assert await checkpointer.load("t") == make_state(1)
+
+
+async def test_other_bad_input(checkpointer):
+    with pytest.raises(ValueError, match="state must be an AgentState"):
+        await checkpointer.save({"messages": []}, "t")
+    for bad_id in ("", "a\x00", 5):
+        with pytest.raises(ValueError, match="checkpoint_id"):
+            await checkpointer.save(make_state(1), "t", bad_id)
+        with pytest.raises(ValueError, match="checkpoint_id"):
+            await checkpointer.load("t", bad_id)
+    for limit in (0, -1, "3", True):
+        with pytest.raises(ValueError, match="limit"):
+            await checkpointer.list_checkpoints("t", limit=limit)
+    assert await checkpointer.list_checkpoints("t") == []

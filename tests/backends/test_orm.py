@@ -1,0 +1,96 @@
+"""PostgreSQL/MySQL checkpointers: vendor checks, tenants, and row-level security."""
+
+from __future__ import annotations
+
+import pytest
+from asgiref.sync import sync_to_async
+from django.db import DatabaseError, connections
+
+from tests.backends.test_contract import make_state
+from tulip_memory.backends import MySQLCheckpointer, PostgreSQLCheckpointer
+from tulip_memory.delta import DeltaCheckpointer, ORMDeltaStorage
+from tulip_memory.exceptions import ConfigurationError, TenantError
+from tulip_memory.tenancy import tenant_atomic, tenant_context
+
+BOTH = pytest.mark.django_db(transaction=True, databases=["default", "mysql"])
+
+
+def test_vendor_and_alias_are_checked():
+    with pytest.raises(ConfigurationError, match=r"needs a postgresql database.*'mysql'"):
+        PostgreSQLCheckpointer("mysql")
+    with pytest.raises(ConfigurationError, match=r"needs a mysql database.*'default'"):
+        MySQLCheckpointer("default")
+    with pytest.raises(ConfigurationError, match="no database alias 'nope'"):
+        PostgreSQLCheckpointer("nope")
+    with pytest.raises(ValueError, match="database must be"):
+        PostgreSQLCheckpointer("")
+    with pytest.raises(ValueError, match="tenant"):
+        PostgreSQLCheckpointer("default", tenant="")
+
+
+@BOTH
+@pytest.mark.parametrize(
+    ("make", "alias"),
+    [
+        (PostgreSQLCheckpointer, "default"),
+        (MySQLCheckpointer, "mysql"),
+        (lambda alias, **kw: DeltaCheckpointer(ORMDeltaStorage(alias, **kw)), "default"),
+        (lambda alias, **kw: DeltaCheckpointer(ORMDeltaStorage(alias, **kw)), "mysql"),
+    ],
+    ids=["postgresql", "mysql", "delta-postgresql", "delta-mysql"],
+)
+async def test_tenants_do_not_see_each_other(make, alias):
+    tenant_a, tenant_b = make(alias, tenant="a"), make(alias, tenant="b")
+    await tenant_a.save(make_state(1), "shared-thread", "cp")
+    assert await tenant_b.load("shared-thread") is None
+    assert await tenant_b.list_checkpoints("shared-thread") == []
+    assert await tenant_b.delete("shared-thread") is False
+    await tenant_b.save(make_state(2), "shared-thread", "cp")
+    assert await tenant_a.load("shared-thread", "cp") == make_state(1)
+    assert await tenant_b.load("shared-thread", "cp") == make_state(2)
+    # The bound tenant is used when none is fixed.
+    unbound = make(alias)
+    with tenant_context("a"):
+        assert await unbound.load("shared-thread") == make_state(1)
+    with pytest.raises(TenantError, match="no tenant"):
+        await unbound.load("shared-thread")
+
+
+def _count_rows(alias: str, table: str) -> int:
+    with connections[alias].cursor() as cursor:
+        cursor.execute(f"SELECT count(*) FROM {table}")
+        return cursor.fetchone()[0]
+
+
+@BOTH
+async def test_postgresql_rows_are_under_row_level_security():
+    await PostgreSQLCheckpointer("default", tenant="a").save(make_state(1), "t")
+    await DeltaCheckpointer(ORMDeltaStorage("default", tenant="a")).save(make_state(1), "t")
+    tables = [
+        "tulip_memory_checkpoint",
+        "tulip_memory_delta_checkpoint",
+        "tulip_memory_delta_block",
+    ]
+
+    def visible() -> dict[str, tuple[int, int]]:
+        counts = {}
+        for table in tables:
+            with tenant_atomic("a"):
+                own = _count_rows("default", table)
+            with tenant_atomic("b"):
+                other = _count_rows("default", table)
+            counts[table] = (own, other)
+        return counts
+
+    assert await sync_to_async(visible)() == dict.fromkeys(tables, (1, 0))
+    # Without a tenant pinned, the app role sees nothing at all.
+    assert await sync_to_async(lambda: [_count_rows("default", t) for t in tables])() == [0, 0, 0]
+
+    def forge() -> None:
+        from tulip_memory.models import CheckpointRecord
+
+        with tenant_atomic("b"):
+            CheckpointRecord.objects.create(tenant="a", thread_id="t", checkpoint_id="x", state={})
+
+    with pytest.raises(DatabaseError, match="row-level security"):
+        await sync_to_async(forge)()

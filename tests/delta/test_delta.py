@@ -1,0 +1,393 @@
+"""DeltaCheckpointer: exact rebuilds, bounded reads, corruption, cache, pruning, savings."""
+
+from __future__ import annotations
+
+import random
+import uuid
+from dataclasses import replace
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tulip_memory.backends.base import encode_state
+from tulip_memory.delta import DeltaCheckpointer, InMemoryDeltaStorage
+from tulip_memory.exceptions import CheckpointCorruptError
+from tulip_memory.messages import Message, Role, ToolCall
+from tulip_memory.state import AgentState
+
+WORDS = [
+    "tulip",
+    "bulb",
+    "spring",
+    "soil",
+    "water",
+    "bloom",
+    "garden",
+    "petal",
+    "stem",
+    "frost",
+    "plant",
+    "autumn",
+    "leaf",
+    "root",
+    "sun",
+    "shade",
+    "compost",
+    "red",
+    "yellow",
+    "early",
+    "late",
+    "season",
+    "week",
+    "month",
+    "depth",
+    "inch",
+    "grow",
+]
+
+
+def chat_turn(rng: random.Random, turn: int) -> list[Message]:
+    """A user and an assistant message of about 200 characters each."""
+
+    def text(prefix: str) -> str:
+        words = [prefix]
+        while sum(len(w) + 1 for w in words) < 200:
+            words.append(rng.choice(WORDS))
+        return " ".join(words)
+
+    return [Message(Role.USER, text(f"q{turn}")), Message(Role.ASSISTANT, text(f"a{turn}"))]
+
+
+class CountingStorage(InMemoryDeltaStorage):
+    """The in-memory storage, counting calls (reads and writes) by name."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: dict[str, int] = {}
+
+    def reset(self) -> None:
+        self.calls = {}
+
+    def __getattribute__(self, name: str):
+        value = super().__getattribute__(name)
+        if name in {
+            "store",
+            "retrieve",
+            "retrieve_chain",
+            "list_checkpoints",
+            "delete",
+            "store_blocks",
+            "retrieve_blocks",
+            "block_sizes",
+            "delete_blocks",
+        }:
+            calls = super().__getattribute__("calls")
+            calls[name] = calls.get(name, 0) + 1
+        return value
+
+
+# -- random state sequences ----------------------------------------------------------------
+
+message_st = st.builds(
+    Message,
+    role=st.sampled_from(list(Role)),
+    content=st.text(max_size=30),
+    tool_calls=st.lists(
+        st.builds(
+            ToolCall,
+            id=st.text(min_size=1, max_size=5),
+            name=st.sampled_from(["a", "b"]),
+            arguments=st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+        ),
+        max_size=1,
+    ),
+    tool_call_id=st.none() | st.text(max_size=4),
+    name=st.none() | st.just("n"),
+    metadata=st.dictionaries(st.text(max_size=3), st.integers() | st.text(max_size=3), max_size=2),
+)
+json_value = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+operation = st.one_of(
+    st.tuples(st.just("append"), st.lists(message_st, min_size=1, max_size=3)),
+    st.tuples(st.just("edit"), st.integers(0, 10_000), message_st),
+    st.tuples(st.just("remove"), st.integers(0, 10_000)),
+    st.tuples(st.just("insert"), st.integers(0, 10_000), message_st),
+    st.tuples(st.just("set_meta"), st.sampled_from(["a", "b", "c"]), json_value),
+    st.tuples(st.just("drop_meta"), st.sampled_from(["a", "b", "c"])),
+    st.tuples(st.just("thread"), st.none() | st.sampled_from(["x", "y"])),
+    st.tuples(
+        st.just("same"),
+    ),
+    st.tuples(st.just("prune"), st.integers(0, 6)),
+    st.tuples(st.just("delete_one"), st.integers(0, 10_000)),
+    st.tuples(st.just("resave"), st.integers(0, 10_000)),
+)
+
+
+def apply(state: AgentState, op: tuple) -> None:
+    kind, *args = op
+    messages = state.messages
+    if kind == "append":
+        messages.extend(args[0])
+    elif kind == "edit" and messages:
+        messages[args[0] % len(messages)] = args[1]
+    elif kind == "remove" and messages:
+        del messages[args[0] % len(messages)]
+    elif kind == "insert":
+        messages.insert(args[0] % (len(messages) + 1), args[1])
+    elif kind == "set_meta":
+        state.metadata[args[0]] = args[1]
+    elif kind == "drop_meta":
+        state.metadata.pop(args[0], None)
+    elif kind == "thread":
+        state.thread_id = args[0]
+
+
+async def check_sequence(storage, ops, depth: int, cache: int) -> None:
+    """Save after each operation; then every kept checkpoint must rebuild exactly."""
+    thread = f"t-{uuid.uuid4().hex}"  # examples share a database: one thread each
+    checkpointer = DeltaCheckpointer(storage, max_chain_depth=depth, cache_size=cache)
+    state = AgentState()
+    expected: dict[str, AgentState] = {}
+    for op in ops:
+        kind = op[0]
+        if kind == "prune":
+            kept = await checkpointer.list_checkpoints(thread, limit=op[1]) if op[1] else []
+            await checkpointer.prune(thread, keep_last=op[1])
+            expected = {k: v for k, v in expected.items() if k in kept}
+            continue
+        if kind == "delete_one" and expected:
+            victim = sorted(expected)[op[1] % len(expected)]
+            assert await checkpointer.delete(thread, victim) is True
+            del expected[victim]
+            continue
+        if kind == "resave" and expected:
+            target = sorted(expected)[op[1] % len(expected)]
+            await checkpointer.save(state, thread, target)
+            expected[target] = AgentState.from_checkpoint(state.to_checkpoint())
+            continue
+        apply(state, op)
+        checkpoint_id = await checkpointer.save(state, thread)
+        expected[checkpoint_id] = AgentState.from_checkpoint(state.to_checkpoint())
+
+    fresh = DeltaCheckpointer(storage, max_chain_depth=depth, cache_size=0)
+    assert sorted(await fresh.list_checkpoints(thread, limit=10_000)) == sorted(expected)
+    for checkpoint_id, saved in expected.items():
+        assert await fresh.load(thread, checkpoint_id) == saved
+        assert await checkpointer.load(thread, checkpoint_id) == saved
+    # No block is kept that no full checkpoint needs.
+    records = await storage.list_checkpoints(thread, limit=None)
+    referenced = {d for m in records if m.is_full for d, _ in m.blocks}
+    assert set(await storage.block_sizes(thread)) == referenced
+
+
+sequences = given(
+    ops=st.lists(operation, min_size=1, max_size=40),
+    depth=st.integers(0, 4),
+    cache=st.sampled_from([0, 2, 128]),
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@sequences
+async def test_a_fresh_checkpointer_rebuilds_every_saved_state(ops, depth, cache):
+    await check_sequence(InMemoryDeltaStorage(), ops, depth, cache)
+
+
+@pytest.mark.django_db(transaction=True, databases=["default", "mysql"])
+@pytest.mark.parametrize("alias", ["default", "mysql"])
+@settings(
+    max_examples=12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@sequences
+async def test_the_same_over_the_orm_storage(alias, ops, depth, cache):
+    from tulip_memory.delta import ORMDeltaStorage
+
+    await check_sequence(ORMDeltaStorage(alias, tenant="tenant-h"), ops, depth, cache)
+
+
+# -- bounded reads and constant save cost ---------------------------------------------------
+
+
+async def test_load_is_two_reads_and_save_one_whatever_the_length():
+    storage = CountingStorage()
+    checkpointer = DeltaCheckpointer(storage)
+    rng = random.Random(1)
+    state = AgentState()
+    costs = {}
+    for turn in range(1, 201):
+        state.messages.extend(chat_turn(rng, turn))
+        storage.reset()
+        await checkpointer.save(state, "t")
+        costs[turn] = dict(storage.calls)
+        if turn in (3, 10, 57, 200):
+            storage.reset()
+            assert await DeltaCheckpointer(storage).load("t") == state
+            assert storage.calls == {"retrieve_chain": 1, "retrieve_blocks": 1}
+    # A delta save: one read (the newest id) and one write, at turn 10 as at turn 200.
+    assert costs[10] == costs[200] == {"list_checkpoints": 1, "store": 1}
+    # A full save adds one block write.
+    assert costs[199] == {"list_checkpoints": 1, "store_blocks": 1, "store": 1}
+    ids = await checkpointer.list_checkpoints("t", limit=200)
+    for checkpoint_id in ids[::37]:
+        storage.reset()
+        await DeltaCheckpointer(storage).load("t", checkpoint_id)
+        assert storage.calls == {"retrieve_chain": 1, "retrieve_blocks": 1}
+
+
+async def test_saved_bytes_per_turn_do_not_grow_and_storage_beats_the_targets():
+    storage = InMemoryDeltaStorage()
+    checkpointer = DeltaCheckpointer(storage)
+    rng = random.Random(7)
+    state = AgentState(metadata={"user": "u1"})
+    full_snapshots = 0
+    for turn in range(1, 201):
+        state.messages.extend(chat_turn(rng, turn))
+        state.metadata["turn"] = turn
+        await checkpointer.save(state, "t")
+        full_snapshots += len(encode_state(state))
+        if turn in (100, 200):
+            stored = (await checkpointer.get_storage_stats("t"))["compressed_size"]
+            saving = 1 - stored / full_snapshots
+            assert saving >= (0.95 if turn == 100 else 0.97), (turn, saving)
+    deltas = [
+        m.compressed_size_bytes for m in await storage.list_checkpoints("t", None) if not m.is_full
+    ]
+    assert max(deltas) < 2 * min(deltas)
+
+
+# -- corruption ----------------------------------------------------------------------------
+
+
+async def _chain(depth: int = 5) -> tuple[InMemoryDeltaStorage, list[str]]:
+    storage = InMemoryDeltaStorage()
+    checkpointer = DeltaCheckpointer(storage, max_chain_depth=depth)
+    rng = random.Random(3)
+    state = AgentState()
+    ids = []
+    for turn in range(4):
+        state.messages.extend(chat_turn(rng, turn))
+        ids.append(await checkpointer.save(state, "t"))
+    return storage, ids
+
+
+async def test_a_missing_parent_is_an_error_naming_the_checkpoint():
+    storage, ids = await _chain()
+    del storage._storage["t"][ids[1]]
+    fresh = DeltaCheckpointer(storage)
+    with pytest.raises(
+        CheckpointCorruptError,
+        match=rf"checkpoint '{ids[3]}'.*parent checkpoint '{ids[1]}' is missing",
+    ):
+        await fresh.load("t", ids[3])
+    with pytest.raises(CheckpointCorruptError, match=ids[3]):
+        await fresh.load("t")
+    assert (await fresh.load("t", ids[0])) is not None
+
+
+async def test_corrupt_data_and_blocks_are_errors_never_a_wrong_state():
+    storage, ids = await _chain()
+    record = storage._storage["t"][ids[2]]
+    storage._storage["t"][ids[2]] = replace(record, data=record.data[:-3] + b"xyz")
+    with pytest.raises(CheckpointCorruptError, match=rf"checkpoint '{ids[2]}'.*bad delta"):
+        await DeltaCheckpointer(storage).load("t", ids[3])
+
+    storage, ids = await _chain()
+    ((digest, block),) = storage._blocks["t"].items()
+    import zlib
+
+    forged = zlib.compress(zlib.decompress(block.data).replace(b"q0", b"q9"))
+    storage._blocks["t"][digest] = replace(block, data=forged)
+    with pytest.raises(
+        CheckpointCorruptError, match=rf"checkpoint '{ids[0]}'.*does not match its digest"
+    ):
+        await DeltaCheckpointer(storage).load("t", ids[2])
+    del storage._blocks["t"][digest]
+    with pytest.raises(CheckpointCorruptError, match=rf"block {digest} is missing"):
+        await DeltaCheckpointer(storage).load("t", ids[2])
+
+
+# -- cache, pruning, stats, metadata ---------------------------------------------------------
+
+
+async def test_the_cache_is_bounded():
+    checkpointer = DeltaCheckpointer(cache_size=3)
+    for n in range(10):
+        await checkpointer.save(AgentState(metadata={"n": n}), f"t{n % 4}")
+        await checkpointer.load(f"t{n % 4}")
+    assert len(checkpointer._cache) <= 3
+
+
+async def test_prune_rebases_what_it_keeps_and_drops_unused_blocks():
+    storage = InMemoryDeltaStorage()
+    checkpointer = DeltaCheckpointer(storage, max_chain_depth=4)
+    rng = random.Random(5)
+    state = AgentState()
+    saved = []
+    for turn in range(23):
+        state.messages.extend(chat_turn(rng, turn))
+        saved.append(
+            (await checkpointer.save(state, "t"), AgentState.from_checkpoint(state.to_checkpoint()))
+        )
+    before = await checkpointer.get_storage_stats("t")
+    assert await checkpointer.prune("t", keep_last=3) == 20
+    fresh = DeltaCheckpointer(storage)
+    assert await fresh.list_checkpoints("t") == [cid for cid, _ in saved[:-4:-1]]
+    for checkpoint_id, expected in saved[-3:]:
+        assert await fresh.load("t", checkpoint_id) == expected
+    after = await checkpointer.get_storage_stats("t")
+    assert after["total_checkpoints"] == 3 and after["full_checkpoints"] >= 1
+    assert after["blocks"] <= before["blocks"]
+    assert await checkpointer.prune("t", keep_last=5) == 0
+    assert await checkpointer.prune("t", keep_last=0) == 3
+    assert await checkpointer.load("t") is None
+    assert await storage.block_sizes("t") == {}
+
+
+async def test_metadata_and_stats():
+    checkpointer = DeltaCheckpointer(max_chain_depth=2)
+    ids = [
+        await checkpointer.save(AgentState(messages=[Message(Role.USER, "x" * n)]), "t")
+        for n in range(4)
+    ]
+    metas = [await checkpointer.get_metadata("t", i) for i in ids]
+    assert [m.is_full for m in metas] == [True, False, False, True]
+    assert [m.chain_depth for m in metas] == [0, 1, 2, 0]
+    assert metas[2].parent_id == ids[1] and metas[2].base_id == ids[0]
+    assert all(m.compressed_size_bytes > 0 and m.size_bytes > 0 for m in metas)
+    assert await checkpointer.get_metadata("t", "nope") is None
+    stats = await checkpointer.get_storage_stats("t")
+    assert stats["total_checkpoints"] == 4
+    assert (stats["full_checkpoints"], stats["delta_checkpoints"]) == (2, 2)
+    assert stats["compression_ratio"] > 0
+    assert (await checkpointer.get_storage_stats("empty"))["total_checkpoints"] == 0
+
+
+async def test_bad_arguments():
+    for kwargs in (
+        {"max_chain_depth": -1},
+        {"compression_level": 10},
+        {"cache_size": -1},
+        {"max_chain_depth": True},
+        {"storage": object()},
+    ):
+        with pytest.raises(ValueError, match=next(iter(kwargs))):
+            DeltaCheckpointer(**kwargs)
+    checkpointer = DeltaCheckpointer()
+    await checkpointer.save(AgentState(), "t")
+    for keep in (-1, "2", None):
+        with pytest.raises(ValueError, match="keep_last"):
+            await checkpointer.prune("t", keep_last=keep)
+    with pytest.raises(ValueError, match="thread_id"):
+        await checkpointer.prune("", keep_last=1)
+    with pytest.raises(ValueError, match="checkpoint_id"):
+        await checkpointer.get_metadata("t", "")
+    assert len(await checkpointer.list_checkpoints("t")) == 1

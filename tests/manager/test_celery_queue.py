@@ -1,0 +1,183 @@
+"""The Celery mode's job rows, run in this process: enqueue on commit, RLS, leases, retries.
+
+The worker code (``run_queue``) is called directly here to check its bookkeeping step by
+step; tests/manager/test_celery_workers.py runs it in real worker processes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from asgiref.sync import async_to_sync, sync_to_async
+from django.db import transaction
+
+from tests.manager.extractors import read_log
+from tulip_memory.manager import LLMMemoryManager
+from tulip_memory.manager.extraction.worker import run_queue
+from tulip_memory.messages import Message, Role
+from tulip_memory.models import ExtractionJob, ExtractionQueue, JobState
+from tulip_memory.state import AgentState
+from tulip_memory.store import InMemoryStore, PgMemory
+from tulip_memory.tenancy import tenant_atomic
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def celery_settings(celery_settings, settings):
+    """A queue no worker consumes: this process runs the worker code itself."""
+    settings.TULIP_MEMORY = {
+        **celery_settings,
+        "CELERY_QUEUE": f"{celery_settings['CELERY_QUEUE']}_local",
+    }
+    return settings.TULIP_MEMORY
+
+
+def _manager() -> LLMMemoryManager:
+    return LLMMemoryManager(
+        InMemoryStore(), namespace_prefix=("acme", "shared"), extract_mode="celery"
+    )
+
+
+def _jobs(tenant: str) -> list[tuple[int, str, int, str]]:
+    with tenant_atomic(tenant):
+        return list(
+            ExtractionJob.objects.order_by("queue_id", "sequence").values_list(
+                "sequence", "state", "attempts", "error"
+            )
+        )
+
+
+async def _end(manager: LLMMemoryManager, namespace: tuple[str, ...], text: str) -> None:
+    with manager.scoped(namespace):
+        block = Message(Role.SYSTEM, "old memories", metadata={"tulip_memory_block": True})
+        await manager.on_session_end(AgentState(messages=[block, Message(Role.USER, text)]))
+
+
+async def test_session_end_records_a_job_and_runs_nothing(celery_settings):
+    manager = _manager()
+    await _end(manager, ("acme", "q1"), "q1 0")
+    await _end(manager, ("acme", "q1"), "q1 1")
+    await _end(manager, ("acme", "q2"), "q2 0")
+    assert manager.pending_extractions == 3
+    assert read_log("q1") == []
+    jobs = await sync_to_async(_jobs)("acme")
+    assert [(seq, state, attempts) for seq, state, attempts, _ in jobs] == [
+        (1, "pending", 0), (2, "pending", 0), (1, "pending", 0),
+    ]  # fmt: skip
+
+
+def test_payload_is_the_conversation_without_the_memory_block(celery_settings):
+    manager = _manager()
+    asyncio.run(_end(manager, ("acme", "q3"), "q3 0"))
+    with tenant_atomic("acme"):
+        (payload,) = ExtractionJob.objects.values_list("payload", flat=True)
+        (queue,) = ExtractionQueue.objects.all()
+    assert payload == {"messages": [{"role": "user", "content": "q3 0"}]}
+    assert queue.namespace_tuple == ("acme", "q3") and queue.tenant == "acme"
+
+
+def test_job_is_part_of_the_callers_transaction(celery_settings):
+    runner = _manager()._celery()
+    with pytest.raises(RuntimeError), transaction.atomic():
+        runner.enqueue(("acme", "q4"), [Message(Role.USER, "q4 0")])
+        raise RuntimeError("the caller's transaction rolls back")
+    assert runner.pending == 0
+    with tenant_atomic("acme"):
+        assert not ExtractionJob.objects.exists()
+    with transaction.atomic():
+        runner.enqueue(("acme", "q4"), [Message(Role.USER, "q4 1")])
+        assert runner.pending == 0  # sent on commit, not before
+    assert runner.pending == 1
+
+
+def test_job_rows_are_under_row_level_security(celery_settings):
+    runner = _manager()._celery()
+    runner.enqueue(("acme", "q5"), [Message(Role.USER, "q5 0")])
+    runner.enqueue(("globex", "q5"), [Message(Role.USER, "q5 0")])
+    with tenant_atomic("acme"):
+        assert set(ExtractionJob.objects.values_list("tenant", flat=True)) == {"acme"}
+        assert ExtractionQueue.objects.count() == 1
+    with transaction.atomic():
+        assert ExtractionJob.objects.count() == 0  # no tenant: nothing visible
+
+
+def test_worker_runs_a_namespace_in_order_and_records_progress(celery_settings):
+    runner = _manager()._celery()
+    for number in range(5):
+        runner.enqueue(("acme", "q6"), [Message(Role.USER, f"q6 {number}")])
+    with tenant_atomic("acme"):
+        queue_id = ExtractionQueue.objects.get().pk
+    outcome = run_queue("acme", queue_id, owner="test-worker")
+    assert (outcome.done, outcome.failed, outcome.retry_in) == (5, 0, None)
+    assert [line.split()[0] for line in read_log("q6")] == ["0", "1", "2", "3", "4"]
+    assert [(s, st, a) for s, st, a, _ in _jobs("acme")] == [(n, "done", 1) for n in range(1, 6)]
+    with tenant_atomic("acme"):
+        queue = ExtractionQueue.objects.get()
+    assert queue.lease_owner == "" and queue.last_sequence == 5
+    saved = async_to_sync(PgMemory().get)(("acme", "q6", "project"), "last_job")
+    assert saved["content"] == "q6 job 4"  # saved through the store TULIP_MEMORY names
+    # A duplicate message changes nothing.
+    assert run_queue("acme", queue_id).done == 0
+    assert len(read_log("q6")) == 5
+
+
+def test_a_held_lease_books_one_recheck_and_a_dead_workers_lease_expires(celery_settings):
+    runner = _manager()._celery()
+    runner.enqueue(("acme", "q7"), [Message(Role.USER, "q7 0")])
+    with tenant_atomic("acme"):
+        queue_id = ExtractionQueue.objects.get().pk
+        assert ExtractionQueue.objects.claim(queue_id, "dead-worker", 1.0)
+    first = run_queue("acme", queue_id)
+    assert first.done == 0 and 0 < first.retry_in <= 1.0
+    assert run_queue("acme", queue_id).retry_in is None  # one recheck per lease period
+    import time
+
+    time.sleep(first.retry_in + 0.05)
+    assert run_queue("acme", queue_id).done == 1
+
+
+def test_failing_job_is_retried_then_failed_and_stops_blocking(celery_settings):
+    runner = _manager()._celery()
+    runner.enqueue(("acme", "q8"), [Message(Role.USER, "q8 0 fail")])
+    runner.enqueue(("acme", "q8"), [Message(Role.USER, "q8 1")])
+    with tenant_atomic("acme"):
+        queue_id = ExtractionQueue.objects.get().pk
+    import time
+
+    outcomes = []
+    while True:
+        outcome = run_queue("acme", queue_id)
+        outcomes.append(outcome)
+        if outcome.retry_in is None:
+            break
+        assert read_log("q8")[-1].startswith("fail")  # job 1 waits for job 0
+        time.sleep(outcome.retry_in)
+    assert [line.split()[0] for line in read_log("q8")] == ["fail", "fail", "fail", "1"]
+    jobs = _jobs("acme")
+    assert jobs[0][:3] == (1, JobState.FAILED, 3)
+    assert "RuntimeError: job 0 always fails" in jobs[0][3]
+    assert jobs[1][:3] == (2, JobState.DONE, 1)
+    assert sum(o.retried for o in outcomes) == 2 and sum(o.failed for o in outcomes) == 1
+
+
+def test_job_whose_worker_died_on_its_last_attempt_is_failed(celery_settings):
+    runner = _manager()._celery()
+    runner.enqueue(("acme", "q9"), [Message(Role.USER, "q9 0")])
+    with tenant_atomic("acme"):
+        queue_id = ExtractionQueue.objects.get().pk
+        ExtractionJob.objects.update(state=JobState.RUNNING, attempts=3)
+    assert run_queue("acme", queue_id).failed == 1
+    (job,) = _jobs("acme")
+    assert job[1] == "failed" and job[3].startswith("worker lost during attempt 3")
+    assert read_log("q9") == []
+
+
+async def test_drain_is_bounded_by_asyncio_timeout(celery_settings):
+    manager = _manager()
+    await _end(manager, ("acme", "q10"), "q10 0")
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(0.3):
+            await manager.drain()
+    assert manager.pending_extractions == 1

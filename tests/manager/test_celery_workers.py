@@ -1,0 +1,119 @@
+"""The Celery mode with REAL worker processes (``celery -A example_project worker``, two of
+them, prefork with one child each) on this session's Redis queue."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import signal
+import time
+
+import pytest
+from asgiref.sync import sync_to_async
+
+from tests.manager.extractors import read_log
+from tulip_memory.manager import LLMMemoryManager
+from tulip_memory.manager.extraction.queue import send_run_task
+from tulip_memory.messages import Message, Role
+from tulip_memory.models import ExtractionJob, ExtractionQueue
+from tulip_memory.state import AgentState
+from tulip_memory.store import InMemoryStore, PgMemory
+from tulip_memory.tenancy import tenant_atomic
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+
+
+def _manager() -> LLMMemoryManager:
+    return LLMMemoryManager(
+        InMemoryStore(), namespace_prefix=("acme", "shared"), extract_mode="celery"
+    )
+
+
+async def _end(manager: LLMMemoryManager, namespace: tuple[str, ...], text: str) -> float:
+    state = AgentState(messages=[Message(Role.USER, text)])
+    with manager.scoped(namespace):
+        started = time.perf_counter()
+        await manager.on_session_end(state)
+        return time.perf_counter() - started
+
+
+def _job_rows(tenant: str) -> list[tuple[str, int, str, int, str]]:
+    with tenant_atomic(tenant):
+        return list(
+            ExtractionJob.objects.order_by("queue__namespace", "sequence").values_list(
+                "queue__namespace", "sequence", "state", "attempts", "worker"
+            )
+        )
+
+
+async def test_200_jobs_over_10_namespaces_keep_order_and_lose_nothing(workers, celery_settings):
+    manager = _manager()
+    labels = [f"order{n}" for n in range(10)]
+    for number in range(20):
+        for label in labels:
+            await _end(manager, ("acme", label), f"{label} {number}")
+    # Duplicated and reordered messages: they must change nothing.
+    queue_ids = await sync_to_async(_queue_ids)("acme")
+    for queue_id in random.Random(7).choices(queue_ids, k=40):
+        send_run_task("acme", queue_id)
+    async with asyncio.timeout(90):
+        await manager.drain()
+    assert manager.pending_extractions == 0
+    pids = set()
+    for label in labels:
+        lines = [line.split() for line in read_log(label)]
+        assert [int(number) for number, _pid in lines] == list(range(20)), label
+        pids.update(int(pid) for _number, pid in lines)
+    assert os.getpid() not in pids  # no extraction ran in the caller
+    rows = await sync_to_async(_job_rows)("acme")
+    assert len(rows) == 200 and {state for _, _, state, _, _ in rows} == {"done"}
+    assert len({worker.split(":")[1] for *_, worker in rows}) >= 2  # both workers took part
+    # The workers saved through PgMemory: the last job of each namespace won.
+    store = PgMemory()
+    for label in labels:
+        saved = await store.get(("acme", label, "project"), "last_job")
+        assert saved["content"] == f"{label} job 19"
+
+
+def _queue_ids(tenant: str) -> list[int]:
+    with tenant_atomic(tenant):
+        return list(ExtractionQueue.objects.values_list("pk", flat=True))
+
+
+async def test_sigkilled_worker_loses_nothing(workers, celery_settings):
+    manager = _manager()
+    await _end(manager, ("acme", "kill"), "kill 0 slow")
+    await _end(manager, ("acme", "kill"), "kill 1")
+    deadline = time.monotonic() + 30
+    while not any(line.startswith("start 0") for line in read_log("kill")):
+        assert time.monotonic() < deadline, workers.logs()
+        await asyncio.sleep(0.05)
+    victim = int(read_log("kill")[0].split()[2])
+    os.kill(victim, signal.SIGKILL)  # the process running the job, mid-job
+    async with asyncio.timeout(60):
+        await manager.drain()
+    lines = read_log("kill")
+    assert lines[0] == f"start 0 {victim}"
+    assert [line.split()[0] for line in lines[1:]] == ["start", "0", "1"]
+    rows = await sync_to_async(_job_rows)("acme")
+    assert [(seq, state, attempts) for _, seq, state, attempts, _ in rows] == [
+        (1, "done", 2),
+        (2, "done", 1),
+    ]
+
+
+async def test_failing_job_is_failed_after_max_attempts_and_unblocks_its_namespace(
+    workers, celery_settings
+):
+    manager = _manager()
+    await _end(manager, ("acme", "poison"), "poison 0 fail")
+    await _end(manager, ("acme", "poison"), "poison 1")
+    async with asyncio.timeout(60):
+        await manager.drain()
+    assert [line.split()[0] for line in read_log("poison")] == ["fail", "fail", "fail", "1"]
+    rows = await sync_to_async(_job_rows)("acme")
+    assert [(seq, state, attempts) for _, seq, state, attempts, _ in rows] == [
+        (1, "failed", 3),
+        (2, "done", 1),
+    ]

@@ -1,0 +1,130 @@
+"""Fixtures of the store contract suite: one entry per backend in ``STORE_FACTORIES``.
+
+Every test of ``test_contract.py`` and ``test_contract_stateful.py`` runs once per entry.
+A factory receives pytest's ``request`` and returns a fresh, empty store; the suite closes
+it. Adding a backend is ONE entry, for example PgMemory::
+
+    def _pg(request):
+        request.getfixturevalue("transactional_db")  # async ORM runs on another thread
+        from tulip_memory.store import PgMemory
+        return PgMemory("default")
+
+    STORE_FACTORIES["pg"] = _pg
+
+A factory may be called several times in one test (the stateful test builds a store per
+example); tests put their data under a namespace rooted at a fresh random label, so a
+backend whose data outlives the store object (a database) never sees earlier examples.
+
+``MinimalStore`` is a test double of the *contract*, not of a database: a dict-backed store
+that implements only the abstract methods, so the suite exercises BaseStore's default
+``exists``/``get_batch``/``put_batch``/``clear_namespace``/``search_many`` and asserts
+StoreCapabilityError for everything it does not advertise.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+import pytest
+
+from tulip_memory.store import BaseStore, HolographicStore, InMemoryStore, StoreItem
+from tulip_memory.store.timestamps import WriteClock
+from tulip_memory.store.validation import (
+    decode_json,
+    prepare_put,
+    validate_key,
+    validate_limit,
+    validate_namespace,
+)
+
+
+class MinimalStore(BaseStore):
+    """Only the abstract methods, on a dict (validation and versions as the contract asks)."""
+
+    def __init__(self) -> None:
+        self._items: dict[tuple[tuple[str, ...], str], StoreItem] = {}
+        self._clock = WriteClock()
+
+    async def put(self, namespace, key, value, metadata=None) -> None:
+        prepared = prepare_put(namespace, key, value, metadata)
+        previous = self._items.get((namespace, key))
+        now = self._clock.tick()
+        self._items[(namespace, key)] = StoreItem(
+            namespace=namespace,
+            key=key,
+            value=prepared.value_json,
+            metadata=decode_json(prepared.metadata_json),
+            created_at=previous.created_at if previous else now,
+            updated_at=now,
+            version=previous.version + 1 if previous else 1,
+        )
+
+    async def get_item(self, namespace, key) -> StoreItem | None:
+        validate_namespace(namespace)
+        validate_key(key)
+        item = self._items.get((namespace, key))
+        if item is None:
+            return None
+        return StoreItem(
+            item.namespace,
+            item.key,
+            decode_json(item.value),
+            dict(item.metadata),
+            item.created_at,
+            item.updated_at,
+            item.version,
+        )
+
+    async def get(self, namespace, key) -> Any:
+        item = await self.get_item(namespace, key)
+        return None if item is None else item.value
+
+    async def delete(self, namespace, key) -> bool:
+        validate_namespace(namespace)
+        validate_key(key)
+        return self._items.pop((namespace, key), None) is not None
+
+    async def list_keys(self, namespace, limit=100) -> list[str]:
+        validate_namespace(namespace)
+        validate_limit(limit)
+        items = [item for (ns, _), item in self._items.items() if ns == namespace]
+        items.sort(key=lambda item: (-item.updated_at.timestamp(), item.key))
+        return [item.key for item in items[:limit]]
+
+
+def _holographic_file(request: pytest.FixtureRequest) -> HolographicStore:
+    tmp_path = request.getfixturevalue("tmp_path")
+    return HolographicStore(tmp_path / f"store-{uuid.uuid4().hex}.sqlite3")
+
+
+StoreFactory = Callable[[pytest.FixtureRequest], BaseStore]
+
+STORE_FACTORIES: dict[str, StoreFactory] = {
+    "minimal": lambda request: MinimalStore(),
+    "memory": lambda request: InMemoryStore(),
+    "holographic-memory": lambda request: HolographicStore(),
+    "holographic-file": _holographic_file,
+    "pg": __import__("tests.store.pg_factory", fromlist=["pg_store"]).pg_store,
+}
+
+
+@pytest.fixture(params=sorted(STORE_FACTORIES))
+def store_factory(request: pytest.FixtureRequest) -> Callable[[], BaseStore]:
+    """A no-argument callable building a fresh store of the parametrised backend."""
+    return partial(STORE_FACTORIES[request.param], request)
+
+
+@pytest.fixture
+async def store(store_factory):
+    instance = store_factory()
+    yield instance
+    await instance.close()
+
+
+@pytest.fixture
+def root() -> str:
+    """A fresh namespace root label, so tests never see each other's data."""
+    return f"t{uuid.uuid4().hex[:12]}"

@@ -1,0 +1,358 @@
+"""PgMemory on the embedded PostgreSQL, as the application role (not owner, no BYPASSRLS).
+
+Most tests are sync and drive the async API through ``async_to_sync``: the store's ORM
+calls then run on the test's own thread and connection, inside the test's transaction,
+so ``CaptureQueriesContext`` sees every statement. The concurrency test uses real
+separate connections (one thread each) and a transactional database.
+"""
+
+import hashlib
+import logging
+import math
+import threading
+import warnings
+
+import numpy as np
+import pytest
+from asgiref.sync import async_to_sync
+from django.db import connection, connections
+from django.test import override_settings
+from django.test.utils import CaptureQueriesContext
+
+from tulip_memory.embeddings.base import BaseEmbedding
+from tulip_memory.exceptions import ConfigurationError, TenantError
+from tulip_memory.models.store import MemoryItem
+from tulip_memory.store import PGVECTOR_ANN_MAX_DIM, PgMemory
+from tulip_memory.tenancy import tenant_atomic, tenant_context
+
+sync = async_to_sync
+
+
+class SeededEmbedding(BaseEmbedding):
+    """Deterministic in-process embedder (no network): a vector seeded by the text's hash.
+
+    Counts its calls, so that tests can see what the encoding cache saves.
+    """
+
+    def __init__(self, dimension: int = 1024) -> None:
+        self._dimension = dimension
+        self.calls: list[str] = []
+
+    @property
+    def dimension(self) -> int:
+        return self._dimension
+
+    async def embed_batch(self, texts):
+        self.calls.extend(texts)
+        out = []
+        for text in texts:
+            seed = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
+            out.append(np.random.default_rng(seed).standard_normal(self._dimension).tolist())
+        return out
+
+
+def _statements(captured):
+    """The statements a store sent, without transaction plumbing (savepoints, tenant pin)."""
+    return [
+        q["sql"]
+        for q in captured.captured_queries
+        if "set_config" not in q["sql"] and "SAVEPOINT" not in q["sql"].upper()
+    ]
+
+
+# --- construction -----------------------------------------------------------------------
+
+
+def test_construction_checks_width_and_arguments():
+    assert PGVECTOR_ANN_MAX_DIM == 2000
+    store = PgMemory()
+    assert store.capabilities.embedding_dimension == 1024
+    with pytest.raises(ValueError, match=r"2·1001 = 2002 wide"):
+        PgMemory(dim=1001)
+    with pytest.raises(ValueError, match="dim must be"):
+        PgMemory(dim=0)
+    with pytest.raises(ValueError, match="encoding_cache"):
+        PgMemory(encoding_cache=-1)
+    with pytest.raises(ConfigurationError, match=r"VECTOR_DIMENSIONS.*1024.*2·dim = 512"):
+        PgMemory(dim=256)
+    with pytest.raises(ConfigurationError, match="embedder is 384 dimensions wide"):
+        PgMemory(embedder=SeededEmbedding(384))
+    with override_settings(TULIP_MEMORY={"VECTOR_DIMENSIONS": 512}):
+        assert PgMemory(dim=256).capabilities.embedding_dimension == 512
+
+
+def test_wide_embedder_warns_that_there_is_no_ann_index():
+    with (
+        override_settings(TULIP_MEMORY={"VECTOR_DIMENSIONS": 3072}),
+        warnings.catch_warnings(record=True) as caught,
+    ):
+        warnings.simplefilter("always")
+        store = PgMemory(embedder=SeededEmbedding(3072))
+    assert store.capabilities.embedding_dimension == 3072
+    assert any(
+        issubclass(w.category, RuntimeWarning) and "no ANN index" in str(w.message) for w in caught
+    )
+
+
+def test_refuses_databases_that_are_not_postgresql():
+    with pytest.raises(ConfigurationError, match=r"needs PostgreSQL.*'mysql' is mysql"):
+        PgMemory("mysql")
+    with pytest.raises(ConfigurationError, match="no such alias"):
+        PgMemory("nope")
+
+
+# --- the contract, through the ORM ----------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_versions_timestamps_and_reads():
+    store = PgMemory()
+    ns = ("acme", "users", "u1")
+    sync(store.put)(ns, "k", {"text": "likes green tea"}, {"source": "chat"})
+    first = sync(store.get_item)(ns, "k")
+    sync(store.put)(ns, "k", {"text": "likes black tea"})
+    second = sync(store.get_item)(ns, "k")
+    assert (first.version, second.version) == (1, 2)
+    assert second.created_at == first.created_at and second.updated_at > first.updated_at
+    assert second.updated_at.utcoffset().total_seconds() == 0
+    assert second.metadata == {} and first.metadata == {"source": "chat"}
+    assert sync(store.get)(ns, "k") == {"text": "likes black tea"}
+    assert sync(store.exists)(ns, "k") and not sync(store.exists)(ns, "other")
+    assert sync(store.delete)(ns, "k") and not sync(store.delete)(ns, "k")
+    sync(store.put)(ns, "k", 1)
+    assert sync(store.get_item)(ns, "k").version == 1
+
+
+@pytest.mark.django_db
+def test_namespaces_are_prefix_safe():
+    store = PgMemory()
+    odd = ("acme", "a/b", "c\\d")
+    sync(store.put)(odd, "k", 1)
+    sync(store.put)(("acme", "a"), "k", 2)
+    sync(store.put)(("acme", "a", "b"), "k", 3)
+    sync(store.put)(("acme", "ab"), "k", 4)
+    assert sync(store.get)(odd, "k") == 1
+    assert sync(store.list_namespaces)(("acme", "a")) == [("acme", "a"), ("acme", "a", "b")]
+    assert sync(store.list_namespaces)(("acme",), limit=2) == [("acme", "a"), ("acme", "a", "b")]
+    assert len(sync(store.list_namespaces)(("acme",))) == 4
+    with pytest.raises(TenantError):
+        sync(store.list_namespaces)()
+    with tenant_context("acme"):
+        assert len(sync(store.list_namespaces)()) == 4
+
+
+@pytest.mark.django_db
+def test_put_batch_is_one_upsert_and_counts_repeated_keys():
+    store = PgMemory()
+    ns = ("acme", "batch")
+    items = [(ns, f"k{i}", {"n": i, "text": f"item {i}"}, None) for i in range(50)]
+    with CaptureQueriesContext(connection) as captured:
+        sync(store.put_batch)(items)
+    statements = _statements(captured)
+    assert len(statements) == 1 and statements[0].startswith("INSERT INTO")
+    sync(store.put_batch)([(ns, "k1", "a", None), (ns, "k1", "b", None), (ns, "k1", "c", None)])
+    item = sync(store.get_item)(ns, "k1")
+    assert (item.value, item.version) == ("c", 4)
+
+
+@pytest.mark.django_db
+def test_get_batch_is_one_query_and_clear_namespace_one_statement():
+    store = PgMemory()
+    ns, child = ("acme", "g"), ("acme", "g", "child")
+    sync(store.put_batch)([(ns, f"k{i}", i, None) for i in range(20)] + [(child, "c", 0, None)])
+    keys = [(ns, f"k{i}") for i in range(0, 25, 2)]
+    with CaptureQueriesContext(connection) as captured:
+        found = sync(store.get_batch)(keys)
+    assert len(_statements(captured)) == 1
+    assert found == {(ns, f"k{i}"): i for i in range(0, 20, 2)}
+    with CaptureQueriesContext(connection) as captured:
+        assert sync(store.clear_namespace)(ns) == 20
+    statements = _statements(captured)
+    assert len(statements) == 1 and statements[0].startswith("DELETE")
+    assert sync(store.list_keys)(child) == ["c"]
+
+
+@pytest.mark.django_db
+def test_search_many_is_one_statement_and_equals_searches():
+    embedder = SeededEmbedding()
+    store = PgMemory(embedder=embedder)
+    namespaces = [("acme", "s", str(i)) for i in range(4)]
+    sync(store.put_batch)(
+        [
+            (ns, f"k{j}", f"note {j} about topic {j % 3}", None)
+            for ns in namespaces
+            for j in range(8)
+        ]
+    )
+    embedder.calls.clear()
+    with CaptureQueriesContext(connection) as captured:
+        together = sync(store.search_many)(namespaces, "topic 1", limit=3)
+    statements = _statements(captured)
+    assert len(statements) == 1 and "LATERAL" in statements[0]
+    assert embedder.calls == ["topic 1"]
+    assert together == [sync(store.search)(ns, "topic 1", limit=3) for ns in namespaces]
+    with pytest.raises(ValueError, match="spans the tenants"):
+        sync(store.search_many)([("acme", "s"), ("globex", "s")], "x")
+
+
+@pytest.mark.django_db
+def test_search_without_query_is_newest_first():
+    store = PgMemory()
+    ns = ("acme", "recent")
+    for key in ("a", "b", "c"):
+        sync(store.put)(ns, key, f"value {key}")
+    sync(store.put)(ns, "a", "value a again")
+    for query in (None, "", "  ", "?!"):
+        assert [i.key for i in sync(store.search)(ns, query)] == ["a", "c", "b"]
+
+
+def _exact_top_k(matrix, keys, query, k):
+    norms = np.linalg.norm(matrix, axis=1) * np.linalg.norm(query)
+    distance = 1 - matrix @ query / norms
+    order = np.lexsort((keys, distance))
+    return [keys[i] for i in order[:k]]
+
+
+@pytest.mark.django_db
+def test_search_is_exact_top_k_by_the_btree_on_a_big_table():
+    """12,000 rows in 120 namespaces: the (tenant, namespace) btree, then an exact sort."""
+    with tenant_atomic("acme"), connection.cursor() as cursor:
+        cursor.execute("SELECT setseed(0.42)")
+        cursor.execute(
+            "INSERT INTO tulip_memory_store_item (tenant, namespace, key, value, metadata, "
+            "search_text, embedding, embedding_source, created_at, updated_at, version) "
+            "SELECT 'acme', 'acme/ns' || (g % 120), 'k' || g, '1', '{}', ' ', "
+            "array(SELECT random() - 0.5 + 0 * g FROM generate_series(1, 1024))::vector, "
+            "'hrr', now(), now(), 1 FROM generate_series(1, 12000) AS g"
+        )
+        cursor.execute("ANALYZE tulip_memory_store_item")
+    with tenant_atomic("acme"):
+        members = list(
+            MemoryItem.objects.for_namespace(("acme", "ns7")).values_list("key", "embedding")
+        )
+    assert len(members) == 100
+    keys = np.array([key for key, _ in members])
+    matrix = np.array([vector for _, vector in members], dtype=np.float64)
+    query = np.random.default_rng(7).standard_normal(1024)
+    expected = _exact_top_k(matrix, keys, query, 10)
+    with tenant_atomic("acme"), CaptureQueriesContext(connection) as captured:
+        hits = MemoryItem.objects.search_paths(
+            "acme",
+            ["acme/ns7"],
+            10,
+            vector="[" + ",".join(map(str, query.tolist())) + "]",
+            source="hrr",
+        )
+        sql = _statements(captured)[-1]
+        with connection.cursor() as cursor:
+            cursor.execute("EXPLAIN " + sql)
+            plan = "\n".join(line for (line,) in cursor.fetchall())
+    assert [h.key for h in hits] == expected
+    assert "Seq Scan on tulip_memory_store_item" not in plan and "tulip_store_item_" in plan, plan
+
+
+# --- the encoding cache and the lexical fallback ------------------------------------------
+
+
+@pytest.mark.django_db
+def test_encoding_cache_is_keyed_by_tenant_and_bounded():
+    embedder = SeededEmbedding()
+    store = PgMemory(embedder=embedder, encoding_cache=2)
+    for tenant in ("acme", "globex"):
+        sync(store.put)((tenant, "n"), "k", f"secret of {tenant}")
+    embedder.calls.clear()
+    sync(store.search)(("acme", "n"), "secret")
+    sync(store.search)(("acme", "n"), "secret")
+    assert embedder.calls == ["secret"]
+    sync(store.search)(("globex", "n"), "secret")
+    assert embedder.calls == ["secret", "secret"]  # never served across tenants
+    assert set(store._cache) == {("acme", "secret"), ("globex", "secret")}
+    sync(store.search)(("acme", "n"), "other")
+    assert ("acme", "secret") not in store._cache and len(store._cache) == 2
+    uncached = PgMemory(embedder=embedder, encoding_cache=0)
+    embedder.calls.clear()
+    sync(uncached.search)(("acme", "n"), "secret")
+    sync(uncached.search)(("acme", "n"), "secret")
+    assert embedder.calls == ["secret", "secret"]
+
+
+@pytest.mark.django_db
+def test_rows_written_before_an_embedder_are_found_lexically_with_one_warning(caplog):
+    ns = ("acme", "migrating")
+    sync(PgMemory().put)(ns, "old", {"text": "prefers window seats"})
+    store = PgMemory(embedder=SeededEmbedding())
+    sync(store.put)(ns, "new", {"text": "orders vegetarian meals"})
+    with caplog.at_level(logging.WARNING, logger="tulip_memory.store.pg"):
+        first = sync(store.search)(ns, "window seats", limit=5)
+        sync(store.search)(ns, "window", limit=5)
+    assert first[0].key == "old" and {i.key for i in first} == {"old", "new"}
+    assert sum("by their words only" in r.getMessage() for r in caplog.records) == 1
+
+
+# --- bad input: ValueError before the database, nothing changes --------------------------
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda s, ns: s.put(ns, "k", {"t": "a\x00b"}), "value contains a NUL"),
+        (lambda s, ns: s.put(ns, "k", 1, {"m": "\x00"}), "metadata contains a NUL"),
+        (lambda s, ns: s.put(ns, "k\x00", 1), "key must not contain a NUL"),
+        (lambda s, ns: s.put(("acme", "a\x00"), "k", 1), "NUL"),
+        (lambda s, ns: s.put((" ", "x"), "k", 1), r"namespace\[0\] is the tenant"),
+        (lambda s, ns: s.put(ns, "k", float("nan")), "JSON"),
+        (lambda s, ns: s.put_with_embedding(ns, "k", 1, [1.0] * 10), "1024"),
+        (lambda s, ns: s.put_with_embedding(ns, "k", 1, [math.inf] + [1.0] * 1023), "finite"),
+        (lambda s, ns: s.search_by_embedding(ns, [0.5] * 3), "1024"),
+        (lambda s, ns: s.put_batch([(ns, "k", 2, None), (ns, "j", "\x00", None)]), r"items\[1\]"),
+        (lambda s, ns: s.search(ns, "x", limit=0), "limit"),
+    ],
+)
+def test_bad_input_is_refused_before_the_database(call, match):
+    store = PgMemory()
+    ns = ("acme", "bad")
+    sync(store.put)(ns, "k", "kept")
+
+    async def attempt():
+        await call(store, ns)
+
+    with CaptureQueriesContext(connection) as captured, pytest.raises(ValueError, match=match):
+        sync(attempt)()
+    assert captured.captured_queries == []
+    item = sync(store.get_item)(ns, "k")
+    assert (item.value, item.version) == ("kept", 1)
+
+
+# --- concurrency ---------------------------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_twenty_concurrent_puts_from_separate_connections():
+    store = PgMemory()
+    ns = ("acme", "race")
+    barrier = threading.Barrier(20)
+    errors, backend_pids = [], set()
+
+    def writer(n):
+        try:
+            barrier.wait()
+            sync(store.put)(ns, "counter", {"writer": n})
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_backend_pid()")
+                backend_pids.add(cursor.fetchone()[0])
+        except Exception as exc:  # reported below
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(20)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert len(backend_pids) == 20
+    with tenant_atomic("acme"):
+        rows = list(MemoryItem.objects.for_namespace(ns))
+    assert len(rows) == 1 and rows[0].version == 20

@@ -1,0 +1,169 @@
+"""tenant_context, tenant_atomic and TenantMiddleware, on the real PostgreSQL as the app role."""
+
+import asyncio
+
+import pytest
+from django.db import connection, connections
+from django.http import HttpResponse
+from django.test import RequestFactory, override_settings
+
+from tulip_memory.exceptions import TenantError
+from tulip_memory.tenancy import (
+    TenantMiddleware,
+    current_tenant,
+    resolve_tenant_from_header,
+    tenant_atomic,
+    tenant_context,
+)
+
+
+def _setting(alias="default"):
+    with connections[alias].cursor() as cursor:
+        cursor.execute("SELECT current_setting('tulip_memory.tenant', true)")
+        return cursor.fetchone()[0]
+
+
+def test_tenant_context_nests_and_restores():
+    assert current_tenant() is None
+    with tenant_context("acme") as tenant:
+        assert tenant == "acme" and current_tenant() == "acme"
+        with tenant_context("globex"):
+            assert current_tenant() == "globex"
+        assert current_tenant() == "acme"
+    assert current_tenant() is None
+
+
+def test_tenant_context_decorates_sync_and_async_functions():
+    @tenant_context("acme")
+    def sync_fn(x):
+        return current_tenant(), x
+
+    @tenant_context("globex")
+    async def async_fn(x):
+        await asyncio.sleep(0)
+        return current_tenant(), x
+
+    assert sync_fn(1) == ("acme", 1)
+    assert asyncio.run(async_fn(2)) == ("globex", 2)
+    assert asyncio.iscoroutinefunction(async_fn)
+    assert current_tenant() is None
+
+
+async def test_tenant_context_is_per_task():
+    seen = {}
+
+    async def worker(name):
+        with tenant_context(name):
+            await asyncio.sleep(0.01)
+            seen[name] = current_tenant()
+
+    await asyncio.gather(worker("a"), worker("b"), worker("c"))
+    assert seen == {"a": "a", "b": "b", "c": "c"}
+
+
+@pytest.mark.parametrize("bad", ["", "   ", "a\x00b", "x" * 256, 7, None])
+def test_tenant_context_rejects_bad_tenants(bad):
+    with pytest.raises(ValueError, match="tenant"):
+        tenant_context(bad)
+
+
+def test_tenant_context_refuses_generators():
+    with pytest.raises(TypeError, match="generator"):
+
+        @tenant_context("acme")
+        def gen():
+            yield 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_tenant_atomic_is_transaction_scoped_never_session_scoped():
+    with tenant_atomic("acme"):
+        assert _setting() == "acme"
+        assert connection.in_atomic_block
+    # The next transaction on the same (pooled) connection sees no tenant.
+    assert _setting() in ("", None)
+    with tenant_context("globex"), tenant_atomic():
+        assert _setting() == "globex"
+    assert _setting() in ("", None)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_tenant_atomic_rolls_back_with_the_transaction():
+    with pytest.raises(RuntimeError), tenant_atomic("acme"):
+        raise RuntimeError("boom")
+    assert _setting() in ("", None)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_nested_tenant_atomic_restores_the_outer_tenant():
+    with tenant_atomic("acme"):
+        with tenant_atomic("globex"):
+            assert _setting() == "globex"
+        assert _setting() == "acme"
+        with pytest.raises(RuntimeError), tenant_atomic("initech"):
+            raise RuntimeError("boom")
+        assert _setting() == "acme"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("bad", [None, "", "a\x00"])
+def test_tenant_atomic_without_a_valid_tenant_raises(bad):
+    with pytest.raises(TenantError), tenant_atomic(bad):
+        pass
+
+
+@pytest.mark.django_db(databases=["mysql"])
+def test_tenant_atomic_on_another_vendor_only_opens_a_transaction():
+    with tenant_atomic("acme", using="mysql") as tenant:
+        assert tenant == "acme"
+        assert connections["mysql"].in_atomic_block
+    with pytest.raises(TenantError), tenant_atomic(using="mysql"):
+        pass
+
+
+def _view(request):
+    return HttpResponse(f"{current_tenant()}|{request.tenant}")
+
+
+def test_middleware_binds_the_header_tenant():
+    request = RequestFactory().get("/", HTTP_X_TENANT="acme")
+    response = TenantMiddleware(_view)(request)
+    assert response.content == b"acme|acme"
+    assert current_tenant() is None
+
+
+def test_middleware_without_a_tenant_binds_nothing():
+    response = TenantMiddleware(_view)(RequestFactory().get("/"))
+    assert response.content == b"None|None"
+
+
+def test_middleware_rejects_an_invalid_tenant():
+    request = RequestFactory().get("/", HTTP_X_TENANT="x" * 300)
+    assert TenantMiddleware(_view)(request).status_code == 400
+
+
+async def test_middleware_async():
+    async def view(request):
+        return HttpResponse(current_tenant())
+
+    middleware = TenantMiddleware(view)
+    response = await middleware(RequestFactory().get("/", HTTP_X_TENANT="globex"))
+    assert response.content == b"globex"
+
+
+def resolve_from_query(request):
+    return request.GET.get("org")
+
+
+def test_middleware_uses_the_configured_resolver():
+    with override_settings(
+        TULIP_MEMORY={"TENANT_RESOLVER": "tests.tenancy.test_tenancy.resolve_from_query"}
+    ):
+        response = TenantMiddleware(_view)(RequestFactory().get("/?org=initech"))
+    assert response.content == b"initech|initech"
+
+
+def test_header_resolver_reads_the_configured_header():
+    with override_settings(TULIP_MEMORY={"TENANT_HEADER": "X-Org"}):
+        assert resolve_tenant_from_header(RequestFactory().get("/", HTTP_X_ORG="acme")) == "acme"
+        assert resolve_tenant_from_header(RequestFactory().get("/", HTTP_X_ORG=" ")) is None

@@ -1,0 +1,214 @@
+"""The checkpointer contract (:class:`BaseCheckpointer`) and what every backend shares.
+
+A checkpointer persists the :class:`~tulip_memory.state.AgentState` of one thread at a
+time, under a checkpoint id, and gives it back later. The contract:
+
+* ``save(state, thread_id, checkpoint_id=None) -> str`` stores a copy and returns its id
+  (a new time-ordered id when none is given). Saving under an id the thread already has
+  replaces that checkpoint, which then counts as the newest.
+* ``load(thread_id, checkpoint_id=None)`` returns an equal state, or None when there is
+  no such checkpoint (the newest one when no id is given).
+* ``list_checkpoints(thread_id, limit=10)`` lists ids, newest first.
+* ``delete(thread_id, checkpoint_id=None) -> bool`` deletes one checkpoint, or all of the
+  thread; True when something was deleted.
+
+Concurrent saves to one thread all persist. Thread and checkpoint ids are validated
+before any storage is touched (:func:`validate_thread_id`, :func:`validate_checkpoint_id`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import threading
+import time
+import uuid
+from abc import ABC, abstractmethod
+from types import ModuleType
+from urllib.parse import unquote_to_bytes
+
+from tulip_memory.state import AgentState
+
+__all__ = [
+    "CHECKPOINT_ID_MAX_LENGTH",
+    "THREAD_ID_MAX_LENGTH",
+    "BaseCheckpointer",
+    "decode_name",
+    "decode_state",
+    "encode_name",
+    "encode_state",
+    "import_optional",
+    "new_checkpoint_id",
+    "save_order_key",
+    "validate_checkpoint_id",
+    "validate_limit",
+    "validate_state",
+    "validate_thread_id",
+]
+
+THREAD_ID_MAX_LENGTH = 255
+CHECKPOINT_ID_MAX_LENGTH = 128
+
+
+def _validate_id(value: object, what: str, max_length: int) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"{what} must be a str, got {type(value).__name__}")
+    if not value:
+        raise ValueError(f"{what} must not be empty")
+    if "\x00" in value:
+        raise ValueError(f"{what} must not contain NUL characters")
+    if len(value) > max_length:
+        raise ValueError(f"{what} is {len(value)} characters long, over {max_length}")
+    return value
+
+
+def validate_thread_id(thread_id: object) -> str:
+    """Return ``thread_id`` if it is a non-empty str without NUL of sane length."""
+    return _validate_id(thread_id, "thread_id", THREAD_ID_MAX_LENGTH)
+
+
+def validate_checkpoint_id(checkpoint_id: object) -> str:
+    """Return ``checkpoint_id`` if it is a non-empty str without NUL of sane length."""
+    return _validate_id(checkpoint_id, "checkpoint_id", CHECKPOINT_ID_MAX_LENGTH)
+
+
+def validate_limit(limit: object) -> int:
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise ValueError(f"limit must be a positive int, got {limit!r}")
+    return limit
+
+
+def validate_state(state: object) -> AgentState:
+    if not isinstance(state, AgentState):
+        raise ValueError(f"state must be an AgentState, got {type(state).__name__}")
+    return state
+
+
+class _SaveClock:
+    """Wall-clock nanoseconds, forced strictly increasing within the process."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._last = 0
+
+    def tick(self) -> int:
+        with self._lock:
+            self._last = max(time.time_ns(), self._last + 1)
+            return self._last
+
+
+_clock = _SaveClock()
+
+
+def save_order_key() -> int:
+    """A strictly increasing integer (nanoseconds since the epoch) for ordering saves.
+
+    Strictly increasing within a process even when the wall clock stalls or steps back;
+    across processes it is the wall clock, so saves to one thread from several machines
+    are ordered as well as their clocks agree.
+    """
+    return _clock.tick()
+
+
+def new_checkpoint_id() -> str:
+    """A new checkpoint id: hex, sortable by creation time, unique across processes."""
+    return f"{save_order_key():016x}{uuid.uuid4().hex[:16]}"
+
+
+def encode_state(state: AgentState) -> bytes:
+    """The state as compact UTF-8 JSON (the format the byte-oriented backends store)."""
+    return json.dumps(state.to_checkpoint(), separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def decode_state(data: bytes | str) -> AgentState:
+    return AgentState.from_checkpoint(json.loads(data))
+
+
+_SAFE_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+_MAX_ENCODED_NAME = 120
+
+
+def encode_name(value: str) -> str:
+    """A path component for ``value``: unique, portable, never a separator or dot-name.
+
+    Letters, digits, ``_`` and ``-`` are kept and every other byte becomes ``%XX``,
+    prefixed ``t-``; when that is over 120 characters the name is ``h-`` and the SHA-256
+    of the value (then :func:`decode_name` cannot invert it: store the id alongside).
+    """
+    encoded = "".join(chr(b) if b in _SAFE_BYTES else f"%{b:02X}" for b in value.encode())
+    if len(encoded) <= _MAX_ENCODED_NAME:
+        return f"t-{encoded}"
+    return f"h-{hashlib.sha256(value.encode()).hexdigest()}"
+
+
+def decode_name(name: str) -> str | None:
+    """The value :func:`encode_name` encoded, or None for a hashed (or foreign) name."""
+    if not name.startswith("t-"):
+        return None
+    try:
+        return unquote_to_bytes(name[2:]).decode()
+    except UnicodeDecodeError:
+        return None
+
+
+def import_optional(module: str, extra: str) -> ModuleType:
+    """Import an optional dependency, or raise ImportError naming the extra to install."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise ImportError(
+            f"this checkpointer needs the {module!r} package: pip install 'tulip-memory[{extra}]'"
+        ) from exc
+
+
+class BaseCheckpointer(ABC):
+    """Persists agent states per thread; see the module docstring for the contract.
+
+    Subclasses implement the ``_save``/``_load``/``_list``/``_delete`` hooks, which
+    receive validated arguments. ``_save`` gets the checkpoint id already chosen and
+    ``may_exist=False`` when it was freshly generated (no checkpoint to replace).
+    """
+
+    async def save(
+        self, state: AgentState, thread_id: str, checkpoint_id: str | None = None
+    ) -> str:
+        validate_state(state)
+        validate_thread_id(thread_id)
+        if checkpoint_id is None:
+            checkpoint_id = new_checkpoint_id()
+            await self._save(state, thread_id, checkpoint_id, may_exist=False)
+        else:
+            validate_checkpoint_id(checkpoint_id)
+            await self._save(state, thread_id, checkpoint_id, may_exist=True)
+        return checkpoint_id
+
+    async def load(self, thread_id: str, checkpoint_id: str | None = None) -> AgentState | None:
+        validate_thread_id(thread_id)
+        if checkpoint_id is not None:
+            validate_checkpoint_id(checkpoint_id)
+        return await self._load(thread_id, checkpoint_id)
+
+    async def list_checkpoints(self, thread_id: str, limit: int = 10) -> list[str]:
+        validate_thread_id(thread_id)
+        return await self._list(thread_id, validate_limit(limit))
+
+    async def delete(self, thread_id: str, checkpoint_id: str | None = None) -> bool:
+        validate_thread_id(thread_id)
+        if checkpoint_id is not None:
+            validate_checkpoint_id(checkpoint_id)
+        return await self._delete(thread_id, checkpoint_id)
+
+    @abstractmethod
+    async def _save(
+        self, state: AgentState, thread_id: str, checkpoint_id: str, *, may_exist: bool
+    ) -> None: ...
+
+    @abstractmethod
+    async def _load(self, thread_id: str, checkpoint_id: str | None) -> AgentState | None: ...
+
+    @abstractmethod
+    async def _list(self, thread_id: str, limit: int) -> list[str]: ...
+
+    @abstractmethod
+    async def _delete(self, thread_id: str, checkpoint_id: str | None) -> bool: ...

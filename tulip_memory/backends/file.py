@@ -1,0 +1,182 @@
+"""FileCheckpointer: one JSON file per checkpoint under a base directory.
+
+Layout: ``<base_dir>/<thread>/<order>.<checkpoint>.json`` where ``<order>`` is the save's
+time-ordered key (so a directory listing sorts checkpoints by age) and ``<thread>`` /
+``<checkpoint>`` are the ids encoded by :func:`~tulip_memory.backends.base.encode_name`:
+letters, digits, ``_`` and ``-`` are kept, every other byte becomes ``%XX`` (so ``/``,
+``.``, ``..`` and absolute paths can never name anything outside ``base_dir``); names
+that would be long are replaced by a hash. Each file also holds its ids, so hashed
+names are still listed right.
+
+Writes are atomic: the file is written under a temporary name in the same directory,
+flushed and fsynced, then renamed into place (and the directory fsynced). A crash at any
+point leaves either the previous files or the complete new one, never a torn file;
+temporary files of an interrupted write are ignored, and removed by a later save once
+they are an hour old (younger ones may belong to a write still in progress).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from tulip_memory.backends.base import BaseCheckpointer, decode_name, encode_name, save_order_key
+from tulip_memory.state import AgentState
+
+__all__ = ["FileCheckpointer"]
+
+_TEMP_PREFIX = ".tmp-"
+_SUFFIX = ".json"
+
+
+class FileCheckpointer(BaseCheckpointer):
+    """Checkpoints as files under ``base_dir`` (created on first save)."""
+
+    def __init__(self, base_dir: str | os.PathLike[str] = "./checkpoints") -> None:
+        if not isinstance(base_dir, str | os.PathLike) or not str(base_dir):
+            raise ValueError(f"base_dir must be a non-empty path, got {base_dir!r}")
+        self.base_dir = Path(base_dir).resolve()
+
+    def __repr__(self) -> str:
+        return f"<FileCheckpointer base_dir={str(self.base_dir)!r}>"
+
+    def _thread_dir(self, thread_id: str) -> Path:
+        path = self.base_dir / encode_name(thread_id)
+        # encode_name cannot produce separators or dot-names; this is a second fence.
+        if path.parent != self.base_dir:
+            raise ValueError(f"thread_id {thread_id!r} does not map inside base_dir")
+        return path
+
+    def _entries(self, thread_dir: Path) -> list[tuple[int, str, Path]]:
+        """(order, checkpoint id, path) of the thread's checkpoints, newest first, deduplicated."""
+        try:
+            names = os.listdir(thread_dir)
+        except FileNotFoundError:
+            return []
+        entries: list[tuple[int, str, Path]] = []
+        for name in names:
+            if name.startswith(_TEMP_PREFIX) or not name.endswith(_SUFFIX):
+                continue
+            order, _, encoded = name[: -len(_SUFFIX)].partition(".")
+            if not order.isdigit():
+                continue
+            path = thread_dir / name
+            checkpoint_id = decode_name(encoded)
+            if checkpoint_id is None:
+                try:
+                    checkpoint_id = json.loads(path.read_bytes())["checkpoint_id"]
+                except (OSError, ValueError, KeyError):
+                    continue
+            entries.append((int(order), checkpoint_id, path))
+        entries.sort(key=lambda entry: entry[0], reverse=True)
+        seen: set[str] = set()
+        newest = []
+        for entry in entries:
+            if entry[1] not in seen:
+                seen.add(entry[1])
+                newest.append(entry)
+        return newest
+
+    def _save_sync(
+        self, state: AgentState, thread_id: str, checkpoint_id: str, may_exist: bool
+    ) -> None:
+        thread_dir = self._thread_dir(thread_id)
+        payload = json.dumps(
+            {
+                "thread_id": thread_id,
+                "checkpoint_id": checkpoint_id,
+                "state": state.to_checkpoint(),
+            },
+            separators=(",", ":"),
+            ensure_ascii=False,
+        ).encode()
+        previous = (
+            [e for e in self._entries(thread_dir) if e[1] == checkpoint_id] if may_exist else []
+        )
+        final = thread_dir / f"{save_order_key():020d}.{encode_name(checkpoint_id)}{_SUFFIX}"
+        thread_dir.mkdir(parents=True, exist_ok=True)
+        _atomic_write(final, payload)
+        for _, _, path in previous:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+        _remove_stale_temp_files(thread_dir)
+
+    def _load_sync(self, thread_id: str, checkpoint_id: str | None) -> AgentState | None:
+        for _, entry_id, path in self._entries(self._thread_dir(thread_id)):
+            if checkpoint_id is None or entry_id == checkpoint_id:
+                try:
+                    document = json.loads(path.read_bytes())
+                except FileNotFoundError:  # replaced or deleted meanwhile
+                    return self._load_sync(thread_id, checkpoint_id)
+                return AgentState.from_checkpoint(document["state"])
+        return None
+
+    def _delete_sync(self, thread_id: str, checkpoint_id: str | None) -> bool:
+        thread_dir = self._thread_dir(thread_id)
+        if checkpoint_id is None:
+            if not thread_dir.exists():
+                return False
+            found = bool(self._entries(thread_dir))
+            shutil.rmtree(thread_dir, ignore_errors=True)
+            return found
+        deleted = False
+        for _, entry_id, path in self._entries(thread_dir):
+            if entry_id == checkpoint_id:
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+                    deleted = True
+        with contextlib.suppress(OSError):
+            thread_dir.rmdir()  # only succeeds when empty
+        return deleted
+
+    async def _save(
+        self, state: AgentState, thread_id: str, checkpoint_id: str, *, may_exist: bool
+    ) -> None:
+        await asyncio.to_thread(self._save_sync, state, thread_id, checkpoint_id, may_exist)
+
+    async def _load(self, thread_id: str, checkpoint_id: str | None) -> AgentState | None:
+        return await asyncio.to_thread(self._load_sync, thread_id, checkpoint_id)
+
+    async def _list(self, thread_id: str, limit: int) -> list[str]:
+        entries = await asyncio.to_thread(self._entries, self._thread_dir(thread_id))
+        return [entry[1] for entry in entries[:limit]]
+
+    async def _delete(self, thread_id: str, checkpoint_id: str | None) -> bool:
+        return await asyncio.to_thread(self._delete_sync, thread_id, checkpoint_id)
+
+
+def _atomic_write(path: Path, payload: bytes) -> None:
+    """Write ``payload`` to ``path`` so that readers see the old state or all of the new one."""
+    fd, temp_name = tempfile.mkstemp(prefix=_TEMP_PREFIX, dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(payload)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp_name, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp_name)
+        raise
+    directory = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
+
+
+def _remove_stale_temp_files(thread_dir: Path, max_age_seconds: float = 3600.0) -> None:
+    """Remove temporary files left by writes that crashed over an hour ago."""
+    cutoff = time.time() - max_age_seconds
+    for name in os.listdir(thread_dir):
+        if name.startswith(_TEMP_PREFIX):
+            path = thread_dir / name
+            with contextlib.suppress(OSError):
+                if path.stat().st_mtime < cutoff:
+                    path.unlink()

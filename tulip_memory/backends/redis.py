@@ -1,0 +1,103 @@
+"""RedisCheckpointer: checkpoints in Redis through redis-py's asyncio client (extra ``redis``).
+
+Per thread, three keys under ``prefix``: ``<thread>:data`` (a hash checkpoint id -> JSON
+state), ``<thread>:index`` (a sorted set of checkpoint ids scored by save order) and
+``<thread>:seq`` (the counter that gives that order). Each operation that touches more
+than one key runs as one Lua script, so Redis applies it atomically and orders the saves
+of every client of the server, not just of this process.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tulip_memory.backends.base import (
+    BaseCheckpointer,
+    decode_state,
+    encode_state,
+    import_optional,
+)
+from tulip_memory.state import AgentState
+
+__all__ = ["RedisCheckpointer"]
+
+_SAVE = """
+local order = redis.call('INCR', KEYS[1])
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+redis.call('ZADD', KEYS[3], order, ARGV[1])
+return order
+"""
+
+_LOAD_LATEST = """
+local ids = redis.call('ZREVRANGE', KEYS[1], 0, 0)
+if #ids == 0 then return false end
+return redis.call('HGET', KEYS[2], ids[1])
+"""
+
+_DELETE_ONE = """
+redis.call('ZREM', KEYS[1], ARGV[1])
+local deleted = redis.call('HDEL', KEYS[2], ARGV[1])
+if redis.call('ZCARD', KEYS[1]) == 0 then redis.call('DEL', KEYS[1], KEYS[2], KEYS[3]) end
+return deleted
+"""
+
+
+class RedisCheckpointer(BaseCheckpointer):
+    """Checkpoints in Redis at ``url`` (``redis://host:port/db``), keys under ``prefix``.
+
+    ``client`` may be an existing ``redis.asyncio.Redis`` (then ``url`` is ignored).
+    Call :meth:`aclose` when done to release the connection pool.
+    """
+
+    def __init__(
+        self,
+        url: str = "redis://localhost:6379",
+        *,
+        prefix: str = "tulip_memory:checkpoint:",
+        client: Any = None,
+    ) -> None:
+        redis_asyncio = import_optional("redis.asyncio", "redis")
+        if not isinstance(prefix, str):
+            raise ValueError(f"prefix must be a str, got {type(prefix).__name__}")
+        self.url = url
+        self.prefix = prefix
+        self.client = client if client is not None else redis_asyncio.Redis.from_url(url)
+        self._save_script = self.client.register_script(_SAVE)
+        self._load_latest_script = self.client.register_script(_LOAD_LATEST)
+        self._delete_one_script = self.client.register_script(_DELETE_ONE)
+
+    def __repr__(self) -> str:
+        return f"<RedisCheckpointer url={self.url!r} prefix={self.prefix!r}>"
+
+    def _keys(self, thread_id: str) -> tuple[str, str, str]:
+        """(index, data, seq) keys of a thread; the suffix after the last ':' is fixed."""
+        base = f"{self.prefix}{thread_id}:"
+        return f"{base}index", f"{base}data", f"{base}seq"
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+    async def _save(
+        self, state: AgentState, thread_id: str, checkpoint_id: str, *, may_exist: bool
+    ) -> None:
+        index, data, seq = self._keys(thread_id)
+        await self._save_script(keys=[seq, data, index], args=[checkpoint_id, encode_state(state)])
+
+    async def _load(self, thread_id: str, checkpoint_id: str | None) -> AgentState | None:
+        index, data, _ = self._keys(thread_id)
+        if checkpoint_id is None:
+            payload = await self._load_latest_script(keys=[index, data])
+        else:
+            payload = await self.client.hget(data, checkpoint_id)
+        return None if payload is None else decode_state(payload)
+
+    async def _list(self, thread_id: str, limit: int) -> list[str]:
+        index, _, _ = self._keys(thread_id)
+        ids = await self.client.zrevrange(index, 0, limit - 1)
+        return [i.decode() if isinstance(i, bytes) else i for i in ids]
+
+    async def _delete(self, thread_id: str, checkpoint_id: str | None) -> bool:
+        index, data, seq = self._keys(thread_id)
+        if checkpoint_id is None:
+            return bool(await self.client.delete(index, data))
+        return bool(await self._delete_one_script(keys=[index, data, seq], args=[checkpoint_id]))

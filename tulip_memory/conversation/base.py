@@ -1,0 +1,62 @@
+"""The conversation-manager contract, the no-op manager and argument checks shared by managers.
+
+A conversation manager turns the full message history of one run into the list that is
+sent to the model. It never mutates its input: it returns a new list (the messages in it
+are the caller's objects, except messages the manager writes itself, such as a summary).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+
+from tulip_memory.messages import Message
+
+
+def check_messages(messages: Sequence[Message]) -> list[Message]:
+    """Return ``messages`` as a new list, or raise ValueError if it is not a list of Message."""
+    if not isinstance(messages, list | tuple):
+        raise ValueError(f"messages must be a list of Message, got {type(messages).__name__}")
+    # The distinct types are few: checking them (not every item in Python) keeps this cheap.
+    if all(issubclass(kind, Message) for kind in set(map(type, messages))):
+        return list(messages)
+    index, item = next((i, m) for i, m in enumerate(messages) if not isinstance(m, Message))
+    raise ValueError(f"messages[{index}] must be a Message, got {type(item).__name__}")
+
+
+def check_int(name: str, value: object, minimum: int) -> int:
+    """Return ``value`` if it is an int (not a bool) >= ``minimum``; else ValueError naming it."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{name} must be an int, got {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, got {value}")
+    return value
+
+
+def check_bool(name: str, value: object) -> bool:
+    """Return ``value`` if it is a bool; else ValueError naming it."""
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be a bool, got {type(value).__name__}")
+    return value
+
+
+class ConversationManager(ABC):
+    """Decides which messages of a run's history are sent to the model."""
+
+    @abstractmethod
+    def apply(self, messages: list[Message]) -> list[Message]:
+        """Return the managed history (a new list; ``messages`` is left untouched)."""
+
+    async def async_apply(self, messages: list[Message]) -> list[Message]:
+        """Async twin of :meth:`apply`; managers with async work (events, LLM calls) override it."""
+        return self.apply(messages)
+
+
+class NullManager(ConversationManager):
+    """Keeps the whole history unchanged (a copy of the list)."""
+
+    def apply(self, messages: list[Message]) -> list[Message]:
+        return check_messages(messages)
+
+    def __repr__(self) -> str:
+        return "NullManager()"

@@ -1,0 +1,310 @@
+"""Summarising conversation management: older turns folded into one summary message.
+
+Behaviour (see docs/conversation.md):
+
+* All leading system messages stay in front, in order; the summary follows them.
+* Once more than ``threshold`` messages follow them, the older ones are replaced by a
+  summary and at least ``keep_recent`` recent ones are kept. The cut moves on a grid of
+  ``threshold - keep_recent + 1`` messages, so between two compactions the output only
+  grows at its end (its prefix, summary included, stays byte-identical) and the recent
+  part holds between ``keep_recent`` and ``threshold`` messages. The cut is moved back to
+  a turn boundary, so it never separates an assistant's tool_calls from their results
+  (the recent part is then a little longer).
+* The summary of a prefix is cached: a history that only grew reuses it, and the next
+  compaction summarises only the earlier summary plus the messages that newly crossed
+  the cut. A summary found at the front of the input (the output of an earlier pass,
+  stored and fed back) is folded in the same way.
+* ``summarize_fn(messages) -> str`` may be sync or async. ``apply`` runs an async one to
+  completion when no event loop runs in the thread; ``async_apply`` awaits an async one
+  and runs a sync one in a worker thread. Without one, a bounded digest is used.
+* If summarising fails (raises, or returns no text), nothing is lost: the history comes
+  back unchanged, ``memory.compactor.failed`` is sent and the error is logged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias
+
+from asgiref.sync import async_to_sync
+
+from tulip_memory.conversation.base import (
+    ConversationManager,
+    check_bool,
+    check_int,
+    check_messages,
+)
+from tulip_memory.conversation.summary import (
+    covered_count,
+    fallback_summary,
+    is_summary,
+    summary_message,
+)
+from tulip_memory.conversation.turns import last_boundary_at_or_before, leading_system_count
+from tulip_memory.events import (
+    EV_MEMORY_COMPACTOR_COMPLETED,
+    EV_MEMORY_COMPACTOR_FAILED,
+    EV_MEMORY_COMPACTOR_TRIGGERED,
+    emit,
+    emit_sync,
+)
+from tulip_memory.messages import Message
+
+logger = logging.getLogger("tulip_memory.conversation")
+
+SummarizeFn: TypeAlias = Callable[[list[Message]], str | Awaitable[str]]
+
+# Conversations whose summary a manager remembers (a manager is often shared by many).
+_CACHE_SIZE = 16
+
+
+@dataclass(frozen=True)
+class _CachedSummary:
+    """The summary of ``prefix``: a summarised span (an earlier summary at its front included)."""
+
+    prefix: list[Message]
+    text: str
+    covered: int
+    summarizer: object
+
+
+@dataclass
+class _Compaction:
+    """What one pass has to do: summarise ``chunk`` and keep ``rest[done:]``."""
+
+    history: list[Message]
+    kept_front: list[Message]
+    rest: list[Message]
+    done: int
+    covered: int
+    chunk: list[Message]
+    base: _CachedSummary | None
+    started: float = field(default_factory=time.perf_counter)
+
+    def result(self, text: str) -> list[Message]:
+        managed = list(self.kept_front)
+        managed.append(summary_message(text, self.covered))
+        managed.extend(self.rest[self.done :])
+        return managed
+
+    def triggered_fields(self, threshold: int) -> dict[str, Any]:
+        return {
+            "strategy": "summarizing",
+            "threshold": threshold,
+            "messages_before": len(self.history),
+            "summarized_count": self.covered,
+            "incremental": self.base is not None,
+        }
+
+    def completed_fields(self, messages_after: int) -> dict[str, Any]:
+        return {
+            "strategy": "summarizing",
+            "messages_before": len(self.history),
+            "messages_after": messages_after,
+            "summarized_count": self.covered,
+            "incremental": self.base is not None,
+            "duration_ms": self.elapsed_ms(),
+        }
+
+    def failed_fields(self, error: BaseException) -> dict[str, Any]:
+        return {
+            "strategy": "summarizing",
+            "messages_before": len(self.history),
+            "summarized_count": self.covered,
+            "error_type": type(error).__name__,
+            "error": str(error),
+            "duration_ms": self.elapsed_ms(),
+        }
+
+    def elapsed_ms(self) -> float:
+        return (time.perf_counter() - self.started) * 1000
+
+
+class SummarizingManager(ConversationManager):
+    """Replaces the older part of a long history with one summary message."""
+
+    def __init__(
+        self,
+        threshold: int = 30,
+        keep_recent: int = 10,
+        summarize_fn: SummarizeFn | None = None,
+        preserve_system: bool = True,
+    ) -> None:
+        self.threshold = check_int("threshold", threshold, 2)
+        self.keep_recent = check_int("keep_recent", keep_recent, 1)
+        if keep_recent >= threshold:
+            raise ValueError(
+                f"keep_recent must be less than threshold ({threshold}), got {keep_recent}"
+            )
+        if summarize_fn is not None and not callable(summarize_fn):
+            raise ValueError(
+                f"summarize_fn must be a callable or None, got {type(summarize_fn).__name__}"
+            )
+        self.summarize_fn = summarize_fn
+        self.preserve_system = check_bool("preserve_system", preserve_system)
+        # Better than the reference, which declared a summary cache and never used it.
+        self._summary_cache: OrderedDict[tuple[Any, ...], _CachedSummary] = OrderedDict()
+        self._cache_lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return (
+            f"SummarizingManager(threshold={self.threshold}, keep_recent={self.keep_recent}, "
+            f"summarize_fn={self.summarize_fn!r}, preserve_system={self.preserve_system})"
+        )
+
+    def apply(self, messages: list[Message]) -> list[Message]:
+        plan = self._plan(messages)
+        if isinstance(plan, list):
+            return plan
+        emit_sync(EV_MEMORY_COMPACTOR_TRIGGERED, **plan.triggered_fields(self.threshold))
+        try:
+            text = self._summarize(plan.chunk)
+        except Exception as error:
+            self._log_failure(plan)
+            emit_sync(EV_MEMORY_COMPACTOR_FAILED, **plan.failed_fields(error))
+            return plan.history
+        managed = self._finish(plan, text)
+        emit_sync(EV_MEMORY_COMPACTOR_COMPLETED, **plan.completed_fields(len(managed)))
+        return managed
+
+    async def async_apply(self, messages: list[Message]) -> list[Message]:
+        plan = self._plan(messages)
+        if isinstance(plan, list):
+            return plan
+        await emit(EV_MEMORY_COMPACTOR_TRIGGERED, **plan.triggered_fields(self.threshold))
+        try:
+            text = await self._async_summarize(plan.chunk)
+        except Exception as error:
+            self._log_failure(plan)
+            await emit(EV_MEMORY_COMPACTOR_FAILED, **plan.failed_fields(error))
+            return plan.history
+        managed = self._finish(plan, text)
+        await emit(EV_MEMORY_COMPACTOR_COMPLETED, **plan.completed_fields(len(managed)))
+        return managed
+
+    def _log_failure(self, plan: _Compaction) -> None:
+        """Log the exception being handled, with what was left unsummarised."""
+        logger.exception(
+            "summarize_fn %s failed on %d messages; the history (%d messages) is left unsummarised",
+            getattr(self.summarize_fn, "__qualname__", type(self.summarize_fn).__qualname__),
+            len(plan.chunk),
+            len(plan.history),
+        )
+
+    # --- planning -------------------------------------------------------------------
+
+    def _plan(self, messages: list[Message]) -> list[Message] | _Compaction:
+        """The managed history when no summarising is needed, else the work to do."""
+        history = check_messages(messages)
+        pinned = leading_system_count(history) if self.preserve_system else 0
+        # Better than the reference, which kept only the last SYSTEM message it met
+        # (wherever it was) and silently dropped the others: every leading system message
+        # stays, in order; mid-run system notes are conversation and are summarised.
+        kept_front = [m for m in history[:pinned] if not is_summary(m)]
+        earlier = [m for m in history[:pinned] if is_summary(m)]
+        body = history[pinned:]
+        if len(body) <= self.threshold:
+            return history
+
+        period = self.threshold - self.keep_recent + 1
+        grid_cut = ((len(body) - self.threshold - 1) // period + 1) * period
+        # Better than the reference, which cut at a fixed offset and could keep tool
+        # results whose assistant tool_calls message had been summarised away.
+        cut = last_boundary_at_or_before(body, grid_cut)
+        if cut == 0:
+            return history
+
+        rest = earlier + body
+        done = len(earlier) + cut
+        covered = cut + sum(covered_count(m) for m in earlier)
+        base = self._cached(rest, done)
+        if base is None:
+            chunk = rest[:done]
+        elif len(base.prefix) == done:
+            return _Compaction(history, kept_front, rest, done, covered, [], base).result(base.text)
+        else:
+            chunk = [summary_message(base.text, base.covered), *rest[len(base.prefix) : done]]
+        return _Compaction(history, kept_front, rest, done, covered, chunk, base)
+
+    def _cached(self, rest: list[Message], done: int) -> _CachedSummary | None:
+        """The cached summary of a prefix of ``rest[:done]``, if this history only grew."""
+        with self._cache_lock:
+            entry = self._summary_cache.get(_conversation_key(rest))
+            if entry is not None:
+                self._summary_cache.move_to_end(_conversation_key(rest))
+        if (
+            entry is None
+            or entry.summarizer is not self.summarize_fn
+            or len(entry.prefix) > done
+            or rest[: len(entry.prefix)] != entry.prefix
+        ):
+            return None
+        return entry
+
+    def _finish(self, plan: _Compaction, text: str) -> list[Message]:
+        entry = _CachedSummary(plan.rest[: plan.done], text, plan.covered, self.summarize_fn)
+        with self._cache_lock:
+            key = _conversation_key(plan.rest)
+            self._summary_cache[key] = entry
+            self._summary_cache.move_to_end(key)
+            while len(self._summary_cache) > _CACHE_SIZE:
+                self._summary_cache.popitem(last=False)
+        return plan.result(text)
+
+    # --- summarising ------------------------------------------------------------------
+
+    def _summarize(self, chunk: list[Message]) -> str:
+        if self.summarize_fn is None:
+            return fallback_summary(chunk)
+        outcome = self.summarize_fn(list(chunk))
+        if inspect.isawaitable(outcome):
+            pending = outcome
+            try:
+                outcome = async_to_sync(_await)(pending)
+            except BaseException:
+                if inspect.iscoroutine(pending):
+                    pending.close()
+                raise
+        return _checked_summary(outcome)
+
+    async def _async_summarize(self, chunk: list[Message]) -> str:
+        if self.summarize_fn is None:
+            return fallback_summary(chunk)
+        if _is_async_callable(self.summarize_fn):
+            outcome = self.summarize_fn(list(chunk))
+        else:
+            # A sync summariser usually blocks on a network call: keep the loop free.
+            outcome = await asyncio.to_thread(self.summarize_fn, list(chunk))
+        if inspect.isawaitable(outcome):
+            outcome = await outcome
+        return _checked_summary(outcome)
+
+
+def _conversation_key(rest: list[Message]) -> tuple[Any, ...]:
+    first = rest[0]
+    return (first.role, first.content, first.tool_call_id, first.name)
+
+
+def _is_async_callable(fn: object) -> bool:
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        getattr(fn, "__call__", None)  # noqa: B004 - an object with an async __call__
+    )
+
+
+async def _await(awaitable: Awaitable[Any]) -> Any:
+    return await awaitable
+
+
+def _checked_summary(outcome: object) -> str:
+    if not isinstance(outcome, str):
+        raise ValueError(f"summarize_fn must return a str, got {type(outcome).__name__}")
+    if not outcome.strip():
+        raise ValueError("summarize_fn returned an empty summary")
+    return outcome

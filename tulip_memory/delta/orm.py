@@ -1,0 +1,217 @@
+"""ORMDeltaStorage: delta checkpoints and message blocks in the database, through the ORM.
+
+Rows: :class:`~tulip_memory.models.DeltaCheckpointRecord` (thread, checkpoint id, parent,
+chain root, full or delta, chain depth, sizes, block references, compressed payload,
+created_at, tenant) and :class:`~tulip_memory.models.DeltaBlock`. Works on PostgreSQL —
+where the rows are under the tenant row-level security, like the store's — and on
+MySQL/MariaDB. Every call is one transaction pinned to the tenant (see
+:class:`~tulip_memory.backends.orm.TenantDatabase`); ``retrieve_chain`` and
+``retrieve_blocks`` are one SELECT each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable
+from typing import Any
+
+from tulip_memory.backends.orm import TenantDatabase
+from tulip_memory.delta.storage import DeltaStorage
+from tulip_memory.delta.types import CheckpointMetadata, DeltaCheckpoint, MessageBlock
+
+__all__ = ["ORMDeltaStorage"]
+
+_METADATA_FIELDS = (
+    "checkpoint_id",
+    "thread_id",
+    "parent_id",
+    "base_id",
+    "is_full",
+    "chain_depth",
+    "created_at",
+    "size_bytes",
+    "compressed_size_bytes",
+    "blocks",
+)
+
+
+def _metadata(row: dict[str, Any]) -> CheckpointMetadata:
+    return CheckpointMetadata(
+        checkpoint_id=row["checkpoint_id"],
+        thread_id=row["thread_id"],
+        parent_id=row["parent_id"] or None,
+        is_full=row["is_full"],
+        chain_depth=row["chain_depth"],
+        created_at=row["created_at"],
+        size_bytes=row["size_bytes"],
+        compressed_size_bytes=row["compressed_size_bytes"],
+        base_id=row["base_id"],
+        blocks=tuple((str(d), int(n)) for d, n in row["blocks"]),
+    )
+
+
+def _checkpoint(row: dict[str, Any]) -> DeltaCheckpoint:
+    metadata = _metadata(row)
+    return DeltaCheckpoint(
+        metadata=metadata, data=bytes(row["data"]), is_delta=not metadata.is_full
+    )
+
+
+class ORMDeltaStorage(TenantDatabase, DeltaStorage):
+    """DeltaStorage on the Django alias ``database`` (PostgreSQL, MySQL or MariaDB).
+
+    ``tenant`` as for the ORM checkpointers: fixed here, else bound at call time.
+    """
+
+    def _records(self, tenant: str, thread_id: str) -> Any:
+        from tulip_memory.models import DeltaCheckpointRecord
+
+        return DeltaCheckpointRecord.objects.using(self.database).of_thread(tenant, thread_id)
+
+    def _blocks(self, tenant: str, thread_id: str) -> Any:
+        from tulip_memory.models import DeltaBlock
+
+        return DeltaBlock.objects.using(self.database).of_thread(tenant, thread_id)
+
+    # -- records -----------------------------------------------------------------------
+
+    def _store(
+        self, tenant: str, thread_id: str, checkpoint_id: str, record: DeltaCheckpoint
+    ) -> None:
+        meta = record.metadata
+        fields = {
+            "parent_id": meta.parent_id or "",
+            "base_id": meta.root_id,
+            "is_full": meta.is_full,
+            "chain_depth": meta.chain_depth,
+            "blocks": [list(ref) for ref in meta.blocks],
+            "size_bytes": meta.size_bytes,
+            "compressed_size_bytes": meta.compressed_size_bytes,
+            "data": record.data,
+        }
+        rows = self._records(tenant, thread_id)
+        # In place when it exists: a replaced checkpoint keeps its id, hence its position.
+        if not rows.filter(checkpoint_id=checkpoint_id).update(**fields):
+            rows.create(
+                tenant=tenant,
+                thread_id=thread_id,
+                checkpoint_id=checkpoint_id,
+                created_at=meta.created_at,
+                **fields,
+            )
+
+    def _retrieve(self, tenant: str, thread_id: str, checkpoint_id: str) -> DeltaCheckpoint | None:
+        rows = self._records(tenant, thread_id).filter(checkpoint_id=checkpoint_id)
+        row = rows.values(*_METADATA_FIELDS, "data").first()
+        return None if row is None else _checkpoint(row)
+
+    def _retrieve_chain(
+        self, tenant: str, thread_id: str, checkpoint_id: str | None
+    ) -> list[DeltaCheckpoint]:
+        from tulip_memory.models import DeltaCheckpointRecord
+
+        group = DeltaCheckpointRecord.objects.using(self.database).chain_group(
+            tenant, thread_id, checkpoint_id
+        )
+        records = [_checkpoint(row) for row in group.values(*_METADATA_FIELDS, "data")]
+        if checkpoint_id is None or not records:
+            return records  # newest first: the newest checkpoint leads
+        target = next((r for r in records if r.metadata.checkpoint_id == checkpoint_id), None)
+        if target is None:
+            return []
+        return [target, *(r for r in records if r is not target)]
+
+    def _list(self, tenant: str, thread_id: str, limit: int | None) -> list[CheckpointMetadata]:
+        rows = self._records(tenant, thread_id).newest_first().values(*_METADATA_FIELDS)
+        if limit is not None:
+            rows = rows[:limit]
+        return [_metadata(row) for row in rows]
+
+    def _delete(self, tenant: str, thread_id: str, checkpoint_id: str | None) -> bool:
+        rows = self._records(tenant, thread_id)
+        if checkpoint_id is not None:
+            return rows.filter(checkpoint_id=checkpoint_id).delete()[0] > 0
+        self._blocks(tenant, thread_id).delete()
+        return rows.delete()[0] > 0
+
+    # -- blocks ------------------------------------------------------------------------
+
+    def _store_blocks(self, tenant: str, thread_id: str, blocks: list[MessageBlock]) -> None:
+        from tulip_memory.models import DeltaBlock
+
+        existing = set(
+            self._blocks(tenant, thread_id)
+            .filter(digest__in=[b.digest for b in blocks])
+            .values_list("digest", flat=True)
+        )
+        DeltaBlock.objects.using(self.database).bulk_create(
+            [
+                DeltaBlock(
+                    tenant=tenant,
+                    thread_id=thread_id,
+                    digest=block.digest,
+                    data=block.data,
+                    size_bytes=block.size_bytes,
+                )
+                for block in blocks
+                if block.digest not in existing
+            ],
+            ignore_conflicts=True,
+        )
+
+    def _retrieve_blocks(
+        self, tenant: str, thread_id: str, digests: list[str]
+    ) -> dict[str, MessageBlock]:
+        rows = self._blocks(tenant, thread_id).filter(digest__in=digests)
+        return {
+            row["digest"]: MessageBlock(
+                digest=row["digest"], data=bytes(row["data"]), size_bytes=row["size_bytes"]
+            )
+            for row in rows.values("digest", "data", "size_bytes")
+        }
+
+    def _block_sizes(self, tenant: str, thread_id: str) -> dict[str, tuple[int, int]]:
+        from django.db.models.functions import Length
+
+        rows = self._blocks(tenant, thread_id).annotate(stored=Length("data"))
+        return {
+            d: (size, stored)
+            for d, size, stored in rows.values_list("digest", "size_bytes", "stored")
+        }
+
+    def _delete_blocks(self, tenant: str, thread_id: str, digests: list[str]) -> int:
+        return self._blocks(tenant, thread_id).filter(digest__in=digests).delete()[0]
+
+    # -- the DeltaStorage interface ------------------------------------------------------
+
+    async def store(self, thread_id: str, checkpoint_id: str, checkpoint: DeltaCheckpoint) -> None:
+        await self._run(self._store, thread_id, checkpoint_id, checkpoint)
+
+    async def retrieve(self, thread_id: str, checkpoint_id: str) -> DeltaCheckpoint | None:
+        return await self._run(self._retrieve, thread_id, checkpoint_id)
+
+    async def retrieve_chain(
+        self, thread_id: str, checkpoint_id: str | None = None
+    ) -> list[DeltaCheckpoint]:
+        return await self._run(self._retrieve_chain, thread_id, checkpoint_id)
+
+    async def list_checkpoints(
+        self, thread_id: str, limit: int | None = 10
+    ) -> list[CheckpointMetadata]:
+        return await self._run(self._list, thread_id, limit)
+
+    async def delete(self, thread_id: str, checkpoint_id: str | None = None) -> bool:
+        return await self._run(self._delete, thread_id, checkpoint_id)
+
+    async def store_blocks(self, thread_id: str, blocks: Iterable[MessageBlock]) -> None:
+        await self._run(self._store_blocks, thread_id, list(blocks))
+
+    async def retrieve_blocks(
+        self, thread_id: str, digests: Collection[str]
+    ) -> dict[str, MessageBlock]:
+        return await self._run(self._retrieve_blocks, thread_id, list(digests))
+
+    async def block_sizes(self, thread_id: str) -> dict[str, tuple[int, int]]:
+        return await self._run(self._block_sizes, thread_id)
+
+    async def delete_blocks(self, thread_id: str, digests: Collection[str]) -> int:
+        return await self._run(self._delete_blocks, thread_id, list(digests))

@@ -1,0 +1,154 @@
+"""Where a :class:`~tulip_memory.delta.DeltaCheckpointer` keeps its records and blocks.
+
+:class:`DeltaStorage` is the reference's interface (``store``, ``retrieve``,
+``list_checkpoints``, ``delete``) plus what bounded loads and block sharing need:
+
+* ``retrieve_chain(thread_id, checkpoint_id=None)`` — the checkpoint (the newest when
+  None) first, followed by every record that shares its chain root. A storage answers
+  it in ONE read (the default implementation walks parents one read at a time, for
+  custom storages that cannot do better);
+* ``store_blocks`` / ``retrieve_blocks`` / ``block_sizes`` / ``delete_blocks`` — the
+  content-addressed message blocks of a thread (``retrieve_blocks`` is one read).
+
+``store`` inserts or replaces in place: a replaced checkpoint keeps its position in the
+newest-first order. ``delete(thread_id)`` without an id removes the thread's records AND
+blocks.
+
+:class:`InMemoryDeltaStorage` keeps everything in dicts of this process.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Collection, Iterable
+
+from tulip_memory.delta.types import CheckpointMetadata, DeltaCheckpoint, MessageBlock
+
+__all__ = ["DeltaStorage", "InMemoryDeltaStorage"]
+
+
+class DeltaStorage(ABC):
+    """Abstract storage of delta checkpoints and message blocks, per thread."""
+
+    @abstractmethod
+    async def store(self, thread_id: str, checkpoint_id: str, checkpoint: DeltaCheckpoint) -> None:
+        """Insert, or replace in place, a checkpoint."""
+
+    @abstractmethod
+    async def retrieve(self, thread_id: str, checkpoint_id: str) -> DeltaCheckpoint | None:
+        """One checkpoint, or None."""
+
+    @abstractmethod
+    async def list_checkpoints(
+        self, thread_id: str, limit: int | None = 10
+    ) -> list[CheckpointMetadata]:
+        """Metadata, newest first; ``limit=None`` lists them all."""
+
+    @abstractmethod
+    async def delete(self, thread_id: str, checkpoint_id: str | None = None) -> bool:
+        """Delete one checkpoint, or every record and block of the thread."""
+
+    @abstractmethod
+    async def store_blocks(self, thread_id: str, blocks: Iterable[MessageBlock]) -> None:
+        """Store blocks; a digest already stored is left as it is."""
+
+    @abstractmethod
+    async def retrieve_blocks(
+        self, thread_id: str, digests: Collection[str]
+    ) -> dict[str, MessageBlock]:
+        """The stored blocks among ``digests`` (missing ones are absent), in one read."""
+
+    @abstractmethod
+    async def block_sizes(self, thread_id: str) -> dict[str, tuple[int, int]]:
+        """digest -> (size before compression, stored size) of every block of the thread."""
+
+    @abstractmethod
+    async def delete_blocks(self, thread_id: str, digests: Collection[str]) -> int:
+        """Delete these blocks; return how many were deleted."""
+
+    async def retrieve_chain(
+        self, thread_id: str, checkpoint_id: str | None = None
+    ) -> list[DeltaCheckpoint]:
+        """The checkpoint (newest when None) first, then records sharing its chain root.
+
+        This default walks the parents one ``retrieve`` at a time (chain depth + 1
+        reads); the storages of tulip_memory override it with a single read.
+        """
+        if checkpoint_id is None:
+            newest = await self.list_checkpoints(thread_id, limit=1)
+            if not newest:
+                return []
+            checkpoint_id = newest[0].checkpoint_id
+        chain: list[DeltaCheckpoint] = []
+        current: str | None = checkpoint_id
+        while current is not None:
+            record = await self.retrieve(thread_id, current)
+            if record is None:
+                break
+            chain.append(record)
+            current = None if record.metadata.is_full else record.metadata.parent_id
+        return chain
+
+
+class InMemoryDeltaStorage(DeltaStorage):
+    """Records and blocks in dicts of this process (tests, throw-away runs)."""
+
+    def __init__(self) -> None:
+        self._storage: dict[str, dict[str, DeltaCheckpoint]] = {}
+        self._blocks: dict[str, dict[str, MessageBlock]] = {}
+
+    async def store(self, thread_id: str, checkpoint_id: str, checkpoint: DeltaCheckpoint) -> None:
+        self._storage.setdefault(thread_id, {})[checkpoint_id] = checkpoint
+
+    async def retrieve(self, thread_id: str, checkpoint_id: str) -> DeltaCheckpoint | None:
+        return self._storage.get(thread_id, {}).get(checkpoint_id)
+
+    async def retrieve_chain(
+        self, thread_id: str, checkpoint_id: str | None = None
+    ) -> list[DeltaCheckpoint]:
+        records = self._storage.get(thread_id, {})
+        if not records:
+            return []
+        if checkpoint_id is None:
+            checkpoint_id = next(reversed(records))
+        target = records.get(checkpoint_id)
+        if target is None:
+            return []
+        root = target.metadata.root_id
+        group = [
+            r for r in reversed(records.values()) if r is not target and r.metadata.root_id == root
+        ]
+        return [target, *group]
+
+    async def list_checkpoints(
+        self, thread_id: str, limit: int | None = 10
+    ) -> list[CheckpointMetadata]:
+        metadata = [r.metadata for r in reversed(self._storage.get(thread_id, {}).values())]
+        return metadata if limit is None else metadata[:limit]
+
+    async def delete(self, thread_id: str, checkpoint_id: str | None = None) -> bool:
+        if checkpoint_id is None:
+            self._blocks.pop(thread_id, None)
+            return bool(self._storage.pop(thread_id, None))
+        return self._storage.get(thread_id, {}).pop(checkpoint_id, None) is not None
+
+    async def store_blocks(self, thread_id: str, blocks: Iterable[MessageBlock]) -> None:
+        stored = self._blocks.setdefault(thread_id, {})
+        for block in blocks:
+            stored.setdefault(block.digest, block)
+
+    async def retrieve_blocks(
+        self, thread_id: str, digests: Collection[str]
+    ) -> dict[str, MessageBlock]:
+        stored = self._blocks.get(thread_id, {})
+        return {d: stored[d] for d in digests if d in stored}
+
+    async def block_sizes(self, thread_id: str) -> dict[str, tuple[int, int]]:
+        return {
+            d: (b.size_bytes, b.compressed_size_bytes)
+            for d, b in self._blocks.get(thread_id, {}).items()
+        }
+
+    async def delete_blocks(self, thread_id: str, digests: Collection[str]) -> int:
+        stored = self._blocks.get(thread_id, {})
+        return sum(stored.pop(d, None) is not None for d in digests)

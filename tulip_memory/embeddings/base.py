@@ -1,0 +1,43 @@
+"""BaseEmbedding: what the stores and the memory manager need from a text embedder.
+
+An embedder has a fixed ``dimension`` and turns text into vectors of that width, one text
+(``embed``) or many (``embed_batch``). Subclasses implement ``dimension`` and
+``embed_batch``; ``embed`` is a one-text batch. Empty or blank text raises ``ValueError``:
+it has no meaning to embed, and a zero vector would make every cosine similarity undefined.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+
+__all__ = ["BaseEmbedding"]
+
+
+class BaseEmbedding(ABC):
+    """A text embedder of fixed width."""
+
+    @property
+    @abstractmethod
+    def dimension(self) -> int:
+        """Width of every vector this embedder returns."""
+
+    @abstractmethod
+    async def embed_batch(self, texts: list[str]) -> list[list[float]]:
+        """One vector per text, in order."""
+
+    async def embed(self, text: str) -> list[float]:
+        """The vector of one text."""
+        return (await self.embed_batch([text]))[0]
+
+    @staticmethod
+    def check_texts(texts: Sequence[str]) -> list[str]:
+        """``texts`` as a list, or ``ValueError`` naming the first one that is not usable."""
+        if isinstance(texts, str) or not isinstance(texts, Sequence):
+            raise ValueError("texts must be a list of strings")
+        for index, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise ValueError(f"texts[{index}] must be a str, got {type(text).__name__}")
+            if not text.strip():
+                raise ValueError(f"texts[{index}] is empty: there is nothing to embed")
+        return list(texts)

@@ -1,0 +1,178 @@
+"""The manager contract (:class:`BaseMemoryManager`) and the do-nothing :class:`NoopMemoryManager`.
+
+A manager decides what to remember (:meth:`~BaseMemoryManager.extract`), keeps it
+(:meth:`~BaseMemoryManager.save`) and gives it back (:meth:`~BaseMemoryManager.retrieve`);
+the base class runs the lifecycle the agent calls: :meth:`on_session_start` injects the
+memory block, :meth:`on_session_end` extracts and saves (inline or in the background)
+and never raises.
+
+Pure Python: importable without Django settings.
+"""
+
+from __future__ import annotations
+
+import logging
+from abc import ABC, abstractmethod
+from collections.abc import Hashable
+from typing import Any
+
+from tulip_memory.events import (
+    EV_MEMORY_MANAGER_EXTRACT_FAILED,
+    EV_MEMORY_MANAGER_EXTRACTED,
+    EV_MEMORY_MANAGER_INJECTED,
+    emit,
+)
+from tulip_memory.manager.block import inject_memory_block, latest_user_text, strip_memory_blocks
+from tulip_memory.manager.extraction.background import BackgroundExtractions
+from tulip_memory.manager.types import ExtractMode, Memory
+from tulip_memory.messages import Message
+from tulip_memory.state import AgentState
+
+__all__ = ["BaseMemoryManager", "NoopMemoryManager"]
+
+logger = logging.getLogger("tulip_memory.manager")
+
+_BASE_MODES = ("inline", "background")
+
+
+class BaseMemoryManager(ABC):
+    """Abstract long-term memory manager; subclasses implement extract, retrieve and save."""
+
+    #: ``"inline"``: extraction finishes before :meth:`on_session_end` returns;
+    #: ``"background"``: it runs as an in-process task (see :meth:`drain`).
+    extract_mode: ExtractMode = "inline"
+    #: Background extractions allowed to run at once.
+    max_concurrent_extractions: int = 4
+
+    # --- what subclasses implement ---------------------------------------------------
+
+    @abstractmethod
+    async def extract(self, messages: list[Message]) -> list[Memory]:
+        """Durable memories found in a finished conversation (may be empty)."""
+
+    @abstractmethod
+    async def retrieve(self, limit: int = 20) -> list[Memory]:
+        """Stored memories for injection, most recently updated first."""
+
+    @abstractmethod
+    async def save(self, memories: list[Memory]) -> None:
+        """Persist ``memories``, upserting by ``(type, key)``."""
+
+    async def retrieve_relevant(self, query: str | None, limit: int | None = None) -> list[Memory]:
+        """The memories most relevant to ``query``; this default ignores it (recency)."""
+        if limit is None:
+            return await self.retrieve()
+        return await self.retrieve(limit)
+
+    # --- lifecycle ----------------------------------------------------------------------
+
+    async def on_session_start(self, state: AgentState) -> AgentState:
+        """A copy of ``state`` with one memory block for the latest user message.
+
+        The block replaces one injected by an earlier turn; with nothing to inject, an
+        old block is removed (its memories may have been deleted since).
+        """
+        memories = await self.retrieve_relevant(latest_user_text(state))
+        if not memories:
+            return strip_memory_blocks(state)
+        injected = inject_memory_block(state, memories)
+        await emit(
+            EV_MEMORY_MANAGER_INJECTED,
+            memory_count=len(memories),
+            types=[m.type.value for m in memories],
+            **self._event_fields(),
+        )
+        return injected
+
+    async def on_session_end(self, state: AgentState) -> None:
+        """Extract and save this session's memories; failures are logged and emitted.
+
+        The memory block is stripped first, so recalled memories are not extracted again
+        as if the user had just said them.
+        """
+        messages = list(strip_memory_blocks(state).messages)
+        await self._submit_extraction(messages)
+
+    async def _submit_extraction(self, messages: list[Message]) -> None:
+        if self.extract_mode == "background":
+            fields = self._event_fields()
+            self._background().submit(
+                self._extraction_order_key(), lambda: self._extract_and_save(messages, fields)
+            )
+            return
+        await self._extract_and_save(messages, self._event_fields())
+
+    async def extract_and_save(self, messages: list[Message]) -> list[Memory]:
+        """Extract and save, raising on failure (what the lifecycle hooks wrap)."""
+        memories = await self.extract(messages)
+        if memories:
+            await self.save(memories)
+        return memories
+
+    async def _extract_and_save(self, messages: list[Message], fields: dict[str, Any]) -> None:
+        try:
+            memories = await self.extract_and_save(messages)
+        except Exception as exc:
+            logger.exception("memory extraction failed (%s)", fields or type(self).__name__)
+            await emit(
+                EV_MEMORY_MANAGER_EXTRACT_FAILED,
+                error=str(exc),
+                error_type=type(exc).__name__,
+                mode=self.extract_mode,
+                **fields,
+            )
+            return
+        await emit(
+            EV_MEMORY_MANAGER_EXTRACTED,
+            memory_count=len(memories),
+            types=[m.type.value for m in memories],
+            mode=self.extract_mode,
+            **fields,
+        )
+
+    def _event_fields(self) -> dict[str, Any]:
+        """Extra fields of this manager's events (the namespace, for scoped managers)."""
+        return {}
+
+    def _extraction_order_key(self) -> Hashable:
+        """Background jobs with the same key run one at a time, in submission order."""
+        return ()
+
+    # --- background jobs ------------------------------------------------------------------
+
+    def _background(self) -> BackgroundExtractions:
+        runner: BackgroundExtractions | None = self.__dict__.get("_bg_extractions")
+        if runner is None:
+            runner = BackgroundExtractions(self.max_concurrent_extractions)
+            self.__dict__["_bg_extractions"] = runner
+        return runner
+
+    @property
+    def pending_extractions(self) -> int:
+        """Background extractions scheduled or running, not yet finished."""
+        runner: BackgroundExtractions | None = self.__dict__.get("_bg_extractions")
+        return runner.pending if runner is not None else 0
+
+    async def drain(self) -> None:
+        """Wait for every scheduled extraction, including ones submitted while waiting.
+
+        Returns at once in ``"inline"`` mode. Errors inside jobs were logged and emitted
+        already; they are not raised here. Bound the wait with ``asyncio.timeout(...)``:
+        cancelling ``drain`` leaves the jobs running.
+        """
+        runner: BackgroundExtractions | None = self.__dict__.get("_bg_extractions")
+        if runner is not None:
+            await runner.drain()
+
+
+class NoopMemoryManager(BaseMemoryManager):
+    """Stores nothing and recalls nothing: the memory wiring without persistence."""
+
+    async def extract(self, messages: list[Message]) -> list[Memory]:
+        return []
+
+    async def retrieve(self, limit: int = 20) -> list[Memory]:
+        return []
+
+    async def save(self, memories: list[Memory]) -> None:
+        return None

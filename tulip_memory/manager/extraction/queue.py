@@ -1,0 +1,131 @@
+"""``extract_mode="celery"``, the caller's side: record the job, enqueue it on commit.
+
+``on_session_end`` does no extraction work: in one short transaction pinned to the
+namespace's tenant it takes the namespace's next sequence number (the increment locks the
+namespace's queue row until commit, so numbers follow commit order) and inserts the job
+row; when that transaction commits (the caller's own, if it is inside one on the same
+thread), a Celery message naming the queue is sent. Messages carry no work and no
+order: a worker takes the namespace's lease and runs its open jobs by sequence number
+(:mod:`.worker`), so duplicated, redelivered or reordered messages change nothing.
+
+:meth:`CeleryExtractions.drain` polls the job rows this object enqueued until each is
+done or failed, and re-sends the message of a namespace whose lease is free or expired
+while it still has open jobs (a message lost with a killed worker). Bound it with
+``asyncio.timeout``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import defaultdict
+
+from asgiref.sync import sync_to_async
+
+from tulip_memory.messages import Message
+
+__all__ = ["CeleryExtractions", "send_run_task"]
+
+Namespace = tuple[str, ...]
+
+# How often drain() re-sends the task of a namespace nobody is working on (seconds).
+_KICK_INTERVAL = 2.0
+_POLL_MIN, _POLL_MAX = 0.02, 0.5
+
+
+def send_run_task(tenant: str, queue_id: int, countdown: float | None = None) -> None:
+    """Send the Celery message asking a worker to run the open jobs of queue ``queue_id``."""
+    from tulip_memory.conf import settings
+    from tulip_memory.tasks import run_extraction_queue
+
+    run_extraction_queue.apply_async(
+        (tenant, queue_id), queue=settings.CELERY_QUEUE, countdown=countdown
+    )
+
+
+class CeleryExtractions:
+    """The Celery jobs one manager enqueued, and how to wait for them."""
+
+    def __init__(self, using: str = "default") -> None:
+        self.using = using
+        # job id -> (tenant, queue id), once the job's transaction committed.
+        self._pending: dict[int, tuple[str, int]] = {}
+
+    @property
+    def pending(self) -> int:
+        return len(self._pending)
+
+    async def submit(self, namespace: Namespace, messages: list[Message]) -> int:
+        return await sync_to_async(self.enqueue)(namespace, messages)
+
+    def enqueue(self, namespace: Namespace, messages: list[Message]) -> int:
+        """Record a job for ``namespace`` and send its task when the transaction commits.
+
+        Synchronous, so that sync code can call it inside its own ``transaction.atomic``:
+        the job is then part of that transaction and enqueued only if it commits.
+        """
+        from django.db import transaction
+
+        from tulip_memory.models import ExtractionJob, ExtractionQueue
+        from tulip_memory.tenancy import tenant_atomic
+
+        tenant = namespace[0]
+        payload = {"messages": [message.to_dict() for message in messages]}
+        with tenant_atomic(tenant, using=self.using):
+            queue_id, sequence = ExtractionQueue.objects.using(self.using).allocate_sequence(
+                namespace
+            )
+            job = ExtractionJob.objects.using(self.using).create(
+                queue_id=queue_id, tenant=tenant, sequence=sequence, payload=payload
+            )
+
+            def committed() -> None:
+                self._pending[job.pk] = (tenant, queue_id)
+                send_run_task(tenant, queue_id)
+
+            transaction.on_commit(committed, using=self.using)
+        return job.pk
+
+    def _poll(self, kick: bool) -> None:
+        from tulip_memory.models import ExtractionJob, ExtractionQueue
+        from tulip_memory.models.manager import OPEN_STATES
+        from tulip_memory.tenancy import tenant_atomic
+
+        by_tenant: dict[str, list[int]] = defaultdict(list)
+        for job_id, (tenant, _queue_id) in list(self._pending.items()):
+            by_tenant[tenant].append(job_id)
+        for tenant, job_ids in by_tenant.items():
+            with tenant_atomic(tenant, using=self.using):
+                still_open = set(
+                    ExtractionJob.objects.using(self.using)
+                    .filter(pk__in=job_ids, state__in=OPEN_STATES)
+                    .values_list("pk", flat=True)
+                )
+                idle_queues: list[int] = []
+                if kick and still_open:
+                    queue_ids = {self._pending[job_id][1] for job_id in still_open}
+                    idle_queues = list(
+                        ExtractionQueue.objects.using(self.using)
+                        .filter(pk__in=queue_ids)
+                        .idle()
+                        .values_list("pk", flat=True)
+                    )
+            for job_id in job_ids:
+                if job_id not in still_open:
+                    self._pending.pop(job_id, None)
+            for queue_id in idle_queues:
+                send_run_task(tenant, queue_id)
+
+    async def drain(self) -> None:
+        """Wait until every job this object enqueued is done or failed."""
+        delay = _POLL_MIN
+        last_kick = time.monotonic()
+        while self._pending:
+            kick = time.monotonic() - last_kick >= _KICK_INTERVAL
+            if kick:
+                last_kick = time.monotonic()
+            await sync_to_async(self._poll)(kick)
+            if not self._pending:
+                return
+            await asyncio.sleep(delay)
+            delay = min(delay * 1.5, _POLL_MAX)

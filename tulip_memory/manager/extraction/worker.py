@@ -1,0 +1,262 @@
+"""``extract_mode="celery"``, the worker's side: run a namespace's jobs in order, under a lease.
+
+:func:`run_queue` is what the Celery task calls with ``(tenant, queue id)``:
+
+1. **Claim** the namespace's lease (a conditional UPDATE: free, or expired by the
+   database's clock). If another worker holds it, book at most one follow-up task at the
+   lease's expiry (so a namespace whose worker died is resumed) and return: the holder
+   runs every open job, this message's included.
+2. **Run the open jobs by sequence number**, one at a time. Before each: renew the lease,
+   count the attempt and mark the job running (committed). While it runs, a heartbeat
+   thread keeps renewing the lease, so a long job is not taken over while its worker is
+   alive. After each: record done (or the failure) at once, so progress survives a crash.
+3. **Release** the lease, then look again: a job committed while the lease was held
+   (whose message found the lease taken) is run by a new claim.
+
+Failure policy (``TULIP_MEMORY``): a job that raises goes back to ``pending`` with its
+error and ``run_after = now + EXTRACTION_RETRY_DELAY * 2**(attempts-1)`` (capped at 10
+minutes); its namespace waits for it, which keeps the order. The attempt that reaches
+``EXTRACTION_MAX_ATTEMPTS`` marks it ``failed`` (with its error) and the namespace moves
+on. An attempt whose worker died (SIGKILL, OOM) counts too: when the lease expires the
+next worker finds the job ``running``, and runs it again, or fails it if that was the
+last attempt ("worker lost"). Saves are idempotent (upsert by key), so re-running a job
+whose save finished but whose "done" was not recorded changes nothing.
+
+Workers rebuild the manager from ``TULIP_MEMORY``: ``STORE`` (+ ``STORE_OPTIONS``),
+``EXTRACTOR`` (``None``: the heuristic) and ``MANAGER_OPTIONS``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from django.core.signals import setting_changed
+from django.db import connections
+from django.db.models.functions import Now
+from django.dispatch import receiver
+
+from tulip_memory.events import (
+    EV_MEMORY_MANAGER_EXTRACT_FAILED,
+    EV_MEMORY_MANAGER_EXTRACTED,
+    emit_sync,
+)
+from tulip_memory.manager.llm import LLMMemoryManager
+from tulip_memory.manager.types import Memory
+from tulip_memory.messages import Message
+
+__all__ = ["RunOutcome", "build_worker_manager", "run_queue"]
+
+logger = logging.getLogger("tulip_memory.manager.worker")
+
+_MAX_RETRY_DELAY = 600.0
+_manager_cache: dict[str, LLMMemoryManager] = {}
+
+
+@dataclass
+class RunOutcome:
+    """What one :func:`run_queue` call did, and when the queue wants to be run again."""
+
+    done: int = 0
+    failed: int = 0
+    retried: int = 0
+    retry_in: float | None = None
+
+
+def build_worker_manager() -> LLMMemoryManager:
+    """The manager this worker process runs jobs with, built once from ``TULIP_MEMORY``."""
+    manager = _manager_cache.get("manager")
+    if manager is None:
+        from tulip_memory.conf import settings
+
+        store_factory = settings.import_setting("STORE")
+        options: dict[str, Any] = dict(settings.MANAGER_OPTIONS)
+        options["extract_mode"] = "inline"  # the worker is where the job runs
+        manager = LLMMemoryManager(
+            store_factory(**settings.STORE_OPTIONS),
+            extract_fn=settings.import_setting("EXTRACTOR"),
+            **options,
+        )
+        _manager_cache["manager"] = manager
+    return manager
+
+
+@receiver(setting_changed)
+def _forget_manager(*, setting: str, **kwargs: Any) -> None:
+    if setting == "TULIP_MEMORY":
+        _manager_cache.clear()
+
+
+def worker_identity() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+class _Heartbeat:
+    """Renews a lease every third of its length while a job runs (own DB connection)."""
+
+    def __init__(self, tenant: str, queue_id: int, owner: str, lease: float) -> None:
+        self.args = (tenant, queue_id, owner, lease)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="tulip-memory-lease", daemon=True)
+
+    def _run(self) -> None:
+        from tulip_memory.models import ExtractionQueue
+        from tulip_memory.tenancy import tenant_atomic
+
+        tenant, queue_id, owner, lease = self.args
+        try:
+            while not self._stop.wait(lease / 3):
+                with tenant_atomic(tenant):
+                    if not ExtractionQueue.objects.renew(queue_id, owner, lease):
+                        return
+        except Exception:
+            logger.exception("lease heartbeat of extraction queue %s failed", queue_id)
+        finally:
+            connections.close_all()
+
+    def __enter__(self) -> _Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+async def _extract_in(
+    manager: LLMMemoryManager, namespace: tuple[str, ...], messages: list[Message]
+) -> list[Memory]:
+    with manager.scoped(namespace):
+        return await manager.extract_and_save(messages)
+
+
+def _retry_delay(attempts: int) -> float:
+    from tulip_memory.conf import settings
+
+    return min(float(settings.EXTRACTION_RETRY_DELAY) * 2 ** max(attempts - 1, 0), _MAX_RETRY_DELAY)
+
+
+def _run_claimed(
+    tenant: str, queue_id: int, namespace: tuple[str, ...], owner: str, outcome: RunOutcome
+) -> float | None:
+    """Run open jobs while holding the lease; seconds until a retry is due, if one is."""
+    from tulip_memory.conf import settings
+    from tulip_memory.models import ExtractionJob, ExtractionQueue, JobState
+    from tulip_memory.models.manager import db_now_plus
+    from tulip_memory.tenancy import tenant_atomic
+
+    lease = float(settings.EXTRACTION_LEASE_SECONDS)
+    max_attempts = int(settings.EXTRACTION_MAX_ATTEMPTS)
+    fields = {"namespace": list(namespace), "mode": "celery"}
+    while True:
+        with tenant_atomic(tenant):
+            if not ExtractionQueue.objects.renew(queue_id, owner, lease):
+                logger.warning("lost the lease of extraction queue %s; stopping", queue_id)
+                return None
+            job = ExtractionJob.objects.next_open(queue_id)
+            if job is None:
+                return None
+            if job.run_after is not None and job.run_after > job.db_now:
+                return (job.run_after - job.db_now).total_seconds()
+            if job.attempts >= max_attempts:
+                # Its last attempt started and never reported: the worker died.
+                error = f"worker lost during attempt {job.attempts}; {job.error}".rstrip("; ")
+                ExtractionJob.objects.filter(pk=job.pk).update(
+                    state=JobState.FAILED, error=error, finished_at=Now()
+                )
+                outcome.failed += 1
+                emit_sync(
+                    EV_MEMORY_MANAGER_EXTRACT_FAILED,
+                    error=error,
+                    error_type="WorkerLost",
+                    job=job.pk,
+                    final=True,
+                    **fields,
+                )
+                continue
+            job.attempts += 1
+            ExtractionJob.objects.filter(pk=job.pk).update(
+                state=JobState.RUNNING,
+                attempts=job.attempts,
+                worker=owner,
+                started_at=Now(),
+                run_after=None,
+            )
+        messages = [Message.from_dict(data) for data in job.payload.get("messages", [])]
+        try:
+            with _Heartbeat(tenant, queue_id, owner, lease):
+                memories = async_to_sync(_extract_in)(build_worker_manager(), namespace, messages)
+        except Exception as exc:
+            final = job.attempts >= max_attempts
+            error = f"{type(exc).__name__}: {exc}"
+            logger.exception("extraction job %s (attempt %s) failed", job.pk, job.attempts)
+            with tenant_atomic(tenant):
+                ExtractionJob.objects.filter(
+                    pk=job.pk, state=JobState.RUNNING, worker=owner
+                ).update(
+                    state=JobState.FAILED if final else JobState.PENDING,
+                    error=error,
+                    finished_at=Now() if final else None,
+                    run_after=None if final else db_now_plus(_retry_delay(job.attempts)),
+                )
+            if final:
+                outcome.failed += 1
+            else:
+                outcome.retried += 1
+            emit_sync(
+                EV_MEMORY_MANAGER_EXTRACT_FAILED,
+                error=error,
+                error_type=type(exc).__name__,
+                job=job.pk,
+                final=final,
+                **fields,
+            )
+            continue
+        with tenant_atomic(tenant):
+            ExtractionJob.objects.filter(pk=job.pk, state=JobState.RUNNING, worker=owner).update(
+                state=JobState.DONE, finished_at=Now()
+            )
+        outcome.done += 1
+        emit_sync(
+            EV_MEMORY_MANAGER_EXTRACTED,
+            memory_count=len(memories),
+            types=[m.type.value for m in memories],
+            job=job.pk,
+            **fields,
+        )
+
+
+def run_queue(tenant: str, queue_id: int, *, owner: str | None = None) -> RunOutcome:
+    """Run the open jobs of extraction queue ``queue_id`` (of ``tenant``) in order."""
+    from tulip_memory.conf import settings
+    from tulip_memory.models import ExtractionJob, ExtractionQueue
+    from tulip_memory.tenancy import tenant_atomic
+
+    owner = owner or worker_identity()
+    lease = float(settings.EXTRACTION_LEASE_SECONDS)
+    outcome = RunOutcome()
+    while True:
+        with tenant_atomic(tenant):
+            if not ExtractionQueue.objects.claim(queue_id, owner, lease):
+                outcome.retry_in = ExtractionQueue.objects.book_recheck(queue_id)
+                return outcome
+            path = ExtractionQueue.objects.values_list("namespace", flat=True).get(pk=queue_id)
+        from tulip_memory.models.store import decode_namespace
+
+        try:
+            retry_in = _run_claimed(tenant, queue_id, decode_namespace(path), owner, outcome)
+        finally:
+            with tenant_atomic(tenant):
+                ExtractionQueue.objects.release(queue_id, owner)
+        if retry_in is not None:
+            outcome.retry_in = retry_in
+            return outcome
+        with tenant_atomic(tenant):
+            if not ExtractionJob.objects.runnable().filter(queue_id=queue_id).exists():
+                return outcome

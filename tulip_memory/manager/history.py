@@ -1,0 +1,119 @@
+"""Memory history: what a memory said before each update, and when it changed.
+
+Kept in the manager's own store, so it works over any :class:`BaseStore`: the versions of
+the memory ``(type, key)`` under prefix ``P`` live in the sibling namespace
+``(*P, "_history", type, key)``, one item per replaced version, keyed by the replaced
+item's store version (zero-padded, so a re-run of the same save rewrites the same entry
+instead of adding a duplicate). An entry records the old content and metadata with
+``valid_from`` (when that content was written) and ``valid_to`` (when it was replaced).
+The history namespaces share the tenant (``P[0]``) of the memory, so row-level security
+covers them like the memories themselves.
+
+Pure Python: importable without Django settings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from tulip_memory.manager.types import MemoryType
+
+if TYPE_CHECKING:
+    from tulip_memory.store.base import BaseStore, StoreItem
+
+__all__ = ["CONTENT_SINCE", "HISTORY_LABEL", "MemoryHistory", "MemoryVersion", "content_since"]
+
+HISTORY_LABEL = "_history"
+# Field of a stored memory: when its current content was first written (ISO 8601).
+CONTENT_SINCE = "content_since"
+# list_keys page when reading or clearing a history.
+_PAGE = 1000
+
+
+def content_since(item: StoreItem) -> str:
+    """When the content of stored memory ``item`` was first written (ISO 8601)."""
+    value = item.value if isinstance(item.value, dict) else {}
+    since = value.get(CONTENT_SINCE)
+    return since if isinstance(since, str) else item.updated_at.isoformat()
+
+
+@dataclass(frozen=True)
+class MemoryVersion:
+    """One state of a memory: its content from ``valid_from`` until ``valid_to``.
+
+    ``valid_to`` is ``None`` for the current version.
+    """
+
+    content: str
+    metadata: dict[str, Any]
+    valid_from: datetime
+    valid_to: datetime | None
+    version: int
+
+
+class MemoryHistory:
+    """The history namespaces of one store."""
+
+    def __init__(self, store: BaseStore) -> None:
+        self.store = store
+
+    @staticmethod
+    def namespace(prefix: tuple[str, ...], memory_type: MemoryType, key: str) -> tuple[str, ...]:
+        return (*prefix, HISTORY_LABEL, memory_type.value, key)
+
+    async def record_replaced(
+        self,
+        prefix: tuple[str, ...],
+        memory_type: MemoryType,
+        previous: StoreItem,
+        replaced_at: datetime,
+    ) -> None:
+        """Keep ``previous`` (the item about to be overwritten) as a past version."""
+        value = previous.value if isinstance(previous.value, dict) else {}
+        entry = {
+            "content": value.get("content", ""),
+            "metadata": value.get("metadata") or {},
+            "valid_from": content_since(previous),
+            "valid_to": replaced_at.isoformat(),
+            "version": previous.version,
+        }
+        namespace = self.namespace(prefix, memory_type, previous.key)
+        await self.store.put(namespace, f"{previous.version:012d}", entry)
+
+    async def versions(
+        self, prefix: tuple[str, ...], memory_type: MemoryType, current: StoreItem | None, key: str
+    ) -> list[MemoryVersion]:
+        """Every known version of the memory, oldest first; the current one last."""
+        namespace = self.namespace(prefix, memory_type, key)
+        limit = _PAGE
+        while len(keys := await self.store.list_keys(namespace, limit=limit)) == limit:
+            limit *= 2  # list_keys has no offset: ask for more until the page is not full
+        found = await self.store.get_batch([(namespace, k) for k in keys]) if keys else {}
+        past = [
+            MemoryVersion(
+                content=entry.get("content", ""),
+                metadata=dict(entry.get("metadata") or {}),
+                valid_from=datetime.fromisoformat(entry["valid_from"]),
+                valid_to=datetime.fromisoformat(entry["valid_to"]),
+                version=int(entry.get("version", 0)),
+            )
+            for entry in found.values()
+            if isinstance(entry, dict) and "valid_from" in entry and "valid_to" in entry
+        ]
+        past.sort(key=lambda v: (v.version, v.valid_from))
+        if current is not None and isinstance(current.value, dict):
+            past.append(
+                MemoryVersion(
+                    content=current.value.get("content", ""),
+                    metadata=dict(current.value.get("metadata") or {}),
+                    valid_from=datetime.fromisoformat(content_since(current)),
+                    valid_to=None,
+                    version=current.version,
+                )
+            )
+        return past
+
+    async def clear(self, prefix: tuple[str, ...], memory_type: MemoryType, key: str) -> int:
+        return await self.store.clear_namespace(self.namespace(prefix, memory_type, key))

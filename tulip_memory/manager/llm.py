@@ -1,0 +1,367 @@
+""":class:`LLMMemoryManager`: long-term memory over any :class:`~tulip_memory.store.base.BaseStore`.
+
+Memories of type ``T`` under prefix ``P`` are the items of namespace ``(*P, T)``, keyed by
+the memory's key; their past versions live beside them (:mod:`.history`). The prefix of
+a call is its scope: :meth:`LLMMemoryManager.scoped`, else the run's
+``namespace_resolver``, else ``namespace_prefix``.
+
+Pure Python over a non-ORM store; ``extract_mode="celery"`` needs a configured Django
+project (its job rows are models), imported only when that mode is used.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Hashable, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, get_args
+
+from tulip_memory.manager.base import BaseMemoryManager
+from tulip_memory.manager.block import strip_memory_blocks
+from tulip_memory.manager.heuristic import extract_heuristic
+from tulip_memory.manager.history import (
+    CONTENT_SINCE,
+    MemoryHistory,
+    MemoryVersion,
+    content_since,
+)
+from tulip_memory.manager.retrieval import recall
+from tulip_memory.manager.scope import (
+    MemoryScope,
+    Namespace,
+    ScopeBinding,
+    bound_scope,
+    validate_namespace,
+)
+from tulip_memory.manager.types import ExtractFn, ExtractMode, Memory, MemoryType
+from tulip_memory.messages import Message
+from tulip_memory.state import AgentState, RunInfo
+
+if TYPE_CHECKING:
+    from tulip_memory.manager.extraction.queue import CeleryExtractions
+    from tulip_memory.store.base import BaseStore
+
+__all__ = ["LLMMemoryManager", "NamespaceResolver"]
+
+logger = logging.getLogger("tulip_memory.manager")
+
+NamespaceResolver = Callable[[RunInfo], "Namespace | MemoryScope | None"]
+
+# list_keys page used when pruning a type down to max_memories.
+_PRUNE_PAGE = 500
+
+
+class LLMMemoryManager(BaseMemoryManager):
+    """Memory manager backed by any store, with a pluggable extractor.
+
+    Args:
+        store: any :class:`~tulip_memory.store.base.BaseStore` (InMemoryStore,
+            HolographicStore, PgMemory ...).
+        extract_fn: ``async (messages) -> list[Memory]``; without one the deterministic
+            heuristic of :mod:`tulip_memory.manager.heuristic` is used.
+        namespace_prefix: where memories live when no scope or resolver says otherwise;
+            its first element is the tenant.
+        max_memories: per type and namespace; the oldest are pruned (with their history).
+        retrieve_limit: memories injected per turn.
+        extract_mode: ``"inline"``, ``"background"`` (in-process tasks) or ``"celery"``
+            (a job row + a Celery task; workers rebuild the manager from
+            ``TULIP_MEMORY`` and run the jobs of a namespace in order).
+        max_concurrent_extractions: background jobs running at once.
+        namespace_resolver: ``(RunInfo) -> prefix | MemoryScope | None`` per run; ``None``
+            or an exception means no memory at all for that run.
+        keep_history: keep past versions of updated memories (see :meth:`history`).
+    """
+
+    def __init__(
+        self,
+        store: BaseStore,
+        *,
+        extract_fn: ExtractFn | None = None,
+        namespace_prefix: tuple[str, ...] = ("tulip_memory",),
+        max_memories: int = 50,
+        retrieve_limit: int = 20,
+        extract_mode: ExtractMode = "inline",
+        max_concurrent_extractions: int = 4,
+        namespace_resolver: NamespaceResolver | None = None,
+        keep_history: bool = True,
+    ) -> None:
+        from tulip_memory.store.base import BaseStore
+
+        if not isinstance(store, BaseStore):
+            raise ValueError(f"store must be a BaseStore, got {type(store).__name__}")
+        if extract_mode not in get_args(ExtractMode):
+            raise ValueError(
+                f"extract_mode must be one of {list(get_args(ExtractMode))}, got {extract_mode!r}"
+            )
+        if extract_fn is not None and not callable(extract_fn):
+            raise ValueError("extract_fn must be an async callable (messages) -> list[Memory]")
+        if extract_mode == "celery" and extract_fn is not None:
+            raise ValueError(
+                "extract_mode='celery' runs the extractor that TULIP_MEMORY['EXTRACTOR'] names "
+                "on the workers; name it there instead of passing extract_fn"
+            )
+        for name, value, floor in (
+            ("max_memories", max_memories, 1),
+            ("retrieve_limit", retrieve_limit, 0),
+            ("max_concurrent_extractions", max_concurrent_extractions, 1),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value < floor:
+                raise ValueError(f"{name} must be an int >= {floor}, got {value!r}")
+        if namespace_resolver is not None and not callable(namespace_resolver):
+            raise ValueError("namespace_resolver must be a callable (RunInfo) -> prefix | None")
+        self.store = store
+        self.extract_fn = extract_fn
+        self.namespace_prefix = validate_namespace(namespace_prefix, argument="namespace_prefix")
+        self.max_memories = max_memories
+        self.retrieve_limit = retrieve_limit
+        self.extract_mode = extract_mode
+        self.max_concurrent_extractions = max_concurrent_extractions
+        self.namespace_resolver = namespace_resolver
+        self.keep_history = keep_history
+        self._history = MemoryHistory(store)
+
+    # --- scope ----------------------------------------------------------------------------
+
+    @property
+    def active_namespace(self) -> Namespace:
+        """The prefix the current call reads and writes under."""
+        scope = bound_scope(self)
+        return scope.namespace if scope is not None else self.namespace_prefix
+
+    @property
+    def active_recall(self) -> tuple[Namespace, ...]:
+        """Every prefix a recall reads: the active namespace, then read-only ones."""
+        scope = bound_scope(self)
+        if scope is None:
+            return (self.namespace_prefix,)
+        return (scope.namespace, *scope.recall)
+
+    def scoped(
+        self, namespace_prefix: Namespace, *, recall: Sequence[Namespace] = ()
+    ) -> ScopeBinding:
+        """Read and write under ``namespace_prefix`` inside the block (or decorated function).
+
+        ``recall`` adds read-only prefixes of the same tenant; one of another tenant is
+        dropped with a warning. Context-local: concurrent tasks keep their own scope, and
+        background jobs scheduled inside inherit it.
+        """
+        return ScopeBinding(
+            self, MemoryScope(tuple(namespace_prefix), tuple(tuple(p) for p in recall))
+        )
+
+    def _resolve_scope(self, state: AgentState) -> MemoryScope | None:
+        if self.namespace_resolver is None:
+            scope = bound_scope(self)
+            return scope if scope is not None else MemoryScope(self.namespace_prefix)
+        try:
+            resolved = self.namespace_resolver(RunInfo.from_state(state))
+            if resolved is None:
+                return None
+            if isinstance(resolved, MemoryScope):
+                return resolved
+            return MemoryScope(validate_namespace(resolved, argument="namespace_resolver result"))
+        except Exception:
+            # Never fall back to the shared namespace_prefix: it would pool every such run.
+            logger.warning("namespace_resolver failed; no memory for this run", exc_info=True)
+            return None
+
+    def _event_fields(self) -> dict[str, Any]:
+        return {"namespace": list(self.active_namespace)}
+
+    def _extraction_order_key(self) -> Hashable:
+        return self.active_namespace
+
+    # --- lifecycle ----------------------------------------------------------------------
+
+    async def on_session_start(self, state: AgentState) -> AgentState:
+        """Inject the run's memories (its namespace and read-only recall namespaces)."""
+        scope = self._resolve_scope(state)
+        if scope is None:
+            return strip_memory_blocks(state)
+        with self.scoped(scope.namespace, recall=scope.recall):
+            return await super().on_session_start(state)
+
+    async def on_session_end(self, state: AgentState) -> None:
+        """Extract and save into the run's own namespace (never into a recall namespace)."""
+        scope = self._resolve_scope(state)
+        if scope is None:
+            return
+        with self.scoped(scope.namespace):
+            await super().on_session_end(state)
+
+    async def _submit_extraction(self, messages: list[Message]) -> None:
+        if self.extract_mode != "celery":
+            await super()._submit_extraction(messages)
+            return
+        try:
+            await self._celery().submit(self.active_namespace, messages)
+        except Exception as exc:
+            logger.exception("could not enqueue a memory extraction for %r", self.active_namespace)
+            from tulip_memory.events import EV_MEMORY_MANAGER_EXTRACT_FAILED, emit
+
+            await emit(
+                EV_MEMORY_MANAGER_EXTRACT_FAILED,
+                error=str(exc),
+                error_type=type(exc).__name__,
+                mode="celery",
+                **self._event_fields(),
+            )
+
+    def _celery(self) -> CeleryExtractions:
+        runner: CeleryExtractions | None = self.__dict__.get("_celery_extractions")
+        if runner is None:
+            from tulip_memory.manager.extraction.queue import CeleryExtractions
+
+            runner = CeleryExtractions()
+            self.__dict__["_celery_extractions"] = runner
+        return runner
+
+    @property
+    def pending_extractions(self) -> int:
+        """Extractions scheduled or running and not seen finished yet.
+
+        In ``"celery"`` mode: the jobs this manager enqueued (committed) that it has not
+        yet seen done or failed; :meth:`drain` refreshes that view.
+        """
+        runner: CeleryExtractions | None = self.__dict__.get("_celery_extractions")
+        return super().pending_extractions + (runner.pending if runner is not None else 0)
+
+    async def drain(self) -> None:
+        """Wait for this manager's extractions (background tasks or Celery jobs).
+
+        Bound it with ``asyncio.timeout(...)``; cancelling leaves the jobs running.
+        """
+        await super().drain()
+        runner: CeleryExtractions | None = self.__dict__.get("_celery_extractions")
+        if runner is not None:
+            await runner.drain()
+
+    # --- extract / retrieve / save ----------------------------------------------------------
+
+    async def extract(self, messages: list[Message]) -> list[Memory]:
+        """``extract_fn`` when given, else the heuristic extractor."""
+        if self.extract_fn is not None:
+            return list(await self.extract_fn(messages))
+        return extract_heuristic(messages)
+
+    async def retrieve(
+        self,
+        limit: int | None = None,
+        *,
+        query: str | None = None,
+        namespaces: Sequence[Namespace] | None = None,
+    ) -> list[Memory]:
+        """Memories of every type: ranked for ``query`` first, topped up by the newest.
+
+        ``namespaces`` (priority order) defaults to :attr:`active_recall`; they must all
+        belong to one tenant (``namespace[0]``), else ValueError.
+        """
+        top = self.retrieve_limit if limit is None else limit
+        if isinstance(top, bool) or not isinstance(top, int):
+            raise ValueError(f"limit must be an int or None, got {limit!r}")
+        if query is not None and not isinstance(query, str):
+            raise ValueError(f"query must be a str or None, got {type(query).__name__}")
+        if namespaces is None:
+            prefixes = list(self.active_recall)
+        else:
+            if isinstance(namespaces, str) or not isinstance(namespaces, Sequence):
+                raise ValueError("namespaces must be a sequence of namespace tuples")
+            prefixes = [validate_namespace(p, argument="namespaces[]") for p in namespaces]
+            tenants = sorted({p[0] for p in prefixes})
+            if len(tenants) > 1:
+                raise ValueError(
+                    f"retrieve(namespaces=...) spans the tenants {tenants}; recall one tenant "
+                    "(namespace[0]) per call"
+                )
+        targets = [
+            (*prefix, memory_type.value) for prefix in prefixes for memory_type in MemoryType
+        ]
+        return await recall(self.store, targets, query, top)
+
+    async def retrieve_relevant(
+        self,
+        query: str | None,
+        limit: int | None = None,
+        *,
+        namespaces: Sequence[Namespace] | None = None,
+    ) -> list[Memory]:
+        """:meth:`retrieve` with ``query``."""
+        return await self.retrieve(limit, query=query, namespaces=namespaces)
+
+    async def save(self, memories: list[Memory]) -> None:
+        """Upsert ``memories`` under the active namespace; prune touched types.
+
+        Same ``(type, key)`` overwrites the stored memory; its previous content goes to
+        the history when it changed. ``updated_at`` is stamped on a copy: the caller's
+        Memory objects are not modified. Every item is checked before the first write.
+        """
+        if isinstance(memories, Memory) or not isinstance(memories, Sequence):
+            raise ValueError("save() takes a list of Memory objects")
+        for index, memory in enumerate(memories):
+            if not isinstance(memory, Memory):
+                raise ValueError(f"memories[{index}] must be a Memory, got {type(memory).__name__}")
+        prefix = self.active_namespace
+        touched: set[MemoryType] = set()
+        for memory in memories:
+            namespace = (*prefix, memory.type.value)
+            now = datetime.now(UTC)
+            stamp = now.isoformat()
+            value = memory.to_store_value()
+            value["metadata"] = {**value["metadata"], "updated_at": stamp}
+            value[CONTENT_SINCE] = stamp
+            if self.keep_history:
+                previous = await self.store.get_item(namespace, memory.key)
+                if previous is not None and _content_of(previous.value) == memory.content:
+                    # Re-stated, not changed: the content has been valid since it was first said.
+                    value[CONTENT_SINCE] = content_since(previous)
+                elif previous is not None:
+                    await self._history.record_replaced(prefix, memory.type, previous, now)
+            await self.store.put(
+                namespace,
+                memory.key,
+                value,
+                metadata={"type": memory.type.value, "updated_at": stamp},
+            )
+            touched.add(memory.type)
+        for memory_type in touched:
+            await self._prune(prefix, memory_type)
+
+    async def _prune(self, prefix: Namespace, memory_type: MemoryType) -> None:
+        namespace = (*prefix, memory_type.value)
+        limit = self.max_memories + _PRUNE_PAGE
+        keys = await self.store.list_keys(namespace, limit=limit)  # newest first
+        for key in keys[self.max_memories :]:
+            await self.store.delete(namespace, key)
+            if self.keep_history:
+                await self._history.clear(prefix, memory_type, key)
+
+    # --- history -------------------------------------------------------------------------------
+
+    async def history(
+        self, memory_type: MemoryType | str, key: str, *, namespace: Namespace | None = None
+    ) -> list[MemoryVersion]:
+        """How the memory ``(memory_type, key)`` evolved: past versions oldest first, then
+        the current one (``valid_to=None``); empty if it was never stored or forgotten."""
+        memory_type, key, prefix = self._address(memory_type, key, namespace)
+        current = await self.store.get_item((*prefix, memory_type.value), key)
+        return await self._history.versions(prefix, memory_type, current, key)
+
+    async def forget(
+        self, memory_type: MemoryType | str, key: str, *, namespace: Namespace | None = None
+    ) -> bool:
+        """Delete the memory and its whole history; ``True`` if the memory existed."""
+        memory_type, key, prefix = self._address(memory_type, key, namespace)
+        existed = await self.store.delete((*prefix, memory_type.value), key)
+        await self._history.clear(prefix, memory_type, key)
+        return existed
+
+    def _address(
+        self, memory_type: MemoryType | str, key: str, namespace: Namespace | None
+    ) -> tuple[MemoryType, str, Namespace]:
+        probe = Memory(type=memory_type, key=key, content="")  # validates type and key
+        prefix = self.active_namespace if namespace is None else validate_namespace(namespace)
+        return probe.type, probe.key, prefix
+
+
+def _content_of(value: Any) -> Any:
+    return value.get("content") if isinstance(value, dict) else value

@@ -1,0 +1,138 @@
+"""Which namespace a manager reads and writes: :class:`MemoryScope` and the scope ContextVar.
+
+A manager's scope is context-local (a :class:`~contextvars.ContextVar`), so concurrent
+asyncio tasks, and background jobs created inside a scope, each keep their own. Scopes
+are keyed by manager: entering a scope of one manager never changes another's.
+
+Pure Python: importable without Django settings.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+from collections.abc import Callable, Sequence
+from contextvars import ContextVar, Token
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+__all__ = ["MemoryScope", "Namespace", "ScopeBinding", "bound_scope", "validate_namespace"]
+
+logger = logging.getLogger("tulip_memory.manager")
+
+Namespace = tuple[str, ...]
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def validate_namespace(namespace: object, *, argument: str = "namespace") -> Namespace:
+    """Return ``namespace`` as a tuple of strings, or raise a ValueError naming ``argument``.
+
+    A namespace is a non-empty sequence of non-empty strings without NUL; its first
+    element is the tenant.
+    """
+    if isinstance(namespace, str) or not isinstance(namespace, Sequence):
+        raise ValueError(f"{argument} must be a tuple of strings, got {namespace!r:.80}")
+    parts = tuple(namespace)
+    if not parts:
+        raise ValueError(f"{argument} must not be empty")
+    for part in parts:
+        if not isinstance(part, str) or not part.strip():
+            raise ValueError(f"{argument} elements must be non-empty strings, got {part!r:.80}")
+        if "\x00" in part:
+            raise ValueError(f"{argument} elements must not contain NUL characters")
+    return parts
+
+
+@dataclass(frozen=True)
+class MemoryScope:
+    """The namespace a run reads and writes, plus read-only namespaces it also recalls.
+
+    ``recall`` namespaces must belong to the same tenant (``namespace[0]``); one of
+    another tenant is dropped with a warning when the scope is entered.
+    """
+
+    namespace: Namespace
+    recall: tuple[Namespace, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "namespace", validate_namespace(self.namespace))
+        if isinstance(self.recall, str) or not isinstance(self.recall, Sequence):
+            raise ValueError(
+                f"MemoryScope.recall must be a tuple of namespaces, got {self.recall!r:.80}"
+            )
+        object.__setattr__(
+            self,
+            "recall",
+            tuple(validate_namespace(p, argument="MemoryScope.recall") for p in self.recall),
+        )
+
+    def same_tenant_recall(self) -> tuple[Namespace, ...]:
+        """The recall namespaces of this scope's tenant; others are dropped with a warning."""
+        kept: list[Namespace] = []
+        for prefix in self.recall:
+            if prefix[0] != self.namespace[0]:
+                logger.warning(
+                    "memory scope %r: recall namespace %r belongs to another tenant; dropped",
+                    self.namespace,
+                    prefix,
+                )
+                continue
+            if prefix != self.namespace and prefix not in kept:
+                kept.append(prefix)
+        return tuple(kept)
+
+
+# The scopes in force: (owner, scope) pairs, innermost last. A tuple, so that setting it
+# never changes the value another context sees.
+_ACTIVE_SCOPES: ContextVar[tuple[tuple[object, MemoryScope], ...]] = ContextVar(
+    "tulip_memory_manager_scopes", default=()
+)
+
+
+def bound_scope(owner: object) -> MemoryScope | None:
+    """The innermost scope bound for ``owner`` in the current context, if any."""
+    for bound_owner, scope in reversed(_ACTIVE_SCOPES.get()):
+        if bound_owner is owner:
+            return scope
+    return None
+
+
+class ScopeBinding:
+    """Bind a scope for ``owner`` in a ``with`` block, or around every call of a function.
+
+    Works as a decorator on plain and ``async def`` functions; nests (the inner scope
+    wins and the outer one is restored on exit).
+    """
+
+    def __init__(self, owner: object, scope: MemoryScope) -> None:
+        self.owner = owner
+        self.scope = MemoryScope(scope.namespace, scope.same_tenant_recall())
+        self._tokens: list[Token[tuple[tuple[object, MemoryScope], ...]]] = []
+
+    def __enter__(self) -> MemoryScope:
+        self._tokens.append(_ACTIVE_SCOPES.set((*_ACTIVE_SCOPES.get(), (self.owner, self.scope))))
+        return self.scope
+
+    def __exit__(self, *exc_info: object) -> None:
+        _ACTIVE_SCOPES.reset(self._tokens.pop())
+
+    def __call__(self, func: F) -> F:
+        if inspect.isgeneratorfunction(func) or inspect.isasyncgenfunction(func):
+            raise TypeError("a memory scope cannot decorate a generator; use `with` inside it")
+        owner, scope = self.owner, self.scope
+        if inspect.iscoroutinefunction(func):
+
+            @functools.wraps(func)
+            async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+                with ScopeBinding(owner, scope):
+                    return await func(*args, **kwargs)
+
+            return async_wrapper  # type: ignore[return-value]
+
+        @functools.wraps(func)
+        def sync_wrapper(*args: Any, **kwargs: Any) -> Any:
+            with ScopeBinding(owner, scope):
+                return func(*args, **kwargs)
+
+        return sync_wrapper  # type: ignore[return-value]

@@ -1,0 +1,89 @@
+"""The value types of the long-term memory manager: :class:`Memory` and :class:`MemoryType`.
+
+Pure Python: importable without Django settings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Literal
+
+from tulip_memory.messages import Message
+
+__all__ = ["ExtractFn", "ExtractMode", "Memory", "MemoryType"]
+
+# The longest key a memory may have: keys name store rows and history namespaces.
+MEMORY_KEY_MAX_LENGTH = 200
+
+
+class MemoryType(StrEnum):
+    """Semantic category of a memory; each has its own namespace in the store."""
+
+    USER = "user"  # who the user is: role, name, preferences
+    FEEDBACK = "feedback"  # how to work with them: corrections and confirmed approaches
+    PROJECT = "project"  # facts about the work: stack, decisions, deadlines
+    REFERENCE = "reference"  # pointers to outside material: URLs, documents, tickets
+
+
+@dataclass
+class Memory:
+    """One durable fact.
+
+    ``key`` is the fact's stable name within its type: saving a memory with the same
+    ``(type, key)`` updates the stored record instead of adding a second one.
+    """
+
+    type: MemoryType
+    key: str
+    content: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.type, MemoryType):
+            try:
+                self.type = MemoryType(self.type)
+            except ValueError:
+                raise ValueError(
+                    f"Memory.type must be one of {[t.value for t in MemoryType]}, got {self.type!r}"
+                ) from None
+        if not isinstance(self.key, str) or not self.key.strip():
+            raise ValueError(f"Memory.key must be a non-empty str, got {self.key!r}")
+        if len(self.key) > MEMORY_KEY_MAX_LENGTH:
+            raise ValueError(
+                f"Memory.key is {len(self.key)} characters long, over {MEMORY_KEY_MAX_LENGTH}"
+            )
+        if "\x00" in self.key:
+            raise ValueError("Memory.key must not contain NUL characters")
+        if not isinstance(self.content, str):
+            raise ValueError(f"Memory.content must be a str, got {type(self.content).__name__}")
+        if not isinstance(self.metadata, dict):
+            raise ValueError(f"Memory.metadata must be a dict, got {type(self.metadata).__name__}")
+
+    def to_store_value(self) -> dict[str, Any]:
+        """A JSON-serialisable dict, as kept in the store (metadata copied)."""
+        return {
+            "type": self.type.value,
+            "key": self.key,
+            "content": self.content,
+            "metadata": dict(self.metadata),
+        }
+
+    @classmethod
+    def from_store_value(cls, value: dict[str, Any]) -> Memory:
+        if not isinstance(value, dict):
+            raise ValueError(f"a stored memory must be a dict, got {type(value).__name__}")
+        try:
+            return cls(
+                type=MemoryType(value["type"]),
+                key=value["key"],
+                content=value["content"],
+                metadata=dict(value.get("metadata") or {}),
+            )
+        except KeyError as exc:
+            raise ValueError(f"a stored memory lacks the field {exc.args[0]!r}") from None
+
+
+ExtractFn = Callable[[list[Message]], Awaitable[list[Memory]]]
+ExtractMode = Literal["inline", "background", "celery"]

@@ -1,0 +1,223 @@
+"""Build a checkpointer from a string: ``get_checkpointer("provider")`` or ``("provider:hint")``.
+
+Built-in providers and what the hint means::
+
+    "memory"                 MemoryCheckpointer()
+    "file:./checkpoints"     FileCheckpointer(base_dir="./checkpoints")
+    "redis:localhost:6379"   RedisCheckpointer(url="redis://localhost:6379")  (a full URL works too)
+    "postgresql:default"     PostgreSQLCheckpointer(database="default")  (a Django alias)
+    "mysql:mysql"            MySQLCheckpointer(database="mysql")
+    "opensearch"             OpenSearchCheckpointer()  (hint: the hosts URL)
+    "s3:my-bucket"           S3Backend(bucket="my-bucket")
+    "delta"                  DeltaCheckpointer() in memory; "delta:<alias>" over the ORM storage
+
+Keyword arguments go to the constructor. More providers come from
+``register_checkpointer(name, factory)`` or from ``TULIP_MEMORY["CHECKPOINTERS"]``
+(``{"name": "dotted.path.to.factory"}``, read at lookup time); a factory is called with
+the keyword arguments plus ``config_hint=<hint>`` when the string has one. Registered
+providers win over the setting's, which win over the built-ins.
+
+Pure Python: importable without Django settings (the setting then adds nothing).
+Providers whose library is an optional extra fail when built, with an ImportError naming
+the extra.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tulip_memory.backends.base import BaseCheckpointer
+
+__all__ = [
+    "check_checkpointer_settings",
+    "get_checkpointer",
+    "list_checkpointers",
+    "register_checkpointer",
+]
+
+Factory = Callable[..., "BaseCheckpointer"]
+
+
+def _no_hint(provider: str, hint: str | None) -> None:
+    if hint is not None:
+        raise ValueError(f"checkpointer provider {provider!r} takes no ':hint', got {hint!r}")
+
+
+def _memory(config_hint: str | None = None, **kwargs: Any) -> BaseCheckpointer:
+    from tulip_memory.backends import MemoryCheckpointer
+
+    _no_hint("memory", config_hint)
+    return MemoryCheckpointer(**kwargs)
+
+
+def _file(config_hint: str | None = None, **kwargs: Any) -> BaseCheckpointer:
+    from tulip_memory.backends import FileCheckpointer
+
+    if config_hint is not None:
+        kwargs["base_dir"] = config_hint
+    return FileCheckpointer(**kwargs)
+
+
+def _redis(config_hint: str | None = None, **kwargs: Any) -> BaseCheckpointer:
+    from tulip_memory.backends import RedisCheckpointer
+
+    if config_hint is not None:
+        has_scheme = config_hint.startswith(("redis://", "rediss://", "unix://"))
+        kwargs["url"] = config_hint if has_scheme else f"redis://{config_hint}"
+    return RedisCheckpointer(**kwargs)
+
+
+def _postgresql(config_hint: str | None = None, **kwargs: Any) -> BaseCheckpointer:
+    from tulip_memory.backends import PostgreSQLCheckpointer
+
+    if config_hint is not None:
+        kwargs["database"] = config_hint
+    return PostgreSQLCheckpointer(**kwargs)
+
+
+def _mysql(config_hint: str | None = None, **kwargs: Any) -> BaseCheckpointer:
+    from tulip_memory.backends import MySQLCheckpointer
+
+    if config_hint is not None:
+        kwargs["database"] = config_hint
+    return MySQLCheckpointer(**kwargs)
+
+
+def _opensearch(config_hint: str | None = None, **kwargs: Any) -> BaseCheckpointer:
+    from tulip_memory.backends import OpenSearchCheckpointer
+
+    if config_hint is not None:
+        kwargs["hosts"] = config_hint
+    return OpenSearchCheckpointer(**kwargs)
+
+
+def _s3(config_hint: str | None = None, **kwargs: Any) -> BaseCheckpointer:
+    from tulip_memory.backends import S3Backend
+
+    if config_hint is not None:
+        kwargs["bucket"] = config_hint
+    if "bucket" not in kwargs:
+        raise ValueError("the 's3' checkpointer needs a bucket: 's3:<bucket>' or bucket=...")
+    return S3Backend(**kwargs)
+
+
+def _delta(config_hint: str | None = None, **kwargs: Any) -> BaseCheckpointer:
+    from tulip_memory.delta import DeltaCheckpointer
+
+    if config_hint is not None:
+        from tulip_memory.delta import ORMDeltaStorage
+
+        kwargs["storage"] = ORMDeltaStorage(config_hint)
+    return DeltaCheckpointer(**kwargs)
+
+
+_BUILTIN: dict[str, Factory] = {
+    "memory": _memory,
+    "file": _file,
+    "redis": _redis,
+    "postgresql": _postgresql,
+    "mysql": _mysql,
+    "opensearch": _opensearch,
+    "s3": _s3,
+    "delta": _delta,
+}
+_REGISTERED: dict[str, Factory] = {}
+
+
+def _validate_provider_name(name: object) -> str:
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"a checkpointer provider name must be a non-empty str, got {name!r}")
+    if ":" in name:
+        raise ValueError(f"a checkpointer provider name cannot contain ':', got {name!r}")
+    return name
+
+
+def _from_settings() -> dict[str, Factory]:
+    from django.utils.module_loading import import_string
+
+    from tulip_memory.conf import settings
+
+    configured = settings.CHECKPOINTERS or {}
+    if not isinstance(configured, dict):
+        raise ValueError(
+            'TULIP_MEMORY["CHECKPOINTERS"] must be a dict of provider name -> dotted path, '
+            f"got {type(configured).__name__}"
+        )
+    factories: dict[str, Factory] = {}
+    for name, path in configured.items():
+        _validate_provider_name(name)
+        factories[name] = import_string(path) if isinstance(path, str) else path
+    return factories
+
+
+def _providers() -> dict[str, Factory]:
+    return {**_BUILTIN, **_from_settings(), **_REGISTERED}
+
+
+def register_checkpointer(name: str, factory: Factory) -> None:
+    """Register (or replace) provider ``name``; ``factory(**kwargs)`` returns a checkpointer."""
+    _validate_provider_name(name)
+    if not callable(factory):
+        raise ValueError(f"the factory of checkpointer provider {name!r} must be callable")
+    _REGISTERED[name] = factory
+
+
+def list_checkpointers() -> list[str]:
+    """Names of the available providers (built-in, from the setting, registered), sorted."""
+    return sorted(_providers())
+
+
+def get_checkpointer(checkpointer_string: str, **kwargs: Any) -> BaseCheckpointer:
+    """The checkpointer that ``"provider"`` or ``"provider:hint"`` names (see the module doc).
+
+    Raises ValueError for an unknown provider, listing the available ones.
+    """
+    if not isinstance(checkpointer_string, str) or not checkpointer_string.strip():
+        raise ValueError(
+            "checkpointer string must be 'provider' or 'provider:hint', "
+            f"got {checkpointer_string!r}"
+        )
+    provider, separator, hint = checkpointer_string.partition(":")
+    providers = _providers()
+    factory = providers.get(provider)
+    if factory is None:
+        raise ValueError(
+            f"Unknown checkpointer provider {provider!r}. Available providers: "
+            f"{sorted(providers)}. Register one with register_checkpointer() or "
+            'TULIP_MEMORY["CHECKPOINTERS"].'
+        )
+    if separator:
+        if not hint:
+            raise ValueError(f"checkpointer string {checkpointer_string!r} has an empty hint")
+        kwargs["config_hint"] = hint
+    return factory(**kwargs)
+
+
+def check_checkpointer_settings(app_configs: Any = None, **kwargs: Any) -> list[Any]:
+    """System check tulip_memory.E030: ``TULIP_MEMORY["CHECKPOINTERS"]`` is unusable.
+
+    It must be a dict of provider name (non-empty, no ``:``) -> importable callable.
+    """
+    from django.core import checks
+
+    try:
+        factories = _from_settings()
+    except (ValueError, ImportError) as exc:
+        return [
+            checks.Error(
+                f'TULIP_MEMORY["CHECKPOINTERS"] is unusable: {exc}',
+                hint='Use {"name": "dotted.path.to.factory"}; see docs/checkpointers.md.',
+                id="tulip_memory.E030",
+            )
+        ]
+    return [
+        checks.Error(
+            f'TULIP_MEMORY["CHECKPOINTERS"][{name!r}] is not callable',
+            hint="Point it at a factory (a class or function) that returns a checkpointer.",
+            id="tulip_memory.E030",
+        )
+        for name, factory in factories.items()
+        if not callable(factory)
+    ]

@@ -1,0 +1,298 @@
+"""The cross-thread store contract: ``BaseStore``, ``StoreItem``, ``StoreCapabilities``.
+
+A store keeps JSON values under ``(namespace, key)``: ``namespace`` is a non-empty tuple
+of labels (``("users", "u1", "memories")``), ``key`` a string. The contract every store
+honours (and that ``tests/store/contract.py`` checks on each backend):
+
+- **Writes are versioned.** ``StoreItem.version`` counts the writes of a key: 1 when it is
+  created, +1 per update. ``created_at`` is kept on update; ``updated_at`` strictly advances.
+  Deleting a key and writing it again creates a new item (version 1). Timestamps are
+  timezone-aware UTC.
+- **Values round-trip through JSON.** ``get`` returns what ``json.loads(json.dumps(value))``
+  returns (tuples come back as lists), a fresh object on every call.
+- **Bad input raises ValueError naming the problem, and writes nothing** (see
+  :mod:`tulip_memory.store.validation`); ``put_batch`` validates every item first.
+- **Capabilities are honest.** A store that advertises a capability implements it; asking a
+  store for one it does not advertise raises :class:`StoreCapabilityError` (a
+  ``NotImplementedError`` carrying ``capability``, ``store_class`` and ``hint``).
+- **Search.** ``search(namespace, query=None)`` returns the newest-updated items first
+  (ties by key), and so does a blank query or one without any word. Otherwise the ranking
+  is the store's (term match, full-text + HRR fusion, vector similarity) and at most
+  ``limit`` items of that namespace come back. ``search_many`` equals
+  ``[search(ns, ...) for ns in namespaces]``.
+- **Semantic search scores** are cosine similarities (``score``, higher is closer) and
+  ``distance = 1 - score`` (pgvector's cosine distance); ``threshold`` keeps
+  ``score >= threshold``; ``metadata_filter`` keeps items whose metadata has every given
+  field equal to the given value.
+
+Differences from the reference, on purpose: ``get_item`` is abstract (the reference's
+default invented timestamps and version 1, so callers could not trust them); ``exists`` and
+``get_batch`` go through ``get_item`` so a stored ``None`` still exists; the default
+``clear_namespace`` keeps deleting until the namespace is empty instead of stopping after
+10,000 keys; stores close with ``async with store:`` too.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, NoReturn
+
+from tulip_memory.exceptions import StoreCapabilityError
+from tulip_memory.store.validation import (
+    prepare_batch,
+    validate_key_list,
+    validate_namespace,
+    validate_namespaces,
+)
+
+__all__ = [
+    "BaseStore",
+    "SemanticSearchResult",
+    "StoreCapabilities",
+    "StoreCapabilityError",
+    "StoreItem",
+]
+
+Namespace = tuple[str, ...]
+BatchItem = tuple[Namespace, str, Any, dict[str, Any] | None]
+
+# How many keys the default clear_namespace deletes per list_keys round.
+_CLEAR_PAGE = 1000
+
+
+@dataclass
+class StoreItem:
+    """An item of a store, with its metadata, timestamps and write count."""
+
+    namespace: tuple[str, ...]
+    key: str
+    value: Any
+    metadata: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
+    version: int = 1
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable dict (namespace as a list, timestamps in ISO 8601)."""
+        return {
+            "namespace": list(self.namespace),
+            "key": self.key,
+            "value": self.value,
+            "metadata": self.metadata,
+            "created_at": self.created_at.isoformat(),
+            "updated_at": self.updated_at.isoformat(),
+            "version": self.version,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> StoreItem:
+        """Inverse of :meth:`to_dict`."""
+        return cls(
+            namespace=tuple(data["namespace"]),
+            key=data["key"],
+            value=data["value"],
+            metadata=dict(data.get("metadata") or {}),
+            created_at=datetime.fromisoformat(data["created_at"]),
+            updated_at=datetime.fromisoformat(data["updated_at"]),
+            version=int(data.get("version", 1)),
+        )
+
+
+@dataclass(frozen=True)
+class StoreCapabilities:
+    """What a store implements beyond the abstract methods.
+
+    ``search``: ``search``/``search_many``. ``semantic_search``: ``put_with_embedding``,
+    ``search_by_embedding``, ``get_embedding``; ``embedding_dimension`` is the width they
+    expect (``None``: any width, fixed by the first embedding stored). ``list_namespaces``:
+    ``list_namespaces``. ``batch_operations``: ``put_batch`` is all-or-nothing.
+    ``transactions``: writes are transactional. ``ttl``: items expire.
+    """
+
+    search: bool = False
+    semantic_search: bool = False
+    embedding_dimension: int | None = None
+    ttl: bool = False
+    list_namespaces: bool = False
+    batch_operations: bool = False
+    transactions: bool = False
+
+
+@dataclass
+class SemanticSearchResult:
+    """One hit of ``search_by_embedding``: the item, its cosine similarity and distance."""
+
+    item: StoreItem
+    score: float
+    distance: float | None = None
+
+
+class BaseStore(ABC):
+    """Abstract store: subclasses implement ``put``, ``get``, ``get_item``, ``delete``,
+    ``list_keys`` and advertise the optional methods they override in ``capabilities``."""
+
+    @property
+    def capabilities(self) -> StoreCapabilities:
+        """What this store supports; the base advertises nothing optional."""
+        return StoreCapabilities()
+
+    def _unsupported(self, capability: str, hint: str = "") -> NoReturn:
+        raise StoreCapabilityError(
+            capability=capability, store_class=type(self).__name__, hint=hint
+        )
+
+    # --- abstract -----------------------------------------------------------------
+
+    @abstractmethod
+    async def put(
+        self,
+        namespace: tuple[str, ...],
+        key: str,
+        value: Any,
+        metadata: dict[str, Any] | None = None,
+    ) -> None:
+        """Create or replace the value of ``key`` (version 1 on create, +1 per update)."""
+
+    @abstractmethod
+    async def get(self, namespace: tuple[str, ...], key: str) -> Any | None:
+        """The value of ``key``, or ``None`` if there is no such item."""
+
+    @abstractmethod
+    async def get_item(self, namespace: tuple[str, ...], key: str) -> StoreItem | None:
+        """The whole item (metadata, real timestamps and version), or ``None``."""
+
+    @abstractmethod
+    async def delete(self, namespace: tuple[str, ...], key: str) -> bool:
+        """Delete ``key``; ``True`` if it existed."""
+
+    @abstractmethod
+    async def list_keys(self, namespace: tuple[str, ...], limit: int = 100) -> list[str]:
+        """Up to ``limit`` keys of ``namespace`` (exactly this namespace, not its children),
+        newest-updated first, ties by key."""
+
+    # --- optional, with working defaults -------------------------------------------
+
+    async def exists(self, namespace: tuple[str, ...], key: str) -> bool:
+        """Whether ``key`` exists (a stored ``None`` exists)."""
+        return await self.get_item(namespace, key) is not None
+
+    async def get_batch(
+        self, keys: list[tuple[tuple[str, ...], str]]
+    ) -> dict[tuple[tuple[str, ...], str], Any]:
+        """``{(namespace, key): value}`` for the pairs that exist."""
+        results: dict[tuple[tuple[str, ...], str], Any] = {}
+        for namespace, key in validate_key_list(keys):
+            item = await self.get_item(namespace, key)
+            if item is not None:
+                results[(namespace, key)] = item.value
+        return results
+
+    async def put_batch(self, items: list[BatchItem]) -> None:
+        """Write several ``(namespace, key, value, metadata)`` items.
+
+        Every item is validated before the first write. This default then writes them one
+        by one (not atomic); stores advertising ``batch_operations`` write all or nothing.
+        """
+        prepare_batch(items)
+        for item in items:
+            namespace, key, value, *rest = item
+            await self.put(namespace, key, value, rest[0] if rest else None)
+
+    async def clear_namespace(self, namespace: tuple[str, ...]) -> int:
+        """Delete every item of ``namespace`` (not its children); returns how many."""
+        validate_namespace(namespace)
+        count = 0
+        while keys := await self.list_keys(namespace, limit=_CLEAR_PAGE):
+            for key in keys:
+                count += bool(await self.delete(namespace, key))
+        return count
+
+    async def close(self) -> None:  # noqa: B027 - optional hook, nothing to release by default
+        """Release the store's resources (connections, files). Idempotent."""
+
+    async def __aenter__(self) -> BaseStore:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    # --- optional, advertised through capabilities ---------------------------------
+
+    async def search(
+        self,
+        namespace: tuple[str, ...],
+        query: str | None = None,
+        limit: int = 10,
+    ) -> list[StoreItem]:
+        """Items of ``namespace`` ranked for ``query`` (newest first without a query).
+
+        Raises StoreCapabilityError unless ``capabilities.search``.
+        """
+        self._unsupported(
+            "search", "pick a store whose capabilities.search is True (e.g. InMemoryStore)"
+        )
+
+    async def search_many(
+        self,
+        namespaces: Sequence[tuple[str, ...]],
+        query: str | None = None,
+        limit: int = 10,
+    ) -> list[list[StoreItem]]:
+        """``search`` over several namespaces: one result list per namespace, in order."""
+        if not self.capabilities.search:
+            self._unsupported("search", "pick a store whose capabilities.search is True")
+        return [
+            await self.search(namespace, query=query, limit=limit)
+            for namespace in validate_namespaces(namespaces)
+        ]
+
+    async def list_namespaces(
+        self,
+        prefix: tuple[str, ...] | None = None,
+        limit: int = 100,
+    ) -> list[tuple[str, ...]]:
+        """Namespaces holding at least one item, starting with ``prefix``, sorted.
+
+        Raises StoreCapabilityError unless ``capabilities.list_namespaces``.
+        """
+        self._unsupported("list_namespaces")
+
+    async def put_with_embedding(
+        self,
+        namespace: tuple[str, ...],
+        key: str,
+        value: Any,
+        embedding: list[float],
+        metadata: dict[str, Any] | None = None,
+    ) -> None:
+        """``put`` plus an embedding vector for ``search_by_embedding``.
+
+        Raises StoreCapabilityError unless ``capabilities.semantic_search``.
+        """
+        self._unsupported(
+            "semantic_search", "use put() for plain storage, or a store with semantic_search"
+        )
+
+    async def search_by_embedding(
+        self,
+        namespace: tuple[str, ...],
+        query_embedding: list[float],
+        limit: int = 10,
+        threshold: float | None = None,
+        metadata_filter: dict[str, Any] | None = None,
+    ) -> list[SemanticSearchResult]:
+        """Items of ``namespace`` with an embedding, most similar first.
+
+        Raises StoreCapabilityError unless ``capabilities.semantic_search``.
+        """
+        self._unsupported("semantic_search", "pick a store with capabilities.semantic_search")
+
+    async def get_embedding(self, namespace: tuple[str, ...], key: str) -> list[float] | None:
+        """The embedding stored with ``key`` (``None``: no such item, or no embedding).
+
+        Raises StoreCapabilityError unless ``capabilities.semantic_search``.
+        """
+        self._unsupported("semantic_search", "pick a store with capabilities.semantic_search")

@@ -1,0 +1,124 @@
+"""Holographic reduced representations (HRR) of text, as phase vectors.
+
+A text becomes ``dim`` phases: every token (see :func:`tulip_memory.store.text.tokenize`)
+has a pseudo-random phase vector, and the text's vector is the phase of the sum of its
+distinct tokens' unit phasors (HRR superposition in the frequency domain). The similarity
+of two texts is ``mean(cos(a - b))``: about 0 for texts without a common token, growing
+with the share of tokens they have in common, 1 for the same token set.
+
+Deterministic across processes and machines: a token's phases come from BLAKE2b (keyed by
+a version tag and the block counter, never Python's salted ``hash()``), read as
+little-endian uint16 and scaled to [0, 2π). The stored form is quantised the same way
+(2 bytes per dimension), so the bytes of an encoding are identical everywhere.
+
+API (also used by PgMemory for its fallback encoding without an embedder)::
+
+    phases = encode_phases("likes green tea", dim)   # np.ndarray (dim,) or None (no token)
+    vector = phases_to_vector(phases)                 # list[float], 2 * dim: [cos φ…, sin φ…]
+    similarity(phases_a, phases_b)                    # == cosine(vector_a, vector_b)
+    blob = to_bytes(phases); from_bytes(blob, dim)    # compact storage (uint16 per phase)
+
+``cosine([cos a, sin a], [cos b, sin b]) = Σ cos(a_j - b_j) / dim`` because every pair
+``(cos φ_j, sin φ_j)`` has norm 1, so the vector is ``sqrt(dim)`` long: a pgvector cosine
+search over these vectors ranks exactly as HRR similarity does.
+
+This module needs numpy; importing it raises ``ImportError`` without it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from functools import lru_cache
+
+import numpy as np
+
+from tulip_memory.store.text import tokenize
+
+__all__ = [
+    "DEFAULT_DIM",
+    "encode_phases",
+    "encode_tokens",
+    "from_bytes",
+    "phases_to_vector",
+    "similarities",
+    "similarity",
+    "to_bytes",
+]
+
+DEFAULT_DIM = 512
+_PERSON = b"tulip-hrr-v1"  # changing it changes every encoding
+_STEPS = 65536  # phases are multiples of 2π / 65536
+_SCALE = 2 * np.pi / _STEPS
+
+
+@lru_cache(maxsize=8192)
+def _token_phasor(token: str, dim: int) -> np.ndarray:
+    """The unit phasors exp(iφ) of one token (read-only, cached)."""
+    data = token.encode("utf-8")
+    need = 2 * dim
+    blocks = []
+    for counter in range(-(-need // 64)):
+        blocks.append(
+            hashlib.blake2b(
+                counter.to_bytes(4, "little") + data, digest_size=64, person=_PERSON
+            ).digest()
+        )
+    steps = np.frombuffer(b"".join(blocks)[:need], dtype="<u2").astype(np.float64)
+    phasor = np.exp(1j * steps * _SCALE)
+    phasor.setflags(write=False)
+    return phasor
+
+
+def encode_tokens(tokens: list[str] | set[str], dim: int) -> np.ndarray | None:
+    """The phases (float64, in [0, 2π), quantised) of a bag of tokens; ``None`` if empty."""
+    if dim < 1:
+        raise ValueError(f"dim must be >= 1, got {dim}")
+    distinct = sorted(set(tokens))
+    if not distinct:
+        return None
+    total = np.zeros(dim, dtype=np.complex128)
+    for token in distinct:
+        total += _token_phasor(token, dim)
+    return _quantise(np.angle(total))
+
+
+def encode_phases(text: str, dim: int = DEFAULT_DIM) -> np.ndarray | None:
+    """The HRR phases of ``text``; ``None`` when it has no token."""
+    return encode_tokens(tokenize(text), dim)
+
+
+def _quantise(phases: np.ndarray) -> np.ndarray:
+    steps = np.rint(np.mod(phases, 2 * np.pi) / _SCALE).astype(np.int64) % _STEPS
+    return steps.astype(np.float64) * _SCALE
+
+
+def phases_to_vector(phases: np.ndarray) -> list[float]:
+    """``[cos φ_1 … cos φ_dim, sin φ_1 … sin φ_dim]`` (2 * dim floats)."""
+    return np.concatenate([np.cos(phases), np.sin(phases)]).tolist()
+
+
+def similarity(a: np.ndarray, b: np.ndarray) -> float:
+    """HRR similarity ``mean(cos(a - b))`` of two phase vectors, in [-1, 1]."""
+    if a.shape != b.shape:
+        raise ValueError(f"phase vectors differ in width: {a.shape[0]} and {b.shape[0]}")
+    return float(np.mean(np.cos(a - b)))
+
+
+def similarities(query: np.ndarray, matrix: np.ndarray) -> np.ndarray:
+    """Similarity of ``query`` (dim,) to each row of ``matrix`` (n, dim)."""
+    if matrix.size == 0:
+        return np.zeros(0)
+    return np.cos(matrix - query).mean(axis=1)
+
+
+def to_bytes(phases: np.ndarray) -> bytes:
+    """Storage form: one little-endian uint16 step per phase."""
+    return (np.rint(phases / _SCALE).astype(np.int64) % _STEPS).astype("<u2").tobytes()
+
+
+def from_bytes(blob: bytes, dim: int) -> np.ndarray:
+    """Inverse of :func:`to_bytes`."""
+    steps = np.frombuffer(blob, dtype="<u2")
+    if steps.shape[0] != dim:
+        raise ValueError(f"stored HRR vector has {steps.shape[0]} phases, expected {dim}")
+    return steps.astype(np.float64) * _SCALE

@@ -1,0 +1,244 @@
+"""Input validation shared by every store: one clear ``ValueError`` per problem, before any write.
+
+Every store calls these helpers at the top of each public method, so bad input never
+reaches storage and the message always names the argument and the problem:
+
+- a namespace is a non-empty ``tuple`` of non-empty ``str`` labels without NUL;
+- a key is a non-empty ``str`` without NUL;
+- a value (and metadata) must be JSON-serialisable, NaN and Infinity included
+  (``json.dumps(..., allow_nan=False)``); metadata is ``None`` or a ``dict`` with ``str`` keys;
+- an embedding is a non-empty sequence of finite real numbers, not all zero, of the
+  store's width when the store has one;
+- a limit is an ``int`` >= 1, a threshold a finite number in [-1, 1].
+
+The helpers return the normalised form a store writes (``encode_value`` returns the JSON
+text), so a store validates and encodes in one step. :func:`prepare_batch` validates every
+item of a batch and names the index of the first bad one, which lets ``put_batch`` refuse
+the whole batch before writing anything.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Sequence
+from numbers import Real
+from typing import Any, NamedTuple
+
+__all__ = [
+    "PreparedPut",
+    "decode_json",
+    "encode_metadata",
+    "encode_value",
+    "prepare_batch",
+    "prepare_put",
+    "validate_embedding",
+    "validate_key",
+    "validate_key_list",
+    "validate_limit",
+    "validate_metadata_filter",
+    "validate_namespace",
+    "validate_namespace_prefix",
+    "validate_namespaces",
+    "validate_query",
+    "validate_threshold",
+]
+
+
+class PreparedPut(NamedTuple):
+    """One validated write: the namespace, the key and the JSON texts of value and metadata."""
+
+    namespace: tuple[str, ...]
+    key: str
+    value_json: str
+    metadata_json: str
+
+
+def _check_label(label: object, what: str) -> str:
+    if not isinstance(label, str):
+        raise ValueError(f"{what} must be a str, got {type(label).__name__}")
+    if not label:
+        raise ValueError(f"{what} must not be empty")
+    if "\x00" in label:
+        raise ValueError(f"{what} must not contain a NUL character")
+    return label
+
+
+def validate_namespace(namespace: object, *, name: str = "namespace") -> tuple[str, ...]:
+    """Return ``namespace`` if it is a non-empty tuple of non-empty, NUL-free strings."""
+    if not isinstance(namespace, tuple):
+        raise ValueError(
+            f"{name} must be a tuple of strings, got {type(namespace).__name__} {namespace!r}"
+        )
+    if not namespace:
+        raise ValueError(f"{name} must not be an empty tuple")
+    for index, label in enumerate(namespace):
+        _check_label(label, f"{name}[{index}]")
+    return namespace
+
+
+def validate_namespace_prefix(prefix: object) -> tuple[str, ...]:
+    """A ``list_namespaces`` prefix: ``None`` or a (possibly empty) tuple of labels."""
+    if prefix is None:
+        return ()
+    if not isinstance(prefix, tuple):
+        raise ValueError(f"prefix must be a tuple of strings or None, got {type(prefix).__name__}")
+    for index, label in enumerate(prefix):
+        _check_label(label, f"prefix[{index}]")
+    return prefix
+
+
+def validate_namespaces(namespaces: object) -> list[tuple[str, ...]]:
+    """A sequence of namespaces (``search_many``); a bare tuple namespace is refused."""
+    if isinstance(namespaces, (str, bytes)) or not isinstance(namespaces, Sequence):
+        raise ValueError("namespaces must be a sequence of namespace tuples")
+    if namespaces and all(isinstance(label, str) for label in namespaces):
+        raise ValueError(
+            "namespaces must be a sequence of namespace tuples, got one namespace; "
+            "wrap it in a list"
+        )
+    return [validate_namespace(ns, name=f"namespaces[{i}]") for i, ns in enumerate(namespaces)]
+
+
+def validate_key(key: object, *, name: str = "key") -> str:
+    """Return ``key`` if it is a non-empty string without NUL."""
+    return _check_label(key, name)
+
+
+def validate_key_list(keys: object) -> list[tuple[tuple[str, ...], str]]:
+    """``get_batch`` input: a list of ``(namespace, key)`` pairs."""
+    if isinstance(keys, (str, bytes)) or not isinstance(keys, Iterable):
+        raise ValueError("keys must be a list of (namespace, key) pairs")
+    pairs = []
+    for index, pair in enumerate(keys):
+        if not isinstance(pair, tuple) or len(pair) != 2:
+            raise ValueError(f"keys[{index}] must be a (namespace, key) pair")
+        pairs.append(
+            (
+                validate_namespace(pair[0], name=f"keys[{index}] namespace"),
+                validate_key(pair[1], name=f"keys[{index}] key"),
+            )
+        )
+    return pairs
+
+
+def _to_json(obj: Any, name: str) -> str:
+    try:
+        return json.dumps(obj, allow_nan=False, ensure_ascii=False, separators=(",", ":"))
+    except ValueError as exc:  # NaN / Infinity, circular reference
+        raise ValueError(f"{name} is not JSON-serialisable: {exc}") from None
+    except TypeError as exc:
+        raise ValueError(f"{name} is not JSON-serialisable: {exc}") from None
+
+
+def encode_value(value: Any, *, name: str = "value") -> str:
+    """The JSON text of ``value``; ``ValueError`` if it is not strict JSON (no NaN/Infinity)."""
+    return _to_json(value, name)
+
+
+def encode_metadata(metadata: object, *, name: str = "metadata") -> str:
+    """The JSON text of ``metadata`` (``None`` means ``{}``); it must be a dict with str keys."""
+    if metadata is None:
+        return "{}"
+    if not isinstance(metadata, dict):
+        raise ValueError(f"{name} must be a dict or None, got {type(metadata).__name__}")
+    for field in metadata:
+        if not isinstance(field, str):
+            raise ValueError(f"{name} keys must be strings, got {field!r}")
+    return _to_json(metadata, name)
+
+
+def decode_json(text: str) -> Any:
+    """Inverse of :func:`encode_value` / :func:`encode_metadata` (a fresh object each call)."""
+    return json.loads(text)
+
+
+def prepare_put(
+    namespace: object, key: object, value: Any, metadata: object, *, where: str = ""
+) -> PreparedPut:
+    """Validate and encode one write; ``where`` prefixes messages (``"items[3] "``)."""
+    return PreparedPut(
+        validate_namespace(namespace, name=f"{where}namespace"),
+        validate_key(key, name=f"{where}key"),
+        encode_value(value, name=f"{where}value"),
+        encode_metadata(metadata, name=f"{where}metadata"),
+    )
+
+
+def prepare_batch(items: object) -> list[PreparedPut]:
+    """Validate every ``(namespace, key, value, metadata)`` of a batch before any is written."""
+    if isinstance(items, (str, bytes, dict)) or not isinstance(items, Iterable):
+        raise ValueError("items must be a list of (namespace, key, value, metadata) tuples")
+    prepared = []
+    for index, item in enumerate(items):
+        if not isinstance(item, tuple) or len(item) not in (3, 4):
+            raise ValueError(
+                f"items[{index}] must be a (namespace, key, value, metadata) tuple, got {item!r}"
+            )
+        namespace, key, value, *rest = item
+        metadata = rest[0] if rest else None
+        prepared.append(prepare_put(namespace, key, value, metadata, where=f"items[{index}] "))
+    return prepared
+
+
+def validate_embedding(
+    embedding: object, *, dimension: int | None = None, name: str = "embedding"
+) -> list[float]:
+    """A non-empty list of finite floats, not all zero, ``dimension`` wide when given."""
+    if isinstance(embedding, (str, bytes, dict)) or not isinstance(embedding, Iterable):
+        raise ValueError(f"{name} must be a sequence of numbers, got {type(embedding).__name__}")
+    values: list[float] = []
+    for index, number in enumerate(embedding):
+        if isinstance(number, bool) or not isinstance(number, Real):
+            raise ValueError(f"{name}[{index}] must be a number, got {number!r}")
+        as_float = float(number)
+        if not math.isfinite(as_float):
+            raise ValueError(f"{name}[{index}] must be finite, got {as_float}")
+        values.append(as_float)
+    if not values:
+        raise ValueError(f"{name} must not be empty")
+    if dimension is not None and len(values) != dimension:
+        raise ValueError(f"{name} has {len(values)} dimensions, the store expects {dimension}")
+    if not any(values):
+        raise ValueError(f"{name} must not be all zeros (cosine similarity is undefined)")
+    return values
+
+
+def validate_limit(limit: object, *, name: str = "limit") -> int:
+    """An ``int`` >= 1."""
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise ValueError(f"{name} must be an int, got {type(limit).__name__}")
+    if limit < 1:
+        raise ValueError(f"{name} must be >= 1, got {limit}")
+    return limit
+
+
+def validate_query(query: object) -> str | None:
+    """``None`` or a string (a blank string means "no query")."""
+    if query is not None and not isinstance(query, str):
+        raise ValueError(f"query must be a str or None, got {type(query).__name__}")
+    return query
+
+
+def validate_threshold(threshold: object) -> float | None:
+    """``None`` or a finite number in [-1, 1] (a cosine similarity)."""
+    if threshold is None:
+        return None
+    if isinstance(threshold, bool) or not isinstance(threshold, Real):
+        raise ValueError(f"threshold must be a number or None, got {type(threshold).__name__}")
+    value = float(threshold)
+    if not -1.0 <= value <= 1.0:
+        raise ValueError(f"threshold must be between -1 and 1, got {threshold}")
+    return value
+
+
+def validate_metadata_filter(metadata_filter: object) -> dict[str, Any]:
+    """``None`` or a dict of metadata fields to values that must match exactly."""
+    if metadata_filter is None:
+        return {}
+    if not isinstance(metadata_filter, dict):
+        raise ValueError(
+            f"metadata_filter must be a dict or None, got {type(metadata_filter).__name__}"
+        )
+    encode_metadata(metadata_filter, name="metadata_filter")
+    return metadata_filter
