@@ -14,7 +14,9 @@ without any cache):
   full snapshot when the parent's chain depth reaches ``max_chain_depth`` (5, so a full
   snapshot every 6th save), else a zlib'd delta (the appended messages, the metadata when
   it changed), loads walking the chain one record at a time;
-* ``ours``: DeltaCheckpointer over InMemoryDeltaStorage (defaults: depth 5, level 6).
+* ``ours``: DeltaCheckpointer over InMemoryDeltaStorage (defaults: depth 5, level 6),
+  and the same with ``compression_level=0`` (zlib stores, no compression), to show what
+  the design saves without compression.
 
 Part 2 — on an embedded PostgreSQL 18 (temporary folder), 200 turns: bytes the tables
 hold (``pg_total_relation_size``: heap, TOAST and indexes) for PostgreSQLCheckpointer
@@ -156,9 +158,9 @@ class ReferenceScheme:
 
 
 class Ours:
-    def __init__(self, storage: Any = None) -> None:
-        self.storage = storage or InMemoryDeltaStorage()
-        self.checkpointer = DeltaCheckpointer(self.storage)
+    def __init__(self, compression_level: int = 6) -> None:
+        self.storage = InMemoryDeltaStorage()
+        self.checkpointer = DeltaCheckpointer(self.storage, compression_level=compression_level)
 
     async def save(self, state: AgentState) -> str:
         return await self.checkpointer.save(state, "bench")
@@ -199,7 +201,7 @@ async def run_scheme(scheme: Any, states: list[AgentState], loads: int = 25) -> 
 
 async def in_memory(turns_list: list[int]) -> None:
     print("Part 1: in memory (bytes stored; p50 in ms)")
-    header = f"{'turns':>5} {'scheme':<10} {'bytes':>10} {'vs full':>8} {'saving':>7} "
+    header = f"{'turns':>5} {'scheme':<13} {'bytes':>10} {'vs full':>8} {'saving':>7} "
     print(header + f"{'save p50':>9} {'save 1-10':>9} {'save last10':>11} {'load p50':>9}")
     for turns in turns_list:
         states = Chat().states(turns)
@@ -207,11 +209,12 @@ async def in_memory(turns_list: list[int]) -> None:
             "full": await run_scheme(FullSnapshots(), states),
             "reference": await run_scheme(ReferenceScheme(), states),
             "ours": await run_scheme(Ours(), states),
+            "ours, no zlib": await run_scheme(Ours(compression_level=0), states),
         }
         full = results["full"]["bytes"]
         for name, r in results.items():
             print(
-                f"{turns:>5} {name:<10} {r['bytes']:>10,} {r['bytes'] / full:>8.4f} "
+                f"{turns:>5} {name:<13} {r['bytes']:>10,} {r['bytes'] / full:>8.4f} "
                 f"{1 - r['bytes'] / full:>7.2%} {r['save_p50']:>9.3f} "
                 f"{r['save_p50_first10']:>9.3f} {r['save_p50_last10']:>11.3f} {r['load_p50']:>9.3f}"
             )
@@ -363,7 +366,7 @@ async def on_postgres(turns: int) -> None:
             )
         from django.db import connections
 
-        connections.close_all()
+        await sync_to_async(connections.close_all)()
 
 
 def main() -> None:

@@ -11,6 +11,7 @@ from typing import Any
 
 from django.core import checks
 
+from tulip_memory.manager.checks import check_manager_settings
 from tulip_memory.registry import check_checkpointer_settings
 from tulip_memory.rls import check_tenant_databases
 
@@ -37,6 +38,7 @@ CHECKS: list[tuple[Callable[..., list[checks.CheckMessage]], tuple[str, ...]]] =
     (check_settings, ()),
     (check_tenant_databases, ("database",)),
     (check_checkpointer_settings, ()),
+    (check_manager_settings, ()),
 ]
 
 

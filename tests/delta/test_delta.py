@@ -79,6 +79,7 @@ class CountingStorage(InMemoryDeltaStorage):
             "delete",
             "store_blocks",
             "retrieve_blocks",
+            "retrieve_for_load",
             "block_sizes",
             "delete_blocks",
         }:
@@ -217,6 +218,10 @@ async def test_the_same_over_the_orm_storage(alias, ops, depth, cache):
 # -- bounded reads and constant save cost ---------------------------------------------------
 
 
+# One call from the checkpointer, which the in-memory storage answers with two reads.
+ONE_LOAD = {"retrieve_for_load": 1, "retrieve_chain": 1, "retrieve_blocks": 1}
+
+
 async def test_load_is_two_reads_and_save_one_whatever_the_length():
     storage = CountingStorage()
     checkpointer = DeltaCheckpointer(storage)
@@ -231,7 +236,7 @@ async def test_load_is_two_reads_and_save_one_whatever_the_length():
         if turn in (3, 10, 57, 200):
             storage.reset()
             assert await DeltaCheckpointer(storage).load("t") == state
-            assert storage.calls == {"retrieve_chain": 1, "retrieve_blocks": 1}
+            assert storage.calls == ONE_LOAD
     # A delta save: one read (the newest id) and one write, at turn 10 as at turn 200.
     assert costs[10] == costs[200] == {"list_checkpoints": 1, "store": 1}
     # A full save adds one block write.
@@ -240,7 +245,7 @@ async def test_load_is_two_reads_and_save_one_whatever_the_length():
     for checkpoint_id in ids[::37]:
         storage.reset()
         await DeltaCheckpointer(storage).load("t", checkpoint_id)
-        assert storage.calls == {"retrieve_chain": 1, "retrieve_blocks": 1}
+        assert storage.calls == ONE_LOAD
 
 
 async def test_saved_bytes_per_turn_do_not_grow_and_storage_beats_the_targets():
@@ -338,7 +343,11 @@ async def test_prune_rebases_what_it_keeps_and_drops_unused_blocks():
             (await checkpointer.save(state, "t"), AgentState.from_checkpoint(state.to_checkpoint()))
         )
     before = await checkpointer.get_storage_stats("t")
+    created = {m.checkpoint_id: m.created_at for m in await storage.list_checkpoints("t", 3)}
     assert await checkpointer.prune("t", keep_last=3) == 20
+    kept = await storage.list_checkpoints("t", None)
+    assert {m.checkpoint_id: m.created_at for m in kept} == created  # re-basing keeps them
+    assert kept[-1].is_full and all(m.root_id in created for m in kept)
     fresh = DeltaCheckpointer(storage)
     assert await fresh.list_checkpoints("t") == [cid for cid, _ in saved[:-4:-1]]
     for checkpoint_id, expected in saved[-3:]:
@@ -391,3 +400,71 @@ async def test_bad_arguments():
     with pytest.raises(ValueError, match="checkpoint_id"):
         await checkpointer.get_metadata("t", "")
     assert len(await checkpointer.list_checkpoints("t")) == 1
+
+
+async def test_a_stale_cache_is_noticed_when_another_checkpointer_changed_the_thread():
+    storage = InMemoryDeltaStorage()
+    mine, other = DeltaCheckpointer(storage, max_chain_depth=2), DeltaCheckpointer(storage)
+    rng = random.Random(9)
+    state = AgentState()
+    for turn in range(5):
+        state.messages.extend(chat_turn(rng, turn))
+        await mine.save(state, "t", f"c{turn}")
+    # The other one replaces the newest checkpoint with a different state...
+    replaced = AgentState(messages=[Message(Role.USER, "something else entirely")])
+    await other.save(replaced, "t", "c4")
+    state_after = AgentState(messages=[*replaced.messages, Message(Role.ASSISTANT, "ok")])
+    saved = await mine.save(state_after, "t")
+    assert await DeltaCheckpointer(storage).load("t", saved) == state_after
+    # ...then prunes (re-basing, collecting blocks) while mine still caches the old chain.
+    await other.prune("t", keep_last=1)
+    for turn in range(6):
+        state_after.messages.extend(chat_turn(rng, 100 + turn))
+        saved = await mine.save(state_after, "t")
+        assert await DeltaCheckpointer(storage, cache_size=0).load("t", saved) == state_after
+
+
+@pytest.mark.django_db(transaction=True, databases=["default", "mysql"])
+@pytest.mark.parametrize("alias", ["default", "mysql"])
+async def test_on_the_orm_a_load_is_one_transaction_of_two_selects(alias):
+    from django.db import connections
+
+    from tulip_memory.delta import ORMDeltaStorage
+
+    class Counting(ORMDeltaStorage):
+        """Counts transactions and the SQL statements on the checkpoint tables."""
+
+        log: list[list[str]]
+
+        async def _run(self, func, *args):
+            statements: list[str] = []
+            self.log.append(statements)
+
+            def recorded(tenant, *inner):
+                def record(execute, sql, params, many, context):
+                    if "tulip_memory_delta" in sql:
+                        statements.append(sql.split()[0])
+                    return execute(sql, params, many, context)
+
+                with connections[self.database].execute_wrapper(record):
+                    return func(tenant, *inner)
+
+            return await super()._run(recorded, *args)
+
+    storage = Counting(alias, tenant="counting")
+    storage.log = []
+    checkpointer = DeltaCheckpointer(storage)
+    rng = random.Random(2)
+    state = AgentState()
+    for turn in range(40):
+        state.messages.extend(chat_turn(rng, turn))
+        storage.log = []
+        await checkpointer.save(state, "t")
+        assert storage.log[0] == ["SELECT"]  # the newest id
+        assert storage.log[-1][-1] in {"INSERT", "UPDATE"}
+        assert len(storage.log) <= 3  # + the block write of a full checkpoint
+    for checkpoint_id in [None, *(await checkpointer.list_checkpoints("t", limit=40))[::9]]:
+        storage.log = []
+        loaded = await DeltaCheckpointer(storage, cache_size=0).load("t", checkpoint_id)
+        assert loaded is not None
+        assert storage.log == [["SELECT", "SELECT"]]

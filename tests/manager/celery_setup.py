@@ -18,7 +18,11 @@ def celery_tulip_memory() -> dict[str, Any]:
     """TULIP_MEMORY of the Celery tests, from the environment the session fixture set."""
     return {
         "STORE": "tulip_memory.store.PgMemory",
-        "EXTRACTOR": "tests.manager.extractors.logging_extractor",
+        # bench/manager.py sets TULIP_TEST_EXTRACTOR="" to run the heuristic instead.
+        "EXTRACTOR": os.environ.get(
+            "TULIP_TEST_EXTRACTOR", "tests.manager.extractors.logging_extractor"
+        )
+        or None,
         "CELERY_QUEUE": os.environ.get("TULIP_TEST_CELERY_QUEUE", "tulip_memory_test"),
         "EXTRACTION_LEASE_SECONDS": 2,
         "EXTRACTION_MAX_ATTEMPTS": 3,

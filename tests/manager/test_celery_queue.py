@@ -181,3 +181,15 @@ async def test_drain_is_bounded_by_asyncio_timeout(celery_settings):
         async with asyncio.timeout(0.3):
             await manager.drain()
     assert manager.pending_extractions == 1
+
+
+@pytest.mark.django_db(transaction=True, databases=["default", "mysql"])
+def test_celery_mode_needs_postgresql(celery_settings):
+    from tulip_memory.exceptions import ConfigurationError
+    from tulip_memory.manager.extraction.queue import CeleryExtractions
+
+    runner = CeleryExtractions(using="mysql")
+    with pytest.raises(ConfigurationError, match="PostgreSQL"):
+        runner.enqueue(("acme", "q11"), [Message(Role.USER, "q11 0")])
+    assert runner.pending == 0
+    assert not ExtractionJob.objects.using("mysql").exists()

@@ -117,3 +117,39 @@ async def test_failing_job_is_failed_after_max_attempts_and_unblocks_its_namespa
         (1, "failed", 3),
         (2, "done", 1),
     ]
+
+
+async def test_drain_resends_the_task_of_a_job_whose_message_was_lost(
+    workers, celery_settings, settings
+):
+    manager = _manager()
+    # The message goes to a queue no worker reads: for the workers it is lost.
+    settings.TULIP_MEMORY = {
+        **celery_settings,
+        "CELERY_QUEUE": f"{celery_settings['CELERY_QUEUE']}_local",
+    }
+    await _end(manager, ("acme", "lost"), "lost 0")
+    settings.TULIP_MEMORY = celery_settings
+    async with asyncio.timeout(30):
+        await manager.drain()  # re-sends the task of the idle namespace to the real queue
+    assert [line.split()[0] for line in read_log("lost")] == ["0"]
+
+
+async def test_a_job_longer_than_the_lease_is_not_taken_over_while_its_worker_lives(
+    workers, celery_settings
+):
+    manager = _manager()
+    await _end(manager, ("acme", "long"), "long 0 slow")  # 3 s, the lease is 2 s
+    deadline = time.monotonic() + 30
+    while not read_log("long"):
+        assert time.monotonic() < deadline, workers.logs()
+        await asyncio.sleep(0.05)
+    queue_ids = await sync_to_async(_queue_ids)("acme")
+    for _ in range(3):  # the other worker gets messages for this namespace meanwhile
+        send_run_task("acme", queue_ids[0])
+        await asyncio.sleep(0.8)
+    async with asyncio.timeout(30):
+        await manager.drain()
+    assert [line.split()[0] for line in read_log("long")] == ["start", "0"]
+    rows = await sync_to_async(_job_rows)("acme")
+    assert [(state, attempts) for _, _, state, attempts, _ in rows] == [("done", 1)]

@@ -96,3 +96,16 @@ def test_last_statement_of_a_key_wins_within_one_conversation():
         [Message(Role.USER, "I live in Lyon."), Message(Role.USER, "I live in Paris now.")]
     )
     assert [m.content for m in memories] == ["The user lives in Paris."]
+
+
+def test_organisation_is_the_capitalised_words_only_and_verbs_need_not_touch_their_object():
+    memories = extract_heuristic(
+        [
+            Message(Role.USER, "I am a staff engineer at Globex now."),
+            Message(Role.USER, "We're migrating the pipeline to Polars."),
+        ]
+    )
+    assert [(m.type, m.content) for m in memories] == [
+        (MemoryType.USER, "The user is a staff engineer at Globex."),
+        (MemoryType.PROJECT, "Project: We're migrating the pipeline to Polars."),
+    ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from datetime import datetime
 
 import pytest
@@ -25,7 +26,9 @@ def store(request):
 
 async def test_update_keeps_what_the_memory_said_before_and_when(store):
     manager = LLMMemoryManager(store, namespace_prefix=NS)
-    await manager.save([Memory(MemoryType.USER, "role", "The user is a nurse.", {"source": "chat"})])
+    await manager.save(
+        [Memory(MemoryType.USER, "role", "The user is a nurse.", {"source": "chat"})]
+    )
     first = await store.get_item((*NS, "user"), "role")
     await manager.save([Memory(MemoryType.USER, "role", "The user is a nurse.")])  # same content
     await manager.save([Memory(MemoryType.USER, "role", "The user is a surgeon.")])
@@ -39,7 +42,7 @@ async def test_update_keeps_what_the_memory_said_before_and_when(store):
     # Valid since it was first said (re-stating it did not move that), until replaced.
     assert versions[0].valid_from == datetime.fromisoformat(first.value["content_since"])
     assert versions[0].valid_from <= first.updated_at
-    for earlier, later in zip(versions, versions[1:], strict=False):
+    for earlier, later in itertools.pairwise(versions):
         assert earlier.valid_to is not None and earlier.valid_to <= later.valid_from
     assert versions[-1].valid_to is None
     # Retrieval reads memories only, never their history.

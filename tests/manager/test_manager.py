@@ -463,3 +463,24 @@ async def test_history_and_forget_validate_their_arguments():
         await manager.history("opinion", "k")
     with pytest.raises(ValueError, match="key"):
         await manager.forget(MemoryType.USER, "")
+
+
+def test_background_manager_works_under_successive_event_loops():
+    seen: list[str] = []
+
+    async def extractor(messages):
+        await asyncio.sleep(0)
+        seen.append(messages[-1].content)
+        return []
+
+    manager = LLMMemoryManager(
+        InMemoryStore(), namespace_prefix=NS, extract_fn=extractor, extract_mode="background"
+    )
+
+    async def one_request(text: str) -> None:
+        await manager.on_session_end(_state(_user(text)))
+        await manager.drain()
+
+    asyncio.run(one_request("first loop"))
+    asyncio.run(one_request("second loop"))
+    assert seen == ["first loop", "second loop"]

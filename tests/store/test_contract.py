@@ -32,7 +32,8 @@ JSON_VALUES = [
     None,
     [1, "two", [3.0]],
     {"nested": {"list": [1, 2, {"deep": "é 東京"}], "flag": False}},
-    "unicode ✓ 東京 Straße \u0000 inside a value is fine",
+    "unicode ✓ 東京 Straße",
+    "a literal backslash-u0000 \\u0000 is text, not NUL",
 ]
 
 
@@ -430,11 +431,15 @@ BAD_VALUES = [
     ({1, 2}, "not JSON-serialisable"),
     (object(), "not JSON-serialisable"),
     (b"bytes", "not JSON-serialisable"),
+    ("nul \x00 inside", "must not contain a NUL"),
+    ({"deep": ["\x00"]}, "must not contain a NUL"),
+    ({"key\x00": 1}, "must not contain a NUL"),
 ]
 BAD_METADATA = [
     ("text", "metadata must be a dict"),
     ({"x": float("nan")}, "metadata is not JSON-serialisable"),
     ({1: "int key"}, "metadata keys must be strings"),
+    ({"x": "a\x00"}, "metadata must not contain a NUL"),
 ]
 
 

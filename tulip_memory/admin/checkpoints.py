@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib import admin, messages
-from django.db import router
+from django.db import models, router
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
@@ -98,7 +98,7 @@ class CheckpointRecordAdmin(TenantTransactionAdminMixin, ReadOnlyAdminMixin, adm
         return len(obj.state.get("messages", ())) if isinstance(obj.state, dict) else 0
 
 
-def _changelist_link(model: type, label: str, **filters: str) -> str:
+def _changelist_link(model: type[models.Model], label: str, **filters: str) -> str:
     url = reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_changelist")
     return format_html('<a href="{}?{}">{}</a>', url, urlencode(filters), label)
 

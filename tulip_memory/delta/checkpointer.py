@@ -16,10 +16,11 @@ Design (how it beats the reference's full-snapshot-every-N-saves scheme):
   bytes grow linearly with the conversation, not quadratically.
 * **Fixed-cost loads.** Each record carries the id of its chain's full checkpoint
   (``base_id``), so a load is exactly **two storage reads** whatever the chain depth or
-  the conversation length: ``retrieve_chain`` (the checkpoint, or the newest one, and
-  the records sharing its root, in one read) and ``retrieve_blocks`` (the base's blocks,
-  in one read). Rebuilding is then local: concatenate the blocks, apply at most
-  ``max_chain_depth`` splices.
+  the conversation length: the checkpoint (or the newest one) with the records sharing
+  its root, in one read, then the root's blocks, in one read — both made by ONE storage
+  call, ``retrieve_for_load`` (on the ORM storage: two SELECTs in one transaction).
+  Rebuilding is then local: concatenate the blocks, apply at most ``max_chain_depth``
+  splices.
 * **Fixed-cost saves.** A save reads the newest checkpoint's id (one read) and writes one
   record (plus, for a full checkpoint, one block write). Its parent's state comes from a
   bounded LRU cache (``cache_size`` checkpoints; the reference's cache grew without
@@ -36,7 +37,11 @@ Design (how it beats the reference's full-snapshot-every-N-saves scheme):
 
 Concurrency: saves, deletes and prunes of one thread are serialised per checkpointer
 instance; saves from several processes stay correct (each record names the parent it
-was diffed against). Do not prune a thread while another process saves to it.
+was diffed against, and a save re-reads its parent when the newest record's creation
+time or chain root differ from the cached one, i.e. when another process replaced or
+re-based it). Do not prune a thread while another process saves to it, and note that a
+``load`` by id served from the cache does not notice that another process replaced
+that id meanwhile.
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from typing import Any
 
 from tulip_memory.backends.base import (
@@ -78,6 +84,11 @@ class _Head:
     depth: int
     base_blocks: tuple[BlockRef, ...]
     stable: int  # leading messages unchanged since the base (those its blocks cover)
+    created_at: datetime  # of the record: a replaced checkpoint gets a new one
+
+    def describes(self, meta: CheckpointMetadata) -> bool:
+        """Whether this (cached) head still matches the stored record ``meta``."""
+        return self.created_at == meta.created_at and self.base_id == meta.root_id
 
     def to_state(self) -> AgentState:
         return AgentState(
@@ -216,12 +227,12 @@ class DeltaCheckpointer(BaseCheckpointer):
 
     async def _rebuild(self, thread_id: str, checkpoint_id: str | None) -> _Head | None:
         """Rebuild from storage (two reads); None when the checkpoint does not exist."""
-        records = await self.storage.retrieve_chain(thread_id, checkpoint_id)
+        records, blocks = await self.storage.retrieve_for_load(thread_id, checkpoint_id)
         if not records:
             return None
         chain = await self._chain_to_base(thread_id, records)
         base, target = chain[0], chain[-1]
-        messages = await self._read_blocks(thread_id, base)
+        messages = await self._read_blocks(thread_id, base, blocks)
         try:
             payload = codec.unpack(base.data)
             metadata, state_thread_id = payload["m"], payload["t"]
@@ -256,6 +267,7 @@ class DeltaCheckpointer(BaseCheckpointer):
             depth=len(chain) - 1,
             base_blocks=tuple((str(d), int(n)) for d, n in base.metadata.blocks),
             stable=stable,
+            created_at=target.metadata.created_at,
         )
 
     async def _chain_to_base(
@@ -284,9 +296,13 @@ class DeltaCheckpointer(BaseCheckpointer):
         chain.reverse()
         return chain
 
-    async def _read_blocks(self, thread_id: str, base: DeltaCheckpoint) -> list[Message]:
+    async def _read_blocks(
+        self, thread_id: str, base: DeltaCheckpoint, blocks: dict[str, MessageBlock]
+    ) -> list[Message]:
         refs = base.metadata.blocks
-        blocks = await self.storage.retrieve_blocks(thread_id, {digest for digest, _ in refs})
+        missing = {digest for digest, _ in refs} - set(blocks)
+        if missing:  # only when the chain left its root (an interrupted re-base)
+            blocks = {**blocks, **await self.storage.retrieve_blocks(thread_id, missing)}
         messages: list[Message] = []
         for digest, count in refs:
             block = blocks.get(digest)
@@ -367,6 +383,7 @@ class DeltaCheckpointer(BaseCheckpointer):
         parent: _Head | None,
         *,
         force_full: bool = False,
+        created_at: datetime | None = None,
     ) -> _Head:
         """Store ``state`` under ``checkpoint_id``: a delta on ``parent``, or full."""
         metadata = _json_copy(state.metadata)
@@ -395,6 +412,7 @@ class DeltaCheckpointer(BaseCheckpointer):
             parent_id, depth = parent.checkpoint_id, parent.depth + 1
             base_id, base_blocks = parent.base_id, parent.base_blocks
         raw, data = codec.pack(payload, self.compression_level)
+        created_at = created_at or datetime.now(UTC)
         record = DeltaCheckpoint(
             metadata=CheckpointMetadata(
                 checkpoint_id=checkpoint_id,
@@ -406,6 +424,7 @@ class DeltaCheckpointer(BaseCheckpointer):
                 compressed_size_bytes=len(data),
                 base_id=base_id,
                 blocks=refs,
+                created_at=created_at,
             ),
             data=data,
             is_delta=not full,
@@ -426,6 +445,7 @@ class DeltaCheckpointer(BaseCheckpointer):
             depth=depth,
             base_blocks=base_blocks,
             stable=stable,
+            created_at=created_at,
         )
         self._remember(thread_id, head)
         return head
@@ -439,7 +459,14 @@ class DeltaCheckpointer(BaseCheckpointer):
             if may_exist and await self.storage.retrieve(thread_id, checkpoint_id) is not None:
                 await self._remove(thread_id, {checkpoint_id})
             newest = await self.storage.list_checkpoints(thread_id, limit=1)
-            parent = await self._head(thread_id, newest[0].checkpoint_id) if newest else None
+            parent = None
+            if newest:
+                parent = self._cached(thread_id, newest[0].checkpoint_id)
+                # Another checkpointer may have replaced or re-based it since it was cached.
+                if parent is None or not parent.describes(newest[0]):
+                    parent = await self._rebuild(thread_id, newest[0].checkpoint_id)
+                    if parent is not None:
+                        self._remember(thread_id, parent)
             await self._write(state, thread_id, checkpoint_id, parent)
 
     async def _load(self, thread_id: str, checkpoint_id: str | None) -> AgentState | None:
@@ -541,7 +568,14 @@ class DeltaCheckpointer(BaseCheckpointer):
             )
             await self.storage.store(thread_id, record.metadata.checkpoint_id, rebased)
             pending.extend(children.get(record.metadata.checkpoint_id, ()))
-        await self._write(head.to_state(), thread_id, meta.checkpoint_id, head, force_full=True)
+        await self._write(
+            head.to_state(),
+            thread_id,
+            meta.checkpoint_id,
+            head,
+            force_full=True,
+            created_at=meta.created_at,
+        )
 
     async def _collect_blocks(self, thread_id: str) -> None:
         """Delete the blocks that no remaining full checkpoint refers to."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import zlib
+from collections.abc import Sequence
 from typing import Any
 
 from tulip_memory.messages import Message
@@ -56,7 +57,9 @@ def digest(raw: bytes) -> str:
     return hashlib.blake2b(raw, digest_size=16).hexdigest()
 
 
-def common_prefix(old: list[Message], new: list[Message]) -> int:
+def common_prefix(old: Sequence[Message], new: Sequence[Message]) -> int:
+    if len(new) >= len(old) and tuple(old) == tuple(new[: len(old)]):
+        return len(old)  # the common case, an append: one comparison loop in C
     limit = min(len(old), len(new))
     index = 0
     while index < limit and old[index] == new[index]:
@@ -64,7 +67,7 @@ def common_prefix(old: list[Message], new: list[Message]) -> int:
     return index
 
 
-def common_suffix(old: list[Message], new: list[Message], prefix: int) -> int:
+def common_suffix(old: Sequence[Message], new: Sequence[Message], prefix: int) -> int:
     """Length of the common tail of ``old`` and ``new`` that does not overlap ``prefix``."""
     limit = min(len(old), len(new)) - prefix
     count = 0

@@ -6,7 +6,8 @@ created_at, tenant) and :class:`~tulip_memory.models.DeltaBlock`. Works on Postg
 where the rows are under the tenant row-level security, like the store's — and on
 MySQL/MariaDB. Every call is one transaction pinned to the tenant (see
 :class:`~tulip_memory.backends.orm.TenantDatabase`); ``retrieve_chain`` and
-``retrieve_blocks`` are one SELECT each.
+``retrieve_blocks`` are one SELECT each, and ``retrieve_for_load`` runs both in one
+transaction.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Collection, Iterable
 from typing import Any
 
 from tulip_memory.backends.orm import TenantDatabase
-from tulip_memory.delta.storage import DeltaStorage
+from tulip_memory.delta.storage import DeltaStorage, root_block_digests
 from tulip_memory.delta.types import CheckpointMetadata, DeltaCheckpoint, MessageBlock
 
 __all__ = ["ORMDeltaStorage"]
@@ -87,6 +88,7 @@ class ORMDeltaStorage(TenantDatabase, DeltaStorage):
             "size_bytes": meta.size_bytes,
             "compressed_size_bytes": meta.compressed_size_bytes,
             "data": record.data,
+            "created_at": meta.created_at,
         }
         rows = self._records(tenant, thread_id)
         # In place when it exists: a replaced checkpoint keeps its id, hence its position.
@@ -95,7 +97,6 @@ class ORMDeltaStorage(TenantDatabase, DeltaStorage):
                 tenant=tenant,
                 thread_id=thread_id,
                 checkpoint_id=checkpoint_id,
-                created_at=meta.created_at,
                 **fields,
             )
 
@@ -119,6 +120,13 @@ class ORMDeltaStorage(TenantDatabase, DeltaStorage):
         if target is None:
             return []
         return [target, *(r for r in records if r is not target)]
+
+    def _retrieve_for_load(
+        self, tenant: str, thread_id: str, checkpoint_id: str | None
+    ) -> tuple[list[DeltaCheckpoint], dict[str, MessageBlock]]:
+        records = self._retrieve_chain(tenant, thread_id, checkpoint_id)
+        digests = list(root_block_digests(records))
+        return records, self._retrieve_blocks(tenant, thread_id, digests) if digests else {}
 
     def _list(self, tenant: str, thread_id: str, limit: int | None) -> list[CheckpointMetadata]:
         rows = self._records(tenant, thread_id).newest_first().values(*_METADATA_FIELDS)
@@ -193,6 +201,12 @@ class ORMDeltaStorage(TenantDatabase, DeltaStorage):
         self, thread_id: str, checkpoint_id: str | None = None
     ) -> list[DeltaCheckpoint]:
         return await self._run(self._retrieve_chain, thread_id, checkpoint_id)
+
+    async def retrieve_for_load(
+        self, thread_id: str, checkpoint_id: str | None = None
+    ) -> tuple[list[DeltaCheckpoint], dict[str, MessageBlock]]:
+        """Both reads of a load (two SELECTs) in one transaction."""
+        return await self._run(self._retrieve_for_load, thread_id, checkpoint_id)
 
     async def list_checkpoints(
         self, thread_id: str, limit: int | None = 10

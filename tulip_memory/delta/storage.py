@@ -8,7 +8,10 @@
   it in ONE read (the default implementation walks parents one read at a time, for
   custom storages that cannot do better);
 * ``store_blocks`` / ``retrieve_blocks`` / ``block_sizes`` / ``delete_blocks`` — the
-  content-addressed message blocks of a thread (``retrieve_blocks`` is one read).
+  content-addressed message blocks of a thread (``retrieve_blocks`` is one read);
+* ``retrieve_for_load(thread_id, checkpoint_id=None)`` — ``retrieve_chain`` and the
+  blocks of the checkpoint's root in one call (a storage may answer it in one round
+  trip; the default makes the two calls).
 
 ``store`` inserts or replaces in place: a replaced checkpoint keeps its position in the
 newest-first order. ``delete(thread_id)`` without an id removes the thread's records AND
@@ -24,7 +27,18 @@ from collections.abc import Collection, Iterable
 
 from tulip_memory.delta.types import CheckpointMetadata, DeltaCheckpoint, MessageBlock
 
-__all__ = ["DeltaStorage", "InMemoryDeltaStorage"]
+__all__ = ["DeltaStorage", "InMemoryDeltaStorage", "root_block_digests"]
+
+
+def root_block_digests(records: list[DeltaCheckpoint]) -> set[str]:
+    """Digests of the blocks of ``records[0]``'s chain root, if it is among ``records``."""
+    if not records:
+        return set()
+    root = records[0].metadata.root_id
+    for record in records:
+        if record.metadata.checkpoint_id == root:
+            return {digest for digest, _ in record.metadata.blocks}
+    return set()
 
 
 class DeltaStorage(ABC):
@@ -65,6 +79,13 @@ class DeltaStorage(ABC):
     @abstractmethod
     async def delete_blocks(self, thread_id: str, digests: Collection[str]) -> int:
         """Delete these blocks; return how many were deleted."""
+
+    async def retrieve_for_load(
+        self, thread_id: str, checkpoint_id: str | None = None
+    ) -> tuple[list[DeltaCheckpoint], dict[str, MessageBlock]]:
+        """``retrieve_chain``, and the blocks its root (when among the records) refers to."""
+        records = await self.retrieve_chain(thread_id, checkpoint_id)
+        return records, await self.retrieve_blocks(thread_id, root_block_digests(records))
 
     async def retrieve_chain(
         self, thread_id: str, checkpoint_id: str | None = None

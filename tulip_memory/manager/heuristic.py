@@ -26,7 +26,8 @@ The rules (``metadata["rule"]`` names the one that fired)
       least two content words; phatic phrases ("no worries", "don't worry",
       "never mind") are not. ``confirmation``: "exactly", "perfect", "yes, that's
       right", "that works", "keep doing that" ... right after an assistant message;
-      the memory records what was confirmed (that message's first sentence).
+      the memory records what was confirmed (that message's first sentence with three
+      content words).
     * ``project`` — "we're building / using / migrating to ...", "the project / app /
       repo uses / runs on / is written in ...", "our stack / goal / database is ...",
       "we decided to ...", "the deadline / release / launch is ...".
@@ -93,7 +94,7 @@ _ROLE = re.compile(
     r"|\bmy (?:role|job|job title|position) is\s+(?:an?\s+|the\s+)?)"
     r"(?P<role>[\w-]+(?:\s+[\w-]+){0,4}?)"
     r"(?=\s+(?:at|for|in|with|on|who|and|but|so)\b|\s*[,.;!]|\s*$)"
-    r"(?:\s+(?:at|for)\s+(?P<org>[A-Z][\w&.-]*(?:\s+[A-Z][\w&.-]*){0,3}))?",
+    r"(?:\s+(?:at|for)\s+(?P<org>(?-i:[A-Z][\w&.-]*(?:\s+[A-Z][\w&.-]*){0,3})))?",
     re.IGNORECASE,
 )
 _EMPLOYER = re.compile(
@@ -146,8 +147,8 @@ _CONFIRMATION = re.compile(
 # --- project --------------------------------------------------------------------------
 _PROJECT = re.compile(
     r"\b(?:we|we're|we are|our team is|the team is|our team)\s+"
-    r"(?:are\s+)?(?:building|developing|writing|working on|migrating to|moving to|"
-    r"switching to|using|use|deploy(?:ing)? (?:to|on)|shipping|targeting|running)\b"
+    r"(?:are\s+)?(?:building|developing|writing|working on|migrating|moving|"
+    r"switching|using|use|deploy(?:ing)? (?:to|on)|shipping|targeting|running)\b"
     r"|\b(?:the|this|our)\s+(?:project|app|application|service|codebase|code base|repo|"
     r"repository|system|backend|frontend|api|product|pipeline)\s+"
     r"(?:uses|runs on|is written in|is built (?:with|on)|is based on|targets|depends on|"
@@ -192,15 +193,18 @@ def _key(prefix: str, text: str) -> str:
 
 
 def _sentences(text: str) -> Iterable[str]:
+    """The sentences of ``text``, each ending with ``.``, ``!`` or ``?``."""
     for raw in _SENTENCE_SPLIT.split(text):
-        sentence = raw.strip()
+        sentence = raw.strip().rstrip(";,: ")
         if sentence:
-            yield sentence
+            yield sentence if sentence[-1] in ".!?" else f"{sentence}."
 
 
-def _first_sentence(text: str, limit: int = 200) -> str:
-    first = next(iter(_sentences(text)), "")
-    return first if len(first) <= limit else first[: limit - 1].rstrip() + "…"
+def _gist(text: str, limit: int = 200) -> str:
+    """The first sentence of ``text`` with three content words ("Got it." is not one)."""
+    sentences = list(_sentences(text))
+    gist = next((s for s in sentences if _content_words(s) >= 3), sentences[0] if sentences else "")
+    return gist if len(gist) <= limit else gist[: limit - 1].rstrip() + "…"
 
 
 def _memory(memory_type: MemoryType, key: str, content: str, rule: str) -> Memory:
@@ -269,7 +273,7 @@ def _feedback_memories(sentence: str, previous_assistant: str | None) -> list[Me
     if _is_confirmation(sentence):
         if not previous_assistant:
             return []
-        confirmed = _first_sentence(previous_assistant)
+        confirmed = _gist(previous_assistant)
         content = f"The user confirmed this approach: {confirmed}"
         return [
             _memory(

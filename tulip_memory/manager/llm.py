@@ -358,7 +358,13 @@ class LLMMemoryManager(BaseMemoryManager):
     def _address(
         self, memory_type: MemoryType | str, key: str, namespace: Namespace | None
     ) -> tuple[MemoryType, str, Namespace]:
-        probe = Memory(type=memory_type, key=key, content="")  # validates type and key
+        try:
+            kind = MemoryType(memory_type)
+        except ValueError:
+            raise ValueError(
+                f"memory_type must be one of {[t.value for t in MemoryType]}, got {memory_type!r}"
+            ) from None
+        probe = Memory(type=kind, key=key, content="")  # validates the key
         prefix = self.active_namespace if namespace is None else validate_namespace(namespace)
         return probe.type, probe.key, prefix
 

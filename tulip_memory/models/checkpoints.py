@@ -19,6 +19,7 @@ from __future__ import annotations
 from django.db import models
 from django.utils import timezone
 
+from tulip_memory.backends.base import CHECKPOINT_ID_MAX_LENGTH, THREAD_ID_MAX_LENGTH
 from tulip_memory.tenancy import TENANT_MAX_LENGTH
 
 __all__ = [
@@ -29,9 +30,6 @@ __all__ = [
     "DeltaCheckpointRecord",
     "DeltaCheckpointRecordQuerySet",
 ]
-
-THREAD_ID_LENGTH = 255
-CHECKPOINT_ID_LENGTH = 128
 
 
 class CheckpointRecordQuerySet(models.QuerySet):
@@ -46,8 +44,8 @@ class CheckpointRecord(models.Model):
     """A full snapshot of an agent state (JSON of ``AgentState.to_checkpoint()``)."""
 
     tenant = models.CharField(max_length=TENANT_MAX_LENGTH)
-    thread_id = models.CharField(max_length=THREAD_ID_LENGTH)
-    checkpoint_id = models.CharField(max_length=CHECKPOINT_ID_LENGTH)
+    thread_id = models.CharField(max_length=THREAD_ID_MAX_LENGTH)
+    checkpoint_id = models.CharField(max_length=CHECKPOINT_ID_MAX_LENGTH)
     state = models.JSONField()
     created_at = models.DateTimeField(default=timezone.now)
 
@@ -97,10 +95,10 @@ class DeltaCheckpointRecord(models.Model):
     checkpoint its chain starts from (itself for a full one)."""
 
     tenant = models.CharField(max_length=TENANT_MAX_LENGTH)
-    thread_id = models.CharField(max_length=THREAD_ID_LENGTH)
-    checkpoint_id = models.CharField(max_length=CHECKPOINT_ID_LENGTH)
-    parent_id = models.CharField(max_length=CHECKPOINT_ID_LENGTH, blank=True, default="")
-    base_id = models.CharField(max_length=CHECKPOINT_ID_LENGTH)
+    thread_id = models.CharField(max_length=THREAD_ID_MAX_LENGTH)
+    checkpoint_id = models.CharField(max_length=CHECKPOINT_ID_MAX_LENGTH)
+    parent_id = models.CharField(max_length=CHECKPOINT_ID_MAX_LENGTH, blank=True, default="")
+    base_id = models.CharField(max_length=CHECKPOINT_ID_MAX_LENGTH)
     is_full = models.BooleanField()
     chain_depth = models.PositiveIntegerField()
     blocks = models.JSONField(
@@ -139,7 +137,7 @@ class DeltaBlock(models.Model):
     """A run of messages stored once and named by its content's digest."""
 
     tenant = models.CharField(max_length=TENANT_MAX_LENGTH)
-    thread_id = models.CharField(max_length=THREAD_ID_LENGTH)
+    thread_id = models.CharField(max_length=THREAD_ID_MAX_LENGTH)
     digest = models.CharField(max_length=64)
     data = models.BinaryField()
     size_bytes = models.PositiveBigIntegerField(help_text="Encoded size before compression")

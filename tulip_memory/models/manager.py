@@ -15,9 +15,11 @@ manager's store (see :mod:`tulip_memory.manager.history`).
 
 from __future__ import annotations
 
-from datetime import timedelta
+import json
+from datetime import datetime, timedelta
+from typing import Any
 
-from django.db import IntegrityError, models, transaction
+from django.db import connections, models
 from django.db.models import F, Q
 from django.db.models.functions import Now
 
@@ -46,24 +48,6 @@ class ExtractionQueueQuerySet(models.QuerySet):
 
     def for_namespace(self, namespace: tuple[str, ...]) -> ExtractionQueueQuerySet:
         return self.filter(tenant=namespace[0], namespace=encode_namespace(namespace))
-
-    def allocate_sequence(self, namespace: tuple[str, ...]) -> tuple[int, int]:
-        """``(queue id, next sequence number)`` of ``namespace``, creating its queue.
-
-        The increment locks the queue row until the caller's transaction ends, so the
-        jobs of one namespace get their numbers in commit order.
-        """
-        rows = self.for_namespace(namespace)
-        if not rows.update(last_sequence=F("last_sequence") + 1):
-            try:
-                with transaction.atomic(using=self.db):
-                    queue = self.create(
-                        tenant=namespace[0], namespace=encode_namespace(namespace), last_sequence=1
-                    )
-                return queue.pk, 1
-            except IntegrityError:  # created concurrently: increment that one
-                rows.update(last_sequence=F("last_sequence") + 1)
-        return rows.values_list("pk", "last_sequence").get()
 
     def idle(self) -> ExtractionQueueQuerySet:
         """Queues nobody holds a live lease on, with a job that may run now."""
@@ -153,12 +137,51 @@ OPEN_STATES = (JobState.PENDING, JobState.RUNNING)
 class ExtractionJobQuerySet(models.QuerySet):
     """Extraction jobs. Run inside ``tenant_atomic``: RLS hides other tenants."""
 
+    def enqueue(self, namespace: tuple[str, ...], payload: dict[str, Any]) -> tuple[int, int]:
+        """Insert the next job of ``namespace`` (creating its queue): ``(job id, queue id)``.
+
+        On PostgreSQL one statement: an upsert of the queue row that increments its
+        sequence (locking the row until commit, so sequence numbers follow commit order)
+        feeding the job's INSERT. Run it inside ``tenant_atomic``.
+        """
+        connection = connections[self.db]
+        if connection.vendor != "postgresql":
+            from tulip_memory.exceptions import ConfigurationError
+
+            raise ConfigurationError(
+                f"extract_mode='celery' keeps its jobs on PostgreSQL (row-level security, "
+                f"per-namespace sequence numbers); database alias {self.db!r} is "
+                f"{connection.vendor}"
+            )
+        queues, jobs = ExtractionQueue._meta.db_table, self.model._meta.db_table
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"WITH q AS (INSERT INTO {queues} AS q "
+                "(tenant, namespace, last_sequence, lease_owner) VALUES (%s, %s, 1, '') "
+                "ON CONFLICT (tenant, namespace) DO UPDATE "
+                "SET last_sequence = q.last_sequence + 1 RETURNING q.id, q.last_sequence) "
+                f"INSERT INTO {jobs} (queue_id, tenant, sequence, payload, state, attempts, "
+                "error, worker, created_at) "
+                "SELECT q.id, %s, q.last_sequence, %s::jsonb, %s, 0, '', '', now() "
+                "FROM q RETURNING id, queue_id",
+                [
+                    namespace[0],
+                    encode_namespace(namespace),
+                    namespace[0],
+                    json.dumps(payload),
+                    JobState.PENDING.value,
+                ],
+            )
+            job_id, queue_id = cursor.fetchone()
+            return job_id, queue_id
+
     def open(self) -> ExtractionJobQuerySet:
         return self.filter(state__in=OPEN_STATES)
 
-    def next_open(self, queue_id: int) -> ExtractionJob | None:
-        """The queue's lowest-numbered job not yet done or failed (locked), with ``db_now``."""
-        return (
+    def next_open(self, queue_id: int) -> tuple[ExtractionJob, datetime] | None:
+        """The queue's lowest-numbered job not yet done or failed (locked), and the
+        database's ``now()``."""
+        job = (
             self.open()
             .filter(queue_id=queue_id)
             .annotate(db_now=Now())
@@ -166,6 +189,7 @@ class ExtractionJobQuerySet(models.QuerySet):
             .order_by("sequence")
             .first()
         )
+        return None if job is None else (job, job.db_now)
 
     def runnable(self) -> ExtractionJobQuerySet:
         """Open jobs that may run now (no retry delay pending)."""

@@ -13,6 +13,10 @@ BM25 rewards rare words; HRR rewards the share of the query the item covers, nor
 length, so an item holding all the query's words beats one holding the rarest word alone.
 ``search(..., mode="lexical")`` and ``mode="hrr"`` (an exact HRR scan of the namespace)
 expose each ranking alone. Without numpy the store is FTS5-only and warns once per process.
+In a namespace of more than ``ROW_BUDGET`` (4000) items the candidate search leaves out the
+query's most common terms (BM25 costs microseconds per matching row and a frequent word
+matches half of a namespace); HRR still ranks the candidates on every term. This keeps a
+search at 100k items in one namespace under 50 ms (see ``bench/store.py``).
 
 Semantic search stores the caller's embedding as float32 and ranks by an exact cosine scan
 with numpy. Its width is fixed by the first embedding written to the file (or
@@ -48,7 +52,9 @@ from tulip_memory.store.holographic_sql import (
     COUNT_NAMESPACE,
     ROW_BUDGET,
     SCHEMA,
+    Transaction,
     fts_query,
+    metadata_matches,
     ns_prefix_text,
     ns_to_text,
     scope_token,
@@ -76,6 +82,7 @@ __all__ = ["HolographicStore"]
 T = TypeVar("T")
 
 RRF_K = 60
+DEFAULT_DIM = 512  # = hrr.DEFAULT_DIM, repeated here because hrr cannot import without numpy
 SEARCH_MODES = ("fused", "lexical", "hrr")
 _ITEM_COLUMNS = "key, value, metadata, created_at, updated_at, version"
 _numpy_warning_given = False
@@ -106,7 +113,7 @@ class HolographicStore(BaseStore):
         self,
         path: str | Path = ":memory:",
         *,
-        dim: int = 512,
+        dim: int = DEFAULT_DIM,
         embedding_dim: int | None = None,
     ) -> None:
         if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
@@ -189,8 +196,8 @@ class HolographicStore(BaseStore):
             raise RuntimeError(f"{self!r} is closed")
         return self._conn
 
-    def _transaction(self) -> _Transaction:
-        return _Transaction(self._connection())
+    def _transaction(self) -> Transaction:
+        return Transaction(self._connection())
 
     async def _run(self, func: Callable[[], T]) -> T:
         """Run ``func`` under the store's lock in a worker thread."""
@@ -350,8 +357,7 @@ class HolographicStore(BaseStore):
         )
 
     def _fetch_one(self, namespace: tuple[str, ...], key: str, columns: str) -> Any:
-        ns = ns_to_text(validate_namespace(namespace))
-        validate_key(key)
+        ns = ns_to_text(namespace)
         return (
             self._connection()
             .execute(f"SELECT {columns} FROM tulip_items WHERE ns = ? AND key = ?", (ns, key))
@@ -580,7 +586,7 @@ class HolographicStore(BaseStore):
                     "WHERE ns = ? AND embedding IS NOT NULL",
                     (ns,),
                 )
-                if _matches(json.loads(row[2]), wanted)
+                if metadata_matches(json.loads(row[2]), wanted)
             ]
             if not rows:
                 return []
@@ -606,23 +612,3 @@ class HolographicStore(BaseStore):
             return results
 
         return await self._run(work)
-
-
-def _matches(metadata: dict[str, Any], wanted: dict[str, Any]) -> bool:
-    return all(field in metadata and metadata[field] == value for field, value in wanted.items())
-
-
-class _Transaction:
-    """``BEGIN IMMEDIATE`` … ``COMMIT`` (``ROLLBACK`` on error) on an autocommit connection."""
-
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self._conn = conn
-
-    def __enter__(self) -> sqlite3.Cursor:
-        self._cursor = self._conn.cursor()
-        self._cursor.execute("BEGIN IMMEDIATE")
-        return self._cursor
-
-    def __exit__(self, exc_type: object, *rest: object) -> None:
-        self._conn.execute("ROLLBACK" if exc_type else "COMMIT")
-        self._cursor.close()

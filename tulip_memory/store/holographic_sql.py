@@ -1,4 +1,4 @@
-"""The SQLite schema of HolographicStore and the text forms it stores namespaces in.
+"""HolographicStore's SQLite side: schema, namespace text forms, queries, transactions.
 
 A namespace is stored as its compact JSON array (``["users","u1"]``): exact, reversible,
 and a prefix ``("users",)`` is the string prefix ``["users",`` of every namespace under
@@ -13,14 +13,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sqlite3
 from collections.abc import Iterable
+from typing import Any
 
 __all__ = [
     "COUNT_MATCHES",
     "COUNT_NAMESPACE",
     "ROW_BUDGET",
     "SCHEMA",
+    "Transaction",
     "fts_query",
+    "metadata_matches",
     "ns_prefix_text",
     "ns_to_text",
     "scope_token",
@@ -96,3 +100,24 @@ COUNT_NAMESPACE = "SELECT count(*) FROM (SELECT 1 FROM tulip_items WHERE ns = ? 
 COUNT_MATCHES = (
     "SELECT count(*) FROM (SELECT 1 FROM tulip_items_fts WHERE tulip_items_fts MATCH ? LIMIT ?)"
 )
+
+
+def metadata_matches(metadata: dict[str, Any], wanted: dict[str, Any]) -> bool:
+    """Whether ``metadata`` has every field of ``wanted`` with an equal value."""
+    return all(field in metadata and metadata[field] == value for field, value in wanted.items())
+
+
+class Transaction:
+    """``BEGIN IMMEDIATE`` … ``COMMIT`` (``ROLLBACK`` on error) on an autocommit connection."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    def __enter__(self) -> sqlite3.Cursor:
+        self._cursor = self._conn.cursor()
+        self._cursor.execute("BEGIN IMMEDIATE")
+        return self._cursor
+
+    def __exit__(self, exc_type: object, *rest: object) -> None:
+        self._conn.execute("ROLLBACK" if exc_type else "COMMIT")
+        self._cursor.close()

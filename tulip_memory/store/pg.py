@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import threading
 import warnings
 from collections import OrderedDict, defaultdict
@@ -69,8 +68,6 @@ DEFAULT_DIM = 512
 DEFAULT_ENCODING_CACHE = 1024
 # At most this many distinct query tokens take part in the lexical match.
 _MAX_QUERY_TOKENS = 64
-# json.dumps writes NUL as \u0000 (after an even run of backslashes); jsonb refuses it.
-_JSON_NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
 
 T = TypeVar("T")
 Namespace = tuple[str, ...]
@@ -208,11 +205,15 @@ class PgMemory(BaseStore):
 
     @staticmethod
     def _refuse_nul(prepared: PreparedPut, where: str = "") -> None:
-        for what, text in (("value", prepared.value_json), ("metadata", prepared.metadata_json)):
-            if _JSON_NUL.search(text):
-                raise ValueError(
-                    f"{where}{what} contains a NUL character, which PostgreSQL cannot store"
-                )
+        # Values may hold NUL (stored escaped, see models.store.value_to_db, as the store
+        # contract asks); metadata is compared inside PostgreSQL, so it may not.
+        from tulip_memory.models.store import json_has_nul
+
+        if json_has_nul(prepared.metadata_json):
+            raise ValueError(
+                f"{where}metadata contains a NUL character, which PostgreSQL's jsonb cannot "
+                "store (values may hold NUL; metadata may not)"
+            )
 
     def _items(self) -> Any:
         from tulip_memory.models.store import MemoryItem
@@ -275,24 +276,31 @@ class PgMemory(BaseStore):
         return vector
 
     def _row(self, prepared: PreparedPut, text: str, vector: str | None, source: str) -> Any:
-        from tulip_memory.models.store import UpsertRow, encode_namespace, search_text_of
+        from tulip_memory.models.store import (
+            UpsertRow,
+            encode_namespace,
+            search_text_of,
+            value_to_db,
+        )
 
         return UpsertRow(
             tenant=prepared.namespace[0],
             namespace=encode_namespace(prepared.namespace),
             key=prepared.key,
-            value_json=prepared.value_json,
+            value_json=value_to_db(prepared.value_json),
             metadata_json=prepared.metadata_json,
             search_text=search_text_of(tokenize(text)),
             embedding=vector,
             embedding_source=source if vector is not None else "",
         )
 
-    def _item(self, namespace: Namespace, row: Any) -> StoreItem:
+    def _item(self, namespace: Namespace, row: Any, *, stored: bool = True) -> StoreItem:
+        from tulip_memory.models.store import value_from_db
+
         return StoreItem(
             namespace=namespace,
             key=row.key,
-            value=row.value,
+            value=value_from_db(row.value) if stored else row.value,
             metadata=dict(row.metadata or {}),
             created_at=_aware(row.created_at),
             updated_at=_aware(row.updated_at),
@@ -426,7 +434,7 @@ class PgMemory(BaseStore):
     def _get_batch_sync(
         self, pairs_by_tenant: dict[str, list[tuple[Namespace, str]]]
     ) -> dict[Any, Any]:
-        from tulip_memory.models.store import encode_namespace
+        from tulip_memory.models.store import encode_namespace, value_from_db
 
         found: dict[tuple[Namespace, str], Any] = {}
         for tenant, pairs in pairs_by_tenant.items():
@@ -434,7 +442,7 @@ class PgMemory(BaseStore):
             with self._atomic(tenant):
                 rows = self._items().for_keys(pairs).values_list("namespace", "key", "value")
                 for path, key, value in rows:
-                    found[wanted[(path, key)]] = value
+                    found[wanted[(path, key)]] = value_from_db(value)
         return found
 
     async def get_batch(
@@ -545,7 +553,7 @@ class PgMemory(BaseStore):
         out: list[list[StoreItem]] = [[] for _ in namespaces]
         lexical = False
         for row in rows:
-            out[row.index].append(self._item(namespaces[row.index], row))
+            out[row.index].append(self._item(namespaces[row.index], row, stored=False))
             lexical = lexical or row.lexical
         if lexical and not self._lexical_warned:
             self._lexical_warned = True

@@ -5,8 +5,10 @@ reaches storage and the message always names the argument and the problem:
 
 - a namespace is a non-empty ``tuple`` of non-empty ``str`` labels without NUL;
 - a key is a non-empty ``str`` without NUL;
-- a value (and metadata) must be JSON-serialisable, NaN and Infinity included
-  (``json.dumps(..., allow_nan=False)``); metadata is ``None`` or a ``dict`` with ``str`` keys;
+- a value (and metadata) must be strict JSON: no NaN or Infinity
+  (``json.dumps(..., allow_nan=False)``) and no NUL character in any string (PostgreSQL's
+  ``jsonb`` cannot hold ``\\u0000``, so every store refuses it alike); metadata is ``None``
+  or a ``dict`` with ``str`` keys;
 - an embedding is a non-empty sequence of finite real numbers, not all zero, of the
   store's width when the store has one;
 - a limit is an ``int`` >= 1, a threshold a finite number in [-1, 1].
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterable, Sequence
 from numbers import Real
 from typing import Any, NamedTuple
@@ -122,13 +125,18 @@ def validate_key_list(keys: object) -> list[tuple[tuple[str, ...], str]]:
     return pairs
 
 
+# An escaped NUL in JSON text: "\u0000" preceded by an even number of backslashes.
+_JSON_NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
+
+
 def _to_json(obj: Any, name: str) -> str:
     try:
-        return json.dumps(obj, allow_nan=False, ensure_ascii=False, separators=(",", ":"))
-    except ValueError as exc:  # NaN / Infinity, circular reference
+        text = json.dumps(obj, allow_nan=False, ensure_ascii=False, separators=(",", ":"))
+    except (ValueError, TypeError) as exc:  # NaN / Infinity, circular reference, bad type
         raise ValueError(f"{name} is not JSON-serialisable: {exc}") from None
-    except TypeError as exc:
-        raise ValueError(f"{name} is not JSON-serialisable: {exc}") from None
+    if "\\u0000" in text and _JSON_NUL.search(text):
+        raise ValueError(f"{name} must not contain a NUL character (\\u0000)")
+    return text
 
 
 def encode_value(value: Any, *, name: str = "value") -> str:

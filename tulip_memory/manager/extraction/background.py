@@ -5,9 +5,9 @@ submitted before it); at most ``max_concurrent`` jobs run at once over all names
 :meth:`BackgroundExtractions.drain` waits for every job, including jobs submitted while
 it waits; cancelling ``drain`` leaves the jobs running.
 
-Better than the reference: the semaphore and task table belong to one event loop; a
-manager reused under a new loop (``asyncio.run`` per request in a sync view, one loop per
-test) starts a fresh table instead of failing on a semaphore bound to a dead loop.
+The semaphore and task table belong to one event loop: a manager reused under a new
+loop (``asyncio.run`` per request in a sync view, one loop per test) starts a fresh table
+instead of failing on a semaphore bound to a closed loop.
 Pure Python: importable without Django settings.
 """
 

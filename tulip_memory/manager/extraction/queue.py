@@ -66,25 +66,20 @@ class CeleryExtractions:
         """
         from django.db import transaction
 
-        from tulip_memory.models import ExtractionJob, ExtractionQueue
+        from tulip_memory.models import ExtractionJob
         from tulip_memory.tenancy import tenant_atomic
 
         tenant = namespace[0]
         payload = {"messages": [message.to_dict() for message in messages]}
         with tenant_atomic(tenant, using=self.using):
-            queue_id, sequence = ExtractionQueue.objects.using(self.using).allocate_sequence(
-                namespace
-            )
-            job = ExtractionJob.objects.using(self.using).create(
-                queue_id=queue_id, tenant=tenant, sequence=sequence, payload=payload
-            )
+            job_id, queue_id = ExtractionJob.objects.using(self.using).enqueue(namespace, payload)
 
             def committed() -> None:
-                self._pending[job.pk] = (tenant, queue_id)
+                self._pending[job_id] = (tenant, queue_id)
                 send_run_task(tenant, queue_id)
 
             transaction.on_commit(committed, using=self.using)
-        return job.pk
+        return job_id
 
     def _poll(self, kick: bool) -> None:
         from tulip_memory.models import ExtractionJob, ExtractionQueue

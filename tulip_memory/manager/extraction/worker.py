@@ -98,7 +98,9 @@ def worker_identity() -> str:
 
 
 class _Heartbeat:
-    """Renews a lease every third of its length while a job runs (own DB connection)."""
+    """Renews a lease every third of its length while its holder runs jobs (in a thread,
+    with its own database connection), so a long job is not taken over while its worker
+    lives; it dies with the worker, so a dead worker's lease expires."""
 
     def __init__(self, tenant: str, queue_id: int, owner: str, lease: float) -> None:
         self.args = (tenant, queue_id, owner, lease)
@@ -159,11 +161,12 @@ def _run_claimed(
             if not ExtractionQueue.objects.renew(queue_id, owner, lease):
                 logger.warning("lost the lease of extraction queue %s; stopping", queue_id)
                 return None
-            job = ExtractionJob.objects.next_open(queue_id)
-            if job is None:
+            found = ExtractionJob.objects.next_open(queue_id)
+            if found is None:
                 return None
-            if job.run_after is not None and job.run_after > job.db_now:
-                return (job.run_after - job.db_now).total_seconds()
+            job, db_now = found
+            if job.run_after is not None and job.run_after > db_now:
+                return (job.run_after - db_now).total_seconds()
             if job.attempts >= max_attempts:
                 # Its last attempt started and never reported: the worker died.
                 error = f"worker lost during attempt {job.attempts}; {job.error}".rstrip("; ")
@@ -190,8 +193,7 @@ def _run_claimed(
             )
         messages = [Message.from_dict(data) for data in job.payload.get("messages", [])]
         try:
-            with _Heartbeat(tenant, queue_id, owner, lease):
-                memories = async_to_sync(_extract_in)(build_worker_manager(), namespace, messages)
+            memories = async_to_sync(_extract_in)(build_worker_manager(), namespace, messages)
         except Exception as exc:
             final = job.attempts >= max_attempts
             error = f"{type(exc).__name__}: {exc}"
@@ -250,7 +252,8 @@ def run_queue(tenant: str, queue_id: int, *, owner: str | None = None) -> RunOut
         from tulip_memory.models.store import decode_namespace
 
         try:
-            retry_in = _run_claimed(tenant, queue_id, decode_namespace(path), owner, outcome)
+            with _Heartbeat(tenant, queue_id, owner, lease):
+                retry_in = _run_claimed(tenant, queue_id, decode_namespace(path), owner, outcome)
         finally:
             with tenant_atomic(tenant):
                 ExtractionQueue.objects.release(queue_id, owner)

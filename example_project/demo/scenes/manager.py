@@ -1,0 +1,144 @@
+"""Demo scene: long-term memory across sessions, on PgMemory (tenant ``demo``).
+
+Ada tells the agent who she is in one session; the heuristic extractor turns that into
+typed memories; the next session starts with a memory block recalled for her message.
+Her role changes and the history keeps what it said before. Then the Celery mode: three
+sessions of two users become job rows, which a worker runs in order per namespace (the
+worker code is called in this process here; ``celery -A example_project worker -Q
+tulip_memory`` does it in production).
+"""
+
+from __future__ import annotations
+
+from typing import Any, TextIO
+
+from asgiref.sync import sync_to_async
+
+from tulip_memory.events import memory_event
+from tulip_memory.manager import LLMMemoryManager, MemoryType
+from tulip_memory.messages import Message, Role
+from tulip_memory.state import AgentState
+
+ADA = ("demo", "users", "ada")
+
+
+async def _clear(store: Any, prefix: tuple[str, ...]) -> None:
+    for namespace in await store.list_namespaces(prefix, limit=1000):
+        await store.clear_namespace(namespace)
+
+
+def _run_jobs(namespaces: list[tuple[str, ...]]) -> list[tuple[str, int, str, int]]:
+    from tulip_memory.manager.extraction.worker import run_queue
+    from tulip_memory.models import ExtractionJob, ExtractionQueue
+    from tulip_memory.models.store import encode_namespace
+    from tulip_memory.tenancy import tenant_atomic
+
+    with tenant_atomic("demo"):
+        paths = [encode_namespace(ns) for ns in namespaces]
+        queue_ids = list(
+            ExtractionQueue.objects.filter(namespace__in=paths).values_list("pk", flat=True)
+        )
+    for queue_id in queue_ids:
+        run_queue("demo", queue_id, owner="demo-worker")
+    with tenant_atomic("demo"):
+        return list(
+            ExtractionJob.objects.filter(queue_id__in=queue_ids)
+            .order_by("queue__namespace", "sequence")
+            .values_list("queue__namespace", "sequence", "state", "attempts")
+        )
+
+
+async def manager_scene(out: TextIO) -> None:
+    from tulip_memory.store import PgMemory
+
+    store = PgMemory()
+    await _clear(store, ("demo", "users"))
+    events: list[str] = []
+
+    def on_event(sender: Any, event: str, payload: dict[str, Any], **kwargs: Any) -> None:
+        if event.startswith("memory.manager."):
+            events.append(f"{event} {payload.get('memory_count', '')}".rstrip())
+
+    memory_event.connect(on_event, weak=False)
+    try:
+        manager = LLMMemoryManager(
+            store,
+            namespace_prefix=("demo", "anonymous"),
+            namespace_resolver=lambda run: (
+                ("demo", "users", run.metadata["user"]) if run.metadata.get("user") else None
+            ),
+        )
+        first = AgentState(
+            messages=[
+                Message(Role.SYSTEM, "You are a coding assistant."),
+                Message(
+                    Role.USER,
+                    "I'm a data scientist at Acme. I prefer short answers with code first.",
+                ),
+                Message(Role.ASSISTANT, "Got it. I used pandas for the join."),
+                Message(
+                    Role.USER, "Exactly. We're migrating the pipeline to Polars; see PROJ-812."
+                ),
+            ],
+            metadata={"user": "ada"},
+        )
+        await manager.on_session_end(first)
+        out.write("Session 1 ended; the heuristic extractor kept:\n")
+        with manager.scoped(ADA):
+            for memory in await manager.retrieve():
+                out.write(f"  [{memory.type.value:9}] {memory.key:42} {memory.content}\n")
+
+        second = AgentState(
+            messages=[
+                Message(Role.SYSTEM, "You are a coding assistant."),
+                Message(Role.USER, "How do I speed up the Polars join?"),
+            ],
+            metadata={"user": "ada"},
+        )
+        started = await manager.on_session_start(second)
+        out.write("\nSession 2 starts; the memory block injected after the system prompt:\n")
+        for line in started.messages[1].content.splitlines():
+            out.write(f"  | {line}\n")
+        anonymous = await manager.on_session_start(AgentState(messages=[Message(Role.USER, "hi")]))
+        out.write(
+            "An anonymous run (the resolver returns None) gets "
+            f"{len(anonymous.messages) - 1} memory block(s).\n"
+        )
+
+        await manager.on_session_end(
+            AgentState(
+                messages=[Message(Role.USER, "I am a staff engineer at Globex now.")],
+                metadata={"user": "ada"},
+            )
+        )
+        with manager.scoped(ADA):
+            out.write("\nHer role changed; its history:\n")
+            for version in await manager.history(MemoryType.USER, "role"):
+                until = version.valid_to.strftime("%H:%M:%S.%f") if version.valid_to else "now"
+                out.write(f"  {version.valid_from:%H:%M:%S.%f} -> {until:15} {version.content}\n")
+
+        celery = LLMMemoryManager(
+            store, namespace_prefix=("demo", "anonymous"), extract_mode="celery"
+        )
+        sessions = [
+            ("ada", "I live in Lyon."),
+            ("bob", "I'm a nurse."),
+            ("ada", "I live in Paris now."),
+        ]
+        for user, text in sessions:
+            with celery.scoped(("demo", "users", user)):
+                await celery.on_session_end(AgentState(messages=[Message(Role.USER, text)]))
+        out.write(
+            f"\nCelery mode: {len(sessions)} sessions recorded as jobs "
+            f"({celery.pending_extractions} pending);\n"
+        )
+        rows = await sync_to_async(_run_jobs)([("demo", "users", "ada"), ("demo", "users", "bob")])
+        out.write("a worker runs each namespace's jobs in sequence order:\n")
+        for namespace, sequence, state, attempts in rows:
+            out.write(f"  {namespace:16} #{sequence}  {state:7} attempts={attempts}\n")
+        with manager.scoped(ADA):
+            location = [m.content for m in await manager.retrieve() if m.key == "location"]
+        out.write(f"Ada's location after both jobs, in order: {location[0]}\n")
+        out.write(f"\nEvents: {', '.join(events)}\n")
+    finally:
+        memory_event.disconnect(on_event)

@@ -1,0 +1,44 @@
+"""System checks E040-E043 on the settings Celery workers build their manager from."""
+
+from __future__ import annotations
+
+import pytest
+
+from tulip_memory.manager.checks import check_manager_settings
+
+
+def _ids(settings, **overrides) -> list[str]:
+    settings.TULIP_MEMORY = overrides
+    return [message.id for message in check_manager_settings()]
+
+
+def test_defaults_pass(settings):
+    assert _ids(settings) == []
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        ({"STORE": "tulip_memory.store.NoSuchStore"}, "tulip_memory.E040"),
+        ({"STORE_OPTIONS": []}, "tulip_memory.E040"),
+        ({"EXTRACTOR": "tests.manager.extractors.no_such_function"}, "tulip_memory.E041"),
+        ({"EXTRACTOR": "tulip_memory.manager.heuristic.extract_heuristic"}, "tulip_memory.E041"),
+        ({"MANAGER_OPTIONS": {"max_memorys": 3}}, "tulip_memory.E042"),
+        ({"MANAGER_OPTIONS": {"extract_mode": "celery"}}, "tulip_memory.E042"),
+        ({"MANAGER_OPTIONS": "max_memories=3"}, "tulip_memory.E042"),
+        ({"CELERY_QUEUE": ""}, "tulip_memory.E043"),
+        ({"EXTRACTION_LEASE_SECONDS": 0}, "tulip_memory.E043"),
+        ({"EXTRACTION_RETRY_DELAY": -1}, "tulip_memory.E043"),
+        ({"EXTRACTION_MAX_ATTEMPTS": 0}, "tulip_memory.E043"),
+    ],
+)
+def test_bad_settings_are_reported(settings, overrides, expected):
+    assert _ids(settings, **overrides) == [expected]
+
+
+def test_a_valid_configuration_passes(settings):
+    good = {
+        "EXTRACTOR": "tests.manager.extractors.logging_extractor",
+        "MANAGER_OPTIONS": {"max_memories": 10, "retrieve_limit": 5},
+    }
+    assert _ids(settings, **good) == []

@@ -1,0 +1,76 @@
+"""InMemoryStore beyond the contract: its ranking, and use from several threads and loops."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+from tulip_memory.store import InMemoryStore
+
+NS = ("t", "notes")
+
+
+async def test_ranked_by_matched_terms_then_recency():
+    store = InMemoryStore()
+    await store.put(NS, "both-old", "green tea")
+    await store.put(NS, "one-old", "tea only")
+    await store.put(NS, "none", "coffee")
+    await store.put(NS, "one-new", "GREEN light")
+    await store.put(NS, "both-new", "Tea, green!")
+    found = [item.key for item in await store.search(NS, "green tea")]
+    assert found == ["both-new", "both-old", "one-new", "one-old"]
+    assert [item.key for item in await store.search(NS, "green tea", limit=3)] == found[:3]
+    # An update makes an item the most recent one.
+    await store.put(NS, "one-old", "tea only, still")
+    assert [item.key for item in await store.search(NS, "tea")][:2] == ["one-old", "both-new"]
+
+
+async def test_matches_words_of_nested_values_not_dict_keys():
+    store = InMemoryStore()
+    await store.put(NS, "k", {"content": "likes hiking", "tags": ["Alps", 3000]})
+    assert [i.key for i in await store.search(NS, "alps")] == ["k"]
+    assert [i.key for i in await store.search(NS, "3000")] == ["k"]
+    assert await store.search(NS, "content") == []
+    assert await store.search(NS, "skiing") == []
+
+
+async def test_index_follows_updates_and_deletes():
+    store = InMemoryStore()
+    await store.put(NS, "k", "tea")
+    await store.put(NS, "k", "coffee")
+    assert await store.search(NS, "tea") == []
+    assert [i.key for i in await store.search(NS, "coffee")] == ["k"]
+    await store.delete(NS, "k")
+    assert await store.search(NS, "coffee") == []
+    assert await store.list_namespaces() == []
+
+
+def test_threads_with_their_own_event_loops():
+    store = InMemoryStore()
+    errors: list[BaseException] = []
+
+    async def worker(n: int) -> None:
+        for i in range(200):
+            await store.put(NS, "shared", {"writer": n, "i": i})
+            await store.put(("t", f"w{n}"), f"k{i}", f"note {i}")
+            await store.search(NS, "writer")
+
+    def run(n: int) -> None:
+        try:
+            asyncio.run(worker(n))
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+
+    async def check() -> None:
+        assert (await store.get_item(NS, "shared")).version == 800
+        for n in range(4):
+            assert len(await store.list_keys(("t", f"w{n}"), limit=1000)) == 200
+
+    asyncio.run(check())

@@ -1,0 +1,159 @@
+"""System checks of the memory manager's settings (ids tulip_memory.E040-E049).
+
+What a Celery worker builds from ``TULIP_MEMORY`` must be importable and well formed,
+or every extraction job would fail at run time, far from the mistake:
+
+* E040 ``STORE`` is not an importable callable, or ``STORE_OPTIONS`` is not a dict;
+* E041 ``EXTRACTOR`` is set but is not an importable ``async`` callable;
+* E042 ``MANAGER_OPTIONS`` is not a dict of ``LLMMemoryManager`` keyword arguments;
+* E043 ``CELERY_QUEUE``, ``EXTRACTION_LEASE_SECONDS``, ``EXTRACTION_MAX_ATTEMPTS`` or
+  ``EXTRACTION_RETRY_DELAY`` is out of range.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterable
+from typing import Any
+
+from django.core import checks
+
+__all__ = ["check_manager_settings"]
+
+# Options a worker's manager may not take from MANAGER_OPTIONS: it sets them itself.
+_WORKER_OWNED = {"store", "extract_fn", "extract_mode"}
+
+
+def _error(message: str, hint: str, id_: str) -> checks.Error:
+    return checks.Error(message, hint=hint, id=f"tulip_memory.{id_}")
+
+
+def _check_imports(settings: Any) -> list[checks.CheckMessage]:
+    errors: list[checks.CheckMessage] = []
+    try:
+        store = settings.import_setting("STORE")
+    except ImportError as exc:
+        store = None
+        errors.append(
+            _error(
+                f"TULIP_MEMORY['STORE'] cannot be imported: {exc}",
+                "Name a store class by dotted path.",
+                "E040",
+            )
+        )
+    else:
+        if store is not None and not callable(store):
+            errors.append(
+                _error(
+                    "TULIP_MEMORY['STORE'] is not callable",
+                    "Name a store class or factory.",
+                    "E040",
+                )
+            )
+    if not isinstance(settings.STORE_OPTIONS, dict):
+        errors.append(
+            _error(
+                "TULIP_MEMORY['STORE_OPTIONS'] must be a dict",
+                "Keyword arguments of the store.",
+                "E040",
+            )
+        )
+    try:
+        extractor = settings.import_setting("EXTRACTOR")
+    except ImportError as exc:
+        errors.append(
+            _error(
+                f"TULIP_MEMORY['EXTRACTOR'] cannot be imported: {exc}",
+                "Name an async function by dotted path, or None for the heuristic.",
+                "E041",
+            )
+        )
+    else:
+        if extractor is not None and not inspect.iscoroutinefunction(extractor):
+            errors.append(
+                _error(
+                    "TULIP_MEMORY['EXTRACTOR'] is not an async function",
+                    "async def extract(messages) -> list[Memory]",
+                    "E041",
+                )
+            )
+    return errors
+
+
+def _check_options(settings: Any) -> list[checks.CheckMessage]:
+    from tulip_memory.manager.llm import LLMMemoryManager
+
+    options = settings.MANAGER_OPTIONS
+    if not isinstance(options, dict):
+        return [
+            _error(
+                "TULIP_MEMORY['MANAGER_OPTIONS'] must be a dict",
+                "Keyword arguments of LLMMemoryManager.",
+                "E042",
+            )
+        ]
+    accepted = set(inspect.signature(LLMMemoryManager.__init__).parameters) - {
+        "self",
+        *_WORKER_OWNED,
+    }
+    unknown = sorted(set(options) - accepted)
+    if unknown:
+        return [
+            _error(
+                "TULIP_MEMORY['MANAGER_OPTIONS'] has options that LLMMemoryManager does not "
+                f"take on a worker: {unknown}",
+                f"Accepted: {sorted(accepted)}",
+                "E042",
+            )
+        ]
+    return []
+
+
+def _check_queue(settings: Any) -> list[checks.CheckMessage]:
+    errors: list[checks.CheckMessage] = []
+    if not isinstance(settings.CELERY_QUEUE, str) or not settings.CELERY_QUEUE.strip():
+        errors.append(
+            _error(
+                "TULIP_MEMORY['CELERY_QUEUE'] must be a non-empty string",
+                "The queue workers consume (-Q).",
+                "E043",
+            )
+        )
+    for name, floor, strict in (
+        ("EXTRACTION_LEASE_SECONDS", 0, True),
+        ("EXTRACTION_RETRY_DELAY", 0, False),
+    ):
+        value = getattr(settings, name)
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or value < floor
+            or (strict and value == floor)
+        ):
+            errors.append(
+                _error(
+                    f"TULIP_MEMORY['{name}'] must be a number {'>' if strict else '>='} {floor}, "
+                    f"got {value!r}",
+                    "Seconds.",
+                    "E043",
+                )
+            )
+    attempts = settings.EXTRACTION_MAX_ATTEMPTS
+    if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
+        errors.append(
+            _error(
+                f"TULIP_MEMORY['EXTRACTION_MAX_ATTEMPTS'] must be an int >= 1, got {attempts!r}",
+                "Attempts before a job is marked failed.",
+                "E043",
+            )
+        )
+    return errors
+
+
+def check_manager_settings(
+    app_configs: Iterable[Any] | None = None, **kwargs: Any
+) -> list[checks.CheckMessage]:
+    """E040-E043: the settings Celery workers build their memory manager from."""
+    from tulip_memory.conf import settings
+
+    return [*_check_imports(settings), *_check_options(settings), *_check_queue(settings)]
