@@ -11,6 +11,7 @@ holds all together; it reports how often the target comes first with FTS5 alone
 (``mode="lexical"``), HRR alone (``mode="hrr"``, an exact scan) and fused (the default).
 
     .venv/bin/python bench/store.py [--sizes 1000 10000 100000] [--recall-size 10000]
+        [--recall-queries 500] [--stores memory holographic] [--no-recall]
 
 Pure Python + SQLite: needs no database server and no Django settings.
 """
@@ -160,15 +161,23 @@ async def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
     parser.add_argument("--recall-size", type=int, default=10000)
     parser.add_argument("--recall-queries", type=int, default=500)
+    parser.add_argument(
+        "--stores", nargs="+", choices=["memory", "holographic"], default=["memory", "holographic"]
+    )
+    parser.add_argument("--no-recall", action="store_true")
     args = parser.parse_args()
 
     print("latency p50/p95 in ms (one namespace of `size` items; search limit 10)")
     for size in args.sizes:
-        await latency("InMemoryStore", InMemoryStore(), size, Corpus())
-        with tempfile.TemporaryDirectory() as folder:
-            store = HolographicStore(Path(folder) / "bench.sqlite3")
-            await latency("HolographicStore", store, size, Corpus())
-            await store.close()
+        if "memory" in args.stores:
+            await latency("InMemoryStore", InMemoryStore(), size, Corpus())
+        if "holographic" in args.stores:
+            with tempfile.TemporaryDirectory() as folder:
+                store = HolographicStore(Path(folder) / "bench.sqlite3")
+                await latency("HolographicStore", store, size, Corpus())
+                await store.close()
+    if args.no_recall:
+        return
     print(f"\nlexical recall on {args.recall_size} texts, three shared words per query")
     await recall(args.recall_size, args.recall_queries)
 

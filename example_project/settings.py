@@ -92,5 +92,10 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "loggers": {"tulip_memory": {"handlers": ["console"], "level": os.environ.get("TULIP_LOG_LEVEL", "WARNING")}},
+    "loggers": {
+        "tulip_memory": {
+            "handlers": ["console"],
+            "level": os.environ.get("TULIP_LOG_LEVEL", "WARNING"),
+        }
+    },
 }

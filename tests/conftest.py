@@ -38,7 +38,9 @@ def _mysql_admin(*statements: str) -> None:
 def django_db_setup(django_db_blocker):
     with django_db_blocker.unblock():
         call_command("migrate", database="owner", verbosity=0, interactive=False)
-        _mysql_admin("DROP DATABASE IF EXISTS `{name}`", "CREATE DATABASE `{name}` CHARACTER SET utf8mb4")
+        _mysql_admin(
+            "DROP DATABASE IF EXISTS `{name}`", "CREATE DATABASE `{name}` CHARACTER SET utf8mb4"
+        )
         call_command("migrate", database="mysql", verbosity=0, interactive=False)
     yield
     with django_db_blocker.unblock():

@@ -21,15 +21,17 @@ if os.environ.get("TULIP_TEST_DATABASES_READY") != "1":
     _urls = bootstrap_database(_admin_url, "tulip_test", recreate=True, app_can_truncate=True)
     os.environ.update(
         # One MariaDB database per test session, so concurrent runs never collide.
-        MYSQL_URL=os.environ.get("MYSQL_URL", f"mysql://root@127.0.0.1:3306/tulip_test_{os.getpid()}"),
+        MYSQL_URL=os.environ.get(
+            "MYSQL_URL", f"mysql://root@127.0.0.1:3306/tulip_test_{os.getpid()}"
+        ),
         DATABASE_URL=_urls.app,
         DATABASE_OWNER_URL=_urls.owner,
         TULIP_TEST_ADMIN_URL=_admin_url,
         TULIP_TEST_DATABASES_READY="1",
     )
 
-from example_project.settings import *  # noqa: E402,F403
-from example_project.settings import DATABASES  # noqa: E402
+from example_project.settings import *  # noqa: F403
+from example_project.settings import DATABASES
 
 # MariaDB of this machine kind, for the MySQL checkpointer (tests create the database).
 DATABASES["mysql"] = database_settings(

@@ -1,22 +1,22 @@
 """tulip_memory.conf: defaults, project overrides, refresh on setting_changed, bad settings."""
 
 import pytest
-from django.core.checks import run_checks
 from django.test import override_settings
 
+from tulip_memory.checks import check_settings
 from tulip_memory.conf import DEFAULTS, settings
 
 
 def test_defaults_are_returned_when_the_project_says_nothing():
-    assert settings.CELERY_QUEUE == DEFAULTS["CELERY_QUEUE"]
+    assert DEFAULTS["CELERY_QUEUE"] == settings.CELERY_QUEUE
 
 
 def test_override_settings_refreshes_the_cache():
     before = settings.EXTRACTION_MAX_ATTEMPTS
     with override_settings(TULIP_MEMORY={"EXTRACTION_MAX_ATTEMPTS": 9}):
         assert settings.EXTRACTION_MAX_ATTEMPTS == 9
-        assert settings.CELERY_QUEUE == DEFAULTS["CELERY_QUEUE"]
-    assert settings.EXTRACTION_MAX_ATTEMPTS == before
+        assert DEFAULTS["CELERY_QUEUE"] == settings.CELERY_QUEUE
+    assert before == settings.EXTRACTION_MAX_ATTEMPTS
 
 
 def test_unknown_setting_name_raises_attribute_error():
@@ -34,11 +34,14 @@ def test_import_setting_imports_dotted_paths():
 
 
 def test_checks_flag_unknown_keys_and_a_non_dict():
+    from django.core.checks import registry
+
+    assert check_settings in registry.registry.registered_checks
     with override_settings(TULIP_MEMORY={"CELERY_QUEU": "typo"}):
-        ids = [(m.id, m.msg) for m in run_checks()]
+        ids = [(m.id, m.msg) for m in check_settings()]
     assert any(i == "tulip_memory.W001" and "CELERY_QUEU" in msg for i, msg in ids)
     with override_settings(TULIP_MEMORY=["not", "a", "dict"]):
-        assert "tulip_memory.E001" in [m.id for m in run_checks()]
+        assert [m.id for m in check_settings()] == ["tulip_memory.E001"]
         with pytest.raises(TypeError, match="must be a dict"):
             settings.CELERY_QUEUE  # noqa: B018
 

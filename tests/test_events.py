@@ -1,4 +1,4 @@
-"""tulip_memory.events: every event goes through memory_event; failing receivers never break callers."""
+"""tulip_memory.events: events go through memory_event; failing receivers never break callers."""
 
 import logging
 
@@ -62,7 +62,9 @@ async def test_async_receivers_are_awaited():
     assert got == ["memory.async"]
 
 
-async def test_a_failing_receiver_is_logged_and_others_still_run(received, failing_receiver, caplog):
+async def test_a_failing_receiver_is_logged_and_others_still_run(
+    received, failing_receiver, caplog
+):
     with caplog.at_level(logging.ERROR, logger="tulip_memory.events"):
         events.emit_sync("memory.sync")
         await events.emit("memory.async")

@@ -16,7 +16,9 @@ from tulip_memory.registry import check_checkpointer_settings
 from tulip_memory.rls import check_tenant_databases
 
 
-def check_settings(app_configs: Iterable[Any] | None = None, **kwargs: Any) -> list[checks.CheckMessage]:
+def check_settings(
+    app_configs: Iterable[Any] | None = None, **kwargs: Any
+) -> list[checks.CheckMessage]:
     """tulip_memory.E001: TULIP_MEMORY is not a dict; W001: unknown keys (likely typos)."""
     from tulip_memory.conf import SETTINGS_NAME, settings
 

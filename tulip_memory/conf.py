@@ -72,7 +72,9 @@ class TulipMemorySettings:
                 return {}
             value = getattr(django_settings, SETTINGS_NAME, {}) or {}
             if not isinstance(value, dict):
-                raise TypeError(f"settings.{SETTINGS_NAME} must be a dict, got {type(value).__name__}")
+                raise TypeError(
+                    f"settings.{SETTINGS_NAME} must be a dict, got {type(value).__name__}"
+                )
             self._user = dict(value)
         return self._user
 

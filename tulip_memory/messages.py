@@ -50,7 +50,9 @@ class Message:
             try:
                 self.role = Role(self.role)
             except ValueError:
-                raise ValueError(f"Message.role must be one of {[r.value for r in Role]}, got {self.role!r}") from None
+                raise ValueError(
+                    f"Message.role must be one of {[r.value for r in Role]}, got {self.role!r}"
+                ) from None
         if not isinstance(self.content, str):
             raise ValueError(f"Message.content must be a str, got {type(self.content).__name__}")
 

@@ -379,7 +379,18 @@ def check_connection(connection: Any, alias: str) -> list[checks.CheckMessage]:
                 id="tulip_memory.E011",
             )
         )
-    for table, enabled, forced, owned, policies in rows:
+    owned_tables = sorted(table for table, _enabled, _forced, owned, _policies in rows if owned)
+    if owned_tables:
+        errors.append(
+            checks.Warning(
+                f"Database alias {alias!r} connects as {role!r}, the owner of the tenant "
+                f"tables {owned_tables}: an owner can disable row level security.",
+                hint="Run migrations as an owner role (migrate --database=owner) and "
+                "the application as another role.",
+                id="tulip_memory.W010",
+            )
+        )
+    for table, enabled, forced, _owned, policies in rows:
         if not (enabled and forced):
             errors.append(
                 checks.Error(
@@ -396,16 +407,6 @@ def check_connection(connection: Any, alias: str) -> list[checks.CheckMessage]:
                     f"exactly [{POLICY_NAME!r}]: another policy would widen what a tenant sees.",
                     hint="Drop the extra policies, or migrate tulip_memory to recreate its own.",
                     id="tulip_memory.E013",
-                )
-            )
-        if owned:
-            errors.append(
-                checks.Warning(
-                    f"Database alias {alias!r} connects as {role!r}, the owner of tenant "
-                    f"table {table!r}: an owner can disable row level security.",
-                    hint="Run migrations as an owner role (migrate --database=owner) and "
-                    "the application as another role.",
-                    id="tulip_memory.W010",
                 )
             )
     return errors

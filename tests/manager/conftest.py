@@ -29,6 +29,10 @@ class CountingStore(InMemoryStore):
         self._count("put")
         return await super().put(*args, **kwargs)
 
+    async def put_batch(self, *args: Any, **kwargs: Any):
+        self._count("put_batch")
+        return await super().put_batch(*args, **kwargs)
+
 
 class NonSearchingStore(InMemoryStore):
     """An InMemoryStore that advertises no search (like a plain key-value backend)."""
@@ -48,6 +52,9 @@ class BrokenStore(InMemoryStore):
     """An InMemoryStore whose writes fail, as a store that lost its backend would."""
 
     async def put(self, *args: Any, **kwargs: Any):
+        raise ConnectionError("store is down")
+
+    async def put_batch(self, *args: Any, **kwargs: Any):
         raise ConnectionError("store is down")
 
 

@@ -193,3 +193,36 @@ def test_celery_mode_needs_postgresql(celery_settings):
         runner.enqueue(("acme", "q11"), [Message(Role.USER, "q11 0")])
     assert runner.pending == 0
     assert not ExtractionJob.objects.using("mysql").exists()
+
+
+async def test_pending_jobs_seen_finished_are_forgotten_without_drain(celery_settings):
+    manager = _manager()
+    runner = manager._celery()
+    runner.refresh_every = 3
+    await _end(manager, ("acme", "q12"), "q12 0")
+    await _end(manager, ("acme", "q12"), "q12 1")
+    queue_id = await sync_to_async(_queue_id)("acme")
+    await sync_to_async(run_queue)("acme", queue_id)
+    assert manager.pending_extractions == 2
+    await _end(manager, ("acme", "q12"), "q12 2")  # the third submission refreshes
+    assert manager.pending_extractions == 1
+
+
+def _queue_id(tenant: str) -> int:
+    with tenant_atomic(tenant):
+        return ExtractionQueue.objects.get().pk
+
+
+def test_session_end_from_sync_code_joins_the_callers_transaction(celery_settings):
+    manager = _manager()
+    state = AgentState(messages=[Message(Role.USER, "q13 0")])
+    with pytest.raises(RuntimeError), transaction.atomic(), manager.scoped(("acme", "q13")):
+        async_to_sync(manager.on_session_end)(state)
+        raise RuntimeError("the view fails after the session ended")
+    assert manager.pending_extractions == 0
+    with tenant_atomic("acme"):
+        assert not ExtractionJob.objects.exists()
+    with transaction.atomic(), manager.scoped(("acme", "q13")):
+        async_to_sync(manager.on_session_end)(state)
+        assert manager.pending_extractions == 0
+    assert manager.pending_extractions == 1

@@ -484,3 +484,18 @@ def test_background_manager_works_under_successive_event_loops():
     asyncio.run(one_request("first loop"))
     asyncio.run(one_request("second loop"))
     assert seen == ["first loop", "second loop"]
+
+
+async def test_save_writes_one_batch_and_the_last_memory_of_a_key_wins():
+    store = CountingStore()
+    manager = LLMMemoryManager(store, namespace_prefix=NS)
+    await manager.save(
+        [
+            Memory(MemoryType.USER, "role", "nurse"),
+            Memory(MemoryType.PROJECT, "db", "postgres"),
+            Memory(MemoryType.USER, "role", "surgeon"),
+        ]
+    )
+    assert store.calls == {"put_batch": 1}
+    assert [m.content for m in await manager.retrieve()] == ["surgeon", "postgres"]
+    assert [v.content for v in await manager.history(MemoryType.USER, "role")] == ["surgeon"]

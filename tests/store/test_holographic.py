@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tulip_memory.store import HolographicStore, StoreCapabilityError, hrr
-from tulip_memory.store.holographic import RRF_K
+from tulip_memory.store.ranking import RRF_K
 from tulip_memory.store.text import tokenize, value_text
 
 NS = ("t", "notes")
@@ -251,6 +251,16 @@ async def test_plain_put_drops_a_stale_embedding():
     await store.put(NS, "k", "changed")
     assert await store.get_embedding(NS, "k") is None
     assert await store.search_by_embedding(NS, [1.0, 0.0]) == []
+    await store.close()
+
+
+async def test_embeddings_must_survive_float32():
+    store = HolographicStore()
+    with pytest.raises(ValueError, match="float32"):
+        await store.put_with_embedding(NS, "k", "v", [1e39, 1.0])
+    with pytest.raises(ValueError, match="float32"):
+        await store.put_with_embedding(NS, "k", "v", [1e-50, 0.0])
+    assert await store.get(NS, "k") is None
     await store.close()
 
 

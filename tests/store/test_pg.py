@@ -296,8 +296,8 @@ def test_rows_written_before_an_embedder_are_found_lexically_with_one_warning(ca
 @pytest.mark.parametrize(
     ("call", "match"),
     [
-        (lambda s, ns: s.put(ns, "k", {"t": "a\x00b"}), "value contains a NUL"),
-        (lambda s, ns: s.put(ns, "k", 1, {"m": "\x00"}), "metadata contains a NUL"),
+        (lambda s, ns: s.put(ns, "k", {"t": "a\x00b"}), "value must not contain a NUL"),
+        (lambda s, ns: s.put(ns, "k", 1, {"m": "\x00"}), "metadata must not contain a NUL"),
         (lambda s, ns: s.put(ns, "k\x00", 1), "key must not contain a NUL"),
         (lambda s, ns: s.put(("acme", "a\x00"), "k", 1), "NUL"),
         (lambda s, ns: s.put((" ", "x"), "k", 1), r"namespace\[0\] is the tenant"),

@@ -60,7 +60,7 @@ def test_raw_sql_sees_and_changes_only_its_tenant(two_tenants):
         # Its own tenant works.
         assert not _refused(cursor, INSERT, ["alpha", "alpha/notes", "k3"])
     with tenant_atomic("beta"), connection.cursor() as cursor:
-        cursor.execute(f"SELECT key, value FROM {TABLE} ORDER BY key")
+        cursor.execute(f"SELECT key, value::int FROM {TABLE} ORDER BY key")
         assert cursor.fetchall() == [("k1", 1), ("k2", 1)]
 
 
@@ -145,7 +145,7 @@ def test_every_tenant_table_has_exactly_the_expected_policy():
         )
         policies = cursor.fetchall()
         # The expected predicate, as PostgreSQL prints it back.
-        cursor.execute("CREATE TEMP TABLE tulip_policy_probe (tenant text) ON COMMIT DROP")
+        cursor.execute("CREATE TEMP TABLE tulip_policy_probe (tenant varchar(255)) ON COMMIT DROP")
         cursor.execute(f"CREATE POLICY probe ON tulip_policy_probe USING ({expression})")
         cursor.execute("SELECT qual FROM pg_policies WHERE tablename = 'tulip_policy_probe'")
         (expected_qual,) = cursor.fetchone()

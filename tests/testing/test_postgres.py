@@ -9,7 +9,9 @@ def test_vector_extension_and_distance_query():
     with connection.cursor() as cursor:
         cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
         (version,) = cursor.fetchone()
-        cursor.execute("SELECT '[1,0,0]'::vector <=> '[0,1,0]'::vector, '[1,2]'::vector <-> '[1,2]'::vector")
+        cursor.execute(
+            "SELECT '[1,0,0]'::vector <=> '[0,1,0]'::vector, '[1,2]'::vector <-> '[1,2]'::vector"
+        )
         cosine, l2 = cursor.fetchone()
     assert version.split(".")[0] == "0" and int(version.split(".")[1]) >= 5
     assert cosine == pytest.approx(1.0)

@@ -63,14 +63,15 @@ class MemoryHistory:
     def namespace(prefix: tuple[str, ...], memory_type: MemoryType, key: str) -> tuple[str, ...]:
         return (*prefix, HISTORY_LABEL, memory_type.value, key)
 
-    async def record_replaced(
+    def replaced_entry(
         self,
         prefix: tuple[str, ...],
         memory_type: MemoryType,
         previous: StoreItem,
         replaced_at: datetime,
-    ) -> None:
-        """Keep ``previous`` (the item about to be overwritten) as a past version."""
+    ) -> tuple[tuple[str, ...], str, dict[str, Any], None]:
+        """The ``put_batch`` item that keeps ``previous`` (about to be overwritten) as a
+        past version."""
         value = previous.value if isinstance(previous.value, dict) else {}
         entry = {
             "content": value.get("content", ""),
@@ -79,8 +80,12 @@ class MemoryHistory:
             "valid_to": replaced_at.isoformat(),
             "version": previous.version,
         }
-        namespace = self.namespace(prefix, memory_type, previous.key)
-        await self.store.put(namespace, f"{previous.version:012d}", entry)
+        return (
+            self.namespace(prefix, memory_type, previous.key),
+            f"{previous.version:012d}",
+            entry,
+            None,
+        )
 
     async def versions(
         self, prefix: tuple[str, ...], memory_type: MemoryType, current: StoreItem | None, key: str

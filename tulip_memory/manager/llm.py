@@ -300,12 +300,16 @@ class LLMMemoryManager(BaseMemoryManager):
         for index, memory in enumerate(memories):
             if not isinstance(memory, Memory):
                 raise ValueError(f"memories[{index}] must be a Memory, got {type(memory).__name__}")
+        latest: dict[tuple[MemoryType, str], Memory] = {}
+        for memory in memories:  # within one call, the last memory of a (type, key) wins
+            latest.pop((memory.type, memory.key), None)
+            latest[(memory.type, memory.key)] = memory
         prefix = self.active_namespace
-        touched: set[MemoryType] = set()
-        for memory in memories:
+        now = datetime.now(UTC)
+        stamp = now.isoformat()
+        writes: list[tuple[Namespace, str, Any, dict[str, Any] | None]] = []
+        for memory in latest.values():
             namespace = (*prefix, memory.type.value)
-            now = datetime.now(UTC)
-            stamp = now.isoformat()
             value = memory.to_store_value()
             value["metadata"] = {**value["metadata"], "updated_at": stamp}
             value[CONTENT_SINCE] = stamp
@@ -315,15 +319,14 @@ class LLMMemoryManager(BaseMemoryManager):
                     # Re-stated, not changed: the content has been valid since it was first said.
                     value[CONTENT_SINCE] = content_since(previous)
                 elif previous is not None:
-                    await self._history.record_replaced(prefix, memory.type, previous, now)
-            await self.store.put(
-                namespace,
-                memory.key,
-                value,
-                metadata={"type": memory.type.value, "updated_at": stamp},
-            )
-            touched.add(memory.type)
-        for memory_type in touched:
+                    writes.append(self._history.replaced_entry(prefix, memory.type, previous, now))
+            metadata = {"type": memory.type.value, "updated_at": stamp}
+            writes.append((namespace, memory.key, value, metadata))
+        if writes:
+            # One batch: all or nothing on stores with batch_operations (a version and
+            # its history entry are written together).
+            await self.store.put_batch(writes)
+        for memory_type in {memory_type for memory_type, _ in latest}:
             await self._prune(prefix, memory_type)
 
     async def _prune(self, prefix: Namespace, memory_type: MemoryType) -> None:

@@ -13,7 +13,6 @@ vendors the table is created plainly (PgMemory refuses them).
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -34,10 +33,7 @@ __all__ = [
     "UpsertRow",
     "decode_namespace",
     "encode_namespace",
-    "json_has_nul",
     "search_text_of",
-    "value_from_db",
-    "value_to_db",
 ]
 
 _SEPARATOR = "/"
@@ -71,61 +67,6 @@ def decode_namespace(path: str) -> tuple[str, ...]:
             current.append(char)
     labels.append("".join(current))
     return tuple(labels)
-
-
-# jsonb cannot hold NUL (U+0000). A value containing one is stored with its strings
-# escaped (U+E000 is the escape character: E+E for E, E+"0" for NUL) inside a one-key
-# wrapper, so that reading it back is a constant-time check for every other value.
-_ESC = "\ue000"
-_WRAPPER = _ESC + "nul"
-_JSON_NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
-
-
-def _map_strings(value: Any, convert: Any) -> Any:
-    if isinstance(value, str):
-        return convert(value)
-    if isinstance(value, list):
-        return [_map_strings(item, convert) for item in value]
-    if isinstance(value, dict):
-        return {convert(k): _map_strings(v, convert) for k, v in value.items()}
-    return value
-
-
-def _escape(text: str) -> str:
-    return text.replace(_ESC, _ESC + _ESC).replace("\x00", _ESC + "0")
-
-
-def _unescape(text: str) -> str:
-    if _ESC not in text:
-        return text
-    out, chars = [], iter(text)
-    for char in chars:
-        if char == _ESC:
-            following = next(chars, "")
-            out.append("\x00" if following == "0" else following)
-        else:
-            out.append(char)
-    return "".join(out)
-
-
-def value_to_db(value_json: str) -> str:
-    """The jsonb text stored for a value's JSON text (NUL-free; see ``_WRAPPER``)."""
-    if not _JSON_NUL.search(value_json) and _ESC not in value_json:
-        return value_json
-    escaped = _map_strings(json.loads(value_json), _escape)
-    return json.dumps({_WRAPPER: escaped}, ensure_ascii=False, separators=(",", ":"))
-
-
-def value_from_db(value: Any) -> Any:
-    """Inverse of :func:`value_to_db`, on the parsed jsonb."""
-    if isinstance(value, dict) and len(value) == 1 and _WRAPPER in value:
-        return _map_strings(value[_WRAPPER], _unescape)
-    return value
-
-
-def json_has_nul(json_text: str) -> bool:
-    """Whether a JSON text encodes a NUL character (which jsonb refuses)."""
-    return _JSON_NUL.search(json_text) is not None
 
 
 class EmbeddingField(VectorField):
@@ -260,8 +201,9 @@ class MemoryItemQuerySet(models.QuerySet):
         Row n of the batch is written at ``clock_timestamp() + n µs`` (later rows are
         newer, as if written one by one). A new row gets version 1 and ``created_at =
         updated_at``; an existing one keeps ``created_at``, gets ``version + 1`` and an
-        ``updated_at`` strictly later than before. Concurrent upserts of one key serialise on the row,
-        so N writes leave version N. ``rows`` must not repeat a (tenant, namespace, key).
+        ``updated_at`` strictly later than before. Concurrent upserts of one key
+        serialise on the row, so N writes leave version N. ``rows`` must not repeat a
+        (tenant, namespace, key).
         """
         if not rows:
             return 0
@@ -372,7 +314,7 @@ class MemoryItemQuerySet(models.QuerySet):
             SearchRow(
                 int(idx) - 1,
                 key,
-                value_from_db(_json(value)),
+                _json(value),
                 _json(metadata),
                 created,
                 updated,

@@ -193,7 +193,9 @@ class BaseStore(ABC):
     async def put_batch(self, items: list[BatchItem]) -> None:
         """Write several ``(namespace, key, value, metadata)`` items.
 
-        Every item is validated before the first write. This default then writes them one
+        Every item is validated before the first write. Items are written in order, as by
+        successive ``put`` calls: a later item (or a later write of the same key) is newer,
+        for ``list_keys`` and search order and for ``version``. This default writes them one
         by one (not atomic); stores advertising ``batch_operations`` write all or nothing.
         """
         prepare_batch(items)

@@ -59,6 +59,7 @@ from tulip_memory.store.holographic_sql import (
     ns_to_text,
     scope_token,
 )
+from tulip_memory.store.ranking import cosine_top, rrf_order
 from tulip_memory.store.text import tokenize, value_text
 from tulip_memory.store.timestamps import WriteClock, from_micros, to_micros
 from tulip_memory.store.validation import (
@@ -81,7 +82,6 @@ __all__ = ["HolographicStore"]
 
 T = TypeVar("T")
 
-RRF_K = 60
 DEFAULT_DIM = 512  # = hrr.DEFAULT_DIM, repeated here because hrr cannot import without numpy
 SEARCH_MODES = ("fused", "lexical", "hrr")
 _ITEM_COLUMNS = "key, value, metadata, created_at, updated_at, version"
@@ -301,7 +301,11 @@ class HolographicStore(BaseStore):
             await super().put_with_embedding(namespace, key, value, embedding, metadata)
         prepared = prepare_put(namespace, key, value, metadata)
         vector = validate_embedding(embedding, dimension=self._embedding_dim)
-        blob = self._np.asarray(vector, dtype="<f4").tobytes()
+        with self._np.errstate(over="ignore"):  # an overflow becomes inf, refused below
+            as_float32 = self._np.asarray(vector, dtype="<f4")
+        if not self._np.isfinite(as_float32).all() or not as_float32.any():
+            raise ValueError("embedding must be finite and not all zeros once stored as float32")
+        blob = as_float32.tobytes()
         encoded = self._encode(prepared)
 
         def work() -> None:
@@ -454,11 +458,7 @@ class HolographicStore(BaseStore):
             return [self._item(namespace, row) for row in rows[:limit]]
         # Reciprocal-rank fusion of the BM25 order (rows) and the HRR order of the same rows.
         similarity = self._similarities(terms, [(row[6], row[7]) for row in rows])
-        hrr_order = sorted(range(len(rows)), key=lambda i: (-similarity[i], i))
-        fused = [1.0 / (RRF_K + 1 + i) for i in range(len(rows))]
-        for hrr_rank, i in enumerate(hrr_order):
-            fused[i] += 1.0 / (RRF_K + 1 + hrr_rank)
-        best = sorted(range(len(rows)), key=lambda i: (-fused[i], i))[:limit]
+        best = rrf_order(len(rows), similarity)[:limit]
         return [self._item(namespace, rows[i]) for i in best]
 
     def _candidate_terms(self, ns: str, terms: list[str]) -> list[str]:
@@ -591,24 +591,9 @@ class HolographicStore(BaseStore):
             if not rows:
                 return []
             matrix = np.stack([np.frombuffer(row[6], dtype="<f4") for row in rows])
-            if matrix.shape[1] != len(query):
-                raise ValueError(
-                    f"query_embedding has {len(query)} dimensions, the store holds "
-                    f"{matrix.shape[1]}"
-                )
-            vector = np.asarray(query, dtype=np.float64)
-            scores = (matrix @ vector) / (np.linalg.norm(matrix, axis=1) * np.linalg.norm(vector))
-            order = np.argsort(-scores, kind="stable")
-            results = []
-            for i in order:
-                score = float(np.clip(scores[i], -1.0, 1.0))
-                if minimum is not None and score < minimum:
-                    break
-                results.append(
-                    SemanticSearchResult(self._item(namespace, rows[i]), score, 1.0 - score)
-                )
-                if len(results) == limit:
-                    break
-            return results
+            return [
+                SemanticSearchResult(self._item(namespace, rows[i]), score, 1.0 - score)
+                for i, score in cosine_top(matrix, query, limit, minimum)
+            ]
 
         return await self._run(work)

@@ -51,9 +51,9 @@ _STEPS = 65536  # phases are multiples of 2π / 65536
 _SCALE = 2 * np.pi / _STEPS
 
 
-@lru_cache(maxsize=8192)
+@lru_cache(maxsize=4096)  # 4096 tokens x 512 dims x 8 bytes = 16 MiB at most
 def _token_phasor(token: str, dim: int) -> np.ndarray:
-    """The unit phasors exp(iφ) of one token (read-only, cached)."""
+    """The unit phasors exp(iφ) of one token (complex64, read-only, cached)."""
     data = token.encode("utf-8")
     need = 2 * dim
     blocks = []
@@ -64,7 +64,7 @@ def _token_phasor(token: str, dim: int) -> np.ndarray:
             ).digest()
         )
     steps = np.frombuffer(b"".join(blocks)[:need], dtype="<u2").astype(np.float64)
-    phasor = np.exp(1j * steps * _SCALE)
+    phasor = np.exp(1j * steps * _SCALE).astype(np.complex64)
     phasor.setflags(write=False)
     return phasor
 

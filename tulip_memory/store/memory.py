@@ -19,8 +19,9 @@ it.
 from __future__ import annotations
 
 import heapq
+import itertools
 import threading
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -68,6 +69,7 @@ class _Entry:
 class _Namespace:
     entries: dict[str, _Entry] = field(default_factory=dict)  # ordered by last write
     postings: dict[str, set[str]] = field(default_factory=dict)
+    recency: dict[str, int] = field(default_factory=dict)  # key -> store-wide write number
 
     def index(self, key: str, terms: frozenset[str]) -> None:
         for term in terms:
@@ -88,6 +90,7 @@ class InMemoryStore(BaseStore):
         self._namespaces: dict[tuple[str, ...], _Namespace] = {}
         self._lock = threading.Lock()
         self._clock = WriteClock()
+        self._writes = itertools.count()
 
     @property
     def capabilities(self) -> StoreCapabilities:
@@ -113,6 +116,7 @@ class InMemoryStore(BaseStore):
                 terms,
             )
         namespace.entries[prepared.key] = entry
+        namespace.recency[prepared.key] = next(self._writes)
         namespace.index(prepared.key, terms)
 
     async def put(
@@ -142,6 +146,7 @@ class InMemoryStore(BaseStore):
             if entry is None:
                 return False
             space.unindex(key, entry.terms)
+            del space.recency[key]
             if not space.entries:
                 del self._namespaces[namespace]
             return True
@@ -207,12 +212,17 @@ class InMemoryStore(BaseStore):
             matches: Counter[str] = Counter()
             for term in terms:
                 matches.update(space.postings.get(term, ()))
-            best = heapq.nsmallest(
-                limit,
-                matches.items(),
-                key=lambda hit: (-hit[1], -space.entries[hit[0]].updated_at.timestamp(), hit[0]),
-            )
-            return [space.entries[key].to_item(namespace, key) for key, _ in best]
+            # Group by number of matched terms, then take the newest of each group in turn.
+            levels: dict[int, list[str]] = defaultdict(list)
+            for key, hits in matches.items():
+                levels[hits].append(key)
+            best: list[str] = []
+            for hits in sorted(levels, reverse=True):
+                newest = heapq.nlargest(limit - len(best), levels[hits], key=space.recency.get)
+                best.extend(newest)
+                if len(best) == limit:
+                    break
+            return [space.entries[key].to_item(namespace, key) for key in best]
 
     async def list_namespaces(
         self,

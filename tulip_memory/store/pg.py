@@ -21,8 +21,8 @@ warning.
 Better than the reference: the tenant pin is transaction-local (``set_config(..., true)``)
 through the ORM's transaction; ``put_batch`` is one bulk upsert statement and keeps the
 version count right for keys repeated in a batch; ``get_batch`` is one query and
-``clear_namespace`` one statement; NUL characters anywhere in a value are refused before
-the database; vectors are sorted exactly instead of trusting a filtered ANN scan.
+``clear_namespace`` one statement; vectors are sorted exactly instead of trusting a
+filtered ANN scan.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from contextlib import nullcontext
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+import numpy as np
 from asgiref.sync import sync_to_async
 
 from tulip_memory.exceptions import ConfigurationError
@@ -203,18 +204,6 @@ class PgMemory(BaseStore):
         except ValueError as exc:
             raise ValueError(f"{name}[0] is the tenant: {exc}") from None
 
-    @staticmethod
-    def _refuse_nul(prepared: PreparedPut, where: str = "") -> None:
-        # Values may hold NUL (stored escaped, see models.store.value_to_db, as the store
-        # contract asks); metadata is compared inside PostgreSQL, so it may not.
-        from tulip_memory.models.store import json_has_nul
-
-        if json_has_nul(prepared.metadata_json):
-            raise ValueError(
-                f"{where}metadata contains a NUL character, which PostgreSQL's jsonb cannot "
-                "store (values may hold NUL; metadata may not)"
-            )
-
     def _items(self) -> Any:
         from tulip_memory.models.store import MemoryItem
 
@@ -226,8 +215,26 @@ class PgMemory(BaseStore):
         return tenant_atomic(tenant, using=self.using)
 
     def _to_vector_text(self, values: Sequence[float], *, name: str) -> str:
+        """A caller's vector, checked number by number (messages name the index)."""
         checked = validate_embedding(values, dimension=self._width, name=name)
-        return "[" + ",".join(repr(v) for v in checked) + "]"
+        return "[" + ",".join(map(repr, checked)) + "]"
+
+    def _encoded_vector_text(self, values: Any, *, name: str) -> str:
+        """An encoder's vector (embedder or HRR), checked with numpy: the bulk path."""
+        try:
+            array = np.asarray(values, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name} is not a sequence of numbers") from None
+        if array.ndim != 1 or array.shape[0] != self._width:
+            raise ValueError(f"{name} has shape {array.shape}, the store expects ({self._width},)")
+        finite = np.isfinite(array)
+        if not finite.all():
+            index = int(np.argmin(finite))
+            raise ValueError(f"{name}[{index}] must be finite, got {array[index]}")
+        if not array.any():
+            raise ValueError(f"{name} must not be all zeros (cosine similarity is undefined)")
+        # pgvector stores float32: send float32 values (shorter text, same stored vector).
+        return "[" + ",".join(map(repr, array.astype(np.float32).tolist())) + "]"
 
     def _hrr_vector(self, tokens: Sequence[str]) -> str | None:
         from tulip_memory.store import hrr
@@ -235,7 +242,7 @@ class PgMemory(BaseStore):
         phases = hrr.encode_tokens(list(tokens), self._dim)
         if phases is None:
             return None
-        return self._to_vector_text(hrr.phases_to_vector(phases), name="HRR vector")
+        return self._encoded_vector_text(hrr.phases_to_vector(phases), name="HRR vector")
 
     async def _encode(self, texts: Sequence[str]) -> list[str | None]:
         """The vector (pgvector text) of each text; None for a text without any word."""
@@ -250,7 +257,7 @@ class PgMemory(BaseStore):
                     f"embedder returned {len(vectors)} vectors for {len(wanted)} texts"
                 )
             for i, vector in zip(wanted, vectors, strict=True):
-                out[i] = self._to_vector_text(vector, name="embedder output")
+                out[i] = self._encoded_vector_text(vector, name="embedder output")
         return out
 
     async def _encode_cached(self, tenant: str, text: str) -> str | None:
@@ -266,7 +273,9 @@ class PgMemory(BaseStore):
         elif not tokenize(text):
             vector = None
         else:
-            vector = self._to_vector_text(await self._embedder.embed(text), name="embedder output")
+            vector = self._encoded_vector_text(
+                await self._embedder.embed(text), name="embedder output"
+            )
         if self._cache_size:
             with self._cache_lock:
                 self._cache[key] = vector
@@ -276,31 +285,24 @@ class PgMemory(BaseStore):
         return vector
 
     def _row(self, prepared: PreparedPut, text: str, vector: str | None, source: str) -> Any:
-        from tulip_memory.models.store import (
-            UpsertRow,
-            encode_namespace,
-            search_text_of,
-            value_to_db,
-        )
+        from tulip_memory.models.store import UpsertRow, encode_namespace, search_text_of
 
         return UpsertRow(
             tenant=prepared.namespace[0],
             namespace=encode_namespace(prepared.namespace),
             key=prepared.key,
-            value_json=value_to_db(prepared.value_json),
+            value_json=prepared.value_json,
             metadata_json=prepared.metadata_json,
             search_text=search_text_of(tokenize(text)),
             embedding=vector,
             embedding_source=source if vector is not None else "",
         )
 
-    def _item(self, namespace: Namespace, row: Any, *, stored: bool = True) -> StoreItem:
-        from tulip_memory.models.store import value_from_db
-
+    def _item(self, namespace: Namespace, row: Any) -> StoreItem:
         return StoreItem(
             namespace=namespace,
             key=row.key,
-            value=value_from_db(row.value) if stored else row.value,
+            value=row.value,
             metadata=dict(row.metadata or {}),
             created_at=_aware(row.created_at),
             updated_at=_aware(row.updated_at),
@@ -342,7 +344,6 @@ class PgMemory(BaseStore):
     ) -> None:
         prepared = prepare_put(namespace, key, value, metadata)
         tenant = self._tenant_of(prepared.namespace)
-        self._refuse_nul(prepared)
         text = value_text(json.loads(prepared.value_json))
         vector = await self._encode_cached(tenant, text)
         await self._run(
@@ -356,7 +357,6 @@ class PgMemory(BaseStore):
         prepared = prepare_batch(items)
         for index, one in enumerate(prepared):
             self._tenant_of(one.namespace, name=f"items[{index}] namespace")
-            self._refuse_nul(one, where=f"items[{index}] ")
         if not prepared:
             return
         texts = [value_text(json.loads(one.value_json)) for one in prepared]
@@ -382,7 +382,6 @@ class PgMemory(BaseStore):
         """
         prepared = prepare_put(namespace, key, value, metadata)
         tenant = self._tenant_of(prepared.namespace)
-        self._refuse_nul(prepared)
         vector = self._to_vector_text(embedding, name="embedding")
         source = self._source if self._embedder is not None else "external"
         text = value_text(json.loads(prepared.value_json))
@@ -434,7 +433,7 @@ class PgMemory(BaseStore):
     def _get_batch_sync(
         self, pairs_by_tenant: dict[str, list[tuple[Namespace, str]]]
     ) -> dict[Any, Any]:
-        from tulip_memory.models.store import encode_namespace, value_from_db
+        from tulip_memory.models.store import encode_namespace
 
         found: dict[tuple[Namespace, str], Any] = {}
         for tenant, pairs in pairs_by_tenant.items():
@@ -442,7 +441,7 @@ class PgMemory(BaseStore):
             with self._atomic(tenant):
                 rows = self._items().for_keys(pairs).values_list("namespace", "key", "value")
                 for path, key, value in rows:
-                    found[wanted[(path, key)]] = value_from_db(value)
+                    found[wanted[(path, key)]] = value
         return found
 
     async def get_batch(
@@ -553,7 +552,7 @@ class PgMemory(BaseStore):
         out: list[list[StoreItem]] = [[] for _ in namespaces]
         lexical = False
         for row in rows:
-            out[row.index].append(self._item(namespaces[row.index], row, stored=False))
+            out[row.index].append(self._item(namespaces[row.index], row))
             lexical = lexical or row.lexical
         if lexical and not self._lexical_warned:
             self._lexical_warned = True

@@ -89,35 +89,51 @@ def bootstrap_database(
             exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [role]).fetchone()
             if not exists:
                 conn.execute(
-                    sql.SQL("CREATE ROLE {} LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE").format(
-                        sql.Identifier(role)
-                    )
+                    sql.SQL(
+                        "CREATE ROLE {} LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE"
+                    ).format(sql.Identifier(role))
                 )
         if recreate:
-            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(dbname)))
+            conn.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(dbname))
+            )
         exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [dbname]).fetchone()
         if not exists:
             conn.execute(
-                sql.SQL("CREATE DATABASE {} OWNER {}").format(sql.Identifier(dbname), sql.Identifier(owner))
+                sql.SQL("CREATE DATABASE {} OWNER {}").format(
+                    sql.Identifier(dbname), sql.Identifier(owner)
+                )
             )
-    with psycopg.connect(_with_user_and_db(admin_url, urlsplit(admin_url).username or "postgres", dbname),
-                         autocommit=True) as conn:
+    with psycopg.connect(
+        _with_user_and_db(admin_url, urlsplit(admin_url).username or "postgres", dbname),
+        autocommit=True,
+    ) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
         conn.execute(sql.SQL("ALTER SCHEMA public OWNER TO {}").format(sql.Identifier(owner)))
-        conn.execute(sql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(sql.Identifier(dbname), sql.Identifier(app)))
+        conn.execute(
+            sql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(
+                sql.Identifier(dbname), sql.Identifier(app)
+            )
+        )
         conn.execute(sql.SQL("GRANT USAGE ON SCHEMA public TO {}").format(sql.Identifier(app)))
         privileges = "SELECT, INSERT, UPDATE, DELETE" + (", TRUNCATE" if app_can_truncate else "")
         conn.execute(
-            sql.SQL("ALTER DEFAULT PRIVILEGES FOR ROLE {} IN SCHEMA public GRANT " + privileges + " ON TABLES TO {}").format(
-                sql.Identifier(owner), sql.Identifier(app)
-            )
+            sql.SQL(
+                "ALTER DEFAULT PRIVILEGES FOR ROLE {} IN SCHEMA public GRANT "
+                + privileges
+                + " ON TABLES TO {}"
+            ).format(sql.Identifier(owner), sql.Identifier(app))
         )
         conn.execute(
-            sql.SQL("ALTER DEFAULT PRIVILEGES FOR ROLE {} IN SCHEMA public GRANT USAGE, SELECT ON SEQUENCES TO {}").format(
-                sql.Identifier(owner), sql.Identifier(app)
-            )
+            sql.SQL(
+                "ALTER DEFAULT PRIVILEGES FOR ROLE {} IN SCHEMA public "
+                "GRANT USAGE, SELECT ON SEQUENCES TO {}"
+            ).format(sql.Identifier(owner), sql.Identifier(app))
         )
-    return DatabaseUrls(owner=_with_user_and_db(admin_url, owner, dbname), app=_with_user_and_db(admin_url, app, dbname))
+    return DatabaseUrls(
+        owner=_with_user_and_db(admin_url, owner, dbname),
+        app=_with_user_and_db(admin_url, app, dbname),
+    )
 
 
 def database_settings(url: str, **extra: object) -> dict[str, object]:

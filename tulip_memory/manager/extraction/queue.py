@@ -46,8 +46,12 @@ def send_run_task(tenant: str, queue_id: int, countdown: float | None = None) ->
 class CeleryExtractions:
     """The Celery jobs one manager enqueued, and how to wait for them."""
 
-    def __init__(self, using: str = "default") -> None:
+    def __init__(self, using: str = "default", refresh_every: int = 1000) -> None:
         self.using = using
+        # After this many submissions, forget the jobs seen finished, so that a server
+        # that never drains does not keep one entry per job forever.
+        self.refresh_every = refresh_every
+        self._submitted = 0
         # job id -> (tenant, queue id), once the job's transaction committed.
         self._pending: dict[int, tuple[str, int]] = {}
 
@@ -56,7 +60,11 @@ class CeleryExtractions:
         return len(self._pending)
 
     async def submit(self, namespace: Namespace, messages: list[Message]) -> int:
-        return await sync_to_async(self.enqueue)(namespace, messages)
+        job_id = await sync_to_async(self.enqueue)(namespace, messages)
+        self._submitted += 1
+        if self._submitted % self.refresh_every == 0:
+            await sync_to_async(self._poll)(False)
+        return job_id
 
     def enqueue(self, namespace: Namespace, messages: list[Message]) -> int:
         """Record a job for ``namespace`` and send its task when the transaction commits.

@@ -238,6 +238,7 @@ def run_queue(tenant: str, queue_id: int, *, owner: str | None = None) -> RunOut
     """Run the open jobs of extraction queue ``queue_id`` (of ``tenant``) in order."""
     from tulip_memory.conf import settings
     from tulip_memory.models import ExtractionJob, ExtractionQueue
+    from tulip_memory.models.store import decode_namespace
     from tulip_memory.tenancy import tenant_atomic
 
     owner = owner or worker_identity()
@@ -249,8 +250,6 @@ def run_queue(tenant: str, queue_id: int, *, owner: str | None = None) -> RunOut
                 outcome.retry_in = ExtractionQueue.objects.book_recheck(queue_id)
                 return outcome
             path = ExtractionQueue.objects.values_list("namespace", flat=True).get(pk=queue_id)
-        from tulip_memory.models.store import decode_namespace
-
         try:
             with _Heartbeat(tenant, queue_id, owner, lease):
                 retry_in = _run_claimed(tenant, queue_id, decode_namespace(path), owner, outcome)

@@ -1,0 +1,437 @@
+"""Benchmark of PgMemory on a large table, side by side with LangGraph's AsyncPostgresStore.
+
+An embedded PostgreSQL 18 + pgvector in a temporary folder, the two roles of
+tulip_memory.testing.postgres, ``TULIP_MEMORY["VECTOR_DIMENSIONS"] = 384``. The table gets
+``--rows`` rows (default 1,000,000) across ``--tenants`` tenants (default 1,000); tenant
+``t0000`` holds four namespaces of 100, 1,000, 10,000 and 50,000 rows, the others share the
+rest (10 namespaces each). Vectors are 384-d from a seeded generator (``numpy`` PCG64, seed
+42), served by an in-process embedder that maps ``"doc <i>"`` to row i's vector and
+``"query <j>"`` to query j's, so that every store ranks the same vectors.
+
+Measured:
+
+1. ``put_batch`` rows/s (chunks of ``--chunk`` items: one bulk upsert each, as the app
+   role under row-level security) against a raw psycopg binary ``COPY`` of the same rows
+   into a twin table (same columns, indexes and constraints) — the floor of any loader;
+2. ``search`` p50 / p95 and recall@10 against the exact top 10 (numpy) for the namespaces
+   of 100, 1k, 10k and 50k rows (``--queries`` queries each);
+3. ``search_many`` over the four namespaces against four ``search`` calls;
+4. LangGraph's ``AsyncPostgresStore`` (default index: HNSW, cosine) fed the rows of tenant
+   ``t0000`` (61,100 rows: loading 1M rows through its HNSW index would take hours on 2
+   cores), then the same searches: put rows/s, p50 / p95, recall@10, and our/their ratios.
+
+    .venv/bin/python bench/pg_store.py [--rows 1000000] [--tenants 1000] [--queries 50]
+                                       [--skip-langgraph]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+DIM = 384
+SIZES = {"ns100": 100, "ns1k": 1_000, "ns10k": 10_000, "ns50k": 50_000}
+FOCUS_TENANT = "t0000"
+
+
+# -- data --------------------------------------------------------------------------------
+
+
+@dataclass
+class Layout:
+    """Which rows go where: ``spans`` are (tenant, namespace label, first row, count)."""
+
+    rows: int
+    spans: list[tuple[str, str, int, int]] = field(default_factory=list)
+
+    @classmethod
+    def build(cls, rows: int, tenants: int) -> Layout:
+        layout = cls(rows)
+        start = 0
+        for label, count in SIZES.items():
+            layout.spans.append((FOCUS_TENANT, label, start, count))
+            start += count
+        others = tenants - 1
+        per_namespace = max(1, (rows - start) // (others * 10))
+        for t in range(1, tenants):
+            for n in range(10):
+                count = per_namespace if (t, n) != (others, 9) else rows - start
+                if count <= 0:
+                    break
+                layout.spans.append((f"t{t:04d}", f"ns{n}", start, count))
+                start += count
+        layout.rows = start
+        return layout
+
+    def namespace(self, tenant: str, label: str) -> tuple[str, ...]:
+        return (tenant, "memories", label)
+
+    def span(self, label: str) -> tuple[int, int]:
+        for tenant, name, first, count in self.spans:
+            if tenant == FOCUS_TENANT and name == label:
+                return first, count
+        raise KeyError(label)
+
+
+class SeededEmbedding:
+    """``"doc <i>"`` -> row i's vector, ``"query <j>"`` -> query j's (a BaseEmbedding)."""
+
+    def __init__(self, vectors: np.ndarray, queries: np.ndarray) -> None:
+        self.vectors = vectors
+        self.queries = queries
+
+    @property
+    def dimension(self) -> int:
+        return DIM
+
+    def vector(self, text: str) -> np.ndarray:
+        kind, number = text.split()
+        return (self.vectors if kind == "doc" else self.queries)[int(number)]
+
+    async def embed(self, text: str) -> list[float]:
+        return self.vector(text).tolist()
+
+    async def embed_batch(self, texts: list[str]) -> list[np.ndarray]:
+        return [self.vector(text) for text in texts]
+
+
+def exact_top10(vectors: np.ndarray, first: int, count: int, query: np.ndarray) -> list[str]:
+    block = vectors[first : first + count].astype(np.float64)
+    similarity = block @ query / (np.linalg.norm(block, axis=1) * np.linalg.norm(query))
+    best = np.argsort(-similarity, kind="stable")[:10]
+    return [f"k{first + int(i)}" for i in best]
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def fmt_ms(seconds: float) -> str:
+    return f"{seconds * 1000:.2f} ms"
+
+
+# -- set-up ------------------------------------------------------------------------------
+
+
+def setup_django(workdir: Path) -> tuple[str, str]:
+    """Embedded PostgreSQL, Django on it as the app role, migrated as the owner."""
+    import django
+    from django.conf import settings
+    from django.core.management import call_command
+
+    from tulip_memory.testing.postgres import bootstrap_database, database_settings, start_embedded
+
+    admin_url = start_embedded(workdir / "pgdata", cleanup="delete")
+    urls = bootstrap_database(admin_url, "tulip_bench")
+    settings.configure(
+        INSTALLED_APPS=["django.contrib.contenttypes", "django.contrib.auth", "tulip_memory"],
+        DATABASES={"default": database_settings(urls.app), "owner": database_settings(urls.owner)},
+        USE_TZ=True,
+        DEFAULT_AUTO_FIELD="django.db.models.BigAutoField",
+        TULIP_MEMORY={"VECTOR_DIMENSIONS": DIM},
+    )
+    django.setup()
+    call_command("migrate", database="owner", verbosity=0)
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(admin_url)
+    return urlunsplit((parts.scheme, parts.netloc, "/tulip_bench", parts.query, "")), urls.owner
+
+
+def items_of(layout: Layout, first_span: int = 0, spans: int | None = None) -> Any:
+    chosen = layout.spans[first_span : None if spans is None else first_span + spans]
+    for tenant, label, first, count in chosen:
+        namespace = layout.namespace(tenant, label)
+        for i in range(first, first + count):
+            yield namespace, f"k{i}", {"text": f"doc {i}"}, None
+
+
+# -- 1. loading --------------------------------------------------------------------------
+
+
+async def load_pgmemory(store: Any, layout: Layout, chunk: int) -> float:
+    started = time.perf_counter()
+    batch: list[Any] = []
+    done = 0
+    for item in items_of(layout):
+        batch.append(item)
+        if len(batch) == chunk:
+            await store.put_batch(batch)
+            done += len(batch)
+            batch = []
+            if done % 100_000 == 0:
+                print(
+                    f"  put_batch: {done:,} rows, {time.perf_counter() - started:.0f} s", flush=True
+                )
+    if batch:
+        await store.put_batch(batch)
+    return time.perf_counter() - started
+
+
+def load_copy(admin_url: str, layout: Layout, vectors: np.ndarray) -> float:
+    """Binary COPY of the same rows into a twin table (no row-level security on it)."""
+    import psycopg
+    from pgvector.psycopg import register_vector
+    from psycopg.types.json import Jsonb
+
+    from tulip_memory.models.store import encode_namespace, search_text_of
+    from tulip_memory.store.text import tokenize
+
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        register_vector(conn)
+        conn.execute("DROP TABLE IF EXISTS bench_copy")
+        conn.execute("CREATE TABLE bench_copy (LIKE tulip_memory_store_item INCLUDING ALL)")
+        columns = (
+            "tenant, namespace, key, value, metadata, search_text, embedding, "
+            "embedding_source, created_at, updated_at, version"
+        )
+        started = time.perf_counter()
+        with (
+            conn.cursor() as cursor,
+            cursor.copy(f"COPY bench_copy ({columns}) FROM STDIN (FORMAT BINARY)") as copy,
+        ):
+            copy.set_types(
+                [
+                    "varchar",
+                    "text",
+                    "text",
+                    "jsonb",
+                    "jsonb",
+                    "text",
+                    "vector",
+                    "varchar",
+                    "timestamptz",
+                    "timestamptz",
+                    "int8",
+                ]
+            )
+            for i, (namespace, key, value, _metadata) in enumerate(items_of(layout)):
+                now = datetime.now(UTC)
+                copy.write_row(
+                    (
+                        namespace[0],
+                        encode_namespace(namespace),
+                        key,
+                        Jsonb(value),
+                        Jsonb({}),
+                        search_text_of(tokenize(value["text"])),
+                        vectors[i],
+                        "bench",
+                        now,
+                        now,
+                        1,
+                    )
+                )
+        elapsed = time.perf_counter() - started
+        conn.execute("DROP TABLE bench_copy")
+    return elapsed
+
+
+# -- 2./3. searching -----------------------------------------------------------------------
+
+
+async def measure_searches(
+    search: Any, layout: Layout, vectors: np.ndarray, queries: np.ndarray, count: int
+) -> dict[str, dict[str, float]]:
+    results: dict[str, dict[str, float]] = {}
+    for label in SIZES:
+        first, size = layout.span(label)
+        namespace = layout.namespace(FOCUS_TENANT, label)
+        await search(namespace, "query 0")  # warm-up (plan cache, connection)
+        timings, recalls = [], []
+        for j in range(1, count + 1):
+            started = time.perf_counter()
+            keys = await search(namespace, f"query {j}")
+            timings.append(time.perf_counter() - started)
+            expected = exact_top10(vectors, first, size, queries[j])
+            recalls.append(len(set(keys) & set(expected)) / 10)
+        results[label] = {
+            "rows": size,
+            "p50": statistics.median(timings),
+            "p95": percentile(timings, 0.95),
+            "recall": statistics.mean(recalls),
+        }
+    return results
+
+
+async def measure_search_many(store: Any, layout: Layout, rounds: int) -> dict[str, float]:
+    namespaces = [layout.namespace(FOCUS_TENANT, label) for label in SIZES]
+    together, apart = [], []
+    for j in range(rounds):
+        query = f"query {1000 + j}"
+        started = time.perf_counter()
+        many = await store.search_many(namespaces, query, limit=10)
+        together.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        single = [await store.search(ns, query, limit=10) for ns in namespaces]
+        apart.append(time.perf_counter() - started)
+        assert [[i.key for i in r] for r in many] == [[i.key for i in r] for r in single]
+    return {
+        "search_many_p50": statistics.median(together),
+        "four_searches_p50": statistics.median(apart),
+    }
+
+
+# -- 4. LangGraph ----------------------------------------------------------------------------
+
+
+async def langgraph_side(
+    *,
+    admin_url: str,
+    layout: Layout,
+    embedder: SeededEmbedding,
+    queries: np.ndarray,
+    count: int,
+    chunk: int,
+) -> dict[str, Any]:
+    from langgraph.store.base import PutOp
+    from langgraph.store.postgres import AsyncPostgresStore
+
+    async def embed(texts: list[str]) -> list[list[float]]:
+        return [embedder.vector(text).tolist() for text in texts]
+
+    index = {"dims": DIM, "embed": embed, "fields": ["text"]}
+    async with AsyncPostgresStore.from_conn_string(admin_url, index=index) as store:
+        await store.setup()
+        rows = sum(count for tenant, _l, _f, count in layout.spans if tenant == FOCUS_TENANT)
+        started = time.perf_counter()
+        batch: list[Any] = []
+        for namespace, key, value, _metadata in items_of(layout, 0, len(SIZES)):
+            batch.append(PutOp(namespace, key, value))
+            if len(batch) == chunk:
+                await store.abatch(batch)
+                batch = []
+        if batch:
+            await store.abatch(batch)
+        put_seconds = time.perf_counter() - started
+
+        async def search(namespace: tuple[str, ...], query: str) -> list[str]:
+            hits = await store.asearch(namespace, query=query, limit=10)
+            return [hit.key for hit in hits]
+
+        searches = await measure_searches(search, layout, embedder.vectors, queries, count)
+    return {"rows": rows, "put_seconds": put_seconds, "searches": searches}
+
+
+# -- main --------------------------------------------------------------------------------------
+
+
+async def run(args: argparse.Namespace, admin_url: str) -> dict[str, Any]:
+    from tulip_memory.store import PgMemory
+
+    layout = Layout.build(args.rows, args.tenants)
+    rng = np.random.default_rng(42)
+    print(f"generating {layout.rows:,} x {DIM} vectors ...", flush=True)
+    vectors = rng.standard_normal((layout.rows, DIM), dtype=np.float32)
+    queries = rng.standard_normal((2000, DIM), dtype=np.float32)
+    embedder = SeededEmbedding(vectors, queries)
+    store = PgMemory(embedder=embedder)
+
+    print("1. loading through PgMemory.put_batch ...", flush=True)
+    put_seconds = await load_pgmemory(store, layout, args.chunk)
+    print("   loading the same rows with a binary COPY ...", flush=True)
+    copy_seconds = load_copy(admin_url, layout, vectors)
+    import psycopg
+
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute("VACUUM ANALYZE tulip_memory_store_item")
+
+    print("2. searching ...", flush=True)
+
+    async def our_search(namespace: tuple[str, ...], query: str) -> list[str]:
+        return [item.key for item in await store.search(namespace, query, limit=10)]
+
+    ours = await measure_searches(our_search, layout, vectors, queries, args.queries)
+    print("3. search_many ...", flush=True)
+    many = await measure_search_many(store, layout, args.queries)
+    if args.skip_langgraph:
+        theirs = None
+    else:
+        print("4. LangGraph AsyncPostgresStore ...", flush=True)
+        theirs = await langgraph_side(
+            admin_url=admin_url,
+            layout=layout,
+            embedder=embedder,
+            queries=queries,
+            count=args.queries,
+            chunk=1000,
+        )
+    return {
+        "rows": layout.rows,
+        "tenants": args.tenants,
+        "put_batch_rows_per_s": layout.rows / put_seconds,
+        "copy_rows_per_s": layout.rows / copy_seconds,
+        "search": ours,
+        "search_many": many,
+        "langgraph": theirs,
+    }
+
+
+def report(result: dict[str, Any]) -> None:
+    put, copy = result["put_batch_rows_per_s"], result["copy_rows_per_s"]
+    print(f"\n{result['rows']:,} rows, {result['tenants']:,} tenants, {DIM}-d vectors")
+    print(
+        f"put_batch {put:,.0f} rows/s; binary COPY {copy:,.0f} rows/s; "
+        f"COPY/put_batch = {copy / put:.2f}x"
+    )
+    theirs = result["langgraph"]
+    if theirs is None:
+        for label, mine in result["search"].items():
+            print(
+                f"{label}: p50 {fmt_ms(mine['p50'])} p95 {fmt_ms(mine['p95'])} recall {mine['recall']}"
+            )
+        return
+    lg_put = theirs["rows"] / theirs["put_seconds"]
+    print(
+        f"LangGraph put ({theirs['rows']:,} rows): {lg_put:,.0f} rows/s; "
+        f"ours/theirs = {put / lg_put:.2f}x"
+    )
+    print(
+        f"{'namespace':>10} {'ours p50':>10} {'ours p95':>10} {'recall':>7} | "
+        f"{'LG p50':>10} {'LG p95':>10} {'recall':>7} | {'p95 ours/LG':>11}"
+    )
+    for label, mine in result["search"].items():
+        other = theirs["searches"][label]
+        print(
+            f"{mine['rows']:>10,} {fmt_ms(mine['p50']):>10} {fmt_ms(mine['p95']):>10} "
+            f"{mine['recall']:>7.3f} | {fmt_ms(other['p50']):>10} {fmt_ms(other['p95']):>10} "
+            f"{other['recall']:>7.3f} | {mine['p95'] / other['p95']:>11.2f}"
+        )
+    many = result["search_many"]
+    print(
+        f"search_many over 4 namespaces p50 {fmt_ms(many['search_many_p50'])}; "
+        f"4 searches p50 {fmt_ms(many['four_searches_p50'])}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--tenants", type=int, default=1_000)
+    parser.add_argument("--chunk", type=int, default=5_000)
+    parser.add_argument("--queries", type=int, default=50)
+    parser.add_argument("--skip-langgraph", action="store_true")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="tulip-bench-pg-") as tmp:
+        admin_url, _owner_url = setup_django(Path(tmp))  # sync: Django refuses it in a loop
+        result = asyncio.run(run(args, admin_url))
+    report(result)
+    print(json.dumps(result, indent=1, default=float))
+
+
+if __name__ == "__main__":
+    main()
