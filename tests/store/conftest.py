@@ -23,6 +23,7 @@ StoreCapabilityError for everything it does not advertise.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Callable
 from functools import partial
@@ -42,41 +43,32 @@ from tulip_memory.store.validation import (
 
 
 class MinimalStore(BaseStore):
-    """Only the abstract methods, on a dict (validation and versions as the contract asks)."""
+    """Only the abstract methods, on a dict of ``StoreItem.to_dict()`` JSON texts."""
 
     def __init__(self) -> None:
-        self._items: dict[tuple[tuple[str, ...], str], StoreItem] = {}
+        self._items: dict[tuple[tuple[str, ...], str], str] = {}
         self._clock = WriteClock()
 
     async def put(self, namespace, key, value, metadata=None) -> None:
         prepared = prepare_put(namespace, key, value, metadata)
-        previous = self._items.get((namespace, key))
+        previous = await self.get_item(namespace, key)
         now = self._clock.tick()
-        self._items[(namespace, key)] = StoreItem(
+        item = StoreItem(
             namespace=namespace,
             key=key,
-            value=prepared.value_json,
+            value=decode_json(prepared.value_json),
             metadata=decode_json(prepared.metadata_json),
             created_at=previous.created_at if previous else now,
             updated_at=now,
             version=previous.version + 1 if previous else 1,
         )
+        self._items[(namespace, key)] = json.dumps(item.to_dict())
 
     async def get_item(self, namespace, key) -> StoreItem | None:
         validate_namespace(namespace)
         validate_key(key)
-        item = self._items.get((namespace, key))
-        if item is None:
-            return None
-        return StoreItem(
-            item.namespace,
-            item.key,
-            decode_json(item.value),
-            dict(item.metadata),
-            item.created_at,
-            item.updated_at,
-            item.version,
-        )
+        text = self._items.get((namespace, key))
+        return None if text is None else StoreItem.from_dict(json.loads(text))
 
     async def get(self, namespace, key) -> Any:
         item = await self.get_item(namespace, key)
@@ -90,7 +82,7 @@ class MinimalStore(BaseStore):
     async def list_keys(self, namespace, limit=100) -> list[str]:
         validate_namespace(namespace)
         validate_limit(limit)
-        items = [item for (ns, _), item in self._items.items() if ns == namespace]
+        items = [await self.get_item(ns, key) for ns, key in self._items if ns == namespace]
         items.sort(key=lambda item: (-item.updated_at.timestamp(), item.key))
         return [item.key for item in items[:limit]]
 

@@ -13,10 +13,12 @@ vendors the table is created plainly (PgMemory refuses them).
 from __future__ import annotations
 
 import json
+import weakref
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
+import numpy as np
 from django.db import connections, models
 from django.db.models import Q
 from django.db.models.expressions import Func
@@ -108,8 +110,12 @@ class ExactCosineDistance(Func):
     output_field = models.FloatField()
 
 
+# psycopg connections on which pgvector's binary adapters are registered.
+_VECTOR_READY: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
 class UpsertRow(NamedTuple):
-    """One row for :meth:`MemoryItemQuerySet.upsert` (JSON and vectors as text)."""
+    """One row for :meth:`MemoryItemQuerySet.upsert` (JSON as text, vector as float32)."""
 
     tenant: str
     namespace: str
@@ -117,7 +123,7 @@ class UpsertRow(NamedTuple):
     value_json: str
     metadata_json: str
     search_text: str
-    embedding: str | None
+    embedding: np.ndarray | None
     embedding_source: str
 
 
@@ -195,6 +201,27 @@ class MemoryItemQuerySet(models.QuerySet):
             names[field.name] = quote(field.column)
         return names
 
+    def _binary_cursor(self) -> Any:
+        """A Django cursor over a server-side-binding psycopg cursor of this connection.
+
+        Parameters travel in binary: a batch of vectors is sent as float32 arrays instead
+        of being printed as text and parsed back (most of a bulk write's cost otherwise).
+        Same connection, same transaction (and tenant pin); queries are logged as usual.
+        """
+        import psycopg
+        from pgvector.psycopg import register_vector
+
+        connection = connections[self.db]
+        connection.ensure_connection()
+        raw = connection.connection
+        if raw not in _VECTOR_READY:
+            register_vector(raw)
+            _VECTOR_READY.add(raw)
+        cursor = psycopg.Cursor(raw)
+        if connection.queries_logged:
+            return connection.make_debug_cursor(cursor)
+        return connection.make_cursor(cursor)
+
     def upsert(self, rows: Sequence[UpsertRow]) -> int:
         """Insert or update ``rows`` in ONE ``INSERT ... ON CONFLICT`` statement.
 
@@ -208,16 +235,17 @@ class MemoryItemQuerySet(models.QuerySet):
         if not rows:
             return 0
         n = self._sql_names()
-        columns = list(zip(*rows, strict=True))
+        columns = [list(column) for column in zip(*rows, strict=True)]
+        embeddings = columns[6] if any(v is not None for v in columns[6]) else []
         sql = (
             f"INSERT INTO {n['table']} AS i ({n['tenant']}, {n['namespace']}, {n['key']}, "
             f"{n['value']}, {n['metadata']}, {n['search_text']}, {n['embedding']}, "
             f"{n['embedding_source']}, {n['created_at']}, {n['updated_at']}, {n['version']}) "
             "SELECT r.tenant, r.namespace, r.key, r.value::jsonb, r.metadata::jsonb, "
-            "r.search_text, r.embedding::vector, r.source, c.ts + r.ord * interval "
+            "r.search_text, r.embedding, r.source, c.ts + r.ord * interval "
             "'1 microsecond', c.ts + r.ord * interval '1 microsecond', 1 "
             "FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[], "
-            "%s::text[], %s::text[], %s::text[]) WITH ORDINALITY "
+            "%s::text[], %b::vector[], %s::text[]) WITH ORDINALITY "
             "AS r(tenant, namespace, key, value, metadata, search_text, embedding, source, ord) "
             "CROSS JOIN (SELECT clock_timestamp() AS ts) c "
             f"ON CONFLICT ({n['tenant']}, {n['namespace']}, {n['key']}) DO UPDATE SET "
@@ -230,8 +258,8 @@ class MemoryItemQuerySet(models.QuerySet):
             f"i.{n['updated_at']} + interval '1 microsecond'), "
             f"{n['version']} = i.{n['version']} + 1"
         )
-        with connections[self.db].cursor() as cursor:
-            cursor.execute(sql, [list(column) for column in columns])
+        with self._binary_cursor() as cursor:
+            cursor.execute(sql, [*columns[:6], embeddings, columns[7]])
             return cursor.rowcount
 
     def search_paths(
@@ -246,66 +274,50 @@ class MemoryItemQuerySet(models.QuerySet):
     ) -> list[SearchRow]:
         """Rank each namespace path of ``tenant`` on its own, in ONE statement.
 
-        Without ``vector`` and ``tokens``: newest-updated first, ties by key. Otherwise two
-        candidate sets per namespace, merged by distance: rows whose embedding came from
-        ``source`` by exact cosine distance to ``vector`` (the ``(tenant, namespace)``
-        btree, then a sort: the true top-k, never an ANN approximation), and rows without
-        such an embedding that contain query tokens, at distance ``1 - matched/len(tokens)``.
+        Without ``vector``: newest-updated first, ties by key (the ``recent`` index). With
+        it, one pass over the namespace's rows (the ``(tenant, namespace)`` btree) gives
+        each row a distance: a row whose embedding came from ``source`` gets its exact
+        cosine distance to ``vector``; any other row (no vector, or another encoder's)
+        that contains query ``tokens`` gets ``1 - matched / len(tokens)``, the others
+        none. The k smallest are kept (an exact sort: the true top-k, never an ANN
+        approximation), and only those k rows are read in full.
         """
         n = self._sql_names()
-        columns = (
-            f"i.{n['key']} AS key, i.{n['value']} AS value, i.{n['metadata']} AS metadata, "
-            f"i.{n['created_at']} AS created_at, i.{n['updated_at']} AS updated_at, "
-            f"i.{n['version']} AS version"
-        )
-        scope = (
-            f"FROM {n['table']} i "
-            f"WHERE i.{n['tenant']} = %(tenant)s AND i.{n['namespace']} = p.path"
-        )
         params: dict[str, Any] = {"tenant": tenant, "paths": list(paths), "limit": limit}
-        if vector is None and not tokens:
-            inner = (
-                f"SELECT {columns}, 0.0::float8 AS rank, false AS lexical {scope} "
-                f"ORDER BY i.{n['updated_at']} DESC, i.{n['key']} LIMIT %(limit)s"
+        scope = (
+            f"FROM {n['table']} c "
+            f"WHERE c.{n['tenant']} = %(tenant)s AND c.{n['namespace']} = p.path"
+        )
+        if vector is None:
+            ranked = (
+                f"SELECT c.{n['id']} AS id, 0.0::float8 AS rank, false AS lexical {scope} "
+                f"ORDER BY c.{n['updated_at']} DESC, c.{n['key']} LIMIT %(limit)s"
             )
-            order = "m.updated_at DESC, m.key"
         else:
-            parts = []
-            if vector is not None:
-                params.update(vector=vector, source=source)
-                distance = f"((i.{n['embedding']} <=> %(vector)s::vector) + 0)"
-                parts.append(
-                    f"(SELECT {columns}, {distance} AS rank, false AS lexical {scope} "
-                    f"AND i.{n['embedding_source']} = %(source)s "
-                    f"AND i.{n['embedding']} IS NOT NULL "
-                    f"ORDER BY rank, i.{n['updated_at']} DESC, i.{n['key']} LIMIT %(limit)s)"
-                )
-            if tokens:
-                params.update(tokens=list(tokens), ntokens=float(len(tokens)))
-                matched = (
-                    "(SELECT count(*) FROM unnest(%(tokens)s::text[]) AS t(token) "
-                    f"WHERE strpos(i.{n['search_text']}, ' ' || t.token || ' ') > 0)"
-                )
-                unusable = (
-                    f"AND (i.{n['embedding']} IS NULL OR i.{n['embedding_source']} "
-                    "IS DISTINCT FROM %(source)s) "
-                    if vector is not None
-                    else ""
-                )
-                parts.append(
-                    f"(SELECT {columns}, 1.0 - {matched} / %(ntokens)s AS rank, true AS lexical "
-                    f"{scope} {unusable}AND {matched} > 0 "
-                    f"ORDER BY rank, i.{n['updated_at']} DESC, i.{n['key']} LIMIT %(limit)s)"
-                )
-            inner = (
-                f"SELECT * FROM ({' UNION ALL '.join(parts)}) u "
-                "ORDER BY u.rank, u.updated_at DESC, u.key LIMIT %(limit)s"
+            params.update(
+                vector=vector, source=source, tokens=list(tokens), ntokens=float(len(tokens) or 1)
             )
-            order = "m.rank, m.updated_at DESC, m.key"
+            usable = f"(c.{n['embedding_source']} = %(source)s AND c.{n['embedding']} IS NOT NULL)"
+            matched = (
+                "(SELECT count(*) FROM unnest(%(tokens)s::text[]) AS t(token) "
+                f"WHERE strpos(c.{n['search_text']}, ' ' || t.token || ' ') > 0)"
+            )
+            ranked = (
+                "SELECT r.id, r.rank, r.lexical FROM ("
+                f"SELECT c.{n['id']} AS id, c.{n['updated_at']} AS updated_at, "
+                f"c.{n['key']} AS key, NOT {usable} AS lexical, "
+                f"CASE WHEN {usable} THEN c.{n['embedding']} <=> %(vector)s::vector "
+                f"ELSE 1.0 - {matched} / %(ntokens)s END AS rank {scope}"
+                ") r WHERE NOT r.lexical OR r.rank < 1.0 "
+                "ORDER BY r.rank, r.updated_at DESC, r.key LIMIT %(limit)s"
+            )
         sql = (
-            "SELECT p.idx, m.key, m.value, m.metadata, m.created_at, m.updated_at, m.version, "
-            "m.lexical FROM unnest(%(paths)s::text[]) WITH ORDINALITY AS p(path, idx) "
-            f"CROSS JOIN LATERAL ({inner}) m ORDER BY p.idx, {order}"
+            f"SELECT p.idx, i.{n['key']}, i.{n['value']}, i.{n['metadata']}, "
+            f"i.{n['created_at']}, i.{n['updated_at']}, i.{n['version']}, m.lexical "
+            "FROM unnest(%(paths)s::text[]) WITH ORDINALITY AS p(path, idx) "
+            f"CROSS JOIN LATERAL ({ranked}) m "
+            f"JOIN {n['table']} i ON i.{n['id']} = m.id "
+            f"ORDER BY p.idx, m.rank, i.{n['updated_at']} DESC, i.{n['key']}"
         )
         with connections[self.db].cursor() as cursor:
             cursor.execute(sql, params)

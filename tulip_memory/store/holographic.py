@@ -124,8 +124,9 @@ class HolographicStore(BaseStore):
             or embedding_dim < 1
         ):
             raise ValueError(f"embedding_dim must be an int >= 1 or None, got {embedding_dim!r}")
-        self._hrr = _load_hrr()
-        self._np = None
+        # Modules, or None without numpy (typed Any: every use is behind that check).
+        self._hrr: Any = _load_hrr()
+        self._np: Any = None
         if self._hrr is not None:
             import numpy
 

@@ -142,8 +142,8 @@ class InMemoryStore(BaseStore):
         validate_key(key)
         with self._lock:
             space = self._namespaces.get(namespace)
-            entry = space.entries.pop(key, None) if space else None
-            if entry is None:
+            entry = None if space is None else space.entries.pop(key, None)
+            if space is None or entry is None:
                 return False
             space.unindex(key, entry.terms)
             del space.recency[key]
@@ -218,7 +218,9 @@ class InMemoryStore(BaseStore):
                 levels[hits].append(key)
             best: list[str] = []
             for hits in sorted(levels, reverse=True):
-                newest = heapq.nlargest(limit - len(best), levels[hits], key=space.recency.get)
+                newest = heapq.nlargest(
+                    limit - len(best), levels[hits], key=space.recency.__getitem__
+                )
                 best.extend(newest)
                 if len(best) == limit:
                     break

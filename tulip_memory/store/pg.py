@@ -115,7 +115,7 @@ class PgMemory(BaseStore):
         self._source = "hrr" if embedder is None else _embedder_name(embedder)
         self._check_database()
         self._cache_size = encoding_cache
-        self._cache: OrderedDict[tuple[str, str], str | None] = OrderedDict()
+        self._cache: OrderedDict[tuple[str, str], np.ndarray | None] = OrderedDict()
         self._cache_lock = threading.Lock()
         self._lexical_warned = False
 
@@ -214,13 +214,16 @@ class PgMemory(BaseStore):
 
         return tenant_atomic(tenant, using=self.using)
 
-    def _to_vector_text(self, values: Sequence[float], *, name: str) -> str:
+    def _checked_vector(self, values: Sequence[float], *, name: str) -> np.ndarray:
         """A caller's vector, checked number by number (messages name the index)."""
         checked = validate_embedding(values, dimension=self._width, name=name)
-        return "[" + ",".join(map(repr, checked)) + "]"
+        return np.asarray(checked, dtype=np.float32)
 
-    def _encoded_vector_text(self, values: Any, *, name: str) -> str:
-        """An encoder's vector (embedder or HRR), checked with numpy: the bulk path."""
+    def _encoded_vector(self, values: Any, *, name: str) -> np.ndarray:
+        """An encoder's vector (embedder or HRR), checked with numpy: the bulk path.
+
+        float32, as pgvector stores it; read-only, since the encoding cache shares it.
+        """
         try:
             array = np.asarray(values, dtype=np.float64)
         except (TypeError, ValueError):
@@ -233,23 +236,28 @@ class PgMemory(BaseStore):
             raise ValueError(f"{name}[{index}] must be finite, got {array[index]}")
         if not array.any():
             raise ValueError(f"{name} must not be all zeros (cosine similarity is undefined)")
-        # pgvector stores float32: send float32 values (shorter text, same stored vector).
-        return "[" + ",".join(map(repr, array.astype(np.float32).tolist())) + "]"
+        vector = array.astype(np.float32)
+        vector.setflags(write=False)
+        return vector
 
-    def _hrr_vector(self, tokens: Sequence[str]) -> str | None:
+    @staticmethod
+    def _literal(vector: np.ndarray) -> str:
+        return "[" + ",".join(map(repr, vector.tolist())) + "]"
+
+    def _hrr_vector(self, tokens: Sequence[str]) -> np.ndarray | None:
         from tulip_memory.store import hrr
 
         phases = hrr.encode_tokens(list(tokens), self._dim)
         if phases is None:
             return None
-        return self._encoded_vector_text(hrr.phases_to_vector(phases), name="HRR vector")
+        return self._encoded_vector(hrr.phases_to_vector(phases), name="HRR vector")
 
-    async def _encode(self, texts: Sequence[str]) -> list[str | None]:
-        """The vector (pgvector text) of each text; None for a text without any word."""
+    async def _encode(self, texts: Sequence[str]) -> list[np.ndarray | None]:
+        """The vector of each text; None for a text without any word."""
         if self._embedder is None:
             return [self._hrr_vector(tokenize(text)) for text in texts]
         wanted = [i for i, text in enumerate(texts) if tokenize(text)]
-        out: list[str | None] = [None] * len(texts)
+        out: list[np.ndarray | None] = [None] * len(texts)
         if wanted:
             vectors = await self._embedder.embed_batch([texts[i] for i in wanted])
             if len(vectors) != len(wanted):
@@ -257,10 +265,10 @@ class PgMemory(BaseStore):
                     f"embedder returned {len(vectors)} vectors for {len(wanted)} texts"
                 )
             for i, vector in zip(wanted, vectors, strict=True):
-                out[i] = self._encoded_vector_text(vector, name="embedder output")
+                out[i] = self._encoded_vector(vector, name="embedder output")
         return out
 
-    async def _encode_cached(self, tenant: str, text: str) -> str | None:
+    async def _encode_cached(self, tenant: str, text: str) -> np.ndarray | None:
         """One text's vector through the LRU cache, keyed by (tenant, text)."""
         key = (tenant, text)
         if self._cache_size:
@@ -273,9 +281,7 @@ class PgMemory(BaseStore):
         elif not tokenize(text):
             vector = None
         else:
-            vector = self._encoded_vector_text(
-                await self._embedder.embed(text), name="embedder output"
-            )
+            vector = self._encoded_vector(await self._embedder.embed(text), name="embedder output")
         if self._cache_size:
             with self._cache_lock:
                 self._cache[key] = vector
@@ -284,7 +290,7 @@ class PgMemory(BaseStore):
                     self._cache.popitem(last=False)
         return vector
 
-    def _row(self, prepared: PreparedPut, text: str, vector: str | None, source: str) -> Any:
+    def _row(self, prepared: PreparedPut, text: str, vector: np.ndarray | None, source: str) -> Any:
         from tulip_memory.models.store import UpsertRow, encode_namespace, search_text_of
 
         return UpsertRow(
@@ -382,7 +388,7 @@ class PgMemory(BaseStore):
         """
         prepared = prepare_put(namespace, key, value, metadata)
         tenant = self._tenant_of(prepared.namespace)
-        vector = self._to_vector_text(embedding, name="embedding")
+        vector = self._checked_vector(embedding, name="embedding")
         source = self._source if self._embedder is not None else "external"
         text = value_text(json.loads(prepared.value_json))
         await self._run(self._write_sync, {tenant: [self._row(prepared, text, vector, source)]})
@@ -547,7 +553,8 @@ class PgMemory(BaseStore):
             )
         tenant = tenants.pop()
         tokens = sorted(set(tokenize(query or "")))[:_MAX_QUERY_TOKENS]
-        vector = await self._encode_cached(tenant, query) if tokens and query else None
+        encoded = await self._encode_cached(tenant, query) if tokens and query else None
+        vector = None if encoded is None else self._literal(encoded)
         rows = await self._run(self._search_sync, tenant, namespaces, limit, vector, tokens)
         out: list[list[StoreItem]] = [[] for _ in namespaces]
         lexical = False
