@@ -83,6 +83,14 @@ def test_owner_without_force_and_extra_policies_are_reported():
     assert "'everything'" in next(m.msg for m in messages if m.id == "tulip_memory.E013")
 
 
+@pytest.mark.django_db
+def test_vector_width_differing_from_the_setting_is_an_error(settings):
+    settings.TULIP_MEMORY = {"VECTOR_DIMENSIONS": 384}
+    messages = check_connection(connections["default"], "default")
+    assert _ids(messages) == ["tulip_memory.E014"]
+    assert "vector(1024)" in messages[0].msg and "384" in messages[0].msg
+
+
 @pytest.mark.django_db(databases=["default", "owner"])
 def test_checks_only_look_at_the_tenant_databases(settings):
     settings.TULIP_MEMORY = {"TENANT_DATABASES": ["owner"]}

@@ -26,7 +26,8 @@ All of them are no-ops on other vendors, so ``migrate`` works on MariaDB and SQL
 System checks (``database`` tag, run by ``check --database`` and ``migrate``) on the
 aliases of ``TULIP_MEMORY["TENANT_DATABASES"]``: E010 superuser role, E011 BYPASSRLS
 role, E012 tenant table without ENABLE/FORCE row level security, E013 tenant table whose
-policies are not exactly the expected one, W010 the role owns a tenant table.
+policies are not exactly the expected one, E014 vector column narrower or wider than
+``VECTOR_DIMENSIONS``, W010 the role owns tenant tables.
 """
 
 from __future__ import annotations
@@ -360,6 +361,15 @@ def check_connection(connection: Any, alias: str) -> list[checks.CheckMessage]:
             [tables],
         )
         rows = cursor.fetchall()
+        cursor.execute(
+            "SELECT c.relname, a.attname, a.atttypmod FROM pg_attribute a "
+            "JOIN pg_class c ON c.oid = a.attrelid JOIN pg_type t ON t.oid = a.atttypid "
+            "WHERE t.typname = 'vector' AND c.relname = ANY(%s) AND NOT a.attisdropped "
+            "AND pg_table_is_visible(c.oid)",
+            [tables],
+        )
+        vector_columns = cursor.fetchall()
+    errors.extend(_vector_width_errors(vector_columns))
     if superuser:
         errors.append(
             checks.Error(
@@ -410,6 +420,23 @@ def check_connection(connection: Any, alias: str) -> list[checks.CheckMessage]:
                 )
             )
     return errors
+
+
+def _vector_width_errors(columns: list[tuple[str, str, int]]) -> list[checks.CheckMessage]:
+    from tulip_memory.conf import settings
+
+    wanted = int(settings.VECTOR_DIMENSIONS)
+    return [
+        checks.Error(
+            f"Column {table}.{column} is vector({width}), but "
+            f"TULIP_MEMORY['VECTOR_DIMENSIONS'] is {wanted}: every write would fail.",
+            hint=f"Set VECTOR_DIMENSIONS = {width}, or (as the owner) ALTER TABLE {table} "
+            f"ALTER COLUMN {column} TYPE vector({wanted}) after clearing the column.",
+            id="tulip_memory.E014",
+        )
+        for table, column, width in columns
+        if width > 0 and width != wanted
+    ]
 
 
 def check_tenant_databases(

@@ -324,6 +324,29 @@ def test_bad_input_is_refused_before_the_database(call, match):
     assert (item.value, item.version) == ("kept", 1)
 
 
+class BrokenEmbedding(SeededEmbedding):
+    """In-process embedder double returning unusable vectors (NaN, or the wrong width)."""
+
+    def __init__(self, vector):
+        super().__init__(1024)
+        self.vector = vector
+
+    async def embed_batch(self, texts):
+        return [list(self.vector) for _ in texts]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("vector", "match"),
+    [([math.nan] * 1024, r"embedder output\[0\] must be finite"), ([1.0] * 3, r"shape \(3,\)")],
+)
+def test_bad_embedder_output_is_refused_before_the_database(vector, match):
+    store = PgMemory(embedder=BrokenEmbedding(vector))
+    with CaptureQueriesContext(connection) as captured, pytest.raises(ValueError, match=match):
+        sync(store.put_batch)([(("acme", "e"), "k", "some words", None)])
+    assert captured.captured_queries == []
+
+
 # --- concurrency ---------------------------------------------------------------------------
 
 

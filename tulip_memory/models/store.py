@@ -151,12 +151,6 @@ class MemoryItemQuerySet(models.QuerySet):
     def for_namespace(self, namespace: tuple[str, ...]) -> MemoryItemQuerySet:
         return self.filter(tenant=namespace[0], namespace=encode_namespace(namespace))
 
-    def for_namespaces(self, namespaces: list[tuple[str, ...]]) -> MemoryItemQuerySet:
-        tenants = {ns[0] for ns in namespaces}
-        return self.filter(
-            tenant__in=tenants, namespace__in=[encode_namespace(ns) for ns in namespaces]
-        )
-
     def under_prefix(self, prefix: tuple[str, ...]) -> MemoryItemQuerySet:
         """Items whose namespace is ``prefix`` or starts with it (all for ``()``)."""
         if not prefix:
@@ -182,10 +176,6 @@ class MemoryItemQuerySet(models.QuerySet):
             .annotate(distance=ExactCosineDistance("embedding", query))
             .order_by("distance", "key")
         )
-
-    def matching_text(self, text: str) -> MemoryItemQuerySet:
-        """Lexical fallback: rows whose search text contains ``text`` (case-insensitive)."""
-        return self.filter(search_text__icontains=text)
 
     def clear(self) -> int:
         """Delete the rows in ONE ``DELETE`` statement (no collector pre-fetch); the count."""
@@ -387,7 +377,3 @@ class MemoryItem(models.Model):
 
     def __str__(self) -> str:
         return f"{self.namespace} / {self.key}"
-
-    @property
-    def namespace_tuple(self) -> tuple[str, ...]:
-        return decode_namespace(self.namespace)

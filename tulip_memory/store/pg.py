@@ -328,18 +328,20 @@ class PgMemory(BaseStore):
                     self._upsert_rounds(rows)
 
     def _upsert_rounds(self, rows: list[Any]) -> None:
-        # A key repeated in one batch is written once per occurrence (so that its version
-        # counts every write): one statement per round of distinct keys, one in all when
-        # no key repeats.
-        while rows:
-            seen: set[tuple[str, str]] = set()
-            this_round, later = [], []
-            for row in rows:
-                identity = (row.namespace, row.key)
-                (later if identity in seen else this_round).append(row)
-                seen.add(identity)
-            self._items().upsert(this_round)
-            rows = later
+        # A key repeated in one batch is written once per occurrence, in order (so that its
+        # version counts every write and "newest" follows the batch order): the batch is
+        # cut into consecutive runs without a repeated key, one statement each — one in
+        # all when no key repeats.
+        run: list[Any] = []
+        seen: set[tuple[str, str]] = set()
+        for row in rows:
+            identity = (row.namespace, row.key)
+            if identity in seen:
+                self._items().upsert(run)
+                run, seen = [], set()
+            run.append(row)
+            seen.add(identity)
+        self._items().upsert(run)
 
     async def put(
         self,
