@@ -392,7 +392,8 @@ def report(result: dict[str, Any]) -> None:
     if theirs is None:
         for label, mine in result["search"].items():
             print(
-                f"{label}: p50 {fmt_ms(mine['p50'])} p95 {fmt_ms(mine['p95'])} recall {mine['recall']}"
+                f"{label}: p50 {fmt_ms(mine['p50'])} p95 {fmt_ms(mine['p95'])} "
+                f"recall {mine['recall']}"
             )
         return
     lg_put = theirs["rows"] / theirs["put_seconds"]

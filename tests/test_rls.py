@@ -13,8 +13,10 @@ from django.db.migrations.loader import MigrationLoader
 from tulip_memory.exceptions import ConfigurationError
 from tulip_memory.rls import (
     POLICY_NAME,
+    CreateVectorAnnIndex,
     EnableTenantRowLevelSecurity,
     EnableVectorExtension,
+    PostgreSQLOnly,
     check_connection,
     check_tenant_databases,
 )
@@ -128,6 +130,43 @@ def test_row_level_security_operation_is_reversible():
     with owner.schema_editor() as editor:
         operation.database_forwards("tulip_memory", editor, state, state)
     assert flags() == (True, True, [POLICY_NAME])
+
+
+@pytest.mark.django_db(databases=["default", "owner"])
+def test_ann_index_is_opt_in_and_skipped_over_2000_dimensions(settings):
+    owner = connections["owner"]
+    state = _state_after_0001(owner)
+    operation = CreateVectorAnnIndex("memoryitem", name="tulip_store_item_embedding_hnsw")
+
+    def sql_of():
+        with owner.schema_editor(collect_sql=True) as editor:
+            operation.database_forwards("tulip_memory", editor, state, state)
+        return editor.collected_sql
+
+    assert sql_of() == []  # ANN_INDEX is off by default
+    settings.TULIP_MEMORY = {"ANN_INDEX": True}
+    assert any("USING hnsw" in line and "vector_cosine_ops" in line for line in sql_of())
+    settings.TULIP_MEMORY = {"ANN_INDEX": True, "VECTOR_DIMENSIONS": 3072}
+    with pytest.warns(RuntimeWarning, match="over pgvector's 2000-dimension limit"):
+        assert sql_of() == []
+
+
+def test_operations_serialise_into_migration_files():
+    from django.db import migrations, models
+    from django.db.migrations.writer import OperationWriter
+
+    wrapped = PostgreSQLOnly(
+        migrations.AddIndex("memoryitem", models.Index(fields=["tenant"], name="x_idx"))
+    )
+    for operation in (wrapped, EnableTenantRowLevelSecurity("memoryitem", column="owner_id")):
+        text, imports = OperationWriter(operation, indentation=0).serialize()
+        assert "tulip_memory.rls" in text and "import tulip_memory.rls" in imports
+    assert (
+        "column='owner_id'"
+        in OperationWriter(
+            EnableTenantRowLevelSecurity("memoryitem", column="owner_id"), indentation=0
+        ).serialize()[0]
+    )
 
 
 @pytest.mark.django_db(databases=["default", "mysql"])

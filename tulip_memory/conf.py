@@ -27,7 +27,7 @@ DEFAULTS: dict[str, Any] = {
     "VECTOR_DIMENSIONS": 1024,
     # Build an HNSW index on the vector column at migrate time (widths <= 2000 only).
     # Off: PgMemory's searches sort each namespace exactly and never use it, and keeping
-    # it up to date makes writes about 100x slower (docs/pg_store.md).
+    # it up to date makes inserts 100-200x slower (docs/pg_store.md).
     "ANN_INDEX": False,
     # PostgreSQL setting (GUC) that carries the tenant of the current transaction.
     "TENANT_SETTING": "tulip_memory.tenant",

@@ -31,6 +31,7 @@ from typing import Any
 
 import pytest
 
+from tests.store.pg_factory import pg_store
 from tulip_memory.store import BaseStore, HolographicStore, InMemoryStore, StoreItem
 from tulip_memory.store.timestamps import WriteClock
 from tulip_memory.store.validation import (
@@ -99,7 +100,7 @@ STORE_FACTORIES: dict[str, StoreFactory] = {
     "memory": lambda request: InMemoryStore(),
     "holographic-memory": lambda request: HolographicStore(),
     "holographic-file": _holographic_file,
-    "pg": __import__("tests.store.pg_factory", fromlist=["pg_store"]).pg_store,
+    "pg": pg_store,
 }
 
 

@@ -134,11 +134,16 @@ def test_namespaces_are_prefix_safe():
     assert sync(store.get)(odd, "k") == 1
     assert sync(store.list_namespaces)(("acme", "a")) == [("acme", "a"), ("acme", "a", "b")]
     assert sync(store.list_namespaces)(("acme",), limit=2) == [("acme", "a"), ("acme", "a", "b")]
-    assert len(sync(store.list_namespaces)(("acme",))) == 4
+    # Tuple order, not string order: ("acme", "a", "b") < ("acme", "a-b") < ("acme", "a/b", ...).
+    sync(store.put)(("acme", "a-b"), "k", 5)
+    sync(store.put)(("acme", "a b"), "k", 6)
+    assert sync(store.list_namespaces)(("acme",), limit=6) == sorted(
+        [("acme", "a"), ("acme", "a", "b"), ("acme", "a b"), ("acme", "a-b"), odd, ("acme", "ab")]
+    )
     with pytest.raises(TenantError):
         sync(store.list_namespaces)()
     with tenant_context("acme"):
-        assert len(sync(store.list_namespaces)()) == 4
+        assert len(sync(store.list_namespaces)()) == 6
 
 
 @pytest.mark.django_db
@@ -266,9 +271,9 @@ def test_encoding_cache_is_keyed_by_tenant_and_bounded():
     assert embedder.calls == ["secret"]
     sync(store.search)(("globex", "n"), "secret")
     assert embedder.calls == ["secret", "secret"]  # never served across tenants
-    assert set(store._cache) == {("acme", "secret"), ("globex", "secret")}
+    assert set(store.encoder.cached_keys()) == {("acme", "secret"), ("globex", "secret")}
     sync(store.search)(("acme", "n"), "other")
-    assert ("acme", "secret") not in store._cache and len(store._cache) == 2
+    assert store.encoder.cached_keys() == [("globex", "secret"), ("acme", "other")]
     uncached = PgMemory(embedder=embedder, encoding_cache=0)
     embedder.calls.clear()
     sync(uncached.search)(("acme", "n"), "secret")

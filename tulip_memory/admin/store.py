@@ -52,9 +52,7 @@ class MemoryItemAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdm
 
     @admin.display(description="value")
     def pretty_value(self, item: MemoryItem) -> str:
-        return format_html(
-            "<pre>{}</pre>", json.dumps(item.value, ensure_ascii=False, indent=2)
-        )
+        return format_html("<pre>{}</pre>", json.dumps(item.value, ensure_ascii=False, indent=2))
 
     @admin.display(description="metadata")
     def pretty_metadata(self, item: MemoryItem) -> str:

@@ -90,7 +90,7 @@ class EmbeddingField(VectorField):
 
     def db_type(self, connection: Any) -> str:
         if connection.vendor != "postgresql":
-            return models.TextField().db_type(connection)
+            return models.TextField().db_type(connection) or "text"
         from tulip_memory.conf import settings
 
         return f"vector({int(settings.VECTOR_DIMENSIONS)})"
@@ -130,7 +130,7 @@ class UpsertRow(NamedTuple):
 class SearchRow(NamedTuple):
     """One hit of :meth:`MemoryItemQuerySet.search_paths`."""
 
-    index: int
+    position: int
     key: str
     value: Any
     metadata: dict[str, Any]
@@ -188,7 +188,7 @@ class MemoryItemQuerySet(models.QuerySet):
         meta = self.model._meta
         names = {"table": quote(meta.db_table)}
         for field in meta.concrete_fields:
-            names[field.name] = quote(field.column)
+            names[field.name] = quote(str(field.column))
         return names
 
     def _binary_cursor(self) -> Any:
@@ -208,9 +208,10 @@ class MemoryItemQuerySet(models.QuerySet):
             register_vector(raw)
             _VECTOR_READY.add(raw)
         cursor = psycopg.Cursor(raw)
+        # (django-stubs type these as taking a CursorWrapper; they wrap a DB-API cursor.)
         if connection.queries_logged:
-            return connection.make_debug_cursor(cursor)
-        return connection.make_cursor(cursor)
+            return connection.make_debug_cursor(cursor)  # type: ignore[arg-type]
+        return connection.make_cursor(cursor)  # type: ignore[arg-type]
 
     def upsert(self, rows: Sequence[UpsertRow]) -> int:
         """Insert or update ``rows`` in ONE ``INSERT ... ON CONFLICT`` statement.
@@ -326,8 +327,29 @@ class MemoryItemQuerySet(models.QuerySet):
             for idx, key, value, metadata, created, updated, version, lexical in rows
         ]
 
-    def namespace_paths(self) -> MemoryItemQuerySet:
-        return self.order_by("namespace").values_list("namespace", flat=True).distinct()
+    def namespace_paths(self) -> models.QuerySet[Any, tuple[str, str]]:
+        """Distinct ``(path, sort key)`` pairs in namespace-tuple order.
+
+        The sort key is the path with its separators turned into U+0001 under the "C"
+        collation, so that ``("a", "z")`` sorts before ``("a-b",)`` as tuples do (a
+        plain collation would compare ``/`` with ``-``, or ignore punctuation).
+        """
+        from django.db.models.functions import Collate, Replace
+
+        sort_key = Collate(
+            Replace(
+                "namespace",
+                models.Value(_SEPARATOR, output_field=models.TextField()),
+                models.Value("\x01", output_field=models.TextField()),
+            ),
+            "C",
+        )
+        return (
+            self.annotate(sort_key=sort_key)
+            .order_by("sort_key")
+            .values_list("namespace", "sort_key")
+            .distinct()
+        )
 
 
 def _json(value: Any) -> Any:

@@ -29,9 +29,7 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
-import warnings
-from collections import OrderedDict, defaultdict
+from collections import defaultdict
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from datetime import UTC, datetime
@@ -43,6 +41,7 @@ from asgiref.sync import sync_to_async
 from tulip_memory.exceptions import ConfigurationError
 from tulip_memory.rls import PGVECTOR_ANN_MAX_DIM
 from tulip_memory.store.base import BaseStore, SemanticSearchResult, StoreCapabilities, StoreItem
+from tulip_memory.store.pg_encoder import DEFAULT_DIM, DEFAULT_ENCODING_CACHE, TextEncoder
 from tulip_memory.store.text import tokenize, value_text
 from tulip_memory.store.validation import (
     PreparedPut,
@@ -65,20 +64,11 @@ __all__ = ["DEFAULT_DIM", "DEFAULT_ENCODING_CACHE", "PGVECTOR_ANN_MAX_DIM", "PgM
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_DIM = 512
-DEFAULT_ENCODING_CACHE = 1024
 # At most this many distinct query tokens take part in the lexical match.
 _MAX_QUERY_TOKENS = 64
 
 T = TypeVar("T")
 Namespace = tuple[str, ...]
-
-
-def _embedder_name(embedder: Any) -> str:
-    name = getattr(embedder, "model_name", None) or getattr(embedder, "model", None)
-    if not isinstance(name, str) or not name:
-        name = f"{type(embedder).__module__}.{type(embedder).__qualname__}"
-    return f"embedder:{name}"[:100]
 
 
 def _aware(moment: datetime) -> datetime:
@@ -102,52 +92,12 @@ class PgMemory(BaseStore):
         embedder: Any | None = None,
         encoding_cache: int = DEFAULT_ENCODING_CACHE,
     ) -> None:
-        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
-            raise ValueError(f"dim must be an int >= 1, got {dim!r}")
-        if isinstance(encoding_cache, bool) or not isinstance(encoding_cache, int):
-            raise ValueError(f"encoding_cache must be an int, got {encoding_cache!r}")
-        if encoding_cache < 0:
-            raise ValueError(f"encoding_cache must be >= 0, got {encoding_cache}")
         self.using = using
-        self._dim = dim
-        self._embedder = embedder
-        self._width = self._vector_width(dim, embedder)
-        self._source = "hrr" if embedder is None else _embedder_name(embedder)
+        self.encoder = TextEncoder(dim=dim, embedder=embedder, cache_size=encoding_cache)
         self._check_database()
-        self._cache_size = encoding_cache
-        self._cache: OrderedDict[tuple[str, str], np.ndarray | None] = OrderedDict()
-        self._cache_lock = threading.Lock()
         self._lexical_warned = False
 
     # --- construction checks ----------------------------------------------------------
-
-    @staticmethod
-    def _vector_width(dim: int, embedder: Any | None) -> int:
-        if embedder is None:
-            width = 2 * dim
-            if width > PGVECTOR_ANN_MAX_DIM:
-                raise ValueError(
-                    f"PgMemory(dim={dim}) is not indexable: the HRR encoding stores "
-                    f"[cos φ, sin φ], so the vector column would be 2·{dim} = {width} wide, "
-                    f"over pgvector's {PGVECTOR_ANN_MAX_DIM}-dimension limit for an HNSW "
-                    f"index. Pass dim <= {PGVECTOR_ANN_MAX_DIM // 2} (default {DEFAULT_DIM}), "
-                    "or an embedder."
-                )
-            return width
-        width = getattr(embedder, "dimension", None)
-        if isinstance(width, bool) or not isinstance(width, int) or width < 1:
-            raise ValueError(f"embedder.dimension must be an int >= 1, got {width!r}")
-        if width > PGVECTOR_ANN_MAX_DIM:
-            warnings.warn(
-                f"PgMemory: the embedder is {width} dimensions wide, over pgvector's "
-                f"{PGVECTOR_ANN_MAX_DIM}-dimension limit for an HNSW index, so the table has "
-                "no ANN index (TULIP_MEMORY['ANN_INDEX'] cannot apply). PgMemory's searches "
-                "stay exact (each namespace is sorted by exact distance), but ad-hoc "
-                "nearest-neighbour queries over a whole table are sequential scans.",
-                RuntimeWarning,
-                stacklevel=3,
-            )
-        return width
 
     def _check_database(self) -> None:
         from django.db import connections
@@ -168,17 +118,18 @@ class PgMemory(BaseStore):
                 "docs/pg_store.md), or use InMemoryStore / HolographicStore."
             )
         configured = int(settings.VECTOR_DIMENSIONS)
-        if configured != self._width:
+        width = self.encoder.width
+        if configured != width:
+            hrr = self.encoder.embedder is None
             origin = (
-                f"PgMemory(dim={self._dim}) stores 2·dim = {self._width}-wide HRR vectors"
-                if self._embedder is None
-                else f"the embedder is {self._width} dimensions wide"
+                f"PgMemory(dim={self.encoder.dim}) stores 2·dim = {width}-wide HRR vectors"
+                if hrr
+                else f"the embedder is {width} dimensions wide"
             )
             raise ConfigurationError(
                 f"TULIP_MEMORY['VECTOR_DIMENSIONS'] is {configured} (the width of the vector "
-                f"column), but {origin}. Set VECTOR_DIMENSIONS = {self._width} before running "
-                "the migrations"
-                + (f", or pass dim={configured // 2}." if self._embedder is None else ".")
+                f"column), but {origin}. Set VECTOR_DIMENSIONS = {width} before running "
+                "the migrations" + (f", or pass dim={configured // 2}." if hrr else ".")
             )
 
     @property
@@ -186,7 +137,7 @@ class PgMemory(BaseStore):
         return StoreCapabilities(
             search=True,
             semantic_search=True,
-            embedding_dimension=self._width,
+            embedding_dimension=self.encoder.width,
             list_namespaces=True,
             batch_operations=True,
             transactions=True,
@@ -213,82 +164,6 @@ class PgMemory(BaseStore):
         from tulip_memory.tenancy import tenant_atomic
 
         return tenant_atomic(tenant, using=self.using)
-
-    def _checked_vector(self, values: Sequence[float], *, name: str) -> np.ndarray:
-        """A caller's vector, checked number by number (messages name the index)."""
-        checked = validate_embedding(values, dimension=self._width, name=name)
-        return np.asarray(checked, dtype=np.float32)
-
-    def _encoded_vector(self, values: Any, *, name: str) -> np.ndarray:
-        """An encoder's vector (embedder or HRR), checked with numpy: the bulk path.
-
-        float32, as pgvector stores it; read-only, since the encoding cache shares it.
-        """
-        try:
-            array = np.asarray(values, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise ValueError(f"{name} is not a sequence of numbers") from None
-        if array.ndim != 1 or array.shape[0] != self._width:
-            raise ValueError(f"{name} has shape {array.shape}, the store expects ({self._width},)")
-        finite = np.isfinite(array)
-        if not finite.all():
-            index = int(np.argmin(finite))
-            raise ValueError(f"{name}[{index}] must be finite, got {array[index]}")
-        if not array.any():
-            raise ValueError(f"{name} must not be all zeros (cosine similarity is undefined)")
-        vector = array.astype(np.float32)
-        vector.setflags(write=False)
-        return vector
-
-    @staticmethod
-    def _literal(vector: np.ndarray) -> str:
-        return "[" + ",".join(map(repr, vector.tolist())) + "]"
-
-    def _hrr_vector(self, tokens: Sequence[str]) -> np.ndarray | None:
-        from tulip_memory.store import hrr
-
-        phases = hrr.encode_tokens(list(tokens), self._dim)
-        if phases is None:
-            return None
-        return self._encoded_vector(hrr.phases_to_vector(phases), name="HRR vector")
-
-    async def _encode(self, texts: Sequence[str]) -> list[np.ndarray | None]:
-        """The vector of each text; None for a text without any word."""
-        if self._embedder is None:
-            return [self._hrr_vector(tokenize(text)) for text in texts]
-        wanted = [i for i, text in enumerate(texts) if tokenize(text)]
-        out: list[np.ndarray | None] = [None] * len(texts)
-        if wanted:
-            vectors = await self._embedder.embed_batch([texts[i] for i in wanted])
-            if len(vectors) != len(wanted):
-                raise ValueError(
-                    f"embedder returned {len(vectors)} vectors for {len(wanted)} texts"
-                )
-            for i, vector in zip(wanted, vectors, strict=True):
-                out[i] = self._encoded_vector(vector, name="embedder output")
-        return out
-
-    async def _encode_cached(self, tenant: str, text: str) -> np.ndarray | None:
-        """One text's vector through the LRU cache, keyed by (tenant, text)."""
-        key = (tenant, text)
-        if self._cache_size:
-            with self._cache_lock:
-                if key in self._cache:
-                    self._cache.move_to_end(key)
-                    return self._cache[key]
-        if self._embedder is None:
-            vector = self._hrr_vector(tokenize(text))
-        elif not tokenize(text):
-            vector = None
-        else:
-            vector = self._encoded_vector(await self._embedder.embed(text), name="embedder output")
-        if self._cache_size:
-            with self._cache_lock:
-                self._cache[key] = vector
-                self._cache.move_to_end(key)
-                while len(self._cache) > self._cache_size:
-                    self._cache.popitem(last=False)
-        return vector
 
     def _row(self, prepared: PreparedPut, text: str, vector: np.ndarray | None, source: str) -> Any:
         from tulip_memory.models.store import UpsertRow, encode_namespace, search_text_of
@@ -353,9 +228,9 @@ class PgMemory(BaseStore):
         prepared = prepare_put(namespace, key, value, metadata)
         tenant = self._tenant_of(prepared.namespace)
         text = value_text(json.loads(prepared.value_json))
-        vector = await self._encode_cached(tenant, text)
+        vector = await self.encoder.encode(tenant, text)
         await self._run(
-            self._write_sync, {tenant: [self._row(prepared, text, vector, self._source)]}
+            self._write_sync, {tenant: [self._row(prepared, text, vector, self.encoder.source)]}
         )
 
     async def put_batch(
@@ -368,10 +243,12 @@ class PgMemory(BaseStore):
         if not prepared:
             return
         texts = [value_text(json.loads(one.value_json)) for one in prepared]
-        vectors = await self._encode(texts)
+        vectors = await self.encoder.encode_many(texts)
         rows_by_tenant: dict[str, list[Any]] = defaultdict(list)
         for one, text, vector in zip(prepared, texts, vectors, strict=True):
-            rows_by_tenant[one.namespace[0]].append(self._row(one, text, vector, self._source))
+            rows_by_tenant[one.namespace[0]].append(
+                self._row(one, text, vector, self.encoder.source)
+            )
         await self._run(self._write_sync, dict(rows_by_tenant))
 
     async def put_with_embedding(
@@ -390,8 +267,8 @@ class PgMemory(BaseStore):
         """
         prepared = prepare_put(namespace, key, value, metadata)
         tenant = self._tenant_of(prepared.namespace)
-        vector = self._checked_vector(embedding, name="embedding")
-        source = self._source if self._embedder is not None else "external"
+        vector = self.encoder.checked(embedding, name="embedding")
+        source = self.encoder.source if self.encoder.embedder is not None else "external"
         text = value_text(json.loads(prepared.value_json))
         await self._run(self._write_sync, {tenant: [self._row(prepared, text, vector, source)]})
 
@@ -480,8 +357,8 @@ class PgMemory(BaseStore):
         from tulip_memory.models.store import decode_namespace
 
         with self._atomic(tenant):
-            paths = list(self._items().under_prefix(prefix).namespace_paths()[:limit])
-        return sorted(decode_namespace(path) for path in paths)
+            rows = list(self._items().under_prefix(prefix).namespace_paths()[:limit])
+        return [decode_namespace(path) for path, _sort_key in rows]
 
     async def list_namespaces(
         self, prefix: tuple[str, ...] | None = None, limit: int = 100
@@ -525,7 +402,7 @@ class PgMemory(BaseStore):
                 [encode_namespace(ns) for ns in namespaces],
                 limit,
                 vector=vector,
-                source=self._source,
+                source=self.encoder.source,
                 tokens=tokens,
             )
 
@@ -555,13 +432,13 @@ class PgMemory(BaseStore):
             )
         tenant = tenants.pop()
         tokens = sorted(set(tokenize(query or "")))[:_MAX_QUERY_TOKENS]
-        encoded = await self._encode_cached(tenant, query) if tokens and query else None
-        vector = None if encoded is None else self._literal(encoded)
+        encoded = await self.encoder.encode(tenant, query) if tokens and query else None
+        vector = None if encoded is None else self.encoder.literal(encoded)
         rows = await self._run(self._search_sync, tenant, namespaces, limit, vector, tokens)
         out: list[list[StoreItem]] = [[] for _ in namespaces]
         lexical = False
         for row in rows:
-            out[row.index].append(self._item(namespaces[row.index], row))
+            out[row.position].append(self._item(namespaces[row.position], row))
             lexical = lexical or row.lexical
         if lexical and not self._lexical_warned:
             self._lexical_warned = True
@@ -569,7 +446,7 @@ class PgMemory(BaseStore):
                 "PgMemory: search matched rows without a %s vector by their words only "
                 "(rows with no text, or written before this encoder was configured); "
                 "re-put them to rank them by vector.",
-                self._source,
+                self.encoder.source,
             )
         return out
 
@@ -611,7 +488,9 @@ class PgMemory(BaseStore):
         """Items of ``namespace`` with a vector, by exact cosine similarity (highest first)."""
         namespace = validate_namespace(namespace)
         self._tenant_of(namespace)
-        vector = validate_embedding(query_embedding, dimension=self._width, name="query_embedding")
+        vector = validate_embedding(
+            query_embedding, dimension=self.encoder.width, name="query_embedding"
+        )
         limit, threshold = validate_limit(limit), validate_threshold(threshold)
         filters = validate_metadata_filter(metadata_filter)
         return await self._run(
@@ -630,6 +509,5 @@ class PgMemory(BaseStore):
         return await self._run(self._get_embedding_sync, namespace, key)
 
     async def close(self) -> None:
-        """Nothing to release: connections belong to Django (``CONN_MAX_AGE``); idempotent."""
-        with self._cache_lock:
-            self._cache.clear()
+        """Drop the encoding cache; connections belong to Django (``CONN_MAX_AGE``)."""
+        self.encoder.clear()

@@ -1,0 +1,178 @@
+"""TextEncoder: the vectors of PgMemory — an embedder's, else HRR — with a per-tenant cache.
+
+Without an embedder a text's vector is the HRR ``[cos φ, sin φ]`` encoding of its tokens
+(:mod:`tulip_memory.store.hrr`), ``2 * dim`` wide; with one it is the embedder's, of its
+``dimension``. A text without any word has no vector (None). Vectors are float32 numpy
+arrays (what pgvector stores; they travel to PostgreSQL in binary), read-only because the
+cache shares them.
+
+The cache keeps the last ``cache_size`` encodings, LRU, keyed by ``(tenant, text)``: an
+entry is only ever served to the tenant that computed it, so the cache is no channel
+between tenants. ``source`` names the encoder; PgMemory stores it with each vector so that
+vectors of another encoder are never ranked against this one's.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from tulip_memory.rls import PGVECTOR_ANN_MAX_DIM
+from tulip_memory.store.text import tokenize
+from tulip_memory.store.validation import validate_embedding
+
+__all__ = ["DEFAULT_DIM", "DEFAULT_ENCODING_CACHE", "TextEncoder"]
+
+DEFAULT_DIM = 512
+DEFAULT_ENCODING_CACHE = 1024
+
+
+def _embedder_name(embedder: Any) -> str:
+    name = getattr(embedder, "model_name", None) or getattr(embedder, "model", None)
+    if not isinstance(name, str) or not name:
+        name = f"{type(embedder).__module__}.{type(embedder).__qualname__}"
+    return f"embedder:{name}"[:100]
+
+
+def _width(dim: int, embedder: Any | None) -> int:
+    if embedder is None:
+        width = 2 * dim
+        if width > PGVECTOR_ANN_MAX_DIM:
+            raise ValueError(
+                f"PgMemory(dim={dim}) is not indexable: the HRR encoding stores "
+                f"[cos φ, sin φ], so the vector column would be 2·{dim} = {width} wide, "
+                f"over pgvector's {PGVECTOR_ANN_MAX_DIM}-dimension limit for an HNSW "
+                f"index. Pass dim <= {PGVECTOR_ANN_MAX_DIM // 2} (default {DEFAULT_DIM}), "
+                "or an embedder."
+            )
+        return width
+    dimension = getattr(embedder, "dimension", None)
+    if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1:
+        raise ValueError(f"embedder.dimension must be an int >= 1, got {dimension!r}")
+    if dimension > PGVECTOR_ANN_MAX_DIM:
+        warnings.warn(
+            f"PgMemory: the embedder is {dimension} dimensions wide, over pgvector's "
+            f"{PGVECTOR_ANN_MAX_DIM}-dimension limit for an HNSW index, so the table has "
+            "no ANN index (TULIP_MEMORY['ANN_INDEX'] cannot apply). PgMemory's searches "
+            "stay exact (each namespace is sorted by exact distance), but ad-hoc "
+            "nearest-neighbour queries over a whole table are sequential scans.",
+            RuntimeWarning,
+            stacklevel=4,
+        )
+    return dimension
+
+
+class TextEncoder:
+    """Encodes texts for PgMemory (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        dim: int = DEFAULT_DIM,
+        embedder: Any | None = None,
+        cache_size: int = DEFAULT_ENCODING_CACHE,
+    ) -> None:
+        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
+            raise ValueError(f"dim must be an int >= 1, got {dim!r}")
+        if isinstance(cache_size, bool) or not isinstance(cache_size, int):
+            raise ValueError(f"encoding_cache must be an int, got {cache_size!r}")
+        if cache_size < 0:
+            raise ValueError(f"encoding_cache must be >= 0, got {cache_size}")
+        self.dim = dim
+        self.embedder = embedder
+        self.width = _width(dim, embedder)
+        self.source = "hrr" if embedder is None else _embedder_name(embedder)
+        self._cache_size = cache_size
+        self._cache: OrderedDict[tuple[str, str], np.ndarray | None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    # --- vectors ------------------------------------------------------------------------
+
+    def checked(self, values: Sequence[float], *, name: str) -> np.ndarray:
+        """A caller's vector, checked number by number (messages name the index)."""
+        return np.asarray(validate_embedding(values, dimension=self.width, name=name), np.float32)
+
+    def _encoded(self, values: Any, *, name: str) -> np.ndarray:
+        # An encoder's vector, checked with numpy (the bulk path).
+        try:
+            array = np.asarray(values, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name} is not a sequence of numbers") from None
+        if array.ndim != 1 or array.shape[0] != self.width:
+            raise ValueError(f"{name} has shape {array.shape}, the store expects ({self.width},)")
+        finite = np.isfinite(array)
+        if not finite.all():
+            index = int(np.argmin(finite))
+            raise ValueError(f"{name}[{index}] must be finite, got {array[index]}")
+        if not array.any():
+            raise ValueError(f"{name} must not be all zeros (cosine similarity is undefined)")
+        vector = array.astype(np.float32)
+        vector.setflags(write=False)
+        return vector
+
+    @staticmethod
+    def literal(vector: np.ndarray) -> str:
+        """pgvector's text form of ``vector`` (for a query parameter)."""
+        return "[" + ",".join(map(repr, vector.tolist())) + "]"
+
+    def _hrr(self, text: str) -> np.ndarray | None:
+        from tulip_memory.store import hrr
+
+        phases = hrr.encode_tokens(tokenize(text), self.dim)
+        if phases is None:
+            return None
+        return self._encoded(hrr.phases_to_vector(phases), name="HRR vector")
+
+    # --- encoding -----------------------------------------------------------------------
+
+    async def encode_many(self, texts: Sequence[str]) -> list[np.ndarray | None]:
+        """The vector of each text (one ``embed_batch`` call), uncached: the write path."""
+        if self.embedder is None:
+            return [self._hrr(text) for text in texts]
+        wanted = [i for i, text in enumerate(texts) if tokenize(text)]
+        out: list[np.ndarray | None] = [None] * len(texts)
+        if wanted:
+            vectors = await self.embedder.embed_batch([texts[i] for i in wanted])
+            if len(vectors) != len(wanted):
+                raise ValueError(
+                    f"embedder returned {len(vectors)} vectors for {len(wanted)} texts"
+                )
+            for i, vector in zip(wanted, vectors, strict=True):
+                out[i] = self._encoded(vector, name="embedder output")
+        return out
+
+    async def encode(self, tenant: str, text: str) -> np.ndarray | None:
+        """One text's vector, through the cache keyed by ``(tenant, text)``."""
+        key = (tenant, text)
+        if self._cache_size:
+            with self._lock:
+                if key in self._cache:
+                    self._cache.move_to_end(key)
+                    return self._cache[key]
+        if self.embedder is None:
+            vector = self._hrr(text)
+        elif not tokenize(text):
+            vector = None
+        else:
+            vector = self._encoded(await self.embedder.embed(text), name="embedder output")
+        if self._cache_size:
+            with self._lock:
+                self._cache[key] = vector
+                self._cache.move_to_end(key)
+                while len(self._cache) > self._cache_size:
+                    self._cache.popitem(last=False)
+        return vector
+
+    def cached_keys(self) -> list[tuple[str, str]]:
+        """The ``(tenant, text)`` keys in the cache, least recently used first."""
+        with self._lock:
+            return list(self._cache)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._cache.clear()
