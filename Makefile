@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-dev
 
-.PHONY: demo test lint types bench install system-deps clean
+.PHONY: demo test lint types bench bench-pg install system-deps clean
 
 # mysqlclient (the `mysql` extra, used by the test suite) compiles against the
 # MariaDB client headers; on Debian they come from libmariadb-dev.
@@ -37,9 +37,17 @@ lint: $(STAMP)
 types: $(STAMP)
 	$(BIN)/mypy
 
+## Benchmarks of every layer (bench-pg loads a 1M-row table and takes a while).
 bench: $(STAMP)
 	$(BIN)/python -m pip install -q -e '.[bench]'
 	$(BIN)/python bench/conversation.py
+	$(BIN)/python bench/store.py
+	$(BIN)/python bench/checkpoint.py
+	$(BIN)/python bench/manager.py
+
+bench-pg: $(STAMP)
+	$(BIN)/python -m pip install -q -e '.[bench]'
+	$(BIN)/python bench/pg_store.py
 
 clean:
 	rm -rf $(VENV) .pgdata .pytest_cache .mypy_cache .ruff_cache
