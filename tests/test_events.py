@@ -20,6 +20,19 @@ def received():
 
 
 @pytest.fixture
+def async_received():
+    """Event names an async receiver got."""
+    got: list[str] = []
+
+    async def receiver(sender, event, payload, **kwargs):
+        got.append(event)
+
+    events.memory_event.connect(receiver, weak=False)
+    yield got
+    events.memory_event.disconnect(receiver)
+
+
+@pytest.fixture
 def failing_receiver():
     def receiver(**kwargs):
         raise RuntimeError("receiver exploded")
@@ -48,18 +61,9 @@ async def test_emit_sends_through_the_same_signal(received):
     assert received == [("memory.test", {"duration_ms": 1.5})]
 
 
-async def test_async_receivers_are_awaited():
-    got = []
-
-    async def receiver(sender, event, payload, **kwargs):
-        got.append(event)
-
-    events.memory_event.connect(receiver, weak=False)
-    try:
-        await events.emit("memory.async")
-    finally:
-        events.memory_event.disconnect(receiver)
-    assert got == ["memory.async"]
+async def test_async_receivers_are_awaited(async_received):
+    await events.emit("memory.async")
+    assert async_received == ["memory.async"]
 
 
 async def test_a_failing_receiver_is_logged_and_others_still_run(
@@ -74,15 +78,6 @@ async def test_a_failing_receiver_is_logged_and_others_still_run(
     assert any("memory.async" in m for m in messages)
 
 
-async def test_emit_sync_inside_a_running_loop_reaches_async_receivers():
-    got = []
-
-    async def receiver(sender, event, payload, **kwargs):
-        got.append(event)
-
-    events.memory_event.connect(receiver, weak=False)
-    try:
-        events.emit_sync("memory.from-sync-api")  # a sync API called from async code
-    finally:
-        events.memory_event.disconnect(receiver)
-    assert got == ["memory.from-sync-api"]
+async def test_emit_sync_inside_a_running_loop_reaches_async_receivers(async_received):
+    events.emit_sync("memory.from-sync-api")  # a sync API called from async code
+    assert async_received == ["memory.from-sync-api"]

@@ -1,10 +1,8 @@
 """The pure layers import and work in a Python process with no Django settings at all."""
 
-import os
-import subprocess
-import sys
 import textwrap
-from pathlib import Path
+
+from tests.processes import run_python
 
 SCRIPT = textwrap.dedent(
     """
@@ -42,15 +40,6 @@ SCRIPT = textwrap.dedent(
 
 
 def test_pure_layers_work_without_django_settings():
-    env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
-    result = subprocess.run(
-        [sys.executable, "-c", SCRIPT],
-        check=False,
-        cwd=Path(__file__).resolve().parent.parent,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    result = run_python(SCRIPT, django_settings=False)
     assert result.returncode == 0, result.stderr
     assert "pure ok" in result.stdout

@@ -1,50 +1,21 @@
-"""tulip_memory.rls: the migration operations on each vendor, and the row-level security checks."""
+"""tulip_memory.rls: the row-level security operation on each vendor, and the checks."""
 
 import os
-import uuid
-from contextlib import contextmanager
 
 import pytest
 from django.core import checks
 from django.db import connections
 from django.db.migrations.executor import MigrationExecutor
-from django.db.migrations.loader import MigrationLoader
 
-from tulip_memory.exceptions import ConfigurationError
+from tests.migration_connections import connect, state_after_0001, with_database
 from tulip_memory.rls import (
     POLICY_NAME,
-    CreateVectorAnnIndex,
     EnableTenantRowLevelSecurity,
-    EnableVectorExtension,
-    PostgreSQLOnly,
     check_connection,
     check_tenant_databases,
 )
-from tulip_memory.testing.postgres import database_settings
 
 TABLE = "tulip_memory_store_item"
-
-
-@contextmanager
-def _connect(url, alias, vendor_module="django.db.backends.postgresql.base"):
-    """A connection outside settings.DATABASES (closed on exit)."""
-    import importlib
-
-    settings_dict = dict(connections["default"].settings_dict)
-    parsed = database_settings(url)
-    settings_dict.update({key: parsed[key] for key in ("NAME", "USER", "PASSWORD", "HOST", "PORT")})
-    wrapper = importlib.import_module(vendor_module).DatabaseWrapper(settings_dict, alias=alias)
-    try:
-        yield wrapper
-    finally:
-        wrapper.close()
-
-
-def _with_database(url, name):
-    from urllib.parse import urlsplit, urlunsplit
-
-    parts = urlsplit(url)
-    return urlunsplit((parts.scheme, parts.netloc, f"/{name}", parts.query, ""))
 
 
 def _ids(messages):
@@ -65,8 +36,8 @@ def test_application_role_passes_the_checks():
 
 @pytest.mark.django_db
 def test_superuser_connection_is_an_error():
-    admin_url = _with_database(os.environ["TULIP_TEST_ADMIN_URL"], "tulip_test")
-    with _connect(admin_url, "tulip_admin") as admin:
+    admin_url = with_database(os.environ["TULIP_TEST_ADMIN_URL"], "tulip_test")
+    with connect(admin_url, "tulip_admin") as admin:
         messages = check_connection(admin, "tulip_admin")
     # A superuser bypasses row-level security (and has BYPASSRLS).
     assert "tulip_memory.E010" in _ids(messages) and "tulip_memory.E011" in _ids(messages)
@@ -103,14 +74,10 @@ def test_checks_only_look_at_the_tenant_databases(settings):
 # --- migration operations ----------------------------------------------------------------
 
 
-def _state_after_0001(connection):
-    return MigrationLoader(connection).project_state(("tulip_memory", "0001_initial"))
-
-
 @pytest.mark.django_db(databases=["default", "owner"])
 def test_row_level_security_operation_is_reversible():
     owner = connections["owner"]
-    state = _state_after_0001(owner)
+    state = state_after_0001(owner)
     operation = EnableTenantRowLevelSecurity("memoryitem")
 
     def flags():
@@ -132,35 +99,12 @@ def test_row_level_security_operation_is_reversible():
     assert flags() == (True, True, [POLICY_NAME])
 
 
-@pytest.mark.django_db(databases=["default", "owner"])
-def test_ann_index_is_opt_in_and_skipped_over_2000_dimensions(settings):
-    owner = connections["owner"]
-    state = _state_after_0001(owner)
-    operation = CreateVectorAnnIndex("memoryitem", name="tulip_store_item_embedding_hnsw")
-
-    def sql_of():
-        with owner.schema_editor(collect_sql=True) as editor:
-            operation.database_forwards("tulip_memory", editor, state, state)
-        return editor.collected_sql
-
-    assert sql_of() == []  # ANN_INDEX is off by default
-    settings.TULIP_MEMORY = {"ANN_INDEX": True}
-    assert any("USING hnsw" in line and "vector_cosine_ops" in line for line in sql_of())
-    settings.TULIP_MEMORY = {"ANN_INDEX": True, "VECTOR_DIMENSIONS": 3072}
-    with pytest.warns(RuntimeWarning, match="over pgvector's 2000-dimension limit"):
-        assert sql_of() == []
-
-
-def test_operations_serialise_into_migration_files():
-    from django.db import migrations, models
+def test_operation_serialises_into_migration_files():
     from django.db.migrations.writer import OperationWriter
 
-    wrapped = PostgreSQLOnly(
-        migrations.AddIndex("memoryitem", models.Index(fields=["tenant"], name="x_idx"))
-    )
-    for operation in (wrapped, EnableTenantRowLevelSecurity("memoryitem", column="owner_id")):
-        text, imports = OperationWriter(operation, indentation=0).serialize()
-        assert "tulip_memory.rls" in text and "import tulip_memory.rls" in imports
+    operation = EnableTenantRowLevelSecurity("memoryitem", column="owner_id")
+    text, imports = OperationWriter(operation, indentation=0).serialize()
+    assert "tulip_memory.rls" in text and "import tulip_memory.rls" in imports
     assert (
         "column='owner_id'"
         in OperationWriter(
@@ -170,14 +114,13 @@ def test_operations_serialise_into_migration_files():
 
 
 @pytest.mark.django_db(databases=["default", "mysql"])
-def test_postgresql_only_operations_are_skipped_on_mariadb():
+def test_row_level_security_is_skipped_on_mariadb():
     mysql = connections["mysql"]
-    state = _state_after_0001(mysql)
+    state = state_after_0001(mysql)
     with mysql.schema_editor(collect_sql=True) as editor:
         EnableTenantRowLevelSecurity("memoryitem").database_forwards(
             "tulip_memory", editor, state, state
         )
-        EnableVectorExtension().database_forwards("tulip_memory", editor, state, state)
     assert editor.collected_sql == []
     with mysql.cursor() as cursor:  # migrated by the session fixture: the plain table only
         cursor.execute(
@@ -231,30 +174,3 @@ def test_migration_0001_applies_on_sqlite(django_db_blocker):
         sqlite.close()
         del connections["tulip_sqlite"]
         del connections.settings["tulip_sqlite"]
-
-
-@pytest.mark.django_db
-def test_missing_vector_extension_fails_with_the_fix():
-    admin_url = os.environ["TULIP_TEST_ADMIN_URL"]
-    name = f"tulip_noext_{uuid.uuid4().hex[:8]}"
-    import psycopg
-
-    with psycopg.connect(admin_url, autocommit=True) as admin:
-        admin.execute(f"CREATE DATABASE {name} OWNER tulip_owner")
-    try:
-        owner_url = _with_database(os.environ["DATABASE_OWNER_URL"], name)
-        with (
-            _connect(owner_url, "tulip_noext_owner") as owner,
-            owner.schema_editor(atomic=False) as editor,
-            pytest.raises(ConfigurationError, match=r"CREATE EXTENSION vector"),
-        ):
-            EnableVectorExtension().database_forwards("tulip_memory", editor, None, None)
-        with _connect(_with_database(admin_url, name), "tulip_noext_admin") as admin:
-            with admin.schema_editor(atomic=False) as editor:  # a superuser creates it
-                EnableVectorExtension().database_forwards("tulip_memory", editor, None, None)
-            with admin.cursor() as cursor:
-                cursor.execute("SELECT count(*) FROM pg_extension WHERE extname = 'vector'")
-                assert cursor.fetchone() == (1,)
-    finally:
-        with psycopg.connect(admin_url, autocommit=True) as admin:
-            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")

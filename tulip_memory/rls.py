@@ -13,15 +13,10 @@ the USING/WITH CHECK split) and its schema editor's DDL templates. Not used: its
 (session-scoped ``set_config(..., false)``, which outlive the request on a pooled
 connection).
 
-Migration operations, usable by every layer's migration:
-
-* :class:`EnableVectorExtension` verifies (or, as a superuser, creates) ``vector``;
-* :class:`CreateVectorAnnIndex` creates an HNSW index when the vector width allows it;
-* :class:`EnableTenantRowLevelSecurity` enables + forces RLS and creates the policy;
-* :class:`PostgreSQLOnly` wraps an operation (an index, a constraint) so that it changes
-  the migration state everywhere but the schema only on PostgreSQL.
-
-All of them are no-ops on other vendors, so ``migrate`` works on MariaDB and SQLite.
+The migration operation :class:`EnableTenantRowLevelSecurity` (usable by every layer's
+migration) enables + forces RLS and creates the policy; it is a no-op on other vendors,
+so ``migrate`` works on MariaDB and SQLite. The other PostgreSQL-only operations (vector
+extension, ANN index, ``PostgreSQLOnly``) are in :mod:`tulip_memory.postgresql_operations`.
 
 System checks (``database`` tag, run by ``check --database`` and ``migrate``) on the
 aliases of ``TULIP_MEMORY["TENANT_DATABASES"]``: E010 superuser role, E011 BYPASSRLS
@@ -38,23 +33,23 @@ from typing import Any
 from django.core import checks
 from django.db.migrations.operations.base import Operation
 
+# PGVECTOR_ANN_MAX_DIM: tulip_memory.store.pg and pg_encoder still import it from here;
+# once they import it from tulip_memory.postgresql_operations, drop it from this line.
+from tulip_memory.postgresql_operations import (
+    PGVECTOR_ANN_MAX_DIM,  # noqa: F401
+    is_postgresql,
+)
+
 __all__ = [
-    "PGVECTOR_ANN_MAX_DIM",
     "POLICY_NAME",
     "TENANT_COLUMN",
-    "CreateVectorAnnIndex",
     "EnableTenantRowLevelSecurity",
-    "EnableVectorExtension",
-    "PostgreSQLOnly",
     "check_tenant_databases",
     "policy_expression",
     "tenant_tables",
 ]
 
 POLICY_NAME = "tulip_tenant_isolation"
-# pgvector cannot build an HNSW index over more dimensions than this (re-exported by
-# tulip_memory.store as PGVECTOR_ANN_MAX_DIM).
-PGVECTOR_ANN_MAX_DIM = 2000
 # Name of the tenant column; a model of tulip_memory with a field of this column is a
 # tenant table (checked by the system checks below).
 TENANT_COLUMN = "tenant"
@@ -87,124 +82,6 @@ def _tenant_policy(column: str) -> Any:
     return TextTenantPolicy(POLICY_NAME, operation=BasePolicy.ALL, roles="public")
 
 
-def _is_postgresql(schema_editor: Any) -> bool:
-    return schema_editor.connection.vendor == "postgresql"
-
-
-class EnableVectorExtension(Operation):
-    """Make sure the ``vector`` extension exists (PostgreSQL only).
-
-    Only a superuser can create it (it is not a trusted extension). When the migrating
-    role is one, it is created; otherwise a missing extension fails the migration with
-    the command that fixes it. Reversing does nothing: other apps may use the extension.
-    """
-
-    reversible = True
-    reduces_to_sql = True
-
-    def state_forwards(self, app_label: str, state: Any) -> None:
-        return None
-
-    def database_forwards(
-        self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
-    ) -> None:
-        if not _is_postgresql(schema_editor):
-            return
-        with schema_editor.connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'vector'), "
-                "(SELECT rolsuper FROM pg_roles WHERE rolname = current_user), current_database()"
-            )
-            exists, superuser, database = cursor.fetchone()
-        if exists:
-            return
-        if superuser:
-            schema_editor.execute("CREATE EXTENSION IF NOT EXISTS vector")
-            return
-        from tulip_memory.exceptions import ConfigurationError
-
-        raise ConfigurationError(
-            f"The pgvector extension is not installed in database {database!r}, and the "
-            "migrating role cannot create it (only a superuser can). Run as a superuser:\n\n"
-            f'    psql -d {database} -c "CREATE EXTENSION vector"\n\n'
-            "then migrate again."
-        )
-
-    def database_backwards(
-        self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
-    ) -> None:
-        return None
-
-    def describe(self) -> str:
-        return "Check the pgvector extension (PostgreSQL only)"
-
-    @property
-    def migration_name_fragment(self) -> str:
-        return "vector_extension"
-
-
-class CreateVectorAnnIndex(Operation):
-    """An HNSW cosine index on a vector column, if ``TULIP_MEMORY["ANN_INDEX"]`` asks for it.
-
-    pgvector cannot build HNSW over more than ``PGVECTOR_ANN_MAX_DIM`` (2000) dimensions:
-    wider columns (``VECTOR_DIMENSIONS`` set for a wide embedder) get no ANN index and a
-    RuntimeWarning. PgMemory's searches never need it (they sort each namespace exactly),
-    so it is off by default. Not part of the model state: it depends on settings.
-    """
-
-    reversible = True
-    reduces_to_sql = True
-
-    def __init__(self, model_name: str, name: str, field: str = "embedding") -> None:
-        self.model_name = model_name
-        self.name = name
-        self.field = field
-
-    def state_forwards(self, app_label: str, state: Any) -> None:
-        return None
-
-    def database_forwards(
-        self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
-    ) -> None:
-        if not _is_postgresql(schema_editor):
-            return
-        import warnings
-
-        from tulip_memory.conf import settings
-
-        if not settings.ANN_INDEX:
-            return
-        width = int(settings.VECTOR_DIMENSIONS)
-        if width > PGVECTOR_ANN_MAX_DIM:
-            warnings.warn(
-                f"VECTOR_DIMENSIONS is {width}, over pgvector's {PGVECTOR_ANN_MAX_DIM}-dimension "
-                f"limit for an HNSW index: index {self.name!r} is not created.",
-                RuntimeWarning,
-                stacklevel=2,
-            )
-            return
-        model = to_state.apps.get_model(app_label, self.model_name)
-        column = model._meta.get_field(self.field).column
-        quote = schema_editor.quote_name
-        schema_editor.execute(
-            f"CREATE INDEX IF NOT EXISTS {quote(self.name)} ON {quote(model._meta.db_table)} "
-            f"USING hnsw ({quote(column)} vector_cosine_ops)"
-        )
-
-    def database_backwards(
-        self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
-    ) -> None:
-        if _is_postgresql(schema_editor):
-            schema_editor.execute(f"DROP INDEX IF EXISTS {schema_editor.quote_name(self.name)}")
-
-    def describe(self) -> str:
-        return f"Create ANN index {self.name} on {self.model_name} (PostgreSQL only)"
-
-    @property
-    def migration_name_fragment(self) -> str:
-        return self.name
-
-
 class EnableTenantRowLevelSecurity(Operation):
     """ENABLE + FORCE row level security on a model's table, with the tenant policy.
 
@@ -228,7 +105,7 @@ class EnableTenantRowLevelSecurity(Operation):
     def database_forwards(
         self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
     ) -> None:
-        if not _is_postgresql(schema_editor):
+        if not is_postgresql(schema_editor):
             return
         from django_rls.backends.postgresql.base import RLSDatabaseSchemaEditor as Ddl
 
@@ -256,7 +133,7 @@ class EnableTenantRowLevelSecurity(Operation):
     def database_backwards(
         self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
     ) -> None:
-        if not _is_postgresql(schema_editor):
+        if not is_postgresql(schema_editor):
             return
         from django_rls.backends.postgresql.base import RLSDatabaseSchemaEditor as Ddl
 
@@ -273,48 +150,6 @@ class EnableTenantRowLevelSecurity(Operation):
     @property
     def migration_name_fragment(self) -> str:
         return f"rls_{self.model_name.lower()}"
-
-
-class PostgreSQLOnly(Operation):
-    """Apply ``operation`` to the migration state always, to the schema on PostgreSQL only.
-
-    For indexes and constraints that other vendors cannot build (or that the app does
-    not need there: PgMemory refuses non-PostgreSQL databases).
-    """
-
-    reduces_to_sql = True
-
-    def __init__(self, operation: Operation) -> None:
-        self.operation = operation
-
-    @property
-    def reversible(self) -> bool:  # type: ignore[override]
-        return self.operation.reversible
-
-    def state_forwards(self, app_label: str, state: Any) -> None:
-        self.operation.state_forwards(app_label, state)
-
-    def database_forwards(
-        self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
-    ) -> None:
-        if _is_postgresql(schema_editor):
-            self.operation.database_forwards(app_label, schema_editor, from_state, to_state)
-
-    def database_backwards(
-        self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
-    ) -> None:
-        if _is_postgresql(schema_editor):
-            self.operation.database_backwards(app_label, schema_editor, from_state, to_state)
-
-    def references_model(self, name: str, app_label: str) -> bool:
-        return self.operation.references_model(name, app_label)
-
-    def describe(self) -> str:
-        return f"{self.operation.describe()} (PostgreSQL only)"
-
-    @property
-    def migration_name_fragment(self) -> str:
-        return self.operation.migration_name_fragment
 
 
 # --- system checks -------------------------------------------------------------------

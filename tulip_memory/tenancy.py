@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 
 from tulip_memory.exceptions import TenantError
+from tulip_memory.identifiers import validate_identifier
 
 __all__ = [
     "TENANT_MAX_LENGTH",
@@ -52,15 +53,7 @@ def validate_tenant(tenant: object) -> str:
     A tenant is a non-empty string of at most :data:`TENANT_MAX_LENGTH` characters
     without NUL (PostgreSQL rejects NUL in text) and not only whitespace.
     """
-    if not isinstance(tenant, str):
-        raise ValueError(f"tenant must be a str, got {type(tenant).__name__}")
-    if not tenant.strip():
-        raise ValueError("tenant must not be empty")
-    if "\x00" in tenant:
-        raise ValueError("tenant must not contain NUL characters")
-    if len(tenant) > TENANT_MAX_LENGTH:
-        raise ValueError(f"tenant is {len(tenant)} characters long, over {TENANT_MAX_LENGTH}")
-    return tenant
+    return validate_identifier(tenant, "tenant", max_length=TENANT_MAX_LENGTH, allow_blank=False)
 
 
 def current_tenant() -> str | None:

@@ -81,3 +81,15 @@ def test_detail_shows_the_chain_and_is_read_only(admin_client):
     assert admin_client.post(delete, {"post": "yes"}, HTTP_X_TENANT="acme").status_code == 403
     # Another tenant cannot even open it.
     assert admin_client.get(url, HTTP_X_TENANT="globex").status_code == 302
+
+
+def test_a_superuser_picks_the_tenant_in_the_address(admin_client):
+    ids = _save_chain("acme", "chat-1", 1)
+    url = reverse("admin:tulip_memory_deltacheckpointrecord_changelist")
+    assert ids[0] in admin_client.get(url, {"tenant": "acme"}).content.decode()
+    assert ids[0] not in admin_client.get(url, {"tenant": "globex"}).content.decode()
+    with tenant_atomic("acme"):
+        pk = DeltaCheckpointRecord.objects.get(checkpoint_id=ids[0]).pk
+    detail = reverse("admin:tulip_memory_deltacheckpointrecord_change", args=[pk])
+    page = admin_client.get(detail, {"_changelist_filters": "tenant=acme"})
+    assert page.status_code == 200 and ids[0] in page.content.decode()

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import copy
-import os
-import subprocess
-import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
 from tests.conversation.histories import agent_loop, user
+from tests.processes import run_python
 from tulip_memory.conversation import ConversationManager, NullManager
 from tulip_memory.messages import Message
 
@@ -63,15 +60,7 @@ def test_the_conversation_layer_works_without_django_settings():
         print(",".join(seen))
         """
     )
-    env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
-    completed = subprocess.run(
-        [sys.executable, "-c", script],
-        env=env,
-        cwd=Path(__file__).resolve().parents[2],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    completed = run_python(script, django_settings=False)
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout.strip() == (
         "memory.conversation.pruned,memory.compactor.triggered,memory.compactor.completed"

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import io
 import re
 
 import pytest
-from django.core.management import call_command
+
+from tests.example_project.demo_command import run_scene
 
 
 @pytest.mark.django_db(transaction=True)
 def test_the_checkpoints_scene():
-    out = io.StringIO()
-    call_command("tulip_demo", "--scene", "checkpoints", stdout=out, no_color=True)
-    scene = out.getvalue()
+    scene = run_scene("checkpoints")
     assert "Saved 58 turns (117 messages) to PostgreSQL, tenant 'demo':" in scene
     assert "58 checkpoints: 10 full, 48 deltas, 10 message blocks" in scene
     saving = float(re.search(r"-> (\d+\.\d)% less", scene).group(1))

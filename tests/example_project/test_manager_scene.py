@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import io
-
 import pytest
-from django.core.management import call_command
+
+from tests.example_project.demo_command import run_scene
 
 
 @pytest.mark.django_db(transaction=True)
 def test_manager_scene_shows_recall_history_and_ordered_celery_jobs(settings):
     settings.TULIP_MEMORY = {"CELERY_QUEUE": "tulip_memory_demo_test_unconsumed"}
-    out = io.StringIO()
-    call_command("tulip_demo", "--scene", "long-term", stdout=out, no_color=True)
-    scene = out.getvalue()
+    scene = run_scene("long-term")
     assert "role                                       The user is a data scientist" in scene
     assert "  | About the user:" in scene
     assert "An anonymous run (the resolver returns None) gets 0 memory block(s)." in scene

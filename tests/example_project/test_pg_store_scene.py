@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import io
-
 import pytest
-from django.core.management import call_command
+
+from tests.example_project.demo_command import run_scene
 
 
 @pytest.mark.django_db(transaction=True)
 def test_the_pg_store_scene():
-    out = io.StringIO()
-    call_command("tulip_demo", "--scene", "row-level security", stdout=out, no_color=True)
-    scene = out.getvalue()
+    scene = run_scene("row-level security")
     assert "Tenant 'acme': wrote 2 memories in one bulk upsert" in scene
     assert "in 'acme'    -> supplier: 'Acme buys its anvils" in scene
     assert "in 'globex'  -> supplier: 'Globex buys its reactors" in scene

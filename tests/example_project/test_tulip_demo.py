@@ -2,16 +2,10 @@
 
 from __future__ import annotations
 
-import io
-
 import pytest
-from django.core.management import CommandError, call_command
+from django.core.management import CommandError
 
-
-def run_demo(*args: str) -> str:
-    out = io.StringIO()
-    call_command("tulip_demo", *args, stdout=out, no_color=True)
-    return out.getvalue()
+from tests.example_project.demo_command import run_demo
 
 
 # Later scenes use the database (from other threads, through the async ORM).

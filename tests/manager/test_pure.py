@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import textwrap
-from pathlib import Path
+
+from tests.processes import run_python
 
 SCRIPT = textwrap.dedent(
     """
@@ -41,15 +39,6 @@ SCRIPT = textwrap.dedent(
 
 
 def test_manager_works_without_django_settings():
-    env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
-    result = subprocess.run(
-        [sys.executable, "-c", SCRIPT],
-        check=False,
-        cwd=Path(__file__).resolve().parents[2],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    result = run_python(SCRIPT, django_settings=False)
     assert result.returncode == 0, result.stderr
     assert "pure manager ok" in result.stdout

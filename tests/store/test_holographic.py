@@ -5,14 +5,12 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
-import subprocess
-import sys
 import textwrap
-import threading
 from pathlib import Path
 
 import pytest
 
+from tests.processes import run_in_threads, run_python
 from tulip_memory.store import HolographicStore, StoreCapabilityError, hrr
 from tulip_memory.store.ranking import RRF_K
 from tulip_memory.store.text import tokenize, value_text
@@ -111,7 +109,6 @@ async def test_put_batch_is_one_transaction():
 
 def test_threads_with_their_own_event_loops(path):
     store = HolographicStore(path)
-    errors: list[BaseException] = []
 
     async def worker(n: int) -> None:
         for i in range(25):
@@ -119,18 +116,7 @@ def test_threads_with_their_own_event_loops(path):
             await store.put(("t", f"w{n}"), f"k{i}", f"note {i} from writer {n}")
             await store.search(NS, "writer")
 
-    def run(n: int) -> None:
-        try:
-            asyncio.run(worker(n))
-        except BaseException as exc:
-            errors.append(exc)
-
-    threads = [threading.Thread(target=run, args=(n,)) for n in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert errors == []
+    assert run_in_threads(lambda n: asyncio.run(worker(n)), 4) == []
 
     async def check() -> None:
         assert (await store.get_item(NS, "shared")).version == 100
@@ -172,13 +158,8 @@ NO_NUMPY = textwrap.dedent(
 
 
 async def test_without_numpy_search_is_fts5_only_and_warns_once(path):
-    result = subprocess.run(
-        [sys.executable, "-c", NO_NUMPY, str(path)],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=Path(__file__).resolve().parents[2],
-    )
+    result = run_python(NO_NUMPY, str(path))
+    assert result.returncode == 0, result.stderr
     out = json.loads(result.stdout)
     assert len(out["warnings"]) == 1
     assert "FTS5-only" in out["warnings"][0]

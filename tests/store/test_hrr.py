@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
+from tests.processes import run_python
 from tulip_memory.store import hrr
 
 TEXTS = ["likes green tea", "Straße 東京タワー", "a b c d e f g"]
@@ -24,15 +20,8 @@ for text in sys.argv[1:]:
 
 @pytest.mark.parametrize("seed", ["0", "12345"])
 def test_encoding_is_identical_in_other_processes(seed):
-    env = {**os.environ, "PYTHONHASHSEED": seed}
-    result = subprocess.run(
-        [sys.executable, "-c", SCRIPT, *TEXTS],
-        capture_output=True,
-        text=True,
-        check=True,
-        env=env,
-        cwd=Path(__file__).resolve().parents[2],
-    )
+    result = run_python(SCRIPT, *TEXTS, PYTHONHASHSEED=seed)
+    assert result.returncode == 0, result.stderr
     here = [hrr.to_bytes(hrr.encode_phases(text, 256)).hex() for text in TEXTS]
     assert result.stdout.split() == here
 

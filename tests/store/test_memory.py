@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import threading
 
+from tests.processes import run_in_threads
 from tulip_memory.store import InMemoryStore
 
 NS = ("t", "notes")
@@ -47,7 +47,6 @@ async def test_index_follows_updates_and_deletes():
 
 def test_threads_with_their_own_event_loops():
     store = InMemoryStore()
-    errors: list[BaseException] = []
 
     async def worker(n: int) -> None:
         for i in range(200):
@@ -55,18 +54,7 @@ def test_threads_with_their_own_event_loops():
             await store.put(("t", f"w{n}"), f"k{i}", f"note {i}")
             await store.search(NS, "writer")
 
-    def run(n: int) -> None:
-        try:
-            asyncio.run(worker(n))
-        except BaseException as exc:
-            errors.append(exc)
-
-    threads = [threading.Thread(target=run, args=(n,)) for n in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert errors == []
+    assert run_in_threads(lambda n: asyncio.run(worker(n)), 4) == []
 
     async def check() -> None:
         assert (await store.get_item(NS, "shared")).version == 800

@@ -19,6 +19,7 @@ from django.db import connection, connections
 from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 
+from tests.processes import run_in_threads
 from tulip_memory.embeddings.base import BaseEmbedding
 from tulip_memory.exceptions import ConfigurationError, TenantError
 from tulip_memory.models.store import MemoryItem
@@ -360,7 +361,7 @@ def test_twenty_concurrent_puts_from_separate_connections():
     store = PgMemory()
     ns = ("acme", "race")
     barrier = threading.Barrier(20)
-    errors, backend_pids = [], set()
+    backend_pids = set()
 
     def writer(n):
         try:
@@ -369,17 +370,10 @@ def test_twenty_concurrent_puts_from_separate_connections():
             with connection.cursor() as cursor:
                 cursor.execute("SELECT pg_backend_pid()")
                 backend_pids.add(cursor.fetchone()[0])
-        except Exception as exc:  # reported below
-            errors.append(exc)
         finally:
             connections.close_all()
 
-    threads = [threading.Thread(target=writer, args=(n,)) for n in range(20)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert errors == []
+    assert run_in_threads(writer, 20) == []
     assert len(backend_pids) == 20
     with tenant_atomic("acme"):
         rows = list(MemoryItem.objects.for_namespace(ns))

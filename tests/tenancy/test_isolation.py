@@ -83,6 +83,18 @@ def test_tenant_does_not_outlive_its_transaction(two_tenants):
         assert MemoryItem.objects.count() == 0
 
 
+def _insert_item(tenant: str, key: str) -> MemoryItem:
+    """An ORM insert of one item in namespace ``(tenant, "x")``."""
+    return MemoryItem.objects.create(
+        tenant=tenant,
+        namespace=f"{tenant}/x",
+        key=key,
+        value=1,
+        created_at="2026-01-01T00:00Z",
+        updated_at="2026-01-01T00:00Z",
+    )
+
+
 def test_orm_sees_and_changes_only_its_tenant(two_tenants):
     with tenant_atomic("alpha"):
         assert set(MemoryItem.objects.values_list("tenant", flat=True)) == {"alpha"}
@@ -91,14 +103,7 @@ def test_orm_sees_and_changes_only_its_tenant(two_tenants):
         assert MemoryItem.objects.filter(tenant="beta").delete()[0] == 0
         assert MemoryItem.objects.filter(tenant="beta").clear() == 0
         with pytest.raises(DatabaseError, match="row-level security"), transaction.atomic():
-            MemoryItem.objects.create(
-                tenant="beta",
-                namespace="beta/x",
-                key="forged",
-                value=1,
-                created_at="2026-01-01T00:00Z",
-                updated_at="2026-01-01T00:00Z",
-            )
+            _insert_item("beta", "forged")
         with pytest.raises(DatabaseError, match="row-level security"), transaction.atomic():
             MemoryItem.objects.filter(key="k1").update(tenant="beta")
     with tenant_atomic("beta"):
@@ -108,14 +113,7 @@ def test_orm_sees_and_changes_only_its_tenant(two_tenants):
 def test_orm_without_a_tenant_sees_nothing(two_tenants):
     assert MemoryItem.objects.count() == 0
     with pytest.raises(DatabaseError, match="row-level security"), transaction.atomic():
-        MemoryItem.objects.create(
-            tenant="alpha",
-            namespace="alpha/x",
-            key="x",
-            value=1,
-            created_at="2026-01-01T00:00Z",
-            updated_at="2026-01-01T00:00Z",
-        )
+        _insert_item("alpha", "x")
 
 
 @pytest.mark.django_db(databases=["default", "owner"])

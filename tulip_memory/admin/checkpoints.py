@@ -1,93 +1,28 @@
 """Admin of the checkpoints layer: read-only views of checkpoints and delta chains.
 
-The ModelAdmins are registered on the default site and meant to be subclassed
-(unregister, then register your subclass). Their tables are under tenant row-level
-security on PostgreSQL, so each view runs — rendering included, since the changelist is
-evaluated while the template renders — inside :func:`tulip_memory.tenancy.tenant_atomic`
-for the request's tenant (``request.tenant`` set by
-:class:`~tulip_memory.tenancy.TenantMiddleware`, else the bound tenant). Without a
-tenant nothing is visible, and the page says why.
+Registered on the default site and meant to be subclassed (unregister, then register
+your subclass). Read-only and tenant scoping:
+:class:`~tulip_memory.admin.tenancy.ReadOnlyAdminMixin` and
+:class:`~tulip_memory.admin.tenancy.TenantScopedAdminMixin`.
 """
 
 from __future__ import annotations
 
-from typing import Any
 from urllib.parse import urlencode
 
-from django.contrib import admin, messages
-from django.db import models, router
-from django.http import HttpRequest, HttpResponse
+from django.contrib import admin
+from django.db import models
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
+from tulip_memory.admin.tenancy import ReadOnlyAdminMixin, TenantScopedAdminMixin
 from tulip_memory.models import CheckpointRecord, DeltaBlock, DeltaCheckpointRecord
-from tulip_memory.tenancy import current_tenant, tenant_atomic
 
-__all__ = [
-    "CheckpointRecordAdmin",
-    "DeltaBlockAdmin",
-    "DeltaCheckpointRecordAdmin",
-    "ReadOnlyAdminMixin",
-    "TenantTransactionAdminMixin",
-]
-
-
-class ReadOnlyAdminMixin:
-    """No add, change or delete from the admin."""
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-
-class TenantTransactionAdminMixin:
-    """Run changelist and detail views, rendering included, in a tenant transaction."""
-
-    model: Any
-
-    def request_tenant(self, request: HttpRequest) -> str | None:
-        return getattr(request, "tenant", None) or current_tenant()
-
-    def _in_tenant(
-        self, request: HttpRequest, view: Any, *args: Any, **kwargs: Any
-    ) -> HttpResponse:
-        tenant = self.request_tenant(request)
-        if tenant is None:
-            messages.warning(
-                request,
-                "No tenant is bound to this request: tenant rows are hidden by row-level "
-                "security. Send the tenant header (TULIP_MEMORY['TENANT_HEADER']) through "
-                "TenantMiddleware.",
-            )
-            return view(request, *args, **kwargs)
-        with tenant_atomic(tenant, using=router.db_for_read(self.model)):
-            response = view(request, *args, **kwargs)
-            if hasattr(response, "render"):
-                response.render()
-            return response
-
-    def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> HttpResponse:
-        return self._in_tenant(request, super().changelist_view, extra_context)  # type: ignore[misc]
-
-    def change_view(
-        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: Any = None
-    ) -> HttpResponse:
-        return self._in_tenant(
-            request,
-            super().change_view,  # type: ignore[misc]
-            object_id,
-            form_url,
-            extra_context,
-        )
+__all__ = ["CheckpointRecordAdmin", "DeltaBlockAdmin", "DeltaCheckpointRecordAdmin"]
 
 
 @admin.register(CheckpointRecord)
-class CheckpointRecordAdmin(TenantTransactionAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
+class CheckpointRecordAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdmin):
     list_display = ("checkpoint_id", "thread_id", "message_count", "created_at")
     search_fields = ("thread_id", "checkpoint_id")
     date_hierarchy = "created_at"
@@ -104,7 +39,7 @@ def _changelist_link(model: type[models.Model], label: str, **filters: str) -> s
 
 
 @admin.register(DeltaCheckpointRecord)
-class DeltaCheckpointRecordAdmin(TenantTransactionAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
+class DeltaCheckpointRecordAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdmin):
     """Delta checkpoints as chains: kind, depth, parent and chain root links, sizes."""
 
     list_display = (
@@ -182,7 +117,7 @@ class DeltaCheckpointRecordAdmin(TenantTransactionAdminMixin, ReadOnlyAdminMixin
 
 
 @admin.register(DeltaBlock)
-class DeltaBlockAdmin(TenantTransactionAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
+class DeltaBlockAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdmin):
     list_display = ("digest", "thread_id", "size_bytes", "created_at")
     search_fields = ("thread_id", "digest")
     ordering = ("-id",)

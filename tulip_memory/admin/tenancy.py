@@ -14,6 +14,10 @@ bypasses row-level security, which the app never has — by design. So each view
 
 Without a tenant the page is empty and says how to pick one. Override
 :meth:`TenantScopedAdminMixin.request_tenant` to choose differently.
+
+Every layer's ModelAdmins combine both mixins (``ReadOnlyAdminMixin,
+TenantScopedAdminMixin, admin.ModelAdmin``) and are meant to be subclassed: unregister
+one, then register a subclass (e.g. one that allows retrying a failed job).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import messages
+from django.db import router
 from django.http import HttpRequest, HttpResponse, QueryDict
 
 from tulip_memory.tenancy import current_tenant, tenant_atomic, validate_tenant
@@ -67,11 +72,12 @@ class TenantScopedAdminMixin:
         if tenant is None:
             messages.info(
                 request,
-                "Row-level security shows one tenant at a time: add ?tenant=<name> to the "
-                "address (superusers), or serve the admin behind TenantMiddleware.",
+                "No tenant is bound to this request, and row-level security shows one "
+                "tenant at a time: add ?tenant=<name> to the address (superusers), or send "
+                "the tenant header (TULIP_MEMORY['TENANT_HEADER']) through TenantMiddleware.",
             )
             return view(request, *args)
-        with tenant_atomic(tenant, using=self.model.objects.db):
+        with tenant_atomic(tenant, using=router.db_for_read(self.model)):
             response = view(request, *args)
             if hasattr(response, "render"):
                 response.render()

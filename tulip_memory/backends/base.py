@@ -18,6 +18,7 @@ before any storage is touched (:func:`validate_thread_id`, :func:`validate_check
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import importlib
 import json
@@ -28,12 +29,14 @@ from abc import ABC, abstractmethod
 from types import ModuleType
 from urllib.parse import unquote_to_bytes
 
+from tulip_memory.identifiers import validate_identifier
 from tulip_memory.state import AgentState
 
 __all__ = [
     "CHECKPOINT_ID_MAX_LENGTH",
     "THREAD_ID_MAX_LENGTH",
     "BaseCheckpointer",
+    "BlockingCheckpointer",
     "decode_name",
     "decode_state",
     "encode_name",
@@ -51,26 +54,14 @@ THREAD_ID_MAX_LENGTH = 255
 CHECKPOINT_ID_MAX_LENGTH = 128
 
 
-def _validate_id(value: object, what: str, max_length: int) -> str:
-    if not isinstance(value, str):
-        raise ValueError(f"{what} must be a str, got {type(value).__name__}")
-    if not value:
-        raise ValueError(f"{what} must not be empty")
-    if "\x00" in value:
-        raise ValueError(f"{what} must not contain NUL characters")
-    if len(value) > max_length:
-        raise ValueError(f"{what} is {len(value)} characters long, over {max_length}")
-    return value
-
-
 def validate_thread_id(thread_id: object) -> str:
     """Return ``thread_id`` if it is a non-empty str without NUL of sane length."""
-    return _validate_id(thread_id, "thread_id", THREAD_ID_MAX_LENGTH)
+    return validate_identifier(thread_id, "thread_id", max_length=THREAD_ID_MAX_LENGTH)
 
 
 def validate_checkpoint_id(checkpoint_id: object) -> str:
     """Return ``checkpoint_id`` if it is a non-empty str without NUL of sane length."""
-    return _validate_id(checkpoint_id, "checkpoint_id", CHECKPOINT_ID_MAX_LENGTH)
+    return validate_identifier(checkpoint_id, "checkpoint_id", max_length=CHECKPOINT_ID_MAX_LENGTH)
 
 
 def validate_limit(limit: object) -> int:
@@ -212,3 +203,39 @@ class BaseCheckpointer(ABC):
 
     @abstractmethod
     async def _delete(self, thread_id: str, checkpoint_id: str | None) -> bool: ...
+
+
+class BlockingCheckpointer(BaseCheckpointer):
+    """A checkpointer over a blocking client (files, S3, OpenSearch).
+
+    Subclasses implement the ``*_sync`` hooks — the same arguments as the async hooks
+    (``may_exist`` positional) — and each runs in a worker thread, off the event loop.
+    """
+
+    async def _save(
+        self, state: AgentState, thread_id: str, checkpoint_id: str, *, may_exist: bool
+    ) -> None:
+        await asyncio.to_thread(self._save_sync, state, thread_id, checkpoint_id, may_exist)
+
+    async def _load(self, thread_id: str, checkpoint_id: str | None) -> AgentState | None:
+        return await asyncio.to_thread(self._load_sync, thread_id, checkpoint_id)
+
+    async def _list(self, thread_id: str, limit: int) -> list[str]:
+        return await asyncio.to_thread(self._list_sync, thread_id, limit)
+
+    async def _delete(self, thread_id: str, checkpoint_id: str | None) -> bool:
+        return await asyncio.to_thread(self._delete_sync, thread_id, checkpoint_id)
+
+    @abstractmethod
+    def _save_sync(
+        self, state: AgentState, thread_id: str, checkpoint_id: str, may_exist: bool
+    ) -> None: ...
+
+    @abstractmethod
+    def _load_sync(self, thread_id: str, checkpoint_id: str | None) -> AgentState | None: ...
+
+    @abstractmethod
+    def _list_sync(self, thread_id: str, limit: int) -> list[str]: ...
+
+    @abstractmethod
+    def _delete_sync(self, thread_id: str, checkpoint_id: str | None) -> bool: ...

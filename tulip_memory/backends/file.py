@@ -17,7 +17,6 @@ they are an hour old (younger ones may belong to a write still in progress).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import os
@@ -26,7 +25,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from tulip_memory.backends.base import BaseCheckpointer, decode_name, encode_name, save_order_key
+from tulip_memory.backends.base import (
+    BlockingCheckpointer,
+    decode_name,
+    encode_name,
+    save_order_key,
+)
 from tulip_memory.state import AgentState
 
 __all__ = ["FileCheckpointer"]
@@ -35,7 +39,7 @@ _TEMP_PREFIX = ".tmp-"
 _SUFFIX = ".json"
 
 
-class FileCheckpointer(BaseCheckpointer):
+class FileCheckpointer(BlockingCheckpointer):
     """Checkpoints as files under ``base_dir`` (created on first save)."""
 
     def __init__(self, base_dir: str | os.PathLike[str] = "./checkpoints") -> None:
@@ -135,20 +139,8 @@ class FileCheckpointer(BaseCheckpointer):
             thread_dir.rmdir()  # only succeeds when empty
         return deleted
 
-    async def _save(
-        self, state: AgentState, thread_id: str, checkpoint_id: str, *, may_exist: bool
-    ) -> None:
-        await asyncio.to_thread(self._save_sync, state, thread_id, checkpoint_id, may_exist)
-
-    async def _load(self, thread_id: str, checkpoint_id: str | None) -> AgentState | None:
-        return await asyncio.to_thread(self._load_sync, thread_id, checkpoint_id)
-
-    async def _list(self, thread_id: str, limit: int) -> list[str]:
-        entries = await asyncio.to_thread(self._entries, self._thread_dir(thread_id))
-        return [entry[1] for entry in entries[:limit]]
-
-    async def _delete(self, thread_id: str, checkpoint_id: str | None) -> bool:
-        return await asyncio.to_thread(self._delete_sync, thread_id, checkpoint_id)
+    def _list_sync(self, thread_id: str, limit: int) -> list[str]:
+        return [entry[1] for entry in self._entries(self._thread_dir(thread_id))[:limit]]
 
 
 def _atomic_write(path: Path, payload: bytes) -> None:

@@ -16,11 +16,10 @@ next search sees them.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 from typing import Any
 
-from tulip_memory.backends.base import BaseCheckpointer, import_optional, save_order_key
+from tulip_memory.backends.base import BlockingCheckpointer, import_optional, save_order_key
 from tulip_memory.state import AgentState
 
 __all__ = ["OpenSearchCheckpointer"]
@@ -38,7 +37,7 @@ MAPPING = {
 }
 
 
-class OpenSearchCheckpointer(BaseCheckpointer):
+class OpenSearchCheckpointer(BlockingCheckpointer):
     """Checkpoints in the OpenSearch ``index`` at ``hosts``.
 
     ``client`` may be a ready ``opensearchpy.OpenSearch``; otherwise one is built from
@@ -95,7 +94,9 @@ class OpenSearchCheckpointer(BaseCheckpointer):
         )
         return [hit["_source"] for hit in response["hits"]["hits"]]
 
-    def _save_sync(self, state: AgentState, thread_id: str, checkpoint_id: str) -> None:
+    def _save_sync(
+        self, state: AgentState, thread_id: str, checkpoint_id: str, may_exist: bool
+    ) -> None:
         self._ensure_index()
         self.client.index(
             index=self.index,
@@ -138,17 +139,3 @@ class OpenSearchCheckpointer(BaseCheckpointer):
         except self._not_found:
             return False
         return True
-
-    async def _save(
-        self, state: AgentState, thread_id: str, checkpoint_id: str, *, may_exist: bool
-    ) -> None:
-        await asyncio.to_thread(self._save_sync, state, thread_id, checkpoint_id)
-
-    async def _load(self, thread_id: str, checkpoint_id: str | None) -> AgentState | None:
-        return await asyncio.to_thread(self._load_sync, thread_id, checkpoint_id)
-
-    async def _list(self, thread_id: str, limit: int) -> list[str]:
-        return await asyncio.to_thread(self._list_sync, thread_id, limit)
-
-    async def _delete(self, thread_id: str, checkpoint_id: str | None) -> bool:
-        return await asyncio.to_thread(self._delete_sync, thread_id, checkpoint_id)

@@ -17,12 +17,11 @@ those steps) is skipped by readers.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 from typing import Any
 
 from tulip_memory.backends.base import (
-    BaseCheckpointer,
+    BlockingCheckpointer,
     decode_name,
     decode_state,
     encode_name,
@@ -37,7 +36,7 @@ __all__ = ["S3Backend"]
 _ORDER_SPAN = 10**20
 
 
-class S3Backend(BaseCheckpointer):
+class S3Backend(BlockingCheckpointer):
     """Checkpoints in ``bucket`` under ``prefix``.
 
     ``client`` may be a ready boto3 S3 client; otherwise one is built from
@@ -93,23 +92,22 @@ class S3Backend(BaseCheckpointer):
         code = getattr(exc, "response", {}).get("Error", {}).get("Code", "")
         return code in {"404", "NoSuchKey", "NotFound"}
 
-    def _get(self, key: str) -> tuple[bytes, dict[str, str]] | None:
+    def _object_call(self, operation: str, key: str) -> dict[str, Any] | None:
+        """``client.<operation>(Bucket, Key)``'s response, or None when there is no such key."""
         try:
-            response = self.client.get_object(Bucket=self.bucket, Key=key)
+            return getattr(self.client, operation)(Bucket=self.bucket, Key=key)
         except self._errors.ClientError as exc:
             if self._missing(exc):
                 return None
             raise
-        return response["Body"].read(), response.get("Metadata", {})
+
+    def _get(self, key: str) -> tuple[bytes, dict[str, str]] | None:
+        response = self._object_call("get_object", key)
+        return None if response is None else (response["Body"].read(), response.get("Metadata", {}))
 
     def _stored_order(self, key: str) -> int | None:
-        try:
-            response = self.client.head_object(Bucket=self.bucket, Key=key)
-        except self._errors.ClientError as exc:
-            if self._missing(exc):
-                return None
-            raise
-        return int(response.get("Metadata", {}).get("order", "0"))
+        response = self._object_call("head_object", key)
+        return None if response is None else int(response.get("Metadata", {}).get("order", "0"))
 
     def _markers(self, thread_id: str) -> Iterator[tuple[str, int, str]]:
         """(checkpoint id, order, marker key) of the thread, newest first (may repeat ids)."""
@@ -203,19 +201,3 @@ class S3Backend(BaseCheckpointer):
         for start in range(0, len(keys), 1000):  # DeleteObjects takes up to 1000 keys
             batch = [{"Key": key} for key in keys[start : start + 1000]]
             self.client.delete_objects(Bucket=self.bucket, Delete={"Objects": batch, "Quiet": True})
-
-    # -- the contract ------------------------------------------------------------------
-
-    async def _save(
-        self, state: AgentState, thread_id: str, checkpoint_id: str, *, may_exist: bool
-    ) -> None:
-        await asyncio.to_thread(self._save_sync, state, thread_id, checkpoint_id, may_exist)
-
-    async def _load(self, thread_id: str, checkpoint_id: str | None) -> AgentState | None:
-        return await asyncio.to_thread(self._load_sync, thread_id, checkpoint_id)
-
-    async def _list(self, thread_id: str, limit: int) -> list[str]:
-        return await asyncio.to_thread(self._list_sync, thread_id, limit)
-
-    async def _delete(self, thread_id: str, checkpoint_id: str | None) -> bool:
-        return await asyncio.to_thread(self._delete_sync, thread_id, checkpoint_id)

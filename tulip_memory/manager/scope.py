@@ -17,6 +17,8 @@ from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from tulip_memory.identifiers import validate_identifier
+
 __all__ = ["MemoryScope", "Namespace", "ScopeBinding", "bound_scope", "validate_namespace"]
 
 logger = logging.getLogger("tulip_memory.manager")
@@ -36,11 +38,8 @@ def validate_namespace(namespace: object, *, argument: str = "namespace") -> Nam
     parts = tuple(namespace)
     if not parts:
         raise ValueError(f"{argument} must not be empty")
-    for part in parts:
-        if not isinstance(part, str) or not part.strip():
-            raise ValueError(f"{argument} elements must be non-empty strings, got {part!r:.80}")
-        if "\x00" in part:
-            raise ValueError(f"{argument} elements must not contain NUL characters")
+    for index, part in enumerate(parts):
+        validate_identifier(part, f"{argument}[{index}]", allow_blank=False)
     return parts
 
 

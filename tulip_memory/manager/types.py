@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
 
+from tulip_memory.identifiers import validate_identifier
 from tulip_memory.messages import Message
 
 __all__ = ["ExtractFn", "ExtractMode", "Memory", "MemoryType"]
@@ -48,14 +49,9 @@ class Memory:
                 raise ValueError(
                     f"Memory.type must be one of {[t.value for t in MemoryType]}, got {self.type!r}"
                 ) from None
-        if not isinstance(self.key, str) or not self.key.strip():
-            raise ValueError(f"Memory.key must be a non-empty str, got {self.key!r}")
-        if len(self.key) > MEMORY_KEY_MAX_LENGTH:
-            raise ValueError(
-                f"Memory.key is {len(self.key)} characters long, over {MEMORY_KEY_MAX_LENGTH}"
-            )
-        if "\x00" in self.key:
-            raise ValueError("Memory.key must not contain NUL characters")
+        validate_identifier(
+            self.key, "Memory.key", max_length=MEMORY_KEY_MAX_LENGTH, allow_blank=False
+        )
         if not isinstance(self.content, str):
             raise ValueError(f"Memory.content must be a str, got {type(self.content).__name__}")
         if not isinstance(self.metadata, dict):

@@ -9,6 +9,7 @@ vendors (MariaDB, SQLite) only the plain table is created.
 from django.db import migrations, models
 
 import tulip_memory.models.store
+import tulip_memory.postgresql_operations
 import tulip_memory.rls
 
 
@@ -18,7 +19,7 @@ class Migration(migrations.Migration):
     dependencies = []
 
     operations = [
-        tulip_memory.rls.EnableVectorExtension(),
+        tulip_memory.postgresql_operations.EnableVectorExtension(),
         migrations.CreateModel(
             name="MemoryItem",
             fields=[
@@ -57,7 +58,22 @@ class Migration(migrations.Migration):
                 "db_table": "tulip_memory_store_item",
             },
         ),
-        tulip_memory.rls.PostgreSQLOnly(
+        # Vectors inline in the heap row, not in TOAST: a vector wider than ~500
+        # dimensions (2 KB) would otherwise be moved out of line (pgvector's default
+        # storage is EXTENDED), and every exact distance would read it back from the
+        # TOAST table chunk by chunk (~2.3x the time at 1024 dimensions). MAIN, not
+        # PLAIN: a row that cannot fit a page (over ~2000 dimensions) still goes to TOAST
+        # instead of failing. See docs/pg_store.md, "Storage of the vectors".
+        tulip_memory.postgresql_operations.PostgreSQLOnly(
+            migrations.RunSQL(
+                "ALTER TABLE tulip_memory_store_item ALTER COLUMN embedding SET STORAGE MAIN",
+                reverse_sql=(
+                    "ALTER TABLE tulip_memory_store_item ALTER COLUMN embedding "
+                    "SET STORAGE EXTENDED"
+                ),
+            )
+        ),
+        tulip_memory.postgresql_operations.PostgreSQLOnly(
             migrations.AddConstraint(
                 model_name="memoryitem",
                 constraint=models.UniqueConstraint(
@@ -65,7 +81,7 @@ class Migration(migrations.Migration):
                 ),
             )
         ),
-        tulip_memory.rls.PostgreSQLOnly(
+        tulip_memory.postgresql_operations.PostgreSQLOnly(
             migrations.AddConstraint(
                 model_name="memoryitem",
                 constraint=models.CheckConstraint(
@@ -74,7 +90,7 @@ class Migration(migrations.Migration):
                 ),
             )
         ),
-        tulip_memory.rls.PostgreSQLOnly(
+        tulip_memory.postgresql_operations.PostgreSQLOnly(
             migrations.AddIndex(
                 model_name="memoryitem",
                 index=models.Index(
@@ -82,6 +98,8 @@ class Migration(migrations.Migration):
                 ),
             )
         ),
-        tulip_memory.rls.CreateVectorAnnIndex("memoryitem", name="tulip_store_item_embedding_hnsw"),
+        tulip_memory.postgresql_operations.CreateVectorAnnIndex(
+            "memoryitem", name="tulip_store_item_embedding_hnsw"
+        ),
         tulip_memory.rls.EnableTenantRowLevelSecurity("memoryitem"),
     ]

@@ -9,6 +9,7 @@ PostgreSQL's (MariaDB cannot index a TEXT column whole; the Celery mode needs Po
 import django.db.models.deletion
 from django.db import migrations, models
 
+import tulip_memory.postgresql_operations
 import tulip_memory.rls
 
 
@@ -42,7 +43,7 @@ class Migration(migrations.Migration):
                 "db_table": "tulip_memory_extraction_queue",
             },
         ),
-        tulip_memory.rls.PostgreSQLOnly(
+        tulip_memory.postgresql_operations.PostgreSQLOnly(
             migrations.AddConstraint(
                 model_name="extractionqueue",
                 constraint=models.UniqueConstraint(
@@ -109,7 +110,7 @@ class Migration(migrations.Migration):
                 ],
             },
         ),
-        tulip_memory.rls.PostgreSQLOnly(
+        tulip_memory.postgresql_operations.PostgreSQLOnly(
             migrations.AddIndex(
                 model_name="extractionjob",
                 index=models.Index(

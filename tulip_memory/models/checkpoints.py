@@ -16,6 +16,8 @@ Save order is the auto-increment ``id``: "newest first" is ``-id``.
 
 from __future__ import annotations
 
+from typing import Self
+
 from django.db import models
 from django.utils import timezone
 
@@ -29,22 +31,38 @@ __all__ = [
     "DeltaBlockQuerySet",
     "DeltaCheckpointRecord",
     "DeltaCheckpointRecordQuerySet",
+    "ThreadRow",
+    "ThreadRowsQuerySet",
 ]
 
 
-class CheckpointRecordQuerySet(models.QuerySet):
-    def of_thread(self, tenant: str, thread_id: str) -> CheckpointRecordQuerySet:
+class ThreadRowsQuerySet(models.QuerySet):
+    """Rows of one tenant's thread, in save order."""
+
+    def of_thread(self, tenant: str, thread_id: str) -> Self:
         return self.filter(tenant=tenant, thread_id=thread_id)
 
-    def newest_first(self) -> CheckpointRecordQuerySet:
+    def newest_first(self) -> Self:
         return self.order_by("-id")
 
 
-class CheckpointRecord(models.Model):
-    """A full snapshot of an agent state (JSON of ``AgentState.to_checkpoint()``)."""
+class ThreadRow(models.Model):
+    """The columns every row of this layer starts with: its tenant and its thread."""
 
     tenant = models.CharField(max_length=TENANT_MAX_LENGTH)
     thread_id = models.CharField(max_length=THREAD_ID_MAX_LENGTH)
+
+    class Meta:
+        abstract = True
+
+
+class CheckpointRecordQuerySet(ThreadRowsQuerySet):
+    """Full snapshots of a thread."""
+
+
+class CheckpointRecord(ThreadRow):
+    """A full snapshot of an agent state (JSON of ``AgentState.to_checkpoint()``)."""
+
     checkpoint_id = models.CharField(max_length=CHECKPOINT_ID_MAX_LENGTH)
     state = models.JSONField()
     created_at = models.DateTimeField(default=timezone.now)
@@ -65,13 +83,7 @@ class CheckpointRecord(models.Model):
         return f"{self.thread_id}/{self.checkpoint_id}"
 
 
-class DeltaCheckpointRecordQuerySet(models.QuerySet):
-    def of_thread(self, tenant: str, thread_id: str) -> DeltaCheckpointRecordQuerySet:
-        return self.filter(tenant=tenant, thread_id=thread_id)
-
-    def newest_first(self) -> DeltaCheckpointRecordQuerySet:
-        return self.order_by("-id")
-
+class DeltaCheckpointRecordQuerySet(ThreadRowsQuerySet):
     def chain_group(
         self, tenant: str, thread_id: str, checkpoint_id: str | None
     ) -> DeltaCheckpointRecordQuerySet:
@@ -89,13 +101,11 @@ class DeltaCheckpointRecordQuerySet(models.QuerySet):
         return rows.filter(base_id=models.Subquery(anchor.values("base_id")[:1])).newest_first()
 
 
-class DeltaCheckpointRecord(models.Model):
+class DeltaCheckpointRecord(ThreadRow):
     """A checkpoint of a DeltaCheckpointer: a full checkpoint (block references and the
     state's other fields) or a delta against ``parent_id``; ``base_id`` is the full
     checkpoint its chain starts from (itself for a full one)."""
 
-    tenant = models.CharField(max_length=TENANT_MAX_LENGTH)
-    thread_id = models.CharField(max_length=THREAD_ID_MAX_LENGTH)
     checkpoint_id = models.CharField(max_length=CHECKPOINT_ID_MAX_LENGTH)
     parent_id = models.CharField(max_length=CHECKPOINT_ID_MAX_LENGTH, blank=True, default="")
     base_id = models.CharField(max_length=CHECKPOINT_ID_MAX_LENGTH)
@@ -128,16 +138,13 @@ class DeltaCheckpointRecord(models.Model):
         return f"{self.thread_id}/{self.checkpoint_id}"
 
 
-class DeltaBlockQuerySet(models.QuerySet):
-    def of_thread(self, tenant: str, thread_id: str) -> DeltaBlockQuerySet:
-        return self.filter(tenant=tenant, thread_id=thread_id)
+class DeltaBlockQuerySet(ThreadRowsQuerySet):
+    """Message blocks of a thread."""
 
 
-class DeltaBlock(models.Model):
+class DeltaBlock(ThreadRow):
     """A run of messages stored once and named by its content's digest."""
 
-    tenant = models.CharField(max_length=TENANT_MAX_LENGTH)
-    thread_id = models.CharField(max_length=THREAD_ID_MAX_LENGTH)
     digest = models.CharField(max_length=64)
     data = models.BinaryField()
     size_bytes = models.PositiveBigIntegerField(help_text="Encoded size before compression")

@@ -21,14 +21,12 @@ from typing import Any, NamedTuple
 import numpy as np
 from django.db import connections, models
 from django.db.models import Q
-from django.db.models.expressions import Func
 from pgvector.django import VectorField
 
 from tulip_memory.tenancy import TENANT_MAX_LENGTH
 
 __all__ = [
     "EmbeddingField",
-    "ExactCosineDistance",
     "MemoryItem",
     "MemoryItemQuerySet",
     "SearchRow",
@@ -96,20 +94,6 @@ class EmbeddingField(VectorField):
         return f"vector({int(settings.VECTOR_DIMENSIONS)})"
 
 
-class ExactCosineDistance(Func):
-    """Cosine distance written so that no ANN index can serve the ORDER BY.
-
-    ``embedding <=> q`` in an ORDER BY is what an HNSW index orders by; under a
-    selective tenant/namespace filter such a scan returns too few or wrong rows. ``+ 0``
-    keeps the value but makes the planner use the (tenant, namespace) btree and sort
-    exactly: the true top-k, always.
-    """
-
-    template = "((%(expressions)s) + 0)"
-    arg_joiner = " <=> "
-    output_field = models.FloatField()
-
-
 # psycopg connections on which pgvector's binary adapters are registered.
 _VECTOR_READY: weakref.WeakSet[Any] = weakref.WeakSet()
 
@@ -138,6 +122,7 @@ class SearchRow(NamedTuple):
     updated_at: datetime
     version: int
     lexical: bool
+    rank: float
 
 
 def search_text_of(tokens: Iterable[str]) -> str:
@@ -165,17 +150,6 @@ class MemoryItemQuerySet(models.QuerySet):
         for namespace, key in pairs:
             condition |= Q(tenant=namespace[0], namespace=encode_namespace(namespace), key=key)
         return self.filter(condition) if pairs else self.none()
-
-    def ranked_by(self, vector: list[float]) -> MemoryItemQuerySet:
-        """Rows with a vector, nearest first (exact sort), with a ``distance`` annotation."""
-        from pgvector import Vector
-
-        query = models.Value(Vector(vector).to_text())
-        return (
-            self.filter(embedding__isnull=False)
-            .annotate(distance=ExactCosineDistance("embedding", query))
-            .order_by("distance", "key")
-        )
 
     def clear(self) -> int:
         """Delete the rows in ONE ``DELETE`` statement (no collector pre-fetch); the count."""
@@ -260,51 +234,78 @@ class MemoryItemQuerySet(models.QuerySet):
         limit: int,
         *,
         vector: str | None = None,
-        source: str = "",
+        source: str | None = None,
         tokens: Sequence[str] = (),
+        max_distance: float | None = None,
+        metadata: dict[str, Any] | None = None,
     ) -> list[SearchRow]:
         """Rank each namespace path of ``tenant`` on its own, in ONE statement.
 
         Without ``vector``: newest-updated first, ties by key (the ``recent`` index). With
         it, one pass over the namespace's rows (the ``(tenant, namespace)`` btree) gives
-        each row a distance: a row whose embedding came from ``source`` gets its exact
-        cosine distance to ``vector``; any other row (no vector, or another encoder's)
-        that contains query ``tokens`` gets ``1 - matched / len(tokens)``, the others
-        none. The k smallest are kept (an exact sort: the true top-k, never an ANN
-        approximation), and only those k rows are read in full.
+        each row with a vector (from ``source``; from any source when it is None) its
+        exact cosine distance to ``vector``. With query ``tokens``, every other row (no
+        vector, or another encoder's) that contains some of them gets ``1 - matched /
+        len(tokens)`` (``lexical``); without tokens such rows are left out. Only ids and
+        ranks are computed over the namespace; the k smallest are kept (an exact sort:
+        the true top-k, never an ANN approximation) and only those k rows are read in
+        full. Ties: newest-updated first, then key.
+
+        ``max_distance`` keeps the rows whose rank is at most it; ``metadata`` the rows
+        whose metadata has each of its fields equal (as JSON) to its value. Both are
+        applied before the cut to ``limit``.
         """
         n = self._sql_names()
         params: dict[str, Any] = {"tenant": tenant, "paths": list(paths), "limit": limit}
-        scope = (
-            f"FROM {n['table']} c "
-            f"WHERE c.{n['tenant']} = %(tenant)s AND c.{n['namespace']} = p.path"
-        )
+        conditions = [f"c.{n['tenant']} = %(tenant)s", f"c.{n['namespace']} = p.path"]
+        for index, (field, expected) in enumerate((metadata or {}).items()):
+            params[f"meta_field_{index}"] = field
+            params[f"meta_value_{index}"] = json.dumps(expected)
+            conditions.append(
+                f"c.{n['metadata']} -> %(meta_field_{index})s = %(meta_value_{index})s::jsonb"
+            )
         if vector is None:
             ranked = (
-                f"SELECT c.{n['id']} AS id, 0.0::float8 AS rank, false AS lexical {scope} "
+                f"SELECT c.{n['id']} AS id, 0.0::float8 AS rank, false AS lexical "
+                f"FROM {n['table']} c WHERE {' AND '.join(conditions)} "
                 f"ORDER BY c.{n['updated_at']} DESC, c.{n['key']} LIMIT %(limit)s"
             )
         else:
-            params.update(
-                vector=vector, source=source, tokens=list(tokens), ntokens=float(len(tokens) or 1)
-            )
-            usable = f"(c.{n['embedding_source']} = %(source)s AND c.{n['embedding']} IS NOT NULL)"
-            matched = (
-                "(SELECT count(*) FROM unnest(%(tokens)s::text[]) AS t(token) "
-                f"WHERE strpos(c.{n['search_text']}, ' ' || t.token || ' ') > 0)"
-            )
+            params["vector"] = vector
+            usable = f"c.{n['embedding']} IS NOT NULL"
+            if source is not None:
+                params["source"] = source
+                usable = f"(c.{n['embedding_source']} = %(source)s AND {usable})"
+            # The CASE (or "+ 0") keeps the value but is no expression an HNSW index
+            # orders by: under a selective tenant/namespace filter an ANN scan returns
+            # too few or wrong rows, so the planner must sort exactly instead.
+            distance = f"(c.{n['embedding']} <=> %(vector)s::vector)"
+            if tokens:
+                params.update(tokens=list(tokens), ntokens=float(len(tokens)))
+                matched = (
+                    "(SELECT count(*) FROM unnest(%(tokens)s::text[]) AS t(token) "
+                    f"WHERE strpos(c.{n['search_text']}, ' ' || t.token || ' ') > 0)"
+                )
+                lexical = f"NOT {usable}"
+                rank = f"CASE WHEN {usable} THEN {distance} ELSE 1.0 - {matched} / %(ntokens)s END"
+                keep = ["(NOT r.lexical OR r.rank < 1.0)"]
+            else:
+                lexical, rank, keep = "false", f"{distance} + 0", []
+                conditions.append(usable)
+            if max_distance is not None:
+                params["max_distance"] = max_distance
+                keep.append("r.rank <= %(max_distance)s")
             ranked = (
                 "SELECT r.id, r.rank, r.lexical FROM ("
                 f"SELECT c.{n['id']} AS id, c.{n['updated_at']} AS updated_at, "
-                f"c.{n['key']} AS key, NOT {usable} AS lexical, "
-                f"CASE WHEN {usable} THEN c.{n['embedding']} <=> %(vector)s::vector "
-                f"ELSE 1.0 - {matched} / %(ntokens)s END AS rank {scope}"
-                ") r WHERE NOT r.lexical OR r.rank < 1.0 "
+                f"c.{n['key']} AS key, {lexical} AS lexical, {rank} AS rank "
+                f"FROM {n['table']} c WHERE {' AND '.join(conditions)}"
+                f") r {'WHERE ' + ' AND '.join(keep) if keep else ''} "
                 "ORDER BY r.rank, r.updated_at DESC, r.key LIMIT %(limit)s"
             )
         sql = (
             f"SELECT p.idx, i.{n['key']}, i.{n['value']}, i.{n['metadata']}, "
-            f"i.{n['created_at']}, i.{n['updated_at']}, i.{n['version']}, m.lexical "
+            f"i.{n['created_at']}, i.{n['updated_at']}, i.{n['version']}, m.lexical, m.rank "
             "FROM unnest(%(paths)s::text[]) WITH ORDINALITY AS p(path, idx) "
             f"CROSS JOIN LATERAL ({ranked}) m "
             f"JOIN {n['table']} i ON i.{n['id']} = m.id "
@@ -323,8 +324,9 @@ class MemoryItemQuerySet(models.QuerySet):
                 updated,
                 version,
                 lexical,
+                float(rank),
             )
-            for idx, key, value, metadata, created, updated, version, lexical in rows
+            for idx, key, value, metadata, created, updated, version, lexical, rank in rows
         ]
 
     def namespace_paths(self) -> models.QuerySet[Any, tuple[str, str]]:

@@ -47,7 +47,6 @@ from tulip_memory.store.validation import (
     PreparedPut,
     prepare_batch,
     prepare_put,
-    validate_embedding,
     validate_key,
     validate_key_list,
     validate_limit,
@@ -145,8 +144,8 @@ class PgMemory(BaseStore):
 
     # --- helpers ----------------------------------------------------------------------
 
-    async def _run(self, func: Callable[..., T], *args: Any) -> T:
-        return await sync_to_async(func, thread_sensitive=True)(*args)
+    async def _run(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        return await sync_to_async(func, thread_sensitive=True)(*args, **kwargs)
 
     @staticmethod
     def _tenant_of(namespace: Namespace, *, name: str = "namespace") -> str:
@@ -387,23 +386,16 @@ class PgMemory(BaseStore):
     # --- search -----------------------------------------------------------------------
 
     def _search_sync(
-        self,
-        tenant: str,
-        namespaces: list[Namespace],
-        limit: int,
-        vector: str | None,
-        tokens: list[str],
+        self, tenant: str, namespaces: list[Namespace], limit: int, **ranking: Any
     ) -> list[Any]:
+        # The one search statement of this store (search, search_many and
+        # search_by_embedding): ids and ranks over the namespace first, then only the k
+        # winners read in full (MemoryItemQuerySet.search_paths).
         from tulip_memory.models.store import encode_namespace
 
         with self._atomic(tenant):
             return self._items().search_paths(
-                tenant,
-                [encode_namespace(ns) for ns in namespaces],
-                limit,
-                vector=vector,
-                source=self.encoder.source,
-                tokens=tokens,
+                tenant, [encode_namespace(ns) for ns in namespaces], limit, **ranking
             )
 
     async def search(
@@ -434,7 +426,15 @@ class PgMemory(BaseStore):
         tokens = sorted(set(tokenize(query or "")))[:_MAX_QUERY_TOKENS]
         encoded = await self.encoder.encode(tenant, query) if tokens and query else None
         vector = None if encoded is None else self.encoder.literal(encoded)
-        rows = await self._run(self._search_sync, tenant, namespaces, limit, vector, tokens)
+        rows = await self._run(
+            self._search_sync,
+            tenant,
+            namespaces,
+            limit,
+            vector=vector,
+            source=self.encoder.source,
+            tokens=tokens,
+        )
         out: list[list[StoreItem]] = [[] for _ in namespaces]
         lexical = False
         for row in rows:
@@ -450,33 +450,6 @@ class PgMemory(BaseStore):
             )
         return out
 
-    def _search_by_embedding_sync(
-        self,
-        namespace: Namespace,
-        vector: list[float],
-        limit: int,
-        threshold: float | None,
-        metadata_filter: dict[str, Any],
-    ) -> list[SemanticSearchResult]:
-        from django.db.models.fields.json import KeyTransform
-
-        with self._atomic(namespace[0]):
-            rows = self._items().for_namespace(namespace).ranked_by(vector)
-            if threshold is not None:
-                rows = rows.filter(distance__lte=1.0 - threshold)
-            for index, (field, expected) in enumerate(metadata_filter.items()):
-                alias = f"_metadata_{index}"
-                rows = rows.alias(**{alias: KeyTransform(field, "metadata")}).filter(
-                    **{alias: expected}
-                )
-            found = list(rows.defer("embedding", "search_text")[:limit])
-        return [
-            SemanticSearchResult(
-                item=self._item(namespace, row), score=1.0 - row.distance, distance=row.distance
-            )
-            for row in found
-        ]
-
     async def search_by_embedding(
         self,
         namespace: tuple[str, ...],
@@ -488,14 +461,25 @@ class PgMemory(BaseStore):
         """Items of ``namespace`` with a vector, by exact cosine similarity (highest first)."""
         namespace = validate_namespace(namespace)
         self._tenant_of(namespace)
-        vector = validate_embedding(
-            query_embedding, dimension=self.encoder.width, name="query_embedding"
-        )
+        vector = self.encoder.checked(query_embedding, name="query_embedding")
         limit, threshold = validate_limit(limit), validate_threshold(threshold)
         filters = validate_metadata_filter(metadata_filter)
-        return await self._run(
-            self._search_by_embedding_sync, namespace, vector, limit, threshold, filters
+        rows = await self._run(
+            self._search_sync,
+            namespace[0],
+            [namespace],
+            limit,
+            vector=self.encoder.literal(vector),
+            source=None,  # every vector: this encoder's, another's, the caller's
+            max_distance=None if threshold is None else 1.0 - threshold,
+            metadata=filters,
         )
+        return [
+            SemanticSearchResult(
+                item=self._item(namespace, row), score=1.0 - row.rank, distance=row.rank
+            )
+            for row in rows
+        ]
 
     def _get_embedding_sync(self, namespace: Namespace, key: str) -> list[float] | None:
         with self._atomic(namespace[0]):

@@ -28,6 +28,8 @@ from collections.abc import Iterable, Sequence
 from numbers import Real
 from typing import Any, NamedTuple
 
+from tulip_memory.identifiers import validate_identifier
+
 __all__ = [
     "PreparedPut",
     "decode_json",
@@ -57,16 +59,6 @@ class PreparedPut(NamedTuple):
     metadata_json: str
 
 
-def _check_label(label: object, what: str) -> str:
-    if not isinstance(label, str):
-        raise ValueError(f"{what} must be a str, got {type(label).__name__}")
-    if not label:
-        raise ValueError(f"{what} must not be empty")
-    if "\x00" in label:
-        raise ValueError(f"{what} must not contain a NUL character")
-    return label
-
-
 def validate_namespace(namespace: object, *, name: str = "namespace") -> tuple[str, ...]:
     """Return ``namespace`` if it is a non-empty tuple of non-empty, NUL-free strings."""
     if not isinstance(namespace, tuple):
@@ -76,7 +68,7 @@ def validate_namespace(namespace: object, *, name: str = "namespace") -> tuple[s
     if not namespace:
         raise ValueError(f"{name} must not be an empty tuple")
     for index, label in enumerate(namespace):
-        _check_label(label, f"{name}[{index}]")
+        validate_identifier(label, f"{name}[{index}]")
     return namespace
 
 
@@ -87,7 +79,7 @@ def validate_namespace_prefix(prefix: object) -> tuple[str, ...]:
     if not isinstance(prefix, tuple):
         raise ValueError(f"prefix must be a tuple of strings or None, got {type(prefix).__name__}")
     for index, label in enumerate(prefix):
-        _check_label(label, f"prefix[{index}]")
+        validate_identifier(label, f"prefix[{index}]")
     return prefix
 
 
@@ -105,7 +97,7 @@ def validate_namespaces(namespaces: object) -> list[tuple[str, ...]]:
 
 def validate_key(key: object, *, name: str = "key") -> str:
     """Return ``key`` if it is a non-empty string without NUL."""
-    return _check_label(key, name)
+    return validate_identifier(key, name)
 
 
 def validate_key_list(keys: object) -> list[tuple[tuple[str, ...], str]]:

@@ -27,7 +27,20 @@ async def _clear(store: Any, prefix: tuple[str, ...]) -> None:
         await store.clear_namespace(namespace)
 
 
-def _run_jobs(namespaces: list[tuple[str, ...]]) -> list[tuple[str, int, str, int]]:
+def _last_job_id() -> int:
+    """The newest job id of tenant ``demo`` (the demo database keeps earlier runs' jobs)."""
+    from django.db.models import Max
+
+    from tulip_memory.models import ExtractionJob
+    from tulip_memory.tenancy import tenant_atomic
+
+    with tenant_atomic("demo"):
+        return ExtractionJob.objects.aggregate(last=Max("pk"))["last"] or 0
+
+
+def _run_jobs(
+    namespaces: list[tuple[str, ...]], after_job_id: int
+) -> list[tuple[str, int, str, int]]:
     from tulip_memory.manager.extraction.worker import run_queue
     from tulip_memory.models import ExtractionJob, ExtractionQueue
     from tulip_memory.models.store import encode_namespace
@@ -42,7 +55,7 @@ def _run_jobs(namespaces: list[tuple[str, ...]]) -> list[tuple[str, int, str, in
         run_queue("demo", queue_id, owner="demo-worker")
     with tenant_atomic("demo"):
         return list(
-            ExtractionJob.objects.filter(queue_id__in=queue_ids)
+            ExtractionJob.objects.filter(queue_id__in=queue_ids, pk__gt=after_job_id)
             .order_by("queue__namespace", "sequence")
             .values_list("queue__namespace", "sequence", "state", "attempts")
         )
@@ -125,6 +138,7 @@ async def manager_scene(out: TextIO) -> None:
             ("bob", "I'm a nurse."),
             ("ada", "I live in Paris now."),
         ]
+        after_job_id = await sync_to_async(_last_job_id)()
         for user, text in sessions:
             with celery.scoped(("demo", "users", user)):
                 await celery.on_session_end(AgentState(messages=[Message(Role.USER, text)]))
@@ -132,8 +146,10 @@ async def manager_scene(out: TextIO) -> None:
             f"\nCelery mode: {len(sessions)} sessions recorded as jobs "
             f"({celery.pending_extractions} pending);\n"
         )
-        rows = await sync_to_async(_run_jobs)([("demo", "users", "ada"), ("demo", "users", "bob")])
-        out.write("a worker runs each namespace's jobs in sequence order:\n")
+        rows = await sync_to_async(_run_jobs)(
+            [("demo", "users", "ada"), ("demo", "users", "bob")], after_job_id
+        )
+        out.write("the worker code (run in this process here) runs them in order per namespace:\n")
         for namespace, sequence, state, attempts in rows:
             out.write(f"  {namespace:16} #{sequence}  {state:7} attempts={attempts}\n")
         with manager.scoped(ADA):

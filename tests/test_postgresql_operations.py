@@ -1,0 +1,82 @@
+"""tulip_memory.postgresql_operations: vector extension, ANN index, PostgreSQL-only wrapper."""
+
+import os
+import uuid
+
+import pytest
+from django.db import connections
+
+from tests.migration_connections import connect, state_after_0001, with_database
+from tulip_memory.exceptions import ConfigurationError
+from tulip_memory.postgresql_operations import (
+    CreateVectorAnnIndex,
+    EnableVectorExtension,
+    PostgreSQLOnly,
+)
+
+
+@pytest.mark.django_db(databases=["default", "owner"])
+def test_ann_index_is_opt_in_and_skipped_over_2000_dimensions(settings):
+    owner = connections["owner"]
+    state = state_after_0001(owner)
+    operation = CreateVectorAnnIndex("memoryitem", name="tulip_store_item_embedding_hnsw")
+
+    def sql_of():
+        with owner.schema_editor(collect_sql=True) as editor:
+            operation.database_forwards("tulip_memory", editor, state, state)
+        return editor.collected_sql
+
+    assert sql_of() == []  # ANN_INDEX is off by default
+    settings.TULIP_MEMORY = {"ANN_INDEX": True}
+    assert any("USING hnsw" in line and "vector_cosine_ops" in line for line in sql_of())
+    settings.TULIP_MEMORY = {"ANN_INDEX": True, "VECTOR_DIMENSIONS": 3072}
+    with pytest.warns(RuntimeWarning, match="over pgvector's 2000-dimension limit"):
+        assert sql_of() == []
+
+
+@pytest.mark.django_db
+def test_missing_vector_extension_fails_with_the_fix():
+    admin_url = os.environ["TULIP_TEST_ADMIN_URL"]
+    name = f"tulip_noext_{uuid.uuid4().hex[:8]}"
+    import psycopg
+
+    with psycopg.connect(admin_url, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name} OWNER tulip_owner")
+    try:
+        owner_url = with_database(os.environ["DATABASE_OWNER_URL"], name)
+        with (
+            connect(owner_url, "tulip_noext_owner") as owner,
+            owner.schema_editor(atomic=False) as editor,
+            pytest.raises(ConfigurationError, match=r"CREATE EXTENSION vector"),
+        ):
+            EnableVectorExtension().database_forwards("tulip_memory", editor, None, None)
+        with connect(with_database(admin_url, name), "tulip_noext_admin") as admin:
+            with admin.schema_editor(atomic=False) as editor:  # a superuser creates it
+                EnableVectorExtension().database_forwards("tulip_memory", editor, None, None)
+            with admin.cursor() as cursor:
+                cursor.execute("SELECT count(*) FROM pg_extension WHERE extname = 'vector'")
+                assert cursor.fetchone() == (1,)
+    finally:
+        with psycopg.connect(admin_url, autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def test_postgresql_only_serialises_into_migration_files():
+    from django.db import migrations, models
+    from django.db.migrations.writer import OperationWriter
+
+    wrapped = PostgreSQLOnly(
+        migrations.AddIndex("memoryitem", models.Index(fields=["tenant"], name="x_idx"))
+    )
+    text, imports = OperationWriter(wrapped, indentation=0).serialize()
+    assert "tulip_memory.postgresql_operations" in text
+    assert "import tulip_memory.postgresql_operations" in imports
+
+
+@pytest.mark.django_db(databases=["default", "mysql"])
+def test_vector_extension_is_skipped_on_mariadb():
+    mysql = connections["mysql"]
+    state = state_after_0001(mysql)
+    with mysql.schema_editor(collect_sql=True) as editor:
+        EnableVectorExtension().database_forwards("tulip_memory", editor, state, state)
+    assert editor.collected_sql == []

@@ -1,0 +1,189 @@
+"""Migration operations that change the schema on PostgreSQL only.
+
+* :class:`EnableVectorExtension` verifies (or, as a superuser, creates) ``vector``;
+* :class:`CreateVectorAnnIndex` creates an HNSW index when the vector width allows it;
+* :class:`PostgreSQLOnly` wraps an operation (an index, a constraint) so that it changes
+  the migration state everywhere but the schema only on PostgreSQL.
+
+All of them are no-ops on other vendors, so ``migrate`` works on MariaDB and SQLite. The
+tenant row-level security operation lives with its checks in :mod:`tulip_memory.rls`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.migrations.operations.base import Operation
+
+__all__ = [
+    "PGVECTOR_ANN_MAX_DIM",
+    "CreateVectorAnnIndex",
+    "EnableVectorExtension",
+    "PostgreSQLOnly",
+    "is_postgresql",
+]
+
+# pgvector cannot build an HNSW index over more dimensions than this (re-exported by
+# tulip_memory.store as PGVECTOR_ANN_MAX_DIM).
+PGVECTOR_ANN_MAX_DIM = 2000
+
+
+def is_postgresql(schema_editor: Any) -> bool:
+    """Whether ``schema_editor`` migrates a PostgreSQL database."""
+    return schema_editor.connection.vendor == "postgresql"
+
+
+class EnableVectorExtension(Operation):
+    """Make sure the ``vector`` extension exists (PostgreSQL only).
+
+    Only a superuser can create it (it is not a trusted extension). When the migrating
+    role is one, it is created; otherwise a missing extension fails the migration with
+    the command that fixes it. Reversing does nothing: other apps may use the extension.
+    """
+
+    reversible = True
+    reduces_to_sql = True
+
+    def state_forwards(self, app_label: str, state: Any) -> None:
+        return None
+
+    def database_forwards(
+        self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
+    ) -> None:
+        if not is_postgresql(schema_editor):
+            return
+        with schema_editor.connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'vector'), "
+                "(SELECT rolsuper FROM pg_roles WHERE rolname = current_user), current_database()"
+            )
+            exists, superuser, database = cursor.fetchone()
+        if exists:
+            return
+        if superuser:
+            schema_editor.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            return
+        from tulip_memory.exceptions import ConfigurationError
+
+        raise ConfigurationError(
+            f"The pgvector extension is not installed in database {database!r}, and the "
+            "migrating role cannot create it (only a superuser can). Run as a superuser:\n\n"
+            f'    psql -d {database} -c "CREATE EXTENSION vector"\n\n'
+            "then migrate again."
+        )
+
+    def database_backwards(
+        self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
+    ) -> None:
+        return None
+
+    def describe(self) -> str:
+        return "Check the pgvector extension (PostgreSQL only)"
+
+    @property
+    def migration_name_fragment(self) -> str:
+        return "vector_extension"
+
+
+class CreateVectorAnnIndex(Operation):
+    """An HNSW cosine index on a vector column, if ``TULIP_MEMORY["ANN_INDEX"]`` asks for it.
+
+    pgvector cannot build HNSW over more than ``PGVECTOR_ANN_MAX_DIM`` (2000) dimensions:
+    wider columns (``VECTOR_DIMENSIONS`` set for a wide embedder) get no ANN index and a
+    RuntimeWarning. PgMemory's searches never need it (they sort each namespace exactly),
+    so it is off by default. Not part of the model state: it depends on settings.
+    """
+
+    reversible = True
+    reduces_to_sql = True
+
+    def __init__(self, model_name: str, name: str, field: str = "embedding") -> None:
+        self.model_name = model_name
+        self.name = name
+        self.field = field
+
+    def state_forwards(self, app_label: str, state: Any) -> None:
+        return None
+
+    def database_forwards(
+        self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
+    ) -> None:
+        if not is_postgresql(schema_editor):
+            return
+        import warnings
+
+        from tulip_memory.conf import settings
+
+        if not settings.ANN_INDEX:
+            return
+        width = int(settings.VECTOR_DIMENSIONS)
+        if width > PGVECTOR_ANN_MAX_DIM:
+            warnings.warn(
+                f"VECTOR_DIMENSIONS is {width}, over pgvector's {PGVECTOR_ANN_MAX_DIM}-dimension "
+                f"limit for an HNSW index: index {self.name!r} is not created.",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+            return
+        model = to_state.apps.get_model(app_label, self.model_name)
+        column = model._meta.get_field(self.field).column
+        quote = schema_editor.quote_name
+        schema_editor.execute(
+            f"CREATE INDEX IF NOT EXISTS {quote(self.name)} ON {quote(model._meta.db_table)} "
+            f"USING hnsw ({quote(column)} vector_cosine_ops)"
+        )
+
+    def database_backwards(
+        self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
+    ) -> None:
+        if is_postgresql(schema_editor):
+            schema_editor.execute(f"DROP INDEX IF EXISTS {schema_editor.quote_name(self.name)}")
+
+    def describe(self) -> str:
+        return f"Create ANN index {self.name} on {self.model_name} (PostgreSQL only)"
+
+    @property
+    def migration_name_fragment(self) -> str:
+        return self.name
+
+
+class PostgreSQLOnly(Operation):
+    """Apply ``operation`` to the migration state always, to the schema on PostgreSQL only.
+
+    For indexes and constraints that other vendors cannot build (or that the app does
+    not need there: PgMemory refuses non-PostgreSQL databases).
+    """
+
+    reduces_to_sql = True
+
+    def __init__(self, operation: Operation) -> None:
+        self.operation = operation
+
+    @property
+    def reversible(self) -> bool:  # type: ignore[override]
+        return self.operation.reversible
+
+    def state_forwards(self, app_label: str, state: Any) -> None:
+        self.operation.state_forwards(app_label, state)
+
+    def database_forwards(
+        self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
+    ) -> None:
+        if is_postgresql(schema_editor):
+            self.operation.database_forwards(app_label, schema_editor, from_state, to_state)
+
+    def database_backwards(
+        self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
+    ) -> None:
+        if is_postgresql(schema_editor):
+            self.operation.database_backwards(app_label, schema_editor, from_state, to_state)
+
+    def references_model(self, name: str, app_label: str) -> bool:
+        return self.operation.references_model(name, app_label)
+
+    def describe(self) -> str:
+        return f"{self.operation.describe()} (PostgreSQL only)"
+
+    @property
+    def migration_name_fragment(self) -> str:
+        return self.operation.migration_name_fragment
