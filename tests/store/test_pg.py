@@ -257,6 +257,104 @@ def test_search_is_exact_top_k_by_the_btree_on_a_big_table():
     assert "Seq Scan on tulip_memory_store_item" not in plan and "tulip_store_item_" in plan, plan
 
 
+@pytest.mark.django_db
+def test_search_by_embedding_is_the_exact_top_k_with_filters_before_the_limit():
+    """Same statement as search: ids and distances first, threshold and metadata before k."""
+    with tenant_atomic("acme"), connection.cursor() as cursor:
+        cursor.execute("SELECT setseed(0.17)")
+        # 3,000 rows in 3 namespaces; every source counts (HRR, an embedder's, external);
+        # a row without a vector is never returned.
+        cursor.execute(
+            "INSERT INTO tulip_memory_store_item (tenant, namespace, key, value, metadata, "
+            "search_text, embedding, embedding_source, created_at, updated_at, version) "
+            "SELECT 'acme', 'acme/sbe' || (g % 3), 'k' || g, to_jsonb(g), "
+            "jsonb_build_object('kind', g % 4, 'tag', 't' || (g % 2)), ' ', "
+            "CASE WHEN g % 50 = 0 THEN NULL ELSE "
+            "array(SELECT random() - 0.5 + 0 * g FROM generate_series(1, 1024))::vector END, "
+            "(ARRAY['hrr', 'external', 'embedder:x'])[1 + g % 3], now(), now(), 1 "
+            "FROM generate_series(1, 3000) AS g"
+        )
+    with tenant_atomic("acme"):
+        members = list(
+            MemoryItem.objects.for_namespace(("acme", "sbe1"))
+            .filter(embedding__isnull=False)
+            .values_list("key", "embedding", "metadata")
+        )
+    keys = np.array([key for key, _, _ in members])
+    matrix = np.array([vector for _, vector, _ in members], dtype=np.float64)
+    query = np.random.default_rng(3).standard_normal(1024)
+    store = PgMemory()
+
+    with CaptureQueriesContext(connection) as captured:
+        hits = sync(store.search_by_embedding)(("acme", "sbe1"), query.tolist(), limit=10)
+    assert len(_statements(captured)) == 1
+    assert [h.item.key for h in hits] == _exact_top_k(matrix, keys, query, 10)
+    distance = 1 - matrix @ query / (np.linalg.norm(matrix, axis=1) * np.linalg.norm(query))
+    by_key = dict(zip(keys, distance, strict=True))
+    for hit in hits:
+        assert hit.distance == pytest.approx(by_key[hit.item.key], abs=1e-5)
+        assert hit.score == pytest.approx(1 - hit.distance)
+        assert hit.item.value == int(hit.item.key[1:])
+
+    # The filter and the threshold narrow the candidates before the cut to `limit`.
+    wanted = [m["kind"] == 2 and m["tag"] == "t0" for _, _, m in members]
+    threshold = float(np.sort(1 - distance[wanted])[-25])  # 25 rows pass both
+    hits = sync(store.search_by_embedding)(
+        ("acme", "sbe1"),
+        query.tolist(),
+        limit=20,
+        threshold=threshold,
+        metadata_filter={"kind": 2, "tag": "t0"},
+    )
+    expected = _exact_top_k(matrix[wanted], keys[wanted], query, 25)
+    assert [h.item.key for h in hits] == expected[:20]
+    assert all(h.item.metadata == {"kind": 2, "tag": "t0"} for h in hits)
+    assert all(h.score >= threshold - 1e-6 for h in hits)
+    nothing = sync(store.search_by_embedding)(
+        ("acme", "sbe1"), query.tolist(), metadata_filter={"kind": 9}
+    )
+    assert nothing == []
+
+
+@pytest.mark.django_db
+def test_search_by_embedding_ties_are_newest_first():
+    store = PgMemory()
+    ns = ("acme", "ties")
+    vector = [1.0] + [0.0] * 1023
+    for key in ("b", "a", "c"):
+        sync(store.put_with_embedding)(ns, key, key, vector)
+    sync(store.put_with_embedding)(ns, "b", "b again", vector)
+    hits = sync(store.search_by_embedding)(ns, vector)
+    assert [h.item.key for h in hits] == ["b", "c", "a"]
+    assert all(h.distance == pytest.approx(0.0, abs=1e-6) for h in hits)
+
+
+@pytest.mark.django_db
+def test_vectors_stay_in_the_heap_row_not_in_toast():
+    """A 1024-d vector (4 KB) and the small columns stay inline; what cannot fit moves out."""
+    store = PgMemory()
+    sync(store.put)(("acme", "toast"), "small", "a short fact about tea")
+    noise = np.random.default_rng(0).bytes(3000).hex()  # 6,000 incompressible characters
+    sync(store.put)(("acme", "toast"), "big", {"text": "tea", "noise": noise})
+    with tenant_atomic("acme"), connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT a.attstorage, c.reloptions FROM pg_attribute a "
+            "JOIN pg_class c ON c.oid = a.attrelid "
+            "WHERE a.attrelid = 'tulip_memory_store_item'::regclass AND a.attname = 'embedding'"
+        )
+        assert cursor.fetchone() == ("m", ["toast_tuple_target=8160"])
+        cursor.execute(
+            "SELECT key, pg_column_size(embedding), pg_column_toast_chunk_id(embedding), "
+            "pg_column_toast_chunk_id(value) IS NOT NULL, "
+            "pg_column_toast_chunk_id(search_text) IS NOT NULL FROM tulip_memory_store_item "
+            "WHERE tenant = 'acme' AND namespace = 'acme/toast' ORDER BY key"
+        )
+        rows = cursor.fetchall()
+    # Vectors inline (no TOAST chunk) and uncompressed: 8 header bytes + 1024 floats. The
+    # row that cannot fit a page moves its big value (and its words) out, not its vector.
+    assert rows == [("big", 4104, None, True, True), ("small", 4104, None, False, False)]
+
+
 # --- the encoding cache and the lexical fallback ------------------------------------------
 
 

@@ -58,18 +58,21 @@ class Migration(migrations.Migration):
                 "db_table": "tulip_memory_store_item",
             },
         ),
-        # Vectors inline in the heap row, not in TOAST: a vector wider than ~500
-        # dimensions (2 KB) would otherwise be moved out of line (pgvector's default
-        # storage is EXTENDED), and every exact distance would read it back from the
-        # TOAST table chunk by chunk (~2.3x the time at 1024 dimensions). MAIN, not
-        # PLAIN: a row that cannot fit a page (over ~2000 dimensions) still goes to TOAST
-        # instead of failing. See docs/pg_store.md, "Storage of the vectors".
+        # Rows inline in the heap page whenever they fit, vectors above all: pgvector's
+        # default storage (EXTENDED) and the default toast_tuple_target (~2 KB) move a
+        # vector wider than ~500 dimensions out of line, and every exact distance then
+        # reads it back from TOAST chunk by chunk (~2.3x the time at 1024 dimensions).
+        # MAIN, not PLAIN: a row that cannot fit a page (over ~2000 dimensions) still goes
+        # to TOAST instead of failing, its other columns first. toast_tuple_target = 8160
+        # (the maximum) keeps MAIN from pushing the row's small text and JSON columns out
+        # of line instead. See docs/pg_store.md, "Storage of the vectors".
         tulip_memory.postgresql_operations.PostgreSQLOnly(
             migrations.RunSQL(
-                "ALTER TABLE tulip_memory_store_item ALTER COLUMN embedding SET STORAGE MAIN",
+                "ALTER TABLE tulip_memory_store_item ALTER COLUMN embedding SET STORAGE MAIN, "
+                "SET (toast_tuple_target = 8160)",
                 reverse_sql=(
                     "ALTER TABLE tulip_memory_store_item ALTER COLUMN embedding "
-                    "SET STORAGE EXTENDED"
+                    "SET STORAGE EXTENDED, RESET (toast_tuple_target)"
                 ),
             )
         ),

@@ -13,7 +13,10 @@ column's); a mismatch fails at construction.
 Search plan, chosen on purpose: a namespace is found through the ``(tenant, namespace)``
 btree and its rows are sorted by exact cosine distance. An HNSW scan under a selective
 tenant/namespace filter returns too few or wrong rows; the exact sort returns the true
-top-k (bench/pg_store.py measures both the latency and the recall). Rows without a
+top-k (bench/pg_store.py measures both the latency and the recall); ``search``,
+``search_many`` and ``search_by_embedding`` share that one statement, which ranks ids
+first and reads only the k winners in full. The vectors live in the heap row (STORAGE
+MAIN, set by the migration), not in TOAST, so no distance has to detoast. Rows without a
 vector from this store's encoder (no text, or written by another encoder — e.g. before an
 embedder was configured) are still found by a lexical token match, with a one-time
 warning.
