@@ -14,6 +14,15 @@ import pytest
 from django.conf import settings
 from django.core.management import call_command
 from django.db import connections
+from hypothesis import HealthCheck
+from hypothesis import settings as hypothesis_settings
+
+# No per-example deadline and no "too slow" health check: CI runs on 2 shared cores, and
+# property tests here talk to real databases. Tests may still set their own max_examples.
+hypothesis_settings.register_profile(
+    "tulip_memory", deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+hypothesis_settings.load_profile("tulip_memory")
 
 
 def _mysql_admin(*statements: str) -> None:
