@@ -36,6 +36,8 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    # Binds request.tenant (the X-Tenant header by default; see TULIP_MEMORY["TENANT_RESOLVER"]).
+    "tulip_memory.tenancy.TenantMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 

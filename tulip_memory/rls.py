@@ -33,12 +33,7 @@ from typing import Any
 from django.core import checks
 from django.db.migrations.operations.base import Operation
 
-# PGVECTOR_ANN_MAX_DIM: tulip_memory.store.pg and pg_encoder still import it from here;
-# once they import it from tulip_memory.postgresql_operations, drop it from this line.
-from tulip_memory.postgresql_operations import (
-    PGVECTOR_ANN_MAX_DIM,  # noqa: F401
-    is_postgresql,
-)
+from tulip_memory.postgresql_operations import is_postgresql
 
 __all__ = [
     "POLICY_NAME",

@@ -42,7 +42,7 @@ import numpy as np
 from asgiref.sync import sync_to_async
 
 from tulip_memory.exceptions import ConfigurationError
-from tulip_memory.rls import PGVECTOR_ANN_MAX_DIM
+from tulip_memory.postgresql_operations import PGVECTOR_ANN_MAX_DIM
 from tulip_memory.store.base import BaseStore, SemanticSearchResult, StoreCapabilities, StoreItem
 from tulip_memory.store.pg_encoder import DEFAULT_DIM, DEFAULT_ENCODING_CACHE, TextEncoder
 from tulip_memory.store.text import tokenize, value_text

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from tulip_memory.rls import PGVECTOR_ANN_MAX_DIM
+from tulip_memory.postgresql_operations import PGVECTOR_ANN_MAX_DIM
 from tulip_memory.store.text import tokenize
 from tulip_memory.store.validation import validate_embedding
 
