@@ -230,6 +230,23 @@ def test_without_preserve_system_the_system_prompt_is_summarised_too():
     assert managed[0].content.startswith(HEADER.format(7))
 
 
+def test_without_preserve_system_a_fed_back_summary_still_counts_what_it_covered():
+    # The summary is then in the summarised span (not pinned): the new summary must count
+    # the messages it stood for, not count it as one message.
+    fn = Summariser()
+    stored = SummarizingManager(
+        threshold=10, keep_recent=4, summarize_fn=fn, preserve_system=False
+    ).apply(chat(6))
+    assert stored[0].content.startswith(HEADER.format(7))
+    continued = [*stored, *chat(6, leading=0)]
+    managed = SummarizingManager(
+        threshold=10, keep_recent=4, summarize_fn=fn, preserve_system=False
+    ).apply(continued)
+    (summary,) = summaries(managed)
+    kept = len(managed) - 1
+    assert summary.content.startswith(HEADER.format(7 + len(continued) - 1 - kept))
+
+
 def test_the_fallback_summary_is_used_without_summarize_fn():
     history = agent_loop(8)
     managed = SummarizingManager(threshold=10, keep_recent=4).apply(history)

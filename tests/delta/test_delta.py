@@ -468,3 +468,22 @@ async def test_on_the_orm_a_load_is_one_transaction_of_two_selects(alias):
         loaded = await DeltaCheckpointer(storage, cache_size=0).load("t", checkpoint_id)
         assert loaded is not None
         assert storage.log == [["SELECT", "SELECT"]]
+
+
+async def test_a_cached_checkpoint_changed_or_deleted_by_another_checkpointer_is_not_served():
+    # Two processes (here two checkpointers) over one storage: a load by id must never
+    # return a state the storage no longer holds under that id.
+    storage = InMemoryDeltaStorage()
+    mine, other = DeltaCheckpointer(storage), DeltaCheckpointer(storage)
+    first = AgentState(messages=[Message(Role.USER, "first version")])
+    await mine.save(first, "t", "c1")
+    assert await mine.load("t", "c1") == first  # now cached by mine
+    second = AgentState(messages=[Message(Role.USER, "second version")])
+    await other.save(second, "t", "c1")
+    assert await mine.load("t", "c1") == second
+    await other.delete("t", "c1")
+    assert await mine.load("t", "c1") is None
+    await other.save(first, "t", "c2")
+    assert await mine.load("t", "c2") == first
+    await other.delete("t")
+    assert await mine.load("t", "c2") is None

@@ -226,3 +226,81 @@ def test_session_end_from_sync_code_joins_the_callers_transaction(celery_setting
         async_to_sync(manager.on_session_end)(state)
         assert manager.pending_extractions == 0
     assert manager.pending_extractions == 1
+
+
+def test_job_with_an_unreadable_payload_is_failed_and_stops_blocking(celery_settings):
+    # A payload that does not decode to messages must be recorded as a failure like any
+    # other error, not escape run_queue and leave the job "running" with no error.
+    runner = _manager()._celery()
+    runner.enqueue(("acme", "q14"), [Message(Role.USER, "q14 0")])
+    runner.enqueue(("acme", "q14"), [Message(Role.USER, "q14 1")])
+    with tenant_atomic("acme"):
+        queue_id = ExtractionQueue.objects.get().pk
+        ExtractionJob.objects.filter(sequence=1).update(payload={"messages": [{"role": "bogus"}]})
+    celery_settings_ = dict(celery_settings, EXTRACTION_MAX_ATTEMPTS=1)
+    from django.test import override_settings
+
+    with override_settings(TULIP_MEMORY=celery_settings_):
+        outcome = run_queue("acme", queue_id)
+    assert (outcome.done, outcome.failed) == (1, 1)
+    jobs = _jobs("acme")
+    assert jobs[0][:3] == (1, JobState.FAILED, 1)
+    assert "ValueError" in jobs[0][3] and "bogus" in jobs[0][3]
+    assert jobs[1][:3] == (2, JobState.DONE, 1)
+    assert [line.split()[0] for line in read_log("q14")] == ["1"]
+    with tenant_atomic("acme"):
+        assert ExtractionQueue.objects.get().lease_owner == ""
+
+
+def test_lease_heartbeat_survives_a_dropped_database_connection(celery_settings):
+    # A transient database error in the heartbeat must not stop it for good: the lease
+    # would then expire under a live worker and a second worker would run the namespace.
+    import time
+
+    from django.db import connections
+
+    from tulip_memory.manager.extraction.worker import _Heartbeat
+
+    runner = _manager()._celery()
+    runner.enqueue(("acme", "q15"), [Message(Role.USER, "q15 0")])
+    with tenant_atomic("acme"):
+        queue_id = ExtractionQueue.objects.get().pk
+        assert ExtractionQueue.objects.claim(queue_id, "live-worker", 1.5)
+    sessions_sql = (
+        "SELECT pid FROM pg_stat_activity WHERE usename = current_user AND pid <> pg_backend_pid()"
+    )
+    with connections["default"].cursor() as cursor:
+        cursor.execute(sessions_sql)
+        before = {pid for (pid,) in cursor.fetchall()}
+    with _Heartbeat("acme", queue_id, "live-worker", 1.5) as heartbeat:
+        time.sleep(0.8)  # one renewal (every 0.5 s): the heartbeat's connection exists
+        with connections["default"].cursor() as cursor:  # a role may end its own sessions
+            cursor.execute(sessions_sql)
+            new = {pid for (pid,) in cursor.fetchall()} - before
+            assert new, "the heartbeat's connection was not found"
+            for pid in new:
+                cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
+        time.sleep(2.0)  # past the lease (1.5 s after the last renewal before the drop)
+        assert heartbeat._thread.is_alive()
+        with tenant_atomic("acme"):
+            # Still held by the live worker: nobody else can claim it.
+            assert not ExtractionQueue.objects.claim(queue_id, "other-worker", 1.5)
+
+
+def test_a_task_message_that_cannot_be_sent_never_breaks_the_callers_commit(celery_settings):
+    # The job row is committed with the caller's transaction; a failure to send its task
+    # message afterwards (broker down, bad serializer) must not surface as an exception
+    # at the caller's commit (on_session_end never raises), and loses nothing: the job
+    # stays recorded and drain() re-sends the message of a queue nobody works on.
+    from tulip_memory.tasks import run_extraction_queue
+
+    manager = _manager()
+    state = AgentState(messages=[Message(Role.USER, "q16 0")])
+    run_extraction_queue.serializer = "no-such-serializer"  # the send itself fails
+    try:
+        with transaction.atomic(), manager.scoped(("acme", "q16")):
+            async_to_sync(manager.on_session_end)(state)
+    finally:
+        del run_extraction_queue.serializer
+    assert manager.pending_extractions == 1
+    assert [(s, st) for s, st, _, _ in _jobs("acme")] == [(1, JobState.PENDING)]

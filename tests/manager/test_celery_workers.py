@@ -8,9 +8,12 @@ import os
 import random
 import signal
 import time
+from datetime import timedelta
 
 import pytest
 from asgiref.sync import sync_to_async
+from django.db.models import Q
+from django.db.models.functions import Now
 
 from tests.manager.extractors import read_log
 from tulip_memory.manager import LLMMemoryManager
@@ -22,6 +25,24 @@ from tulip_memory.store import InMemoryStore, PgMemory
 from tulip_memory.tenancy import tenant_atomic
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+
+
+@pytest.fixture(autouse=True)
+def _workers_quiet_before_flush(transactional_db):
+    """After each test, wait until no worker holds a lease and the follow-up messages booked
+    at lease expiries (``recheck_at``) have run: the flush between tests (TRUNCATE) would
+    otherwise race a late follow-up's run (a deadlock that fails the flush and leaves this
+    test's rows to the next one)."""
+    yield
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        with tenant_atomic("acme"):
+            busy = ExtractionQueue.objects.filter(
+                Q(lease_owner__gt="") | Q(recheck_at__gt=Now() - timedelta(seconds=0.5))
+            ).exists()
+        if not busy:
+            return
+        time.sleep(0.1)
 
 
 def _manager() -> LLMMemoryManager:

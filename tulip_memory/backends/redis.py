@@ -34,6 +34,14 @@ if #ids == 0 then return false end
 return redis.call('HGET', KEYS[2], ids[1])
 """
 
+# The save counter goes too: after a thread is deleted no key names it (and, deleted in
+# the same script, no concurrent save can be ordered by a counter that is then reset).
+_DELETE_ALL = """
+local deleted = redis.call('DEL', KEYS[1], KEYS[2])
+redis.call('DEL', KEYS[3])
+return deleted
+"""
+
 _DELETE_ONE = """
 redis.call('ZREM', KEYS[1], ARGV[1])
 local deleted = redis.call('HDEL', KEYS[2], ARGV[1])
@@ -65,6 +73,7 @@ class RedisCheckpointer(BaseCheckpointer):
         self._save_script = self.client.register_script(_SAVE)
         self._load_latest_script = self.client.register_script(_LOAD_LATEST)
         self._delete_one_script = self.client.register_script(_DELETE_ONE)
+        self._delete_all_script = self.client.register_script(_DELETE_ALL)
 
     def __repr__(self) -> str:
         return f"<RedisCheckpointer url={self.url!r} prefix={self.prefix!r}>"
@@ -99,5 +108,5 @@ class RedisCheckpointer(BaseCheckpointer):
     async def _delete(self, thread_id: str, checkpoint_id: str | None) -> bool:
         index, data, seq = self._keys(thread_id)
         if checkpoint_id is None:
-            return bool(await self.client.delete(index, data))
+            return bool(await self._delete_all_script(keys=[index, data, seq]))
         return bool(await self._delete_one_script(keys=[index, data, seq], args=[checkpoint_id]))

@@ -223,7 +223,9 @@ class SummarizingManager(ConversationManager):
 
         rest = earlier + body
         done = len(earlier) + cut
-        covered = cut + sum(covered_count(m) for m in earlier)
+        # A summary inside the span (fed back without preserve_system) counts what it
+        # stood for, like the pinned ones.
+        covered = sum(covered_count(m) for m in rest[:done])
         base = self._cached(rest, done)
         if base is None:
             chunk = rest[:done]

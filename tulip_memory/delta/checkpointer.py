@@ -328,7 +328,14 @@ class DeltaCheckpointer(BaseCheckpointer):
         if checkpoint_id is not None:
             head = self._cached(thread_id, checkpoint_id)
             if head is not None:
-                return head
+                # One read checks it: another checkpointer over the same storage (another
+                # process) may have replaced, re-based or deleted it since it was cached.
+                record = await self.storage.retrieve(thread_id, checkpoint_id)
+                if record is None:
+                    self._cache.pop((thread_id, checkpoint_id), None)
+                    return None
+                if head.describes(record.metadata):
+                    return head
         head = await self._rebuild(thread_id, checkpoint_id)
         if head is not None:
             self._remember(thread_id, head)

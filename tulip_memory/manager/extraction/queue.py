@@ -86,7 +86,10 @@ class CeleryExtractions:
                 self._pending[job_id] = (tenant, queue_id)
                 send_run_task(tenant, queue_id)
 
-            transaction.on_commit(committed, using=self.using)
+            # robust: the job row is committed by now, so a failure to send its message
+            # (broker down) is logged, never raised into the caller's commit; the job is
+            # not lost (drain() re-sends the message of an idle queue).
+            transaction.on_commit(committed, using=self.using, robust=True)
         return job_id
 
     def _poll(self, kick: bool) -> None:

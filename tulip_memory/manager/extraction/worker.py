@@ -114,11 +114,16 @@ class _Heartbeat:
         tenant, queue_id, owner, lease = self.args
         try:
             while not self._stop.wait(lease / 3):
-                with tenant_atomic(tenant):
-                    if not ExtractionQueue.objects.renew(queue_id, owner, lease):
-                        return
-        except Exception:
-            logger.exception("lease heartbeat of extraction queue %s failed", queue_id)
+                try:
+                    with tenant_atomic(tenant):
+                        if not ExtractionQueue.objects.renew(queue_id, owner, lease):
+                            return
+                except Exception:
+                    # A transient error (dropped connection, failover) must not end the
+                    # heartbeat: the lease would expire under a live worker and a second
+                    # worker would run this namespace. Drop the connection, beat again.
+                    logger.exception("lease heartbeat of extraction queue %s failed", queue_id)
+                    connections.close_all()
         finally:
             connections.close_all()
 
@@ -191,8 +196,10 @@ def _run_claimed(
                 started_at=Now(),
                 run_after=None,
             )
-        messages = [Message.from_dict(data) for data in job.payload.get("messages", [])]
         try:
+            # Decoded inside the try: an unreadable payload is a failure of this job like
+            # any other, not an exception that leaves it "running" with no error recorded.
+            messages = [Message.from_dict(data) for data in job.payload.get("messages", [])]
             memories = async_to_sync(_extract_in)(build_worker_manager(), namespace, messages)
         except Exception as exc:
             final = job.attempts >= max_attempts
