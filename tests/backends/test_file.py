@@ -115,3 +115,16 @@ def test_base_dir_is_validated():
     for bad in ("", None, 3):
         with pytest.raises(ValueError, match="base_dir"):
             FileCheckpointer(bad)
+
+
+async def test_a_dangling_checkpoint_entry_gives_a_clear_error_not_endless_retries(tmp_path):
+    from tulip_memory.exceptions import CheckpointError
+
+    checkpointer = FileCheckpointer(tmp_path)
+    await checkpointer.save(make_state(1), "t", "c1")
+    (saved,) = _all_files(tmp_path)
+    order, _, rest = saved.name.partition(".")
+    # Same checkpoint id, a higher order: listed first, and never readable.
+    saved.with_name(f"{'9' * len(order)}.{rest}").symlink_to(tmp_path / "missing.json")
+    with pytest.raises(CheckpointError, match="thread 't' vanished while being read 5 times"):
+        await checkpointer.load("t")

@@ -106,6 +106,13 @@ async def test_retrieve_over_two_tenants_is_refused():
         await manager.retrieve(namespaces=("acme", "u1"))
 
 
+@pytest.mark.parametrize("limit", [-1, 1.5, True, "3"])
+async def test_retrieve_refuses_a_bad_limit(limit):
+    manager = LLMMemoryManager(InMemoryStore(), namespace_prefix=NS)
+    with pytest.raises(ValueError, match="limit must be an int >= 0"):
+        await manager.retrieve(limit)
+
+
 async def test_retrieve_reads_recall_namespaces_in_priority_order():
     store = InMemoryStore()
     manager = LLMMemoryManager(store, namespace_prefix=NS)

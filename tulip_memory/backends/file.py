@@ -31,12 +31,14 @@ from tulip_memory.backends.base import (
     encode_name,
     save_order_key,
 )
+from tulip_memory.exceptions import CheckpointError
 from tulip_memory.state import AgentState
 
 __all__ = ["FileCheckpointer"]
 
 _TEMP_PREFIX = ".tmp-"
 _SUFFIX = ".json"
+_LOAD_ATTEMPTS = 5
 
 
 class FileCheckpointer(BlockingCheckpointer):
@@ -112,12 +114,22 @@ class FileCheckpointer(BlockingCheckpointer):
         _remove_stale_temp_files(thread_dir)
 
     def _load_sync(self, thread_id: str, checkpoint_id: str | None) -> AgentState | None:
+        # A file replaced or deleted between listing and reading is looked up again; a
+        # bounded number of times, so a dangling entry (a broken link) cannot loop forever.
+        for _attempt in range(_LOAD_ATTEMPTS):
+            try:
+                return self._load_listed(thread_id, checkpoint_id)
+            except FileNotFoundError:
+                continue
+        raise CheckpointError(
+            f"checkpoint files of thread {thread_id!r} vanished while being read "
+            f"{_LOAD_ATTEMPTS} times in a row"
+        )
+
+    def _load_listed(self, thread_id: str, checkpoint_id: str | None) -> AgentState | None:
         for _, entry_id, path in self._entries(self._thread_dir(thread_id)):
             if checkpoint_id is None or entry_id == checkpoint_id:
-                try:
-                    document = json.loads(path.read_bytes())
-                except FileNotFoundError:  # replaced or deleted meanwhile
-                    return self._load_sync(thread_id, checkpoint_id)
+                document = json.loads(path.read_bytes())
                 return AgentState.from_checkpoint(document["state"])
         return None
 

@@ -257,8 +257,8 @@ class LLMMemoryManager(BaseMemoryManager):
         belong to one tenant (``namespace[0]``), else ValueError.
         """
         top = self.retrieve_limit if limit is None else limit
-        if isinstance(top, bool) or not isinstance(top, int):
-            raise ValueError(f"limit must be an int or None, got {limit!r}")
+        if isinstance(top, bool) or not isinstance(top, int) or top < 0:
+            raise ValueError(f"limit must be an int >= 0 or None, got {limit!r}")
         if query is not None and not isinstance(query, str):
             raise ValueError(f"query must be a str or None, got {type(query).__name__}")
         if namespaces is None:
