@@ -43,6 +43,13 @@ __all__ = [
 TENANT_MAX_LENGTH = 255
 
 _current_tenant: ContextVar[str | None] = ContextVar("tulip_memory_tenant", default=None)
+# The reset tokens of the open tenant_context blocks, per context (innermost last). Kept in
+# a ContextVar rather than on the instance, so that ONE tenant_context object entered by
+# several asyncio tasks (or threads) at once gives each its own token back on exit; a
+# per-instance stack handed task A the token of task B ("created in a different Context").
+_open_tokens: ContextVar[tuple[Token[str | None], ...]] = ContextVar(
+    "tulip_memory_tenant_tokens", default=()
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -71,14 +78,16 @@ class tenant_context:  # lower-case: used like a function, as contextlib helpers
 
     def __init__(self, tenant: str) -> None:
         self.tenant = validate_tenant(tenant)
-        self._tokens: list[Token[str | None]] = []
 
     def __enter__(self) -> str:
-        self._tokens.append(_current_tenant.set(self.tenant))
+        token = _current_tenant.set(self.tenant)
+        _open_tokens.set((*_open_tokens.get(), token))
         return self.tenant
 
     def __exit__(self, *exc_info: object) -> None:
-        _current_tenant.reset(self._tokens.pop())
+        *outer, token = _open_tokens.get()
+        _open_tokens.set(tuple(outer))
+        _current_tenant.reset(token)
 
     def __call__(self, func: F) -> F:
         if inspect.isgeneratorfunction(func) or inspect.isasyncgenfunction(func):

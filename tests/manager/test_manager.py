@@ -334,6 +334,28 @@ async def test_scoped_is_context_local_and_works_as_a_decorator():
         assert other.active_namespace == ("acme", "other")  # scopes are per manager
 
 
+async def test_one_scope_binding_entered_by_overlapping_tasks():
+    manager = LLMMemoryManager(InMemoryStore(), namespace_prefix=("acme", "shared"))
+    binding = manager.scoped(("acme", "u1"))
+    entered, release_first = asyncio.Event(), asyncio.Event()
+
+    async def first() -> tuple[str, ...]:
+        with binding:
+            entered.set()
+            await release_first.wait()
+            return manager.active_namespace
+
+    async def second() -> tuple[str, ...]:
+        await entered.wait()
+        with binding:
+            release_first.set()
+            await asyncio.sleep(0.01)  # first() leaves while second() is still inside
+            return manager.active_namespace
+
+    assert await asyncio.gather(first(), second()) == [("acme", "u1"), ("acme", "u1")]
+    assert manager.active_namespace == ("acme", "shared")
+
+
 def test_recall_prefixes_of_another_tenant_are_dropped_with_a_warning(caplog):
     manager = LLMMemoryManager(InMemoryStore(), namespace_prefix=NS)
     with (

@@ -411,6 +411,24 @@ def test_rows_written_before_an_embedder_are_found_lexically_with_one_warning(ca
         (lambda s, ns: s.search_by_embedding(ns, [0.5] * 3), "1024"),
         (lambda s, ns: s.put_batch([(ns, "k", 2, None), (ns, "j", "\x00", None)]), r"items\[1\]"),
         (lambda s, ns: s.search(ns, "x", limit=0), "limit"),
+        # Finite as float64 but not as float32 (pgvector's type): a DataError from
+        # PostgreSQL before, or an all-zero vector stored and ranked with NaN scores.
+        (
+            lambda s, ns: s.put_with_embedding(ns, "k", 1, [1.0] * 1023 + [1e39]),
+            r"embedding\[1023\] overflows float32",
+        ),
+        (
+            lambda s, ns: s.put_with_embedding(ns, "k", 1, [1e-46] + [0.0] * 1023),
+            "all zeros once stored as float32",
+        ),
+        (lambda s, ns: s.search_by_embedding(ns, [1e39] * 1024), "overflows float32"),
+        # Over the unique btree's entry size: an OperationalError from PostgreSQL before.
+        (lambda s, ns: s.put(ns, "é" * 1300, 1), "too long for PgMemory: .* 2612 bytes"),
+        (lambda s, ns: s.put_with_embedding(ns, "x" * 2600, 1, [1.0] * 1024), "too long"),
+        (
+            lambda s, ns: s.put_batch([(ns, "j", 2, None), (("acme", "n" * 2600), "k", 1, None)]),
+            r"items\[1\] namespace and key are too long",
+        ),
     ],
 )
 def test_bad_input_is_refused_before_the_database(call, match):
@@ -451,7 +469,44 @@ def test_bad_embedder_output_is_refused_before_the_database(vector, match):
     assert captured.captured_queries == []
 
 
+@pytest.mark.django_db
+def test_longest_indexable_key_is_stored():
+    store = PgMemory()
+    ns = ("acme", "long")
+    # Incompressible (PostgreSQL compresses long index entries), as long as allowed.
+    key = np.random.default_rng(7).choice(list("abcdefghijklmnopqrstuvwxyz"), 2600 - 14)
+    key = "".join(key)
+    sync(store.put)(ns, key, "v")
+    assert sync(store.get)(ns, key) == "v"
+
+
 # --- concurrency ---------------------------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_batches_over_the_same_keys_in_opposite_orders_do_not_deadlock():
+    # Each batch used to lock its rows in batch order: two batches over the same keys in
+    # opposite orders deadlocked ("deadlock detected") and one of them was lost.
+    store = PgMemory()
+    ns = ("acme", "deadlock")
+    keys = [f"k{i:05d}" for i in range(3000)]
+    sync(store.put_batch)([(ns, k, "v", None) for k in keys])
+    rounds = 4
+    barrier = threading.Barrier(2, timeout=60)
+
+    def writer(n):
+        try:
+            order = keys if n == 0 else keys[::-1]
+            for _ in range(rounds):
+                barrier.wait()
+                sync(store.put_batch)([(ns, k, {"writer": n}, None) for k in order])
+        finally:
+            connections.close_all()
+
+    assert run_in_threads(writer, 2) == []
+    with tenant_atomic("acme"):
+        versions = set(MemoryItem.objects.for_namespace(ns).values_list("version", flat=True))
+    assert versions == {1 + 2 * rounds}
 
 
 @pytest.mark.django_db(transaction=True)

@@ -61,6 +61,33 @@ async def test_tenant_context_is_per_task():
     assert seen == {"a": "a", "b": "b", "c": "c"}
 
 
+async def test_one_tenant_context_object_entered_by_overlapping_tasks():
+    # A per-instance token stack gave task A the token of task B on exit ("created in a
+    # different Context").
+    shared = tenant_context("acme")
+    entered = [asyncio.Event(), asyncio.Event()]
+    release = [asyncio.Event(), asyncio.Event()]
+    seen = []
+
+    async def worker(n):
+        with shared:
+            entered[n].set()
+            await release[n].wait()
+            seen.append(current_tenant())
+        seen.append(current_tenant())
+
+    first = asyncio.create_task(worker(0))
+    await entered[0].wait()
+    second = asyncio.create_task(worker(1))
+    await entered[1].wait()
+    release[0].set()
+    await first
+    release[1].set()
+    await second
+    assert seen == ["acme", None, "acme", None]
+    assert current_tenant() is None
+
+
 @pytest.mark.parametrize("bad", ["", "   ", "a\x00b", "x" * 256, 7, None])
 def test_tenant_context_rejects_bad_tenants(bad):
     with pytest.raises(ValueError, match="tenant"):

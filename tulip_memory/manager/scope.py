@@ -13,7 +13,7 @@ import functools
 import inspect
 import logging
 from collections.abc import Callable, Sequence
-from contextvars import ContextVar, Token
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -107,14 +107,16 @@ class ScopeBinding:
     def __init__(self, owner: object, scope: MemoryScope) -> None:
         self.owner = owner
         self.scope = MemoryScope(scope.namespace, scope.same_tenant_recall())
-        self._tokens: list[Token[tuple[tuple[object, MemoryScope], ...]]] = []
 
     def __enter__(self) -> MemoryScope:
-        self._tokens.append(_ACTIVE_SCOPES.set((*_ACTIVE_SCOPES.get(), (self.owner, self.scope))))
+        _ACTIVE_SCOPES.set((*_ACTIVE_SCOPES.get(), (self.owner, self.scope)))
         return self.scope
 
     def __exit__(self, *exc_info: object) -> None:
-        _ACTIVE_SCOPES.reset(self._tokens.pop())
+        # The stack lives in the ContextVar, not on this object: one binding entered by
+        # several overlapping tasks pops each task's own entry (a per-object token list
+        # would hand task A the token of task B).
+        _ACTIVE_SCOPES.set(_ACTIVE_SCOPES.get()[:-1])
 
     def __call__(self, func: F) -> F:
         if inspect.isgeneratorfunction(func) or inspect.isasyncgenfunction(func):

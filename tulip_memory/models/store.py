@@ -194,8 +194,9 @@ class MemoryItemQuerySet(models.QuerySet):
         newer, as if written one by one). A new row gets version 1 and ``created_at =
         updated_at``; an existing one keeps ``created_at``, gets ``version + 1`` and an
         ``updated_at`` strictly later than before. Concurrent upserts of one key
-        serialise on the row, so N writes leave version N. ``rows`` must not repeat a
-        (tenant, namespace, key).
+        serialise on the row, so N writes leave version N; rows are written in
+        (tenant, namespace, key) order so that concurrent batches cannot deadlock. ``rows``
+        must not repeat a (tenant, namespace, key).
         """
         if not rows:
             return 0
@@ -213,6 +214,10 @@ class MemoryItemQuerySet(models.QuerySet):
             "%s::text[], %b::vector[], %s::text[]) WITH ORDINALITY "
             "AS r(tenant, namespace, key, value, metadata, search_text, embedding, source, ord) "
             "CROSS JOIN (SELECT clock_timestamp() AS ts) c "
+            # Rows are locked in one global order (not the batch's): two concurrent
+            # batches over the same keys in different orders would otherwise deadlock.
+            # ``ord`` still follows the batch, so timestamps do too.
+            "ORDER BY r.tenant, r.namespace, r.key "
             f"ON CONFLICT ({n['tenant']}, {n['namespace']}, {n['key']}) DO UPDATE SET "
             f"{n['value']} = EXCLUDED.{n['value']}, "
             f"{n['metadata']} = EXCLUDED.{n['metadata']}, "

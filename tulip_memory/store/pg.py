@@ -66,6 +66,10 @@ __all__ = ["DEFAULT_DIM", "DEFAULT_ENCODING_CACHE", "PGVECTOR_ANN_MAX_DIM", "PgM
 
 logger = logging.getLogger(__name__)
 
+# At most this many UTF-8 bytes of tenant + namespace path + key: PostgreSQL's btree entries
+# are limited to 2,704 bytes (minus tuple overhead) and the unique index holds all three.
+MAX_INDEXED_BYTES = 2600
+
 # At most this many distinct query tokens take part in the lexical match.
 _MAX_QUERY_TOKENS = 64
 
@@ -151,6 +155,24 @@ class PgMemory(BaseStore):
         return await sync_to_async(func, thread_sensitive=True)(*args, **kwargs)
 
     @staticmethod
+    def _check_indexable(prepared: PreparedPut, *, where: str = "") -> None:
+        # The unique btree on (tenant, namespace, key) holds entries of at most ~2.7 kB:
+        # a longer namespace + key failed in PostgreSQL with an OperationalError instead
+        # of a ValueError before the database.
+        from tulip_memory.models.store import encode_namespace
+
+        size = sum(
+            len(part.encode())
+            for part in (prepared.namespace[0], encode_namespace(prepared.namespace), prepared.key)
+        )
+        if size > MAX_INDEXED_BYTES:
+            raise ValueError(
+                f"{where}namespace and key are too long for PgMemory: tenant, namespace path "
+                f"and key take {size} bytes of UTF-8, over {MAX_INDEXED_BYTES} (PostgreSQL's "
+                "btree entry limit on the unique (tenant, namespace, key) index)"
+            )
+
+    @staticmethod
     def _tenant_of(namespace: Namespace, *, name: str = "namespace") -> str:
         try:
             return validate_tenant(namespace[0])
@@ -199,8 +221,10 @@ class PgMemory(BaseStore):
 
         # One tenant (the usual case): just its pinned transaction; several: one outer
         # transaction, so that the batch is all or nothing.
+        # Tenants in sorted order, like the rows of each statement: concurrent batches then
+        # lock rows in one global order and cannot deadlock.
         with transaction.atomic(using=self.using) if len(rows_by_tenant) > 1 else nullcontext():
-            for tenant, rows in rows_by_tenant.items():
+            for tenant, rows in sorted(rows_by_tenant.items()):
                 with self._atomic(tenant):
                     self._upsert_rounds(rows)
 
@@ -229,6 +253,7 @@ class PgMemory(BaseStore):
     ) -> None:
         prepared = prepare_put(namespace, key, value, metadata)
         tenant = self._tenant_of(prepared.namespace)
+        self._check_indexable(prepared)
         text = value_text(json.loads(prepared.value_json))
         vector = await self.encoder.encode(tenant, text)
         await self._run(
@@ -242,6 +267,7 @@ class PgMemory(BaseStore):
         prepared = prepare_batch(items)
         for index, one in enumerate(prepared):
             self._tenant_of(one.namespace, name=f"items[{index}] namespace")
+            self._check_indexable(one, where=f"items[{index}] ")
         if not prepared:
             return
         texts = [value_text(json.loads(one.value_json)) for one in prepared]
@@ -269,6 +295,7 @@ class PgMemory(BaseStore):
         """
         prepared = prepare_put(namespace, key, value, metadata)
         tenant = self._tenant_of(prepared.namespace)
+        self._check_indexable(prepared)
         vector = self.encoder.checked(embedding, name="embedding")
         source = self.encoder.source if self.encoder.embedder is not None else "external"
         text = value_text(json.loads(prepared.value_json))

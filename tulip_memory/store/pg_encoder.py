@@ -94,8 +94,27 @@ class TextEncoder:
     # --- vectors ------------------------------------------------------------------------
 
     def checked(self, values: Sequence[float], *, name: str) -> np.ndarray:
-        """A caller's vector, checked number by number (messages name the index)."""
-        return np.asarray(validate_embedding(values, dimension=self.width, name=name), np.float32)
+        """A caller's vector, checked number by number (messages name the index).
+
+        Checked again once narrowed to float32 (what pgvector stores): a finite float64
+        such as 1e39 overflowed to infinity (refused by PostgreSQL with a DataError), and
+        tiny values underflowed to an all-zero vector (stored, then ranked with NaN scores).
+        """
+        numbers = validate_embedding(values, dimension=self.width, name=name)
+        with np.errstate(over="ignore"):  # reported below, as a ValueError
+            array = np.asarray(numbers, np.float32)
+        finite = np.isfinite(array)
+        if not finite.all():
+            index = int(np.argmin(finite))
+            raise ValueError(
+                f"{name}[{index}] overflows float32 (pgvector's type): {numbers[index]}"
+            )
+        if not array.any():
+            raise ValueError(
+                f"{name} is all zeros once stored as float32 (pgvector's type): "
+                "cosine similarity is undefined"
+            )
+        return array
 
     def _encoded(self, values: Any, *, name: str) -> np.ndarray:
         # An encoder's vector, checked with numpy (the bulk path).
