@@ -44,6 +44,8 @@ import zlib
 from pathlib import Path
 from typing import Any
 
+from embedded_django import setup_django
+
 from tulip_memory.backends.base import encode_state
 from tulip_memory.delta import DeltaCheckpointer, InMemoryDeltaStorage
 from tulip_memory.messages import Message, Role
@@ -225,27 +227,6 @@ async def in_memory(turns_list: list[int]) -> None:
 # -- PostgreSQL ----------------------------------------------------------------------------
 
 
-def setup_django(workdir: Path) -> str:
-    """Embedded PostgreSQL in ``workdir``, Django configured on it, tulip_memory migrated."""
-    import django
-    from django.conf import settings
-    from django.core.management import call_command
-
-    from tulip_memory.testing.postgres import bootstrap_database, database_settings, start_embedded
-
-    admin_url = start_embedded(workdir / "pgdata", cleanup="delete")
-    urls = bootstrap_database(admin_url, "tulip_bench")
-    settings.configure(
-        INSTALLED_APPS=["django.contrib.contenttypes", "django.contrib.auth", "tulip_memory"],
-        DATABASES={"default": database_settings(urls.app), "owner": database_settings(urls.owner)},
-        USE_TZ=True,
-        DEFAULT_AUTO_FIELD="django.db.models.BigAutoField",
-    )
-    django.setup()
-    call_command("migrate", database="owner", verbosity=0)
-    return urls.owner
-
-
 def table_bytes(url: str, tables: list[str]) -> int:
     import psycopg
 
@@ -328,7 +309,7 @@ async def on_postgres(turns: int) -> None:
 
     print(f"\nPart 2: embedded PostgreSQL 18, {turns} turns (bytes in the tables; p50 in ms)")
     with tempfile.TemporaryDirectory(prefix="tulip-bench-") as workdir:
-        owner_url = await sync_to_async(setup_django)(Path(workdir))
+        owner_url = (await sync_to_async(setup_django)(Path(workdir))).owner
         states = Chat().states(turns)
         results = {}
         full = PostgreSQLCheckpointer("default", tenant="bench")

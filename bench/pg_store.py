@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from embedded_django import setup_django
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -125,31 +126,6 @@ def fmt_ms(seconds: float) -> str:
 
 
 # -- set-up ------------------------------------------------------------------------------
-
-
-def setup_django(workdir: Path) -> tuple[str, str]:
-    """Embedded PostgreSQL, Django on it as the app role, migrated as the owner."""
-    import django
-    from django.conf import settings
-    from django.core.management import call_command
-
-    from tulip_memory.testing.postgres import bootstrap_database, database_settings, start_embedded
-
-    admin_url = start_embedded(workdir / "pgdata", cleanup="delete")
-    urls = bootstrap_database(admin_url, "tulip_bench")
-    settings.configure(
-        INSTALLED_APPS=["django.contrib.contenttypes", "django.contrib.auth", "tulip_memory"],
-        DATABASES={"default": database_settings(urls.app), "owner": database_settings(urls.owner)},
-        USE_TZ=True,
-        DEFAULT_AUTO_FIELD="django.db.models.BigAutoField",
-        TULIP_MEMORY={"VECTOR_DIMENSIONS": DIM},
-    )
-    django.setup()
-    call_command("migrate", database="owner", verbosity=0)
-    from urllib.parse import urlsplit, urlunsplit
-
-    parts = urlsplit(admin_url)
-    return urlunsplit((parts.scheme, parts.netloc, "/tulip_bench", parts.query, "")), urls.owner
 
 
 def items_of(layout: Layout, first_span: int = 0, spans: int | None = None) -> Any:
@@ -428,7 +404,8 @@ def main() -> None:
     parser.add_argument("--skip-langgraph", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="tulip-bench-pg-") as tmp:
-        admin_url, _owner_url = setup_django(Path(tmp))  # sync: Django refuses it in a loop
+        # Sync, before the event loop: Django refuses to set itself up inside one.
+        admin_url = setup_django(Path(tmp), VECTOR_DIMENSIONS=DIM).admin
         result = asyncio.run(run(args, admin_url))
     report(result)
     print(json.dumps(result, indent=1, default=float))

@@ -1,0 +1,49 @@
+"""Set-up shared by the benchmarks: an embedded PostgreSQL, Django configured on it.
+
+Run from a bench script (``python bench/<name>.py`` puts ``bench/`` on ``sys.path``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+DATABASE = "tulip_bench"
+
+
+@dataclass(frozen=True)
+class BenchDatabase:
+    """URLs of the benchmark database: superuser (for raw COPY and the like), owner, app."""
+
+    admin: str
+    owner: str
+    app: str
+
+
+def setup_django(workdir: Path, **tulip_memory: Any) -> BenchDatabase:
+    """Embedded PostgreSQL in ``workdir``; Django on it as the app role, migrated as owner.
+
+    ``tulip_memory`` becomes the ``TULIP_MEMORY`` setting.
+    """
+    import django
+    from django.conf import settings
+    from django.core.management import call_command
+
+    from tulip_memory.testing.postgres import bootstrap_database, database_settings, start_embedded
+
+    server_url = start_embedded(workdir / "pgdata", cleanup="delete")
+    urls = bootstrap_database(server_url, DATABASE)
+    settings.configure(
+        INSTALLED_APPS=["django.contrib.contenttypes", "django.contrib.auth", "tulip_memory"],
+        DATABASES={"default": database_settings(urls.app), "owner": database_settings(urls.owner)},
+        USE_TZ=True,
+        DEFAULT_AUTO_FIELD="django.db.models.BigAutoField",
+        TULIP_MEMORY=tulip_memory,
+    )
+    django.setup()
+    call_command("migrate", database="owner", verbosity=0)
+    parts = urlsplit(server_url)
+    admin = urlunsplit((parts.scheme, parts.netloc, f"/{DATABASE}", parts.query, ""))
+    return BenchDatabase(admin=admin, owner=urls.owner, app=urls.app)
