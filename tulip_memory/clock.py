@@ -1,0 +1,58 @@
+"""A wall clock forced strictly increasing within the process.
+
+Writes need an order even when the wall clock stalls or steps back: the stores stamp
+``updated_at`` with it (so "newest first" has no ties within one store) and the
+checkpointers order saves by it. Across processes it is the wall clock, so writes from
+several machines are ordered as well as their clocks agree.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import UTC, datetime, timedelta
+
+__all__ = ["MonotonicWallClock", "from_micros", "to_micros", "utc_now"]
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def to_micros(moment: datetime) -> int:
+    """Microseconds since the Unix epoch (exact and sortable, e.g. in SQLite)."""
+    return (moment - _EPOCH) // _MICROSECOND
+
+
+def from_micros(micros: int) -> datetime:
+    """Inverse of :func:`to_micros`."""
+    return _EPOCH + timedelta(microseconds=micros)
+
+
+class MonotonicWallClock:
+    """Strictly increasing readings of the wall clock, in a given unit (thread-safe).
+
+    ``resolution_ns`` is the unit: 1 for nanoseconds, 1,000 for microseconds.
+    """
+
+    def __init__(self, resolution_ns: int = 1) -> None:
+        self._resolution = resolution_ns
+        self._last = 0
+        self._lock = threading.Lock()
+
+    def tick(self, after: int | None = None) -> int:
+        """A reading later than every earlier one and than ``after`` (same unit)."""
+        with self._lock:
+            now = time.time_ns() // self._resolution
+            floor = self._last if after is None else max(self._last, after)
+            self._last = max(now, floor + 1)
+            return self._last
+
+    def tick_datetime(self, after: datetime | None = None) -> datetime:
+        """:meth:`tick` at microsecond resolution, as an aware UTC datetime."""
+        if self._resolution != 1_000:
+            raise ValueError("tick_datetime needs a clock of microsecond resolution")
+        return from_micros(self.tick(None if after is None else to_micros(after)))
