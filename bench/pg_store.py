@@ -164,7 +164,8 @@ def load_copy(admin_url: str, layout: Layout, vectors: np.ndarray) -> float:
     from pgvector.psycopg import register_vector
     from psycopg.types.json import Jsonb
 
-    from tulip_memory.models.store import encode_namespace, search_text_of
+    from tulip_memory.models.store import search_text_of
+    from tulip_memory.namespaces import encode_namespace
     from tulip_memory.store.text import tokenize
 
     with psycopg.connect(admin_url, autocommit=True) as conn:

@@ -404,7 +404,7 @@ def test_rows_written_before_an_embedder_are_found_lexically_with_one_warning(ca
         (lambda s, ns: s.put(ns, "k", 1, {"m": "\x00"}), "metadata must not contain a NUL"),
         (lambda s, ns: s.put(ns, "k\x00", 1), "key must not contain a NUL"),
         (lambda s, ns: s.put(("acme", "a\x00"), "k", 1), "NUL"),
-        (lambda s, ns: s.put((" ", "x"), "k", 1), r"namespace\[0\] is the tenant"),
+        (lambda s, ns: s.put((" ", "x"), "k", 1), r"namespace\[0\] must not be only whitespace"),
         (lambda s, ns: s.put(ns, "k", float("nan")), "JSON"),
         (lambda s, ns: s.put_with_embedding(ns, "k", 1, [1.0] * 10), "1024"),
         (lambda s, ns: s.put_with_embedding(ns, "k", 1, [math.inf] + [1.0] * 1023), "finite"),

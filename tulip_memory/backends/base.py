@@ -30,6 +30,7 @@ from types import ModuleType
 from urllib.parse import unquote_to_bytes
 
 from tulip_memory.identifiers import validate_identifier
+from tulip_memory.paging import validate_limit
 from tulip_memory.state import AgentState
 
 __all__ = [
@@ -45,7 +46,6 @@ __all__ = [
     "new_checkpoint_id",
     "save_order_key",
     "validate_checkpoint_id",
-    "validate_limit",
     "validate_state",
     "validate_thread_id",
 ]
@@ -62,12 +62,6 @@ def validate_thread_id(thread_id: object) -> str:
 def validate_checkpoint_id(checkpoint_id: object) -> str:
     """Return ``checkpoint_id`` if it is a non-empty str without NUL of sane length."""
     return validate_identifier(checkpoint_id, "checkpoint_id", max_length=CHECKPOINT_ID_MAX_LENGTH)
-
-
-def validate_limit(limit: object) -> int:
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        raise ValueError(f"limit must be a positive int, got {limit!r}")
-    return limit
 
 
 def validate_state(state: object) -> AgentState:

@@ -26,15 +26,10 @@ from tulip_memory.manager.history import (
     content_since,
 )
 from tulip_memory.manager.retrieval import recall
-from tulip_memory.manager.scope import (
-    MemoryScope,
-    Namespace,
-    ScopeBinding,
-    bound_scope,
-    validate_namespace,
-)
+from tulip_memory.manager.scope import MemoryScope, ScopeBinding, bound_scope
 from tulip_memory.manager.types import ExtractFn, ExtractMode, Memory, MemoryType
 from tulip_memory.messages import Message
+from tulip_memory.namespaces import Namespace, validate_namespace
 from tulip_memory.state import AgentState, RunInfo
 
 if TYPE_CHECKING:
@@ -111,7 +106,7 @@ class LLMMemoryManager(BaseMemoryManager):
             raise ValueError("namespace_resolver must be a callable (RunInfo) -> prefix | None")
         self.store = store
         self.extract_fn = extract_fn
-        self.namespace_prefix = validate_namespace(namespace_prefix, argument="namespace_prefix")
+        self.namespace_prefix = validate_namespace(namespace_prefix, name="namespace_prefix")
         self.max_memories = max_memories
         self.retrieve_limit = retrieve_limit
         self.extract_mode = extract_mode
@@ -159,7 +154,7 @@ class LLMMemoryManager(BaseMemoryManager):
                 return None
             if isinstance(resolved, MemoryScope):
                 return resolved
-            return MemoryScope(validate_namespace(resolved, argument="namespace_resolver result"))
+            return MemoryScope(validate_namespace(resolved, name="namespace_resolver result"))
         except Exception:
             # Never fall back to the shared namespace_prefix: it would pool every such run.
             logger.warning("namespace_resolver failed; no memory for this run", exc_info=True)
@@ -266,7 +261,7 @@ class LLMMemoryManager(BaseMemoryManager):
         else:
             if isinstance(namespaces, str) or not isinstance(namespaces, Sequence):
                 raise ValueError("namespaces must be a sequence of namespace tuples")
-            prefixes = [validate_namespace(p, argument="namespaces[]") for p in namespaces]
+            prefixes = [validate_namespace(p, name="namespaces[]") for p in namespaces]
             tenants = sorted({p[0] for p in prefixes})
             if len(tenants) > 1:
                 raise ValueError(

@@ -17,30 +17,17 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from tulip_memory.identifiers import validate_identifier
+from tulip_memory.namespaces import Namespace, validate_namespace
 
-__all__ = ["MemoryScope", "Namespace", "ScopeBinding", "bound_scope", "validate_namespace"]
+__all__ = ["MemoryScope", "ScopeBinding", "bound_scope"]
 
 logger = logging.getLogger("tulip_memory.manager")
 
-Namespace = tuple[str, ...]
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def validate_namespace(namespace: object, *, argument: str = "namespace") -> Namespace:
-    """Return ``namespace`` as a tuple of strings, or raise a ValueError naming ``argument``.
-
-    A namespace is a non-empty sequence of non-empty strings without NUL; its first
-    element is the tenant.
-    """
-    if isinstance(namespace, str) or not isinstance(namespace, Sequence):
-        raise ValueError(f"{argument} must be a tuple of strings, got {namespace!r:.80}")
-    parts = tuple(namespace)
-    if not parts:
-        raise ValueError(f"{argument} must not be empty")
-    for index, part in enumerate(parts):
-        validate_identifier(part, f"{argument}[{index}]", allow_blank=False)
-    return parts
+def _as_tuple(namespace: object) -> object:
+    return tuple(namespace) if isinstance(namespace, list) else namespace
 
 
 @dataclass(frozen=True)
@@ -55,7 +42,11 @@ class MemoryScope:
     recall: tuple[Namespace, ...] = ()
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "namespace", validate_namespace(self.namespace))
+        # A list is accepted here as a constructor convenience; the rule is the store's.
+        namespace = tuple(self.namespace) if isinstance(self.namespace, list) else self.namespace
+        object.__setattr__(
+            self, "namespace", validate_namespace(namespace, name="MemoryScope.namespace")
+        )
         if isinstance(self.recall, str) or not isinstance(self.recall, Sequence):
             raise ValueError(
                 f"MemoryScope.recall must be a tuple of namespaces, got {self.recall!r:.80}"
@@ -63,7 +54,12 @@ class MemoryScope:
         object.__setattr__(
             self,
             "recall",
-            tuple(validate_namespace(p, argument="MemoryScope.recall") for p in self.recall),
+            tuple(
+                validate_namespace(
+                    tuple(p) if isinstance(p, list) else p, name="MemoryScope.recall"
+                )
+                for p in self.recall
+            ),
         )
 
     def same_tenant_recall(self) -> tuple[Namespace, ...]:

@@ -23,7 +23,7 @@ from django.db import connections, models
 from django.db.models import F, Q
 from django.db.models.functions import Now
 
-from tulip_memory.models.store import decode_namespace, encode_namespace
+from tulip_memory.namespaces import decode_namespace, encode_namespace
 from tulip_memory.tenancy import TENANT_MAX_LENGTH
 
 __all__ = [

@@ -23,6 +23,7 @@ from django.db import connections, models
 from django.db.models import Q
 from pgvector.django import VectorField
 
+from tulip_memory.namespaces import NAMESPACE_SEPARATOR, encode_namespace
 from tulip_memory.tenancy import TENANT_MAX_LENGTH
 
 __all__ = [
@@ -31,42 +32,8 @@ __all__ = [
     "MemoryItemQuerySet",
     "SearchRow",
     "UpsertRow",
-    "decode_namespace",
-    "encode_namespace",
     "search_text_of",
 ]
-
-_SEPARATOR = "/"
-_ESCAPE = "\\"
-
-
-def encode_namespace(namespace: tuple[str, ...]) -> str:
-    """The namespace as one text path: labels joined by ``/``, ``\\`` and ``/`` escaped.
-
-    Prefix-safe: the path of a namespace starts with ``path(prefix) + "/"`` exactly when
-    the prefix is a namespace prefix (an escaped ``/`` is preceded by ``\\``).
-    """
-    return _SEPARATOR.join(
-        label.replace(_ESCAPE, _ESCAPE * 2).replace(_SEPARATOR, _ESCAPE + _SEPARATOR)
-        for label in namespace
-    )
-
-
-def decode_namespace(path: str) -> tuple[str, ...]:
-    """Inverse of :func:`encode_namespace`."""
-    labels: list[str] = []
-    current: list[str] = []
-    chars = iter(path)
-    for char in chars:
-        if char == _ESCAPE:
-            current.append(next(chars, ""))
-        elif char == _SEPARATOR:
-            labels.append("".join(current))
-            current = []
-        else:
-            current.append(char)
-    labels.append("".join(current))
-    return tuple(labels)
 
 
 class EmbeddingField(VectorField):
@@ -142,7 +109,7 @@ class MemoryItemQuerySet(models.QuerySet):
             return self.all()
         path = encode_namespace(prefix)
         return self.filter(tenant=prefix[0]).filter(
-            Q(namespace=path) | Q(namespace__startswith=path + _SEPARATOR)
+            Q(namespace=path) | Q(namespace__startswith=path + NAMESPACE_SEPARATOR)
         )
 
     def for_keys(self, pairs: list[tuple[tuple[str, ...], str]]) -> MemoryItemQuerySet:
@@ -346,7 +313,7 @@ class MemoryItemQuerySet(models.QuerySet):
         sort_key = Collate(
             Replace(
                 "namespace",
-                models.Value(_SEPARATOR, output_field=models.TextField()),
+                models.Value(NAMESPACE_SEPARATOR, output_field=models.TextField()),
                 models.Value("\x01", output_field=models.TextField()),
             ),
             "C",

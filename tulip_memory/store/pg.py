@@ -159,7 +159,7 @@ class PgMemory(BaseStore):
         # The unique btree on (tenant, namespace, key) holds entries of at most ~2.7 kB:
         # a longer namespace + key failed in PostgreSQL with an OperationalError instead
         # of a ValueError before the database.
-        from tulip_memory.models.store import encode_namespace
+        from tulip_memory.namespaces import encode_namespace
 
         size = sum(
             len(part.encode())
@@ -190,7 +190,8 @@ class PgMemory(BaseStore):
         return tenant_atomic(tenant, using=self.using)
 
     def _row(self, prepared: PreparedPut, text: str, vector: np.ndarray | None, source: str) -> Any:
-        from tulip_memory.models.store import UpsertRow, encode_namespace, search_text_of
+        from tulip_memory.models.store import UpsertRow, search_text_of
+        from tulip_memory.namespaces import encode_namespace
 
         return UpsertRow(
             tenant=prepared.namespace[0],
@@ -347,7 +348,7 @@ class PgMemory(BaseStore):
     def _get_batch_sync(
         self, pairs_by_tenant: dict[str, list[tuple[Namespace, str]]]
     ) -> dict[Any, Any]:
-        from tulip_memory.models.store import encode_namespace
+        from tulip_memory.namespaces import encode_namespace
 
         found: dict[tuple[Namespace, str], Any] = {}
         for tenant, pairs in pairs_by_tenant.items():
@@ -383,7 +384,7 @@ class PgMemory(BaseStore):
         return await self._run(self._list_keys_sync, namespace, limit)
 
     def _list_namespaces_sync(self, tenant: str, prefix: Namespace, limit: int) -> list[Namespace]:
-        from tulip_memory.models.store import decode_namespace
+        from tulip_memory.namespaces import decode_namespace
 
         with self._atomic(tenant):
             rows = list(self._items().under_prefix(prefix).namespace_paths()[:limit])
@@ -421,7 +422,7 @@ class PgMemory(BaseStore):
         # The one search statement of this store (search, search_many and
         # search_by_embedding): ids and ranks over the namespace first, then only the k
         # winners read in full (MemoryItemQuerySet.search_paths).
-        from tulip_memory.models.store import encode_namespace
+        from tulip_memory.namespaces import encode_namespace
 
         with self._atomic(tenant):
             return self._items().search_paths(

@@ -29,6 +29,8 @@ from numbers import Real
 from typing import Any, NamedTuple
 
 from tulip_memory.identifiers import validate_identifier
+from tulip_memory.namespaces import validate_namespace, validate_namespace_prefix
+from tulip_memory.paging import validate_limit
 
 __all__ = [
     "PreparedPut",
@@ -57,30 +59,6 @@ class PreparedPut(NamedTuple):
     key: str
     value_json: str
     metadata_json: str
-
-
-def validate_namespace(namespace: object, *, name: str = "namespace") -> tuple[str, ...]:
-    """Return ``namespace`` if it is a non-empty tuple of non-empty, NUL-free strings."""
-    if not isinstance(namespace, tuple):
-        raise ValueError(
-            f"{name} must be a tuple of strings, got {type(namespace).__name__} {namespace!r}"
-        )
-    if not namespace:
-        raise ValueError(f"{name} must not be an empty tuple")
-    for index, label in enumerate(namespace):
-        validate_identifier(label, f"{name}[{index}]")
-    return namespace
-
-
-def validate_namespace_prefix(prefix: object) -> tuple[str, ...]:
-    """A ``list_namespaces`` prefix: ``None`` or a (possibly empty) tuple of labels."""
-    if prefix is None:
-        return ()
-    if not isinstance(prefix, tuple):
-        raise ValueError(f"prefix must be a tuple of strings or None, got {type(prefix).__name__}")
-    for index, label in enumerate(prefix):
-        validate_identifier(label, f"prefix[{index}]")
-    return prefix
 
 
 def validate_namespaces(namespaces: object) -> list[tuple[str, ...]]:
@@ -202,15 +180,6 @@ def validate_embedding(
     if not any(values):
         raise ValueError(f"{name} must not be all zeros (cosine similarity is undefined)")
     return values
-
-
-def validate_limit(limit: object, *, name: str = "limit") -> int:
-    """An ``int`` >= 1."""
-    if isinstance(limit, bool) or not isinstance(limit, int):
-        raise ValueError(f"{name} must be an int, got {type(limit).__name__}")
-    if limit < 1:
-        raise ValueError(f"{name} must be >= 1, got {limit}")
-    return limit
 
 
 def validate_query(query: object) -> str | None:

@@ -43,7 +43,7 @@ def _run_jobs(
 ) -> list[tuple[str, int, str, int]]:
     from tulip_memory.manager.extraction.worker import run_queue
     from tulip_memory.models import ExtractionJob, ExtractionQueue
-    from tulip_memory.models.store import encode_namespace
+    from tulip_memory.namespaces import encode_namespace
     from tulip_memory.tenancy import tenant_atomic
 
     with tenant_atomic("demo"):

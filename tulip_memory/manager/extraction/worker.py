@@ -245,7 +245,7 @@ def run_queue(tenant: str, queue_id: int, *, owner: str | None = None) -> RunOut
     """Run the open jobs of extraction queue ``queue_id`` (of ``tenant``) in order."""
     from tulip_memory.conf import settings
     from tulip_memory.models import ExtractionJob, ExtractionQueue
-    from tulip_memory.models.store import decode_namespace
+    from tulip_memory.namespaces import decode_namespace
     from tulip_memory.tenancy import tenant_atomic
 
     owner = owner or worker_identity()
