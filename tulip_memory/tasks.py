@@ -13,13 +13,14 @@ from celery import shared_task
 from django.db import InterfaceError, OperationalError
 
 from tulip_memory.manager.extraction.queue import send_run_task
+from tulip_memory.manager.extraction.task_names import RUN_EXTRACTION_QUEUE
 from tulip_memory.manager.extraction.worker import run_queue
 
 __all__ = ["run_extraction_queue"]
 
 
 @shared_task(
-    name="tulip_memory.run_extraction_queue",
+    name=RUN_EXTRACTION_QUEUE,
     ignore_result=True,
     acks_late=True,
     reject_on_worker_lost=True,

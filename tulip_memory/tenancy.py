@@ -11,29 +11,23 @@ to the next user of a pooled connection.
 * :func:`current_tenant` reads it;
 * :func:`tenant_atomic` opens a transaction pinned to a tenant (the explicit one, else
   the bound one) — every ORM query on a tenant table must run inside one;
-* :class:`TenantMiddleware` binds each request's tenant through the configurable
-  resolver ``TULIP_MEMORY["TENANT_RESOLVER"]`` (default :func:`resolve_tenant_from_header`).
+* :class:`~tulip_memory.middleware.TenantMiddleware` (in :mod:`tulip_memory.middleware`,
+  also importable from here) binds each request's tenant.
 """
 
 from __future__ import annotations
 
-import functools
-import inspect
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar, Token
-from typing import Any, TypeVar
+from typing import Any
 
-from asgiref.sync import iscoroutinefunction, markcoroutinefunction
-
+from tulip_memory.binding import ContextBinding, ContextStack
 from tulip_memory.exceptions import TenantError
 from tulip_memory.identifiers import validate_identifier
 
 __all__ = [
     "TENANT_MAX_LENGTH",
-    "TenantMiddleware",
     "current_tenant",
-    "resolve_tenant_from_header",
     "tenant_atomic",
     "tenant_context",
     "validate_tenant",
@@ -42,16 +36,8 @@ __all__ = [
 # Width of the tenant column of every tenant table.
 TENANT_MAX_LENGTH = 255
 
-_current_tenant: ContextVar[str | None] = ContextVar("tulip_memory_tenant", default=None)
-# The reset tokens of the open tenant_context blocks, per context (innermost last). Kept in
-# a ContextVar rather than on the instance, so that ONE tenant_context object entered by
-# several asyncio tasks (or threads) at once gives each its own token back on exit; a
-# per-instance stack handed task A the token of task B ("created in a different Context").
-_open_tokens: ContextVar[tuple[Token[str | None], ...]] = ContextVar(
-    "tulip_memory_tenant_tokens", default=()
-)
-
-F = TypeVar("F", bound=Callable[..., Any])
+# The tenants bound by the open tenant_context blocks, innermost last.
+_bound_tenants: ContextStack[str] = ContextStack("tulip_memory_tenant")
 
 
 def validate_tenant(tenant: object) -> str:
@@ -65,10 +51,12 @@ def validate_tenant(tenant: object) -> str:
 
 def current_tenant() -> str | None:
     """The tenant bound by the innermost :func:`tenant_context` (or the middleware)."""
-    return _current_tenant.get()
+    return _bound_tenants.top()
 
 
-class tenant_context:  # lower-case: used like a function, as contextlib helpers are
+class tenant_context(
+    ContextBinding[str]
+):  # lower-case: used like a function, as contextlib helpers are
     """Bind ``tenant`` for a ``with`` block, or for every call of a decorated function.
 
     Works on plain functions and on ``async def`` functions; nests (the inner tenant
@@ -76,41 +64,14 @@ class tenant_context:  # lower-case: used like a function, as contextlib helpers
     database work still goes through :func:`tenant_atomic`, which reads it.
     """
 
+    stack = _bound_tenants
+    generator_error = (
+        "tenant_context cannot decorate a generator: the tenant would only be bound "
+        "while the generator object is created; use `with tenant_context(...)` inside it"
+    )
+
     def __init__(self, tenant: str) -> None:
-        self.tenant = validate_tenant(tenant)
-
-    def __enter__(self) -> str:
-        token = _current_tenant.set(self.tenant)
-        _open_tokens.set((*_open_tokens.get(), token))
-        return self.tenant
-
-    def __exit__(self, *exc_info: object) -> None:
-        *outer, token = _open_tokens.get()
-        _open_tokens.set(tuple(outer))
-        _current_tenant.reset(token)
-
-    def __call__(self, func: F) -> F:
-        if inspect.isgeneratorfunction(func) or inspect.isasyncgenfunction(func):
-            raise TypeError(
-                "tenant_context cannot decorate a generator: the tenant would only be bound "
-                "while the generator object is created; use `with tenant_context(...)` inside it"
-            )
-        tenant = self.tenant
-        if iscoroutinefunction(func):
-
-            @functools.wraps(func)
-            async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
-                with tenant_context(tenant):
-                    return await func(*args, **kwargs)
-
-            return async_wrapper  # type: ignore[return-value]
-
-        @functools.wraps(func)
-        def sync_wrapper(*args: Any, **kwargs: Any) -> Any:
-            with tenant_context(tenant):
-                return func(*args, **kwargs)
-
-        return sync_wrapper  # type: ignore[return-value]
+        self.tenant = self.value = validate_tenant(tenant)
 
 
 def _resolve_for_transaction(tenant: str | None) -> str:
@@ -162,72 +123,11 @@ def tenant_atomic(tenant: str | None = None, using: str = "default") -> Iterator
                 cursor.execute("SELECT set_config(%s, %s, true)", [setting, previous or ""])
 
 
-def resolve_tenant_from_header(request: Any) -> str | None:
-    """Default tenant resolver: the ``TULIP_MEMORY["TENANT_HEADER"]`` request header.
+def __getattr__(name: str) -> Any:
+    # The HTTP side lives in tulip_memory.middleware, which imports this module; it is
+    # re-exported lazily so that both old import paths keep working without a cycle.
+    if name in ("TenantMiddleware", "resolve_tenant_from_header"):
+        from tulip_memory import middleware
 
-    Only trust it behind a gateway that sets it after authenticating the caller; a
-    project with its own notion of tenant points ``TENANT_RESOLVER`` at a function of
-    the request (for instance of ``request.user``).
-    """
-    from tulip_memory.conf import settings
-
-    value = request.headers.get(settings.TENANT_HEADER)
-    if value is None or not value.strip():
-        return None
-    return value
-
-
-class TenantMiddleware:
-    """Bind the request's tenant (``TULIP_MEMORY["TENANT_RESOLVER"]``) while it is handled.
-
-    The tenant is also set on ``request.tenant`` (None when the resolver found none:
-    tenant tables then show nothing). A resolver's value that is not a valid tenant is
-    rejected with 400 Bad Request. Sync and async capable.
-    """
-
-    sync_capable = True
-    async_capable = True
-
-    def __init__(self, get_response: Callable[[Any], Any]) -> None:
-        self.get_response = get_response
-        self.is_async = iscoroutinefunction(get_response)
-        if self.is_async:
-            markcoroutinefunction(self)
-
-    def _resolve(self, request: Any) -> str | None:
-        from tulip_memory.conf import settings
-
-        resolver = settings.import_setting("TENANT_RESOLVER")
-        tenant = resolver(request) if resolver is not None else None
-        if tenant is not None:
-            validate_tenant(tenant)
-        request.tenant = tenant
-        return tenant
-
-    def __call__(self, request: Any) -> Any:
-        if self.is_async:
-            return self.__acall__(request)
-        try:
-            tenant = self._resolve(request)
-        except ValueError as exc:
-            return _bad_tenant(exc)
-        if tenant is None:
-            return self.get_response(request)
-        with tenant_context(tenant):
-            return self.get_response(request)
-
-    async def __acall__(self, request: Any) -> Any:
-        try:
-            tenant = self._resolve(request)
-        except ValueError as exc:
-            return _bad_tenant(exc)
-        if tenant is None:
-            return await self.get_response(request)
-        with tenant_context(tenant):
-            return await self.get_response(request)
-
-
-def _bad_tenant(exc: ValueError) -> Any:
-    from django.http import HttpResponseBadRequest
-
-    return HttpResponseBadRequest(f"invalid tenant: {exc}")
+        return getattr(middleware, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -14,7 +14,7 @@ import pytest
 
 from tulip_memory.events import EV_MEMORY_MANAGER_EXTRACT_FAILED, EV_MEMORY_MANAGER_EXTRACTED
 from tulip_memory.manager import Memory, MemoryType
-from tulip_memory.managers.mem0 import Mem0MemoryManager
+from tulip_memory.manager.mem0 import Mem0MemoryManager
 from tulip_memory.messages import Message, Role
 from tulip_memory.state import AgentState
 

@@ -11,7 +11,7 @@ SCRIPT = textwrap.dedent(
     import asyncio, os
     assert "DJANGO_SETTINGS_MODULE" not in os.environ
     from tulip_memory.manager import LLMMemoryManager, MemoryType, NoopMemoryManager
-    from tulip_memory.managers.mem0 import Mem0MemoryManager
+    from tulip_memory.manager.mem0 import Mem0MemoryManager
     from tulip_memory.messages import Message, Role
     from tulip_memory.state import AgentState
     from tulip_memory.store import InMemoryStore

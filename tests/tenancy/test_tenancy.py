@@ -8,13 +8,8 @@ from django.http import HttpResponse
 from django.test import RequestFactory, override_settings
 
 from tulip_memory.exceptions import TenantError
-from tulip_memory.tenancy import (
-    TenantMiddleware,
-    current_tenant,
-    resolve_tenant_from_header,
-    tenant_atomic,
-    tenant_context,
-)
+from tulip_memory.middleware import TenantMiddleware, resolve_tenant_from_header
+from tulip_memory.tenancy import current_tenant, tenant_atomic, tenant_context
 
 
 def _setting(alias="default"):
@@ -194,3 +189,10 @@ def test_header_resolver_reads_the_configured_header():
     with override_settings(TULIP_MEMORY={"TENANT_HEADER": "X-Org"}):
         assert resolve_tenant_from_header(RequestFactory().get("/", HTTP_X_ORG="acme")) == "acme"
         assert resolve_tenant_from_header(RequestFactory().get("/", HTTP_X_ORG=" ")) is None
+
+
+def test_middleware_keeps_its_tenancy_import_path():
+    from tulip_memory import tenancy
+
+    assert tenancy.TenantMiddleware is TenantMiddleware
+    assert tenancy.resolve_tenant_from_header is resolve_tenant_from_header

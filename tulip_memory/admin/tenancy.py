@@ -9,7 +9,7 @@ bypasses row-level security, which the app never has — by design. So each view
 1. ``?tenant=<name>`` — for superusers only (it is also a changelist filter on the
    ``tenant`` column, so pagination and sorting keep it; detail pages find it in the
    preserved ``_changelist_filters``);
-2. else ``request.tenant`` set by :class:`~tulip_memory.tenancy.TenantMiddleware`, or the
+2. else ``request.tenant`` set by :class:`~tulip_memory.middleware.TenantMiddleware`, or the
    tenant bound by :func:`~tulip_memory.tenancy.tenant_context`.
 
 Without a tenant the page is empty and says how to pick one. Override

@@ -9,21 +9,16 @@ Pure Python: importable without Django settings.
 
 from __future__ import annotations
 
-import functools
-import inspect
 import logging
-from collections.abc import Callable, Sequence
-from contextvars import ContextVar
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
 
+from tulip_memory.binding import ContextBinding, ContextStack
 from tulip_memory.namespaces import Namespace, validate_namespace
 
 __all__ = ["MemoryScope", "ScopeBinding", "bound_scope"]
 
 logger = logging.getLogger("tulip_memory.manager")
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _as_tuple(namespace: object) -> object:
@@ -78,10 +73,9 @@ class MemoryScope:
         return tuple(kept)
 
 
-# The scopes in force: (owner, scope) pairs, innermost last. A tuple, so that setting it
-# never changes the value another context sees.
-_ACTIVE_SCOPES: ContextVar[tuple[tuple[object, MemoryScope], ...]] = ContextVar(
-    "tulip_memory_manager_scopes", default=()
+# The scopes in force: (owner, scope) pairs, innermost last.
+_ACTIVE_SCOPES: ContextStack[tuple[object, MemoryScope]] = ContextStack(
+    "tulip_memory_manager_scopes"
 )
 
 
@@ -93,43 +87,20 @@ def bound_scope(owner: object) -> MemoryScope | None:
     return None
 
 
-class ScopeBinding:
+class ScopeBinding(ContextBinding[tuple[object, MemoryScope]]):
     """Bind a scope for ``owner`` in a ``with`` block, or around every call of a function.
 
     Works as a decorator on plain and ``async def`` functions; nests (the inner scope
     wins and the outer one is restored on exit).
     """
 
+    stack = _ACTIVE_SCOPES
+    generator_error = "a memory scope cannot decorate a generator; use `with` inside it"
+
     def __init__(self, owner: object, scope: MemoryScope) -> None:
         self.owner = owner
         self.scope = MemoryScope(scope.namespace, scope.same_tenant_recall())
+        self.value = (owner, self.scope)
 
-    def __enter__(self) -> MemoryScope:
-        _ACTIVE_SCOPES.set((*_ACTIVE_SCOPES.get(), (self.owner, self.scope)))
+    def entered(self) -> MemoryScope:
         return self.scope
-
-    def __exit__(self, *exc_info: object) -> None:
-        # The stack lives in the ContextVar, not on this object: one binding entered by
-        # several overlapping tasks pops each task's own entry (a per-object token list
-        # would hand task A the token of task B).
-        _ACTIVE_SCOPES.set(_ACTIVE_SCOPES.get()[:-1])
-
-    def __call__(self, func: F) -> F:
-        if inspect.isgeneratorfunction(func) or inspect.isasyncgenfunction(func):
-            raise TypeError("a memory scope cannot decorate a generator; use `with` inside it")
-        owner, scope = self.owner, self.scope
-        if inspect.iscoroutinefunction(func):
-
-            @functools.wraps(func)
-            async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
-                with ScopeBinding(owner, scope):
-                    return await func(*args, **kwargs)
-
-            return async_wrapper  # type: ignore[return-value]
-
-        @functools.wraps(func)
-        def sync_wrapper(*args: Any, **kwargs: Any) -> Any:
-            with ScopeBinding(owner, scope):
-                return func(*args, **kwargs)
-
-        return sync_wrapper  # type: ignore[return-value]

@@ -1,9 +1,9 @@
 """Models of tulip_memory, one module per layer.
 
 store: items of the cross-thread store (PgMemory); checkpoints: checkpointer and
-delta-chain rows; manager: memory history and Celery extraction jobs.
+delta-chain rows; extraction: the Celery extraction queue and jobs of the memory manager.
 """
 
 from tulip_memory.models.checkpoints import *  # noqa: F403
-from tulip_memory.models.manager import *  # noqa: F403
+from tulip_memory.models.extraction import *  # noqa: F403
 from tulip_memory.models.store import *  # noqa: F403

@@ -22,6 +22,7 @@ from collections import defaultdict
 
 from asgiref.sync import sync_to_async
 
+from tulip_memory.manager.extraction.task_names import RUN_EXTRACTION_QUEUE
 from tulip_memory.messages import Message
 
 __all__ = ["CeleryExtractions", "send_run_task"]
@@ -35,11 +36,12 @@ _POLL_MIN, _POLL_MAX = 0.02, 0.5
 
 def send_run_task(tenant: str, queue_id: int, countdown: float | None = None) -> None:
     """Send the Celery message asking a worker to run the open jobs of queue ``queue_id``."""
-    from tulip_memory.conf import settings
-    from tulip_memory.tasks import run_extraction_queue
+    from celery import current_app
 
-    run_extraction_queue.apply_async(
-        (tenant, queue_id), queue=settings.CELERY_QUEUE, countdown=countdown
+    from tulip_memory.conf import settings
+
+    current_app.send_task(
+        RUN_EXTRACTION_QUEUE, (tenant, queue_id), queue=settings.CELERY_QUEUE, countdown=countdown
     )
 
 
@@ -94,7 +96,7 @@ class CeleryExtractions:
 
     def _poll(self, kick: bool) -> None:
         from tulip_memory.models import ExtractionJob, ExtractionQueue
-        from tulip_memory.models.manager import OPEN_STATES
+        from tulip_memory.models.extraction import OPEN_STATES
         from tulip_memory.tenancy import tenant_atomic
 
         by_tenant: dict[str, list[int]] = defaultdict(list)

@@ -22,8 +22,8 @@ next worker finds the job ``running``, and runs it again, or fails it if that wa
 last attempt ("worker lost"). Saves are idempotent (upsert by key), so re-running a job
 whose save finished but whose "done" was not recorded changes nothing.
 
-Workers rebuild the manager from ``TULIP_MEMORY``: ``STORE`` (+ ``STORE_OPTIONS``),
-``EXTRACTOR`` (``None``: the heuristic) and ``MANAGER_OPTIONS``.
+Workers build the manager from ``TULIP_MEMORY`` through
+:func:`tulip_memory.manager.factory.build_memory_manager_from_settings`.
 """
 
 from __future__ import annotations
@@ -34,29 +34,26 @@ import socket
 import threading
 import uuid
 from dataclasses import dataclass
-from typing import Any
 
 from asgiref.sync import async_to_sync
-from django.core.signals import setting_changed
 from django.db import connections
 from django.db.models.functions import Now
-from django.dispatch import receiver
 
 from tulip_memory.events import (
     EV_MEMORY_MANAGER_EXTRACT_FAILED,
     EV_MEMORY_MANAGER_EXTRACTED,
     emit_sync,
 )
+from tulip_memory.manager.factory import build_memory_manager_from_settings
 from tulip_memory.manager.llm import LLMMemoryManager
 from tulip_memory.manager.types import Memory
 from tulip_memory.messages import Message
 
-__all__ = ["RunOutcome", "build_worker_manager", "run_queue"]
+__all__ = ["RunOutcome", "run_queue"]
 
 logger = logging.getLogger("tulip_memory.manager.worker")
 
 _MAX_RETRY_DELAY = 600.0
-_manager_cache: dict[str, LLMMemoryManager] = {}
 
 
 @dataclass
@@ -67,30 +64,6 @@ class RunOutcome:
     failed: int = 0
     retried: int = 0
     retry_in: float | None = None
-
-
-def build_worker_manager() -> LLMMemoryManager:
-    """The manager this worker process runs jobs with, built once from ``TULIP_MEMORY``."""
-    manager = _manager_cache.get("manager")
-    if manager is None:
-        from tulip_memory.conf import settings
-
-        store_factory = settings.import_setting("STORE")
-        options: dict[str, Any] = dict(settings.MANAGER_OPTIONS)
-        options["extract_mode"] = "inline"  # the worker is where the job runs
-        manager = LLMMemoryManager(
-            store_factory(**settings.STORE_OPTIONS),
-            extract_fn=settings.import_setting("EXTRACTOR"),
-            **options,
-        )
-        _manager_cache["manager"] = manager
-    return manager
-
-
-@receiver(setting_changed)
-def _forget_manager(*, setting: str, **kwargs: Any) -> None:
-    if setting == "TULIP_MEMORY":
-        _manager_cache.clear()
 
 
 def worker_identity() -> str:
@@ -155,7 +128,7 @@ def _run_claimed(
     """Run open jobs while holding the lease; seconds until a retry is due, if one is."""
     from tulip_memory.conf import settings
     from tulip_memory.models import ExtractionJob, ExtractionQueue, JobState
-    from tulip_memory.models.manager import db_now_plus
+    from tulip_memory.models.extraction import db_now_plus
     from tulip_memory.tenancy import tenant_atomic
 
     lease = float(settings.EXTRACTION_LEASE_SECONDS)
@@ -200,7 +173,9 @@ def _run_claimed(
             # Decoded inside the try: an unreadable payload is a failure of this job like
             # any other, not an exception that leaves it "running" with no error recorded.
             messages = [Message.from_dict(data) for data in job.payload.get("messages", [])]
-            memories = async_to_sync(_extract_in)(build_worker_manager(), namespace, messages)
+            memories = async_to_sync(_extract_in)(
+                build_memory_manager_from_settings(), namespace, messages
+            )
         except Exception as exc:
             final = job.attempts >= max_attempts
             error = f"{type(exc).__name__}: {exc}"

@@ -1,4 +1,4 @@
-"""Models of the manager layer: the queue of Celery extraction jobs.
+"""Models of the Celery extraction queue of the memory manager.
 
 * :class:`ExtractionQueue` — one row per memory namespace: the last sequence number
   handed out, and the lease of the worker currently running that namespace's jobs;
@@ -22,11 +22,14 @@ from typing import Any
 from django.db import connections, models
 from django.db.models import F, Q
 from django.db.models.functions import Now
+from django.utils.translation import gettext_lazy as _
 
 from tulip_memory.namespaces import decode_namespace, encode_namespace
 from tulip_memory.tenancy import TENANT_MAX_LENGTH
 
 __all__ = [
+    "ENQUEUE_JOB_SQL",
+    "OPEN_STATES",
     "ExtractionJob",
     "ExtractionJobQuerySet",
     "ExtractionQueue",
@@ -49,19 +52,21 @@ class ExtractionQueueQuerySet(models.QuerySet):
     def for_namespace(self, namespace: tuple[str, ...]) -> ExtractionQueueQuerySet:
         return self.filter(tenant=namespace[0], namespace=encode_namespace(namespace))
 
+    def lease_free(self) -> ExtractionQueueQuerySet:
+        """Queues whose lease is not held, or expired by the database's clock."""
+        return self.filter(Q(lease_owner="") | Q(lease_expires_at__lt=Now()))
+
     def idle(self) -> ExtractionQueueQuerySet:
         """Queues nobody holds a live lease on, with a job that may run now."""
         runnable = ExtractionJob.objects.runnable().filter(queue=models.OuterRef("pk"))
-        free = Q(lease_owner="") | Q(lease_expires_at__lt=Now())
-        return self.filter(free).filter(models.Exists(runnable))
+        return self.lease_free().filter(models.Exists(runnable))
 
     def claim(self, queue_id: int, owner: str, lease_seconds: float) -> bool:
         """Take the lease of a queue that has none, or an expired one."""
-        free = Q(lease_owner="") | Q(lease_expires_at__lt=Now())
         return bool(
-            self.filter(free, pk=queue_id).update(
-                lease_owner=owner, lease_expires_at=db_now_plus(lease_seconds)
-            )
+            self.lease_free()
+            .filter(pk=queue_id)
+            .update(lease_owner=owner, lease_expires_at=db_now_plus(lease_seconds))
         )
 
     def renew(self, queue_id: int, owner: str, lease_seconds: float) -> bool:
@@ -109,7 +114,7 @@ class ExtractionQueue(models.Model):
 
     class Meta:
         db_table = "tulip_memory_extraction_queue"
-        verbose_name = "extraction queue"
+        verbose_name = _("extraction queue")
         constraints = [
             models.UniqueConstraint(
                 fields=["tenant", "namespace"], name="tulip_extraction_queue_uniq"
@@ -134,6 +139,23 @@ class JobState(models.TextChoices):
 OPEN_STATES = (JobState.PENDING, JobState.RUNNING)
 
 
+# The statement of ExtractionJobQuerySet.enqueue (PostgreSQL; ``{queues}`` and ``{jobs}``
+# are the quoted table names). The upsert of the namespace's queue row increments its
+# sequence, which locks the row until commit, so sequence numbers follow commit order; the
+# row it returns feeds the job's INSERT, so one round trip hands out the number and
+# records the job. Parameters: tenant, encoded namespace, tenant, payload JSON, state.
+ENQUEUE_JOB_SQL = (
+    "WITH q AS (INSERT INTO {queues} AS q "
+    "(tenant, namespace, last_sequence, lease_owner) VALUES (%s, %s, 1, '') "
+    "ON CONFLICT (tenant, namespace) DO UPDATE "
+    "SET last_sequence = q.last_sequence + 1 RETURNING q.id, q.last_sequence) "
+    "INSERT INTO {jobs} (queue_id, tenant, sequence, payload, state, attempts, "
+    "error, worker, created_at) "
+    "SELECT q.id, %s, q.last_sequence, %s::jsonb, %s, 0, '', '', now() "
+    "FROM q RETURNING id, queue_id"
+)
+
+
 class ExtractionJobQuerySet(models.QuerySet):
     """Extraction jobs. Run inside ``tenant_atomic``: RLS hides other tenants."""
 
@@ -153,17 +175,13 @@ class ExtractionJobQuerySet(models.QuerySet):
                 f"per-namespace sequence numbers); database alias {self.db!r} is "
                 f"{connection.vendor}"
             )
-        queues, jobs = ExtractionQueue._meta.db_table, self.model._meta.db_table
+        quote = connection.ops.quote_name
+        statement = ENQUEUE_JOB_SQL.format(
+            queues=quote(ExtractionQueue._meta.db_table), jobs=quote(self.model._meta.db_table)
+        )
         with connection.cursor() as cursor:
             cursor.execute(
-                f"WITH q AS (INSERT INTO {queues} AS q "
-                "(tenant, namespace, last_sequence, lease_owner) VALUES (%s, %s, 1, '') "
-                "ON CONFLICT (tenant, namespace) DO UPDATE "
-                "SET last_sequence = q.last_sequence + 1 RETURNING q.id, q.last_sequence) "
-                f"INSERT INTO {jobs} (queue_id, tenant, sequence, payload, state, attempts, "
-                "error, worker, created_at) "
-                "SELECT q.id, %s, q.last_sequence, %s::jsonb, %s, 0, '', '', now() "
-                "FROM q RETURNING id, queue_id",
+                statement,
                 [
                     namespace[0],
                     encode_namespace(namespace),
@@ -216,7 +234,7 @@ class ExtractionJob(models.Model):
 
     class Meta:
         db_table = "tulip_memory_extraction_job"
-        verbose_name = "extraction job"
+        verbose_name = _("extraction job")
         constraints = [
             models.UniqueConstraint(
                 fields=["queue", "sequence"], name="tulip_extraction_job_seq_uniq"
