@@ -3,7 +3,7 @@
 import pytest
 from django.test import override_settings
 
-from tulip_memory.checks import check_settings
+from tulip_memory.checks.settings import check_settings
 from tulip_memory.conf import DEFAULTS, settings
 
 

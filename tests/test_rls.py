@@ -8,12 +8,8 @@ from django.db import connections
 from django.db.migrations.executor import MigrationExecutor
 
 from tests.migration_connections import connect, state_after_0001, with_database
-from tulip_memory.rls import (
-    POLICY_NAME,
-    EnableTenantRowLevelSecurity,
-    check_connection,
-    check_tenant_databases,
-)
+from tulip_memory.checks.tenancy import check_connection, check_tenant_databases
+from tulip_memory.rls import POLICY_NAME, EnableTenantRowLevelSecurity
 
 TABLE = "tulip_memory_store_item"
 

@@ -1,15 +1,24 @@
 """Django application configuration for tulip_memory."""
 
 from django.apps import AppConfig
+from django.core import checks
+from django.utils.translation import gettext_lazy as _
 
 
 class TulipMemoryConfig(AppConfig):
     name = "tulip_memory"
-    verbose_name = "Tulip memory"
+    verbose_name = _("Tulip memory")
     # Pinned so that a project's DEFAULT_AUTO_FIELD never produces migrations for this app.
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from tulip_memory import checks
+        # Every system check of the app is registered here (see tulip_memory.checks).
+        from tulip_memory.checks.manager import check_manager_settings
+        from tulip_memory.checks.settings import check_settings
+        from tulip_memory.checks.tenancy import check_tenant_databases
+        from tulip_memory.registry import check_checkpointer_settings
 
-        checks.register_all()
+        checks.register(check_settings)
+        checks.register(check_tenant_databases, checks.Tags.database)
+        checks.register(check_checkpointer_settings)
+        checks.register(check_manager_settings)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tulip_memory.manager.checks import check_manager_settings
+from tulip_memory.checks.manager import check_manager_settings
 
 
 def _ids(settings, **overrides) -> list[str]:

@@ -26,9 +26,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
@@ -55,6 +53,7 @@ from tulip_memory.events import (
     emit,
     emit_sync,
 )
+from tulip_memory.lru import LRUCache
 from tulip_memory.messages import Message
 
 logger = logging.getLogger("tulip_memory.conversation")
@@ -149,9 +148,9 @@ class SummarizingManager(ConversationManager):
             )
         self.summarize_fn = summarize_fn
         self.preserve_system = check_bool("preserve_system", preserve_system)
-        # Better than the reference, which declared a summary cache and never used it.
-        self._summary_cache: OrderedDict[tuple[Any, ...], _CachedSummary] = OrderedDict()
-        self._cache_lock = threading.Lock()
+        # One entry per conversation: a history that only grew reuses its summary, so a
+        # compaction summarises only what newly crossed the cut.
+        self._summary_cache: LRUCache[tuple[Any, ...], _CachedSummary] = LRUCache(_CACHE_SIZE)
 
     def __repr__(self) -> str:
         return (
@@ -204,9 +203,8 @@ class SummarizingManager(ConversationManager):
         """The managed history when no summarising is needed, else the work to do."""
         history = check_messages(messages)
         pinned = leading_system_count(history) if self.preserve_system else 0
-        # Better than the reference, which kept only the last SYSTEM message it met
-        # (wherever it was) and silently dropped the others: every leading system message
-        # stays, in order; mid-run system notes are conversation and are summarised.
+        # Every leading system message stays, in order: they are the agent's instructions.
+        # A system note in mid-run is conversation and is summarised with it.
         kept_front = [m for m in history[:pinned] if not is_summary(m)]
         earlier = [m for m in history[:pinned] if is_summary(m)]
         body = history[pinned:]
@@ -215,8 +213,8 @@ class SummarizingManager(ConversationManager):
 
         period = self.threshold - self.keep_recent + 1
         grid_cut = ((len(body) - self.threshold - 1) // period + 1) * period
-        # Better than the reference, which cut at a fixed offset and could keep tool
-        # results whose assistant tool_calls message had been summarised away.
+        # The cut moves back to a turn boundary: tool results without the assistant
+        # message holding their tool_calls would be rejected by a model API.
         cut = last_boundary_at_or_before(body, grid_cut)
         if cut == 0:
             return history
@@ -237,10 +235,7 @@ class SummarizingManager(ConversationManager):
 
     def _cached(self, rest: list[Message], done: int) -> _CachedSummary | None:
         """The cached summary of a prefix of ``rest[:done]``, if this history only grew."""
-        with self._cache_lock:
-            entry = self._summary_cache.get(_conversation_key(rest))
-            if entry is not None:
-                self._summary_cache.move_to_end(_conversation_key(rest))
+        entry = self._summary_cache.get(_conversation_key(rest))
         if (
             entry is None
             or entry.summarizer is not self.summarize_fn
@@ -252,12 +247,7 @@ class SummarizingManager(ConversationManager):
 
     def _finish(self, plan: _Compaction, text: str) -> list[Message]:
         entry = _CachedSummary(plan.rest[: plan.done], text, plan.covered, self.summarize_fn)
-        with self._cache_lock:
-            key = _conversation_key(plan.rest)
-            self._summary_cache[key] = entry
-            self._summary_cache.move_to_end(key)
-            while len(self._summary_cache) > _CACHE_SIZE:
-                self._summary_cache.popitem(last=False)
+        self._summary_cache.put(_conversation_key(plan.rest), entry)
         return plan.result(text)
 
     # --- summarising ------------------------------------------------------------------

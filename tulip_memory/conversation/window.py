@@ -89,10 +89,9 @@ class SlidingWindowManager(ConversationManager):
         excess = len(body) - self.window_size
         grid_cut = -(-excess // self.slide_step) * self.slide_step
         boundaries = TurnBoundaries(body, grid_cut)
-        # Better than the reference: it skipped only leading tool results whose id no
-        # assistant in the window used, so a result whose call id is reused later, or a
-        # result separated from its call by a mid-run system note, could stay. Starting at
-        # a turn boundary leaves no orphan anywhere in the window.
+        # Starting at a turn boundary leaves no tool result without its call anywhere in
+        # the window (a model API rejects one), even when a call id is reused later or a
+        # mid-run system note separates a result from its call.
         start = boundaries.at_or_after(grid_cut)
 
         anchor: Message | None = None

@@ -32,8 +32,6 @@ __all__ = ["BaseMemoryManager", "NoopMemoryManager"]
 
 logger = logging.getLogger("tulip_memory.manager")
 
-_BASE_MODES = ("inline", "background")
-
 
 class BaseMemoryManager(ABC):
     """Abstract long-term memory manager; subclasses implement extract, retrieve and save."""

@@ -8,13 +8,13 @@ manager hands it the finished conversation (``client.add``) and reads back what 
 ``AsyncMemory.from_config``; mem0 is imported only then, and a missing install fails at
 construction with the extra to install.
 
-Better than the reference: the memory block is stripped before the conversation is
-handed to mem0 (recalled memories were fed back as if the user had just said them);
-a failing mem0 call in ``on_session_end`` is logged and emitted as
-``memory.manager.extract_failed`` instead of raised, as every manager's contract says;
-``AsyncMemory.from_config`` (a coroutine in mem0's async API) is awaited; a manager
-without any of ``user_id`` / ``agent_id`` / ``run_id`` is refused at construction
-(mem0 would refuse every call); and ``save``/``retrieve`` keep a memory's type and key.
+The memory block is stripped before the conversation is handed to mem0 (recalled
+memories would otherwise come back as if the user had just said them); a failing mem0
+call in ``on_session_end`` is logged and emitted as ``memory.manager.extract_failed``,
+not raised, as every manager's contract says; ``AsyncMemory.from_config`` (a coroutine
+in mem0's async API) is awaited; a manager without any of ``user_id`` / ``agent_id`` /
+``run_id`` is refused at construction (mem0 would refuse every call); ``save`` and
+``retrieve`` keep a memory's type and key. See docs/manager.md, "Behaviour notes".
 """
 
 from __future__ import annotations

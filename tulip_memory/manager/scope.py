@@ -21,10 +21,6 @@ __all__ = ["MemoryScope", "ScopeBinding", "bound_scope"]
 logger = logging.getLogger("tulip_memory.manager")
 
 
-def _as_tuple(namespace: object) -> object:
-    return tuple(namespace) if isinstance(namespace, list) else namespace
-
-
 @dataclass(frozen=True)
 class MemoryScope:
     """The namespace a run reads and writes, plus read-only namespaces it also recalls.

@@ -40,8 +40,10 @@ def send_run_task(tenant: str, queue_id: int, countdown: float | None = None) ->
 
     from tulip_memory.conf import settings
 
-    current_app.send_task(
-        RUN_EXTRACTION_QUEUE, (tenant, queue_id), queue=settings.CELERY_QUEUE, countdown=countdown
+    # A signature by name: the task's own options (serializer, routing) still apply,
+    # without importing tulip_memory.tasks (which imports the worker and the manager).
+    current_app.signature(RUN_EXTRACTION_QUEUE, (tenant, queue_id)).apply_async(
+        queue=settings.CELERY_QUEUE, countdown=countdown
     )
 
 

@@ -1,0 +1,142 @@
+"""System checks of tenant isolation by row-level security (ids tulip_memory.E010-E014, W010).
+
+Tagged ``database`` (run by ``check --database`` and ``migrate``), on the aliases of
+``TULIP_MEMORY["TENANT_DATABASES"]``: E010 superuser role, E011 BYPASSRLS role, E012
+tenant table without ENABLE/FORCE row level security, E013 tenant table whose policies
+are not exactly the expected one, E014 vector column narrower or wider than
+``VECTOR_DIMENSIONS``, W010 the role owns tenant tables. The policy itself is created by
+:class:`tulip_memory.rls.EnableTenantRowLevelSecurity`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from django.core import checks
+
+from tulip_memory.rls import POLICY_NAME, tenant_tables
+
+__all__ = ["check_connection", "check_tenant_databases"]
+
+
+def _check_alias(alias: str) -> list[checks.CheckMessage]:
+    from django.db import connections
+
+    connection = connections[alias]
+    if connection.vendor != "postgresql":
+        return []
+    return check_connection(connection, alias)
+
+
+def check_connection(connection: Any, alias: str) -> list[checks.CheckMessage]:
+    """Row-level security problems seen through ``connection`` (of database ``alias``)."""
+    tables = tenant_tables()
+    errors: list[checks.CheckMessage] = []
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT current_user, rolsuper, rolbypassrls FROM pg_roles WHERE rolname = current_user"
+        )
+        role, superuser, bypassrls = cursor.fetchone()
+        cursor.execute(
+            "SELECT c.relname, c.relrowsecurity, c.relforcerowsecurity, "
+            "pg_get_userbyid(c.relowner) = current_user, "
+            "coalesce(array_agg(p.polname ORDER BY p.polname) "
+            "FILTER (WHERE p.polname IS NOT NULL), '{}') "
+            "FROM pg_class c LEFT JOIN pg_policy p ON p.polrelid = c.oid "
+            "WHERE c.relname = ANY(%s) AND c.relkind = 'r' AND pg_table_is_visible(c.oid) "
+            "GROUP BY c.oid, c.relname, c.relrowsecurity, c.relforcerowsecurity, c.relowner",
+            [tables],
+        )
+        rows = cursor.fetchall()
+        cursor.execute(
+            "SELECT c.relname, a.attname, a.atttypmod FROM pg_attribute a "
+            "JOIN pg_class c ON c.oid = a.attrelid JOIN pg_type t ON t.oid = a.atttypid "
+            "WHERE t.typname = 'vector' AND c.relname = ANY(%s) AND NOT a.attisdropped "
+            "AND pg_table_is_visible(c.oid)",
+            [tables],
+        )
+        vector_columns = cursor.fetchall()
+    errors.extend(_vector_width_errors(vector_columns))
+    if superuser:
+        errors.append(
+            checks.Error(
+                f"Database alias {alias!r} connects as {role!r}, a superuser: row-level "
+                "security does not apply to it, so tenants are not isolated.",
+                hint="Connect the application as a role without SUPERUSER "
+                "(see docs/pg_store.md, 'Two roles').",
+                id="tulip_memory.E010",
+            )
+        )
+    if bypassrls:
+        errors.append(
+            checks.Error(
+                f"Database alias {alias!r} connects as {role!r}, which has BYPASSRLS: "
+                "tenants are not isolated.",
+                hint=f"ALTER ROLE {role} NOBYPASSRLS",
+                id="tulip_memory.E011",
+            )
+        )
+    owned_tables = sorted(table for table, _enabled, _forced, owned, _policies in rows if owned)
+    if owned_tables:
+        errors.append(
+            checks.Warning(
+                f"Database alias {alias!r} connects as {role!r}, the owner of the tenant "
+                f"tables {owned_tables}: an owner can disable row level security.",
+                hint="Run migrations as an owner role (migrate --database=owner) and "
+                "the application as another role.",
+                id="tulip_memory.W010",
+            )
+        )
+    for table, enabled, forced, _owned, policies in rows:
+        if not (enabled and forced):
+            errors.append(
+                checks.Error(
+                    f"Tenant table {table!r} does not ENABLE and FORCE row level security.",
+                    hint=f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY, "
+                    f"FORCE ROW LEVEL SECURITY (or migrate tulip_memory)",
+                    id="tulip_memory.E012",
+                )
+            )
+        if list(policies) != [POLICY_NAME]:
+            errors.append(
+                checks.Error(
+                    f"Tenant table {table!r} has the policies {list(policies)}, expected "
+                    f"exactly [{POLICY_NAME!r}]: another policy would widen what a tenant sees.",
+                    hint="Drop the extra policies, or migrate tulip_memory to recreate its own.",
+                    id="tulip_memory.E013",
+                )
+            )
+    return errors
+
+
+def _vector_width_errors(columns: list[tuple[str, str, int]]) -> list[checks.CheckMessage]:
+    from tulip_memory.conf import settings
+
+    wanted = int(settings.VECTOR_DIMENSIONS)
+    return [
+        checks.Error(
+            f"Column {table}.{column} is vector({width}), but "
+            f"TULIP_MEMORY['VECTOR_DIMENSIONS'] is {wanted}: every write would fail.",
+            hint=f"Set VECTOR_DIMENSIONS = {width}, or (as the owner) ALTER TABLE {table} "
+            f"ALTER COLUMN {column} TYPE vector({wanted}) after clearing the column.",
+            id="tulip_memory.E014",
+        )
+        for table, column, width in columns
+        if width > 0 and width != wanted
+    ]
+
+
+def check_tenant_databases(
+    app_configs: Iterable[Any] | None = None, databases: Iterable[str] | None = None, **kwargs: Any
+) -> list[checks.CheckMessage]:
+    """The row-level security checks, for the aliases of ``TENANT_DATABASES`` asked for."""
+    from tulip_memory.conf import settings
+
+    if not databases:
+        return []
+    wanted = [alias for alias in settings.TENANT_DATABASES if alias in set(databases)]
+    errors: list[checks.CheckMessage] = []
+    for alias in wanted:
+        errors.extend(_check_alias(alias))
+    return errors
