@@ -297,10 +297,14 @@ def test_a_task_message_that_cannot_be_sent_never_breaks_the_callers_commit(cele
     manager = _manager()
     state = AgentState(messages=[Message(Role.USER, "q16 0")])
     run_extraction_queue.serializer = "no-such-serializer"  # the send itself fails
+    # Celery caches a task's send options at its first send: clear that cache so the bad
+    # serializer applies here, and again after, so that it leaks into no later send.
+    run_extraction_queue._exec_options = None
     try:
         with transaction.atomic(), manager.scoped(("acme", "q16")):
             async_to_sync(manager.on_session_end)(state)
     finally:
         del run_extraction_queue.serializer
+        run_extraction_queue._exec_options = None
     assert manager.pending_extractions == 1
     assert [(s, st) for s, st, _, _ in _jobs("acme")] == [(1, JobState.PENDING)]

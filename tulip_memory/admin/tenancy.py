@@ -27,12 +27,20 @@ from typing import Any
 from django.contrib import messages
 from django.db import router
 from django.http import HttpRequest, HttpResponse, QueryDict
+from django.utils.translation import gettext_lazy as _
 
 from tulip_memory.tenancy import current_tenant, tenant_atomic, validate_tenant
 
 __all__ = ["ReadOnlyAdminMixin", "TenantScopedAdminMixin"]
 
 TENANT_PARAM = "tenant"
+
+# Shown on a tenant table's pages when the request has no tenant (they are then empty).
+NO_TENANT_MESSAGE = _(
+    "No tenant is bound to this request, and row-level security shows one "
+    "tenant at a time: add ?tenant=<name> to the address (superusers), or send "
+    "the tenant header (TULIP_MEMORY['TENANT_HEADER']) through TenantMiddleware."
+)
 
 
 class ReadOnlyAdminMixin:
@@ -70,12 +78,7 @@ class TenantScopedAdminMixin:
     def _in_tenant(self, request: HttpRequest, view: Any, *args: Any) -> HttpResponse:
         tenant = self.request_tenant(request)
         if tenant is None:
-            messages.info(
-                request,
-                "No tenant is bound to this request, and row-level security shows one "
-                "tenant at a time: add ?tenant=<name> to the address (superusers), or send "
-                "the tenant header (TULIP_MEMORY['TENANT_HEADER']) through TenantMiddleware.",
-            )
+            messages.info(request, NO_TENANT_MESSAGE)
             return view(request, *args)
         with tenant_atomic(tenant, using=router.db_for_read(self.model)):
             response = view(request, *args)
