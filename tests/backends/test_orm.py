@@ -22,7 +22,7 @@ def test_vendor_and_alias_are_checked():
         MySQLCheckpointer("default")
     with pytest.raises(ConfigurationError, match="no database alias 'nope'"):
         PostgreSQLCheckpointer("nope")
-    with pytest.raises(ValueError, match="database must be"):
+    with pytest.raises(ValueError, match="using must be"):
         PostgreSQLCheckpointer("")
     with pytest.raises(ValueError, match="tenant"):
         PostgreSQLCheckpointer("default", tenant="")

@@ -45,9 +45,9 @@ def test_the_references_examples(tmp_path):
     assert isinstance(redis, RedisCheckpointer) and redis.url == "redis://localhost:6379"
     assert get_checkpointer("redis:rediss://h:1/2").url == "rediss://h:1/2"
     postgresql = get_checkpointer("postgresql:default")
-    assert isinstance(postgresql, PostgreSQLCheckpointer) and postgresql.database == "default"
+    assert isinstance(postgresql, PostgreSQLCheckpointer) and postgresql.using == "default"
     mysql = get_checkpointer("mysql:mysql")
-    assert isinstance(mysql, MySQLCheckpointer) and mysql.database == "mysql"
+    assert isinstance(mysql, MySQLCheckpointer) and mysql.using == "mysql"
     assert isinstance(get_checkpointer("opensearch"), OpenSearchCheckpointer)
     assert get_checkpointer("opensearch:http://search:9200").hosts == "http://search:9200"
     s3 = get_checkpointer("s3:my-bucket", region_name="eu-west-1")

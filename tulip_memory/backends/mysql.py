@@ -12,7 +12,7 @@ __all__ = ["MySQLCheckpointer"]
 
 
 class MySQLCheckpointer(ORMCheckpointer):
-    """Checkpoints on the Django alias ``database``, which must be MySQL or MariaDB."""
+    """Checkpoints on the Django alias ``using``, which must be MySQL or MariaDB."""
 
     vendor = "mysql"
     driver = "MySQLdb"

@@ -21,7 +21,7 @@ from typing import Self
 from django.db import models
 from django.utils import timezone
 
-from tulip_memory.backends.base import CHECKPOINT_ID_MAX_LENGTH, THREAD_ID_MAX_LENGTH
+from tulip_memory.identifiers import CHECKPOINT_ID_MAX_LENGTH, THREAD_ID_MAX_LENGTH
 from tulip_memory.tenancy import TENANT_MAX_LENGTH
 
 __all__ = [
