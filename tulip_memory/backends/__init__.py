@@ -3,10 +3,10 @@
 ``MemoryCheckpointer`` and ``FileCheckpointer`` need nothing; the others are imported
 on first access (module ``__getattr__``), and the ones whose library is an optional
 dependency raise ImportError naming the extra when built without it:
-``RedisCheckpointer`` (``redis``), ``S3Checkpointer`` (``s3``; alias ``S3Backend``), ``OpenSearchCheckpointer``
-(``opensearch``), ``MySQLCheckpointer`` (``mysql``). ``PostgreSQLCheckpointer`` and
-``MySQLCheckpointer`` are ORM-backed and need a configured Django project. Every
-checkpointer has ``async aclose()`` and works as ``async with``.
+``RedisCheckpointer`` (``redis``), ``S3Checkpointer`` (``s3``; alias ``S3Backend``),
+``OpenSearchCheckpointer`` (``opensearch``), ``MySQLCheckpointer`` (``mysql``).
+``PostgreSQLCheckpointer`` and ``MySQLCheckpointer`` are ORM-backed and need a
+configured Django project. Every checkpointer has ``async aclose()`` and works as ``async with``.
 """
 
 from __future__ import annotations

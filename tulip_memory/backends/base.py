@@ -137,7 +137,7 @@ class BaseCheckpointer(ABC):
     releases them in :meth:`aclose`, which ``async with checkpointer:`` calls on exit.
     """
 
-    async def aclose(self) -> None:
+    async def aclose(self) -> None:  # noqa: B027 - optional hook, nothing to release by default
         """Release what the checkpointer holds; this default holds nothing."""
 
     async def __aenter__(self) -> Self:

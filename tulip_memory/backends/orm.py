@@ -2,8 +2,9 @@
 
 One row per checkpoint (:class:`~tulip_memory.models.CheckpointRecord`) on the Django
 database alias ``using``. Each operation is one transaction opened by
-:func:`tulip_memory.tenancy.tenant_atomic` (see :class:`~tulip_memory.tenant_database.TenantDatabase`):
-the rows carry the tenant (the one passed to the constructor, else the one bound by
+:func:`tulip_memory.tenancy.tenant_atomic` (see
+:class:`~tulip_memory.tenant_database.TenantDatabase`): the rows carry the tenant (the
+one passed to the constructor, else the one bound by
 :func:`~tulip_memory.tenancy.tenant_context` at call time) and, on PostgreSQL, the
 transaction is pinned to it, so row-level security shows and accepts only that tenant's
 rows. Queries filter on the tenant as well, so the isolation holds on MariaDB too (where

@@ -1,4 +1,6 @@
-"""S3Checkpointer (alias ``S3Backend``): checkpoints as objects in an S3-compatible bucket, via boto3 (extra ``s3``).
+"""S3Checkpointer (alias ``S3Backend``): checkpoints as objects in an S3-compatible bucket.
+
+Via boto3 (extra ``s3``).
 
 Production targets AWS S3 and S3-compatible stores (MinIO, Cloudflare R2, Ceph RGW...);
 the test suite runs it against moto's S3 server started on 127.0.0.1.
