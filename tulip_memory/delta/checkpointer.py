@@ -46,13 +46,9 @@ that id meanwhile.
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import json
 import zlib
-from collections import OrderedDict
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -62,10 +58,13 @@ from tulip_memory.backends.base import (
     validate_checkpoint_id,
     validate_thread_id,
 )
-from tulip_memory.delta import codec
+from tulip_memory.delta import codec, payload
+from tulip_memory.delta.keyed_locks import KeyedLocks
+from tulip_memory.delta.splice import Splice
 from tulip_memory.delta.storage import DeltaStorage, InMemoryDeltaStorage
 from tulip_memory.delta.types import BlockRef, CheckpointMetadata, DeltaCheckpoint, MessageBlock
 from tulip_memory.exceptions import CheckpointCorruptError
+from tulip_memory.lru import LRUCache
 from tulip_memory.messages import Message, ToolCall
 from tulip_memory.state import AgentState
 
@@ -98,47 +97,8 @@ class _Head:
         )
 
 
-class _KeyedLocks:
-    """One asyncio.Lock per key and event loop, kept only while someone holds or waits."""
-
-    def __init__(self) -> None:
-        self._locks: dict[tuple[int, str], tuple[asyncio.Lock, int]] = {}
-
-    @asynccontextmanager
-    async def hold(self, key: str) -> AsyncIterator[None]:
-        slot = (id(asyncio.get_running_loop()), key)
-        lock, users = self._locks.get(slot, (asyncio.Lock(), 0))
-        self._locks[slot] = (lock, users + 1)
-        try:
-            async with lock:
-                yield
-        finally:
-            lock, users = self._locks[slot]
-            if users == 1:
-                del self._locks[slot]
-            else:
-                self._locks[slot] = (lock, users - 1)
-
-
-_MISSING = object()
-
 # What damaged stored data raises while being decoded.
 _DECODE_ERRORS = (ValueError, KeyError, TypeError, IndexError, zlib.error)
-
-
-@dataclass(frozen=True)
-class _Splice:
-    """``new == old[:at] + inserted + old[at + removed:]``."""
-
-    at: int
-    removed: int
-    inserted: list[Message]
-
-    @classmethod
-    def between(cls, old: tuple[Message, ...], new: list[Message]) -> _Splice:
-        prefix = codec.common_prefix(old, new)
-        suffix = codec.common_suffix(old, new, prefix)
-        return cls(prefix, len(old) - prefix - suffix, new[prefix : len(new) - suffix])
 
 
 def _clone(message: Message) -> Message:
@@ -156,11 +116,6 @@ def _clone(message: Message) -> Message:
 def _json_copy(value: Any) -> Any:
     """What ``value`` reads back as from storage (JSON round trip)."""
     return json.loads(codec.dumps(value))
-
-
-def _check_count(payload: dict[str, Any], messages: list[Message]) -> None:
-    if payload["n"] != len(messages):
-        raise ValueError(f"{len(messages)} messages rebuilt, {payload['n']} expected")
 
 
 def _corrupt(thread_id: str, checkpoint_id: str, problem: str) -> CheckpointCorruptError:
@@ -193,8 +148,8 @@ class DeltaCheckpointer(BaseCheckpointer):
         self.max_chain_depth = max_chain_depth
         self.compression_level = compression_level
         self.cache_size = cache_size
-        self._cache: OrderedDict[tuple[str, str], _Head] = OrderedDict()
-        self._locks = _KeyedLocks()
+        self._cache: LRUCache[tuple[str, str], _Head] = LRUCache(cache_size, name="cache_size")
+        self._locks = KeyedLocks()
 
     def __repr__(self) -> str:
         return (
@@ -205,23 +160,13 @@ class DeltaCheckpointer(BaseCheckpointer):
     # -- cache -------------------------------------------------------------------------
 
     def _remember(self, thread_id: str, head: _Head) -> None:
-        if self.cache_size == 0:
-            return
-        key = (thread_id, head.checkpoint_id)
-        self._cache[key] = head
-        self._cache.move_to_end(key)
-        while len(self._cache) > self.cache_size:
-            self._cache.popitem(last=False)
+        self._cache.put((thread_id, head.checkpoint_id), head)
 
     def _cached(self, thread_id: str, checkpoint_id: str) -> _Head | None:
-        head = self._cache.get((thread_id, checkpoint_id))
-        if head is not None:
-            self._cache.move_to_end((thread_id, checkpoint_id))
-        return head
+        return self._cache.get((thread_id, checkpoint_id))
 
     def _forget_thread(self, thread_id: str) -> None:
-        for key in [k for k in self._cache if k[0] == thread_id]:
-            del self._cache[key]
+        self._cache.discard_where(lambda key: key[0] == thread_id)
 
     # -- rebuilding ----------------------------------------------------------------------
 
@@ -234,26 +179,21 @@ class DeltaCheckpointer(BaseCheckpointer):
         base, target = chain[0], chain[-1]
         messages = await self._read_blocks(thread_id, base, blocks)
         try:
-            payload = codec.unpack(base.data)
-            metadata, state_thread_id = payload["m"], payload["t"]
-            _check_count(payload, messages)
+            full = codec.unpack(base.data)
+            metadata, state_thread_id = payload.read_full(full)
+            payload.check_count(full, messages)
         except _DECODE_ERRORS as exc:
             raise _corrupt(thread_id, base.metadata.checkpoint_id, f"bad payload ({exc})") from exc
         stable = len(messages)
         for record in chain[1:]:
             try:
-                payload = codec.unpack(record.data)
-                if "s" in payload:
-                    at, removed, inserted = payload["s"]
-                    if not 0 <= at <= at + removed <= len(messages):
-                        raise ValueError(f"splice {at}+{removed} outside {len(messages)} messages")
-                    messages[at : at + removed] = [Message.from_dict(m) for m in inserted]
+                delta = codec.unpack(record.data)
+                metadata, state_thread_id, at = payload.apply_delta(
+                    delta, messages, metadata, state_thread_id
+                )
+                if at is not None:
                     stable = min(stable, at)
-                metadata = {**metadata, **payload.get("ms", {})}
-                for key in payload.get("md", ()):
-                    metadata.pop(key, None)
-                state_thread_id = payload.get("t", state_thread_id)
-                _check_count(payload, messages)
+                payload.check_count(delta, messages)
             except _DECODE_ERRORS as exc:
                 raise _corrupt(
                     thread_id, record.metadata.checkpoint_id, f"bad delta ({exc})"
@@ -332,7 +272,7 @@ class DeltaCheckpointer(BaseCheckpointer):
                 # process) may have replaced, re-based or deleted it since it was cached.
                 record = await self.storage.retrieve(thread_id, checkpoint_id)
                 if record is None:
-                    self._cache.pop((thread_id, checkpoint_id), None)
+                    self._cache.pop((thread_id, checkpoint_id))
                     return None
                 if head.describes(record.metadata):
                     return head
@@ -342,22 +282,6 @@ class DeltaCheckpointer(BaseCheckpointer):
         return head
 
     # -- writing -------------------------------------------------------------------------
-
-    def _delta_payload(
-        self, parent: _Head, splice: _Splice, metadata: dict[str, Any], state: AgentState
-    ) -> dict[str, Any]:
-        payload: dict[str, Any] = {"n": len(state.messages)}
-        if splice.removed or splice.inserted:
-            payload["s"] = [splice.at, splice.removed, [m.to_dict() for m in splice.inserted]]
-        changed = {k: v for k, v in metadata.items() if parent.metadata.get(k, _MISSING) != v}
-        if changed:
-            payload["ms"] = changed
-        dropped = [k for k in parent.metadata if k not in metadata]
-        if dropped:
-            payload["md"] = dropped
-        if state.thread_id != parent.state_thread_id:
-            payload["t"] = state.thread_id
-        return payload
 
     def _new_blocks(
         self, parent: _Head | None, stable: int, messages: list[Message]
@@ -395,30 +319,33 @@ class DeltaCheckpointer(BaseCheckpointer):
         """Store ``state`` under ``checkpoint_id``: a delta on ``parent``, or full."""
         metadata = _json_copy(state.metadata)
         if parent is None:
-            splice = _Splice(0, 0, list(state.messages))
+            splice = Splice(0, 0, list(state.messages))
             stable = 0
         else:
-            splice = _Splice.between(parent.messages, state.messages)
+            splice = Splice.between(parent.messages, state.messages)
             stable = min(parent.stable, splice.at)
         full = force_full or parent is None or parent.depth >= self.max_chain_depth
         if full:
             refs, blocks = self._new_blocks(parent, stable, state.messages)
             if blocks:  # blocks first: a reader never sees a record whose blocks are missing
                 await self.storage.store_blocks(thread_id, blocks)
-            payload: dict[str, Any] = {
-                "n": len(state.messages),
-                "m": metadata,
-                "t": state.thread_id,
-            }
+            record_payload = payload.full_payload(metadata, state.thread_id, len(state.messages))
             parent_id, depth, base_id, base_blocks = None, 0, checkpoint_id, refs
             stable = len(state.messages)
         else:
             assert parent is not None
-            payload = self._delta_payload(parent, splice, metadata, state)
+            record_payload = payload.delta_payload(
+                splice,
+                len(state.messages),
+                parent_metadata=parent.metadata,
+                metadata=metadata,
+                parent_thread_id=parent.state_thread_id,
+                thread_id=state.thread_id,
+            )
             refs = ()
             parent_id, depth = parent.checkpoint_id, parent.depth + 1
             base_id, base_blocks = parent.base_id, parent.base_blocks
-        raw, data = codec.pack(payload, self.compression_level)
+        raw, data = codec.pack(record_payload, self.compression_level)
         created_at = created_at or datetime.now(UTC)
         record = DeltaCheckpoint(
             metadata=CheckpointMetadata(
