@@ -57,8 +57,9 @@ async def test_tenants_do_not_see_each_other(make, alias):
 
 
 def _count_rows(alias: str, table: str) -> int:
-    with connections[alias].cursor() as cursor:
-        cursor.execute(f"SELECT count(*) FROM {table}")
+    connection = connections[alias]
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT count(*) FROM {connection.ops.quote_name(table)}")
         return cursor.fetchone()[0]
 
 

@@ -15,6 +15,7 @@ from tulip_memory.backends import (
     PostgreSQLCheckpointer,
     RedisCheckpointer,
     S3Backend,
+    S3Checkpointer,
 )
 from tulip_memory.delta import DeltaCheckpointer, InMemoryDeltaStorage, ORMDeltaStorage
 from tulip_memory.registry import get_checkpointer, list_checkpointers, register_checkpointer
@@ -52,6 +53,7 @@ def test_the_references_examples(tmp_path):
     assert get_checkpointer("opensearch:http://search:9200").hosts == "http://search:9200"
     s3 = get_checkpointer("s3:my-bucket", region_name="eu-west-1")
     assert isinstance(s3, S3Backend) and s3.bucket == "my-bucket"
+    assert S3Backend is S3Checkpointer  # the reference's name stays an alias
     delta = get_checkpointer("delta", max_chain_depth=7)
     assert isinstance(delta, DeltaCheckpointer) and delta.max_chain_depth == 7
     assert isinstance(delta.storage, InMemoryDeltaStorage)

@@ -157,6 +157,12 @@ class DeltaCheckpointer(BaseCheckpointer):
             f"max_chain_depth={self.max_chain_depth}>"
         )
 
+    async def aclose(self) -> None:
+        """Close the storage and drop the cached states."""
+        await self.storage.aclose()
+        self._cache.clear()
+        await super().aclose()
+
     # -- cache -------------------------------------------------------------------------
 
     def _remember(self, thread_id: str, head: _Head) -> None:
