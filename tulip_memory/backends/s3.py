@@ -210,5 +210,5 @@ class S3Checkpointer(BlockingCheckpointer):
             self.client.delete_objects(Bucket=self.bucket, Delete={"Objects": batch, "Quiet": True})
 
 
-# The reference's name for this backend.
+# The backend's first name, kept so that code importing it keeps working.
 S3Backend = S3Checkpointer

@@ -1,13 +1,13 @@
 """DeltaCheckpointer: checkpoints stored as small deltas, with loads of a fixed cost.
 
-Design (how it beats the reference's full-snapshot-every-N-saves scheme):
+Design (storage that grows linearly with the conversation, loads of a fixed cost):
 
 * **Deltas are splices.** A save diffs the new messages against the parent's (common
   prefix, common suffix) and stores one splice: an append-only turn stores just the new
   messages; an edit or deletion of an earlier message stores only the changed span.
   Metadata is a key-level patch.
 * **Full checkpoints store no messages.** Every ``max_chain_depth + 1`` saves a full
-  checkpoint starts a new chain (as in the reference, to bound rebuild work), but its
+  checkpoint starts a new chain (to bound the rebuild work of a load), but its
   messages live in content-addressed **blocks** (BLAKE2b of their JSON) that full
   checkpoints *refer to*: the blocks of the previous full checkpoint that are still
   unchanged are reused as they are, and only the messages after them go into one new
@@ -23,13 +23,13 @@ Design (how it beats the reference's full-snapshot-every-N-saves scheme):
   splices.
 * **Fixed-cost saves.** A save reads the newest checkpoint's id (one read) and writes one
   record (plus, for a full checkpoint, one block write). Its parent's state comes from a
-  bounded LRU cache (``cache_size`` checkpoints; the reference's cache grew without
-  bound), else from a two-read load. The diff compares the messages once (in-memory
-  work linear in the message count, no extra I/O).
+  bounded LRU cache (``cache_size`` checkpoints, so a long-lived process does not grow
+  with every thread it touched), else from a two-read load. The diff compares the
+  messages once (in-memory work linear in the message count, no extra I/O).
 * **Never a wrong state.** Blocks are verified against their digest, payloads are
   zlib-checked, every record states its resulting message count, and a missing parent
   or block raises :class:`~tulip_memory.exceptions.CheckpointCorruptError` naming the
-  checkpoint (the reference silently fell back to other data).
+  checkpoint: a state rebuilt from whatever is left would be silently wrong.
 * **Deleting is safe.** ``delete(thread_id, checkpoint_id)`` and ``prune(thread_id,
   keep_last=N)`` first rewrite every kept checkpoint that depended on a deleted one as a
   full checkpoint (re-basing its descendants), then delete, then drop the blocks no full
@@ -42,6 +42,11 @@ time or chain root differ from the cached one, i.e. when another process replace
 re-based it). Do not prune a thread while another process saves to it, and note that a
 ``load`` by id served from the cache does not notice that another process replaced
 that id meanwhile.
+
+The pieces sit beside this module: :mod:`~tulip_memory.delta.splice` (the diff),
+:mod:`~tulip_memory.delta.payload` (what a record's payload holds),
+:mod:`~tulip_memory.delta.codec` (JSON + zlib, block digests) and
+:mod:`~tulip_memory.delta.keyed_locks` (the per-thread locks).
 """
 
 from __future__ import annotations
@@ -423,7 +428,7 @@ class DeltaCheckpointer(BaseCheckpointer):
                 return await self.storage.delete(thread_id)
             return await self._remove(thread_id, {checkpoint_id}) > 0
 
-    # -- the reference's extras, and pruning ---------------------------------------------------
+    # -- metadata, statistics and pruning ---------------------------------------------------
 
     async def get_metadata(self, thread_id: str, checkpoint_id: str) -> CheckpointMetadata | None:
         """Metadata of one checkpoint, or None."""
@@ -435,9 +440,9 @@ class DeltaCheckpointer(BaseCheckpointer):
     async def get_storage_stats(self, thread_id: str) -> dict[str, Any]:
         """Sizes of what the thread stores (all checkpoints, and the blocks).
 
-        The reference's keys (``total_checkpoints``, ``total_size``, ``compressed_size``,
-        ``compression_ratio``, ``full_checkpoints``, ``delta_checkpoints``) count records
-        AND blocks; ``blocks`` and ``block_bytes`` give the blocks' share.
+        ``total_checkpoints``, ``total_size``, ``compressed_size``, ``compression_ratio``,
+        ``full_checkpoints`` and ``delta_checkpoints`` count records AND blocks (what the
+        thread really occupies); ``blocks`` and ``block_bytes`` give the blocks' share.
         """
         validate_thread_id(thread_id)
         records = await self.storage.list_checkpoints(thread_id, limit=None)

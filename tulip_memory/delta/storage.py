@@ -1,7 +1,7 @@
 """Where a :class:`~tulip_memory.delta.DeltaCheckpointer` keeps its records and blocks.
 
-:class:`DeltaStorage` is the reference's interface (``store``, ``retrieve``,
-``list_checkpoints``, ``delete``) plus what bounded loads and block sharing need:
+:class:`DeltaStorage` has ``store``, ``retrieve``, ``list_checkpoints`` and ``delete``,
+plus what bounded loads and block sharing need:
 
 * ``retrieve_chain(thread_id, checkpoint_id=None)`` — the checkpoint (the newest when
   None) first, followed by every record that shares its chain root. A storage answers
