@@ -92,7 +92,13 @@ _BUILTIN: dict[str, Factory] = {
             "postgresql", "tulip_memory.backends:PostgreSQLCheckpointer", lambda h: {"using": h}
         ),
         _BuiltinProvider(
-            "mysql", "tulip_memory.backends:MySQLCheckpointer", lambda h: {"using": h}
+            "mysql",
+            "tulip_memory.backends:MySQLCheckpointer",
+            lambda h: {"using": h},
+            required=(
+                "using",
+                "the 'mysql' checkpointer needs a Django alias: 'mysql:<alias>' or using=...",
+            ),
         ),
         _BuiltinProvider(
             "opensearch", "tulip_memory.backends:OpenSearchCheckpointer", lambda h: {"hosts": h}

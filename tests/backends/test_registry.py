@@ -72,6 +72,8 @@ def test_unknown_provider_lists_the_available_ones():
         get_checkpointer("memory:x")
     with pytest.raises(ValueError, match="needs a bucket"):
         get_checkpointer("s3")
+    with pytest.raises(ValueError, match="needs a Django alias"):
+        get_checkpointer("mysql")
 
 
 def test_register_and_list():
