@@ -53,7 +53,7 @@ def test_the_references_examples(tmp_path):
     assert get_checkpointer("opensearch:http://search:9200").hosts == "http://search:9200"
     s3 = get_checkpointer("s3:my-bucket", region_name="eu-west-1")
     assert isinstance(s3, S3Backend) and s3.bucket == "my-bucket"
-    assert S3Backend is S3Checkpointer  # the reference's name stays an alias
+    assert S3Backend is S3Checkpointer  # the first name stays importable
     delta = get_checkpointer("delta", max_chain_depth=7)
     assert isinstance(delta, DeltaCheckpointer) and delta.max_chain_depth == 7
     assert isinstance(delta.storage, InMemoryDeltaStorage)
