@@ -166,7 +166,7 @@ def load_copy(admin_url: str, layout: Layout, vectors: np.ndarray) -> float:
 
     from tulip_memory.models.store import search_text_of
     from tulip_memory.namespaces import encode_namespace
-    from tulip_memory.store.text import tokenize
+    from tulip_memory.text import tokenize
 
     with psycopg.connect(admin_url, autocommit=True) as conn:
         register_vector(conn)

@@ -26,9 +26,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from tulip_memory.clock import MonotonicWallClock
 from tulip_memory.store.base import BaseStore, BatchItem, StoreCapabilities, StoreItem
-from tulip_memory.store.text import tokenize, value_text
-from tulip_memory.store.timestamps import WriteClock
 from tulip_memory.store.validation import (
     PreparedPut,
     decode_json,
@@ -40,6 +39,7 @@ from tulip_memory.store.validation import (
     validate_namespace_prefix,
     validate_query,
 )
+from tulip_memory.text import tokenize, value_text
 
 __all__ = ["InMemoryStore"]
 
@@ -89,7 +89,7 @@ class InMemoryStore(BaseStore):
     def __init__(self) -> None:
         self._namespaces: dict[tuple[str, ...], _Namespace] = {}
         self._lock = threading.Lock()
-        self._clock = WriteClock()
+        self._clock = MonotonicWallClock(resolution_ns=1_000)
         self._writes = itertools.count()
 
     @property
@@ -103,7 +103,7 @@ class InMemoryStore(BaseStore):
         previous = namespace.entries.pop(prepared.key, None)
         terms = frozenset(tokenize(value_text(decode_json(prepared.value_json))))
         if previous is None:
-            now = self._clock.tick()
+            now = self._clock.tick_datetime()
             entry = _Entry(prepared.value_json, prepared.metadata_json, now, now, 1, terms)
         else:
             namespace.unindex(prepared.key, previous.terms)
@@ -111,7 +111,7 @@ class InMemoryStore(BaseStore):
                 prepared.value_json,
                 prepared.metadata_json,
                 previous.created_at,
-                self._clock.tick(after=previous.updated_at),
+                self._clock.tick_datetime(after=previous.updated_at),
                 previous.version + 1,
                 terms,
             )

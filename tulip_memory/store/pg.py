@@ -6,7 +6,7 @@ pinned to the tenant of its namespace, so row-level security (migration ``0001_i
 is what keeps tenants apart — not the ``WHERE`` clauses, which only narrow.
 
 Vectors: with an ``embedder`` (a ``BaseEmbedding``) values and queries are embedded;
-without one they get the HRR ``[cos φ, sin φ]`` encoding of :mod:`tulip_memory.store.hrr`
+without one they get the HRR ``[cos φ, sin φ]`` encoding of :mod:`tulip_memory.hrr`
 (2 * ``dim`` wide). The width must equal ``TULIP_MEMORY["VECTOR_DIMENSIONS"]`` (the
 column's); a mismatch fails at construction.
 
@@ -42,10 +42,10 @@ import numpy as np
 from asgiref.sync import sync_to_async
 
 from tulip_memory.exceptions import ConfigurationError
+from tulip_memory.hrr import DEFAULT_DIM
 from tulip_memory.postgresql_operations import PGVECTOR_ANN_MAX_DIM
 from tulip_memory.store.base import BaseStore, SemanticSearchResult, StoreCapabilities, StoreItem
-from tulip_memory.store.pg_encoder import DEFAULT_DIM, DEFAULT_ENCODING_CACHE, TextEncoder
-from tulip_memory.store.text import tokenize, value_text
+from tulip_memory.store.pg_encoder import DEFAULT_ENCODING_CACHE, TextEncoder
 from tulip_memory.store.validation import (
     PreparedPut,
     prepare_batch,
@@ -61,6 +61,7 @@ from tulip_memory.store.validation import (
     validate_threshold,
 )
 from tulip_memory.tenancy import current_tenant, validate_tenant
+from tulip_memory.text import tokenize, value_text
 
 __all__ = ["DEFAULT_DIM", "DEFAULT_ENCODING_CACHE", "PGVECTOR_ANN_MAX_DIM", "PgMemory"]
 
