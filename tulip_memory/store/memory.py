@@ -10,10 +10,9 @@ Each namespace keeps its items in a dict ordered by last write (an update moves 
 to the end), so "newest first" is a reversed walk, and an inverted index token -> keys so a
 query only looks at items sharing a term.
 
-Locking: the reference guards mutations with an ``asyncio.Lock``. No critical section here
-awaits anything, so a ``threading.Lock`` gives the same exclusion without binding the store
-to one event loop, and also protects it when several threads (each with its own loop) share
-it.
+Locking: no critical section here awaits anything, so a ``threading.Lock`` excludes
+concurrent mutations without binding the store to one event loop (as an ``asyncio.Lock``
+would), and also protects it when several threads (each with its own loop) share it.
 """
 
 from __future__ import annotations
