@@ -45,12 +45,20 @@ __all__ = [
     "similarities",
     "similarity",
     "to_bytes",
+    "validate_dim",
 ]
 
 DEFAULT_DIM = 512  # phases per text: the default of every HRR user (stores, embedder)
 _PERSON = b"tulip-hrr-v1"  # changing it changes every encoding
 _STEPS = 65536  # phases are multiples of 2π / 65536
 _SCALE = 2 * np.pi / _STEPS
+
+
+def validate_dim(dim: object) -> int:
+    """``dim`` if it is an ``int`` >= 1: the HRR width every user of this module accepts."""
+    if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
+        raise ValueError(f"dim must be an int >= 1, got {dim!r}")
+    return dim
 
 
 @lru_cache(maxsize=4096)  # 4096 tokens x 512 dims x 8 bytes = 16 MiB at most

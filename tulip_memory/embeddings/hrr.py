@@ -20,9 +20,7 @@ class HRREmbedding(BaseEmbedding):
     """``2 * dim``-wide HRR vectors of text."""
 
     def __init__(self, dim: int = hrr.DEFAULT_DIM) -> None:
-        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
-            raise ValueError(f"dim must be an int >= 1, got {dim!r}")
-        self._dim = dim
+        self._dim = hrr.validate_dim(dim)
 
     @property
     def dimension(self) -> int:

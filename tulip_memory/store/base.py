@@ -41,6 +41,7 @@ from datetime import datetime
 from typing import Any, NoReturn
 
 from tulip_memory.exceptions import StoreCapabilityError
+from tulip_memory.namespaces import Namespace
 from tulip_memory.store.validation import (
     prepare_batch,
     validate_key_list,
@@ -56,7 +57,6 @@ __all__ = [
     "StoreItem",
 ]
 
-Namespace = tuple[str, ...]
 BatchItem = tuple[Namespace, str, Any, dict[str, Any] | None]
 
 # How many keys the default clear_namespace deletes per list_keys round.

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from tulip_memory.clock import MonotonicWallClock, from_micros
-from tulip_memory.hrr import DEFAULT_DIM
+from tulip_memory.hrr import DEFAULT_DIM, validate_dim
 from tulip_memory.store import holographic_sql as sql
 from tulip_memory.store.base import (
     BaseStore,
@@ -102,8 +102,7 @@ class HolographicStore(BaseStore):
         dim: int = DEFAULT_DIM,
         embedding_dim: int | None = None,
     ) -> None:
-        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
-            raise ValueError(f"dim must be an int >= 1, got {dim!r}")
+        validate_dim(dim)
         if embedding_dim is not None and (
             isinstance(embedding_dim, bool)
             or not isinstance(embedding_dim, int)

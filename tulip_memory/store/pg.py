@@ -43,7 +43,7 @@ from asgiref.sync import sync_to_async
 
 from tulip_memory.exceptions import ConfigurationError, TenantError
 from tulip_memory.hrr import DEFAULT_DIM
-from tulip_memory.namespaces import decode_namespace, encode_namespace
+from tulip_memory.namespaces import Namespace, decode_namespace, encode_namespace
 from tulip_memory.postgresql_operations import PGVECTOR_ANN_MAX_DIM
 from tulip_memory.store.base import BaseStore, SemanticSearchResult, StoreCapabilities, StoreItem
 from tulip_memory.store.pg_encoder import DEFAULT_ENCODING_CACHE, TextEncoder
@@ -76,7 +76,6 @@ MAX_INDEXED_BYTES = 2600
 _MAX_QUERY_TOKENS = 64
 
 T = TypeVar("T")
-Namespace = tuple[str, ...]
 
 
 def _aware(moment: datetime) -> datetime:

@@ -77,8 +77,7 @@ class TextEncoder:
         embedder: Any | None = None,
         cache_size: int = DEFAULT_ENCODING_CACHE,
     ) -> None:
-        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
-            raise ValueError(f"dim must be an int >= 1, got {dim!r}")
+        hrr.validate_dim(dim)
         self.dim = dim
         self.embedder = embedder
         self.width = _width(dim, embedder)
