@@ -44,22 +44,27 @@ def _phase_matrix(blobs: Sequence[bytes | None], dim: int) -> np.ndarray:
     return matrix
 
 
-def hrr_similarities(terms: list[str], blobs: Sequence[bytes | None], dim: int) -> np.ndarray:
-    """The HRR similarity of the query ``terms`` to each stored vector of ``blobs``."""
+def _query_phases(terms: list[str], dim: int) -> np.ndarray:
     query = hrr.encode_tokens(terms, dim)
     assert query is not None  # a search with terms; a search without any lists the newest
-    return hrr.similarities(query, _phase_matrix(blobs, dim))
+    return query
+
+
+def hrr_similarities(terms: list[str], blobs: Sequence[bytes | None], dim: int) -> np.ndarray:
+    """The HRR similarity of the query ``terms`` to each stored vector of ``blobs``."""
+    return hrr.similarities(_query_phases(terms, dim), _phase_matrix(blobs, dim))
 
 
 def hrr_top(conn: sqlite3.Connection, ns: str, terms: list[str], dim: int, limit: int) -> list[int]:
     """The rowids of the ``limit`` items of namespace ``ns`` most HRR-similar to ``terms``
     (an exact scan, best first; ties keep the table's order)."""
+    query = _query_phases(terms, dim)
     cursor = conn.execute(NAMESPACE_PHASES, (ns,))
     ids: list[np.ndarray] = []
     scores: list[np.ndarray] = []
     while chunk := cursor.fetchmany(_SCAN_CHUNK):
         ids.append(np.fromiter((row[0] for row in chunk), dtype=np.int64, count=len(chunk)))
-        scores.append(hrr_similarities(terms, [row[1] for row in chunk], dim))
+        scores.append(hrr.similarities(query, _phase_matrix([row[1] for row in chunk], dim)))
     if not ids:
         return []
     all_ids, all_scores = np.concatenate(ids), np.concatenate(scores)
