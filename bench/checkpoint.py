@@ -229,10 +229,11 @@ async def in_memory(turns_list: list[int]) -> None:
 
 def table_bytes(url: str, tables: list[str]) -> int:
     import psycopg
+    from psycopg import sql
 
     with psycopg.connect(url, autocommit=True) as conn:
         for table in tables:
-            conn.execute(f"VACUUM ANALYZE {table}")
+            conn.execute(sql.SQL("VACUUM ANALYZE {}").format(sql.Identifier(table)))
         return sum(
             conn.execute("SELECT pg_total_relation_size(%s)", [t]).fetchone()[0] for t in tables
         )

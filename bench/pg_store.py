@@ -158,6 +158,15 @@ async def load_pgmemory(store: Any, layout: Layout, chunk: int) -> float:
     return time.perf_counter() - started
 
 
+def _item_table() -> str:
+    """PgMemory's table, quoted as the model's own statements quote it."""
+    from django.db import connection
+
+    from tulip_memory.models.store import MemoryItem
+
+    return connection.ops.quote_name(MemoryItem._meta.db_table)
+
+
 def load_copy(admin_url: str, layout: Layout, vectors: np.ndarray) -> float:
     """Binary COPY of the same rows into a twin table (no row-level security on it)."""
     import psycopg
@@ -166,12 +175,12 @@ def load_copy(admin_url: str, layout: Layout, vectors: np.ndarray) -> float:
 
     from tulip_memory.models.store import search_text_of
     from tulip_memory.namespaces import encode_namespace
-    from tulip_memory.store.text import tokenize
+    from tulip_memory.text import tokenize
 
     with psycopg.connect(admin_url, autocommit=True) as conn:
         register_vector(conn)
         conn.execute("DROP TABLE IF EXISTS bench_copy")
-        conn.execute("CREATE TABLE bench_copy (LIKE tulip_memory_store_item INCLUDING ALL)")
+        conn.execute(f"CREATE TABLE bench_copy (LIKE {_item_table()} INCLUDING ALL)")
         columns = (
             "tenant, namespace, key, value, metadata, search_text, embedding, "
             "embedding_source, created_at, updated_at, version"
@@ -325,7 +334,7 @@ async def run(args: argparse.Namespace, admin_url: str) -> dict[str, Any]:
     import psycopg
 
     with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute("VACUUM ANALYZE tulip_memory_store_item")
+        conn.execute(f"VACUUM ANALYZE {_item_table()}")
 
     print("2. searching ...", flush=True)
 

@@ -4,11 +4,18 @@ An identifier is a ``str`` that is not empty and holds no NUL character (Postgre
 text cannot hold one, so every backend refuses it alike) nor a lone surrogate (no
 encoding can store one), optionally of bounded length
 and not only whitespace. Each layer names its own argument in the error message.
+
+The length limits of the ids the checkpoint layer stores live here too: both the
+checkpointers (which validate) and the checkpoint models (whose columns must hold them)
+read them from this one place.
 """
 
 from __future__ import annotations
 
-__all__ = ["validate_identifier"]
+__all__ = ["CHECKPOINT_ID_MAX_LENGTH", "THREAD_ID_MAX_LENGTH", "validate_identifier"]
+
+THREAD_ID_MAX_LENGTH = 255
+CHECKPOINT_ID_MAX_LENGTH = 128
 
 
 def validate_identifier(

@@ -5,10 +5,10 @@ Built-in providers and what the hint means::
     "memory"                 MemoryCheckpointer()
     "file:./checkpoints"     FileCheckpointer(base_dir="./checkpoints")
     "redis:localhost:6379"   RedisCheckpointer(url="redis://localhost:6379")  (a full URL works too)
-    "postgresql:default"     PostgreSQLCheckpointer(database="default")  (a Django alias)
-    "mysql:mysql"            MySQLCheckpointer(database="mysql")
+    "postgresql:default"     PostgreSQLCheckpointer(using="default")  (a Django alias)
+    "mysql:mysql"            MySQLCheckpointer(using="mysql")
     "opensearch"             OpenSearchCheckpointer()  (hint: the hosts URL)
-    "s3:my-bucket"           S3Backend(bucket="my-bucket")
+    "s3:my-bucket"           S3Checkpointer(bucket="my-bucket")
     "delta"                  DeltaCheckpointer() in memory; "delta:<alias>" over the ORM storage
 
 Keyword arguments go to the constructor. More providers come from
@@ -24,7 +24,9 @@ the extra.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -40,88 +42,78 @@ __all__ = [
 Factory = Callable[..., "BaseCheckpointer"]
 
 
-def _no_hint(provider: str, hint: str | None) -> None:
-    if hint is not None:
-        raise ValueError(f"checkpointer provider {provider!r} takes no ':hint', got {hint!r}")
+def _redis_url(hint: str) -> dict[str, Any]:
+    has_scheme = hint.startswith(("redis://", "rediss://", "unix://"))
+    return {"url": hint if has_scheme else f"redis://{hint}"}
 
 
-def _memory(config_hint: str | None = None, **kwargs: Any) -> BaseCheckpointer:
-    from tulip_memory.backends import MemoryCheckpointer
+def _delta_storage(hint: str) -> dict[str, Any]:
+    from tulip_memory.delta import ORMDeltaStorage
 
-    _no_hint("memory", config_hint)
-    return MemoryCheckpointer(**kwargs)
-
-
-def _file(config_hint: str | None = None, **kwargs: Any) -> BaseCheckpointer:
-    from tulip_memory.backends import FileCheckpointer
-
-    if config_hint is not None:
-        kwargs["base_dir"] = config_hint
-    return FileCheckpointer(**kwargs)
+    return {"storage": ORMDeltaStorage(hint)}
 
 
-def _redis(config_hint: str | None = None, **kwargs: Any) -> BaseCheckpointer:
-    from tulip_memory.backends import RedisCheckpointer
+@dataclass(frozen=True)
+class _BuiltinProvider:
+    """A built-in provider: the class to build and what its ``:hint`` stands for.
 
-    if config_hint is not None:
-        has_scheme = config_hint.startswith(("redis://", "rediss://", "unix://"))
-        kwargs["url"] = config_hint if has_scheme else f"redis://{config_hint}"
-    return RedisCheckpointer(**kwargs)
+    ``hint`` turns the hint into constructor keyword arguments (None: the provider takes
+    no hint); ``required``, when set, names a keyword argument the class cannot do
+    without, and the error raised when neither the hint nor the caller gives it.
+    """
 
+    name: str
+    target: str  # "module:attribute", imported when the provider is first built
+    hint: Callable[[str], dict[str, Any]] | None
+    required: tuple[str, str] | None = None
 
-def _postgresql(config_hint: str | None = None, **kwargs: Any) -> BaseCheckpointer:
-    from tulip_memory.backends import PostgreSQLCheckpointer
-
-    if config_hint is not None:
-        kwargs["database"] = config_hint
-    return PostgreSQLCheckpointer(**kwargs)
-
-
-def _mysql(config_hint: str | None = None, **kwargs: Any) -> BaseCheckpointer:
-    from tulip_memory.backends import MySQLCheckpointer
-
-    if config_hint is not None:
-        kwargs["database"] = config_hint
-    return MySQLCheckpointer(**kwargs)
-
-
-def _opensearch(config_hint: str | None = None, **kwargs: Any) -> BaseCheckpointer:
-    from tulip_memory.backends import OpenSearchCheckpointer
-
-    if config_hint is not None:
-        kwargs["hosts"] = config_hint
-    return OpenSearchCheckpointer(**kwargs)
-
-
-def _s3(config_hint: str | None = None, **kwargs: Any) -> BaseCheckpointer:
-    from tulip_memory.backends import S3Backend
-
-    if config_hint is not None:
-        kwargs["bucket"] = config_hint
-    if "bucket" not in kwargs:
-        raise ValueError("the 's3' checkpointer needs a bucket: 's3:<bucket>' or bucket=...")
-    return S3Backend(**kwargs)
-
-
-def _delta(config_hint: str | None = None, **kwargs: Any) -> BaseCheckpointer:
-    from tulip_memory.delta import DeltaCheckpointer
-
-    if config_hint is not None:
-        from tulip_memory.delta import ORMDeltaStorage
-
-        kwargs["storage"] = ORMDeltaStorage(config_hint)
-    return DeltaCheckpointer(**kwargs)
+    def __call__(self, config_hint: str | None = None, **kwargs: Any) -> BaseCheckpointer:
+        if config_hint is not None:
+            if self.hint is None:
+                raise ValueError(
+                    f"checkpointer provider {self.name!r} takes no ':hint', got {config_hint!r}"
+                )
+            kwargs.update(self.hint(config_hint))
+        if self.required is not None and self.required[0] not in kwargs:
+            raise ValueError(self.required[1])
+        module, _, attribute = self.target.partition(":")
+        return getattr(importlib.import_module(module), attribute)(**kwargs)
 
 
 _BUILTIN: dict[str, Factory] = {
-    "memory": _memory,
-    "file": _file,
-    "redis": _redis,
-    "postgresql": _postgresql,
-    "mysql": _mysql,
-    "opensearch": _opensearch,
-    "s3": _s3,
-    "delta": _delta,
+    provider.name: provider
+    for provider in (
+        _BuiltinProvider("memory", "tulip_memory.backends:MemoryCheckpointer", None),
+        _BuiltinProvider(
+            "file", "tulip_memory.backends:FileCheckpointer", lambda h: {"base_dir": h}
+        ),
+        _BuiltinProvider("redis", "tulip_memory.backends:RedisCheckpointer", _redis_url),
+        _BuiltinProvider(
+            "postgresql", "tulip_memory.backends:PostgreSQLCheckpointer", lambda h: {"using": h}
+        ),
+        _BuiltinProvider(
+            "mysql",
+            "tulip_memory.backends:MySQLCheckpointer",
+            lambda h: {"using": h},
+            required=(
+                "using",
+                "the 'mysql' checkpointer needs a Django alias: 'mysql:<alias>' or using=...",
+            ),
+        ),
+        _BuiltinProvider(
+            "opensearch", "tulip_memory.backends:OpenSearchCheckpointer", lambda h: {"hosts": h}
+        ),
+        _BuiltinProvider(
+            "s3",
+            "tulip_memory.backends:S3Checkpointer",
+            lambda h: {"bucket": h},
+            required=(
+                "bucket",
+                "the 's3' checkpointer needs a bucket: 's3:<bucket>' or bucket=...",
+            ),
+        ),
+        _BuiltinProvider("delta", "tulip_memory.delta:DeltaCheckpointer", _delta_storage),
+    )
 }
 _REGISTERED: dict[str, Factory] = {}
 

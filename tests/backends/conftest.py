@@ -25,7 +25,7 @@ from tulip_memory.backends import (
     OpenSearchCheckpointer,
     PostgreSQLCheckpointer,
     RedisCheckpointer,
-    S3Backend,
+    S3Checkpointer,
 )
 from tulip_memory.delta import DeltaCheckpointer, InMemoryDeltaStorage, ORMDeltaStorage
 
@@ -52,8 +52,8 @@ def s3_endpoint() -> Iterator[str]:
     server.stop()
 
 
-def s3_backend(endpoint: str, **options: Any) -> S3Backend:
-    return S3Backend(
+def s3_backend(endpoint: str, **options: Any) -> S3Checkpointer:
+    return S3Checkpointer(
         f"tulip-{uuid.uuid4().hex[:12]}",
         create_bucket=True,
         endpoint_url=endpoint,
@@ -147,5 +147,4 @@ BACKENDS: dict[str, tuple[Callable[[pytest.FixtureRequest], Any], tuple[Any, ...
 async def checkpointer(request: pytest.FixtureRequest) -> Any:
     backend = BACKENDS[request.param][0](request)
     yield backend
-    if isinstance(backend, RedisCheckpointer):
-        await backend.aclose()
+    await backend.aclose()

@@ -146,3 +146,45 @@ async def test_other_bad_input(checkpointer):
         with pytest.raises(ValueError, match="limit"):
             await checkpointer.list_checkpoints("t", limit=limit)
     assert await checkpointer.list_checkpoints("t") == []
+
+
+async def test_async_with_returns_the_checkpointer_and_closes_it(checkpointer):
+    async with checkpointer as entered:
+        assert entered is checkpointer
+        await entered.save(make_state(1), "t", "c1")
+        assert await entered.load("t", "c1") == make_state(1)
+    await checkpointer.aclose()  # closing again is harmless
+
+
+async def test_async_with_closes_on_error_and_lets_the_error_through(checkpointer):
+    with pytest.raises(RuntimeError, match="boom"):
+        async with checkpointer:
+            raise RuntimeError("boom")
+
+
+async def test_closed_redis_checkpointer_released_its_connection_pool(redis_prefix):
+    """The server's own client list shows the checkpointer's connections gone."""
+    import uuid
+
+    import redis.asyncio
+
+    from tests.backends.conftest import REDIS_URL
+    from tulip_memory.backends import RedisCheckpointer
+
+    name = f"tulip-close-{uuid.uuid4().hex[:12]}"
+    observer = redis.asyncio.Redis.from_url(REDIS_URL)
+
+    async def connections_named() -> int:
+        return sum(1 for client in await observer.client_list() if client["name"] == name)
+
+    try:
+        async with RedisCheckpointer(f"{REDIS_URL}?client_name={name}", prefix=redis_prefix) as cp:
+            await asyncio.gather(*(cp.save(make_state(n), "t") for n in range(5)))
+            assert await connections_named() >= 1
+        for _ in range(50):  # the server notices a closed socket within milliseconds
+            if await connections_named() == 0:
+                break
+            await asyncio.sleep(0.01)
+        assert await connections_named() == 0
+    finally:
+        await observer.aclose()

@@ -22,7 +22,7 @@ def test_vendor_and_alias_are_checked():
         MySQLCheckpointer("default")
     with pytest.raises(ConfigurationError, match="no database alias 'nope'"):
         PostgreSQLCheckpointer("nope")
-    with pytest.raises(ValueError, match="database must be"):
+    with pytest.raises(ValueError, match="using must be"):
         PostgreSQLCheckpointer("")
     with pytest.raises(ValueError, match="tenant"):
         PostgreSQLCheckpointer("default", tenant="")
@@ -57,8 +57,9 @@ async def test_tenants_do_not_see_each_other(make, alias):
 
 
 def _count_rows(alias: str, table: str) -> int:
-    with connections[alias].cursor() as cursor:
-        cursor.execute(f"SELECT count(*) FROM {table}")
+    connection = connections[alias]
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT count(*) FROM {connection.ops.quote_name(table)}")
         return cursor.fetchone()[0]
 
 

@@ -15,6 +15,7 @@ from tulip_memory.backends import (
     PostgreSQLCheckpointer,
     RedisCheckpointer,
     S3Backend,
+    S3Checkpointer,
 )
 from tulip_memory.delta import DeltaCheckpointer, InMemoryDeltaStorage, ORMDeltaStorage
 from tulip_memory.registry import get_checkpointer, list_checkpointers, register_checkpointer
@@ -45,13 +46,14 @@ def test_the_references_examples(tmp_path):
     assert isinstance(redis, RedisCheckpointer) and redis.url == "redis://localhost:6379"
     assert get_checkpointer("redis:rediss://h:1/2").url == "rediss://h:1/2"
     postgresql = get_checkpointer("postgresql:default")
-    assert isinstance(postgresql, PostgreSQLCheckpointer) and postgresql.database == "default"
+    assert isinstance(postgresql, PostgreSQLCheckpointer) and postgresql.using == "default"
     mysql = get_checkpointer("mysql:mysql")
-    assert isinstance(mysql, MySQLCheckpointer) and mysql.database == "mysql"
+    assert isinstance(mysql, MySQLCheckpointer) and mysql.using == "mysql"
     assert isinstance(get_checkpointer("opensearch"), OpenSearchCheckpointer)
     assert get_checkpointer("opensearch:http://search:9200").hosts == "http://search:9200"
     s3 = get_checkpointer("s3:my-bucket", region_name="eu-west-1")
     assert isinstance(s3, S3Backend) and s3.bucket == "my-bucket"
+    assert S3Backend is S3Checkpointer  # the first name stays importable
     delta = get_checkpointer("delta", max_chain_depth=7)
     assert isinstance(delta, DeltaCheckpointer) and delta.max_chain_depth == 7
     assert isinstance(delta.storage, InMemoryDeltaStorage)
@@ -70,6 +72,8 @@ def test_unknown_provider_lists_the_available_ones():
         get_checkpointer("memory:x")
     with pytest.raises(ValueError, match="needs a bucket"):
         get_checkpointer("s3")
+    with pytest.raises(ValueError, match="needs a Django alias"):
+        get_checkpointer("mysql")
 
 
 def test_register_and_list():

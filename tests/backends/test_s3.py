@@ -1,4 +1,4 @@
-"""S3Backend details, against moto's S3 server (the real HTTP API) started by conftest."""
+"""S3Checkpointer details, against moto's S3 server (the real HTTP API) started by conftest."""
 
 from __future__ import annotations
 

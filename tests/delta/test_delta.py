@@ -446,7 +446,7 @@ async def test_on_the_orm_a_load_is_one_transaction_of_two_selects(alias):
                         statements.append(sql.split()[0])
                     return execute(sql, params, many, context)
 
-                with connections[self.database].execute_wrapper(record):
+                with connections[self.using].execute_wrapper(record):
                     return func(tenant, *inner)
 
             return await super()._run(recorded, *args)

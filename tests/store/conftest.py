@@ -32,8 +32,8 @@ from typing import Any
 import pytest
 
 from tests.store.pg_factory import pg_store
+from tulip_memory.clock import MonotonicWallClock
 from tulip_memory.store import BaseStore, HolographicStore, InMemoryStore, StoreItem
-from tulip_memory.store.timestamps import WriteClock
 from tulip_memory.store.validation import (
     decode_json,
     prepare_put,
@@ -48,12 +48,12 @@ class MinimalStore(BaseStore):
 
     def __init__(self) -> None:
         self._items: dict[tuple[tuple[str, ...], str], str] = {}
-        self._clock = WriteClock()
+        self._clock = MonotonicWallClock(resolution_ns=1_000)
 
     async def put(self, namespace, key, value, metadata=None) -> None:
         prepared = prepare_put(namespace, key, value, metadata)
         previous = await self.get_item(namespace, key)
-        now = self._clock.tick()
+        now = self._clock.tick_datetime()
         item = StoreItem(
             namespace=namespace,
             key=key,

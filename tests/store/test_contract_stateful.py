@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
 from tulip_memory.store import StoreCapabilityError
-from tulip_memory.store.text import tokenize, value_text
+from tulip_memory.text import tokenize, value_text
 
 WORDS = ["apple", "Berry", "cherry", "date", "Éclair", "fig"]
 LABELS = [("a",), ("a", "b"), ("c",)]

@@ -1,19 +1,18 @@
-"""HolographicStore beyond the contract: the file, threads and loops, numpy-less mode, fusion."""
+"""HolographicStore beyond the contract: the file, threads and loops, fusion."""
 
 from __future__ import annotations
 
 import asyncio
-import json
 import sqlite3
-import textwrap
 from pathlib import Path
 
 import pytest
 
-from tests.processes import run_in_threads, run_python
-from tulip_memory.store import HolographicStore, StoreCapabilityError, hrr
+from tests.processes import run_in_threads
+from tulip_memory import hrr
+from tulip_memory.store import HolographicStore, StoreCapabilityError
 from tulip_memory.store.ranking import RRF_K
-from tulip_memory.store.text import tokenize, value_text
+from tulip_memory.text import tokenize, value_text
 
 NS = ("t", "notes")
 CORPUS = {
@@ -125,55 +124,6 @@ def test_threads_with_their_own_event_loops(path):
         await store.close()
 
     asyncio.run(check())
-
-
-NO_NUMPY = textwrap.dedent(
-    """
-    import asyncio, json, sys, warnings
-    sys.modules["numpy"] = None  # importing numpy now raises ImportError
-    from tulip_memory.store import HolographicStore, StoreCapabilityError
-
-    async def main():
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            first = HolographicStore(sys.argv[1])
-            second = HolographicStore()
-        out = {"warnings": [str(w.message) for w in caught]}
-        await first.put(("t", "notes"), "tea", "green tea every morning")
-        await first.put(("t", "notes"), "car", "a red car")
-        out["fused"] = [i.key for i in await first.search(("t", "notes"), "tea morning")]
-        out["hrr"] = [i.key for i in await first.search(("t", "notes"), "tea", mode="hrr")]
-        out["semantic"] = first.capabilities.semantic_search
-        try:
-            await first.put_with_embedding(("t", "notes"), "e", "v", [1.0])
-        except StoreCapabilityError as exc:
-            out["embedding_error"] = exc.capability
-        await first.close()
-        await second.close()
-        print(json.dumps(out))
-
-    asyncio.run(main())
-    """
-)
-
-
-async def test_without_numpy_search_is_fts5_only_and_warns_once(path):
-    result = run_python(NO_NUMPY, str(path))
-    assert result.returncode == 0, result.stderr
-    out = json.loads(result.stdout)
-    assert len(out["warnings"]) == 1
-    assert "FTS5-only" in out["warnings"][0]
-    assert out["fused"] == ["tea"]
-    assert out["hrr"] == ["tea"]  # no HRR without numpy: the lexical ranking answers
-    assert out["semantic"] is False
-    assert out["embedding_error"] == "semantic_search"
-
-    # The same file opened with numpy: rows without stored vectors are encoded on the fly.
-    store = HolographicStore(path)
-    assert [i.key for i in await store.search(NS, "tea morning")] == ["tea"]
-    ranked = await store.search(NS, "red car", mode="hrr")
-    assert ranked[0].key == "car"
-    await store.close()
 
 
 async def _corpus_store() -> HolographicStore:

@@ -14,6 +14,8 @@ from django.contrib import admin
 from django.db import models
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from tulip_memory.admin.tenancy import ReadOnlyAdminMixin, TenantScopedAdminMixin
 from tulip_memory.models import CheckpointRecord, DeltaBlock, DeltaCheckpointRecord
@@ -28,7 +30,7 @@ class CheckpointRecordAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.Mo
     date_hierarchy = "created_at"
     ordering = ("-id",)
 
-    @admin.display(description="messages")
+    @admin.display(description=_("messages"))
     def message_count(self, obj: CheckpointRecord) -> int:
         return len(obj.state.get("messages", ())) if isinstance(obj.state, dict) else 0
 
@@ -60,11 +62,11 @@ class DeltaCheckpointRecordAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, adm
     exclude = ("data",)
     readonly_fields = ("chain",)
 
-    @admin.display(description="kind", ordering="is_full")
+    @admin.display(description=_("kind"), ordering="is_full")
     def kind(self, obj: DeltaCheckpointRecord) -> str:
-        return "full" if obj.is_full else "delta"
+        return gettext("full") if obj.is_full else gettext("delta")
 
-    @admin.display(description="parent")
+    @admin.display(description=_("parent"))
     def parent_link(self, obj: DeltaCheckpointRecord) -> str:
         if not obj.parent_id:
             return "-"
@@ -75,17 +77,17 @@ class DeltaCheckpointRecordAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, adm
             checkpoint_id=obj.parent_id,
         )
 
-    @admin.display(description="chain root")
+    @admin.display(description=_("chain root"))
     def base_link(self, obj: DeltaCheckpointRecord) -> str:
         return _changelist_link(
             DeltaCheckpointRecord, obj.base_id, thread_id=obj.thread_id, base_id=obj.base_id
         )
 
-    @admin.display(description="blocks")
+    @admin.display(description=_("blocks"))
     def block_count(self, obj: DeltaCheckpointRecord) -> int:
         return len(obj.blocks or ())
 
-    @admin.display(description="chain (root first)")
+    @admin.display(description=_("chain (root first)"))
     def chain(self, obj: DeltaCheckpointRecord) -> str:
         """The records from the chain's full checkpoint to this one."""
         rows = {
@@ -102,11 +104,11 @@ class DeltaCheckpointRecordAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, adm
             "<ol>{}</ol>",
             format_html_join(
                 "",
-                "<li>{} — {}, depth {}, {} bytes</li>",
+                gettext("<li>{} — {}, depth {}, {} bytes</li>"),
                 (
                     (
                         r.checkpoint_id,
-                        "full" if r.is_full else "delta",
+                        gettext("full") if r.is_full else gettext("delta"),
                         r.chain_depth,
                         r.compressed_size_bytes,
                     )

@@ -11,6 +11,7 @@ from typing import Any
 
 from django.contrib import admin
 from django.utils.html import format_html
+from django.utils.translation import gettext_lazy as _
 
 from tulip_memory.admin.tenancy import ReadOnlyAdminMixin, TenantScopedAdminMixin
 from tulip_memory.models.store import MemoryItem
@@ -45,15 +46,15 @@ class MemoryItemAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdm
         # The vector is wide and not shown: leave it in the database.
         return super().get_queryset(request).defer("embedding")
 
-    @admin.display(description="value")
+    @admin.display(description=_("value"))
     def short_value(self, item: MemoryItem) -> str:
         text = json.dumps(item.value, ensure_ascii=False)
         return text if len(text) <= 80 else text[:79] + "…"
 
-    @admin.display(description="value")
+    @admin.display(description=_("value"))
     def pretty_value(self, item: MemoryItem) -> str:
         return format_html("<pre>{}</pre>", json.dumps(item.value, ensure_ascii=False, indent=2))
 
-    @admin.display(description="metadata")
+    @admin.display(description=_("metadata"))
     def pretty_metadata(self, item: MemoryItem) -> str:
         return format_html("<pre>{}</pre>", json.dumps(item.metadata, ensure_ascii=False, indent=2))

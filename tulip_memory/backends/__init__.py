@@ -3,9 +3,10 @@
 ``MemoryCheckpointer`` and ``FileCheckpointer`` need nothing; the others are imported
 on first access (module ``__getattr__``), and the ones whose library is an optional
 dependency raise ImportError naming the extra when built without it:
-``RedisCheckpointer`` (``redis``), ``S3Backend`` (``s3``), ``OpenSearchCheckpointer``
-(``opensearch``), ``MySQLCheckpointer`` (``mysql``). ``PostgreSQLCheckpointer`` and
-``MySQLCheckpointer`` are ORM-backed and need a configured Django project.
+``RedisCheckpointer`` (``redis``), ``S3Checkpointer`` (``s3``; alias ``S3Backend``),
+``OpenSearchCheckpointer`` (``opensearch``), ``MySQLCheckpointer`` (``mysql``).
+``PostgreSQLCheckpointer`` and ``MySQLCheckpointer`` are ORM-backed and need a
+configured Django project. Every checkpointer has ``async aclose()`` and works as ``async with``.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from tulip_memory.backends.opensearch import OpenSearchCheckpointer
     from tulip_memory.backends.postgresql import PostgreSQLCheckpointer
     from tulip_memory.backends.redis import RedisCheckpointer
-    from tulip_memory.backends.s3 import S3Backend
+    from tulip_memory.backends.s3 import S3Backend, S3Checkpointer
 
 __all__ = [
     "BaseCheckpointer",
@@ -33,6 +34,7 @@ __all__ = [
     "PostgreSQLCheckpointer",
     "RedisCheckpointer",
     "S3Backend",
+    "S3Checkpointer",
 ]
 
 _LAZY = {
@@ -41,6 +43,7 @@ _LAZY = {
     "MySQLCheckpointer": "tulip_memory.backends.mysql",
     "OpenSearchCheckpointer": "tulip_memory.backends.opensearch",
     "S3Backend": "tulip_memory.backends.s3",
+    "S3Checkpointer": "tulip_memory.backends.s3",
 }
 
 

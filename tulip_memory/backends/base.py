@@ -20,22 +20,25 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import importlib
 import json
-import threading
-import time
 import uuid
 from abc import ABC, abstractmethod
-from types import ModuleType
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any, Self, TypeVar
 from urllib.parse import unquote_to_bytes
 
-from tulip_memory.identifiers import validate_identifier
+from tulip_memory.clock import MonotonicWallClock
+from tulip_memory.identifiers import (
+    CHECKPOINT_ID_MAX_LENGTH,
+    THREAD_ID_MAX_LENGTH,
+    validate_identifier,
+)
+from tulip_memory.optional_dependencies import import_optional
 from tulip_memory.paging import validate_limit
 from tulip_memory.state import AgentState
 
 __all__ = [
-    "CHECKPOINT_ID_MAX_LENGTH",
-    "THREAD_ID_MAX_LENGTH",
     "BaseCheckpointer",
     "BlockingCheckpointer",
     "decode_name",
@@ -50,8 +53,7 @@ __all__ = [
     "validate_thread_id",
 ]
 
-THREAD_ID_MAX_LENGTH = 255
-CHECKPOINT_ID_MAX_LENGTH = 128
+T = TypeVar("T")
 
 
 def validate_thread_id(thread_id: object) -> str:
@@ -70,20 +72,7 @@ def validate_state(state: object) -> AgentState:
     return state
 
 
-class _SaveClock:
-    """Wall-clock nanoseconds, forced strictly increasing within the process."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._last = 0
-
-    def tick(self) -> int:
-        with self._lock:
-            self._last = max(time.time_ns(), self._last + 1)
-            return self._last
-
-
-_clock = _SaveClock()
+_clock = MonotonicWallClock(resolution_ns=1)
 
 
 def save_order_key() -> int:
@@ -137,23 +126,30 @@ def decode_name(name: str) -> str | None:
         return None
 
 
-def import_optional(module: str, extra: str) -> ModuleType:
-    """Import an optional dependency, or raise ImportError naming the extra to install."""
-    try:
-        return importlib.import_module(module)
-    except ImportError as exc:
-        raise ImportError(
-            f"this checkpointer needs the {module!r} package: pip install 'tulip-memory[{extra}]'"
-        ) from exc
-
-
 class BaseCheckpointer(ABC):
     """Persists agent states per thread; see the module docstring for the contract.
 
     Subclasses implement the ``_save``/``_load``/``_list``/``_delete`` hooks, which
     receive validated arguments. ``_save`` gets the checkpoint id already chosen and
     ``may_exist=False`` when it was freshly generated (no checkpoint to replace).
+
+    A checkpointer that holds resources (connection pools, clients, file handles)
+    releases them in :meth:`aclose`, which ``async with checkpointer:`` calls on exit.
     """
+
+    async def aclose(self) -> None:  # noqa: B027 - optional hook, nothing to release by default
+        """Release what the checkpointer holds; this default holds nothing."""
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()
 
     async def save(
         self, state: AgentState, thread_id: str, checkpoint_id: str | None = None
@@ -203,22 +199,27 @@ class BlockingCheckpointer(BaseCheckpointer):
     """A checkpointer over a blocking client (files, S3, OpenSearch).
 
     Subclasses implement the ``*_sync`` hooks — the same arguments as the async hooks
-    (``may_exist`` positional) — and each runs in a worker thread, off the event loop.
+    (``may_exist`` positional) — and each is run by :meth:`_call_blocking`: in a worker
+    thread, off the event loop, unless a subclass runs it some other way (the ORM
+    checkpointers: in a tenant-pinned transaction).
     """
+
+    async def _call_blocking(self, hook: Callable[..., T], *args: Any) -> T:
+        return await asyncio.to_thread(hook, *args)
 
     async def _save(
         self, state: AgentState, thread_id: str, checkpoint_id: str, *, may_exist: bool
     ) -> None:
-        await asyncio.to_thread(self._save_sync, state, thread_id, checkpoint_id, may_exist)
+        await self._call_blocking(self._save_sync, state, thread_id, checkpoint_id, may_exist)
 
     async def _load(self, thread_id: str, checkpoint_id: str | None) -> AgentState | None:
-        return await asyncio.to_thread(self._load_sync, thread_id, checkpoint_id)
+        return await self._call_blocking(self._load_sync, thread_id, checkpoint_id)
 
     async def _list(self, thread_id: str, limit: int) -> list[str]:
-        return await asyncio.to_thread(self._list_sync, thread_id, limit)
+        return await self._call_blocking(self._list_sync, thread_id, limit)
 
     async def _delete(self, thread_id: str, checkpoint_id: str | None) -> bool:
-        return await asyncio.to_thread(self._delete_sync, thread_id, checkpoint_id)
+        return await self._call_blocking(self._delete_sync, thread_id, checkpoint_id)
 
     @abstractmethod
     def _save_sync(

@@ -12,8 +12,14 @@ __all__ = ["MySQLCheckpointer"]
 
 
 class MySQLCheckpointer(ORMCheckpointer):
-    """Checkpoints on the Django alias ``database``, which must be MySQL or MariaDB."""
+    """Checkpoints on the Django alias ``using``, which must be MySQL or MariaDB.
+
+    ``using`` has no default: a project's ``"default"`` alias is usually its PostgreSQL.
+    """
 
     vendor = "mysql"
     driver = "MySQLdb"
     extra = "mysql"
+
+    def __init__(self, using: str, *, tenant: str | None = None) -> None:
+        super().__init__(using, tenant=tenant)

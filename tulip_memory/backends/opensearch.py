@@ -42,6 +42,7 @@ class OpenSearchCheckpointer(BlockingCheckpointer):
 
     ``client`` may be a ready ``opensearchpy.OpenSearch``; otherwise one is built from
     ``hosts`` and ``client_options`` (``http_auth``, ``use_ssl``, ``verify_certs``...).
+    :meth:`aclose` closes the client (its connections).
     """
 
     def __init__(
@@ -66,6 +67,10 @@ class OpenSearchCheckpointer(BlockingCheckpointer):
 
     def __repr__(self) -> str:
         return f"<OpenSearchCheckpointer index={self.index!r}>"
+
+    async def aclose(self) -> None:
+        self.client.close()
+        await super().aclose()
 
     @staticmethod
     def _doc_id(thread_id: str, checkpoint_id: str) -> str:

@@ -12,6 +12,6 @@ __all__ = ["PostgreSQLCheckpointer"]
 
 
 class PostgreSQLCheckpointer(ORMCheckpointer):
-    """Checkpoints on the Django alias ``database``, which must be PostgreSQL."""
+    """Checkpoints on the Django alias ``using``, which must be PostgreSQL."""
 
     vendor = "postgresql"

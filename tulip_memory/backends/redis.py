@@ -54,7 +54,8 @@ class RedisCheckpointer(BaseCheckpointer):
     """Checkpoints in Redis at ``url`` (``redis://host:port/db``), keys under ``prefix``.
 
     ``client`` may be an existing ``redis.asyncio.Redis`` (then ``url`` is ignored).
-    Call :meth:`aclose` when done to release the connection pool.
+    :meth:`aclose` (or leaving ``async with``) closes the client and releases its
+    connection pool.
     """
 
     def __init__(
@@ -85,6 +86,7 @@ class RedisCheckpointer(BaseCheckpointer):
 
     async def aclose(self) -> None:
         await self.client.aclose()
+        await super().aclose()
 
     async def _save(
         self, state: AgentState, thread_id: str, checkpoint_id: str, *, may_exist: bool

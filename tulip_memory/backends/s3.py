@@ -1,4 +1,6 @@
-"""S3Backend: checkpoints as objects in an S3-compatible bucket, via boto3 (extra ``s3``).
+"""S3Checkpointer (alias ``S3Backend``): checkpoints as objects in an S3-compatible bucket.
+
+Via boto3 (extra ``s3``).
 
 Production targets AWS S3 and S3-compatible stores (MinIO, Cloudflare R2, Ceph RGW...);
 the test suite runs it against moto's S3 server started on 127.0.0.1.
@@ -31,17 +33,18 @@ from tulip_memory.backends.base import (
 )
 from tulip_memory.state import AgentState
 
-__all__ = ["S3Backend"]
+__all__ = ["S3Backend", "S3Checkpointer"]
 
 _ORDER_SPAN = 10**20
 
 
-class S3Backend(BlockingCheckpointer):
+class S3Checkpointer(BlockingCheckpointer):
     """Checkpoints in ``bucket`` under ``prefix``.
 
     ``client`` may be a ready boto3 S3 client; otherwise one is built from
     ``client_options`` (``endpoint_url``, ``region_name``, credentials... as for
     ``boto3.client("s3", ...)``). ``create_bucket=True`` creates the bucket when missing.
+    :meth:`aclose` closes the client (its HTTP connection pool).
     """
 
     def __init__(
@@ -66,7 +69,11 @@ class S3Backend(BlockingCheckpointer):
             self._create_bucket()
 
     def __repr__(self) -> str:
-        return f"<S3Backend bucket={self.bucket!r} prefix={self.prefix!r}>"
+        return f"<{type(self).__name__} bucket={self.bucket!r} prefix={self.prefix!r}>"
+
+    async def aclose(self) -> None:
+        self.client.close()
+        await super().aclose()
 
     def _create_bucket(self) -> None:
         try:
@@ -201,3 +208,7 @@ class S3Backend(BlockingCheckpointer):
         for start in range(0, len(keys), 1000):  # DeleteObjects takes up to 1000 keys
             batch = [{"Key": key} for key in keys[start : start + 1000]]
             self.client.delete_objects(Bucket=self.bucket, Delete={"Objects": batch, "Quiet": True})
+
+
+# The backend's first name, kept so that code importing it keeps working.
+S3Backend = S3Checkpointer

@@ -1,13 +1,13 @@
 """DeltaCheckpointer: checkpoints stored as small deltas, with loads of a fixed cost.
 
-Design (how it beats the reference's full-snapshot-every-N-saves scheme):
+Design (storage that grows linearly with the conversation, loads of a fixed cost):
 
 * **Deltas are splices.** A save diffs the new messages against the parent's (common
   prefix, common suffix) and stores one splice: an append-only turn stores just the new
   messages; an edit or deletion of an earlier message stores only the changed span.
   Metadata is a key-level patch.
 * **Full checkpoints store no messages.** Every ``max_chain_depth + 1`` saves a full
-  checkpoint starts a new chain (as in the reference, to bound rebuild work), but its
+  checkpoint starts a new chain (to bound the rebuild work of a load), but its
   messages live in content-addressed **blocks** (BLAKE2b of their JSON) that full
   checkpoints *refer to*: the blocks of the previous full checkpoint that are still
   unchanged are reused as they are, and only the messages after them go into one new
@@ -23,13 +23,13 @@ Design (how it beats the reference's full-snapshot-every-N-saves scheme):
   splices.
 * **Fixed-cost saves.** A save reads the newest checkpoint's id (one read) and writes one
   record (plus, for a full checkpoint, one block write). Its parent's state comes from a
-  bounded LRU cache (``cache_size`` checkpoints; the reference's cache grew without
-  bound), else from a two-read load. The diff compares the messages once (in-memory
-  work linear in the message count, no extra I/O).
+  bounded LRU cache (``cache_size`` checkpoints, so a long-lived process does not grow
+  with every thread it touched), else from a two-read load. The diff compares the
+  messages once (in-memory work linear in the message count, no extra I/O).
 * **Never a wrong state.** Blocks are verified against their digest, payloads are
   zlib-checked, every record states its resulting message count, and a missing parent
   or block raises :class:`~tulip_memory.exceptions.CheckpointCorruptError` naming the
-  checkpoint (the reference silently fell back to other data).
+  checkpoint: a state rebuilt from whatever is left would be silently wrong.
 * **Deleting is safe.** ``delete(thread_id, checkpoint_id)`` and ``prune(thread_id,
   keep_last=N)`` first rewrite every kept checkpoint that depended on a deleted one as a
   full checkpoint (re-basing its descendants), then delete, then drop the blocks no full
@@ -42,17 +42,18 @@ time or chain root differ from the cached one, i.e. when another process replace
 re-based it). Do not prune a thread while another process saves to it, and note that a
 ``load`` by id served from the cache does not notice that another process replaced
 that id meanwhile.
+
+The pieces sit beside this module: :mod:`~tulip_memory.delta.splice` (the diff),
+:mod:`~tulip_memory.delta.payload` (what a record's payload holds),
+:mod:`~tulip_memory.delta.codec` (JSON + zlib, block digests) and
+:mod:`~tulip_memory.delta.keyed_locks` (the per-thread locks).
 """
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import json
 import zlib
-from collections import OrderedDict
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -62,10 +63,13 @@ from tulip_memory.backends.base import (
     validate_checkpoint_id,
     validate_thread_id,
 )
-from tulip_memory.delta import codec
+from tulip_memory.delta import codec, payload
+from tulip_memory.delta.keyed_locks import KeyedLocks
+from tulip_memory.delta.splice import Splice
 from tulip_memory.delta.storage import DeltaStorage, InMemoryDeltaStorage
 from tulip_memory.delta.types import BlockRef, CheckpointMetadata, DeltaCheckpoint, MessageBlock
 from tulip_memory.exceptions import CheckpointCorruptError
+from tulip_memory.lru import LRUCache
 from tulip_memory.messages import Message, ToolCall
 from tulip_memory.state import AgentState
 
@@ -98,47 +102,8 @@ class _Head:
         )
 
 
-class _KeyedLocks:
-    """One asyncio.Lock per key and event loop, kept only while someone holds or waits."""
-
-    def __init__(self) -> None:
-        self._locks: dict[tuple[int, str], tuple[asyncio.Lock, int]] = {}
-
-    @asynccontextmanager
-    async def hold(self, key: str) -> AsyncIterator[None]:
-        slot = (id(asyncio.get_running_loop()), key)
-        lock, users = self._locks.get(slot, (asyncio.Lock(), 0))
-        self._locks[slot] = (lock, users + 1)
-        try:
-            async with lock:
-                yield
-        finally:
-            lock, users = self._locks[slot]
-            if users == 1:
-                del self._locks[slot]
-            else:
-                self._locks[slot] = (lock, users - 1)
-
-
-_MISSING = object()
-
 # What damaged stored data raises while being decoded.
 _DECODE_ERRORS = (ValueError, KeyError, TypeError, IndexError, zlib.error)
-
-
-@dataclass(frozen=True)
-class _Splice:
-    """``new == old[:at] + inserted + old[at + removed:]``."""
-
-    at: int
-    removed: int
-    inserted: list[Message]
-
-    @classmethod
-    def between(cls, old: tuple[Message, ...], new: list[Message]) -> _Splice:
-        prefix = codec.common_prefix(old, new)
-        suffix = codec.common_suffix(old, new, prefix)
-        return cls(prefix, len(old) - prefix - suffix, new[prefix : len(new) - suffix])
 
 
 def _clone(message: Message) -> Message:
@@ -156,11 +121,6 @@ def _clone(message: Message) -> Message:
 def _json_copy(value: Any) -> Any:
     """What ``value`` reads back as from storage (JSON round trip)."""
     return json.loads(codec.dumps(value))
-
-
-def _check_count(payload: dict[str, Any], messages: list[Message]) -> None:
-    if payload["n"] != len(messages):
-        raise ValueError(f"{len(messages)} messages rebuilt, {payload['n']} expected")
 
 
 def _corrupt(thread_id: str, checkpoint_id: str, problem: str) -> CheckpointCorruptError:
@@ -193,8 +153,8 @@ class DeltaCheckpointer(BaseCheckpointer):
         self.max_chain_depth = max_chain_depth
         self.compression_level = compression_level
         self.cache_size = cache_size
-        self._cache: OrderedDict[tuple[str, str], _Head] = OrderedDict()
-        self._locks = _KeyedLocks()
+        self._cache: LRUCache[tuple[str, str], _Head] = LRUCache(cache_size, name="cache_size")
+        self._locks = KeyedLocks()
 
     def __repr__(self) -> str:
         return (
@@ -202,26 +162,22 @@ class DeltaCheckpointer(BaseCheckpointer):
             f"max_chain_depth={self.max_chain_depth}>"
         )
 
+    async def aclose(self) -> None:
+        """Close the storage and drop the cached states."""
+        await self.storage.aclose()
+        self._cache.clear()
+        await super().aclose()
+
     # -- cache -------------------------------------------------------------------------
 
     def _remember(self, thread_id: str, head: _Head) -> None:
-        if self.cache_size == 0:
-            return
-        key = (thread_id, head.checkpoint_id)
-        self._cache[key] = head
-        self._cache.move_to_end(key)
-        while len(self._cache) > self.cache_size:
-            self._cache.popitem(last=False)
+        self._cache.put((thread_id, head.checkpoint_id), head)
 
     def _cached(self, thread_id: str, checkpoint_id: str) -> _Head | None:
-        head = self._cache.get((thread_id, checkpoint_id))
-        if head is not None:
-            self._cache.move_to_end((thread_id, checkpoint_id))
-        return head
+        return self._cache.get((thread_id, checkpoint_id))
 
     def _forget_thread(self, thread_id: str) -> None:
-        for key in [k for k in self._cache if k[0] == thread_id]:
-            del self._cache[key]
+        self._cache.discard_where(lambda key: key[0] == thread_id)
 
     # -- rebuilding ----------------------------------------------------------------------
 
@@ -234,26 +190,21 @@ class DeltaCheckpointer(BaseCheckpointer):
         base, target = chain[0], chain[-1]
         messages = await self._read_blocks(thread_id, base, blocks)
         try:
-            payload = codec.unpack(base.data)
-            metadata, state_thread_id = payload["m"], payload["t"]
-            _check_count(payload, messages)
+            full = codec.unpack(base.data)
+            metadata, state_thread_id = payload.read_full(full)
+            payload.check_count(full, messages)
         except _DECODE_ERRORS as exc:
             raise _corrupt(thread_id, base.metadata.checkpoint_id, f"bad payload ({exc})") from exc
         stable = len(messages)
         for record in chain[1:]:
             try:
-                payload = codec.unpack(record.data)
-                if "s" in payload:
-                    at, removed, inserted = payload["s"]
-                    if not 0 <= at <= at + removed <= len(messages):
-                        raise ValueError(f"splice {at}+{removed} outside {len(messages)} messages")
-                    messages[at : at + removed] = [Message.from_dict(m) for m in inserted]
+                delta = codec.unpack(record.data)
+                metadata, state_thread_id, at = payload.apply_delta(
+                    delta, messages, metadata, state_thread_id
+                )
+                if at is not None:
                     stable = min(stable, at)
-                metadata = {**metadata, **payload.get("ms", {})}
-                for key in payload.get("md", ()):
-                    metadata.pop(key, None)
-                state_thread_id = payload.get("t", state_thread_id)
-                _check_count(payload, messages)
+                payload.check_count(delta, messages)
             except _DECODE_ERRORS as exc:
                 raise _corrupt(
                     thread_id, record.metadata.checkpoint_id, f"bad delta ({exc})"
@@ -332,7 +283,7 @@ class DeltaCheckpointer(BaseCheckpointer):
                 # process) may have replaced, re-based or deleted it since it was cached.
                 record = await self.storage.retrieve(thread_id, checkpoint_id)
                 if record is None:
-                    self._cache.pop((thread_id, checkpoint_id), None)
+                    self._cache.pop((thread_id, checkpoint_id))
                     return None
                 if head.describes(record.metadata):
                     return head
@@ -342,22 +293,6 @@ class DeltaCheckpointer(BaseCheckpointer):
         return head
 
     # -- writing -------------------------------------------------------------------------
-
-    def _delta_payload(
-        self, parent: _Head, splice: _Splice, metadata: dict[str, Any], state: AgentState
-    ) -> dict[str, Any]:
-        payload: dict[str, Any] = {"n": len(state.messages)}
-        if splice.removed or splice.inserted:
-            payload["s"] = [splice.at, splice.removed, [m.to_dict() for m in splice.inserted]]
-        changed = {k: v for k, v in metadata.items() if parent.metadata.get(k, _MISSING) != v}
-        if changed:
-            payload["ms"] = changed
-        dropped = [k for k in parent.metadata if k not in metadata]
-        if dropped:
-            payload["md"] = dropped
-        if state.thread_id != parent.state_thread_id:
-            payload["t"] = state.thread_id
-        return payload
 
     def _new_blocks(
         self, parent: _Head | None, stable: int, messages: list[Message]
@@ -395,30 +330,33 @@ class DeltaCheckpointer(BaseCheckpointer):
         """Store ``state`` under ``checkpoint_id``: a delta on ``parent``, or full."""
         metadata = _json_copy(state.metadata)
         if parent is None:
-            splice = _Splice(0, 0, list(state.messages))
+            splice = Splice(0, 0, list(state.messages))
             stable = 0
         else:
-            splice = _Splice.between(parent.messages, state.messages)
+            splice = Splice.between(parent.messages, state.messages)
             stable = min(parent.stable, splice.at)
         full = force_full or parent is None or parent.depth >= self.max_chain_depth
         if full:
             refs, blocks = self._new_blocks(parent, stable, state.messages)
             if blocks:  # blocks first: a reader never sees a record whose blocks are missing
                 await self.storage.store_blocks(thread_id, blocks)
-            payload: dict[str, Any] = {
-                "n": len(state.messages),
-                "m": metadata,
-                "t": state.thread_id,
-            }
+            record_payload = payload.full_payload(metadata, state.thread_id, len(state.messages))
             parent_id, depth, base_id, base_blocks = None, 0, checkpoint_id, refs
             stable = len(state.messages)
         else:
             assert parent is not None
-            payload = self._delta_payload(parent, splice, metadata, state)
+            record_payload = payload.delta_payload(
+                splice,
+                len(state.messages),
+                parent_metadata=parent.metadata,
+                metadata=metadata,
+                parent_thread_id=parent.state_thread_id,
+                thread_id=state.thread_id,
+            )
             refs = ()
             parent_id, depth = parent.checkpoint_id, parent.depth + 1
             base_id, base_blocks = parent.base_id, parent.base_blocks
-        raw, data = codec.pack(payload, self.compression_level)
+        raw, data = codec.pack(record_payload, self.compression_level)
         created_at = created_at or datetime.now(UTC)
         record = DeltaCheckpoint(
             metadata=CheckpointMetadata(
@@ -490,7 +428,7 @@ class DeltaCheckpointer(BaseCheckpointer):
                 return await self.storage.delete(thread_id)
             return await self._remove(thread_id, {checkpoint_id}) > 0
 
-    # -- the reference's extras, and pruning ---------------------------------------------------
+    # -- metadata, statistics and pruning ---------------------------------------------------
 
     async def get_metadata(self, thread_id: str, checkpoint_id: str) -> CheckpointMetadata | None:
         """Metadata of one checkpoint, or None."""
@@ -502,9 +440,9 @@ class DeltaCheckpointer(BaseCheckpointer):
     async def get_storage_stats(self, thread_id: str) -> dict[str, Any]:
         """Sizes of what the thread stores (all checkpoints, and the blocks).
 
-        The reference's keys (``total_checkpoints``, ``total_size``, ``compressed_size``,
-        ``compression_ratio``, ``full_checkpoints``, ``delta_checkpoints``) count records
-        AND blocks; ``blocks`` and ``block_bytes`` give the blocks' share.
+        ``total_checkpoints``, ``total_size``, ``compressed_size``, ``compression_ratio``,
+        ``full_checkpoints`` and ``delta_checkpoints`` count records AND blocks (what the
+        thread really occupies); ``blocks`` and ``block_bytes`` give the blocks' share.
         """
         validate_thread_id(thread_id)
         records = await self.storage.list_checkpoints(thread_id, limit=None)

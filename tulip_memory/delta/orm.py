@@ -5,7 +5,7 @@ chain root, full or delta, chain depth, sizes, block references, compressed payl
 created_at, tenant) and :class:`~tulip_memory.models.DeltaBlock`. Works on PostgreSQL —
 where the rows are under the tenant row-level security, like the store's — and on
 MySQL/MariaDB. Every call is one transaction pinned to the tenant (see
-:class:`~tulip_memory.backends.orm.TenantDatabase`); ``retrieve_chain`` and
+:class:`~tulip_memory.tenant_database.TenantDatabase`); ``retrieve_chain`` and
 ``retrieve_blocks`` are one SELECT each, and ``retrieve_for_load`` runs both in one
 transaction.
 """
@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from typing import Any
 
-from tulip_memory.backends.orm import TenantDatabase
 from tulip_memory.delta.storage import DeltaStorage, root_block_digests
 from tulip_memory.delta.types import CheckpointMetadata, DeltaCheckpoint, MessageBlock
+from tulip_memory.tenant_database import TenantDatabase
 
 __all__ = ["ORMDeltaStorage"]
 
@@ -58,7 +58,7 @@ def _checkpoint(row: dict[str, Any]) -> DeltaCheckpoint:
 
 
 class ORMDeltaStorage(TenantDatabase, DeltaStorage):
-    """DeltaStorage on the Django alias ``database`` (PostgreSQL, MySQL or MariaDB).
+    """DeltaStorage on the Django alias ``using`` (PostgreSQL, MySQL or MariaDB).
 
     ``tenant`` as for the ORM checkpointers: fixed here, else bound at call time.
     """
@@ -66,12 +66,12 @@ class ORMDeltaStorage(TenantDatabase, DeltaStorage):
     def _records(self, tenant: str, thread_id: str) -> Any:
         from tulip_memory.models import DeltaCheckpointRecord
 
-        return DeltaCheckpointRecord.objects.using(self.database).of_thread(tenant, thread_id)
+        return DeltaCheckpointRecord.objects.using(self.using).of_thread(tenant, thread_id)
 
     def _blocks(self, tenant: str, thread_id: str) -> Any:
         from tulip_memory.models import DeltaBlock
 
-        return DeltaBlock.objects.using(self.database).of_thread(tenant, thread_id)
+        return DeltaBlock.objects.using(self.using).of_thread(tenant, thread_id)
 
     # -- records -----------------------------------------------------------------------
 
@@ -110,7 +110,7 @@ class ORMDeltaStorage(TenantDatabase, DeltaStorage):
     ) -> list[DeltaCheckpoint]:
         from tulip_memory.models import DeltaCheckpointRecord
 
-        group = DeltaCheckpointRecord.objects.using(self.database).chain_group(
+        group = DeltaCheckpointRecord.objects.using(self.using).chain_group(
             tenant, thread_id, checkpoint_id
         )
         records = [_checkpoint(row) for row in group.values(*_METADATA_FIELDS, "data")]
@@ -151,7 +151,7 @@ class ORMDeltaStorage(TenantDatabase, DeltaStorage):
             .filter(digest__in=[b.digest for b in blocks])
             .values_list("digest", flat=True)
         )
-        DeltaBlock.objects.using(self.database).bulk_create(
+        DeltaBlock.objects.using(self.using).bulk_create(
             [
                 DeltaBlock(
                     tenant=tenant,

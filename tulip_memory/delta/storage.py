@@ -1,7 +1,7 @@
 """Where a :class:`~tulip_memory.delta.DeltaCheckpointer` keeps its records and blocks.
 
-:class:`DeltaStorage` is the reference's interface (``store``, ``retrieve``,
-``list_checkpoints``, ``delete``) plus what bounded loads and block sharing need:
+:class:`DeltaStorage` has ``store``, ``retrieve``, ``list_checkpoints`` and ``delete``,
+plus what bounded loads and block sharing need:
 
 * ``retrieve_chain(thread_id, checkpoint_id=None)`` — the checkpoint (the newest when
   None) first, followed by every record that shares its chain root. A storage answers
@@ -12,6 +12,9 @@
 * ``retrieve_for_load(thread_id, checkpoint_id=None)`` — ``retrieve_chain`` and the
   blocks of the checkpoint's root in one call (a storage may answer it in one round
   trip; the default makes the two calls).
+
+``aclose()`` releases what a storage holds (the default holds nothing); the
+checkpointer's ``aclose`` calls it.
 
 ``store`` inserts or replaces in place: a replaced checkpoint keeps its position in the
 newest-first order. ``delete(thread_id)`` without an id removes the thread's records AND
@@ -79,6 +82,9 @@ class DeltaStorage(ABC):
     @abstractmethod
     async def delete_blocks(self, thread_id: str, digests: Collection[str]) -> int:
         """Delete these blocks; return how many were deleted."""
+
+    async def aclose(self) -> None:  # noqa: B027 - optional hook, nothing to release by default
+        """Release what the storage holds (connections, clients); this default holds nothing."""
 
     async def retrieve_for_load(
         self, thread_id: str, checkpoint_id: str | None = None

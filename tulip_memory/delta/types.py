@@ -1,8 +1,8 @@
 """The records a :class:`~tulip_memory.delta.DeltaStorage` keeps.
 
-* :class:`CheckpointMetadata` — what a listing returns about a checkpoint (the
-  reference's fields, plus ``base_id``, the full checkpoint its chain starts from, and
-  ``blocks``, the message blocks a full checkpoint refers to);
+* :class:`CheckpointMetadata` — what a listing returns about a checkpoint (including
+  ``base_id``, the full checkpoint its chain starts from, so one read finds a whole
+  chain, and ``blocks``, the message blocks a full checkpoint refers to);
 * :class:`DeltaCheckpoint` — metadata plus the encoded, compressed payload;
 * :class:`MessageBlock` — a run of messages stored once, named by its content digest.
 """

@@ -20,8 +20,9 @@ from typing import Self
 
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
-from tulip_memory.backends.base import CHECKPOINT_ID_MAX_LENGTH, THREAD_ID_MAX_LENGTH
+from tulip_memory.identifiers import CHECKPOINT_ID_MAX_LENGTH, THREAD_ID_MAX_LENGTH
 from tulip_memory.tenancy import TENANT_MAX_LENGTH
 
 __all__ = [
@@ -71,7 +72,7 @@ class CheckpointRecord(ThreadRow):
 
     class Meta:
         db_table = "tulip_memory_checkpoint"
-        verbose_name = "checkpoint"
+        verbose_name = _("checkpoint")
         constraints = [
             models.UniqueConstraint(
                 fields=["tenant", "thread_id", "checkpoint_id"], name="tulip_ckpt_id_uniq"
@@ -112,10 +113,10 @@ class DeltaCheckpointRecord(ThreadRow):
     is_full = models.BooleanField()
     chain_depth = models.PositiveIntegerField()
     blocks = models.JSONField(
-        default=list, help_text="[[digest, message count], ...] of a full checkpoint"
+        default=list, help_text=_("[[digest, message count], ...] of a full checkpoint")
     )
-    size_bytes = models.PositiveBigIntegerField(help_text="Encoded size before compression")
-    compressed_size_bytes = models.PositiveBigIntegerField(help_text="Stored size of data")
+    size_bytes = models.PositiveBigIntegerField(help_text=_("Encoded size before compression"))
+    compressed_size_bytes = models.PositiveBigIntegerField(help_text=_("Stored size of data"))
     data = models.BinaryField()
     created_at = models.DateTimeField(default=timezone.now)
 
@@ -123,7 +124,7 @@ class DeltaCheckpointRecord(ThreadRow):
 
     class Meta:
         db_table = "tulip_memory_delta_checkpoint"
-        verbose_name = "delta checkpoint"
+        verbose_name = _("delta checkpoint")
         constraints = [
             models.UniqueConstraint(
                 fields=["tenant", "thread_id", "checkpoint_id"], name="tulip_dckpt_id_uniq"
@@ -147,14 +148,14 @@ class DeltaBlock(ThreadRow):
 
     digest = models.CharField(max_length=64)
     data = models.BinaryField()
-    size_bytes = models.PositiveBigIntegerField(help_text="Encoded size before compression")
+    size_bytes = models.PositiveBigIntegerField(help_text=_("Encoded size before compression"))
     created_at = models.DateTimeField(default=timezone.now)
 
     objects = DeltaBlockQuerySet.as_manager()
 
     class Meta:
         db_table = "tulip_memory_delta_block"
-        verbose_name = "delta block"
+        verbose_name = _("delta block")
         constraints = [
             models.UniqueConstraint(
                 fields=["tenant", "thread_id", "digest"], name="tulip_dblock_digest_uniq"

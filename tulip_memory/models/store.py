@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from django.db import connections, models
 from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
 from pgvector.django import VectorField
 
 from tulip_memory.namespaces import NAMESPACE_SEPARATOR, encode_namespace
@@ -334,18 +335,20 @@ def _json(value: Any) -> Any:
 class MemoryItem(models.Model):
     """One stored ``(namespace, key) -> value`` of PgMemory."""
 
-    tenant = models.CharField(max_length=TENANT_MAX_LENGTH, help_text="namespace[0]")
-    namespace = models.TextField(help_text="The namespace as a '/'-joined path")
+    tenant = models.CharField(max_length=TENANT_MAX_LENGTH, help_text=_("namespace[0]"))
+    namespace = models.TextField(help_text=_("The namespace as a '/'-joined path"))
     key = models.TextField()
     value = models.JSONField()
     metadata = models.JSONField(default=dict)
-    search_text = models.TextField(default="", help_text="Text matched by lexical search")
+    search_text = models.TextField(default="", help_text=_("Text matched by lexical search"))
     embedding = EmbeddingField(null=True, blank=True)
     embedding_source = models.CharField(
         max_length=100,
         default="",
         blank=True,
-        help_text="What computed the embedding: 'hrr', 'embedder:<name>', 'external'; '' for none",
+        help_text=_(
+            "What computed the embedding: 'hrr', 'embedder:<name>', 'external'; '' for none"
+        ),
     )
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
@@ -355,8 +358,8 @@ class MemoryItem(models.Model):
 
     class Meta:
         db_table = "tulip_memory_store_item"
-        verbose_name = "memory"
-        verbose_name_plural = "memories"
+        verbose_name = _("memory")
+        verbose_name_plural = _("memories")
         constraints = [
             models.UniqueConstraint(
                 fields=["tenant", "namespace", "key"], name="tulip_store_item_uniq"

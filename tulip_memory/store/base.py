@@ -2,7 +2,7 @@
 
 A store keeps JSON values under ``(namespace, key)``: ``namespace`` is a non-empty tuple
 of labels (``("users", "u1", "memories")``), ``key`` a string. The contract every store
-honours (and that ``tests/store/contract.py`` checks on each backend):
+honours (and that ``tests/store/test_contract.py`` checks on each backend):
 
 - **Writes are versioned.** ``StoreItem.version`` counts the writes of a key: 1 when it is
   created, +1 per update. ``created_at`` is kept on update; ``updated_at`` strictly advances.
@@ -25,11 +25,11 @@ honours (and that ``tests/store/contract.py`` checks on each backend):
   ``score >= threshold``; ``metadata_filter`` keeps items whose metadata has every given
   field equal to the given value.
 
-Differences from the reference, on purpose: ``get_item`` is abstract (the reference's
-default invented timestamps and version 1, so callers could not trust them); ``exists`` and
-``get_batch`` go through ``get_item`` so a stored ``None`` still exists; the default
-``clear_namespace`` keeps deleting until the namespace is empty instead of stopping after
-10,000 keys; stores close with ``async with store:`` too.
+``get_item`` is abstract: only the store knows an item's real timestamps and version, and
+a default inventing them would hand callers values they cannot trust. ``exists`` and
+``get_batch`` go through ``get_item`` so that a stored ``None`` still exists. The default
+``clear_namespace`` pages through ``list_keys`` until the namespace is empty, whatever its
+size. Stores close with ``async with store:`` too.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from datetime import datetime
 from typing import Any, NoReturn
 
 from tulip_memory.exceptions import StoreCapabilityError
+from tulip_memory.namespaces import Namespace
 from tulip_memory.store.validation import (
     prepare_batch,
     validate_key_list,
@@ -56,7 +57,6 @@ __all__ = [
     "StoreItem",
 ]
 
-Namespace = tuple[str, ...]
 BatchItem = tuple[Namespace, str, Any, dict[str, Any] | None]
 
 # How many keys the default clear_namespace deletes per list_keys round.

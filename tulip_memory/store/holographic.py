@@ -1,9 +1,9 @@
 """HolographicStore: durable memory in one SQLite file, with no other infrastructure.
 
 Each item is a row of ``tulip_items`` plus an FTS5 index entry (external-content table kept
-in sync by triggers) and, when numpy is importable, an HRR phase vector
-(:mod:`tulip_memory.store.hrr`, 2 bytes per dimension). The file runs in WAL mode, so
-readers in other processes do not block the writer.
+in sync by triggers) and an HRR phase vector (:mod:`tulip_memory.hrr`, 2 bytes per
+dimension). The file runs in WAL mode, so readers in other processes do not block the
+writer.
 
 Search fuses two rankings with reciprocal-rank fusion (RRF, k = 60): FTS5's BM25 over the
 query's terms (OR-ed, so an item need not contain every word) picks the candidates — the
@@ -12,16 +12,19 @@ them a second time; the fused score is ``1 / (60 + bm25_rank) + 1 / (60 + hrr_ra
 BM25 rewards rare words; HRR rewards the share of the query the item covers, normalised by
 length, so an item holding all the query's words beats one holding the rarest word alone.
 ``search(..., mode="lexical")`` and ``mode="hrr"`` (an exact HRR scan of the namespace)
-expose each ranking alone. Without numpy the store is FTS5-only and warns once per process.
-In a namespace of more than ``ROW_BUDGET`` (4000) items the candidate search leaves out the
-query's most common terms (BM25 costs microseconds per matching row and a frequent word
-matches half of a namespace); HRR still ranks the candidates on every term. This keeps a
-search at 100k items in one namespace under 50 ms (see ``bench/store.py``).
+expose each ranking alone. In a namespace of more than ``ROW_BUDGET`` (4000) items the
+candidate search leaves out the query's most common terms; HRR still ranks the
+candidates on every term. This keeps a search at 100k items in one namespace under 50 ms
+(see ``bench/store.py``).
 
 Semantic search stores the caller's embedding as float32 and ranks by an exact cosine scan
 with numpy. Its width is fixed by the first embedding written to the file (or
 ``embedding_dim=``) and kept in the file's ``tulip_meta`` table with the HRR ``dim``; a
 file written with another ``dim`` is refused.
+
+The class orchestrates; the seams live beside it: :mod:`~tulip_memory.store.holographic_sql`
+(schema and every statement), :mod:`~tulip_memory.store.holographic_fts` (BM25
+candidates) and :mod:`~tulip_memory.store.holographic_vectors` (HRR and embeddings).
 
 One connection guarded by a lock serves every thread; each call runs in a worker thread
 (``asyncio.to_thread``), so the store is usable from several event loops at once and never
@@ -34,12 +37,13 @@ import asyncio
 import json
 import sqlite3
 import threading
-import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from types import ModuleType
 from typing import Any, TypeVar
 
+from tulip_memory.clock import MonotonicWallClock, from_micros
+from tulip_memory.hrr import DEFAULT_DIM, validate_dim
+from tulip_memory.store import holographic_sql as sql
 from tulip_memory.store.base import (
     BaseStore,
     BatchItem,
@@ -47,21 +51,23 @@ from tulip_memory.store.base import (
     StoreCapabilities,
     StoreItem,
 )
+from tulip_memory.store.holographic_fts import bm25_candidates
 from tulip_memory.store.holographic_sql import (
-    COUNT_MATCHES,
-    COUNT_NAMESPACE,
-    ROW_BUDGET,
-    SCHEMA,
     Transaction,
-    fts_query,
     metadata_matches,
     ns_prefix_text,
     ns_to_text,
     scope_token,
 )
-from tulip_memory.store.ranking import cosine_top, rrf_order
-from tulip_memory.store.text import tokenize, value_text
-from tulip_memory.store.timestamps import WriteClock, from_micros, to_micros
+from tulip_memory.store.holographic_vectors import (
+    embedding_blob,
+    embedding_from_blob,
+    embedding_top,
+    hrr_blob,
+    hrr_similarities,
+    hrr_top,
+)
+from tulip_memory.store.ranking import rrf_order
 from tulip_memory.store.validation import (
     PreparedPut,
     decode_json,
@@ -77,33 +83,13 @@ from tulip_memory.store.validation import (
     validate_query,
     validate_threshold,
 )
+from tulip_memory.text import tokenize, value_text
 
 __all__ = ["HolographicStore"]
 
 T = TypeVar("T")
 
-DEFAULT_DIM = 512  # = hrr.DEFAULT_DIM, repeated here because hrr cannot import without numpy
 SEARCH_MODES = ("fused", "lexical", "hrr")
-_ITEM_COLUMNS = "key, value, metadata, created_at, updated_at, version"
-_numpy_warning_given = False
-
-
-def _load_hrr() -> ModuleType | None:
-    """The HRR module, or None (once-per-process warning) when numpy is not importable."""
-    global _numpy_warning_given  # noqa: PLW0603 - one warning per process, by design
-    try:
-        from tulip_memory.store import hrr
-    except ImportError:
-        if not _numpy_warning_given:
-            _numpy_warning_given = True
-            warnings.warn(
-                "HolographicStore: numpy is not installed, so search is FTS5-only (no HRR "
-                "vectors) and semantic search is unavailable; install numpy to enable them.",
-                RuntimeWarning,
-                stacklevel=3,
-            )
-        return None
-    return hrr
 
 
 class HolographicStore(BaseStore):
@@ -116,25 +102,18 @@ class HolographicStore(BaseStore):
         dim: int = DEFAULT_DIM,
         embedding_dim: int | None = None,
     ) -> None:
-        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
-            raise ValueError(f"dim must be an int >= 1, got {dim!r}")
+        validate_dim(dim)
         if embedding_dim is not None and (
             isinstance(embedding_dim, bool)
             or not isinstance(embedding_dim, int)
             or embedding_dim < 1
         ):
             raise ValueError(f"embedding_dim must be an int >= 1 or None, got {embedding_dim!r}")
-        # Modules, or None without numpy (typed Any: every use is behind that check).
-        self._hrr: Any = _load_hrr()
-        self._np: Any = None
-        if self._hrr is not None:
-            import numpy
-
-            self._np = numpy
         self._dim = dim
         self._path = str(path)
         self._lock = threading.Lock()
-        self._clock = WriteClock()
+        # Microseconds: how the file stores a timestamp (exact and sortable in SQLite).
+        self._clock = MonotonicWallClock(resolution_ns=1_000)
         self._conn: sqlite3.Connection | None = sqlite3.connect(
             self._path, check_same_thread=False, isolation_level=None, timeout=5.0
         )
@@ -149,12 +128,12 @@ class HolographicStore(BaseStore):
         conn = self._connection()
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
-        conn.executescript(SCHEMA)
+        conn.executescript(sql.SCHEMA)
         with self._transaction() as cur:
-            meta = dict(cur.execute("SELECT name, value FROM tulip_meta").fetchall())
+            meta = dict(cur.execute(sql.SELECT_META).fetchall())
             stored_dim = meta.get("dim")
             if stored_dim is None:
-                cur.execute("INSERT INTO tulip_meta VALUES ('dim', ?)", (str(self._dim),))
+                cur.execute(sql.INSERT_META, ("dim", str(self._dim)))
             elif int(stored_dim) != self._dim:
                 raise ValueError(
                     f"{self._path} holds HRR vectors of dim={stored_dim}; open it with that dim "
@@ -162,9 +141,7 @@ class HolographicStore(BaseStore):
                 )
             stored_width = meta.get("embedding_dim")
             if stored_width is None and embedding_dim is not None:
-                cur.execute(
-                    "INSERT INTO tulip_meta VALUES ('embedding_dim', ?)", (str(embedding_dim),)
-                )
+                cur.execute(sql.INSERT_META, ("embedding_dim", str(embedding_dim)))
             elif stored_width is not None and embedding_dim not in (None, int(stored_width)):
                 raise ValueError(
                     f"{self._path} holds embeddings of width {stored_width}, "
@@ -183,7 +160,7 @@ class HolographicStore(BaseStore):
     def capabilities(self) -> StoreCapabilities:
         return StoreCapabilities(
             search=True,
-            semantic_search=self._hrr is not None,
+            semantic_search=True,
             embedding_dimension=self._embedding_dim,
             list_namespaces=True,
             batch_operations=True,
@@ -220,12 +197,9 @@ class HolographicStore(BaseStore):
     # --- writes -----------------------------------------------------------------------
 
     def _encode(self, prepared: PreparedPut) -> tuple[str, bytes | None]:
+        """The FTS content (the value's tokens) and the HRR vector of one write."""
         tokens = tokenize(value_text(decode_json(prepared.value_json)))
-        hrr_blob = None
-        if self._hrr is not None:
-            phases = self._hrr.encode_tokens(tokens, self._dim)
-            hrr_blob = None if phases is None else self._hrr.to_bytes(phases)
-        return " ".join(tokens), hrr_blob
+        return " ".join(tokens), hrr_blob(tokens, self._dim)
 
     def _write(
         self,
@@ -235,30 +209,24 @@ class HolographicStore(BaseStore):
         embedding: bytes | None,
     ) -> None:
         ns = ns_to_text(prepared.namespace)
-        content, hrr_blob = encoded
-        row = cur.execute(
-            "SELECT updated_at, version FROM tulip_items WHERE ns = ? AND key = ?",
-            (ns, prepared.key),
-        ).fetchone()
+        content, hrr = encoded
+        row = cur.execute(sql.SELECT_WRITE_STATE, (ns, prepared.key)).fetchone()
         if row is None:
-            now = to_micros(self._clock.tick())
+            now = self._clock.tick()
             cur.execute(
-                "INSERT INTO tulip_items (ns, key, value, metadata, created_at, updated_at, "
-                "version, scope, content, hrr, embedding) "
-                "VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?)",
+                sql.INSERT_ITEM,
                 (
                     *(ns, prepared.key, prepared.value_json, prepared.metadata_json, now, now),
-                    *(scope_token(ns), content, hrr_blob, embedding),
+                    *(scope_token(ns), content, hrr, embedding),
                 ),
             )
         else:
-            now = to_micros(self._clock.tick(after=from_micros(row[0])))
+            now = self._clock.tick(after=row[0])
             cur.execute(
-                "UPDATE tulip_items SET value = ?, metadata = ?, updated_at = ?, version = ?, "
-                "content = ?, hrr = ?, embedding = ? WHERE ns = ? AND key = ?",
+                sql.UPDATE_ITEM,
                 (
                     *(prepared.value_json, prepared.metadata_json, now, row[1] + 1),
-                    *(content, hrr_blob, embedding, ns, prepared.key),
+                    *(content, hrr, embedding, ns, prepared.key),
                 ),
             )
 
@@ -298,28 +266,19 @@ class HolographicStore(BaseStore):
         embedding: list[float],
         metadata: dict[str, Any] | None = None,
     ) -> None:
-        if self._np is None:
-            await super().put_with_embedding(namespace, key, value, embedding, metadata)
         prepared = prepare_put(namespace, key, value, metadata)
         vector = validate_embedding(embedding, dimension=self._embedding_dim)
-        with self._np.errstate(over="ignore"):  # an overflow becomes inf, refused below
-            as_float32 = self._np.asarray(vector, dtype="<f4")
-        if not self._np.isfinite(as_float32).all() or not as_float32.any():
-            raise ValueError("embedding must be finite and not all zeros once stored as float32")
-        blob = as_float32.tobytes()
+        blob = embedding_blob(vector)
         encoded = self._encode(prepared)
 
         def work() -> None:
             with self._transaction() as cur:
                 if self._embedding_dim is None:
-                    width = cur.execute(
-                        "SELECT value FROM tulip_meta WHERE name = 'embedding_dim'"
-                    ).fetchone()
+                    # The first embedding of the file fixes its width (another process may
+                    # have fixed it since this one opened the file).
+                    width = cur.execute(sql.SELECT_EMBEDDING_DIM).fetchone()
                     if width is None:
-                        cur.execute(
-                            "INSERT INTO tulip_meta VALUES ('embedding_dim', ?)",
-                            (str(len(vector)),),
-                        )
+                        cur.execute(sql.INSERT_META, ("embedding_dim", str(len(vector))))
                     self._embedding_dim = int(width[0]) if width else len(vector)
                     validate_embedding(vector, dimension=self._embedding_dim)
                 self._write(cur, prepared, encoded, blob)
@@ -332,7 +291,7 @@ class HolographicStore(BaseStore):
 
         def work() -> bool:
             with self._transaction() as cur:
-                cur.execute("DELETE FROM tulip_items WHERE ns = ? AND key = ?", (ns, key))
+                cur.execute(sql.DELETE_ITEM, (ns, key))
                 return cur.rowcount > 0
 
         return await self._run(work)
@@ -342,7 +301,7 @@ class HolographicStore(BaseStore):
 
         def work() -> int:
             with self._transaction() as cur:
-                cur.execute("DELETE FROM tulip_items WHERE ns = ?", (ns,))
+                cur.execute(sql.DELETE_NAMESPACE, (ns,))
                 return cur.rowcount
 
         return await self._run(work)
@@ -361,56 +320,35 @@ class HolographicStore(BaseStore):
             version=version,
         )
 
-    def _fetch_one(self, namespace: tuple[str, ...], key: str, columns: str) -> Any:
-        ns = ns_to_text(namespace)
-        return (
-            self._connection()
-            .execute(f"SELECT {columns} FROM tulip_items WHERE ns = ? AND key = ?", (ns, key))
-            .fetchone()
+    async def _fetch_one(self, namespace: object, key: object, statement: str) -> Any:
+        """The row ``statement`` (one of the ``SELECT_*`` by ns and key) reads, or None."""
+        ns = ns_to_text(validate_namespace(namespace))
+        checked = validate_key(key)
+        return await self._run(
+            lambda: self._connection().execute(statement, (ns, checked)).fetchone()
         )
 
     async def get_item(self, namespace: tuple[str, ...], key: str) -> StoreItem | None:
-        validate_namespace(namespace)
-        validate_key(key)
-        row = await self._run(lambda: self._fetch_one(namespace, key, _ITEM_COLUMNS))
+        row = await self._fetch_one(namespace, key, sql.SELECT_ITEM)
         return None if row is None else self._item(namespace, row)
 
     async def get(self, namespace: tuple[str, ...], key: str) -> Any | None:
-        validate_namespace(namespace)
-        validate_key(key)
-        row = await self._run(lambda: self._fetch_one(namespace, key, "value"))
+        row = await self._fetch_one(namespace, key, sql.SELECT_VALUE)
         return None if row is None else json.loads(row[0])
 
     async def exists(self, namespace: tuple[str, ...], key: str) -> bool:
-        validate_namespace(namespace)
-        validate_key(key)
-        return await self._run(lambda: self._fetch_one(namespace, key, "1")) is not None
+        return await self._fetch_one(namespace, key, sql.SELECT_EXISTS) is not None
 
     async def get_embedding(self, namespace: tuple[str, ...], key: str) -> list[float] | None:
-        if self._np is None:
-            await super().get_embedding(namespace, key)
-        validate_namespace(namespace)
-        validate_key(key)
-        row = await self._run(lambda: self._fetch_one(namespace, key, "embedding"))
-        if row is None or row[0] is None:
-            return None
-        return self._np.frombuffer(row[0], dtype="<f4").astype(float).tolist()
-
-    def _newest(self, ns: str, limit: int, columns: str) -> list[Any]:
-        return (
-            self._connection()
-            .execute(
-                f"SELECT {columns} FROM tulip_items WHERE ns = ? "
-                "ORDER BY updated_at DESC, key LIMIT ?",
-                (ns, limit),
-            )
-            .fetchall()
-        )
+        row = await self._fetch_one(namespace, key, sql.SELECT_EMBEDDING)
+        return None if row is None or row[0] is None else embedding_from_blob(row[0])
 
     async def list_keys(self, namespace: tuple[str, ...], limit: int = 100) -> list[str]:
         ns = ns_to_text(validate_namespace(namespace))
         validate_limit(limit)
-        rows = await self._run(lambda: self._newest(ns, limit, "key"))
+        rows = await self._run(
+            lambda: self._connection().execute(sql.NEWEST_KEYS, (ns, limit)).fetchall()
+        )
         return [row[0] for row in rows]
 
     async def list_namespaces(
@@ -421,12 +359,12 @@ class HolographicStore(BaseStore):
         start = validate_namespace_prefix(prefix)
         validate_limit(limit)
         if start:
-            exact, head = ns_to_text(start), ns_prefix_text(start)
-            sql = "SELECT DISTINCT ns FROM tulip_items WHERE ns = ? OR substr(ns, 1, ?) = ?"
-            params: tuple[Any, ...] = (exact, len(head), head)
+            head = ns_prefix_text(start)
+            statement = sql.LIST_NAMESPACES_UNDER
+            params: tuple[Any, ...] = (ns_to_text(start), len(head), head)
         else:
-            sql, params = "SELECT DISTINCT ns FROM tulip_items", ()
-        rows = await self._run(lambda: self._connection().execute(sql, params).fetchall())
+            statement, params = sql.LIST_NAMESPACES, ()
+        rows = await self._run(lambda: self._connection().execute(statement, params).fetchall())
         return sorted(tuple(json.loads(row[0])) for row in rows)[:limit]
 
     # --- search -----------------------------------------------------------------------
@@ -434,98 +372,25 @@ class HolographicStore(BaseStore):
     def _search_one(
         self, namespace: tuple[str, ...], terms: list[str], limit: int, mode: str
     ) -> list[StoreItem]:
+        conn = self._connection()
         ns = ns_to_text(namespace)
         if not terms:
-            return [self._item(namespace, row) for row in self._newest(ns, limit, _ITEM_COLUMNS)]
-        if self._hrr is None:
-            mode = "lexical"
-        if mode == "hrr":
-            return self._hrr_scan(namespace, ns, terms, limit)
-        pool = limit if mode == "lexical" else max(50, 5 * limit)
-        candidate_terms = self._candidate_terms(ns, terms)
-        rows = (
-            self._connection()
-            .execute(
-                f"SELECT {_ITEM_COLUMNS}, hrr, content FROM ("
-                "SELECT rowid AS id, bm25(tulip_items_fts, 0.0, 1.0) AS score FROM tulip_items_fts "
-                "WHERE tulip_items_fts MATCH ? ORDER BY score LIMIT ?"
-                ") AS hits JOIN tulip_items ON tulip_items.rowid = hits.id "
-                "ORDER BY hits.score, updated_at DESC, key",
-                (fts_query(ns, candidate_terms), pool),
-            )
-            .fetchall()
-        )
-        if mode == "lexical" or not rows:
-            return [self._item(namespace, row) for row in rows[:limit]]
-        # Reciprocal-rank fusion of the BM25 order (rows) and the HRR order of the same rows.
-        similarity = self._similarities(terms, [(row[6], row[7]) for row in rows])
-        best = rrf_order(len(rows), similarity)[:limit]
-        return [self._item(namespace, rows[i]) for i in best]
-
-    def _candidate_terms(self, ns: str, terms: list[str]) -> list[str]:
-        """The query terms whose matches BM25 ranks: all of them unless the namespace is
-        large, then the rarest ones whose matches add up to at most ``ROW_BUDGET`` rows
-        (at least the rarest term)."""
-        conn = self._connection()
-        cap = ROW_BUDGET + 1
-        if len(terms) == 1 or conn.execute(COUNT_NAMESPACE, (ns, cap)).fetchone()[0] < cap:
-            return terms
-        counts = {
-            term: conn.execute(COUNT_MATCHES, (fts_query(ns, [term]), cap)).fetchone()[0]
-            for term in terms
-        }
-        chosen: list[str] = []
-        total = 0
-        for term in sorted(terms, key=lambda term: (counts[term], term)):
-            if chosen and total + counts[term] > ROW_BUDGET:
-                break
-            chosen.append(term)
-            total += counts[term]
-        return chosen
-
-    def _phases(self, blob: bytes | None, content: str) -> Any:
-        """Stored phases, or phases encoded now for rows written without numpy."""
-        if blob is not None:
-            return self._hrr.from_bytes(blob, self._dim)
-        phases = self._hrr.encode_tokens(content.split(), self._dim)
-        return self._np.zeros(self._dim) if phases is None else phases
-
-    def _similarities(self, terms: list[str], rows: list[tuple[bytes | None, str]]) -> Any:
-        query = self._hrr.encode_tokens(terms, self._dim)
-        matrix = self._np.stack([self._phases(blob, content) for blob, content in rows])
-        return self._hrr.similarities(query, matrix)
-
-    def _hrr_scan(
-        self, namespace: tuple[str, ...], ns: str, terms: list[str], limit: int
-    ) -> list[StoreItem]:
-        """Exact HRR ranking of every item of the namespace (in chunks of 4096 rows)."""
-        np = self._np
-        query = self._hrr.encode_tokens(terms, self._dim)
-        cursor = self._connection().execute(
-            "SELECT rowid, hrr, content FROM tulip_items WHERE ns = ?", (ns,)
-        )
-        ids: list[Any] = []
-        scores: list[Any] = []
-        while chunk := cursor.fetchmany(4096):
-            matrix = np.stack([self._phases(blob, content) for _, blob, content in chunk])
-            ids.append(np.fromiter((row[0] for row in chunk), dtype=np.int64, count=len(chunk)))
-            scores.append(self._hrr.similarities(query, matrix))
-        if not ids:
-            return []
-        all_ids, all_scores = np.concatenate(ids), np.concatenate(scores)
-        top = np.argsort(-all_scores, kind="stable")[:limit]
-        wanted = [int(all_ids[i]) for i in top]
-        rows = (
-            self._connection()
-            .execute(
-                f"SELECT rowid, {_ITEM_COLUMNS} FROM tulip_items "
-                f"WHERE rowid IN ({','.join('?' * len(wanted))})",
-                wanted,
-            )
-            .fetchall()
-        )
-        by_id = {row[0]: row[1:] for row in rows}
-        return [self._item(namespace, by_id[row_id]) for row_id in wanted]
+            rows = conn.execute(sql.NEWEST_ITEMS, (ns, limit)).fetchall()
+        elif mode == "hrr":
+            wanted = hrr_top(conn, ns, terms, self._dim, limit)
+            by_id = {
+                row[0]: row[1:]
+                for row in conn.execute(sql.items_by_rowid(len(wanted)), wanted).fetchall()
+            }
+            rows = [by_id[row_id] for row_id in wanted]
+        elif mode == "lexical":
+            rows = bm25_candidates(conn, ns, terms, limit)
+        else:
+            candidates = bm25_candidates(conn, ns, terms, max(50, 5 * limit))
+            # Reciprocal-rank fusion of the BM25 order and the HRR order of the same rows.
+            similarity = hrr_similarities(terms, [row[6] for row in candidates], self._dim)
+            rows = [candidates[i] for i in rrf_order(len(candidates), similarity)[:limit]]
+        return [self._item(namespace, row) for row in rows]
 
     async def search(
         self,
@@ -570,8 +435,6 @@ class HolographicStore(BaseStore):
     ) -> list[SemanticSearchResult]:
         """Exact cosine scan of the namespace's embeddings; ``score`` is the cosine
         similarity and ``distance`` ``1 - score``."""
-        if self._np is None:
-            await super().search_by_embedding(namespace, query_embedding, limit)
         ns = ns_to_text(validate_namespace(namespace))
         query = validate_embedding(query_embedding, dimension=self._embedding_dim)
         validate_limit(limit)
@@ -579,22 +442,16 @@ class HolographicStore(BaseStore):
         wanted = validate_metadata_filter(metadata_filter)
 
         def work() -> list[SemanticSearchResult]:
-            np = self._np
             rows = [
                 row
-                for row in self._connection().execute(
-                    f"SELECT {_ITEM_COLUMNS}, embedding FROM tulip_items "
-                    "WHERE ns = ? AND embedding IS NOT NULL",
-                    (ns,),
-                )
+                for row in self._connection().execute(sql.EMBEDDED_ITEMS, (ns,))
                 if metadata_matches(json.loads(row[2]), wanted)
             ]
             if not rows:
                 return []
-            matrix = np.stack([np.frombuffer(row[6], dtype="<f4") for row in rows])
             return [
                 SemanticSearchResult(self._item(namespace, rows[i]), score, 1.0 - score)
-                for i, score in cosine_top(matrix, query, limit, minimum)
+                for i, score in embedding_top([row[6] for row in rows], query, limit, minimum)
             ]
 
         return await self._run(work)

@@ -1,10 +1,13 @@
-"""HolographicStore's SQLite side: schema, namespace text forms, queries, transactions.
+"""HolographicStore's SQLite side: schema, namespace text forms, statements, transactions.
+
+Every statement the store runs is a named constant here (or, for a variable number of
+placeholders, one function building it), so the SQL can be read in one place.
 
 A namespace is stored as its compact JSON array (``["users","u1"]``): exact, reversible,
 and a prefix ``("users",)`` is the string prefix ``["users",`` of every namespace under
 it. The FTS5 table indexes two columns: ``scope``, one token per namespace (a BLAKE2b
 digest of its JSON) so that a full-text query is confined to one namespace inside FTS5
-itself, and ``content``, the value's tokens as :func:`tulip_memory.store.text.tokenize`
+itself, and ``content``, the value's tokens as :func:`tulip_memory.text.tokenize`
 produced them (the ``unicode61`` tokenizer with ``remove_diacritics 0`` then splits them
 exactly as they are, so every store matches the same words).
 """
@@ -14,16 +17,34 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-from collections.abc import Iterable
 from typing import Any
 
 __all__ = [
+    "BM25_CANDIDATES",
     "COUNT_MATCHES",
     "COUNT_NAMESPACE",
-    "ROW_BUDGET",
+    "DELETE_ITEM",
+    "DELETE_NAMESPACE",
+    "EMBEDDED_ITEMS",
+    "INSERT_ITEM",
+    "INSERT_META",
+    "ITEM_COLUMNS",
+    "LIST_NAMESPACES",
+    "LIST_NAMESPACES_UNDER",
+    "NAMESPACE_PHASES",
+    "NEWEST_ITEMS",
+    "NEWEST_KEYS",
     "SCHEMA",
+    "SELECT_EMBEDDING",
+    "SELECT_EMBEDDING_DIM",
+    "SELECT_EXISTS",
+    "SELECT_ITEM",
+    "SELECT_META",
+    "SELECT_VALUE",
+    "SELECT_WRITE_STATE",
+    "UPDATE_ITEM",
     "Transaction",
-    "fts_query",
+    "items_by_rowid",
     "metadata_matches",
     "ns_prefix_text",
     "ns_to_text",
@@ -84,22 +105,74 @@ def scope_token(ns_text: str) -> str:
     return "s" + hashlib.blake2b(ns_text.encode("utf-8"), digest_size=12).hexdigest()
 
 
-def fts_query(ns_text: str, terms: Iterable[str]) -> str:
-    """An FTS5 MATCH expression: the namespace's scope AND any of ``terms``."""
-    quoted = " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
-    return f'scope : "{scope_token(ns_text)}" AND content : ({quoted})'
+# --- statements -------------------------------------------------------------------------
 
+# The columns a StoreItem is built from, in HolographicStore._item's order.
+ITEM_COLUMNS = "key, value, metadata, created_at, updated_at, version"
 
-# A query's candidates are ranked by BM25 over at most about this many rows: in a bigger
-# namespace the query's most common terms are left out of the candidate search (they
-# still count in the HRR ranking). BM25 costs microseconds per matching row, and a very
-# common word can match half of a namespace.
-ROW_BUDGET = 4000
+SELECT_META = "SELECT name, value FROM tulip_meta"
+SELECT_EMBEDDING_DIM = "SELECT value FROM tulip_meta WHERE name = 'embedding_dim'"
+# Parameters: name, value.
+INSERT_META = "INSERT INTO tulip_meta VALUES (?, ?)"
 
+# The row a write updates: its last timestamp and version (parameters: ns, key).
+SELECT_WRITE_STATE = "SELECT updated_at, version FROM tulip_items WHERE ns = ? AND key = ?"
+INSERT_ITEM = (
+    "INSERT INTO tulip_items (ns, key, value, metadata, created_at, updated_at, "
+    "version, scope, content, hrr, embedding) "
+    "VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?)"
+)
+UPDATE_ITEM = (
+    "UPDATE tulip_items SET value = ?, metadata = ?, updated_at = ?, version = ?, "
+    "content = ?, hrr = ?, embedding = ? WHERE ns = ? AND key = ?"
+)
+DELETE_ITEM = "DELETE FROM tulip_items WHERE ns = ? AND key = ?"
+DELETE_NAMESPACE = "DELETE FROM tulip_items WHERE ns = ?"
+
+# One item by (ns, key): all of it, its value, its existence, its embedding.
+SELECT_ITEM = f"SELECT {ITEM_COLUMNS} FROM tulip_items WHERE ns = ? AND key = ?"
+SELECT_VALUE = "SELECT value FROM tulip_items WHERE ns = ? AND key = ?"
+SELECT_EXISTS = "SELECT 1 FROM tulip_items WHERE ns = ? AND key = ?"
+SELECT_EMBEDDING = "SELECT embedding FROM tulip_items WHERE ns = ? AND key = ?"
+
+# A namespace's items newest first (the ``tulip_items_recent`` index); parameters: ns, limit.
+NEWEST_ITEMS = (
+    f"SELECT {ITEM_COLUMNS} FROM tulip_items WHERE ns = ? ORDER BY updated_at DESC, key LIMIT ?"
+)
+NEWEST_KEYS = "SELECT key FROM tulip_items WHERE ns = ? ORDER BY updated_at DESC, key LIMIT ?"
+
+LIST_NAMESPACES = "SELECT DISTINCT ns FROM tulip_items"
+# Parameters: the prefix's own text, the length and text of what its children start with.
+LIST_NAMESPACES_UNDER = "SELECT DISTINCT ns FROM tulip_items WHERE ns = ? OR substr(ns, 1, ?) = ?"
+
+# The BM25-best ``limit`` matches of an FTS5 expression, as items with their HRR vector
+# (parameters: MATCH expression, limit). Column 0 of the FTS table (the namespace scope)
+# weighs nothing in the score.
+BM25_CANDIDATES = (
+    f"SELECT {ITEM_COLUMNS}, hrr FROM ("
+    "SELECT rowid AS id, bm25(tulip_items_fts, 0.0, 1.0) AS score FROM tulip_items_fts "
+    "WHERE tulip_items_fts MATCH ? ORDER BY score LIMIT ?"
+    ") AS hits JOIN tulip_items ON tulip_items.rowid = hits.id "
+    "ORDER BY hits.score, updated_at DESC, key"
+)
+# How many rows a namespace has / an FTS5 expression matches, counted up to a cap
+# (parameters: ns or MATCH expression, cap): enough to tell "more than the budget".
 COUNT_NAMESPACE = "SELECT count(*) FROM (SELECT 1 FROM tulip_items WHERE ns = ? LIMIT ?)"
 COUNT_MATCHES = (
     "SELECT count(*) FROM (SELECT 1 FROM tulip_items_fts WHERE tulip_items_fts MATCH ? LIMIT ?)"
 )
+
+# Every HRR vector of a namespace, for the exact HRR scan (parameter: ns).
+NAMESPACE_PHASES = "SELECT rowid, hrr FROM tulip_items WHERE ns = ?"
+# Every item of a namespace with a caller's embedding (parameter: ns).
+EMBEDDED_ITEMS = (
+    f"SELECT {ITEM_COLUMNS}, embedding FROM tulip_items WHERE ns = ? AND embedding IS NOT NULL"
+)
+
+
+def items_by_rowid(count: int) -> str:
+    """The items of ``count`` rowids (given as parameters), each with its rowid first."""
+    return f"SELECT rowid, {ITEM_COLUMNS} FROM tulip_items WHERE rowid IN ({','.join('?' * count)})"
 
 
 def metadata_matches(metadata: dict[str, Any], wanted: dict[str, Any]) -> bool:

@@ -10,10 +10,9 @@ Each namespace keeps its items in a dict ordered by last write (an update moves 
 to the end), so "newest first" is a reversed walk, and an inverted index token -> keys so a
 query only looks at items sharing a term.
 
-Locking: the reference guards mutations with an ``asyncio.Lock``. No critical section here
-awaits anything, so a ``threading.Lock`` gives the same exclusion without binding the store
-to one event loop, and also protects it when several threads (each with its own loop) share
-it.
+Locking: no critical section here awaits anything, so a ``threading.Lock`` excludes
+concurrent mutations without binding the store to one event loop (as an ``asyncio.Lock``
+would), and also protects it when several threads (each with its own loop) share it.
 """
 
 from __future__ import annotations
@@ -26,9 +25,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from tulip_memory.clock import MonotonicWallClock
 from tulip_memory.store.base import BaseStore, BatchItem, StoreCapabilities, StoreItem
-from tulip_memory.store.text import tokenize, value_text
-from tulip_memory.store.timestamps import WriteClock
 from tulip_memory.store.validation import (
     PreparedPut,
     decode_json,
@@ -40,6 +38,7 @@ from tulip_memory.store.validation import (
     validate_namespace_prefix,
     validate_query,
 )
+from tulip_memory.text import tokenize, value_text
 
 __all__ = ["InMemoryStore"]
 
@@ -89,7 +88,7 @@ class InMemoryStore(BaseStore):
     def __init__(self) -> None:
         self._namespaces: dict[tuple[str, ...], _Namespace] = {}
         self._lock = threading.Lock()
-        self._clock = WriteClock()
+        self._clock = MonotonicWallClock(resolution_ns=1_000)
         self._writes = itertools.count()
 
     @property
@@ -103,7 +102,7 @@ class InMemoryStore(BaseStore):
         previous = namespace.entries.pop(prepared.key, None)
         terms = frozenset(tokenize(value_text(decode_json(prepared.value_json))))
         if previous is None:
-            now = self._clock.tick()
+            now = self._clock.tick_datetime()
             entry = _Entry(prepared.value_json, prepared.metadata_json, now, now, 1, terms)
         else:
             namespace.unindex(prepared.key, previous.terms)
@@ -111,7 +110,7 @@ class InMemoryStore(BaseStore):
                 prepared.value_json,
                 prepared.metadata_json,
                 previous.created_at,
-                self._clock.tick(after=previous.updated_at),
+                self._clock.tick_datetime(after=previous.updated_at),
                 previous.version + 1,
                 terms,
             )

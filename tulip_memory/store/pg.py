@@ -6,7 +6,7 @@ pinned to the tenant of its namespace, so row-level security (migration ``0001_i
 is what keeps tenants apart — not the ``WHERE`` clauses, which only narrow.
 
 Vectors: with an ``embedder`` (a ``BaseEmbedding``) values and queries are embedded;
-without one they get the HRR ``[cos φ, sin φ]`` encoding of :mod:`tulip_memory.store.hrr`
+without one they get the HRR ``[cos φ, sin φ]`` encoding of :mod:`tulip_memory.hrr`
 (2 * ``dim`` wide). The width must equal ``TULIP_MEMORY["VECTOR_DIMENSIONS"]`` (the
 column's); a mismatch fails at construction.
 
@@ -21,11 +21,11 @@ vector from this store's encoder (no text, or written by another encoder — e.g
 embedder was configured) are still found by a lexical token match, with a one-time
 warning.
 
-Better than the reference: the tenant pin is transaction-local (``set_config(..., true)``)
-through the ORM's transaction; ``put_batch`` is one bulk upsert statement and keeps the
-version count right for keys repeated in a batch; ``get_batch`` is one query and
-``clear_namespace`` one statement; vectors are sorted exactly instead of trusting a
-filtered ANN scan.
+The tenant pin is transaction-local (``set_config(..., true)``) through the ORM's
+transaction, so a pooled connection never carries a tenant into its next use.
+``put_batch`` is one bulk upsert statement per tenant (a key repeated in a batch is
+written once per occurrence, so its version counts every write); ``get_batch`` is one
+query and ``clear_namespace`` one statement, to keep round trips independent of size.
 """
 
 from __future__ import annotations
@@ -41,11 +41,12 @@ from typing import Any, TypeVar
 import numpy as np
 from asgiref.sync import sync_to_async
 
-from tulip_memory.exceptions import ConfigurationError
+from tulip_memory.exceptions import ConfigurationError, TenantError
+from tulip_memory.hrr import DEFAULT_DIM
+from tulip_memory.namespaces import Namespace, decode_namespace, encode_namespace
 from tulip_memory.postgresql_operations import PGVECTOR_ANN_MAX_DIM
 from tulip_memory.store.base import BaseStore, SemanticSearchResult, StoreCapabilities, StoreItem
-from tulip_memory.store.pg_encoder import DEFAULT_DIM, DEFAULT_ENCODING_CACHE, TextEncoder
-from tulip_memory.store.text import tokenize, value_text
+from tulip_memory.store.pg_encoder import DEFAULT_ENCODING_CACHE, TextEncoder
 from tulip_memory.store.validation import (
     PreparedPut,
     prepare_batch,
@@ -60,7 +61,8 @@ from tulip_memory.store.validation import (
     validate_query,
     validate_threshold,
 )
-from tulip_memory.tenancy import current_tenant, validate_tenant
+from tulip_memory.tenancy import current_tenant, tenant_atomic, validate_tenant
+from tulip_memory.text import tokenize, value_text
 
 __all__ = ["DEFAULT_DIM", "DEFAULT_ENCODING_CACHE", "PGVECTOR_ANN_MAX_DIM", "PgMemory"]
 
@@ -74,7 +76,6 @@ MAX_INDEXED_BYTES = 2600
 _MAX_QUERY_TOKENS = 64
 
 T = TypeVar("T")
-Namespace = tuple[str, ...]
 
 
 def _aware(moment: datetime) -> datetime:
@@ -156,11 +157,9 @@ class PgMemory(BaseStore):
 
     @staticmethod
     def _check_indexable(prepared: PreparedPut, *, where: str = "") -> None:
-        # The unique btree on (tenant, namespace, key) holds entries of at most ~2.7 kB:
-        # a longer namespace + key failed in PostgreSQL with an OperationalError instead
-        # of a ValueError before the database.
-        from tulip_memory.namespaces import encode_namespace
-
+        # The unique btree on (tenant, namespace, key) holds entries of at most ~2.7 kB;
+        # a longer namespace + key is refused here, as bad input (ValueError), rather than
+        # by PostgreSQL halfway through a write (OperationalError).
         size = sum(
             len(part.encode())
             for part in (prepared.namespace[0], encode_namespace(prepared.namespace), prepared.key)
@@ -179,19 +178,30 @@ class PgMemory(BaseStore):
         except ValueError as exc:
             raise ValueError(f"{name}[0] is the tenant: {exc}") from None
 
+    @classmethod
+    def _checked(cls, namespace: object) -> Namespace:
+        """``namespace`` validated, its first label a valid tenant (the per-call preamble)."""
+        checked = validate_namespace(namespace)
+        cls._tenant_of(checked)
+        return checked
+
+    @classmethod
+    def _checked_with_key(cls, namespace: object, key: object) -> tuple[Namespace, str]:
+        """``_checked`` for a call on one key: namespace, then key, then tenant."""
+        checked, valid_key = validate_namespace(namespace), validate_key(key)
+        cls._tenant_of(checked)
+        return checked, valid_key
+
     def _items(self) -> Any:
         from tulip_memory.models.store import MemoryItem
 
         return MemoryItem.objects.using(self.using)
 
     def _atomic(self, tenant: str) -> Any:
-        from tulip_memory.tenancy import tenant_atomic
-
         return tenant_atomic(tenant, using=self.using)
 
     def _row(self, prepared: PreparedPut, text: str, vector: np.ndarray | None, source: str) -> Any:
         from tulip_memory.models.store import UpsertRow, search_text_of
-        from tulip_memory.namespaces import encode_namespace
 
         return UpsertRow(
             tenant=prepared.namespace[0],
@@ -310,14 +320,12 @@ class PgMemory(BaseStore):
             return rows.clear()
 
     async def delete(self, namespace: tuple[str, ...], key: str) -> bool:
-        namespace, key = validate_namespace(namespace), validate_key(key)
-        self._tenant_of(namespace)
+        namespace, key = self._checked_with_key(namespace, key)
         return await self._run(self._delete_sync, namespace, key) > 0
 
     async def clear_namespace(self, namespace: tuple[str, ...]) -> int:
         """Delete every item of ``namespace`` (not its children) in one statement."""
-        namespace = validate_namespace(namespace)
-        self._tenant_of(namespace)
+        namespace = self._checked(namespace)
         return await self._run(self._delete_sync, namespace, None)
 
     # --- reads ------------------------------------------------------------------------
@@ -328,8 +336,7 @@ class PgMemory(BaseStore):
         return None if row is None else self._item(namespace, row)
 
     async def get_item(self, namespace: tuple[str, ...], key: str) -> StoreItem | None:
-        namespace, key = validate_namespace(namespace), validate_key(key)
-        self._tenant_of(namespace)
+        namespace, key = self._checked_with_key(namespace, key)
         return await self._run(self._get_sync, namespace, key)
 
     async def get(self, namespace: tuple[str, ...], key: str) -> Any | None:
@@ -341,15 +348,12 @@ class PgMemory(BaseStore):
             return self._items().for_namespace(namespace).filter(key=key).exists()
 
     async def exists(self, namespace: tuple[str, ...], key: str) -> bool:
-        namespace, key = validate_namespace(namespace), validate_key(key)
-        self._tenant_of(namespace)
+        namespace, key = self._checked_with_key(namespace, key)
         return await self._run(self._exists_sync, namespace, key)
 
     def _get_batch_sync(
         self, pairs_by_tenant: dict[str, list[tuple[Namespace, str]]]
     ) -> dict[Any, Any]:
-        from tulip_memory.namespaces import encode_namespace
-
         found: dict[tuple[Namespace, str], Any] = {}
         for tenant, pairs in pairs_by_tenant.items():
             wanted = {(encode_namespace(ns), key): (ns, key) for ns, key in pairs}
@@ -379,13 +383,10 @@ class PgMemory(BaseStore):
             return list(rows.values_list("key", flat=True)[:limit])
 
     async def list_keys(self, namespace: tuple[str, ...], limit: int = 100) -> list[str]:
-        namespace, limit = validate_namespace(namespace), validate_limit(limit)
-        self._tenant_of(namespace)
+        namespace, limit = self._checked(namespace), validate_limit(limit)
         return await self._run(self._list_keys_sync, namespace, limit)
 
     def _list_namespaces_sync(self, tenant: str, prefix: Namespace, limit: int) -> list[Namespace]:
-        from tulip_memory.namespaces import decode_namespace
-
         with self._atomic(tenant):
             rows = list(self._items().under_prefix(prefix).namespace_paths()[:limit])
         return [decode_namespace(path) for path, _sort_key in rows]
@@ -403,8 +404,6 @@ class PgMemory(BaseStore):
         if prefix:
             tenant = self._tenant_of(prefix, name="prefix")
         else:
-            from tulip_memory.exceptions import TenantError
-
             bound = current_tenant()
             if bound is None:
                 raise TenantError(
@@ -422,8 +421,6 @@ class PgMemory(BaseStore):
         # The one search statement of this store (search, search_many and
         # search_by_embedding): ids and ranks over the namespace first, then only the k
         # winners read in full (MemoryItemQuerySet.search_paths).
-        from tulip_memory.namespaces import encode_namespace
-
         with self._atomic(tenant):
             return self._items().search_paths(
                 tenant, [encode_namespace(ns) for ns in namespaces], limit, **ranking
@@ -490,8 +487,7 @@ class PgMemory(BaseStore):
         metadata_filter: dict[str, Any] | None = None,
     ) -> list[SemanticSearchResult]:
         """Items of ``namespace`` with a vector, by exact cosine similarity (highest first)."""
-        namespace = validate_namespace(namespace)
-        self._tenant_of(namespace)
+        namespace = self._checked(namespace)
         vector = self.encoder.checked(query_embedding, name="query_embedding")
         limit, threshold = validate_limit(limit), validate_threshold(threshold)
         filters = validate_metadata_filter(metadata_filter)
@@ -519,8 +515,7 @@ class PgMemory(BaseStore):
         return None if vector is None else [float(v) for v in vector]
 
     async def get_embedding(self, namespace: tuple[str, ...], key: str) -> list[float] | None:
-        namespace, key = validate_namespace(namespace), validate_key(key)
-        self._tenant_of(namespace)
+        namespace, key = self._checked_with_key(namespace, key)
         return await self._run(self._get_embedding_sync, namespace, key)
 
     async def close(self) -> None:

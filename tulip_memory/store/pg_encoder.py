@@ -1,7 +1,7 @@
 """TextEncoder: the vectors of PgMemory — an embedder's, else HRR — with a per-tenant cache.
 
 Without an embedder a text's vector is the HRR ``[cos φ, sin φ]`` encoding of its tokens
-(:mod:`tulip_memory.store.hrr`), ``2 * dim`` wide; with one it is the embedder's, of its
+(:mod:`tulip_memory.hrr`), ``2 * dim`` wide; with one it is the embedder's, of its
 ``dimension``. A text without any word has no vector (None). Vectors are float32 numpy
 arrays (what pgvector stores; they travel to PostgreSQL in binary), read-only because the
 cache shares them.
@@ -14,21 +14,21 @@ vectors of another encoder are never ranked against this one's.
 
 from __future__ import annotations
 
-import threading
 import warnings
-from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from tulip_memory import hrr
+from tulip_memory.hrr import DEFAULT_DIM
+from tulip_memory.lru import LRUCache
 from tulip_memory.postgresql_operations import PGVECTOR_ANN_MAX_DIM
-from tulip_memory.store.text import tokenize
 from tulip_memory.store.validation import validate_embedding
+from tulip_memory.text import tokenize
 
-__all__ = ["DEFAULT_DIM", "DEFAULT_ENCODING_CACHE", "TextEncoder"]
+__all__ = ["DEFAULT_ENCODING_CACHE", "TextEncoder"]
 
-DEFAULT_DIM = 512
 DEFAULT_ENCODING_CACHE = 1024
 
 
@@ -77,19 +77,14 @@ class TextEncoder:
         embedder: Any | None = None,
         cache_size: int = DEFAULT_ENCODING_CACHE,
     ) -> None:
-        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
-            raise ValueError(f"dim must be an int >= 1, got {dim!r}")
-        if isinstance(cache_size, bool) or not isinstance(cache_size, int):
-            raise ValueError(f"encoding_cache must be an int, got {cache_size!r}")
-        if cache_size < 0:
-            raise ValueError(f"encoding_cache must be >= 0, got {cache_size}")
+        hrr.validate_dim(dim)
         self.dim = dim
         self.embedder = embedder
         self.width = _width(dim, embedder)
         self.source = "hrr" if embedder is None else _embedder_name(embedder)
-        self._cache_size = cache_size
-        self._cache: OrderedDict[tuple[str, str], np.ndarray | None] = OrderedDict()
-        self._lock = threading.Lock()
+        self._cache: LRUCache[tuple[str, str], np.ndarray | None] = LRUCache(
+            cache_size, name="encoding_cache"
+        )
 
     # --- vectors ------------------------------------------------------------------------
 
@@ -140,8 +135,6 @@ class TextEncoder:
         return "[" + ",".join(map(repr, vector.tolist())) + "]"
 
     def _hrr(self, text: str) -> np.ndarray | None:
-        from tulip_memory.store import hrr
-
         phases = hrr.encode_tokens(tokenize(text), self.dim)
         if phases is None:
             return None
@@ -168,30 +161,21 @@ class TextEncoder:
     async def encode(self, tenant: str, text: str) -> np.ndarray | None:
         """One text's vector, through the cache keyed by ``(tenant, text)``."""
         key = (tenant, text)
-        if self._cache_size:
-            with self._lock:
-                if key in self._cache:
-                    self._cache.move_to_end(key)
-                    return self._cache[key]
+        hit, cached = self._cache.lookup(key)
+        if hit:
+            return cached
         if self.embedder is None:
             vector = self._hrr(text)
         elif not tokenize(text):
             vector = None
         else:
             vector = self._encoded(await self.embedder.embed(text), name="embedder output")
-        if self._cache_size:
-            with self._lock:
-                self._cache[key] = vector
-                self._cache.move_to_end(key)
-                while len(self._cache) > self._cache_size:
-                    self._cache.popitem(last=False)
+        self._cache.put(key, vector)
         return vector
 
     def cached_keys(self) -> list[tuple[str, str]]:
         """The ``(tenant, text)`` keys in the cache, least recently used first."""
-        with self._lock:
-            return list(self._cache)
+        return self._cache.keys()
 
     def clear(self) -> None:
-        with self._lock:
-            self._cache.clear()
+        self._cache.clear()

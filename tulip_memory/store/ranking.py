@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 __all__ = ["RRF_K", "cosine_top", "rrf_order"]
 
 # The usual RRF constant: it damps the weight of the very first ranks.
@@ -33,8 +35,6 @@ def cosine_top(
 ) -> list[tuple[int, float]]:
     """``(row, cosine)`` of the ``limit`` rows of ``matrix`` most similar to ``query``,
     best first, keeping only ``cosine >= threshold`` when a threshold is given."""
-    import numpy as np
-
     if matrix.shape[1] != len(query):
         raise ValueError(
             f"query_embedding has {len(query)} dimensions, the store holds {matrix.shape[1]}"

@@ -3,7 +3,8 @@
 Every store calls these helpers at the top of each public method, so bad input never
 reaches storage and the message always names the argument and the problem:
 
-- a namespace is a non-empty ``tuple`` of non-empty ``str`` labels without NUL;
+- a namespace follows the one rule of :mod:`tulip_memory.namespaces` (a non-empty
+  ``tuple`` of non-blank ``str`` labels without NUL);
 - a key is a non-empty ``str`` without NUL;
 - a value (and metadata) must be strict JSON: no NaN or Infinity
   (``json.dumps(..., allow_nan=False)``) and no NUL character in any string (PostgreSQL's
@@ -11,12 +12,14 @@ reaches storage and the message always names the argument and the problem:
   or a ``dict`` with ``str`` keys;
 - an embedding is a non-empty sequence of finite real numbers, not all zero, of the
   store's width when the store has one;
-- a limit is an ``int`` >= 1, a threshold a finite number in [-1, 1].
+- a limit is an ``int`` >= 1 (:mod:`tulip_memory.paging`), a threshold a finite number
+  in [-1, 1].
 
-The helpers return the normalised form a store writes (``encode_value`` returns the JSON
-text), so a store validates and encodes in one step. :func:`prepare_batch` validates every
-item of a batch and names the index of the first bad one, which lets ``put_batch`` refuse
-the whole batch before writing anything.
+The namespace and limit rules are re-exported from their own modules, so every store
+imports its validators from here. The helpers return the normalised form a store writes
+(``encode_value`` returns the JSON text), so a store validates and encodes in one step.
+:func:`prepare_batch` validates every item of a batch and names the index of the first bad
+one, which lets ``put_batch`` refuse the whole batch before writing anything.
 """
 
 from __future__ import annotations

@@ -98,9 +98,9 @@ async def checkpoints_scene(out: TextIO) -> None:
 
     out.write(f"Registry providers: {', '.join(list_checkpointers())}\n")
     with tempfile.TemporaryDirectory() as folder:
-        files = get_checkpointer(f"file:{folder}")
-        await files.save(state, "t")
-        out.write(
-            f"get_checkpointer('file:<tmp>') -> {type(files).__name__}, round trip "
-            f"equal={await files.load('t') == state}\n"
-        )
+        async with get_checkpointer(f"file:{folder}") as files:  # aclose() on exit
+            await files.save(state, "t")
+            out.write(
+                f"get_checkpointer('file:<tmp>') -> {type(files).__name__}, round trip "
+                f"equal={await files.load('t') == state}\n"
+            )

@@ -29,9 +29,11 @@ MEMORIES = {
 def _raw_sql_view() -> list[str]:
     from django.db import DatabaseError, connection, transaction
 
+    from tulip_memory.models.store import MemoryItem
     from tulip_memory.tenancy import tenant_atomic
 
-    table = "tulip_memory_store_item"
+    # Quoted as the model's own statements quote it (MemoryItemQuerySet).
+    table = connection.ops.quote_name(MemoryItem._meta.db_table)
     lines = []
     with connection.cursor() as cursor:
         cursor.execute("SELECT current_user")

@@ -1,6 +1,6 @@
 """Holographic reduced representations (HRR) of text, as phase vectors.
 
-A text becomes ``dim`` phases: every token (see :func:`tulip_memory.store.text.tokenize`)
+A text becomes ``dim`` phases: every token (see :func:`tulip_memory.text.tokenize`)
 has a pseudo-random phase vector, and the text's vector is the phase of the sum of its
 distinct tokens' unit phasors (HRR superposition in the frequency domain). The similarity
 of two texts is ``mean(cos(a - b))``: about 0 for texts without a common token, growing
@@ -22,7 +22,9 @@ API (also used by PgMemory for its fallback encoding without an embedder)::
 ``(cos φ_j, sin φ_j)`` has norm 1, so the vector is ``sqrt(dim)`` long: a pgvector cosine
 search over these vectors ranks exactly as HRR similarity does.
 
-This module needs numpy; importing it raises ``ImportError`` without it.
+It sits below both the stores and the embedders: :class:`~tulip_memory.store.HolographicStore`
+and PgMemory's text encoder call it directly, and
+:class:`~tulip_memory.embeddings.HRREmbedding` adapts it to ``BaseEmbedding``.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from tulip_memory.store.text import tokenize
+from tulip_memory.text import tokenize
 
 __all__ = [
     "DEFAULT_DIM",
@@ -43,12 +45,20 @@ __all__ = [
     "similarities",
     "similarity",
     "to_bytes",
+    "validate_dim",
 ]
 
-DEFAULT_DIM = 512
+DEFAULT_DIM = 512  # phases per text: the default of every HRR user (stores, embedder)
 _PERSON = b"tulip-hrr-v1"  # changing it changes every encoding
 _STEPS = 65536  # phases are multiples of 2π / 65536
 _SCALE = 2 * np.pi / _STEPS
+
+
+def validate_dim(dim: object) -> int:
+    """``dim`` if it is an ``int`` >= 1: the HRR width every user of this module accepts."""
+    if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
+        raise ValueError(f"dim must be an int >= 1, got {dim!r}")
+    return dim
 
 
 @lru_cache(maxsize=4096)  # 4096 tokens x 512 dims x 8 bytes = 16 MiB at most

@@ -1,0 +1,63 @@
+"""HolographicStore's full-text side: FTS5 match expressions and BM25 candidate search.
+
+A query's terms are OR-ed (an item need not contain every word) and confined to one
+namespace by its scope token inside FTS5 itself. In a namespace of more than
+``ROW_BUDGET`` items the candidate search leaves out the query's most common terms: BM25
+costs microseconds per matching row and a frequent word can match half of a namespace.
+The HRR ranking of the candidates (:mod:`tulip_memory.store.holographic_vectors`) still
+counts every term.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable
+from typing import Any
+
+from tulip_memory.store.holographic_sql import (
+    BM25_CANDIDATES,
+    COUNT_MATCHES,
+    COUNT_NAMESPACE,
+    scope_token,
+)
+
+__all__ = ["ROW_BUDGET", "bm25_candidates", "fts_query"]
+
+# A query's candidates are ranked by BM25 over at most about this many rows.
+ROW_BUDGET = 4000
+
+
+def fts_query(ns_text: str, terms: Iterable[str]) -> str:
+    """An FTS5 MATCH expression: the namespace's scope AND any of ``terms``."""
+    quoted = " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
+    return f'scope : "{scope_token(ns_text)}" AND content : ({quoted})'
+
+
+def _candidate_terms(conn: sqlite3.Connection, ns: str, terms: list[str]) -> list[str]:
+    """The query terms whose matches BM25 ranks: all of them unless the namespace is
+    large, then the rarest ones whose matches add up to at most ``ROW_BUDGET`` rows
+    (at least the rarest term)."""
+    cap = ROW_BUDGET + 1
+    if len(terms) == 1 or conn.execute(COUNT_NAMESPACE, (ns, cap)).fetchone()[0] < cap:
+        return terms
+    counts = {
+        term: conn.execute(COUNT_MATCHES, (fts_query(ns, [term]), cap)).fetchone()[0]
+        for term in terms
+    }
+    chosen: list[str] = []
+    total = 0
+    for term in sorted(terms, key=lambda term: (counts[term], term)):
+        if chosen and total + counts[term] > ROW_BUDGET:
+            break
+        chosen.append(term)
+        total += counts[term]
+    return chosen
+
+
+def bm25_candidates(conn: sqlite3.Connection, ns: str, terms: list[str], pool: int) -> list[Any]:
+    """The ``pool`` BM25-best items of namespace ``ns`` for ``terms``, best first.
+
+    Each row is ``ITEM_COLUMNS`` followed by the item's HRR vector (``hrr``).
+    """
+    expression = fts_query(ns, _candidate_terms(conn, ns, terms))
+    return conn.execute(BM25_CANDIDATES, (expression, pool)).fetchall()
