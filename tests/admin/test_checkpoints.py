@@ -24,7 +24,7 @@ pytestmark = [
 @pytest.fixture
 def tenant_middleware():
     with override_settings(
-        MIDDLEWARE=[*settings.MIDDLEWARE, "tulip_memory.tenancy.TenantMiddleware"]
+        MIDDLEWARE=[*settings.MIDDLEWARE, "tulip_memory.middleware.TenantMiddleware"]
     ):
         yield
 

@@ -67,7 +67,7 @@ def test_staff_cannot_pick_a_tenant_but_the_middleware_tenant_applies(memories, 
     from django.contrib.auth.models import Permission
 
     staff.user_permissions.add(Permission.objects.get(codename="view_memoryitem"))
-    settings.MIDDLEWARE = [*settings.MIDDLEWARE, "tulip_memory.tenancy.TenantMiddleware"]
+    settings.MIDDLEWARE = [*settings.MIDDLEWARE, "tulip_memory.middleware.TenantMiddleware"]
     client.force_login(staff)
     page = client.get(reverse(CHANGELIST), {"tenant": "beta"})
     assert "beta drives" not in page.content.decode()
