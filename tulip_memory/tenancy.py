@@ -54,9 +54,8 @@ def current_tenant() -> str | None:
     return _bound_tenants.top()
 
 
-class tenant_context(
-    ContextBinding[str]
-):  # lower-case: used like a function, as contextlib helpers are
+# Lower-case: used like a function, as contextlib helpers are.
+class tenant_context(ContextBinding[str]):
     """Bind ``tenant`` for a ``with`` block, or for every call of a decorated function.
 
     Works on plain functions and on ``async def`` functions; nests (the inner tenant
