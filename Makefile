@@ -28,6 +28,7 @@ demo: $(STAMP)
 
 ## Run the whole test suite (starts an embedded PostgreSQL; uses the machine's MariaDB and Redis).
 test: $(STAMP)
+	$(BIN)/lint-imports --no-cache
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: $(STAMP)

@@ -1,7 +1,7 @@
 """Celery tasks of tulip_memory (autodiscovered by a project's Celery app).
 
 ``run_extraction_queue(tenant, queue_id)`` runs the open extraction jobs of one memory
-namespace, in order, under a lease (:mod:`tulip_memory.manager.extraction.worker`). Its
+namespace, in order, under a lease (:mod:`tulip_memory.manager.worker`). Its
 message carries no work: duplicates, redeliveries and reordering change nothing. Route
 it to ``TULIP_MEMORY["CELERY_QUEUE"]`` (the manager sends it there) and start workers
 with ``celery -A <project> worker -Q <that queue>``.
@@ -14,7 +14,7 @@ from django.db import InterfaceError, OperationalError
 
 from tulip_memory.manager.extraction.queue import send_run_task
 from tulip_memory.manager.extraction.task_names import RUN_EXTRACTION_QUEUE
-from tulip_memory.manager.extraction.worker import run_queue
+from tulip_memory.manager.worker import run_queue
 
 __all__ = ["run_extraction_queue"]
 

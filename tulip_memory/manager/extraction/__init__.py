@@ -2,6 +2,9 @@
 
 * ``"inline"``: in the caller, before ``on_session_end`` returns (no runner object);
 * ``"background"``: :mod:`.background`, in-process asyncio tasks;
-* ``"celery"``: :mod:`.queue` (the caller's side: job rows + task messages) and
-  :mod:`.worker` (the worker's side: leases, ordered runs, retries).
+* ``"celery"``: :mod:`.queue` (the caller's side: job rows + task messages).
+
+The worker's side of celery mode (leases, ordered runs, retries) is
+:mod:`tulip_memory.manager.worker`: it builds a manager, so it sits above the manager
+core, while everything here sits below it.
 """
