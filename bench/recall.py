@@ -27,7 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -60,7 +60,10 @@ def data_dir() -> Path:
     roots = [REPO]
     common = subprocess.run(
         ["git", "rev-parse", "--path-format=absolute", "--git-common-dir"],
-        cwd=REPO, capture_output=True, text=True,
+        check=False,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
     )
     if common.returncode == 0:
         roots.append(Path(common.stdout.strip()).parent)
@@ -112,7 +115,9 @@ class StoreSubject:
 
     async def load(self, namespace: tuple[str, ...], items: list[tuple[str, Any]]) -> None:
         for start in range(0, len(items), 500):
-            await self.store.put_batch([(namespace, k, v, None) for k, v in items[start : start + 500]])
+            await self.store.put_batch(
+                [(namespace, k, v, None) for k, v in items[start : start + 500]]
+            )
 
     async def search(self, namespace: tuple[str, ...], query: str, limit: int) -> list[str]:
         return [item.key for item in await self.store.search(namespace, query, limit=limit)]
@@ -202,18 +207,6 @@ class Context:
         return self._wordllama
 
 
-def pg_memory(ctx: Context, embedder: Any = None) -> StoreSubject:
-    from tulip_memory.store import PgMemory
-
-    return StoreSubject(PgMemory(embedder=embedder))
-
-
-def prototypes() -> Any:
-    import recall_prototypes
-
-    return recall_prototypes
-
-
 @dataclass(frozen=True)
 class Config:
     """One line of the table: ``width`` is PgMemory's vector column (None: no PostgreSQL)."""
@@ -223,56 +216,95 @@ class Config:
     width: int | None = None
 
 
-def _store(cls_name: str) -> Callable[[Context], Subject]:
+def store(cls_name: str, wordllama: bool = False) -> Callable[[Context], Subject]:
     def make(ctx: Context) -> Subject:
         import tulip_memory.store as stores
 
+        if cls_name == "PgMemory":
+            return StoreSubject(stores.PgMemory(embedder=ctx.wordllama() if wordllama else None))
         return StoreSubject(getattr(stores, cls_name)())
 
     return make
 
 
-P = "recall_prototypes"
+def langgraph(ctx: Context) -> Subject:
+    return LangGraphSubject(ctx.admin_url or "", ctx.wordllama())
+
+
+def proto(kind: str, wordllama: bool = False, **options: Any) -> Callable[[Context], Subject]:
+    """A prototype of ``bench/recall_prototypes``: ``bm25``, ``fts5`` or ``pg``."""
+
+    def make(ctx: Context) -> Subject:
+        import recall_prototypes as p
+
+        embedder = ctx.wordllama() if wordllama else None
+        if kind == "bm25":
+            return p.Bm25Subject(embedder, **options)
+        if kind == "fts5":
+            return p.Fts5Subject(**options)
+        return p.PgHybrid(ctx, embedder, **options)
+
+    return make
+
+
+HRR, WL = HRR_WIDTH, WORDLLAMA_DIM
+BM25_ONLY = {"lexical": "bm25", "vector": False}
 CONFIGS: list[Config] = [
-    # today's stores and the keyword baseline
+    # today's stores, LangGraph, and the keyword baseline
     Config("keyword-fts5-bm25", lambda ctx: Fts5Keyword()),
-    Config("InMemoryStore", _store("InMemoryStore")),
-    Config("HolographicStore", _store("HolographicStore")),
-    Config("PgMemory-HRR", lambda ctx: pg_memory(ctx), HRR_WIDTH),
-    Config("PgMemory-WordLlama", lambda ctx: pg_memory(ctx, ctx.wordllama()), WORDLLAMA_DIM),
+    Config("InMemoryStore", store("InMemoryStore")),
+    Config("HolographicStore", store("HolographicStore")),
+    Config("PgMemory-HRR", store("PgMemory"), HRR),
+    Config("PgMemory-WordLlama", store("PgMemory", wordllama=True), WL),
+    Config("LangGraph-WordLlama", langgraph, WL),
+    # in-process BM25 over analysed terms (the InMemoryStore design)
+    Config("proto-bm25-stem", proto("bm25")),
+    Config("proto-bm25-nostem", proto("bm25", stem=False)),
+    Config("proto-bm25-stem-keepstop", proto("bm25", stop=False)),
+    Config("proto-wordllama-only", proto("bm25", True, lexical=False)),
+    Config("proto-bm25+wordllama-rrf60", proto("bm25", True, k=60)),
+    Config("proto-bm25+wordllama-rrf20", proto("bm25", True, k=20)),
+    Config("proto-bm25+wordllama-w.5", proto("bm25", True, weights=(1, 0.5))),
+    Config("proto-bm25+wordllama-w.3", proto("bm25", True, weights=(1, 0.3))),
+    Config("proto-bm25+wordllama-w.2", proto("bm25", True, weights=(1, 0.2))),
+    Config("proto-bm25+wordllama-a.3", proto("bm25", True, alpha=0.3)),
+    Config("proto-bm25+wordllama-a.5", proto("bm25", True, alpha=0.5)),
+    Config("proto-bm25+wordllama-a1", proto("bm25", True, alpha=1.0)),
+    # SQLite FTS5 porter (the HolographicStore design)
+    Config("proto-fts5-porter", proto("fts5", hrr=False)),
+    Config("proto-hrr-only", proto("fts5", lexical=False)),
+    Config("proto-fts5-porter+hrr-rrf60", proto("fts5", k=60)),
+    Config("proto-fts5-porter+hrr-rrf20", proto("fts5", k=20)),
+    Config("proto-fts5-porter+hrr-w.3", proto("fts5", weights=(1, 0.3))),
+    Config("proto-fts5-porter+hrr-a.3", proto("fts5", alpha=0.3)),
+    Config("proto-fts5-porter+hrr-a.5", proto("fts5", alpha=0.5)),
+    Config("proto-fts5-porter+hrr-a1", proto("fts5", alpha=1.0)),
+    # one PostgreSQL statement (the PgMemory design), HRR vectors
+    Config("proto-pg-tsv-english", proto("pg", vector=False), HRR),
+    Config("proto-pg-tsv-simple", proto("pg", config="simple", vector=False), HRR),
+    Config("proto-pg-hrr+tsv-rrf60", proto("pg", k=60), HRR),
+    Config("proto-pg-hrr+tsv-rrf20", proto("pg", k=20), HRR),
+    Config("proto-pg-bm25-english", proto("pg", **BM25_ONLY), HRR),
+    Config("proto-pg-bm25-stored", proto("pg", **BM25_ONLY, stored=True), HRR),
+    Config("proto-pg-hrr+bm25-rrf60", proto("pg", lexical="bm25"), HRR),
+    Config("proto-pg-hrr+bm25-w.3", proto("pg", lexical="bm25", weights=(1, 0.3)), HRR),
+    Config("proto-pg-hrr+bm25-a.3", proto("pg", lexical="bm25", alpha=0.3), HRR),
+    Config("proto-pg-hrr+bm25-a.5", proto("pg", lexical="bm25", alpha=0.5), HRR),
     Config(
-        "LangGraph-WordLlama",
-        lambda ctx: LangGraphSubject(ctx.admin_url or "", ctx.wordllama()),
-        WORDLLAMA_DIM,
+        "proto-pg-hrr+bm25-stored-a.3", proto("pg", lexical="bm25", alpha=0.3, stored=True), HRR
     ),
-    # prototypes (bench/recall_prototypes): in-process BM25 / FTS5
-    Config("proto-bm25-stem", lambda ctx: prototypes().Bm25Subject()),
-    Config("proto-bm25-nostem", lambda ctx: prototypes().Bm25Subject(stem=False)),
-    Config("proto-bm25-stem-keepstop", lambda ctx: prototypes().Bm25Subject(stop=False)),
-    Config("proto-wordllama-only", lambda ctx: prototypes().Bm25Subject(ctx.wordllama(), lexical=False)),
-    Config("proto-bm25+wordllama-rrf60", lambda ctx: prototypes().Bm25Subject(ctx.wordllama(), k=60)),
-    Config("proto-bm25+wordllama-rrf20", lambda ctx: prototypes().Bm25Subject(ctx.wordllama(), k=20)),
-    Config("proto-bm25+wordllama-w.5", lambda ctx: prototypes().Bm25Subject(ctx.wordllama(), weights=(1, 0.5))),
-    Config("proto-bm25+wordllama-w.3", lambda ctx: prototypes().Bm25Subject(ctx.wordllama(), weights=(1, 0.3))),
-    Config("proto-bm25+wordllama-w.2", lambda ctx: prototypes().Bm25Subject(ctx.wordllama(), weights=(1, 0.2))),
-    Config("proto-fts5-porter", lambda ctx: prototypes().Fts5Subject(hrr=False)),
-    Config("proto-fts5-porter+hrr-rrf60", lambda ctx: prototypes().Fts5Subject(k=60)),
-    Config("proto-fts5-porter+hrr-rrf20", lambda ctx: prototypes().Fts5Subject(k=20)),
-    Config("proto-fts5-porter+hrr-w.3", lambda ctx: prototypes().Fts5Subject(weights=(1, 0.3))),
-    Config("proto-hrr-only", lambda ctx: prototypes().Fts5Subject(lexical=False)),
-    # prototypes: one PostgreSQL statement (tsvector OR-query + vector, fused)
-    Config("proto-pg-tsv-english", lambda ctx: prototypes().PgHybrid(ctx, vector=False), HRR_WIDTH),
-    Config("proto-pg-tsv-simple", lambda ctx: prototypes().PgHybrid(ctx, config="simple", vector=False), HRR_WIDTH),
-    Config("proto-pg-hrr+tsv-rrf60", lambda ctx: prototypes().PgHybrid(ctx, k=60), HRR_WIDTH),
-    Config("proto-pg-hrr+tsv-rrf20", lambda ctx: prototypes().PgHybrid(ctx, k=20), HRR_WIDTH),
-    Config("proto-pg-wl-tsv-english", lambda ctx: prototypes().PgHybrid(ctx, ctx.wordllama(), vector=False), WORDLLAMA_DIM),
-    Config("proto-pg-wl+tsv-rrf60", lambda ctx: prototypes().PgHybrid(ctx, ctx.wordllama(), k=60), WORDLLAMA_DIM),
-    Config("proto-pg-bm25-english", lambda ctx: prototypes().PgHybrid(ctx, lexical="bm25", vector=False), HRR_WIDTH),
-    Config("proto-pg-hrr+bm25-rrf60", lambda ctx: prototypes().PgHybrid(ctx, lexical="bm25"), HRR_WIDTH),
-    Config("proto-pg-hrr+bm25-w.3", lambda ctx: prototypes().PgHybrid(ctx, lexical="bm25", weights=(1, 0.3)), HRR_WIDTH),
-    Config("proto-pg-wl+bm25-rrf60", lambda ctx: prototypes().PgHybrid(ctx, ctx.wordllama(), lexical="bm25"), WORDLLAMA_DIM),
-    Config("proto-pg-wl+bm25-rrf20", lambda ctx: prototypes().PgHybrid(ctx, ctx.wordllama(), lexical="bm25", k=20), WORDLLAMA_DIM),
-    Config("proto-pg-wl+tsv-rrf20", lambda ctx: prototypes().PgHybrid(ctx, ctx.wordllama(), k=20), WORDLLAMA_DIM),
+    # the same with WordLlama vectors
+    Config("proto-pg-wl-tsv-english", proto("pg", True, vector=False), WL),
+    Config("proto-pg-wl+tsv-rrf60", proto("pg", True, k=60), WL),
+    Config("proto-pg-wl+tsv-rrf20", proto("pg", True, k=20), WL),
+    Config("proto-pg-wl+bm25-rrf60", proto("pg", True, lexical="bm25"), WL),
+    Config("proto-pg-wl+bm25-rrf20", proto("pg", True, lexical="bm25", k=20), WL),
+    Config("proto-pg-wl+bm25-a.3", proto("pg", True, lexical="bm25", alpha=0.3), WL),
+    Config("proto-pg-wl+bm25-a.5", proto("pg", True, lexical="bm25", alpha=0.5), WL),
+    Config("proto-pg-wl+bm25-a1", proto("pg", True, lexical="bm25", alpha=1.0), WL),
+    Config(
+        "proto-pg-wl+bm25-stored-a.5", proto("pg", True, lexical="bm25", alpha=0.5, stored=True), WL
+    ),
 ]
 
 
@@ -281,22 +313,24 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-async def measure(config: Config, ctx: Context, conversations: list[Conversation]) -> dict[str, Any]:
+async def measure(
+    config: Config, ctx: Context, conversations: list[Conversation]
+) -> dict[str, Any]:
     subject = config.make(ctx)
     for conv in conversations:
         await subject.load(conv.namespace, conv.items)
     if hasattr(subject, "prepare"):
         await subject.prepare()
     await subject.search(conversations[0].namespace, conversations[0].questions[0][0], LIMIT)
-    hits = {1: [], 5: [], 10: []}  # type: dict[int, list[float]]
+    hits: dict[int, list[float]] = {1: [], 5: [], 10: []}
     timings: list[float] = []
     for conv in conversations:
         for question, evidence in conv.questions:
             started = time.perf_counter()
             keys = await subject.search(conv.namespace, question, LIMIT)
             timings.append(time.perf_counter() - started)
-            for k in hits:
-                hits[k].append(len(evidence & set(keys[:k])) / len(evidence))
+            for k, shares in hits.items():
+                shares.append(len(evidence & set(keys[:k])) / len(evidence))
     return {
         "name": config.name,
         "questions": len(timings),
@@ -337,8 +371,13 @@ def plot(results: list[dict[str, Any]], path: Path) -> None:
     for r in results:
         proto = r["name"].startswith("proto-")
         ax.scatter(r["p95_ms"], r["r@10"], c="tab:blue" if proto else "tab:red", s=25)
-        ax.annotate(r["name"], (r["p95_ms"], r["r@10"]), fontsize=7, xytext=(3, 3),
-                    textcoords="offset points")
+        ax.annotate(
+            r["name"],
+            (r["p95_ms"], r["r@10"]),
+            fontsize=7,
+            xytext=(3, 3),
+            textcoords="offset points",
+        )
     ax.set_xscale("log")
     ax.set_xlabel("search p95 (ms, log scale)")
     ax.set_ylabel("recall@10")
@@ -358,7 +397,9 @@ def main() -> None:
     chosen = [c for c in CONFIGS if not args.only or c.name in args.only]
     unknown = set(args.only or ()) - {c.name for c in CONFIGS}
     if unknown:
-        parser.error(f"unknown configuration(s) {sorted(unknown)}; known: {[c.name for c in CONFIGS]}")
+        parser.error(
+            f"unknown configuration(s) {sorted(unknown)}; known: {[c.name for c in CONFIGS]}"
+        )
     if args.child_width is not None:
         from embedded_django import setup_django
 

@@ -13,17 +13,18 @@ import snowballstemmer
 
 from tulip_memory.store.text import tokenize
 
+# One string split (a word list a line each would be 130 lines).
 STOP_WORDS = frozenset(
     """
-    i me my myself we our ours ourselves you your yours yourself yourselves he him his himself
-    she her hers herself it its itself they them their theirs themselves what which who whom
-    this that these those am is are was were be been being have has had having do does did
-    doing would should could ought a an the and but if or because as until while of at by for
-    with about against between into through during before after above below to from up down
-    in out on off over under again further then once here there when where why how all any
-    both each few more most other some such no nor not only own same so than too very s t can
-    will just don now d ll m o re ve y
-    """.split()
+    i me my myself we our ours ourselves you your yours yourself yourselves he him his
+    himself she her hers herself it its itself they them their theirs themselves what which
+    who whom this that these those am is are was were be been being have has had having do
+    does did doing would should could ought a an the and but if or because as until while of
+    at by for with about against between into through during before after above below to
+    from up down in out on off over under again further then once here there when where why
+    how all any both each few more most other some such no nor not only own same so than too
+    very s t can will just don now d ll m o re ve y
+    """.split()  # noqa: SIM905
 )
 
 _STEMMER = snowballstemmer.stemmer("english")

@@ -11,9 +11,9 @@ from collections import Counter, defaultdict
 from typing import Any
 
 import numpy as np
+
 from recall_prototypes.analysis import terms
 from recall_prototypes.fusion import rrf
-
 from tulip_memory.store.text import value_text
 
 POOL = 50
@@ -39,7 +39,10 @@ class Bm25Subject:
         b: float = 0.75,
         k: float = 60,
         weights: tuple[float, float] = (1.0, 1.0),
+        alpha: float | None = None,
     ) -> None:
+        # alpha: instead of RRF, score = bm25 / max(bm25) + alpha * cosine over the union.
+        self.alpha = alpha
         self.embedder, self.lexical = embedder, lexical
         self.stem, self.stop, self.k1, self.b, self.k = stem, stop, k1, b, k
         self.weights = weights
@@ -63,6 +66,10 @@ class Bm25Subject:
             index.vectors = matrix
 
     def bm25(self, index: _Index, query: str, limit: int) -> list[str]:
+        scores = self.bm25_scores(index, query)
+        return sorted(scores, key=lambda key: (-scores[key], key))[:limit]
+
+    def bm25_scores(self, index: _Index, query: str) -> dict[str, float]:
         n = len(index.lengths)
         average = sum(index.lengths.values()) / max(n, 1)
         scores: dict[str, float] = defaultdict(float)
@@ -74,7 +81,7 @@ class Bm25Subject:
             for key, tf in postings.items():
                 norm = self.k1 * (1 - self.b + self.b * index.lengths[key] / average)
                 scores[key] += idf * tf * (self.k1 + 1) / (tf + norm)
-        return sorted(scores, key=lambda key: (-scores[key], key))[:limit]
+        return scores
 
     async def vector(self, index: _Index, query: str, limit: int) -> list[str]:
         assert index.vectors is not None
@@ -85,6 +92,8 @@ class Bm25Subject:
 
     async def search(self, namespace: tuple[str, ...], query: str, limit: int) -> list[str]:
         index = self.index[namespace]
+        if self.alpha is not None:
+            return await self.score_fusion(index, query, limit)
         rankings = []
         if self.lexical:
             rankings.append((self.bm25(index, query, POOL), self.weights[0]))
@@ -93,3 +102,14 @@ class Bm25Subject:
         if len(rankings) == 1:
             return rankings[0][0][:limit]
         return rrf(rankings, self.k, limit)
+
+    async def score_fusion(self, index: _Index, query: str, limit: int) -> list[str]:
+        lexical = self.bm25_scores(index, query)
+        top = max(lexical.values(), default=0.0) or 1.0
+        q = np.asarray(await self.embedder.embed(query), dtype=np.float32)
+        cosine = index.vectors @ (q / max(float(np.linalg.norm(q)), 1e-12))
+        fused = {
+            key: lexical.get(key, 0.0) / top + self.alpha * float(cosine[i])
+            for i, key in enumerate(index.keys)
+        }
+        return sorted(fused, key=lambda key: (-fused[key], key))[:limit]

@@ -25,12 +25,13 @@ CONFIGS = ("english", "simple")
 # ts_rank_cd over the OR tsquery (no idf).
 TS_RANK_CD = """
 lexical AS (
-    SELECT i.key, row_number() OVER (
-        ORDER BY ts_rank_cd(to_tsvector('{cfg}', i.search_text), q.tsq, {norm}) DESC, i.key
-    ) AS r
-    FROM {table} i, q
-    WHERE i.tenant = %(tenant)s AND i.namespace = %(ns)s
-      AND to_tsvector('{cfg}', i.search_text) @@ q.tsq
+    SELECT key, score, row_number() OVER (ORDER BY score DESC, key) AS r
+    FROM (
+        SELECT i.key, ts_rank_cd(to_tsvector('{cfg}', i.search_text), q.tsq, {norm}) AS score
+        FROM {table} i, q
+        WHERE i.tenant = %(tenant)s AND i.namespace = %(ns)s
+          AND to_tsvector('{cfg}', i.search_text) @@ q.tsq
+    ) matched
     ORDER BY r LIMIT %(pool)s
 )"""
 
@@ -40,33 +41,42 @@ terms AS (
     SELECT lexeme, lexeme::tsquery AS tsq
     FROM unnest(tsvector_to_array(to_tsvector('{cfg}', %(query)s))) AS lexeme
 ),
-scope AS (
-    SELECT i.key, to_tsvector('{cfg}', i.search_text) AS tsv
-    FROM {table} i, q
-    WHERE i.tenant = %(tenant)s AND i.namespace = %(ns)s
-),
 stats AS (
-    SELECT count(*)::float8 AS n, avg(length(tsv))::float8 AS avgdl FROM scope
+    SELECT count(*)::float8 AS n, coalesce(avg({dl}), 1)::float8 AS avgdl
+    FROM {table} i WHERE i.tenant = %(tenant)s AND i.namespace = %(ns)s
 ),
 hits AS (
-    SELECT s.key, t.lexeme, length(s.tsv) AS dl,
-           coalesce(array_length(ts_positions.pos, 1), 1) AS tf
-    FROM scope s
-    JOIN terms t ON s.tsv @@ t.tsq
-    CROSS JOIN LATERAL (
-        SELECT positions AS pos FROM unnest(s.tsv) AS u WHERE u.lexeme = t.lexeme
-    ) AS ts_positions
+    SELECT i.key, t.lexeme, {dl} AS dl, (
+        SELECT coalesce(array_length(u.positions, 1), 1) FROM unnest({tsv}) AS u
+        WHERE u.lexeme = t.lexeme
+    ) AS tf
+    FROM terms t JOIN {table} i ON {tsv} @@ t.tsq
+    WHERE i.tenant = %(tenant)s AND i.namespace = %(ns)s
 ),
 df AS (SELECT lexeme, count(*)::float8 AS df FROM hits GROUP BY lexeme),
 lexical AS (
-    SELECT h.key, row_number() OVER (ORDER BY sum(
-        ln(1 + (st.n - df.df + 0.5) / (df.df + 0.5))
-        * h.tf * ({k1} + 1) / (h.tf + {k1} * (1 - {b} + {b} * h.dl / st.avgdl))
-    ) DESC, h.key) AS r
-    FROM hits h JOIN df USING (lexeme) CROSS JOIN stats st
-    GROUP BY h.key
+    SELECT key, score, row_number() OVER (ORDER BY score DESC, key) AS r
+    FROM (
+        SELECT h.key, sum(
+            ln(1 + (st.n - df.df + 0.5) / (df.df + 0.5))
+            * h.tf * ({k1} + 1) / (h.tf + {k1} * (1 - {b} + {b} * h.dl / st.avgdl))
+        ) AS score
+        FROM hits h JOIN df USING (lexeme) CROSS JOIN stats st
+        GROUP BY h.key
+    ) scored
     ORDER BY r LIMIT %(pool)s
 )"""
+
+# Score fusion: lexical score / the best lexical score + alpha * cosine similarity, over
+# the union of both pools (a row of the lexical pool gets its cosine from its own vector).
+SCORE_FUSED = """
+SELECT c.key FROM (SELECT key FROM lexical UNION SELECT key FROM semantic) c
+JOIN {table} i ON i.tenant = %(tenant)s AND i.namespace = %(ns)s AND i.key = c.key
+LEFT JOIN lexical l ON l.key = c.key
+ORDER BY coalesce(l.score / nullif((SELECT max(score) FROM lexical), 0), 0)
+         + %(alpha)s * coalesce(1 - (i.embedding <=> %(vector)s::vector), 0) DESC, c.key
+LIMIT %(limit)s
+"""
 
 SEMANTIC = """
 semantic AS (
@@ -86,6 +96,10 @@ WITH q AS (
     )::tsquery AS tsq
 ),
 {ctes}
+{select}
+"""
+
+RRF_FUSED = """
 SELECT key FROM (
     SELECT coalesce(l.key, s.key) AS key,
            coalesce(%(wl)s / (%(k)s + l.r), 0) + coalesce(%(wv)s / (%(k)s + s.r), 0) AS score
@@ -111,6 +125,8 @@ class PgHybrid:
         b: float = 0.75,
         weights: tuple[float, float] = (1.0, 1.0),
         pool: int = 50,
+        alpha: float | None = None,
+        stored: bool = False,
     ) -> None:
         if config not in CONFIGS:
             raise ValueError(f"config must be one of {CONFIGS}, got {config!r}")
@@ -121,7 +137,14 @@ class PgHybrid:
         if lexical == "ts_rank_cd":
             ctes.append(TS_RANK_CD.format(cfg=config, norm=int(norm), table=TABLE))
         elif lexical == "bm25":
-            ctes.append(BM25.format(cfg=config, k1=float(k1), b=float(b), table=TABLE))
+            if stored:
+                tsv, dl = f"i.recall_tsv_{config}", f"i.recall_len_{config}"
+            else:
+                tsv = f"to_tsvector('{config}', i.search_text)"
+                dl = f"length({tsv})"
+            ctes.append(
+                BM25.format(cfg=config, k1=float(k1), b=float(b), table=TABLE, tsv=tsv, dl=dl)
+            )
         if vector:
             ctes.append(SEMANTIC.format(table=TABLE))
         if lexical and vector:
@@ -130,7 +153,13 @@ class PgHybrid:
             join = "lexical l LEFT JOIN (SELECT NULL::text AS key, NULL::int AS r) s ON false"
         else:
             join = "semantic s LEFT JOIN (SELECT NULL::text AS key, NULL::int AS r) l ON false"
-        self.sql = STATEMENT.format(cfg=config, ctes=",".join(ctes), join=join)
+        if alpha is not None and not (lexical and vector):
+            raise ValueError("alpha (score fusion) needs both a lexical ranking and vectors")
+        select = (
+            SCORE_FUSED.format(table=TABLE) if alpha is not None else RRF_FUSED.format(join=join)
+        )
+        self.alpha, self.stored = alpha, stored
+        self.sql = STATEMENT.format(cfg=config, ctes=",".join(ctes), select=select)
         self.conn: Any = None
 
     async def load(self, namespace: tuple[str, ...], items: list[tuple[str, Any]]) -> None:
@@ -144,6 +173,21 @@ class PgHybrid:
             f"CREATE INDEX IF NOT EXISTS recall_proto_tsv_{self.config} ON {TABLE} "
             f"USING gin (to_tsvector('{self.config}', search_text))"
         )
+        if self.stored:
+            # What phase 2 would migrate: the tsvector and its length, stored, GIN-indexed.
+            cfg = self.config
+            await self.conn.execute(
+                f"ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS recall_tsv_{cfg} tsvector "
+                f"GENERATED ALWAYS AS (to_tsvector('{cfg}', search_text)) STORED"
+            )
+            await self.conn.execute(
+                f"ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS recall_len_{cfg} integer "
+                f"GENERATED ALWAYS AS (length(to_tsvector('{cfg}', search_text))) STORED"
+            )
+            await self.conn.execute(
+                f"CREATE INDEX IF NOT EXISTS recall_proto_tsv_stored_{cfg} ON {TABLE} "
+                f"USING gin (recall_tsv_{cfg})"
+            )
         await self.conn.execute(f"ANALYZE {TABLE}")
 
     async def search(self, namespace: tuple[str, ...], query: str, limit: int) -> list[str]:
@@ -161,6 +205,7 @@ class PgHybrid:
             "wl": float(self.weights[0]),
             "wv": float(self.weights[1]),
             "limit": limit,
+            "alpha": float(self.alpha or 0),
         }
         cursor = await self.conn.execute(self.sql, params)
         return [row[0] for row in await cursor.fetchall()]
