@@ -1,7 +1,7 @@
 """The term stream of the prototypes: tokenise, drop stop words, stem.
 
-The stop words are Snowball's English list (the same words PostgreSQL's ``english``
-configuration drops), which already holds the question words (what, when, where, who, why,
+The stop words are an English list after Snowball's and NLTK's (close to what
+PostgreSQL's ``english`` configuration drops); it holds the question words (what, when, where, who, why,
 how, which, did, does, do): a question is mostly these, and they match every turn.
 """
 
