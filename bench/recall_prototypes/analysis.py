@@ -1,8 +1,9 @@
 """The term stream of the prototypes: tokenise, drop stop words, stem.
 
 The stop words are an English list after Snowball's and NLTK's (close to what
-PostgreSQL's ``english`` configuration drops); it holds the question words (what, when, where, who, why,
-how, which, did, does, do): a question is mostly these, and they match every turn.
+PostgreSQL's ``english`` configuration drops); it holds the question words (what, when,
+where, who, why, how, which, did, does, do): a question is mostly these, and they match
+every turn.
 """
 
 from __future__ import annotations
