@@ -170,7 +170,7 @@ class Fts5Keyword:
         )
 
     async def load(self, namespace: tuple[str, ...], items: list[tuple[str, Any]]) -> None:
-        from tulip_memory.store.text import value_text
+        from tulip_memory.text import value_text
 
         ns = "/".join(namespace)
         self.db.executemany(
@@ -179,7 +179,7 @@ class Fts5Keyword:
         )
 
     async def search(self, namespace: tuple[str, ...], query: str, limit: int) -> list[str]:
-        from tulip_memory.store.text import tokenize
+        from tulip_memory.text import tokenize
 
         words = sorted(set(tokenize(query)))
         if not words:

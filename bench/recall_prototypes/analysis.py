@@ -12,7 +12,7 @@ from functools import lru_cache
 
 import snowballstemmer
 
-from tulip_memory.store.text import tokenize
+from tulip_memory.text import tokenize
 
 # One string split (a word list a line each would be 130 lines).
 STOP_WORDS = frozenset(
