@@ -13,10 +13,10 @@ class TulipMemoryConfig(AppConfig):
 
     def ready(self) -> None:
         # Every system check of the app is registered here (see tulip_memory.checks).
+        from tulip_memory.checks.checkpoints import check_checkpointer_settings
         from tulip_memory.checks.manager import check_manager_settings
         from tulip_memory.checks.settings import check_settings
         from tulip_memory.checks.tenancy import check_tenant_databases
-        from tulip_memory.registry import check_checkpointer_settings
 
         checks.register(check_settings)
         checks.register(check_tenant_databases, checks.Tags.database)

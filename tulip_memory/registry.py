@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from tulip_memory.backends.base import BaseCheckpointer
 
 __all__ = [
-    "check_checkpointer_settings",
+    "configured_providers",
     "get_checkpointer",
     "list_checkpointers",
     "register_checkpointer",
@@ -126,7 +126,11 @@ def _validate_provider_name(name: object) -> str:
     return name
 
 
-def _from_settings() -> dict[str, Factory]:
+def configured_providers() -> dict[str, Factory]:
+    """The providers of ``TULIP_MEMORY["CHECKPOINTERS"]``, imported.
+
+    Raises ValueError (or ImportError) when the setting is unusable.
+    """
     from django.utils.module_loading import import_string
 
     from tulip_memory.conf import settings
@@ -145,7 +149,7 @@ def _from_settings() -> dict[str, Factory]:
 
 
 def _providers() -> dict[str, Factory]:
-    return {**_BUILTIN, **_from_settings(), **_REGISTERED}
+    return {**_BUILTIN, **configured_providers(), **_REGISTERED}
 
 
 def register_checkpointer(name: str, factory: Factory) -> None:
@@ -185,31 +189,3 @@ def get_checkpointer(checkpointer_string: str, **kwargs: Any) -> BaseCheckpointe
             raise ValueError(f"checkpointer string {checkpointer_string!r} has an empty hint")
         kwargs["config_hint"] = hint
     return factory(**kwargs)
-
-
-def check_checkpointer_settings(app_configs: Any = None, **kwargs: Any) -> list[Any]:
-    """System check tulip_memory.E030: ``TULIP_MEMORY["CHECKPOINTERS"]`` is unusable.
-
-    It must be a dict of provider name (non-empty, no ``:``) -> importable callable.
-    """
-    from django.core import checks
-
-    try:
-        factories = _from_settings()
-    except (ValueError, ImportError) as exc:
-        return [
-            checks.Error(
-                f'TULIP_MEMORY["CHECKPOINTERS"] is unusable: {exc}',
-                hint='Use {"name": "dotted.path.to.factory"}; see docs/checkpointers.md.',
-                id="tulip_memory.E030",
-            )
-        ]
-    return [
-        checks.Error(
-            f'TULIP_MEMORY["CHECKPOINTERS"][{name!r}] is not callable',
-            hint="Point it at a factory (a class or function) that returns a checkpointer.",
-            id="tulip_memory.E030",
-        )
-        for name, factory in factories.items()
-        if not callable(factory)
-    ]

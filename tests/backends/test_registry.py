@@ -120,7 +120,7 @@ def test_a_missing_extra_fails_on_use_naming_it(monkeypatch, string, module, ext
 
 
 def test_system_check_e030():
-    from tulip_memory.registry import check_checkpointer_settings
+    from tulip_memory.checks.checkpoints import check_checkpointer_settings
 
     assert check_checkpointer_settings() == []
     for value, problem in (

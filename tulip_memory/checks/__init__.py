@@ -6,7 +6,6 @@ Ids: ``tulip_memory.E001`` and up for errors, ``tulip_memory.W001`` and up for w
 * :mod:`.settings` — E001, W001: the ``TULIP_MEMORY`` dict itself;
 * :mod:`.tenancy` — E010-E014, W010: row-level security on the tenant databases
   (``database`` tag);
-* :mod:`.manager` — E040-E043: what Celery workers build their memory manager from;
-* E030, ``TULIP_MEMORY["CHECKPOINTERS"]``:
-  :func:`tulip_memory.registry.check_checkpointer_settings`.
+* :mod:`.checkpoints` — E030: ``TULIP_MEMORY["CHECKPOINTERS"]``;
+* :mod:`.manager` — E040-E043: what Celery workers build their memory manager from.
 """
