@@ -141,7 +141,7 @@ class ChatServerDouble:
         double = self
 
         class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            def log_message(self, format: str, *args: Any) -> None:
                 """Quiet: the tests read the recorded requests instead."""
 
             def do_POST(self) -> None:

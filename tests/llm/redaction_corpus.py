@@ -57,7 +57,8 @@ SECRETS: list[tuple[str, str, str]] = [
         "api_key",
     ),
     (
-        "jwt eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+        "jwt eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0"
+        ".dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
         "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
         "jwt",
     ),
