@@ -37,7 +37,7 @@ import hashlib
 import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -268,7 +268,7 @@ class LLMExtractor:
         self, messages: Sequence[Message], target: MemoryTarget, *, run_id: str | None = None
     ) -> ExtractionReport:
         """Extract, consolidate and apply the facts of ``messages`` in ``target``'s scope."""
-        if isinstance(messages, Message) or not isinstance(messages, Sequence):
+        if isinstance(messages, (str, Message)) or not isinstance(messages, Sequence):
             raise ValueError("messages must be a list of Message objects")
         for index, message in enumerate(messages):
             if not isinstance(message, Message):
@@ -299,7 +299,7 @@ class LLMExtractor:
     async def _decide(
         self, messages: Sequence[Message], target: MemoryTarget, report: ExtractionReport
     ) -> None:
-        candidates = await self._candidates(messages, report)
+        candidates, secrets = await self._candidates(messages, report)
         if not candidates:
             return
         related = await _related(target, candidates, self.config.related_memories)
@@ -314,7 +314,15 @@ class LLMExtractor:
             for decided in await self._decisions(candidates, related, to_ask, report):
                 operations.pop((decided.type, decided.key), None)
                 operations[(decided.type, decided.key)] = decided
-        report.operations = list(operations.values())
+        report.operations = [self._scrubbed(op, secrets) for op in operations.values()]
+
+    def _scrubbed(self, operation: Operation, secrets: set[str]) -> Operation:
+        """``operation`` with its content redacted again, and cleared of the run's secrets
+        (the model may rebuild one in a shape no detector knows)."""
+        text = self.redactor.redact(operation.content).text
+        for secret in secrets:
+            text = text.replace(secret, self.redactor.policy.replacement.format(kind="secret"))
+        return replace(operation, content=text)
 
     def _operation(
         self,
@@ -325,14 +333,13 @@ class LLMExtractor:
         memory: tuple[MemoryType, str] | None = None,
         content: str | None = None,
     ) -> Operation:
-        """``event`` on ``memory`` (the candidate's own by default), content redacted."""
+        """``event`` on ``memory`` (the candidate's own by default)."""
         memory_type, key = memory or (candidate.type, candidate.key)
-        text = self.redactor.redact(content if content is not None else candidate.content).text
         return Operation(
             event,
             memory_type,
             key,
-            text,
+            content if content is not None else candidate.content,
             _op_id(run_id, event, memory_type, key),
             candidate.confidence,
         )
@@ -341,9 +348,11 @@ class LLMExtractor:
 
     async def _candidates(
         self, messages: Sequence[Message], report: ExtractionReport
-    ) -> list[Candidate]:
+    ) -> tuple[list[Candidate], set[str]]:
+        """The run's candidates, and the secrets redacted from it (kept in memory only)."""
         lines = render_messages(list(messages))
         redacted = [self.redactor.redact(line) for line in lines]
+        secrets = {secret for r in redacted for secret in r.secrets}
         if any(r.kinds for r in redacted):
             kinds = sorted({k for r in redacted for k in r.kinds})
             logger.info("llm extraction run %s: redacted %s before the model", report.run_id, kinds)
@@ -353,7 +362,7 @@ class LLMExtractor:
         )
         report.dropped_messages = len(cut.dropped)
         if not cut.kept:
-            return []
+            return [], secrets
         result = await self.structured.request(
             [
                 {"role": "system", "content": EXTRACTION_PROMPT},
@@ -366,14 +375,14 @@ class LLMExtractor:
         report.usage += result.usage
         found: dict[tuple[MemoryType, str], Candidate] = {}
         for index, fact in enumerate(result.value["facts"]):
-            candidate = self._candidate(fact, index, report)
+            candidate = self._candidate(fact, index, report, secrets)
             if candidate is not None:
                 found.pop((candidate.type, candidate.key), None)
                 found[(candidate.type, candidate.key)] = candidate
-        return list(found.values())
+        return list(found.values()), secrets
 
     def _candidate(
-        self, fact: dict[str, Any], index: int, report: ExtractionReport
+        self, fact: dict[str, Any], index: int, report: ExtractionReport, secrets: set[str]
     ) -> Candidate | None:
         try:
             memory_type = MemoryType(fact["type"])
@@ -384,7 +393,7 @@ class LLMExtractor:
             Memory(memory_type, key, "")
         except ValueError as error:
             return self._refuse(report, f"facts[{index}] has an invalid key: {error}")
-        if self.redactor.redact(key).kinds:
+        if self.redactor.redact(key).kinds or any(secret in key for secret in secrets):
             return self._refuse(report, f"facts[{index}] has a key holding a secret")
         confidence = fact["confidence"]
         if not 0 <= confidence <= 1:

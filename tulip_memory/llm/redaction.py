@@ -194,10 +194,16 @@ def _compile(pattern: object, what: str) -> re.Pattern[str]:
 
 @dataclass(frozen=True)
 class Redaction:
-    """Redacted text and the kinds of the secrets taken out (never the secrets)."""
+    """Redacted text and the kinds of the secrets taken out.
+
+    ``secrets`` holds the removed strings themselves, so that a caller can also refuse
+    them where no detector would see them (a key the model built from one); it is left
+    out of ``repr`` so that logging a ``Redaction`` never logs a secret.
+    """
 
     text: str
     kinds: list[str]
+    secrets: list[str] = field(default_factory=list, repr=False)
 
 
 class Redactor:
@@ -218,6 +224,7 @@ class Redactor:
         spans = sorted(self._findings(text), key=lambda s: (s[0], -s[1]))
         pieces: list[str] = []
         kinds: list[str] = []
+        secrets: list[str] = []
         position = 0
         for start, end, kind in spans:
             if start < position:  # inside a finding already replaced
@@ -225,9 +232,10 @@ class Redactor:
             pieces.append(text[position:start])
             pieces.append(self.policy.replacement.format(kind=kind))
             kinds.append(kind)
+            secrets.append(text[start:end])
             position = end
         pieces.append(text[position:])
-        return Redaction("".join(pieces), kinds)
+        return Redaction("".join(pieces), kinds, secrets)
 
     def _findings(self, text: str) -> Iterable[tuple[int, int, str]]:
         for kind, (pattern, group, accept) in self._rules:
