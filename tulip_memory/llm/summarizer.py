@@ -84,7 +84,8 @@ class LLMSummarizer:
         if messages and is_summary(messages[0]):
             previous, messages = summary_text(messages[0]), messages[1:]
         previous = self.redactor.redact(previous).text
-        lines = [self.redactor.redact(line).text for line in render_messages(messages)]
+        rendered = render_messages(messages, tool_chars=self.tool_chars)
+        lines = [self.redactor.redact(line).text for line in rendered]
         estimator = self.client.estimator
         fixed = estimator.tokens(SUMMARY_PROMPT) + estimator.tokens(previous) + self.max_tokens
         cut = cut_to_budget(
