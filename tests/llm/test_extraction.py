@@ -328,5 +328,9 @@ async def test_bad_run_arguments(manager, extractor):
         await extractor.run("hello", manager)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"messages\[0\] must be a Message"):
         await extractor.run([{"role": "user"}], manager)  # type: ignore[list-item]
-    with pytest.raises(ValueError, match="run_id must be a non-blank str"):
+    with pytest.raises(ValueError, match="run_id must not be only whitespace"):
         await extractor.run([], manager, run_id=" ")
+    with pytest.raises(ValueError, match="run_id is 201 characters long"):
+        await extractor.run([], manager, run_id="j" * 201)
+    with pytest.raises(ValueError, match=r"target must be an LLMMemoryManager .* lacks \['store'"):
+        await extractor.run([], object())  # type: ignore[arg-type]

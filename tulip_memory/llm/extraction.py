@@ -41,6 +41,7 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from tulip_memory.identifiers import validate_identifier
 from tulip_memory.llm.budget import cut_to_budget
 from tulip_memory.llm.client import ChatClient
 from tulip_memory.llm.redaction import RedactionPolicy, Redactor
@@ -48,7 +49,7 @@ from tulip_memory.llm.structured import StructuredOutput
 from tulip_memory.llm.transcript import render_messages
 from tulip_memory.llm.usage import Usage
 from tulip_memory.manager.history import MemoryHistory
-from tulip_memory.manager.types import Memory, MemoryType
+from tulip_memory.manager.types import MEMORY_KEY_MAX_LENGTH, Memory, MemoryType
 from tulip_memory.messages import Message
 
 if TYPE_CHECKING:
@@ -70,6 +71,7 @@ JOURNAL_LABEL = "_extraction_runs"
 # Journal entries kept per scope; older ones are pruned (a redelivery comes much sooner).
 JOURNAL_KEEP = 1000
 EVENTS = ("ADD", "UPDATE", "DELETE", "NONE")
+_TARGET_ATTRIBUTES = ("store", "active_namespace", "keep_history", "save")
 Event = Literal["ADD", "UPDATE", "DELETE", "NONE"]
 
 _TYPES_HELP = (
@@ -275,8 +277,16 @@ class LLMExtractor:
                 raise ValueError(
                     f"messages[{index}] must be a Message, got {type(message).__name__}"
                 )
-        if run_id is not None and (not isinstance(run_id, str) or not run_id.strip()):
-            raise ValueError(f"run_id must be a non-blank str or None, got {run_id!r}")
+        if run_id is not None:
+            validate_identifier(
+                run_id, "run_id", max_length=MEMORY_KEY_MAX_LENGTH, allow_blank=False
+            )
+        missing = [name for name in _TARGET_ATTRIBUTES if not hasattr(target, name)]
+        if missing:
+            raise ValueError(
+                f"target must be an LLMMemoryManager (or offer {list(_TARGET_ATTRIBUTES)}); "
+                f"{type(target).__name__} lacks {missing}"
+            )
         prefix = tuple(target.active_namespace)
         run_id = run_id or run_id_of(prefix, messages)
         report = ExtractionReport(run_id)
@@ -290,7 +300,8 @@ class LLMExtractor:
             report.operations = [Operation.from_journal(op) for op in entry.get("ops", [])]
         else:
             await self._decide(messages, target, report)
-            await journal.write("applying", report.operations)
+            if any(op.event != "NONE" for op in report.operations):
+                await journal.write("applying", report.operations)
         report.applied = await _apply(target, prefix, report.operations)
         await journal.write("done", report.operations)
         await journal.prune()
