@@ -31,6 +31,11 @@ def test_the_newest_messages_are_kept_and_the_dropped_logged(caplog):
     assert "dropped 7 of 10 messages (indexes 0-6), kept 3" in caplog.text
 
 
+def test_bad_budget():
+    with pytest.raises(ValueError, match="budget must be an int >= 1"):
+        cut_to_budget(["a"], 0, TokenEstimator())
+
+
 def test_everything_fits():
     cut = cut_to_budget(["a", "b"], 100, TokenEstimator())
     assert cut.kept == ["a", "b"] and cut.dropped == []

@@ -188,6 +188,14 @@ async def test_missing_openai_names_the_extra(server, client, monkeypatch):
         await client.complete(HELLO, max_tokens=5)
 
 
+async def test_bad_call_arguments(server, client):
+    with pytest.raises(ValueError, match="messages must be a list of chat-completions dicts"):
+        await client.complete("hello", max_tokens=5)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="max_tokens must be an int >= 1"):
+        await client.complete(HELLO, max_tokens=0)
+    assert server.requests == []
+
+
 def test_bad_config_argument():
     with pytest.raises(ValueError, match="config must be an LLMConfig"):
         ChatClient({"MODEL": "m"})  # type: ignore[arg-type]

@@ -57,6 +57,11 @@ def test_policy_detectors_extra_patterns_allow_and_replacement():
     )
 
 
+def test_bad_text():
+    with pytest.raises(ValueError, match="text must be a str, got bytes"):
+        REDACTOR.redact(b"password: x")  # type: ignore[arg-type]
+
+
 def test_policy_from_settings_options():
     policy = RedactionPolicy.from_options({"DETECTORS": ["password"], "REPLACEMENT": "***"})
     assert Redactor(policy).redact("password: abc123xyz and AKIAIOSFODNN7EXAMPLE").text == (

@@ -132,6 +132,15 @@ def test_schema_problem():
     assert schema_problem(["a", 1], nullable) == "$[1] must be string or null, got int"
 
 
+async def test_bad_request_arguments(server, client):
+    structured = StructuredOutput(client)
+    with pytest.raises(ValueError, match="schema must be a JSON schema dict of an object"):
+        await structured.request(ASK, schema={"type": "array"}, name="x", max_tokens=5)
+    with pytest.raises(ValueError, match="name must be 1-64 letters"):
+        await structured.request(ASK, schema=SCHEMA, name="bad name", max_tokens=5)
+    assert server.requests == []
+
+
 def test_bad_client_argument():
     with pytest.raises(ValueError, match="client must be a ChatClient"):
         StructuredOutput(object())  # type: ignore[arg-type]

@@ -68,6 +68,8 @@ def cut_to_budget(
     A single newest text larger than the budget is kept, truncated at its start (its end is
     the most recent). Which indexes were dropped is logged at info level.
     """
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
+        raise ValueError(f"budget must be an int >= 1, got {budget!r}")
     kept: list[str] = []
     used = 0
     first_kept = len(texts)

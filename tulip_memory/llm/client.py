@@ -172,6 +172,12 @@ class ChatClient:
         ``messages`` are chat-completions dicts (``{"role": ..., "content": ...}``).
         ``purpose`` names the call in the log line.
         """
+        if isinstance(messages, (str, dict)) or not all(
+            isinstance(m, dict) and "role" in m for m in messages
+        ):
+            raise ValueError("messages must be a list of chat-completions dicts with a 'role'")
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+            raise ValueError(f"max_tokens must be an int >= 1, got {max_tokens!r}")
         openai = _import_openai()
         model = self.model
         if not self.config.is_local and self.config.api_key() is None:

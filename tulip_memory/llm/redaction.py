@@ -221,6 +221,8 @@ class Redactor:
 
     def redact(self, text: str) -> Redaction:
         """``text`` with every finding replaced."""
+        if not isinstance(text, str):
+            raise ValueError(f"text must be a str, got {type(text).__name__}")
         spans = sorted(self._findings(text), key=lambda s: (s[0], -s[1]))
         pieces: list[str] = []
         kinds: list[str] = []

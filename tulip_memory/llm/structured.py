@@ -36,6 +36,8 @@ logger = logging.getLogger("tulip_memory.llm")
 _FALLBACK = {"json_schema": "tools", "tools": "text"}
 # Characters of a raw answer written to the debug log.
 _RAW_LOG_CHARS = 500
+# What the protocol allows as a response-format or function name.
+_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
 _JSON_TYPES: dict[str, tuple[type, ...]] = {
     "object": (dict,),
@@ -129,6 +131,10 @@ class StructuredOutput:
         max_tokens: int,
     ) -> StructuredResult:
         """A JSON object matching ``schema`` (named ``name``) for ``messages``."""
+        if not isinstance(schema, dict) or schema.get("type") != "object":
+            raise ValueError("schema must be a JSON schema dict of an object")
+        if not isinstance(name, str) or not _NAME.fullmatch(name):
+            raise ValueError(f"name must be 1-64 letters, digits, '_' or '-', got {name!r}")
         usage = Usage()
         while True:
             try:
