@@ -5,7 +5,7 @@ that refuses it (HTTP 400/422) is asked with one forced tool call instead, and o
 refuses tools too gets the schema in the prompt and answers JSON in text. The mode that
 worked is remembered by the :class:`StructuredOutput` for its next calls. Whatever the
 mode, an answer that is not JSON or does not match the schema gets **one** repair request
-(the answer and the problem sent back); a second failure raises
+(the answer, the problem and the schema sent back); a second failure raises
 :class:`~tulip_memory.exceptions.LLMError` (``kind="malformed_output"``) and logs the raw
 answer, truncated, at debug level.
 
@@ -162,8 +162,10 @@ class StructuredOutput:
             {"role": "assistant", "content": raw or ""},
             {
                 "role": "user",
+                # The schema again: a server that ignored the response format never showed it.
                 "content": f"That answer cannot be used: {problem}. Reply again with only "
-                "the corrected JSON object, nothing else.",
+                "the corrected JSON object, nothing else, matching this JSON schema:\n"
+                f"{json.dumps(schema, separators=(',', ':'))}",
             },
         ]
         try:
