@@ -51,6 +51,11 @@ DEFAULTS: dict[str, Any] = {
     # --- checkpointers ------------------------------------------------------------
     # Extra providers for tulip_memory.registry: {"name": "dotted.path.Factory"}.
     "CHECKPOINTERS": {},
+    # --- chat model (tulip_memory.llm) ----------------------------------------------
+    # One OpenAI-compatible chat-completions endpoint for extraction and summaries; the
+    # keys of this dict are listed in tulip_memory/llm/config.py (LLM_DEFAULTS) and
+    # docs/llm.md. The API key is read from the environment variable API_KEY_ENV names.
+    "LLM": {},
 }
 
 # Keys whose values are dotted paths; `settings.import_setting(name)` imports them.

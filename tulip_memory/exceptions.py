@@ -41,3 +41,31 @@ class CheckpointError(TulipMemoryError):
 
 class CheckpointCorruptError(CheckpointError):
     """A stored checkpoint, or a parent it depends on, is missing or unreadable."""
+
+
+class LLMError(TulipMemoryError):
+    """A call to the chat model failed, or its answer could not be used.
+
+    ``kind`` says why: ``"timeout"``, ``"rate_limited"`` (429 after the retries),
+    ``"server_error"`` (5xx after the retries), ``"connection"``, ``"rejected"`` (the
+    server refused the request: 4xx other than 429), ``"malformed_output"`` (no usable
+    JSON after the repair attempt) or ``"configuration"``. ``usage`` holds the tokens
+    spent before the failure (a :class:`tulip_memory.llm.usage.Usage`), ``attempts`` the
+    HTTP requests made, ``status`` the last HTTP status (``None`` without an answer).
+    Nothing has been written to a store when it is raised.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        kind: str,
+        usage: object = None,
+        attempts: int = 0,
+        status: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.usage = usage
+        self.attempts = attempts
+        self.status = status

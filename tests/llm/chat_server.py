@@ -1,0 +1,175 @@
+"""TEST DOUBLE of an OpenAI-compatible chat-completions server, on 127.0.0.1.
+
+Not a model: it answers ``POST /v1/chat/completions`` with replies scripted by the test,
+one per request in order, and records every request (path, headers, JSON body), so a
+test asserts both sides: what was sent (model, messages, schema, no secret) and what was
+done with the answer. A scripted :class:`Reply` may be an HTTP error (429 with
+``Retry-After``, 500), a delay (to provoke a timeout), raw text (malformed JSON) or a
+structured ``answer``: the double puts it where the request asked for it (the arguments of
+the forced tool call when the request had ``tools``, else the message content).
+``refuse_response_format`` / ``refuse_tools`` make it answer HTTP 400 to requests using
+those features, like a server that lacks them. Usage is reported as characters / 4
+unless a reply says ``usage=False``.
+
+Built on the standard library's ``http.server`` (a thread per request).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Reply:
+    """One scripted answer."""
+
+    answer: dict[str, Any] | None = None
+    content: str | None = None
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+    usage: bool = True
+    finish_reason: str = "stop"
+
+
+@dataclass
+class Recorded:
+    path: str
+    headers: dict[str, str]  # names in lower case
+    body: dict[str, Any]
+
+    @property
+    def prompt_text(self) -> str:
+        """Every message content of the request, joined."""
+        return "\n".join(str(m.get("content") or "") for m in self.body.get("messages", []))
+
+
+def answer(value: dict[str, Any]) -> Reply:
+    return Reply(answer=value)
+
+
+class ChatServerDouble:
+    """The double; use as a context manager (or ``start``/``stop``)."""
+
+    def __init__(self) -> None:
+        self.requests: list[Recorded] = []
+        self.script: deque[Reply] = deque()
+        self.refuse_response_format = False
+        self.refuse_tools = False
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def add(self, *replies: Reply | dict[str, Any]) -> None:
+        """Script the next replies (a dict is a structured ``answer``)."""
+        with self._lock:
+            self.script.extend(r if isinstance(r, Reply) else answer(r) for r in replies)
+
+    def start(self) -> ChatServerDouble:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> ChatServerDouble:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def _next(self, body: dict[str, Any]) -> Reply:
+        with self._lock:
+            if self.refuse_response_format and "response_format" in body:
+                return Reply(status=400, content="response_format is not supported")
+            if self.refuse_tools and "tools" in body:
+                return Reply(status=400, content="tools are not supported")
+            if not self.script:
+                return Reply(status=500, content="the test scripted no reply for this request")
+            return self.script.popleft()
+
+    def _completion(self, body: dict[str, Any], reply: Reply) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+        if reply.answer is not None:
+            arguments = json.dumps(reply.answer)
+            if "tools" in body:
+                name = body["tools"][0]["function"]["name"]
+                message["tool_calls"] = [
+                    {
+                        "id": "call_1",
+                        "type": "function",
+                        "function": {"name": name, "arguments": arguments},
+                    }
+                ]
+            else:
+                message["content"] = arguments
+        completion: dict[str, Any] = {
+            "id": f"chatcmpl-{len(self.requests)}",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body.get("model", ""),
+            "choices": [{"index": 0, "message": message, "finish_reason": reply.finish_reason}],
+        }
+        if reply.usage:
+            prompt = len(json.dumps(body.get("messages", [])))
+            answer_chars = len(message["content"] or "") + sum(
+                len(c["function"]["arguments"]) for c in message.get("tool_calls", [])
+            )
+            completion["usage"] = {
+                "prompt_tokens": prompt // 4,
+                "completion_tokens": answer_chars // 4,
+                "total_tokens": prompt // 4 + answer_chars // 4,
+            }
+        return completion
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        double = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:
+                """Quiet: the tests read the recorded requests instead."""
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                with double._lock:
+                    double.requests.append(
+                        Recorded(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+                    )
+                reply = double._next(body)
+                if reply.delay:
+                    double._stopping.wait(reply.delay)
+                if reply.status != 200:
+                    payload = {"error": {"message": reply.content or "error", "type": "test"}}
+                else:
+                    payload = double._completion(body, reply)
+                data = json.dumps(payload).encode()
+                try:
+                    self.send_response(reply.status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    for name, value in reply.headers.items():
+                        self.send_header(name, value)
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (a timeout test)
+
+        return Handler

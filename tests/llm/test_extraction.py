@@ -1,0 +1,336 @@
+"""LLMExtractor end to end against the chat-server test double (tests/llm/chat_server.py)
+and an InMemoryStore: what is sent to the model, what the store and its history hold after
+each decision, refusals, redaction, the budget cut, failures and redelivered runs."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+
+from tests.llm.chat_server import Reply
+from tests.llm.conftest import make_client
+from tests.llm.helpers import PREFIX, conversation, decisions, facts, state
+from tulip_memory.events import memory_event
+from tulip_memory.exceptions import LLMError
+from tulip_memory.llm.extraction import DECISIONS_SCHEMA, FACTS_SCHEMA, JOURNAL_LABEL, LLMExtractor
+from tulip_memory.manager import LLMMemoryManager, Memory, MemoryType
+from tulip_memory.messages import Message, Role
+from tulip_memory.state import AgentState
+from tulip_memory.store import InMemoryStore
+
+
+@pytest.fixture
+def manager():
+    return LLMMemoryManager(InMemoryStore(), namespace_prefix=PREFIX)
+
+
+@pytest.fixture
+def extractor(server):
+    return LLMExtractor(make_client(server))
+
+
+async def test_add_into_an_empty_scope(server, manager, extractor):
+    server.add(facts(("user", "role", "The user is a data engineer at Acme.")))
+    report = await extractor.run(conversation("I'm a data engineer at Acme."), manager)
+    assert [(o.event, o.type.value, o.key) for o in report.applied] == [("ADD", "user", "role")]
+    assert await state(manager) == {("user", "role"): "The user is a data engineer at Acme."}
+    # Nothing related exists: one model call, no decision call.
+    (request,) = server.requests
+    assert request.body["model"] == "test-model"
+    assert request.body["response_format"]["json_schema"]["schema"] == FACTS_SCHEMA
+    assert "user: I'm a data engineer at Acme." in request.prompt_text
+    stored = await manager.store.get((*PREFIX, "user"), "role")
+    assert stored["metadata"]["source"] == "llm" and stored["metadata"]["confidence"] == 0.9
+    assert report.usage.calls == 1 and report.usage.prompt_tokens > 0
+
+
+async def test_update_keeps_the_old_version_in_history(server, manager, extractor):
+    await manager.save([Memory(MemoryType.USER, "role", "The user is a software engineer.")])
+    server.add(
+        facts(("user", "role", "The user is now a data scientist.")),
+        decisions((0, "UPDATE", "user", "role", "The user is a data scientist (was an engineer).")),
+    )
+    report = await extractor.run(
+        conversation("I switched jobs, I'm a data scientist now."), manager
+    )
+    assert [o.event for o in report.applied] == ["UPDATE"]
+    assert await state(manager) == {
+        ("user", "role"): "The user is a data scientist (was an engineer)."
+    }
+    versions = await manager.history(MemoryType.USER, "role")
+    assert [v.content for v in versions] == [
+        "The user is a software engineer.",
+        "The user is a data scientist (was an engineer).",
+    ]
+    assert versions[0].valid_to is not None and versions[1].valid_to is None
+    ask = server.requests[1]
+    assert ask.body["response_format"]["json_schema"]["schema"] == DECISIONS_SCHEMA
+    shown = json.loads(ask.body["messages"][-1]["content"])["facts"][0]
+    assert shown["content"] == "The user is now a data scientist."
+    assert {"type": "user", "key": "role", "content": "The user is a software engineer."} in (
+        shown["existing"]
+    )
+
+
+async def test_delete_ends_the_memory_in_history(server, manager, extractor):
+    await manager.save([Memory(MemoryType.PROJECT, "database", "The project uses MySQL.")])
+    server.add(
+        facts(("project", "storage", "The project keeps its data in files, no database.")),
+        decisions((0, "ADD"), (0, "DELETE", "project", "database", None)),
+    )
+    report = await extractor.run(
+        conversation("We dropped MySQL; data lives in files now."), manager
+    )
+    assert sorted(o.event for o in report.applied) == ["ADD", "DELETE"]
+    assert await state(manager) == {
+        ("project", "storage"): "The project keeps its data in files, no database."
+    }
+    (ended,) = await manager.history(MemoryType.PROJECT, "database")
+    assert ended.content == "The project uses MySQL." and ended.valid_to is not None
+    entries = await manager.store.search((*PREFIX, "_history", "project", "database"))
+    assert entries[0].value["ended"] is True
+
+
+async def test_none_changes_nothing(server, manager, extractor):
+    await manager.save([Memory(MemoryType.USER, "language", "The user prefers Python.")])
+    before = await manager.store.get_item((*PREFIX, "user"), "language")
+    server.add(
+        facts(("user", "language", "The user likes Python best.")),
+        decisions((0, "NONE")),
+    )
+    report = await extractor.run(conversation("Python is my favourite."), manager)
+    assert [o.event for o in report.operations] == ["NONE"] and report.applied == []
+    after = await manager.store.get_item((*PREFIX, "user"), "language")
+    assert after.version == before.version
+
+
+async def test_a_run_without_facts(server, manager, extractor):
+    server.add(facts())
+    report = await extractor.run(conversation("What time is it?", "It is noon."), manager)
+    assert report.operations == [] and await state(manager) == {}
+    assert len(server.requests) == 1
+
+
+async def test_a_run_without_conversation_asks_nothing(server, manager, extractor):
+    messages = [Message(Role.SYSTEM, "You are helpful."), Message(Role.USER, "   ")]
+    report = await extractor.run(messages, manager)
+    assert report.operations == [] and server.requests == []
+
+
+async def test_duplicates_within_one_run(server, manager, extractor):
+    server.add(
+        facts(
+            ("user", "location", "The user lives in Berlin."),
+            ("user", "location", "The user lives in Oslo."),
+            ("user", "location", "The user lives in Oslo."),
+        )
+    )
+    report = await extractor.run(conversation("Berlin... no, I moved to Oslo."), manager)
+    assert len(report.operations) == 1
+    assert await state(manager) == {("user", "location"): "The user lives in Oslo."}
+
+
+async def test_a_contradiction_of_another_memory(server, manager, extractor):
+    await manager.save([Memory(MemoryType.USER, "pets", "The user has a cat.")])
+    server.add(
+        facts(("user", "allergy", "The user is allergic to cats and has no pets.")),
+        decisions((0, "ADD"), (0, "DELETE", "user", "pets", None)),
+    )
+    await extractor.run(conversation("I'm allergic to cats, I gave mine away."), manager)
+    assert await state(manager) == {
+        ("user", "allergy"): "The user is allergic to cats and has no pets."
+    }
+    assert [v.content for v in await manager.history(MemoryType.USER, "pets")] == [
+        "The user has a cat."
+    ]
+
+
+async def test_unknown_types_keys_and_events_are_refused_and_logged(
+    server, manager, extractor, caplog
+):
+    await manager.save([Memory(MemoryType.USER, "role", "The user is a nurse.")])
+    server.add(
+        facts(
+            ("hobby", "chess", "The user plays chess."),
+            ("user", "", "Empty key."),
+            ("user", "role", "The user is a surgeon."),
+            ("user", "age", "The user is 40.", 1.5),
+            ("user", "mood", "The user is tired.", 0.2),  # below MIN_CONFIDENCE: dropped
+        ),
+        decisions(
+            (0, "UPDATE", "user", "name", "The user is Sam."),  # not shown for that fact
+            (0, "MERGE"),
+            (7, "ADD"),
+        ),
+    )
+    with caplog.at_level(logging.WARNING, logger="tulip_memory.llm"):
+        report = await extractor.run(conversation("I'm a surgeon now."), manager)
+    assert report.refused == 6
+    refusals = [r.getMessage() for r in caplog.records if "refused" in r.getMessage()]
+    assert any("unknown type 'hobby'" in line for line in refusals)
+    assert any("invalid key" in line for line in refusals)
+    assert any("confidence 1.5" in line for line in refusals)
+    assert any("'user'/'name', a memory not shown" in line for line in refusals)
+    assert any("unknown event 'MERGE'" in line for line in refusals)
+    assert any("unknown fact 7" in line for line in refusals)
+    assert "no usable decision for fact 0" in caplog.text
+    assert await state(manager) == {("user", "role"): "The user is a nurse."}
+
+
+async def test_a_redelivered_run_applies_nothing_twice(server, manager, extractor):
+    await manager.save([Memory(MemoryType.USER, "role", "The user is a nurse.")])
+    messages = conversation("I became a surgeon.")
+    server.add(
+        facts(("user", "role", "The user is a surgeon.")),
+        decisions((0, "UPDATE", "user", "role", "The user is a surgeon.")),
+    )
+    first = await extractor.run(messages, manager)
+    item = await manager.store.get_item((*PREFIX, "user"), "role")
+    second = await extractor.run(messages, manager)
+    assert second.already_done and second.run_id == first.run_id and second.applied == []
+    assert len(server.requests) == 2  # the model is not asked again
+    assert (await manager.store.get_item((*PREFIX, "user"), "role")).version == item.version
+    assert len(await manager.history(MemoryType.USER, "role")) == 2
+
+
+async def test_an_explicit_run_id_identifies_the_run(server, manager, extractor):
+    server.add(facts(("user", "name", "The user's name is Ada.")))
+    await extractor.run(conversation("I'm Ada."), manager, run_id="job-17")
+    assert await manager.store.get((*PREFIX, JOURNAL_LABEL), "job-17") is not None
+    again = await extractor.run(conversation("I'm Ada!"), manager, run_id="job-17")
+    assert again.already_done and len(server.requests) == 1
+
+
+class FailingDeleteStore(InMemoryStore):
+    """A real InMemoryStore whose next delete of a memory fails once (a crash mid-apply)."""
+
+    fail_next_delete = True
+
+    async def delete(self, namespace, key):
+        if self.fail_next_delete and namespace[-1] in {t.value for t in MemoryType}:
+            self.fail_next_delete = False
+            raise ConnectionError("store went away")
+        return await super().delete(namespace, key)
+
+
+async def test_a_run_that_stopped_half_way_is_replayed_without_the_model(server, extractor):
+    manager = LLMMemoryManager(FailingDeleteStore(), namespace_prefix=PREFIX)
+    await manager.save(
+        [
+            Memory(MemoryType.USER, "role", "The user is a nurse."),
+            Memory(MemoryType.USER, "employer", "The user works at St. Mary's."),
+        ]
+    )
+    messages = conversation("I'm a surgeon now, I left St. Mary's.")
+    server.add(
+        facts(("user", "role", "The user is a surgeon.")),
+        decisions(
+            (0, "UPDATE", "user", "role", "The user is a surgeon."),
+            (0, "DELETE", "user", "employer", None),
+        ),
+    )
+    with pytest.raises(ConnectionError):
+        await extractor.run(messages, manager)
+    assert (await state(manager))[("user", "role")] == "The user is a surgeon."
+    replay = await extractor.run(messages, manager)
+    assert [o.event for o in replay.applied] == ["DELETE"]  # the UPDATE is not applied twice
+    assert len(server.requests) == 2
+    assert await state(manager) == {("user", "role"): "The user is a surgeon."}
+    assert len(await manager.history(MemoryType.USER, "role")) == 2
+    assert len(await manager.history(MemoryType.USER, "employer")) == 1
+
+
+async def test_a_failing_model_leaves_the_store_untouched(server, manager):
+    extractor = LLMExtractor(make_client(server, MAX_RETRIES=1))
+    await manager.save([Memory(MemoryType.USER, "role", "The user is a nurse.")])
+    server.add(
+        facts(("user", "role", "The user is a surgeon.")), Reply(status=500), Reply(status=500)
+    )
+    with pytest.raises(LLMError) as caught:
+        await extractor.run(conversation("I'm a surgeon."), manager)
+    assert caught.value.kind == "server_error"
+    assert await state(manager) == {("user", "role"): "The user is a nurse."}
+    assert await manager.store.list_keys((*PREFIX, JOURNAL_LABEL)) == []
+
+
+async def test_secrets_reach_neither_the_model_nor_the_store(server, manager, extractor):
+    server.add(
+        facts(
+            ("project", "deploy_key", "The deploy key is AKIAIOSFODNN7EXAMPLE."),
+            ("user", "password_hunter2", "The user's password is hunter2."),
+            ("reference", "sk-proj-Xa81bC92dE03fG14hI25jK36lM47nO58", "A key."),
+        )
+    )
+    messages = conversation(
+        "My password is hunter2 and our AWS key is AKIAIOSFODNN7EXAMPLE.", "Noted."
+    )
+    await extractor.run(messages, manager)
+    sent = server.requests[0].prompt_text
+    assert "hunter2" not in sent and "AKIAIOSFODNN7EXAMPLE" not in sent
+    assert "[REDACTED:password]" in sent and "[REDACTED:api_key]" in sent
+    everything = json.dumps(list((await state(manager)).items()))
+    assert "hunter2" not in everything and "AKIAIOSFODNN7EXAMPLE" not in everything
+    assert ("project", "deploy_key") in await state(manager)
+    assert ("reference", "sk-proj-Xa81bC92dE03fG14hI25jK36lM47nO58") not in await state(manager)
+
+
+async def test_a_long_run_is_cut_to_the_budget(server, manager, caplog):
+    extractor = LLMExtractor(make_client(server, INPUT_TOKEN_BUDGET=600))
+    turns = [f"message number {i} " + "blah " * 60 for i in range(12)]
+    server.add(facts())
+    with caplog.at_level(logging.INFO, logger="tulip_memory.llm"):
+        report = await extractor.run(conversation(*turns), manager)
+    sent = server.requests[0].prompt_text
+    assert "message number 11" in sent and "message number 0 " not in sent
+    assert report.dropped_messages > 0
+    assert f"dropped {report.dropped_messages} of 12 messages (indexes 0-" in caplog.text
+
+
+async def test_as_extract_fn_runs_inside_the_manager(server):
+    manager = LLMMemoryManager(InMemoryStore(), namespace_resolver=lambda run: ("t", "u9"))
+    extractor = LLMExtractor(make_client(server))
+    manager.extract_fn = extractor.as_extract_fn(manager)
+    server.add(facts(("user", "timezone", "The user's time zone is CET.")))
+    await manager.on_session_end(AgentState(messages=conversation("My time zone is CET.")))
+    with manager.scoped(("t", "u9")):
+        assert await state(manager) == {("user", "timezone"): "The user's time zone is CET."}
+
+
+async def test_a_failure_goes_through_the_managers_failure_path(server):
+    events = []
+
+    def receiver(sender, event, payload, **kwargs):
+        events.append((event, payload))
+
+    memory_event.connect(receiver)
+    try:
+        manager = LLMMemoryManager(InMemoryStore(), namespace_prefix=PREFIX)
+        extractor = LLMExtractor(make_client(server, MAX_RETRIES=0))
+        manager.extract_fn = extractor.as_extract_fn(manager)
+        server.add(Reply(content="not json"), Reply(content="still not json"))
+        await manager.on_session_end(AgentState(messages=conversation("I'm Bo.")))
+    finally:
+        memory_event.disconnect(receiver)
+    failed = [payload for event, payload in events if event == "memory.manager.extract_failed"]
+    assert failed and failed[0]["error_type"] == "LLMError"
+    assert await state(manager) == {}
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="client must be a ChatClient"):
+        LLMExtractor(client="gpt")  # type: ignore[arg-type]
+
+
+async def test_bad_run_arguments(manager, extractor):
+    with pytest.raises(ValueError, match="messages must be a list"):
+        await extractor.run("hello", manager)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"messages\[0\] must be a Message"):
+        await extractor.run([{"role": "user"}], manager)  # type: ignore[list-item]
+    with pytest.raises(ValueError, match="run_id must not be only whitespace"):
+        await extractor.run([], manager, run_id=" ")
+    with pytest.raises(ValueError, match="run_id is 201 characters long"):
+        await extractor.run([], manager, run_id="j" * 201)
+    with pytest.raises(ValueError, match=r"target must be an LLMMemoryManager .* lacks \['store'"):
+        await extractor.run([], object())  # type: ignore[arg-type]

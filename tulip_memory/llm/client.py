@@ -1,0 +1,311 @@
+"""The chat-model client: OpenAI's chat-completions protocol through the ``openai`` library.
+
+One :class:`ChatClient` reaches any OpenAI-compatible server (OpenAI, Azure OpenAI,
+Ollama, vLLM, llama.cpp, LM Studio) from ``TULIP_MEMORY["LLM"]`` (:class:`LLMConfig`).
+Around each request it adds what the library's own retry loop does not give:
+
+* retries on timeouts, connection errors, 429 and 5xx with exponential backoff and full
+  jitter; a 429's ``Retry-After`` (or ``retry-after-ms``) is honoured when it is within
+  ``RETRY_BACKOFF_MAX``, and ends the retries when it is longer (asking sooner would only
+  earn another 429);
+* a per-process cap on requests in flight to one ``BASE_URL`` (:mod:`.limiter`);
+* the usage of every call (:class:`~.usage.Usage`, estimated from characters when the
+  server reports none) and one debug log line per call, without content or key;
+* one exception type, :class:`~tulip_memory.exceptions.LLMError`, for every failure.
+
+The API key is read from the environment at each request, never from settings. ``openai``
+is imported when the first request is made; it is the ``llm`` extra.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import logging
+import random
+import time
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from tulip_memory.exceptions import LLMError
+from tulip_memory.llm.budget import TokenEstimator
+from tulip_memory.llm.config import LLMConfig
+from tulip_memory.llm.limiter import limiter_for
+from tulip_memory.llm.usage import Usage
+
+__all__ = ["ChatClient", "ChatResult", "ToolCallRequest"]
+
+logger = logging.getLogger("tulip_memory.llm")
+
+# The key sent to a local server that wants none (the library refuses an empty one).
+_NO_KEY = "not-needed"
+
+
+@dataclass(frozen=True)
+class ToolCallRequest:
+    """A tool call in the model's answer: the function's name and its JSON arguments."""
+
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class ChatResult:
+    """The model's answer to one chat completion."""
+
+    content: str | None
+    tool_calls: list[ToolCallRequest] = field(default_factory=list)
+    finish_reason: str | None = None
+    usage: Usage = field(default_factory=Usage)
+
+
+def _import_openai() -> Any:
+    try:
+        import openai
+    except ImportError as exc:
+        raise ImportError(
+            "tulip_memory.llm needs the openai package: pip install 'tulip-memory[llm]'"
+        ) from exc
+    return openai
+
+
+def _prompt_chars(messages: Sequence[dict[str, Any]], extra: Sequence[Any]) -> int:
+    return sum(len(str(m.get("content") or "")) for m in messages) + sum(
+        len(json.dumps(item)) for item in extra if item is not None
+    )
+
+
+def retry_after_seconds(headers: Any) -> float | None:
+    """The delay a 429 or 503 asks for (``retry-after-ms`` or ``Retry-After``), if any."""
+    if headers is None:
+        return None
+    millis = headers.get("retry-after-ms")
+    if millis is not None:
+        try:
+            return max(0.0, float(millis) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
+
+
+class ChatClient:
+    """Chat completions against the configured server (see the module docstring).
+
+    Args:
+        config: the endpoint and call policy; ``None`` reads ``TULIP_MEMORY["LLM"]``.
+        estimator: token estimator shared with the budget cut; one per client by default,
+            corrected by the usage the server reports.
+    """
+
+    def __init__(
+        self, config: LLMConfig | None = None, *, estimator: TokenEstimator | None = None
+    ) -> None:
+        if config is not None and not isinstance(config, LLMConfig):
+            raise ValueError(f"config must be an LLMConfig or None, got {type(config).__name__}")
+        self.config = config if config is not None else LLMConfig.from_settings()
+        self.estimator = estimator or TokenEstimator(self.config.chars_per_token)
+        self.limiter = limiter_for(self.config.base_url, self.config.max_concurrency)
+        # The library's HTTP client belongs to one event loop: one per loop it is used on.
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def __repr__(self) -> str:
+        return f"ChatClient(base_url={self.config.base_url!r}, model={self.config.model!r})"
+
+    @property
+    def model(self) -> str:
+        if self.config.model is None:
+            raise LLMError("TULIP_MEMORY['LLM']['MODEL'] is not set", kind="configuration")
+        return self.config.model
+
+    def _openai(self) -> Any:
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
+        if client is None:
+            openai = _import_openai()
+            client = openai.AsyncOpenAI(
+                api_key=self._api_key,
+                base_url=self.config.base_url,
+                timeout=self.config.timeout,
+                max_retries=0,  # retried here: jitter, Retry-After bound, one limiter slot each
+            )
+            self._clients[loop] = client
+        return client
+
+    async def _api_key(self) -> str:
+        return self.config.api_key() or _NO_KEY
+
+    async def aclose(self) -> None:
+        """Close the HTTP client of the running event loop."""
+        client = self._clients.pop(asyncio.get_running_loop(), None)
+        if client is not None:
+            await client.close()
+
+    async def complete(
+        self,
+        messages: Sequence[dict[str, Any]],
+        *,
+        max_tokens: int,
+        response_format: dict[str, Any] | None = None,
+        tools: list[dict[str, Any]] | None = None,
+        tool_choice: dict[str, Any] | str | None = None,
+        purpose: str = "chat",
+    ) -> ChatResult:
+        """One chat completion, retried per the config; raises :class:`LLMError`.
+
+        ``messages`` are chat-completions dicts (``{"role": ..., "content": ...}``).
+        ``purpose`` names the call in the log line.
+        """
+        if isinstance(messages, (str, dict)) or not all(
+            isinstance(m, dict) and "role" in m for m in messages
+        ):
+            raise ValueError("messages must be a list of chat-completions dicts with a 'role'")
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+            raise ValueError(f"max_tokens must be an int >= 1, got {max_tokens!r}")
+        openai = _import_openai()
+        model = self.model
+        if not self.config.is_local and self.config.api_key() is None:
+            raise LLMError(
+                f"no API key for {self.config.base_url}: set the environment variable "
+                f"{self.config.api_key_env}",
+                kind="configuration",
+            )
+        request: dict[str, Any] = {
+            "model": model,
+            "messages": list(messages),
+            "max_tokens": max_tokens,
+            "temperature": self.config.temperature,
+        }
+        if response_format is not None:
+            request["response_format"] = response_format
+        if tools is not None:
+            request["tools"] = tools
+            if tool_choice is not None:
+                request["tool_choice"] = tool_choice
+        prompt_chars = _prompt_chars(messages, (response_format, tools))
+        started = time.perf_counter()
+        attempts = 0
+        while True:
+            attempts += 1
+            try:
+                async with self.limiter.slot():
+                    completion = await self._openai().chat.completions.create(**request)
+            except openai.APIStatusError as error:
+                status = error.status_code
+                retryable = status == 429 or status >= 500
+                kind = (
+                    "rate_limited"
+                    if status == 429
+                    else "server_error"
+                    if status >= 500
+                    else "rejected"
+                )
+                delay = self._delay(
+                    attempts, error.response.headers if status in (429, 503) else None
+                )
+                if not retryable or delay is None:
+                    self._log_failure(purpose, model, attempts, started, f"HTTP {status}")
+                    raise LLMError(
+                        f"{purpose}: the model server answered HTTP {status} "
+                        f"after {attempts} attempt(s): {_short(error.message)}",
+                        kind=kind,
+                        attempts=attempts,
+                        status=status,
+                    ) from error
+            except openai.APIConnectionError as error:
+                kind = "timeout" if isinstance(error, openai.APITimeoutError) else "connection"
+                delay = self._delay(attempts, None)
+                if delay is None:
+                    self._log_failure(purpose, model, attempts, started, kind)
+                    raise LLMError(
+                        f"{purpose}: {kind} talking to {self.config.base_url} "
+                        f"after {attempts} attempt(s)",
+                        kind=kind,
+                        attempts=attempts,
+                    ) from error
+            else:
+                result = self._result(completion, prompt_chars)
+                logger.debug(
+                    "llm call %s: model=%s attempts=%d finish=%s prompt_tokens=%d "
+                    "completion_tokens=%d%s in %.0f ms",
+                    purpose,
+                    model,
+                    attempts,
+                    result.finish_reason,
+                    result.usage.prompt_tokens,
+                    result.usage.completion_tokens,
+                    " (estimated)" if result.usage.estimated else "",
+                    (time.perf_counter() - started) * 1000,
+                )
+                return result
+            logger.debug(
+                "llm call %s: attempt %d failed, retrying in %.2f s", purpose, attempts, delay
+            )
+            await asyncio.sleep(delay)
+
+    def _delay(self, attempts: int, headers: Any) -> float | None:
+        """Seconds before the next attempt, or ``None`` when there is none."""
+        if attempts > self.config.max_retries:
+            return None
+        asked = retry_after_seconds(headers)
+        if asked is not None:
+            return asked if asked <= self.config.retry_backoff_max else None
+        ceiling = min(
+            self.config.retry_backoff_max, self.config.retry_backoff * 2 ** (attempts - 1)
+        )
+        return random.uniform(0, ceiling)
+
+    def _log_failure(
+        self, purpose: str, model: str, attempts: int, started: float, reason: str
+    ) -> None:
+        logger.debug(
+            "llm call %s: model=%s failed (%s) after %d attempt(s) in %.0f ms",
+            purpose,
+            model,
+            reason,
+            attempts,
+            (time.perf_counter() - started) * 1000,
+        )
+
+    def _result(self, completion: Any, prompt_chars: int) -> ChatResult:
+        choice = completion.choices[0] if completion.choices else None
+        message = choice.message if choice is not None else None
+        content = message.content if message is not None else None
+        calls = [
+            ToolCallRequest(call.function.name, call.function.arguments or "")
+            for call in (message.tool_calls or [] if message is not None else [])
+            if getattr(call, "function", None) is not None
+        ]
+        reported = completion.usage
+        if reported is not None and reported.prompt_tokens:
+            self.estimator.observe(prompt_chars, reported.prompt_tokens)
+            usage = Usage(reported.prompt_tokens, reported.completion_tokens or 0, 1)
+        else:
+            answer = (content or "") + "".join(c.arguments for c in calls)
+            usage = Usage(
+                self.estimator.tokens_for_chars(prompt_chars),
+                self.estimator.tokens(answer),
+                1,
+                estimated=True,
+            )
+        return ChatResult(content, calls, choice.finish_reason if choice else None, usage)
+
+
+def _short(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,616 @@
+"""LLM fact extraction with consolidation, applied once per run.
+
+:meth:`LLMExtractor.run` does, for one finished run (its messages) and one memory scope:
+
+1. **Extract.** The conversation, secrets redacted (:mod:`.redaction`) and cut to the token
+   budget (:mod:`.budget`, oldest messages first), goes to the model, which answers
+   candidate facts: ``type`` (a :class:`MemoryType`), a stable ``key``, ``content`` and a
+   ``confidence``. Unknown types, invalid keys and keys holding a secret are refused and
+   logged; candidates below ``MIN_CONFIDENCE`` are dropped; within one run the last
+   candidate of a ``(type, key)`` wins.
+2. **Consolidate.** For each candidate the scope's most related memories are recalled
+   (``search_many`` over every type, with the candidate's content as the query, plus the
+   memory stored under the candidate's own key). Candidates with nothing related are
+   added as they are; the others go to the model in **one** request, which decides per
+   candidate ``ADD``, ``UPDATE`` an existing memory (new content), ``DELETE`` an existing
+   memory (the candidate contradicts it) or ``NONE``. A decision naming a memory that was
+   not shown for that candidate is refused and logged.
+3. **Apply,** through the manager: ``ADD``/``UPDATE`` are one ``save`` (history keeps the
+   replaced content), ``DELETE`` moves the memory into its history, ended, and deletes it.
+   Content is redacted again before it is written.
+
+Idempotency: the run has an id (given, e.g. a job id, or a hash of its scope and
+messages); each operation's id is derived from the run id and the operation. The planned
+operations are journaled under ``(*prefix, "_extraction_runs")`` before the first write
+and the run is marked done after the last; a redelivered run that is done applies
+nothing and asks the model nothing, one that stopped half-way replays the journaled
+operations (an operation whose id is already on the memory is skipped). Every model call
+happens before the first write: a failing call (:class:`~tulip_memory.exceptions.LLMError`)
+leaves the store untouched.
+
+Pure Python over any :class:`~tulip_memory.store.base.BaseStore`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from tulip_memory.identifiers import validate_identifier
+from tulip_memory.llm.budget import cut_to_budget
+from tulip_memory.llm.client import ChatClient
+from tulip_memory.llm.redaction import RedactionPolicy, Redactor
+from tulip_memory.llm.structured import StructuredOutput
+from tulip_memory.llm.transcript import render_messages
+from tulip_memory.llm.usage import Usage
+from tulip_memory.manager.history import MemoryHistory
+from tulip_memory.manager.types import MEMORY_KEY_MAX_LENGTH, Memory, MemoryType
+from tulip_memory.messages import Message
+
+if TYPE_CHECKING:
+    from tulip_memory.namespaces import Namespace
+    from tulip_memory.store.base import BaseStore, StoreItem
+
+__all__ = [
+    "JOURNAL_LABEL",
+    "Candidate",
+    "ExtractionReport",
+    "LLMExtractor",
+    "MemoryTarget",
+    "Operation",
+]
+
+logger = logging.getLogger("tulip_memory.llm")
+
+JOURNAL_LABEL = "_extraction_runs"
+# Journal entries kept per scope; older ones are pruned (a redelivery comes much sooner).
+JOURNAL_KEEP = 1000
+EVENTS = ("ADD", "UPDATE", "DELETE", "NONE")
+_TARGET_ATTRIBUTES = ("store", "active_namespace", "keep_history", "save")
+Event = Literal["ADD", "UPDATE", "DELETE", "NONE"]
+
+_TYPES_HELP = (
+    "user (who the user is: role, name, location, preferences), "
+    "feedback (how the user wants the assistant to work: corrections, confirmed approaches), "
+    "project (facts about the user's work: stack, decisions, deadlines), "
+    "reference (pointers to outside material: URLs, documents, tickets)"
+)
+
+EXTRACTION_PROMPT = f"""You extract durable facts about the user from a conversation, \
+for an assistant's long-term memory.
+Return every fact worth remembering across conversations, stated or confirmed by the user \
+(not guesses, not questions, not hypotheticals, not small talk), as {{"facts": [...]}}, \
+each with:
+- "type": one of {_TYPES_HELP};
+- "key": a short, stable snake_case name of what the fact is about (e.g. "role", \
+"preferred_language", "deadline", "code_style"), so that a later fact about the same thing \
+gets the same key;
+- "content": the fact as one sentence about "the user" (e.g. "The user is a data engineer \
+at Acme.");
+- "confidence": 0 to 1, how sure you are that the user means it durably.
+Never include passwords, keys, tokens or card numbers, even partly. Return {{"facts": []}} \
+when there is nothing durable."""
+
+DECISION_PROMPT = """You keep an assistant's long-term memory consistent. For each new fact \
+you get the existing memories most related to it. Decide, per fact:
+- "ADD": it is new information (no existing memory is about the same thing);
+- "UPDATE": it changes or refines an existing memory: give that memory's "type" and "key" \
+and the full new "content" (merged when both hold);
+- "DELETE": it contradicts an existing memory that is now false and nothing replaces it: \
+give that memory's "type" and "key";
+- "NONE": the memory already says it.
+Only name memories listed for that fact. Return {"decisions": [{"fact": <number>, \
+"event": ..., "type": ..., "key": ..., "content": ...}]}, one per fact; use null for \
+"type"/"key"/"content" where they do not apply."""
+
+FACTS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["facts"],
+    "properties": {
+        "facts": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["type", "key", "content", "confidence"],
+                "properties": {
+                    "type": {"type": "string"},
+                    "key": {"type": "string"},
+                    "content": {"type": "string"},
+                    "confidence": {"type": "number"},
+                },
+            },
+        }
+    },
+}
+
+DECISIONS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["decisions"],
+    "properties": {
+        "decisions": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["fact", "event", "type", "key", "content"],
+                "properties": {
+                    "fact": {"type": "integer"},
+                    "event": {"type": "string"},
+                    "type": {"type": ["string", "null"]},
+                    "key": {"type": ["string", "null"]},
+                    "content": {"type": ["string", "null"]},
+                },
+            },
+        }
+    },
+}
+
+
+class MemoryTarget(Protocol):
+    """Where a run's operations go: what :class:`~tulip_memory.manager.LLMMemoryManager` offers."""
+
+    @property
+    def store(self) -> BaseStore: ...
+
+    @property
+    def active_namespace(self) -> Namespace: ...
+
+    @property
+    def keep_history(self) -> bool: ...
+
+    async def save(self, memories: list[Memory]) -> None: ...
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A fact the model found in the run."""
+
+    type: MemoryType
+    key: str
+    content: str
+    confidence: float
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One decided change of the scope's memories."""
+
+    event: Event
+    type: MemoryType
+    key: str
+    content: str
+    op_id: str
+    confidence: float = 1.0
+
+    def to_journal(self) -> dict[str, Any]:
+        return {**asdict(self), "type": self.type.value}
+
+    @classmethod
+    def from_journal(cls, data: dict[str, Any]) -> Operation:
+        return cls(**{**data, "type": MemoryType(data["type"])})
+
+
+@dataclass
+class ExtractionReport:
+    """What one run did: its operations (``NONE`` included), whether it was a replay."""
+
+    run_id: str
+    operations: list[Operation] = field(default_factory=list)
+    applied: list[Operation] = field(default_factory=list)
+    already_done: bool = False
+    refused: int = 0
+    dropped_messages: int = 0
+    usage: Usage = field(default_factory=Usage)
+
+
+def run_id_of(prefix: Namespace, messages: Sequence[Message]) -> str:
+    """A run's id when none is given: a hash of its scope and its messages."""
+    payload = json.dumps(
+        [list(prefix), [m.to_dict() for m in messages]], sort_keys=True, default=str
+    )
+    return hashlib.sha256(payload.encode()).hexdigest()[:32]
+
+
+def _op_id(run_id: str, event: str, memory_type: MemoryType, key: str) -> str:
+    return hashlib.sha256(f"{run_id}|{event}|{memory_type.value}|{key}".encode()).hexdigest()[:24]
+
+
+class LLMExtractor:
+    """Extracts and consolidates a run's facts with a chat model (see the module docstring).
+
+    Args:
+        client: the chat client; ``None`` builds one from ``TULIP_MEMORY["LLM"]``.
+        redactor: the secret redaction; ``None`` uses the config's ``REDACTION`` policy.
+    """
+
+    def __init__(self, client: ChatClient | None = None, *, redactor: Redactor | None = None):
+        if client is not None and not isinstance(client, ChatClient):
+            raise ValueError(f"client must be a ChatClient or None, got {type(client).__name__}")
+        if redactor is not None and not isinstance(redactor, Redactor):
+            raise ValueError(f"redactor must be a Redactor or None, got {type(redactor).__name__}")
+        self.client = client or ChatClient()
+        self.config = self.client.config
+        self.redactor = redactor or Redactor(RedactionPolicy.from_options(self.config.redaction))
+        self.structured = StructuredOutput(self.client)
+
+    def as_extract_fn(
+        self, target: MemoryTarget
+    ) -> Callable[[list[Message]], Awaitable[list[Memory]]]:
+        """An ``extract_fn`` for ``target`` (an LLMMemoryManager) that runs :meth:`run`.
+
+        It writes through ``target`` itself, so it returns no memories for the manager
+        to save again; failures raise :class:`~tulip_memory.exceptions.LLMError`, which
+        the manager logs and emits as ``memory.manager.extract_failed``.
+        """
+
+        async def extract(messages: list[Message]) -> list[Memory]:
+            report = await self.run(messages, target)
+            logger.info(
+                "llm extraction run %s: %d operation(s) applied%s, %s",
+                report.run_id,
+                len(report.applied),
+                " (already done)" if report.already_done else "",
+                report.usage.as_fields(),
+            )
+            return []
+
+        return extract
+
+    # --- the run ------------------------------------------------------------------------
+
+    async def run(
+        self, messages: Sequence[Message], target: MemoryTarget, *, run_id: str | None = None
+    ) -> ExtractionReport:
+        """Extract, consolidate and apply the facts of ``messages`` in ``target``'s scope."""
+        if isinstance(messages, (str, Message)) or not isinstance(messages, Sequence):
+            raise ValueError("messages must be a list of Message objects")
+        for index, message in enumerate(messages):
+            if not isinstance(message, Message):
+                raise ValueError(
+                    f"messages[{index}] must be a Message, got {type(message).__name__}"
+                )
+        if run_id is not None:
+            validate_identifier(
+                run_id, "run_id", max_length=MEMORY_KEY_MAX_LENGTH, allow_blank=False
+            )
+        missing = [name for name in _TARGET_ATTRIBUTES if not hasattr(target, name)]
+        if missing:
+            raise ValueError(
+                f"target must be an LLMMemoryManager (or offer {list(_TARGET_ATTRIBUTES)}); "
+                f"{type(target).__name__} lacks {missing}"
+            )
+        prefix = tuple(target.active_namespace)
+        run_id = run_id or run_id_of(prefix, messages)
+        report = ExtractionReport(run_id)
+        journal = _Journal(target.store, prefix, run_id)
+        entry = await journal.read()
+        if entry is not None and entry.get("state") == "done":
+            report.already_done = True
+            return report
+        if entry is not None:
+            logger.info("llm extraction run %s: replaying its journaled operations", run_id)
+            report.operations = [Operation.from_journal(op) for op in entry.get("ops", [])]
+        else:
+            await self._decide(messages, target, report)
+            if any(op.event != "NONE" for op in report.operations):
+                await journal.write("applying", report.operations)
+        report.applied = await _apply(target, prefix, report.operations)
+        await journal.write("done", report.operations)
+        await journal.prune()
+        return report
+
+    async def _decide(
+        self, messages: Sequence[Message], target: MemoryTarget, report: ExtractionReport
+    ) -> None:
+        candidates, secrets = await self._candidates(messages, report)
+        if not candidates:
+            return
+        related = await _related(target, candidates, self.config.related_memories)
+        operations: dict[tuple[MemoryType, str], Operation] = {}
+        to_ask = [i for i, found in enumerate(related) if found]
+        for index, candidate in enumerate(candidates):
+            if index not in to_ask:
+                operations[(candidate.type, candidate.key)] = self._operation(
+                    report.run_id, "ADD", candidate
+                )
+        if to_ask:
+            for decided in await self._decisions(candidates, related, to_ask, report):
+                operations.pop((decided.type, decided.key), None)
+                operations[(decided.type, decided.key)] = decided
+        report.operations = [self._scrubbed(op, secrets) for op in operations.values()]
+
+    def _scrubbed(self, operation: Operation, secrets: set[str]) -> Operation:
+        """``operation`` with its content redacted again, and cleared of the run's secrets
+        (the model may rebuild one in a shape no detector knows)."""
+        text = self.redactor.redact(operation.content).text
+        for secret in secrets:
+            text = text.replace(secret, self.redactor.policy.replacement.format(kind="secret"))
+        return replace(operation, content=text)
+
+    def _operation(
+        self,
+        run_id: str,
+        event: Event,
+        candidate: Candidate,
+        *,
+        memory: tuple[MemoryType, str] | None = None,
+        content: str | None = None,
+    ) -> Operation:
+        """``event`` on ``memory`` (the candidate's own by default)."""
+        memory_type, key = memory or (candidate.type, candidate.key)
+        return Operation(
+            event,
+            memory_type,
+            key,
+            content if content is not None else candidate.content,
+            _op_id(run_id, event, memory_type, key),
+            candidate.confidence,
+        )
+
+    # --- step 1: candidates -----------------------------------------------------------------
+
+    async def _candidates(
+        self, messages: Sequence[Message], report: ExtractionReport
+    ) -> tuple[list[Candidate], set[str]]:
+        """The run's candidates, and the secrets redacted from it (kept in memory only)."""
+        lines = render_messages(list(messages))
+        redacted = [self.redactor.redact(line) for line in lines]
+        secrets = {secret for r in redacted for secret in r.secrets}
+        if any(r.kinds for r in redacted):
+            kinds = sorted({k for r in redacted for k in r.kinds})
+            logger.info("llm extraction run %s: redacted %s before the model", report.run_id, kinds)
+        budget = self.config.input_token_budget - self.client.estimator.tokens(EXTRACTION_PROMPT)
+        cut = cut_to_budget(
+            [r.text for r in redacted], max(budget, 1), self.client.estimator, what="messages"
+        )
+        report.dropped_messages = len(cut.dropped)
+        if not cut.kept:
+            return [], secrets
+        result = await self.structured.request(
+            [
+                {"role": "system", "content": EXTRACTION_PROMPT},
+                {"role": "user", "content": "Conversation:\n" + "\n".join(cut.kept)},
+            ],
+            schema=FACTS_SCHEMA,
+            name="memory_facts",
+            max_tokens=self.config.extraction_max_tokens,
+        )
+        report.usage += result.usage
+        found: dict[tuple[MemoryType, str], Candidate] = {}
+        for index, fact in enumerate(result.value["facts"]):
+            candidate = self._candidate(fact, index, report, secrets)
+            if candidate is not None:
+                found.pop((candidate.type, candidate.key), None)
+                found[(candidate.type, candidate.key)] = candidate
+        return list(found.values()), secrets
+
+    def _candidate(
+        self, fact: dict[str, Any], index: int, report: ExtractionReport, secrets: set[str]
+    ) -> Candidate | None:
+        try:
+            memory_type = MemoryType(fact["type"])
+        except ValueError:
+            return self._refuse(report, f"facts[{index}] has the unknown type {fact['type']!r}")
+        key = fact["key"].strip()
+        try:
+            Memory(memory_type, key, "")
+        except ValueError as error:
+            return self._refuse(report, f"facts[{index}] has an invalid key: {error}")
+        if self.redactor.redact(key).kinds or any(secret in key for secret in secrets):
+            return self._refuse(report, f"facts[{index}] has a key holding a secret")
+        confidence = fact["confidence"]
+        if not 0 <= confidence <= 1:
+            return self._refuse(
+                report, f"facts[{index}] has the confidence {confidence!r}, not in [0, 1]"
+            )
+        if not fact["content"].strip():
+            return self._refuse(report, f"facts[{index}] has no content")
+        if confidence < self.config.min_confidence:
+            logger.debug(
+                "facts[%d] %s/%s dropped: confidence %.2f",
+                index,
+                memory_type.value,
+                key,
+                confidence,
+            )
+            return None
+        return Candidate(memory_type, key, fact["content"].strip(), float(confidence))
+
+    @staticmethod
+    def _refuse(report: ExtractionReport, why: str) -> None:
+        report.refused += 1
+        logger.warning("llm extraction run %s: refused %s", report.run_id, why)
+
+    # --- step 2: decisions ------------------------------------------------------------------
+
+    async def _decisions(
+        self,
+        candidates: list[Candidate],
+        related: list[list[Memory]],
+        to_ask: list[int],
+        report: ExtractionReport,
+    ) -> list[Operation]:
+        payload = [
+            {
+                "fact": index,
+                "type": candidates[index].type.value,
+                "key": candidates[index].key,
+                "content": candidates[index].content,
+                "existing": [
+                    {"type": m.type.value, "key": m.key, "content": m.content}
+                    for m in related[index]
+                ],
+            }
+            for index in to_ask
+        ]
+        result = await self.structured.request(
+            [
+                {"role": "system", "content": DECISION_PROMPT},
+                {"role": "user", "content": json.dumps({"facts": payload}, ensure_ascii=False)},
+            ],
+            schema=DECISIONS_SCHEMA,
+            name="memory_decisions",
+            max_tokens=self.config.extraction_max_tokens,
+        )
+        report.usage += result.usage
+        decided: list[Operation] = []
+        answered: set[int] = set()
+        for position, decision in enumerate(result.value["decisions"]):
+            operation = self._decided(
+                decision,
+                position=position,
+                candidates=candidates,
+                related=related,
+                to_ask=to_ask,
+                report=report,
+            )
+            if operation is not None:
+                answered.add(decision["fact"])
+                decided.append(operation)
+        for index in sorted(set(to_ask) - answered):
+            logger.warning(
+                "llm extraction run %s: no usable decision for fact %d (%s/%s); nothing done",
+                report.run_id,
+                index,
+                candidates[index].type.value,
+                candidates[index].key,
+            )
+        return decided
+
+    def _decided(
+        self,
+        decision: dict[str, Any],
+        *,
+        position: int,
+        candidates: list[Candidate],
+        related: list[list[Memory]],
+        to_ask: list[int],
+        report: ExtractionReport,
+    ) -> Operation | None:
+        index, event = decision["fact"], decision["event"]
+        where = f"decisions[{position}]"
+        if index not in to_ask:
+            return self._refuse(report, f"{where} names the unknown fact {index!r}")
+        if event not in EVENTS:
+            return self._refuse(report, f"{where} has the unknown event {event!r}")
+        candidate = candidates[index]
+        if event in ("ADD", "NONE"):
+            return self._operation(report.run_id, event, candidate)
+        shown = {(m.type.value, m.key) for m in related[index]}
+        if (decision["type"], decision["key"]) not in shown:
+            return self._refuse(
+                report,
+                f"{where}: {event} of {decision['type']!r}/{decision['key']!r}, a memory not "
+                f"shown for fact {index}",
+            )
+        content = decision["content"] if event == "UPDATE" else ""
+        if event == "UPDATE" and not (content or "").strip():
+            content = candidate.content
+        return self._operation(
+            report.run_id,
+            event,
+            candidate,
+            memory=(MemoryType(decision["type"]), decision["key"]),
+            content=content,
+        )
+
+
+async def _related(
+    target: MemoryTarget, candidates: list[Candidate], limit: int
+) -> list[list[Memory]]:
+    """For each candidate, the memory under its own key and the ``limit`` most related."""
+    store = target.store
+    prefix = tuple(target.active_namespace)
+    namespaces = [(*prefix, memory_type.value) for memory_type in MemoryType]
+    found: list[list[Memory]] = []
+    for candidate in candidates:
+        items: list[StoreItem] = []
+        own = await store.get_item((*prefix, candidate.type.value), candidate.key)
+        if own is not None:
+            items.append(own)
+        if limit and store.capabilities.search:
+            ranked = await store.search_many(namespaces, query=candidate.content, limit=limit)
+            # Rank by rank across the types: scores of separate rankings do not compare.
+            depth = max((len(r) for r in ranked), default=0)
+            items += [r[i] for i in range(depth) for r in ranked if i < len(r)][:limit]
+        memories: dict[tuple[MemoryType, str], Memory] = {}
+        for item in items:
+            try:
+                memory = Memory.from_store_value(item.value)
+            except ValueError:
+                continue
+            memories.setdefault((memory.type, memory.key), memory)
+        found.append(list(memories.values()))
+    return found
+
+
+async def _apply(
+    target: MemoryTarget, prefix: Namespace, operations: list[Operation]
+) -> list[Operation]:
+    """Apply ``operations``, skipping those already applied; returns the ones applied now."""
+    store = target.store
+    writes: list[tuple[Operation, Memory]] = []
+    deletes: list[tuple[Operation, StoreItem]] = []
+    for operation in operations:
+        if operation.event == "NONE":
+            continue
+        current = await store.get_item((*prefix, operation.type.value), operation.key)
+        if operation.event == "DELETE":
+            if current is not None:
+                deletes.append((operation, current))
+            continue
+        value = current.value if current is not None and isinstance(current.value, dict) else {}
+        if (value.get("metadata") or {}).get("op_id") == operation.op_id:
+            continue
+        metadata = {"source": "llm", "confidence": operation.confidence, "op_id": operation.op_id}
+        writes.append(
+            (operation, Memory(operation.type, operation.key, operation.content, metadata))
+        )
+    if writes:
+        # One save: one put_batch, all or nothing on stores with batch_operations.
+        await target.save([memory for _, memory in writes])
+    history = MemoryHistory(store)
+    now = datetime.now(UTC)
+    for operation, current in deletes:
+        if target.keep_history:
+            namespace, key, entry, _ = history.replaced_entry(prefix, operation.type, current, now)
+            await store.put(namespace, key, {**entry, "ended": True, "op_id": operation.op_id})
+        await store.delete((*prefix, operation.type.value), operation.key)
+    return [operation for operation, _ in writes] + [operation for operation, _ in deletes]
+
+
+class _Journal:
+    """The journal entry of one run: its planned operations and whether they are applied."""
+
+    def __init__(self, store: BaseStore, prefix: Namespace, run_id: str) -> None:
+        self.store = store
+        self.namespace = (*prefix, JOURNAL_LABEL)
+        self.run_id = run_id
+
+    async def read(self) -> dict[str, Any] | None:
+        value = await self.store.get(self.namespace, self.run_id)
+        return value if isinstance(value, dict) else None
+
+    async def write(self, state: str, operations: list[Operation]) -> None:
+        await self.store.put(
+            self.namespace,
+            self.run_id,
+            {
+                "state": state,
+                "ops": [op.to_journal() for op in operations if op.event != "NONE"],
+                "at": datetime.now(UTC).isoformat(),
+            },
+        )
+
+    async def prune(self) -> None:
+        keys = await self.store.list_keys(self.namespace, limit=JOURNAL_KEEP + 100)  # newest first
+        for key in keys[JOURNAL_KEEP:]:
+            await self.store.delete(self.namespace, key)

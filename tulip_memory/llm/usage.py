@@ -1,0 +1,45 @@
+"""Token usage of chat-model calls, summed per call, per run, per caller.
+
+Pure Python.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Usage"]
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Tokens spent by ``calls`` chat completions.
+
+    ``estimated`` is true when the server reported no usage for at least one call and its
+    tokens were estimated from characters instead.
+    """
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    calls: int = 0
+    estimated: bool = False
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.calls + other.calls,
+            self.estimated or other.estimated,
+        )
+
+    def as_fields(self) -> dict[str, int | bool]:
+        """The usage as event or job-row fields."""
+        return {
+            "llm_calls": self.calls,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "tokens_estimated": self.estimated,
+        }
