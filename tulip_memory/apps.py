@@ -14,6 +14,7 @@ class TulipMemoryConfig(AppConfig):
     def ready(self) -> None:
         # Every system check of the app is registered here (see tulip_memory.checks).
         from tulip_memory.checks.checkpoints import check_checkpointer_settings
+        from tulip_memory.checks.llm import check_llm_settings
         from tulip_memory.checks.manager import check_manager_settings
         from tulip_memory.checks.settings import check_settings
         from tulip_memory.checks.tenancy import check_tenant_databases
@@ -22,3 +23,4 @@ class TulipMemoryConfig(AppConfig):
         checks.register(check_tenant_databases, checks.Tags.database)
         checks.register(check_checkpointer_settings)
         checks.register(check_manager_settings)
+        checks.register(check_llm_settings)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.test import override_settings
 
-from tulip_memory.llm.checks import check_llm_settings
+from tulip_memory.checks.llm import check_llm_settings
 from tulip_memory.llm.config import LLM_DEFAULTS, LLMConfig, is_local_url
 
 
@@ -86,3 +86,12 @@ def test_check_reports_malformed_settings():
     with override_settings(TULIP_MEMORY={"LLM": {"TIMEOUT": "slow"}}):
         (error,) = check_llm_settings()
     assert error.id == "tulip_memory.E050" and "TIMEOUT" in error.msg
+
+
+def test_the_llm_check_is_registered_with_the_app():
+    from django.core import checks
+    from django.test import override_settings
+
+    with override_settings(TULIP_MEMORY={"LLM": {"BASE_URL": "http://127.0.0.1:1/v1"}}):
+        ids = {message.id for message in checks.run_checks()}
+    assert "tulip_memory.E051" in ids

@@ -7,7 +7,7 @@ It says what is missing before the first extraction fails at run time:
 * E052 ``BASE_URL`` is not local and the variable ``API_KEY_ENV`` names is unset or empty.
 
 Only a project that sets a non-empty ``TULIP_MEMORY["LLM"]`` is checked: the others do not use a
-chat model. The function is registered by the app's checks (see docs/llm.md).
+chat model. Registered in AppConfig.ready() with the other checks.
 """
 
 from __future__ import annotations
