@@ -21,7 +21,7 @@ class StoreCapabilityError(NotImplementedError, TulipMemoryError):
     Carries the capability's name, the store class and a hint on what to use instead.
     """
 
-    def __init__(self, capability: str, store_class: str, hint: str = "") -> None:
+    def __init__(self, capability: str, store_class: str, hint: str | None = None) -> None:
         self.capability = capability
         self.store_class = store_class
         self.hint = hint

@@ -25,9 +25,12 @@ honours (and that ``tests/store/test_contract.py`` checks on each backend):
   ``score >= threshold``; ``metadata_filter`` keeps items whose metadata has every given
   field equal to the given value.
 
-``get_item`` is abstract: only the store knows an item's real timestamps and version, and
-a default inventing them would hand callers values they cannot trust. ``exists`` and
-``get_batch`` go through ``get_item`` so that a stored ``None`` still exists. The default
+The abstract methods are ``put``, ``get``, ``delete`` and ``list_keys``; everything else has
+a default built over them. ``get_item``'s default wraps ``get``: it cannot know an item's
+metadata, timestamps or write count, so it states that plainly (empty metadata, ``version``
+0, both timestamps the moment of the call) and a stored ``None`` reads as missing. Every
+store of this package overrides it with the real values. ``exists`` and ``get_batch`` go
+through ``get_item``, so on a store that overrides it a stored ``None`` still exists. The default
 ``clear_namespace`` pages through ``list_keys`` until the namespace is empty, whatever its
 size. Stores close with ``async with store:`` too.
 """
@@ -40,6 +43,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NoReturn
 
+from tulip_memory.clock import utc_now
 from tulip_memory.exceptions import StoreCapabilityError
 from tulip_memory.namespaces import Namespace
 from tulip_memory.store.validation import (
@@ -131,15 +135,15 @@ class SemanticSearchResult:
 
 
 class BaseStore(ABC):
-    """Abstract store: subclasses implement ``put``, ``get``, ``get_item``, ``delete``,
-    ``list_keys`` and advertise the optional methods they override in ``capabilities``."""
+    """Abstract store: subclasses implement ``put``, ``get``, ``delete``, ``list_keys``
+    and advertise the optional methods they override in ``capabilities``."""
 
     @property
     def capabilities(self) -> StoreCapabilities:
         """What this store supports; the base advertises nothing optional."""
         return StoreCapabilities()
 
-    def _unsupported(self, capability: str, hint: str = "") -> NoReturn:
+    def _unsupported(self, capability: str, hint: str | None = None) -> NoReturn:
         raise StoreCapabilityError(
             capability=capability, store_class=type(self).__name__, hint=hint
         )
@@ -161,10 +165,6 @@ class BaseStore(ABC):
         """The value of ``key``, or ``None`` if there is no such item."""
 
     @abstractmethod
-    async def get_item(self, namespace: tuple[str, ...], key: str) -> StoreItem | None:
-        """The whole item (metadata, real timestamps and version), or ``None``."""
-
-    @abstractmethod
     async def delete(self, namespace: tuple[str, ...], key: str) -> bool:
         """Delete ``key``; ``True`` if it existed."""
 
@@ -174,6 +174,29 @@ class BaseStore(ABC):
         newest-updated first, ties by key."""
 
     # --- optional, with working defaults -------------------------------------------
+
+    async def get_item(self, namespace: tuple[str, ...], key: str) -> StoreItem | None:
+        """The whole item (metadata, timestamps and version), or ``None``.
+
+        This default, for stores that implement only the abstract methods, is built over
+        ``get`` and cannot know what ``get`` does not return: the item comes back with
+        ``metadata={}``, ``version=0`` (unknown) and ``created_at == updated_at ==`` the
+        time of the call, and a stored ``None`` is indistinguishable from a missing key
+        (``None`` is returned). Stores that keep these override it.
+        """
+        value = await self.get(namespace, key)
+        if value is None:
+            return None
+        now = utc_now()
+        return StoreItem(
+            namespace=tuple(namespace),
+            key=key,
+            value=value,
+            metadata={},
+            created_at=now,
+            updated_at=now,
+            version=0,
+        )
 
     async def exists(self, namespace: tuple[str, ...], key: str) -> bool:
         """Whether ``key`` exists (a stored ``None`` exists)."""
