@@ -114,6 +114,9 @@ class StoreCapabilities:
     expect (``None``: any width, fixed by the first embedding stored). ``list_namespaces``:
     ``list_namespaces``. ``batch_operations``: ``put_batch`` is all-or-nothing.
     ``transactions``: writes are transactional. ``ttl``: items expire.
+    ``tenant_isolated``: ``namespace[0]`` is the tenant and the store keeps tenants apart
+    (a call for another tenant than the bound one raises ``TenantError``), so helpers such
+    as ``StoreContext`` put the tenant first in every namespace they build.
     """
 
     search: bool = False
@@ -123,6 +126,7 @@ class StoreCapabilities:
     list_namespaces: bool = False
     batch_operations: bool = False
     transactions: bool = False
+    tenant_isolated: bool = False
 
 
 @dataclass
@@ -142,6 +146,14 @@ class BaseStore(ABC):
     def capabilities(self) -> StoreCapabilities:
         """What this store supports; the base advertises nothing optional."""
         return StoreCapabilities()
+
+    def bound_tenant(self) -> str | None:
+        """The tenant the calling code is bound to, as this store sees it.
+
+        ``None`` here; a ``tenant_isolated`` store returns the tenant bound by
+        ``tenant_context``/``TenantMiddleware`` (``None`` when none is).
+        """
+        return None
 
     def _unsupported(self, capability: str, hint: str | None = None) -> NoReturn:
         raise StoreCapabilityError(

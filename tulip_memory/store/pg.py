@@ -148,7 +148,12 @@ class PgMemory(BaseStore):
             list_namespaces=True,
             batch_operations=True,
             transactions=True,
+            tenant_isolated=True,
         )
+
+    def bound_tenant(self) -> str | None:
+        """The tenant bound by ``tenant_context``/``TenantMiddleware``, if any."""
+        return current_tenant()
 
     # --- helpers ----------------------------------------------------------------------
 
@@ -173,10 +178,25 @@ class PgMemory(BaseStore):
 
     @staticmethod
     def _tenant_of(namespace: Namespace, *, name: str = "namespace") -> str:
+        """The tenant of ``namespace``; every call goes through here before its query.
+
+        While a tenant is bound (``tenant_context``, ``TenantMiddleware``) a namespace of
+        another tenant raises :class:`TenantError` before anything runs: row-level
+        security would allow it (the transaction is pinned to the namespace's tenant), so
+        a request for one tenant could otherwise read or write another's rows. Tooling
+        that must cross tenants does so outside a bound tenant, or binds each in turn.
+        """
         try:
-            return validate_tenant(namespace[0])
+            tenant = validate_tenant(namespace[0])
         except ValueError as exc:
             raise ValueError(f"{name}[0] is the tenant: {exc}") from None
+        bound = current_tenant()
+        if bound is not None and tenant != bound:
+            raise TenantError(
+                f"{name}[0] is tenant {tenant!r} but tenant {bound!r} is bound: "
+                "a call for one tenant may not touch another's rows"
+            )
+        return tenant
 
     @classmethod
     def _checked(cls, namespace: object) -> Namespace:
