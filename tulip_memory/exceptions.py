@@ -35,6 +35,10 @@ class TenantError(TulipMemoryError):
     """A database operation needs a tenant that is missing, empty or inconsistent."""
 
 
+class ConcurrentUpdateError(TulipMemoryError):
+    """A read-modify-write kept losing to concurrent writers of the same items."""
+
+
 class CheckpointError(TulipMemoryError):
     """A checkpoint could not be written or rebuilt."""
 

@@ -586,3 +586,21 @@ async def test_store_context(store, root):
         anonymous.for_user()
     with pytest.raises(ValueError, match="session_id must be given"):
         anonymous.for_session()
+
+
+async def test_compare_and_put_batch(store, root):
+    ns = (root, "cas")
+    assert await store.compare_and_put_batch([(ns, "k", "v1", None)], {(ns, "k"): None})
+    version = (await store.get_item(ns, "k")).version
+    # A stale expectation writes nothing, not even the batch's other items.
+    stale = [(ns, "other", 1, None), (ns, "k", "stale", None)]
+    assert not await store.compare_and_put_batch(stale, {(ns, "k"): version + 1})
+    assert not await store.compare_and_put_batch(stale, {(ns, "k"): None})
+    assert await store.get(ns, "k") == "v1" and await store.get(ns, "other") is None
+    assert await store.compare_and_put_batch([(ns, "k", "v2", None)], {(ns, "k"): version})
+    assert await store.get(ns, "k") == "v2"
+    with pytest.raises(ValueError, match="must be a version"):
+        await store.compare_and_put_batch([(ns, "k", "v3", None)], {(ns, "k"): "1"})
+    with pytest.raises(ValueError, match="expected_versions must be a dict"):
+        await store.compare_and_put_batch([(ns, "k", "v3", None)], [(ns, "k")])
+    assert await store.get(ns, "k") == "v2"

@@ -38,7 +38,7 @@ size. Stores close with ``async with store:`` too.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NoReturn
@@ -48,6 +48,7 @@ from tulip_memory.exceptions import StoreCapabilityError
 from tulip_memory.namespaces import Namespace
 from tulip_memory.store.validation import (
     prepare_batch,
+    validate_expected_versions,
     validate_key_list,
     validate_namespace,
     validate_namespaces,
@@ -237,6 +238,29 @@ class BaseStore(ABC):
         for item in items:
             namespace, key, value, *rest = item
             await self.put(namespace, key, value, rest[0] if rest else None)
+
+    async def compare_and_put_batch(
+        self,
+        items: list[BatchItem],
+        expected_versions: Mapping[tuple[Namespace, str], int | None],
+    ) -> bool:
+        """``put_batch(items)`` if every ``(namespace, key)`` of ``expected_versions`` is
+        still at the given version (``None``: absent); ``True`` if written, ``False``
+        (nothing written) if one has moved on.
+
+        What makes a read-modify-write safe against a concurrent writer: read the items,
+        build the batch, write it only if what was read is still current, else read again.
+        The stores of this package check and write as one step (under their lock, or in one
+        transaction holding a lock per key). This default, for stores implementing only the
+        abstract methods, checks through ``get_item`` and then writes: it is not atomic.
+        """
+        prepare_batch(items)
+        for (namespace, key), version in validate_expected_versions(expected_versions).items():
+            item = await self.get_item(namespace, key)
+            if (None if item is None else item.version) != version:
+                return False
+        await self.put_batch(items)
+        return True
 
     async def clear_namespace(self, namespace: tuple[str, ...]) -> int:
         """Delete every item of ``namespace`` (not its children); returns how many."""
