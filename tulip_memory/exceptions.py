@@ -21,7 +21,7 @@ class StoreCapabilityError(NotImplementedError, TulipMemoryError):
     Carries the capability's name, the store class and a hint on what to use instead.
     """
 
-    def __init__(self, capability: str, store_class: str, hint: str = "") -> None:
+    def __init__(self, capability: str, store_class: str, hint: str | None = None) -> None:
         self.capability = capability
         self.store_class = store_class
         self.hint = hint
@@ -33,6 +33,10 @@ class StoreCapabilityError(NotImplementedError, TulipMemoryError):
 
 class TenantError(TulipMemoryError):
     """A database operation needs a tenant that is missing, empty or inconsistent."""
+
+
+class ConcurrentUpdateError(TulipMemoryError):
+    """A read-modify-write kept losing to concurrent writers of the same items."""
 
 
 class CheckpointError(TulipMemoryError):

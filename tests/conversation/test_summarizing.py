@@ -264,15 +264,26 @@ def test_events_and_their_payloads(events):
     assert triggered == {
         "strategy": "summarizing",
         "threshold": 10,
-        "messages_before": 13,
+        "messages_before": 12,
         "summarized_count": 7,
         "incremental": False,
     }
-    assert completed["messages_before"] == 13
+    assert completed["messages_before"] == 12
     assert completed["messages_after"] == len(managed) == 7
     assert completed["summarized_count"] == 7
     assert isinstance(completed["duration_ms"], float)
     assert completed["duration_ms"] >= 0
+
+
+def test_messages_before_counts_the_non_system_messages(events):
+    history = [*chat(6, leading=2), system("a mid-run note"), user("one more")]
+    SummarizingManager(threshold=10, keep_recent=4).apply(history)
+    triggered, completed = (payload for _, payload in events)
+    assert triggered["messages_before"] == completed["messages_before"] == 13
+    events.clear()
+    SummarizingManager(threshold=10, keep_recent=4, preserve_system=False).apply(history)
+    triggered, completed = (payload for _, payload in events)
+    assert triggered["messages_before"] == completed["messages_before"] == len(history) == 16
 
 
 def test_sync_summarize_fn_with_apply():

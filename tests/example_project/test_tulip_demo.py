@@ -23,12 +23,12 @@ def test_the_demo_runs_every_scene_and_shows_the_conversation_layer():
     # The summarising manager: the summary, the cache, the failure path and their events.
     assert "summarised 9 (#01-#09, the mid-run note #09 among them)" in scene
     assert "| [Summary of previous conversation (9 messages)]:" in scene
-    assert "memory.compactor.triggered  threshold=12 messages_before=20" in scene
-    assert "memory.compactor.completed  messages_before=20 messages_after=12" in scene
+    assert "memory.compactor.triggered  threshold=12 messages_before=18" in scene
+    assert "memory.compactor.completed  messages_before=18 messages_after=12" in scene
     assert "summary reused from the cache: True (summarize_fn calls so far: 1)" in scene
     assert "history returned un-summarised: True (21 messages, nothing lost)" in scene
     assert "logged: ERROR tulip_memory.conversation: summarize_fn _failing_summariser" in scene
-    assert "memory.compactor.failed  messages_before=21 summarized_count=9" in scene
+    assert "memory.compactor.failed  messages_before=19 summarized_count=9" in scene
     assert "error_type=ConnectionError" in scene
 
 

@@ -33,6 +33,10 @@ class CountingStore(InMemoryStore):
         self._count("put_batch")
         return await super().put_batch(*args, **kwargs)
 
+    async def compare_and_put_batch(self, *args: Any, **kwargs: Any):
+        self._count("compare_and_put_batch")
+        return await super().compare_and_put_batch(*args, **kwargs)
+
 
 class NonSearchingStore(InMemoryStore):
     """An InMemoryStore that advertises no search (like a plain key-value backend)."""
@@ -55,6 +59,9 @@ class BrokenStore(InMemoryStore):
         raise ConnectionError("store is down")
 
     async def put_batch(self, *args: Any, **kwargs: Any):
+        raise ConnectionError("store is down")
+
+    async def compare_and_put_batch(self, *args: Any, **kwargs: Any):
         raise ConnectionError("store is down")
 
 

@@ -525,6 +525,7 @@ async def test_save_writes_one_batch_and_the_last_memory_of_a_key_wins():
             Memory(MemoryType.USER, "role", "surgeon"),
         ]
     )
-    assert store.calls == {"put_batch": 1}
+    # One batch, written only if the memories it replaces are still current (history).
+    assert store.calls == {"compare_and_put_batch": 1}
     assert [m.content for m in await manager.retrieve()] == ["surgeon", "postgres"]
     assert [v.content for v in await manager.history(MemoryType.USER, "role")] == ["surgeon"]

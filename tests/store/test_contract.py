@@ -557,23 +557,26 @@ async def test_namespaced_store(store, root):
 
 
 async def test_store_context(store, root):
-    context = StoreContext(store, user_id=root, session_id="s1")
+    # On a tenant-isolated store every namespace starts with the context's tenant.
+    tenant = root if store.capabilities.tenant_isolated else None
+    t = () if tenant is None else (tenant,)
+    context = StoreContext(store, user_id=root, session_id="s1", tenant=tenant)
     await context.remember("food", "likes ramen")
     assert await context.get_user_memory("food") == "likes ramen"
-    assert await store.get(("users", root, "memories"), "food") == "likes ramen"
+    assert await store.get((*t, "users", root, "memories"), "food") == "likes ramen"
     if store.capabilities.search:
         assert [item.key for item in await context.search_memories("ramen")] == ["food"]
     assert await context.forget("food")
     await context.for_session().put("step", 3)
-    assert await store.get(("sessions", "s1"), "step") == 3
+    assert await store.get((*t, "sessions", "s1"), "step") == 3
     await context.for_user().put("name", "A")
-    assert await store.get(("users", root), "name") == "A"
+    assert await store.get((*t, "users", root), "name") == "A"
     await context.set_global(f"{root}-flag", True)
     assert await context.get_global(f"{root}-flag") is True
-    assert await store.delete(("global",), f"{root}-flag")
-    await store.delete(("sessions", "s1"), "step")
+    assert await store.delete((*t, "global"), f"{root}-flag")
+    await store.delete((*t, "sessions", "s1"), "step")
 
-    anonymous = StoreContext(store)
+    anonymous = StoreContext(store, tenant=tenant)
     assert await anonymous.get_user_memory("food") is None
     assert await anonymous.search_memories("ramen") == []
     assert not await anonymous.forget("food")
@@ -583,3 +586,21 @@ async def test_store_context(store, root):
         anonymous.for_user()
     with pytest.raises(ValueError, match="session_id must be given"):
         anonymous.for_session()
+
+
+async def test_compare_and_put_batch(store, root):
+    ns = (root, "cas")
+    assert await store.compare_and_put_batch([(ns, "k", "v1", None)], {(ns, "k"): None})
+    version = (await store.get_item(ns, "k")).version
+    # A stale expectation writes nothing, not even the batch's other items.
+    stale = [(ns, "other", 1, None), (ns, "k", "stale", None)]
+    assert not await store.compare_and_put_batch(stale, {(ns, "k"): version + 1})
+    assert not await store.compare_and_put_batch(stale, {(ns, "k"): None})
+    assert await store.get(ns, "k") == "v1" and await store.get(ns, "other") is None
+    assert await store.compare_and_put_batch([(ns, "k", "v2", None)], {(ns, "k"): version})
+    assert await store.get(ns, "k") == "v2"
+    with pytest.raises(ValueError, match="must be a version"):
+        await store.compare_and_put_batch([(ns, "k", "v3", None)], {(ns, "k"): "1"})
+    with pytest.raises(ValueError, match="expected_versions must be a dict"):
+        await store.compare_and_put_batch([(ns, "k", "v3", None)], [(ns, "k")])
+    assert await store.get(ns, "k") == "v2"

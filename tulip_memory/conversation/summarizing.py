@@ -54,7 +54,7 @@ from tulip_memory.events import (
     emit_sync,
 )
 from tulip_memory.lru import LRUCache
-from tulip_memory.messages import Message
+from tulip_memory.messages import Message, Role
 
 logger = logging.getLogger("tulip_memory.conversation")
 
@@ -85,6 +85,7 @@ class _Compaction:
     covered: int
     chunk: list[Message]
     base: _CachedSummary | None
+    messages_before: int
     started: float = field(default_factory=time.perf_counter)
 
     def result(self, text: str) -> list[Message]:
@@ -97,7 +98,7 @@ class _Compaction:
         return {
             "strategy": "summarizing",
             "threshold": threshold,
-            "messages_before": len(self.history),
+            "messages_before": self.messages_before,
             "summarized_count": self.covered,
             "incremental": self.base is not None,
         }
@@ -105,7 +106,7 @@ class _Compaction:
     def completed_fields(self, messages_after: int) -> dict[str, Any]:
         return {
             "strategy": "summarizing",
-            "messages_before": len(self.history),
+            "messages_before": self.messages_before,
             "messages_after": messages_after,
             "summarized_count": self.covered,
             "incremental": self.base is not None,
@@ -115,7 +116,7 @@ class _Compaction:
     def failed_fields(self, error: BaseException) -> dict[str, Any]:
         return {
             "strategy": "summarizing",
-            "messages_before": len(self.history),
+            "messages_before": self.messages_before,
             "summarized_count": self.covered,
             "error_type": type(error).__name__,
             "error": str(error),
@@ -224,14 +225,20 @@ class SummarizingManager(ConversationManager):
         # A summary inside the span (fed back without preserve_system) counts what it
         # stood for, like the pinned ones.
         covered = sum(covered_count(m) for m in rest[:done])
+        # The events' messages_before counts the conversation, not the instructions: the
+        # messages other than system ones (every message when preserve_system is off).
+        messages_before = sum(
+            1 for m in history if not (self.preserve_system and m.role == Role.SYSTEM)
+        )
         base = self._cached(rest, done)
         if base is None:
             chunk = rest[:done]
         elif len(base.prefix) == done:
-            return _Compaction(history, kept_front, rest, done, covered, [], base).result(base.text)
+            reuse = _Compaction(history, kept_front, rest, done, covered, [], base, messages_before)
+            return reuse.result(base.text)
         else:
             chunk = [summary_message(base.text, base.covered), *rest[len(base.prefix) : done]]
-        return _Compaction(history, kept_front, rest, done, covered, chunk, base)
+        return _Compaction(history, kept_front, rest, done, covered, chunk, base, messages_before)
 
     def _cached(self, rest: list[Message], done: int) -> _CachedSummary | None:
         """The cached summary of a prefix of ``rest[:done]``, if this history only grew."""

@@ -11,6 +11,7 @@ Pure Python: importable without Django settings.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Hashable
@@ -110,7 +111,9 @@ class BaseMemoryManager(ABC):
     async def _extract_and_save(self, messages: list[Message], fields: dict[str, Any]) -> None:
         try:
             memories = await self.extract_and_save(messages)
-        except Exception as exc:
+        except (Exception, asyncio.CancelledError) as exc:
+            # A cancelled extraction is lost work too: it is logged and emitted like a
+            # failure (CancelledError is not an Exception), then the cancellation goes on.
             logger.exception("memory extraction failed (%s)", fields or type(self).__name__)
             await emit(
                 EV_MEMORY_MANAGER_EXTRACT_FAILED,
@@ -119,6 +122,8 @@ class BaseMemoryManager(ABC):
                 mode=self.extract_mode,
                 **fields,
             )
+            if isinstance(exc, asyncio.CancelledError):
+                raise
             return
         await emit(
             EV_MEMORY_MANAGER_EXTRACTED,

@@ -16,6 +16,7 @@ from collections.abc import Callable, Hashable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, get_args
 
+from tulip_memory.exceptions import ConcurrentUpdateError
 from tulip_memory.manager.base import BaseMemoryManager
 from tulip_memory.manager.block import strip_memory_blocks
 from tulip_memory.manager.heuristic import extract_heuristic
@@ -34,7 +35,7 @@ from tulip_memory.state import AgentState, RunInfo
 
 if TYPE_CHECKING:
     from tulip_memory.manager.extraction.queue import CeleryExtractions
-    from tulip_memory.store.base import BaseStore
+    from tulip_memory.store.base import BaseStore, BatchItem
 
 __all__ = ["LLMMemoryManager", "NamespaceResolver"]
 
@@ -44,6 +45,10 @@ NamespaceResolver = Callable[[RunInfo], "Namespace | MemoryScope | None"]
 
 # list_keys page used when pruning a type down to max_memories.
 _PRUNE_PAGE = 500
+# How often save() rebuilds its batch after losing a compare-and-put to another writer:
+# every lost round means another save of the same memory won, so this only bounds a
+# pathological stream of writers.
+_SAVE_ATTEMPTS = 100
 
 
 class LLMMemoryManager(BaseMemoryManager):
@@ -300,16 +305,42 @@ class LLMMemoryManager(BaseMemoryManager):
             latest.pop((memory.type, memory.key), None)
             latest[(memory.type, memory.key)] = memory
         prefix = self.active_namespace
+        for _attempt in range(_SAVE_ATTEMPTS):
+            writes, expected = await self._save_batch(prefix, list(latest.values()))
+            # One batch: all or nothing on stores with batch_operations (a version and its
+            # history entry are written together). With history, the batch is written only
+            # if no other writer replaced a memory since it was read — else the replaced
+            # version would never reach the history — and is rebuilt from a new read.
+            if not expected:
+                if writes:
+                    await self.store.put_batch(writes)
+                break
+            if await self.store.compare_and_put_batch(writes, expected):
+                break
+        else:
+            raise ConcurrentUpdateError(
+                f"save() lost to concurrent writers of the same memories {_SAVE_ATTEMPTS} "
+                "times in a row; nothing of this call was written"
+            )
+        for memory_type in {memory_type for memory_type, _ in latest}:
+            await self._prune(prefix, memory_type)
+
+    async def _save_batch(
+        self, prefix: Namespace, memories: list[Memory]
+    ) -> tuple[list[BatchItem], dict[tuple[Namespace, str], int | None]]:
+        """The writes of one save attempt and, with history, the versions they replace."""
         now = datetime.now(UTC)
         stamp = now.isoformat()
-        writes: list[tuple[Namespace, str, Any, dict[str, Any] | None]] = []
-        for memory in latest.values():
+        writes: list[BatchItem] = []
+        expected: dict[tuple[Namespace, str], int | None] = {}
+        for memory in memories:
             namespace = (*prefix, memory.type.value)
             value = memory.to_store_value()
             value["metadata"] = {**value["metadata"], "updated_at": stamp}
             value[CONTENT_SINCE] = stamp
             if self.keep_history:
                 previous = await self.store.get_item(namespace, memory.key)
+                expected[(namespace, memory.key)] = None if previous is None else previous.version
                 if previous is not None and _content_of(previous.value) == memory.content:
                     # Re-stated, not changed: the content has been valid since it was first said.
                     value[CONTENT_SINCE] = content_since(previous)
@@ -317,12 +348,7 @@ class LLMMemoryManager(BaseMemoryManager):
                     writes.append(self._history.replaced_entry(prefix, memory.type, previous, now))
             metadata = {"type": memory.type.value, "updated_at": stamp}
             writes.append((namespace, memory.key, value, metadata))
-        if writes:
-            # One batch: all or nothing on stores with batch_operations (a version and
-            # its history entry are written together).
-            await self.store.put_batch(writes)
-        for memory_type in {memory_type for memory_type, _ in latest}:
-            await self._prune(prefix, memory_type)
+        return writes, expected
 
     async def _prune(self, prefix: Namespace, memory_type: MemoryType) -> None:
         namespace = (*prefix, memory_type.value)

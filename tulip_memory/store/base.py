@@ -25,9 +25,12 @@ honours (and that ``tests/store/test_contract.py`` checks on each backend):
   ``score >= threshold``; ``metadata_filter`` keeps items whose metadata has every given
   field equal to the given value.
 
-``get_item`` is abstract: only the store knows an item's real timestamps and version, and
-a default inventing them would hand callers values they cannot trust. ``exists`` and
-``get_batch`` go through ``get_item`` so that a stored ``None`` still exists. The default
+The abstract methods are ``put``, ``get``, ``delete`` and ``list_keys``; everything else has
+a default built over them. ``get_item``'s default wraps ``get``: it cannot know an item's
+metadata, timestamps or write count, so it states that plainly (empty metadata, ``version``
+0, both timestamps the moment of the call) and a stored ``None`` reads as missing. Every
+store of this package overrides it with the real values. ``exists`` and ``get_batch`` go
+through ``get_item``, so on a store that overrides it a stored ``None`` still exists. The default
 ``clear_namespace`` pages through ``list_keys`` until the namespace is empty, whatever its
 size. Stores close with ``async with store:`` too.
 """
@@ -35,15 +38,17 @@ size. Stores close with ``async with store:`` too.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NoReturn
 
+from tulip_memory.clock import utc_now
 from tulip_memory.exceptions import StoreCapabilityError
 from tulip_memory.namespaces import Namespace
 from tulip_memory.store.validation import (
     prepare_batch,
+    validate_expected_versions,
     validate_key_list,
     validate_namespace,
     validate_namespaces,
@@ -110,6 +115,9 @@ class StoreCapabilities:
     expect (``None``: any width, fixed by the first embedding stored). ``list_namespaces``:
     ``list_namespaces``. ``batch_operations``: ``put_batch`` is all-or-nothing.
     ``transactions``: writes are transactional. ``ttl``: items expire.
+    ``tenant_isolated``: ``namespace[0]`` is the tenant and the store keeps tenants apart
+    (a call for another tenant than the bound one raises ``TenantError``), so helpers such
+    as ``StoreContext`` put the tenant first in every namespace they build.
     """
 
     search: bool = False
@@ -119,6 +127,7 @@ class StoreCapabilities:
     list_namespaces: bool = False
     batch_operations: bool = False
     transactions: bool = False
+    tenant_isolated: bool = False
 
 
 @dataclass
@@ -131,15 +140,23 @@ class SemanticSearchResult:
 
 
 class BaseStore(ABC):
-    """Abstract store: subclasses implement ``put``, ``get``, ``get_item``, ``delete``,
-    ``list_keys`` and advertise the optional methods they override in ``capabilities``."""
+    """Abstract store: subclasses implement ``put``, ``get``, ``delete``, ``list_keys``
+    and advertise the optional methods they override in ``capabilities``."""
 
     @property
     def capabilities(self) -> StoreCapabilities:
         """What this store supports; the base advertises nothing optional."""
         return StoreCapabilities()
 
-    def _unsupported(self, capability: str, hint: str = "") -> NoReturn:
+    def bound_tenant(self) -> str | None:
+        """The tenant the calling code is bound to, as this store sees it.
+
+        ``None`` here; a ``tenant_isolated`` store returns the tenant bound by
+        ``tenant_context``/``TenantMiddleware`` (``None`` when none is).
+        """
+        return None
+
+    def _unsupported(self, capability: str, hint: str | None = None) -> NoReturn:
         raise StoreCapabilityError(
             capability=capability, store_class=type(self).__name__, hint=hint
         )
@@ -161,10 +178,6 @@ class BaseStore(ABC):
         """The value of ``key``, or ``None`` if there is no such item."""
 
     @abstractmethod
-    async def get_item(self, namespace: tuple[str, ...], key: str) -> StoreItem | None:
-        """The whole item (metadata, real timestamps and version), or ``None``."""
-
-    @abstractmethod
     async def delete(self, namespace: tuple[str, ...], key: str) -> bool:
         """Delete ``key``; ``True`` if it existed."""
 
@@ -174,6 +187,29 @@ class BaseStore(ABC):
         newest-updated first, ties by key."""
 
     # --- optional, with working defaults -------------------------------------------
+
+    async def get_item(self, namespace: tuple[str, ...], key: str) -> StoreItem | None:
+        """The whole item (metadata, timestamps and version), or ``None``.
+
+        This default, for stores that implement only the abstract methods, is built over
+        ``get`` and cannot know what ``get`` does not return: the item comes back with
+        ``metadata={}``, ``version=0`` (unknown) and ``created_at == updated_at ==`` the
+        time of the call, and a stored ``None`` is indistinguishable from a missing key
+        (``None`` is returned). Stores that keep these override it.
+        """
+        value = await self.get(namespace, key)
+        if value is None:
+            return None
+        now = utc_now()
+        return StoreItem(
+            namespace=tuple(namespace),
+            key=key,
+            value=value,
+            metadata={},
+            created_at=now,
+            updated_at=now,
+            version=0,
+        )
 
     async def exists(self, namespace: tuple[str, ...], key: str) -> bool:
         """Whether ``key`` exists (a stored ``None`` exists)."""
@@ -202,6 +238,29 @@ class BaseStore(ABC):
         for item in items:
             namespace, key, value, *rest = item
             await self.put(namespace, key, value, rest[0] if rest else None)
+
+    async def compare_and_put_batch(
+        self,
+        items: list[BatchItem],
+        expected_versions: Mapping[tuple[Namespace, str], int | None],
+    ) -> bool:
+        """``put_batch(items)`` if every ``(namespace, key)`` of ``expected_versions`` is
+        still at the given version (``None``: absent); ``True`` if written, ``False``
+        (nothing written) if one has moved on.
+
+        What makes a read-modify-write safe against a concurrent writer: read the items,
+        build the batch, write it only if what was read is still current, else read again.
+        The stores of this package check and write as one step (under their lock, or in one
+        transaction holding a lock per key). This default, for stores implementing only the
+        abstract methods, checks through ``get_item`` and then writes: it is not atomic.
+        """
+        prepare_batch(items)
+        for (namespace, key), version in validate_expected_versions(expected_versions).items():
+            item = await self.get_item(namespace, key)
+            if (None if item is None else item.version) != version:
+                return False
+        await self.put_batch(items)
+        return True
 
     async def clear_namespace(self, namespace: tuple[str, ...]) -> int:
         """Delete every item of ``namespace`` (not its children); returns how many."""

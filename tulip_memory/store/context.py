@@ -1,37 +1,60 @@
 """StoreContext: the store as an agent's node sees it, with user, session and global helpers.
 
-Namespaces it uses: ``("users", user_id)`` (``for_user``), ``("users", user_id,
-"memories")`` (``remember``/``forget``/``search_memories``), ``("sessions", session_id)``
-(``for_session``) and ``("global",)`` (``get_global``/``set_global``). Reads without a user
-return nothing; writes without a user raise ``ValueError``.
+Namespaces it uses: ``(*T, "users", user_id)`` (``for_user``), ``(*T, "users", user_id,
+"memories")`` (``remember``/``forget``/``search_memories``), ``(*T, "sessions",
+session_id)`` (``for_session``) and ``(*T, "global")`` (``get_global``/``set_global``),
+where ``T`` is ``(tenant,)`` when the context has a tenant and empty otherwise. Reads
+without a user return nothing; writes without a user raise ``ValueError``.
+
+On a tenant-isolated store (``capabilities.tenant_isolated``, e.g. PgMemory, whose
+``namespace[0]`` is the tenant) the tenant is required — given, or the one bound by
+``tenant_context``/``TenantMiddleware`` — so that users and globals of different tenants
+never share a namespace; without one the constructor raises ``TenantError``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from tulip_memory.exceptions import TenantError
+from tulip_memory.identifiers import validate_identifier
 from tulip_memory.store.base import BaseStore, SemanticSearchResult, StoreItem
 from tulip_memory.store.namespaced import NamespacedStore
 
 __all__ = ["StoreContext"]
 
-GLOBAL_NAMESPACE = ("global",)
-
 
 class StoreContext:
-    """A store plus the current ``user_id`` and ``session_id``."""
+    """A store plus the current tenant, ``user_id`` and ``session_id``."""
 
     def __init__(
         self,
         store: BaseStore,
         user_id: str | None = None,
         session_id: str | None = None,
+        *,
+        tenant: str | None = None,
     ) -> None:
         if not isinstance(store, BaseStore):
             raise ValueError(f"store must be a BaseStore, got {type(store).__name__}")
+        if tenant is None:
+            tenant = store.bound_tenant()
+        if tenant is not None:
+            validate_identifier(tenant, "tenant", allow_blank=False)
+        elif store.capabilities.tenant_isolated:
+            raise TenantError(
+                f"{type(store).__name__} keeps tenants apart and no tenant is bound: pass "
+                "StoreContext(..., tenant=...) or bind one with tenant_context()"
+            )
         self._store = store
+        self._tenant = tenant
+        self._prefix: tuple[str, ...] = () if tenant is None else (tenant,)
         self._user_id = user_id
         self._session_id = session_id
+
+    @property
+    def tenant(self) -> str | None:
+        return self._tenant
 
     @property
     def store(self) -> BaseStore:
@@ -45,8 +68,11 @@ class StoreContext:
     def session_id(self) -> str | None:
         return self._session_id
 
+    def _global(self) -> tuple[str, ...]:
+        return (*self._prefix, "global")
+
     def _memories(self) -> tuple[str, ...] | None:
-        return ("users", self._user_id, "memories") if self._user_id else None
+        return (*self._prefix, "users", self._user_id, "memories") if self._user_id else None
 
     def _require_memories(self) -> tuple[str, ...]:
         namespace = self._memories()
@@ -55,22 +81,22 @@ class StoreContext:
         return namespace
 
     def for_user(self, user_id: str | None = None) -> NamespacedStore:
-        """The ``("users", user_id)`` view (the context's user by default)."""
+        """The ``(*T, "users", user_id)`` view (the context's user by default)."""
         uid = user_id or self._user_id
         if not uid:
             raise ValueError("user_id must be given or set in the StoreContext")
-        return NamespacedStore(self._store, ("users", uid))
+        return NamespacedStore(self._store, (*self._prefix, "users", uid))
 
     def for_session(self, session_id: str | None = None) -> NamespacedStore:
-        """The ``("sessions", session_id)`` view (the context's session by default)."""
+        """The ``(*T, "sessions", session_id)`` view (the context's session by default)."""
         sid = session_id or self._session_id
         if not sid:
             raise ValueError("session_id must be given or set in the StoreContext")
-        return NamespacedStore(self._store, ("sessions", sid))
+        return NamespacedStore(self._store, (*self._prefix, "sessions", sid))
 
     def for_global(self) -> NamespacedStore:
-        """The ``("global",)`` view."""
-        return NamespacedStore(self._store, GLOBAL_NAMESPACE)
+        """The ``(*T, "global")`` view: shared by the tenant's users, not across tenants."""
+        return NamespacedStore(self._store, self._global())
 
     async def get_user_memory(self, key: str) -> Any | None:
         namespace = self._memories()
@@ -110,9 +136,9 @@ class StoreContext:
         return await self._store.search_by_embedding(namespace, query_embedding, limit, threshold)
 
     async def get_global(self, key: str) -> Any | None:
-        return await self._store.get(GLOBAL_NAMESPACE, key)
+        return await self._store.get(self._global(), key)
 
     async def set_global(
         self, key: str, value: Any, metadata: dict[str, Any] | None = None
     ) -> None:
-        await self._store.put(GLOBAL_NAMESPACE, key, value, metadata)
+        await self._store.put(self._global(), key, value, metadata)

@@ -37,12 +37,13 @@ import asyncio
 import json
 import sqlite3
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 from tulip_memory.clock import MonotonicWallClock, from_micros
 from tulip_memory.hrr import DEFAULT_DIM, validate_dim
+from tulip_memory.namespaces import Namespace
 from tulip_memory.store import holographic_sql as sql
 from tulip_memory.store.base import (
     BaseStore,
@@ -74,6 +75,7 @@ from tulip_memory.store.validation import (
     prepare_batch,
     prepare_put,
     validate_embedding,
+    validate_expected_versions,
     validate_key,
     validate_limit,
     validate_metadata_filter,
@@ -257,6 +259,30 @@ class HolographicStore(BaseStore):
                     self._write(cur, one, enc, None)
 
         await self._run(work)
+
+    async def compare_and_put_batch(
+        self,
+        items: list[BatchItem],
+        expected_versions: Mapping[tuple[Namespace, str], int | None],
+    ) -> bool:
+        """The versions are compared and the batch written in one ``BEGIN IMMEDIATE``
+        transaction, which excludes every other writer of the file (other processes too)."""
+        prepared = prepare_batch(items)
+        expected = validate_expected_versions(expected_versions)
+        encoded = [self._encode(one) for one in prepared]
+
+        def work() -> bool:
+            with self._transaction() as cur:
+                for (namespace, key), version in expected.items():
+                    row = cur.execute(sql.SELECT_WRITE_STATE, (ns_to_text(namespace), key))
+                    state = row.fetchone()
+                    if (None if state is None else state[1]) != version:
+                        return False
+                for one, enc in zip(prepared, encoded, strict=True):
+                    self._write(cur, one, enc, None)
+            return True
+
+        return await self._run(work)
 
     async def put_with_embedding(
         self,

@@ -21,17 +21,20 @@ import heapq
 import itertools
 import threading
 from collections import Counter, defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from tulip_memory.clock import MonotonicWallClock
+from tulip_memory.namespaces import Namespace
 from tulip_memory.store.base import BaseStore, BatchItem, StoreCapabilities, StoreItem
 from tulip_memory.store.validation import (
     PreparedPut,
     decode_json,
     prepare_batch,
     prepare_put,
+    validate_expected_versions,
     validate_key,
     validate_limit,
     validate_namespace,
@@ -135,6 +138,24 @@ class InMemoryStore(BaseStore):
         with self._lock:
             for one in prepared:
                 self._write(one)
+
+    async def compare_and_put_batch(
+        self,
+        items: list[BatchItem],
+        expected_versions: Mapping[tuple[Namespace, str], int | None],
+    ) -> bool:
+        """The versions are compared and the batch written under one lock acquisition."""
+        prepared = prepare_batch(items)
+        expected = validate_expected_versions(expected_versions)
+        with self._lock:
+            for (namespace, key), version in expected.items():
+                space = self._namespaces.get(namespace)
+                entry = None if space is None else space.entries.get(key)
+                if (None if entry is None else entry.version) != version:
+                    return False
+            for one in prepared:
+                self._write(one)
+        return True
 
     async def delete(self, namespace: tuple[str, ...], key: str) -> bool:
         validate_namespace(namespace)

@@ -33,7 +33,7 @@ from __future__ import annotations
 import json
 import logging
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -51,6 +51,7 @@ from tulip_memory.store.validation import (
     PreparedPut,
     prepare_batch,
     prepare_put,
+    validate_expected_versions,
     validate_key,
     validate_key_list,
     validate_limit,
@@ -148,7 +149,12 @@ class PgMemory(BaseStore):
             list_namespaces=True,
             batch_operations=True,
             transactions=True,
+            tenant_isolated=True,
         )
+
+    def bound_tenant(self) -> str | None:
+        """The tenant bound by ``tenant_context``/``TenantMiddleware``, if any."""
+        return current_tenant()
 
     # --- helpers ----------------------------------------------------------------------
 
@@ -173,10 +179,25 @@ class PgMemory(BaseStore):
 
     @staticmethod
     def _tenant_of(namespace: Namespace, *, name: str = "namespace") -> str:
+        """The tenant of ``namespace``; every call goes through here before its query.
+
+        While a tenant is bound (``tenant_context``, ``TenantMiddleware``) a namespace of
+        another tenant raises :class:`TenantError` before anything runs: row-level
+        security would allow it (the transaction is pinned to the namespace's tenant), so
+        a request for one tenant could otherwise read or write another's rows. Tooling
+        that must cross tenants does so outside a bound tenant, or binds each in turn.
+        """
         try:
-            return validate_tenant(namespace[0])
+            tenant = validate_tenant(namespace[0])
         except ValueError as exc:
             raise ValueError(f"{name}[0] is the tenant: {exc}") from None
+        bound = current_tenant()
+        if bound is not None and tenant != bound:
+            raise TenantError(
+                f"{name}[0] is tenant {tenant!r} but tenant {bound!r} is bound: "
+                "a call for one tenant may not touch another's rows"
+            )
+        return tenant
 
     @classmethod
     def _checked(cls, namespace: object) -> Namespace:
@@ -227,17 +248,50 @@ class PgMemory(BaseStore):
 
     # --- writes -----------------------------------------------------------------------
 
-    def _write_sync(self, rows_by_tenant: dict[str, list[Any]]) -> None:
+    def _write_sync(
+        self,
+        rows_by_tenant: dict[str, list[Any]],
+        expected: dict[tuple[Namespace, str], int | None] | None = None,
+    ) -> bool:
         from django.db import transaction
 
-        # One tenant (the usual case): just its pinned transaction; several: one outer
-        # transaction, so that the batch is all or nothing.
+        # One tenant (the usual case): just its pinned transaction; several, or a version
+        # check: one outer transaction, so that the check and the batch are all or nothing.
         # Tenants in sorted order, like the rows of each statement: concurrent batches then
         # lock rows in one global order and cannot deadlock.
-        with transaction.atomic(using=self.using) if len(rows_by_tenant) > 1 else nullcontext():
+        outer = len(rows_by_tenant) > 1 or bool(expected)
+        with transaction.atomic(using=self.using) if outer else nullcontext():
+            if expected and not self._versions_match(expected):
+                return False
             for tenant, rows in sorted(rows_by_tenant.items()):
                 with self._atomic(tenant):
                     self._upsert_rounds(rows)
+        return True
+
+    def _versions_match(self, expected: dict[tuple[Namespace, str], int | None]) -> bool:
+        from django.db import connections
+
+        # A transaction-scoped advisory lock per key, taken in one global order, serialises
+        # compare-and-put on a key — a row lock could not cover a key not yet created. The
+        # versions are read once the locks are granted, so they are the last committed ones.
+        identities = sorted({(ns[0], encode_namespace(ns), key) for ns, key in expected})
+        with connections[self.using].cursor() as cursor:
+            for identity in identities:
+                cursor.execute(
+                    "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [json.dumps(identity)]
+                )
+        by_tenant: dict[str, list[tuple[Namespace, str]]] = defaultdict(list)
+        for namespace, key in expected:
+            by_tenant[namespace[0]].append((namespace, key))
+        found: dict[tuple[str, str], int] = {}
+        for tenant, pairs in sorted(by_tenant.items()):
+            with self._atomic(tenant):
+                rows = self._items().for_keys(pairs).values_list("namespace", "key", "version")
+                found.update(((path, key), version) for path, key, version in rows)
+        return all(
+            found.get((encode_namespace(ns), key)) == version
+            for (ns, key), version in expected.items()
+        )
 
     def _upsert_rounds(self, rows: list[Any]) -> None:
         # A key repeated in one batch is written once per occurrence, in order (so that its
@@ -271,24 +325,43 @@ class PgMemory(BaseStore):
             self._write_sync, {tenant: [self._row(prepared, text, vector, self.encoder.source)]}
         )
 
-    async def put_batch(
+    async def _batch_rows(
         self, items: list[tuple[tuple[str, ...], str, Any, dict[str, Any] | None]]
-    ) -> None:
-        """All items in one transaction: one bulk upsert statement per tenant."""
+    ) -> dict[str, list[Any]]:
+        """The rows of a batch by tenant, every item validated first."""
         prepared = prepare_batch(items)
         for index, one in enumerate(prepared):
             self._tenant_of(one.namespace, name=f"items[{index}] namespace")
             self._check_indexable(one, where=f"items[{index}] ")
-        if not prepared:
-            return
         texts = [value_text(json.loads(one.value_json)) for one in prepared]
-        vectors = await self.encoder.encode_many(texts)
+        vectors = await self.encoder.encode_many(texts) if prepared else []
         rows_by_tenant: dict[str, list[Any]] = defaultdict(list)
         for one, text, vector in zip(prepared, texts, vectors, strict=True):
             rows_by_tenant[one.namespace[0]].append(
                 self._row(one, text, vector, self.encoder.source)
             )
-        await self._run(self._write_sync, dict(rows_by_tenant))
+        return dict(rows_by_tenant)
+
+    async def put_batch(
+        self, items: list[tuple[tuple[str, ...], str, Any, dict[str, Any] | None]]
+    ) -> None:
+        """All items in one transaction: one bulk upsert statement per tenant."""
+        rows_by_tenant = await self._batch_rows(items)
+        if rows_by_tenant:
+            await self._run(self._write_sync, rows_by_tenant)
+
+    async def compare_and_put_batch(
+        self,
+        items: list[tuple[tuple[str, ...], str, Any, dict[str, Any] | None]],
+        expected_versions: Mapping[tuple[Namespace, str], int | None],
+    ) -> bool:
+        """The versions are compared and the batch written in one transaction that holds
+        a lock per compared key until it commits."""
+        expected = validate_expected_versions(expected_versions)
+        for index, (namespace, _key) in enumerate(expected):
+            self._tenant_of(namespace, name=f"expected_versions key {index} namespace")
+        rows_by_tenant = await self._batch_rows(items)
+        return await self._run(self._write_sync, rows_by_tenant, expected)
 
     async def put_with_embedding(
         self,

@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from numbers import Real
 from typing import Any, NamedTuple
 
@@ -43,6 +43,7 @@ __all__ = [
     "prepare_batch",
     "prepare_put",
     "validate_embedding",
+    "validate_expected_versions",
     "validate_key",
     "validate_key_list",
     "validate_limit",
@@ -96,6 +97,26 @@ def validate_key_list(keys: object) -> list[tuple[tuple[str, ...], str]]:
             )
         )
     return pairs
+
+
+def validate_expected_versions(
+    expected_versions: object,
+) -> dict[tuple[tuple[str, ...], str], int | None]:
+    """``compare_and_put_batch`` input: ``{(namespace, key): version or None}``."""
+    if not isinstance(expected_versions, Mapping):
+        raise ValueError("expected_versions must be a dict of (namespace, key) -> version or None")
+    pairs = validate_key_list(list(expected_versions))
+    checked: dict[tuple[tuple[str, ...], str], int | None] = {}
+    for pair, version in zip(pairs, expected_versions.values(), strict=True):
+        if version is not None and (
+            isinstance(version, bool) or not isinstance(version, int) or version < 0
+        ):
+            raise ValueError(
+                f"expected_versions[{pair!r}] must be a version (an int >= 0) or None, "
+                f"got {version!r}"
+            )
+        checked[pair] = version
+    return checked
 
 
 # An escaped NUL in JSON text: "\u0000" preceded by an even number of backslashes.

@@ -1,24 +1,68 @@
-"""``extract_mode="background"``: extractions as in-process asyncio tasks.
+"""``extract_mode="background"``: extractions on an event loop the manager layer owns.
 
-Jobs of one namespace run one at a time in submission order (each waits for the one
-submitted before it); at most ``max_concurrent`` jobs run at once over all namespaces.
-:meth:`BackgroundExtractions.drain` waits for every job, including jobs submitted while
-it waits; cancelling ``drain`` leaves the jobs running.
+The jobs run on one process-wide event loop in a daemon thread, not on the caller's loop:
+a request served under ``asyncio.run`` or ``async_to_sync`` ends its loop when it returns,
+and a job living there would be cancelled with it — silently lost. Each job runs in a copy
+of the submitter's context (the manager's scope and the bound tenant follow it).
 
-The semaphore and task table belong to one event loop: a manager reused under a new
-loop (``asyncio.run`` per request in a sync view, one loop per test) starts a fresh table
-instead of failing on a semaphore bound to a closed loop.
+Jobs of one key (a namespace) run one at a time in submission order (each waits for the
+one submitted before it); at most ``max_concurrent`` jobs of one
+:class:`BackgroundExtractions` run at once. :meth:`BackgroundExtractions.drain` waits for
+every job, including jobs submitted while it waits, from any event loop; cancelling it
+leaves the jobs running. Sync code drains with ``async_to_sync(manager.drain)()``. At
+interpreter exit the jobs still pending are drained before the loop stops (an exit hook
+that runs before the thread pools shut down).
 Pure Python: importable without Django settings.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import threading
+import weakref
 from collections.abc import Awaitable, Callable, Hashable
 
 __all__ = ["BackgroundExtractions"]
 
 Job = Callable[[], Awaitable[None]]
+
+
+class _ExtractionLoop:
+    """The process-wide loop of background extractions, started on first use."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.loop: asyncio.AbstractEventLoop | None = None
+        # Every live runner, for the drain at exit (a manager's runner goes with its manager).
+        self.runners: weakref.WeakSet[BackgroundExtractions] = weakref.WeakSet()
+
+    def get(self) -> asyncio.AbstractEventLoop:
+        with self.lock:
+            if self.loop is None:
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(
+                    target=loop.run_forever, name="tulip_memory extractions", daemon=True
+                )
+                thread.start()
+                # threading's exit hooks run before the thread pools shut down (atexit
+                # runs after): a job draining at exit may still emit events and use
+                # sync_to_async / asyncio.to_thread. Registered after concurrent.futures'
+                # own hook, so it runs first.
+                threading._register_atexit(self.drain_at_exit, loop)  # type: ignore[attr-defined]
+                self.loop = loop
+            return self.loop
+
+    def drain_at_exit(self, loop: asyncio.AbstractEventLoop) -> None:
+        async def drain_all() -> None:
+            for runner in list(self.runners):
+                await runner.drain()
+
+        asyncio.run_coroutine_threadsafe(drain_all(), loop).result()
+        loop.call_soon_threadsafe(loop.stop)
+
+
+_extraction_loop = _ExtractionLoop()
 
 
 class BackgroundExtractions:
@@ -28,28 +72,31 @@ class BackgroundExtractions:
         if max_concurrent < 1:
             raise ValueError("max_concurrent_extractions must be at least 1")
         self.max_concurrent = max_concurrent
-        self._loop: asyncio.AbstractEventLoop | None = None
+        # Touched on the extraction loop only.
         self._semaphore: asyncio.Semaphore | None = None
         self._tails: dict[Hashable, asyncio.Task[None]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        # Counted at submission, in the caller's thread, so it is right at once.
+        self._pending = 0
+        self._pending_lock = threading.Lock()
+        _extraction_loop.runners.add(self)
 
     @property
     def pending(self) -> int:
-        """Jobs scheduled or running, not yet finished."""
-        return sum(1 for task in self._tasks if not task.done())
-
-    def _for_running_loop(self) -> asyncio.Semaphore:
-        loop = asyncio.get_running_loop()
-        if self._loop is not loop or self._semaphore is None:
-            self._loop = loop
-            self._semaphore = asyncio.Semaphore(self.max_concurrent)
-            self._tails = {}
-            self._tasks = set()
-        return self._semaphore
+        """Jobs submitted and not yet finished."""
+        return self._pending
 
     def submit(self, key: Hashable, job: Job) -> None:
         """Schedule ``job`` after every job submitted earlier under ``key``."""
-        semaphore = self._for_running_loop()
+        context = contextvars.copy_context()
+        with self._pending_lock:
+            self._pending += 1
+        _extraction_loop.get().call_soon_threadsafe(self._schedule, key, job, context)
+
+    def _schedule(self, key: Hashable, job: Job, context: contextvars.Context) -> None:
+        if self._semaphore is None:
+            self._semaphore = asyncio.Semaphore(self.max_concurrent)
+        semaphore = self._semaphore
         previous = self._tails.get(key)
 
         async def run() -> None:
@@ -61,7 +108,7 @@ class BackgroundExtractions:
                 await job()
 
         task = asyncio.get_running_loop().create_task(
-            run(), name=f"tulip_memory extraction {key!r}"
+            run(), name=f"tulip_memory extraction {key!r}", context=context
         )
         self._tails[key] = task
         self._tasks.add(task)
@@ -70,12 +117,26 @@ class BackgroundExtractions:
             self._tasks.discard(done)
             if self._tails.get(key) is done:
                 del self._tails[key]
+            with self._pending_lock:
+                self._pending -= 1
 
         task.add_done_callback(forget)
 
+    async def _drain_here(self) -> None:
+        # Runs on the extraction loop. A submission whose scheduling callback has not run
+        # yet is pending but not a task: yielding lets the loop schedule it.
+        while self._pending:
+            if self._tasks:
+                await asyncio.wait(set(self._tasks))
+            else:
+                await asyncio.sleep(0)
+
     async def drain(self) -> None:
         """Wait until no job is scheduled or running (new submissions included)."""
-        if self._loop is not asyncio.get_running_loop():
+        if not self._pending:
             return
-        while self._tasks:
-            await asyncio.wait(set(self._tasks))
+        loop = _extraction_loop.get()
+        if asyncio.get_running_loop() is loop:
+            await self._drain_here()
+        else:
+            await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self._drain_here(), loop))
