@@ -7,7 +7,8 @@ built), the tenant (fixed by the constructor, else the one bound by
 :func:`~tulip_memory.tenancy.tenant_context` at call time) and :meth:`TenantDatabase._run`,
 which runs blocking ORM work off the event loop in one transaction opened by
 :func:`~tulip_memory.tenancy.tenant_atomic`. On PostgreSQL that transaction is pinned to
-the tenant, so row-level security shows and accepts only that tenant's rows.
+the tenant, so row-level security shows and accepts only that tenant's rows. A call made
+while another tenant is bound raises :class:`~tulip_memory.exceptions.TenantError`.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any, ClassVar, TypeVar
 
 from asgiref.sync import sync_to_async
 
-from tulip_memory.exceptions import ConfigurationError
+from tulip_memory.exceptions import ConfigurationError, TenantError
 from tulip_memory.optional_dependencies import import_optional
 
 __all__ = ["TenantDatabase"]
@@ -63,7 +64,20 @@ class TenantDatabase:
         return f"<{type(self).__name__} using={self.using!r}>"
 
     async def _run(self, func: Callable[..., T], *args: Any) -> T:
-        """Run ``func(tenant, *args)`` in a transaction pinned to the tenant, off the loop."""
+        """Run ``func(tenant, *args)`` in a transaction pinned to the tenant, off the loop.
+
+        A fixed tenant that differs from the one bound by ``tenant_context`` raises
+        :class:`~tulip_memory.exceptions.TenantError`: the code bound to one tenant would
+        otherwise read or write another's rows through an object built for it.
+        """
+        from tulip_memory.tenancy import current_tenant
+
+        bound = current_tenant()
+        if self.tenant is not None and bound is not None and bound != self.tenant:
+            raise TenantError(
+                f"{type(self).__name__} is fixed to tenant {self.tenant!r} but tenant "
+                f"{bound!r} is bound"
+            )
 
         def in_transaction() -> T:
             from tulip_memory.tenancy import tenant_atomic
