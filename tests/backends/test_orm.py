@@ -158,3 +158,37 @@ async def test_a_fixed_tenant_other_than_the_bound_one_is_refused(make, alias):
     with tenant_context("a"):
         assert await checkpointer.load("t") == make_state(1)
     assert await checkpointer.list_checkpoints("t") == ["cp"]
+
+
+RESAVE_SCRIPT = """
+import asyncio, sys, django
+django.setup()
+from tulip_memory.backends import MySQLCheckpointer, PostgreSQLCheckpointer
+from tests.backends.test_contract import make_state
+make = PostgreSQLCheckpointer if sys.argv[1] == "default" else MySQLCheckpointer
+checkpointer = make(sys.argv[1], tenant="a")
+async def main():
+    for n in range(40):
+        await checkpointer.save(make_state(n + 1), "t", "cp")
+asyncio.run(main())
+"""
+
+
+@BOTH
+@pytest.mark.parametrize(
+    ("make", "alias"),
+    [(PostgreSQLCheckpointer, "default"), (MySQLCheckpointer, "mysql")],
+    ids=["postgresql", "mysql"],
+)
+async def test_processes_resaving_one_explicit_id_keep_one_row(make, alias):
+    import asyncio
+
+    from tests.processes import run_python
+
+    runs = await asyncio.gather(
+        *(asyncio.to_thread(run_python, RESAVE_SCRIPT, alias) for _ in range(3))
+    )
+    assert [run.stderr[-2000:] for run in runs if run.returncode] == []
+    checkpointer = make(alias, tenant="a")
+    assert await checkpointer.list_checkpoints("t") == ["cp"]
+    assert await checkpointer.load("t", "cp") == make_state(40)
