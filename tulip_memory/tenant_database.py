@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import time
 from collections.abc import Callable, Iterator
 from typing import Any, ClassVar, TypeVar
 
@@ -127,14 +128,19 @@ class TenantDatabase:
 
         connection = connections[self.using]
         with connection.cursor() as cursor:
-            if connection.vendor == "postgresql":
-                if wait_seconds:
-                    cursor.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", [name])
-                    return True
-                cursor.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", [name])
-            else:
+            if connection.vendor != "postgresql":
                 cursor.execute("SELECT GET_LOCK(%s, %s)", [name, wait_seconds])
-            return bool(cursor.fetchone()[0]) if cursor.description else True
+                return bool(cursor.fetchone()[0])
+            # PostgreSQL's blocking pg_advisory_lock has no timeout of its own: poll.
+            deadline, sleep = time.monotonic() + wait_seconds, 0.0005
+            while True:
+                cursor.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", [name])
+                if cursor.fetchone()[0]:
+                    return True
+                if time.monotonic() >= deadline:
+                    return False
+                time.sleep(sleep)
+                sleep = min(sleep * 2, 0.01)
 
     def _unlock(self, name: str) -> None:
         from django.db import connections
