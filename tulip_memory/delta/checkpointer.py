@@ -45,7 +45,7 @@ id served from the cache first checks the record (one read).
 The pieces sit beside this module: :mod:`~tulip_memory.delta.splice` (the diff),
 :mod:`~tulip_memory.delta.payload` (what a record's payload holds),
 :mod:`~tulip_memory.delta.codec` (JSON + zlib, block digests) and
-:mod:`~tulip_memory.delta.keyed_locks` (the in-process per-thread locks).
+:mod:`~tulip_memory.delta.keyed_locks` (the in-process locks, one per conversation thread).
 """
 
 from __future__ import annotations
