@@ -7,22 +7,30 @@ built), the tenant (fixed by the constructor, else the one bound by
 :func:`~tulip_memory.tenancy.tenant_context` at call time) and :meth:`TenantDatabase._run`,
 which runs blocking ORM work off the event loop in one transaction opened by
 :func:`~tulip_memory.tenancy.tenant_atomic`. On PostgreSQL that transaction is pinned to
-the tenant, so row-level security shows and accepts only that tenant's rows.
+the tenant, so row-level security shows and accepts only that tenant's rows. A call made
+while another tenant is bound raises :class:`~tulip_memory.exceptions.TenantError`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import hashlib
+import json
+import time
+from collections.abc import Callable, Iterator
 from typing import Any, ClassVar, TypeVar
 
 from asgiref.sync import sync_to_async
 
-from tulip_memory.exceptions import ConfigurationError
+from tulip_memory.exceptions import CheckpointError, ConfigurationError, TenantError
 from tulip_memory.optional_dependencies import import_optional
 
 __all__ = ["TenantDatabase"]
 
 T = TypeVar("T")
+
+# How long a writer waits for a thread another writer holds before giving up.
+_LOCK_WAIT_SECONDS = 60
 
 
 class TenantDatabase:
@@ -62,13 +70,97 @@ class TenantDatabase:
     def __repr__(self) -> str:
         return f"<{type(self).__name__} using={self.using!r}>"
 
-    async def _run(self, func: Callable[..., T], *args: Any) -> T:
-        """Run ``func(tenant, *args)`` in a transaction pinned to the tenant, off the loop."""
+    def _resolve_tenant(self) -> str:
+        """The tenant of a call: the fixed one, else the bound one (TenantError if they differ)."""
+        from tulip_memory.tenancy import current_tenant
+
+        bound = current_tenant()
+        if self.tenant is not None and bound is not None and bound != self.tenant:
+            # Code bound to one tenant would otherwise reach another's rows through an
+            # object built for it.
+            raise TenantError(
+                f"{type(self).__name__} is fixed to tenant {self.tenant!r} but tenant "
+                f"{bound!r} is bound"
+            )
+        if self.tenant is None and bound is None:
+            raise TenantError(
+                "no tenant: pass one to the constructor, or bind one with tenant_context() "
+                "or TenantMiddleware"
+            )
+        return self.tenant if self.tenant is not None else bound  # type: ignore[return-value]
+
+    async def _run(self, func: Callable[..., T], *args: Any, lock: str | None = None) -> T:
+        """Run ``func(tenant, *args)`` in a transaction pinned to the tenant, off the loop.
+
+        With ``lock`` (a thread id), the transaction runs under the thread's writer lock
+        (see :meth:`_writer_lock`), taken before it starts and released after it ends.
+        """
+        tenant = self._resolve_tenant()
 
         def in_transaction() -> T:
             from tulip_memory.tenancy import tenant_atomic
 
-            with tenant_atomic(self.tenant, using=self.using) as tenant:
-                return func(tenant, *args)
+            with contextlib.ExitStack() as stack:
+                if lock is not None:
+                    stack.enter_context(self._writer_lock(tenant, lock))
+                with tenant_atomic(tenant, using=self.using):
+                    return func(tenant, *args)
 
         return await sync_to_async(in_transaction)()
+
+    # -- writer locks ------------------------------------------------------------------
+    #
+    # A session-level database lock per (table, tenant, thread): PostgreSQL advisory
+    # locks, MySQL/MariaDB named locks. Session-level (not transaction-level) so that
+    # one can span several transactions, and taken outside them: on MariaDB a named
+    # lock released before COMMIT would let the next writer read the old rows.
+
+    lock_table: ClassVar[str] = ""  # the table whose writers the lock serialises
+
+    def _lock_name(self, tenant: str, thread_id: str) -> str:
+        key = json.dumps([self.lock_table, tenant, thread_id], ensure_ascii=False)
+        # MariaDB lock names are at most 64 characters.
+        return "tulip_memory:" + hashlib.blake2b(key.encode(), digest_size=20).hexdigest()
+
+    def _try_lock(self, name: str, wait_seconds: int) -> bool:
+        """Take the named lock on this thread's connection, waiting up to ``wait_seconds``."""
+        from django.db import connections
+
+        connection = connections[self.using]
+        with connection.cursor() as cursor:
+            if connection.vendor != "postgresql":
+                cursor.execute("SELECT GET_LOCK(%s, %s)", [name, wait_seconds])
+                return bool(cursor.fetchone()[0])
+            # PostgreSQL's blocking pg_advisory_lock has no timeout of its own: poll.
+            deadline, sleep = time.monotonic() + wait_seconds, 0.0005
+            while True:
+                cursor.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", [name])
+                if cursor.fetchone()[0]:
+                    return True
+                if time.monotonic() >= deadline:
+                    return False
+                time.sleep(sleep)
+                sleep = min(sleep * 2, 0.01)
+
+    def _unlock(self, name: str) -> None:
+        from django.db import connections
+
+        connection = connections[self.using]
+        with connection.cursor() as cursor:
+            if connection.vendor == "postgresql":
+                cursor.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", [name])
+            else:
+                cursor.execute("SELECT RELEASE_LOCK(%s)", [name])
+
+    @contextlib.contextmanager
+    def _writer_lock(self, tenant: str, thread_id: str) -> Iterator[None]:
+        """Hold the thread's writer lock (blocking: for work done in one call)."""
+        name = self._lock_name(tenant, thread_id)
+        if not self._try_lock(name, _LOCK_WAIT_SECONDS):
+            raise CheckpointError(
+                f"thread {thread_id!r} stayed locked by another writer for {_LOCK_WAIT_SECONDS} s"
+            )
+        try:
+            yield
+        finally:
+            self._unlock(name)

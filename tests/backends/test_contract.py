@@ -108,6 +108,22 @@ async def test_threads_are_separate_even_with_awkward_ids(checkpointer):
         assert await checkpointer.list_checkpoints(thread_id) == [f"id/{n}:.. ü"]
 
 
+async def test_ids_differing_only_in_case_width_or_trailing_space_are_distinct(checkpointer):
+    variants = ["t1", "T1", "t1 ", "\uff54\uff11"]  # the last is full-width "t1"
+    for n, thread_id in enumerate(variants):
+        await checkpointer.save(make_state(n), thread_id, "cp")
+        await checkpointer.save(make_state(n, tag="other "), "ids", thread_id)
+    for n, thread_id in enumerate(variants):
+        assert await checkpointer.load(thread_id) == make_state(n)
+        assert await checkpointer.list_checkpoints(thread_id) == ["cp"]
+        assert await checkpointer.load("ids", thread_id) == make_state(n, tag="other ")
+    assert sorted(await checkpointer.list_checkpoints("ids")) == sorted(variants)
+    assert await checkpointer.delete("T1") is True
+    assert await checkpointer.load("t1") == make_state(0)
+    assert await checkpointer.delete("ids", "t1 ") is True
+    assert await checkpointer.load("ids", "t1") == make_state(0, tag="other ")
+
+
 async def test_concurrent_saves_to_one_thread_keep_every_checkpoint(checkpointer):
     states = [make_state(n % 4, tag=f"{n} ") for n in range(20)]
     ids = await asyncio.gather(*(checkpointer.save(s, "busy") for s in states))

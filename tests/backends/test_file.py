@@ -10,13 +10,16 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.backends.test_contract import make_state
 from tulip_memory.backends import FileCheckpointer
 
 
 def _all_files(root: Path) -> set[Path]:
-    return {p for p in root.rglob("*") if p.is_file()}
+    """The files under ``root``, but for the writer-lock files (in ``<base_dir>/.locks``)."""
+    return {p for p in root.rglob("*") if p.is_file() and ".locks" not in p.parts}
 
 
 async def test_thread_ids_never_escape_base_dir(tmp_path):
@@ -128,3 +131,61 @@ async def test_a_dangling_checkpoint_entry_gives_a_clear_error_not_endless_retri
     saved.with_name(f"{'9' * len(order)}.{rest}").symlink_to(tmp_path / "missing.json")
     with pytest.raises(CheckpointError, match="thread 't' vanished while being read 5 times"):
         await checkpointer.load("t")
+
+
+@given(st.text(max_size=40), st.text(max_size=40))
+def test_file_names_stay_apart_on_case_insensitive_file_systems(first, second):
+    from tulip_memory.backends.base import decode_name, encode_name
+
+    if first != second:
+        folded = {encode_name(v, fold_safe=True).casefold() for v in (first, second)}
+        assert len(folded) == 2
+    assert decode_name(encode_name(first, fold_safe=True)) in (first, None)
+
+
+async def test_thread_and_checkpoint_names_differing_in_case_are_different_files(tmp_path):
+    checkpointer = FileCheckpointer(tmp_path)
+    await checkpointer.save(make_state(1), "T1", "CP")
+    await checkpointer.save(make_state(2), "t1", "cp")
+    await checkpointer.save(make_state(3), "t1", "Cp")
+    # A file's name is "<order>.<checkpoint>.json": compare its folder and checkpoint parts.
+    names = {f"{p.parent.name}/{p.name.split('.', 1)[1]}".casefold() for p in _all_files(tmp_path)}
+    assert len(names) == 3
+    assert await checkpointer.load("T1") == make_state(1)
+    assert await checkpointer.load("t1", "cp") == make_state(2)
+    assert await checkpointer.list_checkpoints("t1") == ["Cp", "cp"]
+
+
+async def test_concurrent_resaves_of_one_id_leave_one_file_and_delete_removes_it(tmp_path):
+    import asyncio
+
+    checkpointer = FileCheckpointer(tmp_path)
+    await asyncio.gather(*(checkpointer.save(make_state(n + 1), "t", "cp") for n in range(20)))
+    [thread_dir] = [p for p in tmp_path.iterdir() if p.name != ".locks"]
+    assert len(_all_files(thread_dir)) == 1
+    assert await checkpointer.list_checkpoints("t") == ["cp"]
+    assert await checkpointer.delete("t", "cp") is True
+    assert await checkpointer.load("t", "cp") is None
+    assert await checkpointer.list_checkpoints("t") == []
+
+
+def test_saves_recreate_the_folder_of_a_thread_deleted_meanwhile(tmp_path):
+    import asyncio
+
+    from tests.processes import run_in_threads
+
+    checkpointer = FileCheckpointer(tmp_path)
+
+    def work(number: int) -> None:
+        async def steps() -> None:
+            for step in range(60):
+                if number % 2:
+                    await checkpointer.delete("t")
+                else:
+                    await checkpointer.save(make_state(1), "t", f"w{number}-{step}")
+
+        asyncio.run(steps())
+
+    assert run_in_threads(work, 4) == []
+    for checkpoint_id in asyncio.run(checkpointer.list_checkpoints("t", limit=1000)):
+        assert asyncio.run(checkpointer.load("t", checkpoint_id)) == make_state(1)

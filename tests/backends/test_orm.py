@@ -95,3 +95,100 @@ async def test_postgresql_rows_are_under_row_level_security():
 
     with pytest.raises(DatabaseError, match="row-level security"):
         await sync_to_async(forge)()
+
+
+def _delta_on(alias: str, **kw):
+    return DeltaCheckpointer(ORMDeltaStorage(alias, **kw))
+
+
+@BOTH
+@pytest.mark.parametrize(
+    ("make", "alias"),
+    [
+        (PostgreSQLCheckpointer, "default"),
+        (MySQLCheckpointer, "mysql"),
+        (_delta_on, "default"),
+        (_delta_on, "mysql"),
+    ],
+    ids=["postgresql", "mysql", "delta-postgresql", "delta-mysql"],
+)
+async def test_identifiers_compare_byte_exactly(make, alias):
+    tenants = ["acme", "ACME", "acme ", "\uff41\uff43\uff4d\uff45"]  # the last is full-width "acme"
+    for number, tenant in enumerate(tenants):
+        await make(alias, tenant=tenant).save(make_state(number + 1), "t1", "cp")
+    for number, tenant in enumerate(tenants):
+        checkpointer = make(alias, tenant=tenant)
+        assert await checkpointer.load("t1", "cp") == make_state(number + 1), tenant
+        assert await checkpointer.list_checkpoints("t1") == ["cp"]
+    acme = make(alias, tenant="acme")
+    await acme.save(make_state(7), "T1", "CP")
+    await acme.save(make_state(8), "t1", "cp ")
+    assert await acme.load("t1", "cp") == make_state(1)
+    assert await acme.load("T1") == make_state(7)
+    assert await acme.load("t1", "cp ") == make_state(8)
+    assert await acme.delete("T1") is True
+    assert await acme.load("t1", "cp") == make_state(1)
+    assert await make(alias, tenant="ACME").delete("t1") is True
+    assert await acme.list_checkpoints("t1") == ["cp ", "cp"]
+
+
+@BOTH
+@pytest.mark.parametrize(
+    ("make", "alias"),
+    [
+        (PostgreSQLCheckpointer, "default"),
+        (MySQLCheckpointer, "mysql"),
+        (_delta_on, "default"),
+        (_delta_on, "mysql"),
+    ],
+    ids=["postgresql", "mysql", "delta-postgresql", "delta-mysql"],
+)
+async def test_a_fixed_tenant_other_than_the_bound_one_is_refused(make, alias):
+    checkpointer = make(alias, tenant="a")
+    await checkpointer.save(make_state(1), "t", "cp")
+    with tenant_context("b"):
+        for call in (
+            lambda: checkpointer.save(make_state(2), "t", "cp"),
+            lambda: checkpointer.load("t"),
+            lambda: checkpointer.list_checkpoints("t"),
+            lambda: checkpointer.delete("t"),
+        ):
+            with pytest.raises(TenantError, match=r"'a'.*'b'"):
+                await call()
+    with tenant_context("a"):
+        assert await checkpointer.load("t") == make_state(1)
+    assert await checkpointer.list_checkpoints("t") == ["cp"]
+
+
+RESAVE_SCRIPT = """
+import asyncio, sys, django
+django.setup()
+from tulip_memory.backends import MySQLCheckpointer, PostgreSQLCheckpointer
+from tests.backends.test_contract import make_state
+make = PostgreSQLCheckpointer if sys.argv[1] == "default" else MySQLCheckpointer
+checkpointer = make(sys.argv[1], tenant="a")
+async def main():
+    for n in range(40):
+        await checkpointer.save(make_state(n + 1), "t", "cp")
+asyncio.run(main())
+"""
+
+
+@BOTH
+@pytest.mark.parametrize(
+    ("make", "alias"),
+    [(PostgreSQLCheckpointer, "default"), (MySQLCheckpointer, "mysql")],
+    ids=["postgresql", "mysql"],
+)
+async def test_processes_resaving_one_explicit_id_keep_one_row(make, alias):
+    import asyncio
+
+    from tests.processes import run_python
+
+    runs = await asyncio.gather(
+        *(asyncio.to_thread(run_python, RESAVE_SCRIPT, alias) for _ in range(3))
+    )
+    assert [run.stderr[-2000:] for run in runs if run.returncode] == []
+    checkpointer = make(alias, tenant="a")
+    assert await checkpointer.list_checkpoints("t") == ["cp"]
+    assert await checkpointer.load("t", "cp") == make_state(40)

@@ -100,17 +100,24 @@ def decode_state(data: bytes | str) -> AgentState:
 
 
 _SAFE_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+_FOLD_SAFE_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789_-")
 _MAX_ENCODED_NAME = 120
 
 
-def encode_name(value: str) -> str:
+def encode_name(value: str, *, fold_safe: bool = False) -> str:
     """A path component for ``value``: unique, portable, never a separator or dot-name.
 
     Letters, digits, ``_`` and ``-`` are kept and every other byte becomes ``%XX``,
     prefixed ``t-``; when that is over 120 characters the name is ``h-`` and the SHA-256
     of the value (then :func:`decode_name` cannot invert it: store the id alongside).
+
+    ``fold_safe=True`` escapes upper-case letters as well, so that names stay distinct
+    where they are compared case-insensitively (the default file systems of macOS and
+    Windows): the only letters kept are lower-case ones, and an escape is always ``%``
+    and two hex digits, so two values never encode to names equal up to case.
     """
-    encoded = "".join(chr(b) if b in _SAFE_BYTES else f"%{b:02X}" for b in value.encode())
+    safe = _FOLD_SAFE_BYTES if fold_safe else _SAFE_BYTES
+    encoded = "".join(chr(b) if b in safe else f"%{b:02X}" for b in value.encode())
     if len(encoded) <= _MAX_ENCODED_NAME:
         return f"t-{encoded}"
     return f"h-{hashlib.sha256(value.encode()).hexdigest()}"

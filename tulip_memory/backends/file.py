@@ -2,11 +2,19 @@
 
 Layout: ``<base_dir>/<thread>/<order>.<checkpoint>.json`` where ``<order>`` is the save's
 time-ordered key (so a directory listing sorts checkpoints by age) and ``<thread>`` /
-``<checkpoint>`` are the ids encoded by :func:`~tulip_memory.backends.base.encode_name`:
-letters, digits, ``_`` and ``-`` are kept, every other byte becomes ``%XX`` (so ``/``,
-``.``, ``..`` and absolute paths can never name anything outside ``base_dir``); names
-that would be long are replaced by a hash. Each file also holds its ids, so hashed
-names are still listed right.
+``<checkpoint>`` are the ids encoded by :func:`~tulip_memory.backends.base.encode_name`
+with ``fold_safe=True``: lower-case letters, digits, ``_`` and ``-`` are kept, every
+other byte (upper-case letters too) becomes ``%XX`` — so ``/``, ``.``, ``..`` and
+absolute paths can never name anything outside ``base_dir``, and ids differing only in
+case stay apart on case-insensitive file systems; names that would be long are replaced
+by a hash. Each file also holds its ids, so hashed names are still listed right.
+
+Saves and deletes of a thread hold its writer lock — an exclusive lock (``flock``; on
+Windows ``msvcrt.locking``) on one of 64 lock files under ``<base_dir>/.locks`` picked
+by the thread id — across threads and processes: a re-save writes the new file, then
+removes the older files of the id, so one file per checkpoint id remains and a delete
+removes it for good; a save recreates the thread's folder that a delete of the thread
+removed meanwhile. Loads and listings take no lock.
 
 Writes are atomic: the file is written under a temporary name in the same directory,
 flushed and fsynced, then renamed into place (and the directory fsynced). A crash at any
@@ -18,11 +26,14 @@ they are an hour old (younger ones may belong to a write still in progress).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import shutil
+import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from tulip_memory.backends.base import (
@@ -39,6 +50,23 @@ __all__ = ["FileCheckpointer"]
 _TEMP_PREFIX = ".tmp-"
 _SUFFIX = ".json"
 _LOAD_ATTEMPTS = 5
+_LOCK_DIR = ".locks"  # never a thread folder: encoded names start with "t-" or "h-"
+_LOCK_STRIPES = 64  # lock files: bounded, whatever the number of threads
+
+if sys.platform == "win32":
+    import msvcrt
+
+    def _lock_file(fd: int) -> None:
+        while True:  # LK_LOCK gives up after 10 s; a writer waits as long as it takes
+            with contextlib.suppress(OSError):
+                msvcrt.locking(fd, msvcrt.LK_LOCK, 1)
+                return
+
+else:
+    import fcntl
+
+    def _lock_file(fd: int) -> None:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # released when the file is closed
 
 
 class FileCheckpointer(BlockingCheckpointer):
@@ -52,15 +80,32 @@ class FileCheckpointer(BlockingCheckpointer):
     def __repr__(self) -> str:
         return f"<FileCheckpointer base_dir={str(self.base_dir)!r}>"
 
+    @contextlib.contextmanager
+    def _writer_lock(self, thread_id: str) -> Iterator[None]:
+        """Hold the thread's lock file (shared by the threads of its stripe)."""
+        digest = hashlib.blake2b(thread_id.encode(), digest_size=4).digest()
+        lock_dir = self.base_dir / _LOCK_DIR
+        lock_dir.mkdir(parents=True, exist_ok=True)
+        path = lock_dir / f"{int.from_bytes(digest) % _LOCK_STRIPES:02d}.lock"
+        with open(path, "a+b") as handle:
+            _lock_file(handle.fileno())
+            yield
+
     def _thread_dir(self, thread_id: str) -> Path:
-        path = self.base_dir / encode_name(thread_id)
+        path = self.base_dir / encode_name(thread_id, fold_safe=True)
         # encode_name cannot produce separators or dot-names; this is a second fence.
         if path.parent != self.base_dir:
             raise ValueError(f"thread_id {thread_id!r} does not map inside base_dir")
         return path
 
-    def _entries(self, thread_dir: Path) -> list[tuple[int, str, Path]]:
-        """(order, checkpoint id, path) of the thread's checkpoints, newest first, deduplicated."""
+    def _entries(
+        self, thread_dir: Path, *, every_file: bool = False
+    ) -> list[tuple[int, str, Path]]:
+        """(order, checkpoint id, path) of the thread's checkpoints, newest first.
+
+        One entry per checkpoint id (its newest file), or with ``every_file`` every file:
+        a save or delete interrupted by a crash may leave an older file of an id.
+        """
         try:
             names = os.listdir(thread_dir)
         except FileNotFoundError:
@@ -81,6 +126,8 @@ class FileCheckpointer(BlockingCheckpointer):
                     continue
             entries.append((int(order), checkpoint_id, path))
         entries.sort(key=lambda entry: entry[0], reverse=True)
+        if every_file:
+            return entries
         seen: set[str] = set()
         newest = []
         for entry in entries:
@@ -102,16 +149,19 @@ class FileCheckpointer(BlockingCheckpointer):
             separators=(",", ":"),
             ensure_ascii=False,
         ).encode()
-        previous = (
-            [e for e in self._entries(thread_dir) if e[1] == checkpoint_id] if may_exist else []
-        )
-        final = thread_dir / f"{save_order_key():020d}.{encode_name(checkpoint_id)}{_SUFFIX}"
-        thread_dir.mkdir(parents=True, exist_ok=True)
-        _atomic_write(final, payload)
-        for _, _, path in previous:
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
-        _remove_stale_temp_files(thread_dir)
+        name = f"{save_order_key():020d}.{encode_name(checkpoint_id, fold_safe=True)}{_SUFFIX}"
+        with self._writer_lock(thread_id):
+            previous = (
+                [e for e in self._entries(thread_dir, every_file=True) if e[1] == checkpoint_id]
+                if may_exist
+                else []
+            )
+            thread_dir.mkdir(parents=True, exist_ok=True)
+            _atomic_write(thread_dir / name, payload)
+            for _, _, path in previous:
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+            _remove_stale_temp_files(thread_dir)
 
     def _load_sync(self, thread_id: str, checkpoint_id: str | None) -> AgentState | None:
         # A file replaced or deleted between listing and reading is looked up again; a
@@ -135,21 +185,22 @@ class FileCheckpointer(BlockingCheckpointer):
 
     def _delete_sync(self, thread_id: str, checkpoint_id: str | None) -> bool:
         thread_dir = self._thread_dir(thread_id)
-        if checkpoint_id is None:
-            if not thread_dir.exists():
-                return False
-            found = bool(self._entries(thread_dir))
-            shutil.rmtree(thread_dir, ignore_errors=True)
-            return found
-        deleted = False
-        for _, entry_id, path in self._entries(thread_dir):
-            if entry_id == checkpoint_id:
-                with contextlib.suppress(FileNotFoundError):
-                    path.unlink()
-                    deleted = True
-        with contextlib.suppress(OSError):
-            thread_dir.rmdir()  # only succeeds when empty
-        return deleted
+        with self._writer_lock(thread_id):
+            if checkpoint_id is None:
+                if not thread_dir.exists():
+                    return False
+                found = bool(self._entries(thread_dir))
+                shutil.rmtree(thread_dir, ignore_errors=True)
+                return found
+            deleted = False
+            for _, entry_id, path in self._entries(thread_dir, every_file=True):
+                if entry_id == checkpoint_id:
+                    with contextlib.suppress(FileNotFoundError):
+                        path.unlink()
+                        deleted = True
+            with contextlib.suppress(OSError):
+                thread_dir.rmdir()  # only succeeds when empty
+            return deleted
 
     def _list_sync(self, thread_id: str, limit: int) -> list[str]:
         return [entry[1] for entry in self._entries(self._thread_dir(thread_id))[:limit]]

@@ -8,7 +8,9 @@ one passed to the constructor, else the one bound by
 :func:`~tulip_memory.tenancy.tenant_context` at call time) and, on PostgreSQL, the
 transaction is pinned to it, so row-level security shows and accepts only that tenant's
 rows. Queries filter on the tenant as well, so the isolation holds on MariaDB too (where
-there is no row-level security).
+there is no row-level security). Saves that may replace an existing id are serialised
+per thread by a database lock (see :meth:`TenantDatabase._writer_lock
+<tulip_memory.tenant_database.TenantDatabase._writer_lock>`), across processes.
 """
 
 from __future__ import annotations
@@ -36,8 +38,26 @@ def _as_tenant(tenant: str, hook: Callable[..., T], *args: Any) -> T:
 class ORMCheckpointer(TenantDatabase, BlockingCheckpointer):
     """Full snapshots as rows of ``CheckpointRecord`` (JSON), newest = highest id."""
 
+    lock_table = "tulip_memory_checkpoint"
+
     async def _call_blocking(self, hook: Callable[..., T], *args: Any) -> T:
         return await self._run(_as_tenant, hook, *args)
+
+    async def _save(
+        self, state: AgentState, thread_id: str, checkpoint_id: str, *, may_exist: bool
+    ) -> None:
+        # A save that may replace an id deletes its row and inserts the new one: two of
+        # them at once would both insert (PostgreSQL: unique violation; MariaDB: a
+        # deadlock on the index gap), so they take the thread's writer lock.
+        await self._run(
+            _as_tenant,
+            self._save_sync,
+            state,
+            thread_id,
+            checkpoint_id,
+            may_exist,
+            lock=thread_id if may_exist else None,
+        )
 
     @staticmethod
     def _tenant() -> str:

@@ -35,18 +35,17 @@ Design (storage that grows linearly with the conversation, loads of a fixed cost
   full checkpoint (re-basing its descendants), then delete, then drop the blocks no full
   checkpoint refers to any more. Re-saving under an existing id replaces it the same way.
 
-Concurrency: saves, deletes and prunes of one thread are serialised per checkpointer
-instance; saves from several processes stay correct (each record names the parent it
-was diffed against, and a save re-reads its parent when the newest record's creation
-time or chain root differ from the cached one, i.e. when another process replaced or
-re-based it). Do not prune a thread while another process saves to it, and note that a
-``load`` by id served from the cache does not notice that another process replaced
-that id meanwhile.
+Concurrency: saves, re-saves, deletes and prunes of one thread hold the storage's
+writer lock (``DeltaStorage.writer_lock``), so they never interleave — across event
+loops and threads of a process, and, on the ORM storage, across processes (a database
+lock). A save re-reads its parent when the newest record's creation time or chain root
+differ from the cached one (another process replaced or re-based it), and a ``load`` by
+id served from the cache first checks the record (one read).
 
 The pieces sit beside this module: :mod:`~tulip_memory.delta.splice` (the diff),
 :mod:`~tulip_memory.delta.payload` (what a record's payload holds),
 :mod:`~tulip_memory.delta.codec` (JSON + zlib, block digests) and
-:mod:`~tulip_memory.delta.keyed_locks` (the per-thread locks).
+:mod:`~tulip_memory.delta.keyed_locks` (the in-process locks, one per conversation thread).
 """
 
 from __future__ import annotations
@@ -64,7 +63,6 @@ from tulip_memory.backends.base import (
     validate_thread_id,
 )
 from tulip_memory.delta import codec, payload
-from tulip_memory.delta.keyed_locks import KeyedLocks
 from tulip_memory.delta.splice import Splice
 from tulip_memory.delta.storage import DeltaStorage, InMemoryDeltaStorage
 from tulip_memory.delta.types import BlockRef, CheckpointMetadata, DeltaCheckpoint, MessageBlock
@@ -154,7 +152,6 @@ class DeltaCheckpointer(BaseCheckpointer):
         self.compression_level = compression_level
         self.cache_size = cache_size
         self._cache: LRUCache[tuple[str, str], _Head] = LRUCache(cache_size, name="cache_size")
-        self._locks = KeyedLocks()
 
     def __repr__(self) -> str:
         return (
@@ -400,7 +397,7 @@ class DeltaCheckpointer(BaseCheckpointer):
     async def _save(
         self, state: AgentState, thread_id: str, checkpoint_id: str, *, may_exist: bool
     ) -> None:
-        async with self._locks.hold(thread_id):
+        async with self.storage.writer_lock(thread_id):
             if may_exist and await self.storage.retrieve(thread_id, checkpoint_id) is not None:
                 await self._remove(thread_id, {checkpoint_id})
             newest = await self.storage.list_checkpoints(thread_id, limit=1)
@@ -422,7 +419,7 @@ class DeltaCheckpointer(BaseCheckpointer):
         return [m.checkpoint_id for m in await self.storage.list_checkpoints(thread_id, limit)]
 
     async def _delete(self, thread_id: str, checkpoint_id: str | None) -> bool:
-        async with self._locks.hold(thread_id):
+        async with self.storage.writer_lock(thread_id):
             if checkpoint_id is None:
                 self._forget_thread(thread_id)
                 return await self.storage.delete(thread_id)
@@ -471,7 +468,7 @@ class DeltaCheckpointer(BaseCheckpointer):
         validate_thread_id(thread_id)
         if isinstance(keep_last, bool) or not isinstance(keep_last, int) or keep_last < 0:
             raise ValueError(f"keep_last must be an int >= 0, got {keep_last!r}")
-        async with self._locks.hold(thread_id):
+        async with self.storage.writer_lock(thread_id):
             records = await self.storage.list_checkpoints(thread_id, limit=None)
             doomed = {m.checkpoint_id for m in records[keep_last:]}
             return await self._remove(thread_id, doomed) if doomed else 0

@@ -12,9 +12,13 @@ transaction.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import AsyncIterator, Collection, Iterable
+from contextlib import asynccontextmanager
 from typing import Any
 
+from asgiref.sync import sync_to_async
+
+from tulip_memory.delta.keyed_locks import WRITER_LOCKS, poll
 from tulip_memory.delta.storage import DeltaStorage, root_block_digests
 from tulip_memory.delta.types import CheckpointMetadata, DeltaCheckpoint, MessageBlock
 from tulip_memory.tenant_database import TenantDatabase
@@ -62,6 +66,8 @@ class ORMDeltaStorage(TenantDatabase, DeltaStorage):
 
     ``tenant`` as for the ORM checkpointers: fixed here, else bound at call time.
     """
+
+    lock_table = "tulip_memory_delta_checkpoint"
 
     def _records(self, tenant: str, thread_id: str) -> Any:
         from tulip_memory.models import DeltaCheckpointRecord
@@ -190,6 +196,28 @@ class ORMDeltaStorage(TenantDatabase, DeltaStorage):
         return self._blocks(tenant, thread_id).filter(digest__in=digests).delete()[0]
 
     # -- the DeltaStorage interface ------------------------------------------------------
+
+    @asynccontextmanager
+    async def writer_lock(self, thread_id: str) -> AsyncIterator[None]:
+        """The thread's lock in this process, then its database lock (across processes).
+
+        The database lock is session-level on this context's connection; it is polled
+        (never waited for inside the database) because the connection's thread may be
+        shared by other work of this process, which must not stall behind the wait.
+        """
+        tenant = self._resolve_tenant()
+        name = self._lock_name(tenant, thread_id)
+        async with WRITER_LOCKS.hold((self.using, name)):
+            try_lock = sync_to_async(self._try_lock)
+
+            async def attempt() -> bool:
+                return await try_lock(name, 0)
+
+            await poll(attempt)
+            try:
+                yield
+            finally:
+                await sync_to_async(self._unlock)(name)
 
     async def store(self, thread_id: str, checkpoint_id: str, checkpoint: DeltaCheckpoint) -> None:
         await self._run(self._store, thread_id, checkpoint_id, checkpoint)

@@ -13,6 +13,12 @@ plus what bounded loads and block sharing need:
   blocks of the checkpoint's root in one call (a storage may answer it in one round
   trip; the default makes the two calls).
 
+``writer_lock(thread_id)`` is held by the checkpointer around every save, delete and
+prune of a thread, so that writers of one thread never interleave: this default
+serialises the writers of this process that use this storage object (from any event
+loop or thread); a storage shared between processes also takes a lock in the shared
+store (the ORM storage: a database lock).
+
 ``aclose()`` releases what a storage holds (the default holds nothing); the
 checkpointer's ``aclose`` calls it.
 
@@ -27,7 +33,9 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Iterable
+from contextlib import AbstractAsyncContextManager
 
+from tulip_memory.delta.keyed_locks import WRITER_LOCKS
 from tulip_memory.delta.types import CheckpointMetadata, DeltaCheckpoint, MessageBlock
 
 __all__ = ["DeltaStorage", "InMemoryDeltaStorage", "root_block_digests"]
@@ -82,6 +90,10 @@ class DeltaStorage(ABC):
     @abstractmethod
     async def delete_blocks(self, thread_id: str, digests: Collection[str]) -> int:
         """Delete these blocks; return how many were deleted."""
+
+    def writer_lock(self, thread_id: str) -> AbstractAsyncContextManager[None]:
+        """Held around each write of the thread: one writer of the thread at a time."""
+        return WRITER_LOCKS.hold((id(self), thread_id))
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook, nothing to release by default
         """Release what the storage holds (connections, clients); this default holds nothing."""

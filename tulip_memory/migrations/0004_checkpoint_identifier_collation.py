@@ -1,0 +1,74 @@
+"""Byte-exact identifiers of the checkpoint tables on MySQL/MariaDB.
+
+The database default collation (``utf8mb4_general_ci`` and the like) compares case-,
+accent- and trailing-space-insensitively: tenant ``ACME`` or ``acme `` would read tenant
+``acme``'s checkpoints and thread ``t1`` would replace ``T1``. Every identifier column of
+the checkpoint tables gets a binary NO PAD collation (``utf8mb4_nopad_bin`` on MariaDB,
+``utf8mb4_0900_bin`` on MySQL 8; plain ``utf8mb4_bin`` is PAD SPACE, so ``'a' = 'a '``
+would still hold). PostgreSQL compares text byte-exactly already: this is a no-op there,
+and the models do not change (``makemigrations`` sees nothing). The operation is not
+atomic: MariaDB cannot run DDL inside a transaction.
+"""
+
+from django.db import migrations
+
+# table -> its identifier columns
+IDENTIFIER_COLUMNS = {
+    "tulip_memory_checkpoint": ("tenant", "thread_id", "checkpoint_id"),
+    "tulip_memory_delta_checkpoint": (
+        "tenant",
+        "thread_id",
+        "checkpoint_id",
+        "parent_id",
+        "base_id",
+    ),
+    "tulip_memory_delta_block": ("tenant", "thread_id", "digest"),
+}
+
+
+def _no_pad_binary_collation(connection) -> str:
+    with connection.cursor() as cursor:
+        for collation in ("utf8mb4_nopad_bin", "utf8mb4_0900_bin"):
+            cursor.execute("SHOW COLLATION LIKE %s", [collation])
+            if cursor.fetchone():
+                return collation
+    return "utf8mb4_bin"  # MySQL 5.7: binary, but PAD SPACE
+
+
+def _modify(schema_editor, collate: bool) -> None:
+    connection = schema_editor.connection
+    if connection.vendor != "mysql":
+        return
+    collation = _no_pad_binary_collation(connection) if collate else None
+    quote = schema_editor.quote_name
+    with connection.cursor() as cursor:
+        for table, columns in IDENTIFIER_COLUMNS.items():
+            cursor.execute(
+                "SELECT column_name, column_type FROM information_schema.columns "
+                "WHERE table_schema = DATABASE() AND table_name = %s",
+                [table],
+            )
+            types = {name.lower(): column_type for name, column_type in cursor.fetchall()}
+            clauses = []
+            for column in columns:
+                charset = f" CHARACTER SET utf8mb4 COLLATE {collation}" if collation else ""
+                clauses.append(f"MODIFY {quote(column)} {types[column]}{charset} NOT NULL")
+            schema_editor.execute(f"ALTER TABLE {quote(table)} {', '.join(clauses)}")
+
+
+def to_binary(apps, schema_editor) -> None:
+    _modify(schema_editor, collate=True)
+
+
+def to_table_default(apps, schema_editor) -> None:
+    _modify(schema_editor, collate=False)
+
+
+class Migration(migrations.Migration):
+    dependencies = [
+        ("tulip_memory", "0003_memory_manager"),
+    ]
+
+    operations = [
+        migrations.RunPython(to_binary, to_table_default, atomic=False, elidable=False),
+    ]
