@@ -63,6 +63,12 @@ async def test_list_newest_first_with_limit(checkpointer):
     assert await checkpointer.list_checkpoints("other") == []
 
 
+@pytest.mark.parametrize("limit", [2**63, 2**100])
+async def test_limits_beyond_any_database_integer_mean_everything(checkpointer, limit):
+    ids = [await checkpointer.save(make_state(i), "huge-limit") for i in range(3)]
+    assert await checkpointer.list_checkpoints("huge-limit", limit=limit) == ids[::-1]
+
+
 async def test_explicit_ids_and_replacing_one(checkpointer):
     await checkpointer.save(make_state(1), "t", "first")
     await checkpointer.save(make_state(2), "t", "second")

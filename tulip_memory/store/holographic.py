@@ -371,7 +371,7 @@ class HolographicStore(BaseStore):
 
     async def list_keys(self, namespace: tuple[str, ...], limit: int = 100) -> list[str]:
         ns = ns_to_text(validate_namespace(namespace))
-        validate_limit(limit)
+        limit = validate_limit(limit)
         rows = await self._run(
             lambda: self._connection().execute(sql.NEWEST_KEYS, (ns, limit)).fetchall()
         )
@@ -383,7 +383,7 @@ class HolographicStore(BaseStore):
         limit: int = 100,
     ) -> list[tuple[str, ...]]:
         start = validate_namespace_prefix(prefix)
-        validate_limit(limit)
+        limit = validate_limit(limit)
         if start:
             head = ns_prefix_text(start)
             statement = sql.LIST_NAMESPACES_UNDER
@@ -430,7 +430,7 @@ class HolographicStore(BaseStore):
         default), ``"lexical"`` (BM25 only) or ``"hrr"`` (exact HRR scan)."""
         validate_namespace(namespace)
         validate_query(query)
-        validate_limit(limit)
+        limit = validate_limit(limit)
         if mode not in SEARCH_MODES:
             raise ValueError(f"mode must be one of {SEARCH_MODES}, got {mode!r}")
         terms = sorted(set(tokenize(query or "")))
@@ -445,7 +445,7 @@ class HolographicStore(BaseStore):
         """One result list per namespace, answered under one lock acquisition."""
         checked = validate_namespaces(namespaces)
         validate_query(query)
-        validate_limit(limit)
+        limit = validate_limit(limit)
         terms = sorted(set(tokenize(query or "")))
         return await self._run(
             lambda: [self._search_one(ns, terms, limit, "fused") for ns in checked]
@@ -463,7 +463,7 @@ class HolographicStore(BaseStore):
         similarity and ``distance`` ``1 - score``."""
         ns = ns_to_text(validate_namespace(namespace))
         query = validate_embedding(query_embedding, dimension=self._embedding_dim)
-        validate_limit(limit)
+        limit = validate_limit(limit)
         minimum = validate_threshold(threshold)
         wanted = validate_metadata_filter(metadata_filter)
 

@@ -210,7 +210,7 @@ class InMemoryStore(BaseStore):
 
     async def list_keys(self, namespace: tuple[str, ...], limit: int = 100) -> list[str]:
         validate_namespace(namespace)
-        validate_limit(limit)
+        limit = validate_limit(limit)
         return [key for key, _ in self._newest(namespace, limit)]
 
     async def search(
@@ -221,7 +221,7 @@ class InMemoryStore(BaseStore):
     ) -> list[StoreItem]:
         validate_namespace(namespace)
         validate_query(query)
-        validate_limit(limit)
+        limit = validate_limit(limit)
         terms = set(tokenize(query or ""))
         if not terms:
             return [entry.to_item(namespace, key) for key, entry in self._newest(namespace, limit)]
@@ -252,7 +252,7 @@ class InMemoryStore(BaseStore):
         limit: int = 100,
     ) -> list[tuple[str, ...]]:
         start = validate_namespace_prefix(prefix)
-        validate_limit(limit)
+        limit = validate_limit(limit)
         with self._lock:
             found = [ns for ns in self._namespaces if ns[: len(start)] == start]
         return sorted(found)[:limit]

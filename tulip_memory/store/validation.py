@@ -123,14 +123,49 @@ def validate_expected_versions(
 _JSON_NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
 
 
+MAX_JSON_DEPTH = 128
+"""How deeply values, metadata and filters may nest (lists and dicts); deeper is refused."""
+
+
+def _check_depth(obj: Any, name: str) -> None:
+    """Refuse containers nested deeper than :data:`MAX_JSON_DEPTH` (iteratively: no recursion)."""
+    stack: list[tuple[Any, int]] = [(obj, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, (list, tuple)):
+            children = item
+        else:
+            continue
+        if depth > MAX_JSON_DEPTH:
+            raise ValueError(f"{name} is nested more than {MAX_JSON_DEPTH} levels deep")
+        stack.extend(
+            (child, depth + 1) for child in children if isinstance(child, (dict, list, tuple))
+        )
+
+
 def _to_json(obj: Any, name: str) -> str:
     try:
         text = json.dumps(obj, allow_nan=False, ensure_ascii=False, separators=(",", ":"))
+    except RecursionError:  # far deeper than the limit (a circular value raises ValueError)
+        raise ValueError(f"{name} is nested more than {MAX_JSON_DEPTH} levels deep") from None
     except (ValueError, TypeError) as exc:  # NaN / Infinity, circular reference, bad type
         raise ValueError(f"{name} is not JSON-serialisable: {exc}") from None
+    _check_depth(obj, name)
     if "\\u0000" in text and _JSON_NUL.search(text):
         raise ValueError(f"{name} must not contain a NUL character (\\u0000)")
+    _check_unicode(text, name)
     return text
+
+
+def _check_unicode(text: str, name: str) -> None:
+    """Refuse a lone surrogate: no store can encode one as UTF-8."""
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError(f"{name} must be valid Unicode (it holds a lone surrogate)") from None
 
 
 def encode_value(value: Any, *, name: str = "value") -> str:
@@ -210,6 +245,8 @@ def validate_query(query: object) -> str | None:
     """``None`` or a string (a blank string means "no query")."""
     if query is not None and not isinstance(query, str):
         raise ValueError(f"query must be a str or None, got {type(query).__name__}")
+    if query:
+        _check_unicode(query, "query")
     return query
 
 

@@ -1,0 +1,80 @@
+"""Bad input gets one clear ValueError in every store, naming the argument; nothing is written.
+
+Runs over every backend of the contract suite (``store`` fixture): deeply nested JSON,
+limits beyond any database integer, and lone surrogates in every text argument.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tulip_memory.paging import MAX_LIMIT
+from tulip_memory.store.validation import MAX_JSON_DEPTH
+
+
+def _nested(depth: int) -> list:
+    value: list = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
+async def _snapshot(store, ns):
+    keys = await store.list_keys(ns)
+    return {key: await store.get_item(ns, key) for key in keys}
+
+
+async def test_json_nested_deeper_than_the_bound_is_refused_and_writes_nothing(store, root):
+    ns = (root, "deep")
+    await store.put(ns, "kept", {"v": 1})
+    before = await _snapshot(store, ns)
+    for depth in (MAX_JSON_DEPTH + 1, 1_000, 5_000):
+        with pytest.raises(ValueError, match=r"value is nested more than 128 levels deep"):
+            await store.put(ns, "kept", _nested(depth))
+        with pytest.raises(ValueError, match=r"metadata is nested more than"):
+            await store.put(ns, "new", 1, metadata={"m": _nested(depth)})
+        with pytest.raises(ValueError, match=r"items\[0\].*nested more than"):
+            await store.put_batch([(ns, "new", _nested(depth))])
+    assert await _snapshot(store, ns) == before
+
+
+async def test_json_nested_exactly_at_the_bound_is_stored(store, root):
+    ns = (root, "deep")
+    await store.put(ns, "edge", _nested(MAX_JSON_DEPTH))
+    assert await store.get(ns, "edge") == _nested(MAX_JSON_DEPTH)
+
+
+@pytest.mark.parametrize("limit", [2**63, 2**100])
+async def test_huge_limits_are_clamped_in_every_read(store, root, limit):
+    ns = (root, "limits")
+    await store.put(ns, "a", {"text": "tulips in spring"})
+    assert await store.list_keys(ns, limit=limit) == ["a"]
+    if store.capabilities.search:
+        assert [item.key for item in await store.search(ns, "tulips", limit=limit)] == ["a"]
+    if store.capabilities.list_namespaces:
+        assert (root, "limits") in await store.list_namespaces(limit=limit)
+    assert MAX_LIMIT == 2**31 - 1
+
+
+SURROGATE = "\ud800"
+
+
+async def test_lone_surrogates_are_refused_naming_the_argument(store, root):
+    ns = (root, "text")
+    await store.put(ns, "kept", {"text": "ok"})
+    before = await _snapshot(store, ns)
+    cases = [
+        (lambda: store.put(ns, f"k{SURROGATE}", 1), r"key must be valid Unicode"),
+        (lambda: store.put((root, SURROGATE), "k", 1), r"namespace\[1\] must be valid Unicode"),
+        (lambda: store.put(ns, "kept", {"text": SURROGATE}), r"value must be valid Unicode"),
+        (lambda: store.put(ns, "kept", {SURROGATE: 1}), r"value must be valid Unicode"),
+        (lambda: store.put(ns, "kept", 1, metadata={"m": SURROGATE}), "metadata must be valid"),
+    ]
+    if store.capabilities.search:
+        cases.append(
+            (lambda: store.search(ns, f"tulips {SURROGATE}"), r"query must be valid Unicode")
+        )
+    for call, match in cases:
+        with pytest.raises(ValueError, match=match):
+            await call()
+    assert await _snapshot(store, ns) == before
