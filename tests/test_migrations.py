@@ -1,5 +1,6 @@
 """The app's migrations match its models (no missing migration), on every layer."""
 
+import importlib
 from io import StringIO
 
 import pytest
@@ -11,3 +12,33 @@ def test_makemigrations_check_is_clean():
     out = StringIO()
     call_command("makemigrations", "tulip_memory", check=True, dry_run=True, stdout=out)
     assert "No changes detected" in out.getvalue()
+
+
+@pytest.mark.django_db(databases=["mysql"])
+def test_every_identifier_column_compares_byte_exactly_on_mariadb():
+    from django.apps import apps
+    from django.db import connections
+
+    module = importlib.import_module("tulip_memory.migrations.0004_checkpoint_identifier_collation")
+    tables = {model._meta.db_table for model in apps.get_app_config("tulip_memory").get_models()}
+    with connections["mysql"].cursor() as cursor:
+        cursor.execute(
+            "SELECT table_name, column_name, collation_name FROM information_schema.columns "
+            "WHERE table_schema = DATABASE() AND table_name LIKE 'tulip_memory%%'"
+        )
+        collations = {(table, column.lower()): name for table, column, name in cursor.fetchall()}
+    # Every table with a tenant (every table that holds anybody's data) is covered ...
+    with_tenant = {table for table, column in collations if column == "tenant"}
+    assert with_tenant == set(module.IDENTIFIER_COLUMNS) & tables == with_tenant & tables
+    # ... and every listed column is binary and NO PAD: 'acme' != 'ACME' != 'acme '.
+    for table, columns in module.IDENTIFIER_COLUMNS.items():
+        for column in columns:
+            assert collations[(table, column)] in ("utf8mb4_nopad_bin", "utf8mb4_0900_bin")
+    with connections["mysql"].cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO tulip_memory_extraction_queue "
+            "(tenant, namespace, last_sequence, lease_owner) VALUES "
+            "('acme', 'acme/u', 0, ''), ('ACME', 'acme/u', 0, ''), ('acme ', 'acme/u', 0, '')"
+        )
+        cursor.execute("SELECT COUNT(*) FROM tulip_memory_extraction_queue WHERE tenant = 'acme'")
+        assert cursor.fetchone() == (1,)

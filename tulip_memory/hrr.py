@@ -38,6 +38,7 @@ from tulip_memory.text import tokenize
 
 __all__ = [
     "DEFAULT_DIM",
+    "MAX_TOKENS",
     "encode_phases",
     "encode_tokens",
     "from_bytes",
@@ -49,6 +50,14 @@ __all__ = [
 ]
 
 DEFAULT_DIM = 512  # phases per text: the default of every HRR user (stores, embedder)
+MAX_TOKENS = 4096
+"""Distinct tokens encoded per text, at most: the first ones, in order of appearance.
+
+Each distinct token costs about 30 µs (its phasor is hashed), so the bound keeps one text's
+encoding near 0.1 s however long the text is. It costs little recall: a superposition of
+thousands of tokens is about equally (and weakly) similar to any short query. Words past the
+bound are still found by the stores' word search.
+"""
 _PERSON = b"tulip-hrr-v1"  # changing it changes every encoding
 _STEPS = 65536  # phases are multiples of 2π / 65536
 _SCALE = 2 * np.pi / _STEPS
@@ -80,10 +89,14 @@ def _token_phasor(token: str, dim: int) -> np.ndarray:
 
 
 def encode_tokens(tokens: list[str] | set[str], dim: int) -> np.ndarray | None:
-    """The phases (float64, in [0, 2π), quantised) of a bag of tokens; ``None`` if empty."""
+    """The phases (float64, in [0, 2π), quantised) of a bag of tokens; ``None`` if empty.
+
+    Only the first :data:`MAX_TOKENS` distinct tokens count (in order of appearance; a set
+    has no order, so pass the token list when that matters).
+    """
     if dim < 1:
         raise ValueError(f"dim must be >= 1, got {dim}")
-    distinct = sorted(set(tokens))
+    distinct = sorted(list(dict.fromkeys(tokens))[:MAX_TOKENS])
     if not distinct:
         return None
     total = np.zeros(dim, dtype=np.complex128)

@@ -70,3 +70,13 @@ def test_bytes_round_trip():
     phases = hrr.encode_phases("round trip", 128)
     assert np.array_equal(hrr.from_bytes(hrr.to_bytes(phases), 128), phases)
     assert hrr.similarities(phases, np.empty((0, 128))).shape == (0,)
+
+
+def test_only_the_first_max_tokens_distinct_tokens_are_encoded():
+    tokens = [f"w{i}" for i in range(hrr.MAX_TOKENS + 500)]
+    bounded = hrr.encode_tokens(tokens[: hrr.MAX_TOKENS], 64)
+    assert np.array_equal(hrr.encode_tokens(tokens, 64), bounded)
+    # Repeats do not use up the bound: distinct tokens count, in order of appearance.
+    assert np.array_equal(hrr.encode_tokens(tokens[:10] * 3 + tokens[10:], 64), bounded)
+    # Below the bound the order does not matter (a bag of words).
+    assert np.array_equal(hrr.encode_tokens(tokens[:50], 64), hrr.encode_tokens(tokens[49::-1], 64))

@@ -1,9 +1,10 @@
-"""Byte-exact identifiers of the checkpoint tables on MySQL/MariaDB.
+"""Byte-exact identifiers of every table of the app on MySQL/MariaDB.
 
 The database default collation (``utf8mb4_general_ci`` and the like) compares case-,
 accent- and trailing-space-insensitively: tenant ``ACME`` or ``acme `` would read tenant
-``acme``'s checkpoints and thread ``t1`` would replace ``T1``. Every identifier column of
-the checkpoint tables gets a binary NO PAD collation (``utf8mb4_nopad_bin`` on MariaDB,
+``acme``'s checkpoints and thread ``t1`` would replace ``T1``. Every identifier column
+(tenants, thread/checkpoint/chain/block ids, namespaces, keys, encoder and lease names) of
+every table gets a binary NO PAD collation (``utf8mb4_nopad_bin`` on MariaDB,
 ``utf8mb4_0900_bin`` on MySQL 8; plain ``utf8mb4_bin`` is PAD SPACE, so ``'a' = 'a '``
 would still hold). PostgreSQL compares text byte-exactly already: this is a no-op there,
 and the models do not change (``makemigrations`` sees nothing). The operation is not
@@ -23,6 +24,11 @@ IDENTIFIER_COLUMNS = {
         "base_id",
     ),
     "tulip_memory_delta_block": ("tenant", "thread_id", "digest"),
+    # The store and extraction tables are PostgreSQL's today (PgMemory and the Celery
+    # queue refuse other vendors), but exist everywhere: they compare the same way.
+    "tulip_memory_store_item": ("tenant", "namespace", "key", "embedding_source"),
+    "tulip_memory_extraction_queue": ("tenant", "namespace", "lease_owner"),
+    "tulip_memory_extraction_job": ("tenant", "worker"),
 }
 
 
@@ -44,15 +50,20 @@ def _modify(schema_editor, collate: bool) -> None:
     with connection.cursor() as cursor:
         for table, columns in IDENTIFIER_COLUMNS.items():
             cursor.execute(
-                "SELECT column_name, column_type FROM information_schema.columns "
+                "SELECT column_name, column_type, is_nullable FROM information_schema.columns "
                 "WHERE table_schema = DATABASE() AND table_name = %s",
                 [table],
             )
-            types = {name.lower(): column_type for name, column_type in cursor.fetchall()}
+            types = {
+                name.lower(): (column_type, nullable == "YES")
+                for name, column_type, nullable in cursor.fetchall()
+            }
             clauses = []
             for column in columns:
+                column_type, nullable = types[column]
                 charset = f" CHARACTER SET utf8mb4 COLLATE {collation}" if collation else ""
-                clauses.append(f"MODIFY {quote(column)} {types[column]}{charset} NOT NULL")
+                null = "NULL" if nullable else "NOT NULL"
+                clauses.append(f"MODIFY {quote(column)} {column_type}{charset} {null}")
             schema_editor.execute(f"ALTER TABLE {quote(table)} {', '.join(clauses)}")
 
 

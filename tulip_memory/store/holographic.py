@@ -85,7 +85,7 @@ from tulip_memory.store.validation import (
     validate_query,
     validate_threshold,
 )
-from tulip_memory.text import tokenize, value_text
+from tulip_memory.text import LONG_TEXT_CHARS, tokenize, value_text
 
 __all__ = ["HolographicStore"]
 
@@ -203,6 +203,12 @@ class HolographicStore(BaseStore):
         tokens = tokenize(value_text(decode_json(prepared.value_json)))
         return " ".join(tokens), hrr_blob(tokens, self._dim)
 
+    async def _encode_all(self, prepared: list[PreparedPut]) -> list[tuple[str, bytes | None]]:
+        """:meth:`_encode` of each write; in a worker thread when the values are long."""
+        if sum(len(one.value_json) for one in prepared) < LONG_TEXT_CHARS:
+            return [self._encode(one) for one in prepared]
+        return await asyncio.to_thread(lambda: [self._encode(one) for one in prepared])
+
     def _write(
         self,
         cur: sqlite3.Cursor,
@@ -240,7 +246,7 @@ class HolographicStore(BaseStore):
         metadata: dict[str, Any] | None = None,
     ) -> None:
         prepared = prepare_put(namespace, key, value, metadata)
-        encoded = self._encode(prepared)
+        [encoded] = await self._encode_all([prepared])
 
         def work() -> None:
             with self._transaction() as cur:
@@ -251,7 +257,7 @@ class HolographicStore(BaseStore):
     async def put_batch(self, items: list[BatchItem]) -> None:
         """Every item is validated first, then all are written in one transaction."""
         prepared = prepare_batch(items)
-        encoded = [self._encode(one) for one in prepared]
+        encoded = await self._encode_all(prepared)
 
         def work() -> None:
             with self._transaction() as cur:
@@ -269,7 +275,7 @@ class HolographicStore(BaseStore):
         transaction, which excludes every other writer of the file (other processes too)."""
         prepared = prepare_batch(items)
         expected = validate_expected_versions(expected_versions)
-        encoded = [self._encode(one) for one in prepared]
+        encoded = await self._encode_all(prepared)
 
         def work() -> bool:
             with self._transaction() as cur:
@@ -295,7 +301,7 @@ class HolographicStore(BaseStore):
         prepared = prepare_put(namespace, key, value, metadata)
         vector = validate_embedding(embedding, dimension=self._embedding_dim)
         blob = embedding_blob(vector)
-        encoded = self._encode(prepared)
+        [encoded] = await self._encode_all([prepared])
 
         def work() -> None:
             with self._transaction() as cur:

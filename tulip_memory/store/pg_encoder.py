@@ -6,6 +6,10 @@ Without an embedder a text's vector is the HRR ``[cos φ, sin φ]`` encoding of 
 arrays (what pgvector stores; they travel to PostgreSQL in binary), read-only because the
 cache shares them.
 
+HRR vectors of long texts (:data:`~tulip_memory.text.LONG_TEXT_CHARS` and up) are computed in
+a worker thread, so encoding never stalls the event loop; an embedder is awaited as it is
+(the bundled ones run their model in a thread or over the network).
+
 The cache keeps the last ``cache_size`` encodings, LRU, keyed by ``(tenant, text)``: an
 entry is only ever served to the tenant that computed it, so the cache is no channel
 between tenants. ``source`` names the encoder; PgMemory stores it with each vector so that
@@ -14,6 +18,7 @@ vectors of another encoder are never ranked against this one's.
 
 from __future__ import annotations
 
+import asyncio
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -25,7 +30,7 @@ from tulip_memory.hrr import DEFAULT_DIM
 from tulip_memory.lru import LRUCache
 from tulip_memory.postgresql_operations import PGVECTOR_ANN_MAX_DIM
 from tulip_memory.store.validation import validate_embedding
-from tulip_memory.text import tokenize
+from tulip_memory.text import LONG_TEXT_CHARS, tokenize
 
 __all__ = ["DEFAULT_ENCODING_CACHE", "TextEncoder"]
 
@@ -142,10 +147,16 @@ class TextEncoder:
 
     # --- encoding -----------------------------------------------------------------------
 
+    async def _hrr_all(self, texts: Sequence[str]) -> list[np.ndarray | None]:
+        """:meth:`_hrr` of each text; in a worker thread when the texts are long."""
+        if sum(map(len, texts)) < LONG_TEXT_CHARS:
+            return [self._hrr(text) for text in texts]
+        return await asyncio.to_thread(lambda: [self._hrr(text) for text in texts])
+
     async def encode_many(self, texts: Sequence[str]) -> list[np.ndarray | None]:
         """The vector of each text (one ``embed_batch`` call), uncached: the write path."""
         if self.embedder is None:
-            return [self._hrr(text) for text in texts]
+            return await self._hrr_all(texts)
         wanted = [i for i, text in enumerate(texts) if tokenize(text)]
         out: list[np.ndarray | None] = [None] * len(texts)
         if wanted:
@@ -165,7 +176,7 @@ class TextEncoder:
         if hit:
             return cached
         if self.embedder is None:
-            vector = self._hrr(text)
+            [vector] = await self._hrr_all([text])
         elif not tokenize(text):
             vector = None
         else:
