@@ -72,6 +72,31 @@ async def test_a_failing_write_leaves_the_previous_checkpoint_intact(tmp_path, m
     assert await checkpointer.load("t") == make_state(1)
 
 
+async def test_a_save_is_acknowledged_only_once_its_directory_entry_is_durable(
+    tmp_path, monkeypatch
+):
+    # The rename lives in the directory: until the directory is fsynced, a power loss can
+    # lose the new name. A failing directory fsync must fail the save.
+    checkpointer = FileCheckpointer(tmp_path)
+    real_fsync = os.fsync
+    synced: list[str] = []
+
+    def directory_fsync_fails(fd: int) -> None:
+        target = os.readlink(f"/proc/self/fd/{fd}")
+        if os.path.isdir(target):
+            raise OSError("directory fsync failed")
+        synced.append(target)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", directory_fsync_fails)
+    with pytest.raises(OSError, match="directory fsync failed"):
+        await checkpointer.save(make_state(1), "t", "cp")
+    assert synced  # the file itself was synced first
+    monkeypatch.undo()
+    await checkpointer.save(make_state(2), "t", "cp")
+    assert await checkpointer.load("t", "cp") == make_state(2)
+
+
 WRITER = textwrap.dedent(
     """
     import asyncio, os, sys, time

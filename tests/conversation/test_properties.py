@@ -45,6 +45,15 @@ def histories(draw: st.DrawFn) -> list[Message]:
     return history
 
 
+def can_cut(body: list[Message], cut: int) -> bool:
+    """Keeping ``body[cut:]`` starts with no tool result and answers no call made before it."""
+    called_before = {c.id for m in body[:cut] for c in m.tool_calls}
+    kept = body[cut:]
+    return (not kept or kept[0].role != Role.TOOL) and not any(
+        m.role == Role.TOOL and m.tool_call_id in called_before for m in kept
+    )
+
+
 def is_suffix(part: list[Message], whole: list[Message]) -> bool:
     return part == whole[len(whole) - len(part) :]
 
@@ -113,6 +122,11 @@ def test_summarizing_invariants(drawn, threshold, keep_recent, preserve_system):
     assert managed[:pinned] == history[:pinned]
     body = history[pinned:]
     if managed == history:
+        # Left alone only when no compaction is due: the body fits, or no cut that far back
+        # keeps tool calls with their results (the cut is never later than len - threshold).
+        assert len(body) <= threshold or not any(
+            can_cut(body, cut) for cut in range(1, len(body) - threshold + 1)
+        )
         return
     summary, *recent = managed[pinned:]
     assert is_summary(summary)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import random
 import uuid
 from dataclasses import replace
@@ -273,19 +274,27 @@ async def test_saved_bytes_per_turn_do_not_grow_and_storage_beats_the_targets():
 
 
 async def _chain(depth: int = 5) -> tuple[InMemoryDeltaStorage, list[str]]:
+    storage, ids, _states = await _chain_with_states(depth)
+    return storage, ids
+
+
+async def _chain_with_states(
+    depth: int = 5,
+) -> tuple[InMemoryDeltaStorage, list[str], list[AgentState]]:
     storage = InMemoryDeltaStorage()
     checkpointer = DeltaCheckpointer(storage, max_chain_depth=depth)
     rng = random.Random(3)
     state = AgentState()
-    ids = []
+    ids, states = [], []
     for turn in range(4):
         state.messages.extend(chat_turn(rng, turn))
         ids.append(await checkpointer.save(state, "t"))
-    return storage, ids
+        states.append(copy.deepcopy(state))
+    return storage, ids, states
 
 
 async def test_a_missing_parent_is_an_error_naming_the_checkpoint():
-    storage, ids = await _chain()
+    storage, ids, states = await _chain_with_states()
     del storage._storage["t"][ids[1]]
     fresh = DeltaCheckpointer(storage)
     with pytest.raises(
@@ -295,7 +304,7 @@ async def test_a_missing_parent_is_an_error_naming_the_checkpoint():
         await fresh.load("t", ids[3])
     with pytest.raises(CheckpointCorruptError, match=ids[3]):
         await fresh.load("t")
-    assert (await fresh.load("t", ids[0])) is not None
+    assert await fresh.load("t", ids[0]) == states[0]  # before the gap: intact
 
 
 async def test_corrupt_data_and_blocks_are_errors_never_a_wrong_state():
@@ -456,17 +465,19 @@ async def test_on_the_orm_a_load_is_one_transaction_of_two_selects(alias):
     checkpointer = DeltaCheckpointer(storage)
     rng = random.Random(2)
     state = AgentState()
+    saved: dict[str, AgentState] = {}
     for turn in range(40):
         state.messages.extend(chat_turn(rng, turn))
         storage.log = []
-        await checkpointer.save(state, "t")
+        newest = await checkpointer.save(state, "t")
+        saved[newest] = copy.deepcopy(state)
         assert storage.log[0] == ["SELECT"]  # the newest id
         assert storage.log[-1][-1] in {"INSERT", "UPDATE"}
         assert len(storage.log) <= 3  # + the block write of a full checkpoint
     for checkpoint_id in [None, *(await checkpointer.list_checkpoints("t", limit=40))[::9]]:
         storage.log = []
         loaded = await DeltaCheckpointer(storage, cache_size=0).load("t", checkpoint_id)
-        assert loaded is not None
+        assert loaded == saved[checkpoint_id or newest]
         assert storage.log == [["SELECT", "SELECT"]]
 
 

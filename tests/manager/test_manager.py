@@ -119,8 +119,14 @@ async def test_retrieve_reads_recall_namespaces_in_priority_order():
     with manager.scoped(("acme", "team")):
         await manager.save([Memory(MemoryType.PROJECT, "stack", "Django")])
     await manager.save([Memory(MemoryType.USER, "role", "nurse")])
-    got = await manager.retrieve(namespaces=[NS, ("acme", "team")])
-    assert {m.key for m in got} == {"stack", "role"}
+    team = ("acme", "team")
+    # Both match the query at rank 1 of their namespace: the earlier namespace wins the tie.
+    got = await manager.retrieve(query="django nurse", namespaces=[NS, team])
+    assert [m.key for m in got] == ["role", "stack"]
+    got = await manager.retrieve(query="django nurse", namespaces=[team, NS])
+    assert [m.key for m in got] == ["stack", "role"]
+    got = await manager.retrieve(1, query="django nurse", namespaces=[team, NS])
+    assert [m.key for m in got] == ["stack"]
 
 
 # --- save ---------------------------------------------------------------------------------

@@ -78,3 +78,27 @@ async def test_lone_surrogates_are_refused_naming_the_argument(store, root):
         with pytest.raises(ValueError, match=match):
             await call()
     assert await _snapshot(store, ns) == before
+
+
+@pytest.mark.parametrize(
+    ("metadata_filter", "problem"),
+    [
+        ({"score": float("nan")}, "not JSON-serialisable"),
+        ({"score": float("inf")}, "not JSON-serialisable"),
+        ({"tag": "a\x00b"}, "NUL"),
+        ({1: "a"}, "key"),
+        ({"tag": "\ud800"}, "lone surrogate"),
+        ({"tag": _nested(MAX_JSON_DEPTH + 1)}, "nested more than"),
+    ],
+    ids=["nan", "infinity", "nul", "non-string-key", "surrogate", "too-deep"],
+)
+async def test_a_bad_metadata_filter_is_refused_by_name(store, root, metadata_filter, problem):
+    if not store.capabilities.semantic_search:
+        return  # search_by_embedding raises StoreCapabilityError (the contract tests it)
+    ns = (root, "filter")
+    width = store.capabilities.embedding_dimension or 4
+    await store.put_with_embedding(ns, "k", {"v": 1}, [1.0] * width, metadata={"tag": "a"})
+    with pytest.raises(ValueError, match=rf"metadata_filter.*{problem}") as caught:
+        await store.search_by_embedding(ns, [1.0] * width, metadata_filter=metadata_filter)
+    assert "metadata_filter" in str(caught.value)
+    assert [hit.item.key for hit in await store.search_by_embedding(ns, [1.0] * width)] == ["k"]

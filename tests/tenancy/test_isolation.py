@@ -116,13 +116,23 @@ def test_orm_without_a_tenant_sees_nothing(two_tenants):
         _insert_item("alpha", "x")
 
 
-@pytest.mark.django_db(databases=["default", "owner"])
-def test_force_applies_rls_to_the_owner_too(two_tenants):
+@pytest.mark.django_db(databases=["default", "owner"], transaction=True)
+def test_force_applies_rls_to_the_owner_too():
+    # Committed rows (the owner's connection cannot see an uncommitted test transaction, so
+    # it would count 0 with or without FORCE): without FORCE the owner would see all four.
+    for tenant in ("alpha", "beta"):
+        with tenant_atomic(tenant), connection.cursor() as cursor:
+            for key in ("k1", "k2"):
+                cursor.execute(INSERT, [tenant, f"{tenant}/notes", key])
     with connections["owner"].cursor() as cursor:
         cursor.execute("SELECT current_user")
         assert cursor.fetchone() == ("tulip_owner",)
         cursor.execute(f"SELECT count(*) FROM {TABLE}")
         assert cursor.fetchone() == (0,)
+    with transaction.atomic(using="owner"), connections["owner"].cursor() as cursor:
+        _set_tenant(cursor, "alpha")
+        cursor.execute(f"SELECT tenant, count(*) FROM {TABLE} GROUP BY tenant")
+        assert cursor.fetchall() == [("alpha", 2)]
 
 
 @pytest.mark.django_db

@@ -3,7 +3,7 @@
 import asyncio
 
 import pytest
-from django.db import connection, connections
+from django.db import connection, connections, transaction
 from django.http import HttpResponse
 from django.test import RequestFactory, override_settings
 
@@ -125,6 +125,15 @@ def test_nested_tenant_atomic_restores_the_outer_tenant():
         with pytest.raises(RuntimeError), tenant_atomic("initech"):
             raise RuntimeError("boom")
         assert _setting() == "acme"
+    # No test transaction around this one (transaction=True): had the restore used a
+    # session-scoped set_config, "acme" would outlive the outer transaction right here.
+    assert not connection.in_atomic_block
+    assert _setting() in ("", None)
+    with transaction.atomic():
+        with tenant_atomic("globex"):
+            pass
+        assert _setting() in ("", None)  # restored to "no tenant", not left at globex
+    assert _setting() in ("", None)
 
 
 @pytest.mark.django_db

@@ -31,7 +31,11 @@ def test_application_role_is_not_privileged():
 def test_application_role_cannot_create_extensions():
     from django.db import DatabaseError, transaction
 
-    with pytest.raises(DatabaseError), transaction.atomic(), connection.cursor() as cursor:
+    with (
+        pytest.raises(DatabaseError, match="permission denied"),
+        transaction.atomic(),
+        connection.cursor() as cursor,
+    ):
         cursor.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm")
 
 
