@@ -15,8 +15,6 @@ import asyncio
 import random
 import string
 import tempfile
-import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from embedded_django import setup_django
@@ -30,33 +28,10 @@ def words(count: int, seed: int) -> list[str]:
     return sorted(found)[:count]
 
 
-async def longest_stall(call: Callable[[], Awaitable[object]]) -> tuple[float, float]:
-    """(longest loop gap, duration of the call), in seconds."""
-    gaps: list[float] = []
-    done = asyncio.Event()
-
-    async def tick() -> None:
-        last = time.perf_counter()
-        while not done.is_set():
-            await asyncio.sleep(0.001)
-            now = time.perf_counter()
-            gaps.append(now - last)
-            last = now
-
-    ticker = asyncio.create_task(tick())
-    await asyncio.sleep(0.01)
-    gaps.clear()
-    started = time.perf_counter()
-    await call()
-    duration = time.perf_counter() - started
-    done.set()
-    await ticker
-    return max(gaps, default=0.0), duration
-
-
 async def main(workdir: Path) -> None:
     from tulip_memory import hrr
     from tulip_memory.store import HolographicStore, InMemoryStore, PgMemory
+    from tulip_memory.testing.event_loop import longest_stall
 
     value = {"text": " ".join(words(30_000, seed=1))}
     query = " ".join(words(16_000, seed=2))[:94_000]

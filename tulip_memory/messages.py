@@ -17,6 +17,10 @@ class Role(StrEnum):
     TOOL = "tool"
 
 
+# Role by value: the lookup of every message read back from JSON (faster than Role(value)).
+_ROLES: dict[object, Role] = {role.value: role for role in Role}
+
+
 @dataclass
 class ToolCall:
     """A tool invocation requested by an assistant message."""
@@ -48,8 +52,8 @@ class Message:
         # Accept plain strings ("user") so that messages read back from JSON compare equal.
         if not isinstance(self.role, Role):
             try:
-                self.role = Role(self.role)
-            except ValueError:
+                self.role = _ROLES[self.role]
+            except (KeyError, TypeError):
                 raise ValueError(
                     f"Message.role must be one of {[r.value for r in Role]}, got {self.role!r}"
                 ) from None
@@ -73,11 +77,13 @@ class Message:
     def from_dict(cls, data: dict[str, Any]) -> Message:
         if not isinstance(data, dict) or "role" not in data:
             raise ValueError(f"Message.from_dict needs a dict with a 'role', got {data!r:.80}")
+        calls = data.get("tool_calls")
+        metadata = data.get("metadata")
         return cls(
             role=data["role"],
             content=data.get("content") or "",
-            tool_calls=[ToolCall.from_dict(c) for c in data.get("tool_calls") or ()],
+            tool_calls=[ToolCall.from_dict(c) for c in calls] if calls else [],
             tool_call_id=data.get("tool_call_id"),
             name=data.get("name"),
-            metadata=dict(data.get("metadata") or {}),
+            metadata=dict(metadata) if metadata else {},
         )

@@ -142,6 +142,20 @@ class TenantDatabase:
                 time.sleep(sleep)
                 sleep = min(sleep * 2, 0.01)
 
+    def _try_shared_transaction_lock(self, name: str) -> bool:
+        """Take the named lock in shared mode until the transaction ends (PostgreSQL only).
+
+        Shared holders exclude the session-level (exclusive) writer lock and nothing else.
+        Not waited for: False when an exclusive holder is at work.
+        """
+        from django.db import connections
+
+        with connections[self.using].cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_try_advisory_xact_lock_shared(hashtextextended(%s, 0))", [name]
+            )
+            return bool(cursor.fetchone()[0])
+
     def _unlock(self, name: str) -> None:
         from django.db import connections
 

@@ -435,7 +435,7 @@ async def test_a_stale_cache_is_noticed_when_another_checkpointer_changed_the_th
 
 @pytest.mark.django_db(transaction=True, databases=["default", "mysql"])
 @pytest.mark.parametrize("alias", ["default", "mysql"])
-async def test_on_the_orm_a_load_is_one_transaction_of_two_selects(alias):
+async def test_on_the_orm_a_save_appends_in_one_transaction_and_a_load_reads_once(alias):
     from django.db import connections
 
     from tulip_memory.delta import ORMDeltaStorage
@@ -471,14 +471,24 @@ async def test_on_the_orm_a_load_is_one_transaction_of_two_selects(alias):
         storage.log = []
         newest = await checkpointer.save(state, "t")
         saved[newest] = copy.deepcopy(state)
-        assert storage.log[0] == ["SELECT"]  # the newest id
-        assert storage.log[-1][-1] in {"INSERT", "UPDATE"}
-        assert len(storage.log) <= 3  # + the block write of a full checkpoint
+        if turn == 0:
+            assert storage.log[0] == ["SELECT"]  # the newest id: none yet
+        elif alias == "default":
+            # Appending to the checkpoint it saved last: one transaction, one conditional
+            # INSERT of the record (+ one INSERT of the blocks of a full checkpoint).
+            assert storage.log in ([["INSERT"]], [["INSERT", "INSERT"]])
+        else:
+            # MariaDB: under the writer lock, the newest checkpoint is checked (one read)
+            # before the record (and a full checkpoint's blocks) are written.
+            assert storage.log[0] == ["SELECT"]
+            assert storage.log[-1][-1] in {"INSERT", "UPDATE"}
+            assert len(storage.log) <= 3
     for checkpoint_id in [None, *(await checkpointer.list_checkpoints("t", limit=40))[::9]]:
         storage.log = []
         loaded = await DeltaCheckpointer(storage, cache_size=0).load("t", checkpoint_id)
         assert loaded == saved[checkpoint_id or newest]
-        assert storage.log == [["SELECT", "SELECT"]]
+        # PostgreSQL: one statement (records and blocks); MariaDB: two in one transaction.
+        assert storage.log == ([["WITH"]] if alias == "default" else [["SELECT", "SELECT"]])
 
 
 async def test_a_cached_checkpoint_changed_or_deleted_by_another_checkpointer_is_not_served():
@@ -498,3 +508,42 @@ async def test_a_cached_checkpoint_changed_or_deleted_by_another_checkpointer_is
     assert await mine.load("t", "c2") == first
     await other.delete("t")
     assert await mine.load("t", "c2") is None
+
+
+def _orm_storage(alias: str):
+    from tulip_memory.delta import ORMDeltaStorage
+
+    return ORMDeltaStorage(alias, tenant=f"append-{uuid.uuid4().hex[:8]}")
+
+
+@pytest.mark.django_db(transaction=True, databases=["default", "mysql"])
+@pytest.mark.parametrize("make", ["memory", "default", "mysql"])
+async def test_an_append_on_a_parent_that_is_no_longer_the_newest_falls_back(make):
+    # Two processes (here two checkpointers) over one storage. Each appends to what it
+    # saved last without reading; when the other one wrote meanwhile, or re-based the
+    # chain, the append is refused and the save reads the real newest checkpoint.
+    storage = InMemoryDeltaStorage() if make == "memory" else _orm_storage(make)
+    mine, other = DeltaCheckpointer(storage), DeltaCheckpointer(storage)
+    states = [AgentState(messages=[Message(Role.USER, f"turn {n}")]) for n in range(6)]
+    for n in range(3):
+        states[n].messages[:0] = states[n - 1].messages if n else []
+    c0 = await mine.save(states[0], "t")
+    c1 = await mine.save(states[1], "t")  # appended to c0 (cached)
+    c2 = await other.save(states[2], "t")  # other's first save reads c1 as the parent
+    after_other = AgentState(messages=[*states[2].messages, Message(Role.USER, "mine")])
+    c3 = await mine.save(after_other, "t")  # mine's cache says c1: refused, re-read c2
+    assert (await mine.get_metadata("t", c3)).parent_id == c2
+    fresh = DeltaCheckpointer(storage, cache_size=0)
+    for checkpoint_id, state in (
+        (c0, states[0]),
+        (c1, states[1]),
+        (c2, states[2]),
+        (c3, after_other),
+    ):
+        assert await fresh.load("t", checkpoint_id) == state
+    # A prune by the other re-bases c3's chain: mine's cached head no longer describes it.
+    assert await other.prune("t", keep_last=1) == 3
+    c4 = await mine.save(states[5], "t")
+    assert (await mine.get_metadata("t", c4)).parent_id == c3
+    assert await fresh.load("t", c3) == after_other
+    assert await fresh.load("t", c4) == states[5]

@@ -8,13 +8,11 @@ on the loop); the bound here is the issue's: 50 ms.
 
 from __future__ import annotations
 
-import asyncio
 import random
 import string
-import time
-from collections.abc import Awaitable, Callable
 
 from tulip_memory import hrr
+from tulip_memory.testing.event_loop import longest_stall
 
 MAX_STALL = 0.050
 
@@ -27,27 +25,9 @@ def _words(count: int, seed: int) -> list[str]:
     return sorted(words)[:count]
 
 
-async def _longest_stall(call: Callable[[], Awaitable[object]]) -> float:
-    gaps: list[float] = []
-    done = asyncio.Event()
-
-    async def tick() -> None:
-        last = time.perf_counter()
-        while not done.is_set():
-            await asyncio.sleep(0.001)
-            now = time.perf_counter()
-            gaps.append(now - last)
-            last = now
-
-    ticker = asyncio.create_task(tick())
-    await asyncio.sleep(0.01)
-    gaps.clear()
-    try:
-        await call()
-    finally:
-        done.set()
-        await ticker
-    return max(gaps, default=0.0)
+async def _longest_stall(call) -> float:
+    stall, _duration = await longest_stall(call)
+    return stall
 
 
 async def test_a_30000_word_put_and_a_94000_character_query_keep_the_loop_responsive(store, root):

@@ -22,7 +22,11 @@ Design (storage that grows linearly with the conversation, loads of a fixed cost
   Rebuilding is then local: concatenate the blocks, apply at most ``max_chain_depth``
   splices.
 * **Fixed-cost saves.** A save reads the newest checkpoint's id (one read) and writes one
-  record (plus, for a full checkpoint, one block write). Its parent's state comes from a
+  record (plus, for a full checkpoint, one block write). When the parent is the checkpoint
+  this checkpointer wrote last, it skips the read: the record is built from the cache and
+  handed to ``DeltaStorage.append_if_newest``, which stores it only if that parent is still
+  the newest (on PostgreSQL: one transaction, one conditional INSERT); otherwise the save
+  takes the writer lock and reads, as above. Its parent's state comes from a
   bounded LRU cache (``cache_size`` checkpoints, so a long-lived process does not grow
   with every thread it touched), else from a two-read load. The diff compares the
   messages once (in-memory work linear in the message count, no extra I/O).
@@ -105,15 +109,17 @@ _DECODE_ERRORS = (ValueError, KeyError, TypeError, IndexError, zlib.error)
 
 
 def _clone(message: Message) -> Message:
-    """A copy sharing nothing mutable with ``message`` (faster than deepcopy)."""
-    return Message(
-        role=message.role,
-        content=message.content,
-        tool_calls=[ToolCall(c.id, c.name, copy.deepcopy(c.arguments)) for c in message.tool_calls],
-        tool_call_id=message.tool_call_id,
-        name=message.name,
-        metadata=copy.deepcopy(message.metadata) if message.metadata else {},
-    )
+    """A copy sharing nothing mutable with ``message`` (faster than deepcopy).
+
+    Built without ``__init__``: ``message`` was validated when it was made.
+    """
+    clone = object.__new__(Message)
+    clone.__dict__.update(message.__dict__)
+    clone.tool_calls = [
+        ToolCall(c.id, c.name, copy.deepcopy(c.arguments)) for c in message.tool_calls
+    ]
+    clone.metadata = copy.deepcopy(message.metadata) if message.metadata else {}
+    return clone
 
 
 def _json_copy(value: Any) -> Any:
@@ -152,6 +158,8 @@ class DeltaCheckpointer(BaseCheckpointer):
         self.compression_level = compression_level
         self.cache_size = cache_size
         self._cache: LRUCache[tuple[str, str], _Head] = LRUCache(cache_size, name="cache_size")
+        # thread -> the id of the newest checkpoint this checkpointer wrote there.
+        self._newest: LRUCache[str, str] = LRUCache(cache_size, name="cache_size")
 
     def __repr__(self) -> str:
         return (
@@ -163,6 +171,7 @@ class DeltaCheckpointer(BaseCheckpointer):
         """Close the storage and drop the cached states."""
         await self.storage.aclose()
         self._cache.clear()
+        self._newest.clear()
         await super().aclose()
 
     # -- cache -------------------------------------------------------------------------
@@ -175,6 +184,7 @@ class DeltaCheckpointer(BaseCheckpointer):
 
     def _forget_thread(self, thread_id: str) -> None:
         self._cache.discard_where(lambda key: key[0] == thread_id)
+        self._newest.pop(thread_id)
 
     # -- rebuilding ----------------------------------------------------------------------
 
@@ -325,6 +335,26 @@ class DeltaCheckpointer(BaseCheckpointer):
         created_at: datetime | None = None,
     ) -> _Head:
         """Store ``state`` under ``checkpoint_id``: a delta on ``parent``, or full."""
+        record, blocks, head = self._build(
+            state, thread_id, checkpoint_id, parent, force_full=force_full, created_at=created_at
+        )
+        if blocks:  # blocks first: a reader never sees a record whose blocks are missing
+            await self.storage.store_blocks(thread_id, blocks)
+        await self.storage.store(thread_id, checkpoint_id, record)
+        self._remember(thread_id, head)
+        return head
+
+    def _build(
+        self,
+        state: AgentState,
+        thread_id: str,
+        checkpoint_id: str,
+        parent: _Head | None,
+        *,
+        force_full: bool = False,
+        created_at: datetime | None = None,
+    ) -> tuple[DeltaCheckpoint, list[MessageBlock], _Head]:
+        """The record of ``state`` (a delta on ``parent``, or full), its new blocks, its head."""
         metadata = _json_copy(state.metadata)
         if parent is None:
             splice = Splice(0, 0, list(state.messages))
@@ -335,8 +365,6 @@ class DeltaCheckpointer(BaseCheckpointer):
         full = force_full or parent is None or parent.depth >= self.max_chain_depth
         if full:
             refs, blocks = self._new_blocks(parent, stable, state.messages)
-            if blocks:  # blocks first: a reader never sees a record whose blocks are missing
-                await self.storage.store_blocks(thread_id, blocks)
             record_payload = payload.full_payload(metadata, state.thread_id, len(state.messages))
             parent_id, depth, base_id, base_blocks = None, 0, checkpoint_id, refs
             stable = len(state.messages)
@@ -350,7 +378,7 @@ class DeltaCheckpointer(BaseCheckpointer):
                 parent_thread_id=parent.state_thread_id,
                 thread_id=state.thread_id,
             )
-            refs = ()
+            refs, blocks = (), []
             parent_id, depth = parent.checkpoint_id, parent.depth + 1
             base_id, base_blocks = parent.base_id, parent.base_blocks
         raw, data = codec.pack(record_payload, self.compression_level)
@@ -371,7 +399,6 @@ class DeltaCheckpointer(BaseCheckpointer):
             data=data,
             is_delta=not full,
         )
-        await self.storage.store(thread_id, checkpoint_id, record)
         # The new state, as a load would rebuild it: the parent's unchanged messages are
         # shared (never mutated), only the inserted ones are copied.
         old = parent.messages if parent else ()
@@ -389,14 +416,25 @@ class DeltaCheckpointer(BaseCheckpointer):
             stable=stable,
             created_at=created_at,
         )
-        self._remember(thread_id, head)
-        return head
+        return record, blocks, head
 
     # -- the contract ------------------------------------------------------------------------
 
     async def _save(
         self, state: AgentState, thread_id: str, checkpoint_id: str, *, may_exist: bool
     ) -> None:
+        newest = None if may_exist else self._newest.get(thread_id)
+        parent = None if newest is None else self._cached(thread_id, newest)
+        if parent is not None:
+            # The common case, a new checkpoint on the one this checkpointer saved or read
+            # last: built from the cache and appended in one storage call, which refuses
+            # if that checkpoint is no longer the newest (another writer got there first).
+            record, blocks, head = self._build(state, thread_id, checkpoint_id, parent)
+            after = (parent.checkpoint_id, parent.created_at, parent.base_id)
+            if await self.storage.append_if_newest(thread_id, record, blocks, after=after):
+                self._remember(thread_id, head)
+                self._newest.put(thread_id, checkpoint_id)
+                return
         async with self.storage.writer_lock(thread_id):
             if may_exist and await self.storage.retrieve(thread_id, checkpoint_id) is not None:
                 await self._remove(thread_id, {checkpoint_id})
@@ -410,10 +448,15 @@ class DeltaCheckpointer(BaseCheckpointer):
                     if parent is not None:
                         self._remember(thread_id, parent)
             await self._write(state, thread_id, checkpoint_id, parent)
+            self._newest.put(thread_id, checkpoint_id)
 
     async def _load(self, thread_id: str, checkpoint_id: str | None) -> AgentState | None:
         head = await self._head(thread_id, checkpoint_id)
-        return None if head is None else head.to_state()
+        if head is None:
+            return None
+        if checkpoint_id is None:  # the newest: the next save appends to it
+            self._newest.put(thread_id, head.checkpoint_id)
+        return head.to_state()
 
     async def _list(self, thread_id: str, limit: int) -> list[str]:
         return [m.checkpoint_id for m in await self.storage.list_checkpoints(thread_id, limit)]

@@ -6,14 +6,15 @@ created_at, tenant) and :class:`~tulip_memory.models.DeltaBlock`. Works on Postg
 where the rows are under the tenant row-level security, like the store's — and on
 MySQL/MariaDB. Every call is one transaction pinned to the tenant (see
 :class:`~tulip_memory.tenant_database.TenantDatabase`); ``retrieve_chain`` and
-``retrieve_blocks`` are one SELECT each, and ``retrieve_for_load`` runs both in one
-transaction.
+``retrieve_blocks`` are one SELECT each, and ``retrieve_for_load`` is one SELECT on
+PostgreSQL (both in one transaction elsewhere).
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Collection, Iterable
 from contextlib import asynccontextmanager
+from datetime import datetime
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -61,6 +62,34 @@ def _checkpoint(row: dict[str, Any]) -> DeltaCheckpoint:
     )
 
 
+def _record_fields(record: DeltaCheckpoint) -> dict[str, Any]:
+    """The columns of a record's row, but its tenant, thread and id."""
+    meta = record.metadata
+    return {
+        "parent_id": meta.parent_id or "",
+        "base_id": meta.root_id,
+        "is_full": meta.is_full,
+        "chain_depth": meta.chain_depth,
+        "blocks": [list(ref) for ref in meta.blocks],
+        "size_bytes": meta.size_bytes,
+        "compressed_size_bytes": meta.compressed_size_bytes,
+        "data": record.data,
+        "created_at": meta.created_at,
+    }
+
+
+def _with_target_first(
+    records: list[DeltaCheckpoint], checkpoint_id: str | None
+) -> list[DeltaCheckpoint]:
+    """A chain group (newest first) with ``checkpoint_id``'s record leading ([] if absent)."""
+    if checkpoint_id is None or not records:
+        return records  # newest first: the newest checkpoint leads
+    target = next((r for r in records if r.metadata.checkpoint_id == checkpoint_id), None)
+    if target is None:
+        return []
+    return [target, *(r for r in records if r is not target)]
+
+
 class ORMDeltaStorage(TenantDatabase, DeltaStorage):
     """DeltaStorage on the Django alias ``using`` (PostgreSQL, MySQL or MariaDB).
 
@@ -84,18 +113,7 @@ class ORMDeltaStorage(TenantDatabase, DeltaStorage):
     def _store(
         self, tenant: str, thread_id: str, checkpoint_id: str, record: DeltaCheckpoint
     ) -> None:
-        meta = record.metadata
-        fields = {
-            "parent_id": meta.parent_id or "",
-            "base_id": meta.root_id,
-            "is_full": meta.is_full,
-            "chain_depth": meta.chain_depth,
-            "blocks": [list(ref) for ref in meta.blocks],
-            "size_bytes": meta.size_bytes,
-            "compressed_size_bytes": meta.compressed_size_bytes,
-            "data": record.data,
-            "created_at": meta.created_at,
-        }
+        fields = _record_fields(record)
         rows = self._records(tenant, thread_id)
         # In place when it exists: a replaced checkpoint keeps its id, hence its position.
         if not rows.filter(checkpoint_id=checkpoint_id).update(**fields):
@@ -120,19 +138,29 @@ class ORMDeltaStorage(TenantDatabase, DeltaStorage):
             tenant, thread_id, checkpoint_id
         )
         records = [_checkpoint(row) for row in group.values(*_METADATA_FIELDS, "data")]
-        if checkpoint_id is None or not records:
-            return records  # newest first: the newest checkpoint leads
-        target = next((r for r in records if r.metadata.checkpoint_id == checkpoint_id), None)
-        if target is None:
-            return []
-        return [target, *(r for r in records if r is not target)]
+        return _with_target_first(records, checkpoint_id)
 
     def _retrieve_for_load(
         self, tenant: str, thread_id: str, checkpoint_id: str | None
     ) -> tuple[list[DeltaCheckpoint], dict[str, MessageBlock]]:
-        records = self._retrieve_chain(tenant, thread_id, checkpoint_id)
-        digests = list(root_block_digests(records))
-        return records, self._retrieve_blocks(tenant, thread_id, digests) if digests else {}
+        from django.db import connections
+
+        from tulip_memory.models import DeltaCheckpointRecord
+
+        if connections[self.using].vendor != "postgresql":
+            records = self._retrieve_chain(tenant, thread_id, checkpoint_id)
+            digests = list(root_block_digests(records))
+            return records, self._retrieve_blocks(tenant, thread_id, digests) if digests else {}
+        rows, block_rows = DeltaCheckpointRecord.objects.using(self.using).load_rows(
+            tenant, thread_id, checkpoint_id, (*_METADATA_FIELDS, "data")
+        )
+        blocks = {
+            row["digest"]: MessageBlock(
+                digest=row["digest"], data=bytes(row["data"]), size_bytes=row["size_bytes"]
+            )
+            for row in block_rows
+        }
+        return _with_target_first([_checkpoint(row) for row in rows], checkpoint_id), blocks
 
     def _list(self, tenant: str, thread_id: str, limit: int | None) -> list[CheckpointMetadata]:
         rows = self._records(tenant, thread_id).newest_first().values(*_METADATA_FIELDS)
@@ -150,13 +178,17 @@ class ORMDeltaStorage(TenantDatabase, DeltaStorage):
     # -- blocks ------------------------------------------------------------------------
 
     def _store_blocks(self, tenant: str, thread_id: str, blocks: list[MessageBlock]) -> None:
-        from tulip_memory.models import DeltaBlock
-
         existing = set(
             self._blocks(tenant, thread_id)
             .filter(digest__in=[b.digest for b in blocks])
             .values_list("digest", flat=True)
         )
+        self._insert_blocks(tenant, thread_id, [b for b in blocks if b.digest not in existing])
+
+    def _insert_blocks(self, tenant: str, thread_id: str, blocks: list[MessageBlock]) -> None:
+        """One INSERT; a block already stored (same digest) is left as it is."""
+        from tulip_memory.models import DeltaBlock
+
         DeltaBlock.objects.using(self.using).bulk_create(
             [
                 DeltaBlock(
@@ -167,7 +199,6 @@ class ORMDeltaStorage(TenantDatabase, DeltaStorage):
                     size_bytes=block.size_bytes,
                 )
                 for block in blocks
-                if block.digest not in existing
             ],
             ignore_conflicts=True,
         )
@@ -218,6 +249,48 @@ class ORMDeltaStorage(TenantDatabase, DeltaStorage):
                 yield
             finally:
                 await sync_to_async(self._unlock)(name)
+
+    async def append_if_newest(
+        self,
+        thread_id: str,
+        checkpoint: DeltaCheckpoint,
+        blocks: list[MessageBlock],
+        *,
+        after: tuple[str, datetime, str],
+    ) -> bool:
+        """On PostgreSQL ONE transaction: a shared writer lock, a conditional INSERT of the
+        record, then its blocks' INSERT when there are any (see the base class)."""
+        from django.db import connections
+
+        if connections[self.using].vendor != "postgresql":
+            return await super().append_if_newest(thread_id, checkpoint, blocks, after=after)
+        name = self._lock_name(self._resolve_tenant(), thread_id)
+        # This process's writers of the thread share one database session (Django's
+        # thread-sensitive connection), where an advisory lock is re-entrant: the
+        # in-process lock keeps them apart; the shared database lock keeps the other
+        # processes' exclusive writers (deletes, prunes, re-saves) out.
+        async with WRITER_LOCKS.hold((self.using, name)):
+            return await self._run(self._append_if_newest, thread_id, checkpoint, blocks, after)
+
+    def _append_if_newest(
+        self,
+        tenant: str,
+        thread_id: str,
+        checkpoint: DeltaCheckpoint,
+        blocks: list[MessageBlock],
+        after: tuple[str, datetime, str],
+    ) -> bool:
+        from tulip_memory.models import DeltaCheckpointRecord
+
+        if not self._try_shared_transaction_lock(self._lock_name(tenant, thread_id)):
+            return False
+        meta = checkpoint.metadata
+        appended = DeltaCheckpointRecord.objects.using(self.using).append_if_newest(
+            tenant, thread_id, meta.checkpoint_id, _record_fields(checkpoint), after=after
+        )
+        if appended and blocks:
+            self._insert_blocks(tenant, thread_id, blocks)
+        return appended
 
     async def store(self, thread_id: str, checkpoint_id: str, checkpoint: DeltaCheckpoint) -> None:
         await self._run(self._store, thread_id, checkpoint_id, checkpoint)

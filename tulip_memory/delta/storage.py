@@ -34,6 +34,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Iterable
 from contextlib import AbstractAsyncContextManager
+from datetime import datetime
 
 from tulip_memory.delta.keyed_locks import WRITER_LOCKS
 from tulip_memory.delta.types import CheckpointMetadata, DeltaCheckpoint, MessageBlock
@@ -94,6 +95,42 @@ class DeltaStorage(ABC):
     def writer_lock(self, thread_id: str) -> AbstractAsyncContextManager[None]:
         """Held around each write of the thread: one writer of the thread at a time."""
         return WRITER_LOCKS.hold((id(self), thread_id))
+
+    async def append_if_newest(
+        self,
+        thread_id: str,
+        checkpoint: DeltaCheckpoint,
+        blocks: list[MessageBlock],
+        *,
+        after: tuple[str, datetime, str],
+    ) -> bool:
+        """Store a new checkpoint and its new blocks if ``after`` is still the newest.
+
+        ``after`` is ``(checkpoint_id, created_at, root_id)`` of the checkpoint the writer
+        built ``checkpoint`` on; ``checkpoint``'s id is a freshly generated one (the
+        checkpointer replaces explicit ids under the writer lock instead). Nothing is
+        stored, and False returned, when the thread's newest checkpoint is another one (or
+        was replaced or re-based since): the writer then takes the writer lock and starts
+        over. This default does it under :meth:`writer_lock` (one read, then the writes);
+        a storage may do it in one transaction instead (the ORM storage on PostgreSQL does,
+        and refuses an existing id as well).
+        """
+        async with self.writer_lock(thread_id):
+            newest = await self.list_checkpoints(thread_id, limit=1)
+            if (
+                not newest
+                or (
+                    newest[0].checkpoint_id,
+                    newest[0].created_at,
+                    newest[0].root_id,
+                )
+                != after
+            ):
+                return False
+            if blocks:
+                await self.store_blocks(thread_id, blocks)
+            await self.store(thread_id, checkpoint.metadata.checkpoint_id, checkpoint)
+            return True
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook, nothing to release by default
         """Release what the storage holds (connections, clients); this default holds nothing."""

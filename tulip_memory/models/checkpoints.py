@@ -16,9 +16,10 @@ Save order is the auto-increment ``id``: "newest first" is ``-id``.
 
 from __future__ import annotations
 
-from typing import Self
+from datetime import datetime
+from typing import Any, Self
 
-from django.db import models
+from django.db import connections, models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
@@ -100,6 +101,99 @@ class DeltaCheckpointRecordQuerySet(ThreadRowsQuerySet):
             else rows.filter(checkpoint_id=checkpoint_id)
         )
         return rows.filter(base_id=models.Subquery(anchor.values("base_id")[:1])).newest_first()
+
+    def load_rows(
+        self, tenant: str, thread_id: str, checkpoint_id: str | None, fields: tuple[str, ...]
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """:meth:`chain_group`'s rows (``fields``, newest first) and the blocks of its root.
+
+        ONE statement (PostgreSQL): the records and the root's blocks come as one result,
+        the blocks in the columns ``checkpoint_id`` (their digest), ``data`` and
+        ``size_bytes``. Returns ``(records, blocks)`` as lists of dicts (blocks:
+        ``digest``, ``data``, ``size_bytes``).
+        """
+        connection = connections[self.db]
+        quote = connection.ops.quote_name
+        records = quote(self.model._meta.db_table)
+        blocks = quote(DeltaBlock._meta.db_table)
+        in_blocks = {"checkpoint_id": "b.digest", "data": "b.data", "size_bytes": "b.size_bytes"}
+        record_columns = ", ".join(f"g.{quote(name)}" for name in fields)
+        block_columns = ", ".join(in_blocks.get(name, "NULL") for name in fields)
+        anchor = "" if checkpoint_id is None else "AND checkpoint_id = %s "
+        sql = (
+            f"WITH g AS (SELECT * FROM {records} WHERE tenant = %s AND thread_id = %s "
+            f"AND base_id = (SELECT base_id FROM {records} WHERE tenant = %s "
+            f"AND thread_id = %s {anchor}ORDER BY id DESC LIMIT 1)) "
+            f"SELECT 0 AS part, g.id AS position, {record_columns} FROM g "
+            f"UNION ALL SELECT 1, 0, {block_columns} FROM {blocks} AS b "
+            "WHERE b.tenant = %s AND b.thread_id = %s AND b.digest IN ("
+            "SELECT jsonb_array_elements(g.blocks) ->> 0 FROM g WHERE g.checkpoint_id = g.base_id) "
+            "ORDER BY part, position DESC"
+        )
+        params = [tenant, thread_id, tenant, thread_id]
+        if checkpoint_id is not None:
+            params.append(checkpoint_id)
+        params += [tenant, thread_id]
+        model_fields = [self.model._meta.get_field(name) for name in fields]
+        found: list[dict[str, Any]] = []
+        stored: list[dict[str, Any]] = []
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            for part, _position, *values in cursor.fetchall():
+                row = dict(zip(fields, values, strict=True))
+                if part == 1:
+                    stored.append(
+                        {
+                            "digest": row["checkpoint_id"],
+                            "data": row["data"],
+                            "size_bytes": row["size_bytes"],
+                        }
+                    )
+                    continue
+                for field in model_fields:
+                    if hasattr(field, "from_db_value"):
+                        row[field.name] = field.from_db_value(row[field.name], None, connection)
+                found.append(row)
+        return found, stored
+
+    def append_if_newest(
+        self,
+        tenant: str,
+        thread_id: str,
+        checkpoint_id: str,
+        fields: dict[str, Any],
+        *,
+        after: tuple[str, datetime, str],
+    ) -> bool:
+        """Insert a new record only if the thread's newest row is still ``after``.
+
+        ``after`` is ``(checkpoint_id, created_at, base_id)`` of the expected newest row
+        (the highest ``id``). ONE statement (PostgreSQL: ``INSERT … SELECT … WHERE`` with
+        ``ON CONFLICT DO NOTHING``); False when nothing was inserted — another row became
+        the newest, the expected one was replaced or re-based, or the id exists.
+        """
+        connection = connections[self.db]
+        meta = self.model._meta
+        quote = connection.ops.quote_name
+        values = {"tenant": tenant, "thread_id": thread_id, "checkpoint_id": checkpoint_id}
+        values.update(fields)
+        params = [
+            meta.get_field(name).get_db_prep_save(value, connection)
+            for name, value in values.items()
+        ]
+        table = quote(meta.db_table)
+        sql = (
+            f"INSERT INTO {table} ({', '.join(quote(name) for name in values)}) "
+            f"SELECT {', '.join(['%s'] * len(values))} WHERE EXISTS ("
+            f"SELECT 1 FROM (SELECT checkpoint_id, created_at, base_id FROM {table} "
+            "WHERE tenant = %s AND thread_id = %s ORDER BY id DESC LIMIT 1) AS newest "
+            "WHERE newest.checkpoint_id = %s AND newest.created_at = %s "
+            "AND newest.base_id = %s) "
+            "ON CONFLICT (tenant, thread_id, checkpoint_id) DO NOTHING"
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [*params, tenant, thread_id, *after])
+            return cursor.rowcount == 1
 
 
 class DeltaCheckpointRecord(ThreadRow):
