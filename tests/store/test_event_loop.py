@@ -3,7 +3,7 @@
 A ticker task records the longest gap between its 1 ms sleeps while one store call runs on
 the same loop. Before long texts were encoded in a worker thread, a 30,000-word put blocked
 HolographicStore's and PgMemory's loop for ~0.85 s (the HRR encoding of every distinct word,
-on the loop); the bound here is the issue's: 50 ms.
+on the loop); the bound held here is 50 ms.
 """
 
 from __future__ import annotations
