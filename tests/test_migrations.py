@@ -42,3 +42,18 @@ def test_every_identifier_column_compares_byte_exactly_on_mariadb():
         )
         cursor.execute("SELECT COUNT(*) FROM tulip_memory_extraction_queue WHERE tenant = 'acme'")
         assert cursor.fetchone() == (1,)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_migrate_on_the_application_role_stops_with_what_to_run_instead():
+    from django.core.management.base import CommandError
+    from django.db import connection
+
+    # Unapplying every migration would drop the tables: the app role must not even try.
+    with pytest.raises(CommandError, match=r"'tulip_app'.*migrate --database=owner"):
+        call_command("migrate", "tulip_memory", "zero", database="default", verbosity=0)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT to_regclass('tulip_memory_store_item') IS NOT NULL")
+        assert cursor.fetchone() == (True,)
+    # Nothing to do: no error (the app role may run `migrate --check` in a deployment).
+    call_command("migrate", database="default", verbosity=0)

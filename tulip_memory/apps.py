@@ -24,3 +24,13 @@ class TulipMemoryConfig(AppConfig):
         checks.register(check_checkpointer_settings)
         checks.register(check_manager_settings)
         checks.register(check_llm_settings)
+
+        from django.db.models.signals import pre_migrate
+
+        from tulip_memory.migration_roles import refuse_migrations_without_schema_rights
+
+        pre_migrate.connect(
+            refuse_migrations_without_schema_rights,
+            sender=self,
+            dispatch_uid="tulip_memory.refuse_migrations_without_schema_rights",
+        )
