@@ -308,3 +308,47 @@ def test_a_task_message_that_cannot_be_sent_never_breaks_the_callers_commit(cele
         run_extraction_queue._exec_options = None
     assert manager.pending_extractions == 1
     assert [(s, st) for s, st, _, _ in _jobs("acme")] == [(1, JobState.PENDING)]
+
+
+def test_a_worker_that_lost_its_lease_stops_before_its_next_job(celery_settings, monkeypatch):
+    # Worker A is paused past its lease while running job 0 (here: the queue is handed to
+    # worker B meanwhile, as B's claim of the expired lease would). A finishes job 0, then
+    # must notice the lost lease and leave job 1 to B: order kept, nothing run twice.
+    import threading
+    import time
+
+    from django.db import connections
+
+    monkeypatch.setenv("TULIP_TEST_SLOW_SECONDS", "1.0")
+    runner = _manager()._celery()
+    runner.enqueue(("acme", "q15"), [Message(Role.USER, "q15 0 slow")])
+    runner.enqueue(("acme", "q15"), [Message(Role.USER, "q15 1")])
+    with tenant_atomic("acme"):
+        queue_id = ExtractionQueue.objects.get().pk
+    outcomes = []
+
+    def worker_a() -> None:
+        try:
+            outcomes.append(run_queue("acme", queue_id, owner="worker-a"))
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=worker_a)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not read_log("q15") and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert read_log("q15")[0].startswith("start 0")  # A is inside job 0
+    with tenant_atomic("acme"):
+        ExtractionQueue.objects.filter(pk=queue_id).update(lease_owner="worker-b")
+    thread.join(timeout=30)
+    assert not thread.is_alive()
+    (outcome_a,) = outcomes
+    assert outcome_a.done == 1  # job 0 only
+    assert [line.split()[0] for line in read_log("q15")] == ["start", "0"]
+    assert [(s, st) for s, st, _, _ in _jobs("acme")] == [(1, "done"), (2, "pending")]
+    with tenant_atomic("acme"):
+        assert ExtractionQueue.objects.get(pk=queue_id).lease_owner == "worker-b"  # kept
+        ExtractionQueue.objects.release(queue_id, "worker-b")  # B's run, in short
+    assert run_queue("acme", queue_id, owner="worker-b").done == 1
+    assert [line.split()[0] for line in read_log("q15")] == ["start", "0", "1"]
