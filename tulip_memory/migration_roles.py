@@ -42,8 +42,8 @@ def refuse_migrations_without_schema_rights(
     owner_aliases = [
         alias
         for alias in connections.settings
-        if alias != using and connections.settings[alias].get("NAME")
-        == connections.settings[using].get("NAME")
+        if alias != using
+        and connections.settings[alias].get("NAME") == connections.settings[using].get("NAME")
     ]
     hint = (
         f"run `manage.py migrate --database={owner_aliases[0]}`"

@@ -423,8 +423,8 @@ class DeltaCheckpointer(BaseCheckpointer):
     async def _save(
         self, state: AgentState, thread_id: str, checkpoint_id: str, *, may_exist: bool
     ) -> None:
-        newest = None if may_exist else self._newest.get(thread_id)
-        parent = None if newest is None else self._cached(thread_id, newest)
+        last_saved = None if may_exist else self._newest.get(thread_id)
+        parent = None if last_saved is None else self._cached(thread_id, last_saved)
         if parent is not None:
             # The common case, a new checkpoint on the one this checkpointer saved or read
             # last: built from the cache and appended in one storage call, which refuses

@@ -177,9 +177,9 @@ class DeltaCheckpointRecordQuerySet(ThreadRowsQuerySet):
         quote = connection.ops.quote_name
         values = {"tenant": tenant, "thread_id": thread_id, "checkpoint_id": checkpoint_id}
         values.update(fields)
+        columns = {field.name: field for field in meta.concrete_fields}
         params = [
-            meta.get_field(name).get_db_prep_save(value, connection)
-            for name, value in values.items()
+            columns[name].get_db_prep_save(value, connection) for name, value in values.items()
         ]
         table = quote(meta.db_table)
         sql = (
