@@ -26,8 +26,12 @@ demo: $(STAMP)
 	$(BIN)/python manage.py migrate --database=owner --verbosity=0
 	$(BIN)/python manage.py tulip_demo
 
-## Run the whole test suite (starts an embedded PostgreSQL; uses the machine's MariaDB and Redis).
+## Lint (ruff), type-check (mypy), layer contracts (import-linter), then the whole test suite
+## (starts an embedded PostgreSQL; uses the machine's MariaDB and Redis).
 test: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
