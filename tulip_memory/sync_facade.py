@@ -1,0 +1,83 @@
+"""Blocking versions of the async APIs, for synchronous Django code (views, commands).
+
+Stores, memory managers and checkpointers are async. :func:`sync_facade` wraps any of them
+in an object with the same method names that blocks instead::
+
+    from tulip_memory.sync_facade import sync_facade
+
+    def profile(request):                     # a plain synchronous view
+        store = sync_facade(PgMemory())
+        store.put((tenant, "users", uid), "theme", {"content": "dark"})
+        hits = store.search((tenant, "users", uid), query="theme")
+
+Each call runs the coroutine with ``asgiref``'s ``async_to_sync``. The ORM work inside it
+(run by ``sync_to_async(thread_sensitive=True)``) comes back to the calling thread, so it
+uses the caller's database connection: it joins the view's transaction
+(``ATOMIC_REQUESTS``, ``transaction.atomic()``) and its ``tenant_context``. Methods that
+are not coroutines (``SummarizingManager.apply``, properties, attributes) are passed
+through as they are. The facade is a context manager closing what it wraps (``close()`` of
+a store, ``aclose()`` of a checkpointer). Do not call it from inside a running event loop
+(``async_to_sync`` refuses): async code awaits the objects directly.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from types import TracebackType
+from typing import Any, Generic, TypeVar
+
+from asgiref.sync import async_to_sync
+
+__all__ = ["SyncFacade", "sync_facade"]
+
+T = TypeVar("T")
+
+
+class SyncFacade(Generic[T]):
+    """``target``'s methods, blocking (see the module docstring)."""
+
+    def __init__(self, target: T) -> None:
+        self.target = target
+
+    def __repr__(self) -> str:
+        return f"<SyncFacade of {self.target!r}>"
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self.target, name)
+        if inspect.iscoroutinefunction(attribute):
+            return functools.wraps(attribute)(async_to_sync(attribute))
+        return attribute
+
+    def close(self) -> None:
+        """Close the wrapped object (``close()`` or ``aclose()``, whichever it has)."""
+        closer = getattr(self.target, "aclose", None) or getattr(self.target, "close", None)
+        if closer is None:
+            return
+        if inspect.iscoroutinefunction(closer):
+            async_to_sync(closer)()
+        else:
+            closer()
+
+    def __enter__(self) -> SyncFacade[T]:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def sync_facade(target: T) -> SyncFacade[T]:
+    """A blocking facade over a store, memory manager or checkpointer."""
+    if isinstance(target, SyncFacade):
+        raise ValueError("sync_facade() got a SyncFacade: wrap the async object itself")
+    if inspect.iscoroutine(target) or inspect.isawaitable(target):
+        raise ValueError(
+            f"sync_facade() wraps an object with async methods, not an awaitable "
+            f"({type(target).__name__}); pass the store, manager or checkpointer"
+        )
+    return SyncFacade(target)
