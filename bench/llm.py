@@ -1,6 +1,6 @@
 """Benchmark of the LLM extractor: model calls and tokens per extracted run.
 
-Runs every case of the labelled extraction corpus (tests/llm/extraction_corpus.py) through
+Runs every case of the labelled extraction corpus (tests/manager/consolidation_corpus.py) through
 :class:`tulip_memory.llm.LLMExtractor` into an InMemoryStore, against the chat-server
 TEST DOUBLE of tests/llm/chat_server.py (scripted answers, no model): the figures are the
 extractor's own cost, i.e. how many requests it makes per run and how large they are.
@@ -36,9 +36,9 @@ def _summary(name: str, values: list[float]) -> str:
 
 async def corpus_part() -> None:
     from tests.llm.chat_server import ChatServerDouble
-    from tests.llm.extraction_corpus import CASES
-    from tests.llm.helpers import PREFIX, decisions, facts
-    from tests.llm.test_corpus import messages_of
+    from tests.manager.consolidation_corpus import CASES
+    from tests.manager.consolidation_helpers import PREFIX, decisions, facts
+    from tests.manager.test_consolidation_corpus import messages_of
     from tulip_memory.llm import ChatClient, LLMConfig, LLMExtractor
     from tulip_memory.manager import LLMMemoryManager, Memory, MemoryType
     from tulip_memory.store import InMemoryStore
@@ -80,7 +80,7 @@ async def corpus_part() -> None:
 
 async def long_run_part(turns: int) -> None:
     from tests.llm.chat_server import ChatServerDouble
-    from tests.llm.helpers import PREFIX, conversation, facts
+    from tests.manager.consolidation_helpers import PREFIX, conversation, facts
     from tulip_memory.llm import ChatClient, LLMConfig, LLMExtractor
     from tulip_memory.manager import LLMMemoryManager
     from tulip_memory.store import InMemoryStore
