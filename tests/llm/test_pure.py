@@ -15,7 +15,8 @@ SCRIPT = textwrap.dedent(
 
     assert LLMConfig.from_settings().model is None
     client = ChatClient(LLMConfig.from_dict({"BASE_URL": "http://localhost:1/v1", "MODEL": "m"}))
-    assert LLMMemoryManager(InMemoryStore(), extractor=LLMExtractor(client)).extractor.client is client
+    extractor = LLMExtractor(client)
+    assert LLMMemoryManager(InMemoryStore(), extractor=extractor).extractor is extractor
     assert LLMMemoryManager(InMemoryStore()).extractor is None  # no model configured: heuristic
     LLMSummarizer(client)
     assert Redactor().redact("password: s3cr3t!").kinds == ["password"]

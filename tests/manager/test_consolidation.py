@@ -12,7 +12,6 @@ import pytest
 from tests.llm.chat_server import Reply
 from tests.llm.conftest import make_client
 from tests.manager.consolidation_helpers import PREFIX, conversation, decisions, facts, state
-from tulip_memory.events import memory_event
 from tulip_memory.exceptions import LLMError
 from tulip_memory.manager import LLMMemoryManager, Memory, MemoryType
 from tulip_memory.manager.consolidation import (
@@ -22,7 +21,6 @@ from tulip_memory.manager.consolidation import (
     LLMExtractor,
 )
 from tulip_memory.messages import Message, Role
-from tulip_memory.state import AgentState
 from tulip_memory.store import InMemoryStore
 
 
