@@ -11,12 +11,14 @@ transaction per run on PgMemory.
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import pytest
 
 from tests.llm.chat_server import Reply
 from tests.llm.conftest import make_client
 from tests.manager.consolidation_helpers import PREFIX, conversation, decisions, facts, state
+from tulip_memory.events import memory_event
 from tulip_memory.manager import LLMExtractor, LLMMemoryManager, Memory, MemoryType
 from tulip_memory.manager.consolidation import JOURNAL_LABEL
 from tulip_memory.manager.factory import build_memory_manager_from_settings
@@ -319,3 +321,48 @@ async def test_on_pgmemory_a_whole_run_commits(server, events):
     (ended,) = await manager.history(MemoryType.USER, "employer")
     assert ended.valid_to is not None
     assert (await manager.store.get((*PREFIX, JOURNAL_LABEL), payload["run_id"]))["state"] == "done"
+
+
+# --- the example of docs/manager.md ---------------------------------------------------------
+
+
+def test_the_docs_example_runs_against_a_local_server(server, settings, capsys):
+    """The complete example of docs/manager.md, run as written against the test double
+    (only BASE_URL differs from the documented settings)."""
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "manager.md").read_text()
+    block = docs.split("<!-- llm-example -->\n```python\n", 1)[1].split("```", 1)[0]
+    settings.TULIP_MEMORY = {
+        "LLM": {"BASE_URL": server.url, "MODEL": "qwen2.5:7b-instruct", "API_KEY_ENV": None}
+    }
+    postgres = "The project uses PostgreSQL (moved from MySQL)."
+    server.add(
+        facts(
+            ("user", "role", "The user is a data engineer at Acme."),
+            ("project", "database", "The project uses MySQL."),
+        ),
+        facts(("project", "database", postgres)),
+        decisions((0, "UPDATE", "project", "database", postgres)),
+    )
+    namespace: dict = {"__name__": "__main__"}
+    try:
+        exec(compile(block, "docs/manager.md", "exec"), namespace)
+    finally:
+        memory_event.disconnect(namespace["show"])
+    printed = capsys.readouterr().out
+    lines = printed.splitlines()
+    assert (
+        lines[0]
+        == "memory.manager.extracted {'ADD': 2, 'UPDATE': 0, 'DELETE': 0, 'NONE': 0} 1 None"
+    )
+    assert (
+        lines[1]
+        == "memory.manager.extracted {'ADD': 0, 'UPDATE': 1, 'DELETE': 0, 'NONE': 0} 2 None"
+    )
+    assert sorted(lines[2:4]) == [
+        f"project/database: {postgres}",
+        "user/role: The user is a data engineer at Acme.",
+    ]
+    assert lines[4].startswith("database: The project uses MySQL. until 20")
+    assert lines[5] == f"database: {postgres} until now"
+    assert len(server.requests) == 3
+    assert all(r.body["model"] == "qwen2.5:7b-instruct" for r in server.requests)

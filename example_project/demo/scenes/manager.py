@@ -2,11 +2,11 @@
 
 Ada tells the agent who she is in one session; the extractor turns that into typed
 memories (offline, the heuristic; a chat model when ``TULIP_MEMORY["LLM"]`` names one, and
-the scene says how to switch it on); the next session starts with a memory block recalled for her message.
-Her role changes and the history keeps what it said before. Then the Celery mode: three
-sessions of two users become job rows, which a worker runs in order per namespace (the
-worker code is called in this process here; ``celery -A example_project worker -Q
-tulip_memory`` does it in production).
+the scene says how to switch it on); the next session starts with a memory block recalled
+for her message. Her role changes and the history keeps what it said before. Then the
+Celery mode: three sessions of two users become job rows, which a worker runs in order per
+namespace (the worker code is called in this process here; ``celery -A example_project
+worker -Q tulip_memory`` does it in production).
 """
 
 from __future__ import annotations
