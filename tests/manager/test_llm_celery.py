@@ -17,9 +17,8 @@ import time
 import pytest
 from asgiref.sync import async_to_sync, sync_to_async
 
-from tests.llm.chat_server import Reply
 from tests.manager.celery_setup import Workers, celery_tulip_memory
-from tests.manager.consolidation_helpers import conversation, decisions, facts
+from tests.manager.consolidation_helpers import MODEL_FAILURES, conversation, decisions, facts
 from tulip_memory.manager import LLMMemoryManager, Memory, MemoryType
 from tulip_memory.manager.worker import run_queue
 from tulip_memory.models import ExtractionJob, ExtractionQueue, JobState
@@ -32,13 +31,17 @@ pytestmark = pytest.mark.django_db(transaction=True)
 NAMESPACE = ("acme", "llm", "u1")
 
 
-def _settings(server, queue: str, **extra) -> dict:
+def _settings(server, queue: str, **llm_options) -> dict:
     return {
         **celery_tulip_memory(),
         "EXTRACTOR": None,
-        "LLM": {"BASE_URL": server.url, "MODEL": "test-model", "RETRY_BACKOFF": 0.01},
+        "LLM": {
+            "BASE_URL": server.url,
+            "MODEL": "test-model",
+            "RETRY_BACKOFF": 0.01,
+            **llm_options,
+        },
         "CELERY_QUEUE": queue,
-        **extra,
     }
 
 
@@ -82,24 +85,29 @@ def test_the_job_row_gets_the_model_and_its_usage(llm_settings, server, events):
     assert payload["run_id"] == f"job-{job.pk}"
 
 
+@pytest.mark.parametrize("case", list(MODEL_FAILURES), ids=list(MODEL_FAILURES))
 def test_a_failing_model_follows_the_retry_policy_and_its_tokens_are_counted(
-    llm_settings, server, events
+    celery_env, server, settings, events, case
 ):
+    options, replies, reason = MODEL_FAILURES[case]
+    settings.TULIP_MEMORY = _settings(server, f"{celery_env}_llm_local", **options)
     async_to_sync(LLMMemoryManager(PgMemory(), namespace_prefix=NAMESPACE).save)(
         [Memory(MemoryType.USER, "role", "The user is a nurse.")]
     )
     queue_id = _enqueue("I'm a surgeon now.")
-    # Attempt 1: facts, then the decision call fails with 5xx after the retries.
-    server.add(facts(("user", "role", "The user is a surgeon.")), *[Reply(status=500)] * 4)
+    # Attempt 1: facts, then the decision call fails.
+    server.add(facts(("user", "role", "The user is a surgeon.")), *replies)
     outcome = run_queue("acme", queue_id)
     assert outcome.retried == 1 and outcome.retry_in is not None
     job = _job()
-    assert job.state == JobState.PENDING and "LLMError" in job.error and job.llm_calls == 1
+    assert job.state == JobState.PENDING and "LLMError" in job.error
+    assert job.llm_calls >= 1 and job.prompt_tokens > 0  # the facts call at least
     assert _memory("role").value["content"] == "The user is a nurse."  # nothing applied
     (name, payload), *_ = events
-    assert name == "memory.manager.extract_failed" and payload["reason"] == "server_error"
-    assert payload["final"] is False and payload["llm_calls"] == 1
+    assert name == "memory.manager.extract_failed" and payload["reason"] == reason
+    assert payload["final"] is False and payload["llm_calls"] == job.llm_calls
     # Attempt 2 succeeds: its calls are added to the row.
+    spent = job.llm_calls
     server.add(
         facts(("user", "role", "The user is a surgeon.")),
         decisions((0, "UPDATE", "user", "role", "The user is a surgeon.")),
@@ -107,8 +115,14 @@ def test_a_failing_model_follows_the_retry_policy_and_its_tokens_are_counted(
     time.sleep(outcome.retry_in + 0.05)
     assert run_queue("acme", queue_id).done == 1
     job = _job()
-    assert (job.state, job.attempts, job.llm_calls) == (JobState.DONE, 2, 3)
+    assert (job.state, job.attempts, job.llm_calls) == (JobState.DONE, 2, spent + 2)
     assert _memory("role").value["content"] == "The user is a surgeon."
+    assert len(_history()) == 2
+
+
+def _history():
+    manager = LLMMemoryManager(PgMemory(), namespace_prefix=NAMESPACE)
+    return async_to_sync(manager.history)(MemoryType.USER, "role")
 
 
 def test_a_job_found_running_after_its_run_was_applied_applies_nothing(llm_settings, server):
@@ -168,9 +182,7 @@ async def test_a_real_worker_killed_after_the_commit_is_redelivered_without_effe
         assert len(server.requests) == 2  # facts + decisions, once
         role = await sync_to_async(_memory)("role")
         assert role.value["content"] == "The user is a surgeon." and role.version == 2
-        history = await LLMMemoryManager(PgMemory(), namespace_prefix=NAMESPACE).history(
-            MemoryType.USER, "role"
-        )
+        history = await sync_to_async(_history)()
         assert [v.content for v in history] == ["The user is a nurse.", "The user is a surgeon."]
     finally:
         await sync_to_async(worker.stop)()

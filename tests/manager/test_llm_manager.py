@@ -17,7 +17,14 @@ import pytest
 
 from tests.llm.chat_server import Reply
 from tests.llm.conftest import make_client
-from tests.manager.consolidation_helpers import PREFIX, conversation, decisions, facts, state
+from tests.manager.consolidation_helpers import (
+    MODEL_FAILURES,
+    PREFIX,
+    conversation,
+    decisions,
+    facts,
+    state,
+)
 from tulip_memory.events import memory_event
 from tulip_memory.manager import LLMExtractor, LLMMemoryManager, Memory, MemoryType
 from tulip_memory.manager.consolidation import JOURNAL_LABEL
@@ -180,33 +187,10 @@ async def test_extract_is_a_dry_run(server):
 
 # --- failures through the manager ----------------------------------------------------------
 
-FAILURES = {
-    "timeout": (
-        {"TIMEOUT": 0.3, "MAX_RETRIES": 1},
-        [Reply(delay=2.0), Reply(delay=2.0)],
-        "timeout",
-    ),
-    "5xx after the retries": (
-        {"MAX_RETRIES": 2},
-        [Reply(status=500), Reply(status=502), Reply(status=503)],
-        "server_error",
-    ),
-    "429 after the retries": (
-        {"MAX_RETRIES": 1},
-        [Reply(status=429, headers={"Retry-After": "0.1"})] * 2,
-        "rate_limited",
-    ),
-    "malformed after the repair": (
-        {},
-        [Reply(content="not json at all"), Reply(content='{"facts": "still wrong"}')],
-        "malformed_output",
-    ),
-}
 
-
-@pytest.mark.parametrize("case", list(FAILURES), ids=list(FAILURES))
+@pytest.mark.parametrize("case", list(MODEL_FAILURES), ids=list(MODEL_FAILURES))
 async def test_a_failing_model_is_reported_and_applies_nothing(server, events, case):
-    options, replies, reason = FAILURES[case]
+    options, replies, reason = MODEL_FAILURES[case]
     manager = _manager(server, **options)
     await manager.save([Memory(MemoryType.USER, "role", "The user is a nurse.")])
     before = await state(manager)
