@@ -289,18 +289,26 @@ async def test_on_pgmemory_a_run_is_one_transaction(server, events):
 
 
 @pytest.mark.django_db(transaction=True)
-async def test_on_pgmemory_a_whole_run_commits(server, events):
+@pytest.mark.parametrize("mode", ["inline", "background"])
+async def test_on_pgmemory_a_whole_run_commits(server, events, mode):
     from tulip_memory.store import PgMemory
 
-    manager = _manager(server, store=PgMemory())
+    manager = LLMMemoryManager(
+        PgMemory(),
+        namespace_prefix=PREFIX,
+        extractor=LLMExtractor(make_client(server)),
+        extract_mode=mode,
+    )
     await manager.save([Memory(MemoryType.USER, "employer", "The user works at St. Mary's.")])
     server.add(
         facts(("user", "employer", "The user left St. Mary's.")),
         decisions((0, "DELETE", "user", "employer", None)),
     )
     await manager.on_session_end(AgentState(messages=conversation("I left St. Mary's.")))
+    await manager.drain()
     ((name, payload),) = events
     assert name == "memory.manager.extracted" and payload["operations"]["DELETE"] == 1
+    assert payload["mode"] == mode
     assert await state(manager) == {}
     (ended,) = await manager.history(MemoryType.USER, "employer")
     assert ended.valid_to is not None
@@ -350,3 +358,23 @@ def test_the_docs_example_runs_against_a_local_server(server, settings, capsys):
     assert lines[5] == f"database: {postgres} until now"
     assert len(server.requests) == 3
     assert all(r.body["model"] == "qwen2.5:7b-instruct" for r in server.requests)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_on_pgmemory_sync_code_gets_the_run_inside_its_own_transaction(server, events):
+    """A sync view calling ``async_to_sync(manager.on_session_end)`` inside its own
+    ``transaction.atomic()``: the run joins that transaction (and goes if it rolls back)."""
+    from asgiref.sync import async_to_sync
+    from django.db import transaction
+
+    from tulip_memory.store import PgMemory
+
+    manager = _manager(server, store=PgMemory())
+    server.add(facts(("user", "name", "The user's name is Ada.")))
+    with pytest.raises(RuntimeError), transaction.atomic():
+        async_to_sync(manager.on_session_end)(AgentState(messages=conversation("I'm Ada.")))
+        assert async_to_sync(state)(manager) == {("user", "name"): "The user's name is Ada."}
+        raise RuntimeError("the view fails after the session ended")
+    assert [name for name, _ in events] == ["memory.manager.extracted"]
+    assert async_to_sync(state)(manager) == {}
+    assert async_to_sync(manager.store.list_keys)((*PREFIX, JOURNAL_LABEL)) == []
