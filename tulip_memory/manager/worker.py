@@ -205,6 +205,7 @@ def _run_claimed(
             logger.exception("extraction job %s (attempt %s) failed", job.pk, job.attempts)
             # A model's failure still cost tokens: they go onto the row too.
             spent = exc.usage if isinstance(exc, LLMError) else None
+            spent = spent if isinstance(spent, Usage) else None
             extractor = manager.extractor if manager is not None else None
             model = extractor.config.model if extractor is not None else None
             with tenant_atomic(tenant):
@@ -215,7 +216,7 @@ def _run_claimed(
                     error=error,
                     finished_at=Now() if final else None,
                     run_after=None if final else db_now_plus(_retry_delay(job.attempts)),
-                    **_usage_columns(model, spent if isinstance(spent, Usage) else None),
+                    **_usage_columns(model, spent),
                 )
             if final:
                 outcome.failed += 1
