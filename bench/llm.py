@@ -1,7 +1,10 @@
 """Benchmark of the LLM extractor: model calls and tokens per extracted run.
 
-Runs every case of the labelled extraction corpus (tests/llm/extraction_corpus.py) through
-:class:`tulip_memory.llm.LLMExtractor` into an InMemoryStore, against the chat-server
+Runs every case of the labelled extraction corpus (tests/manager/consolidation_corpus.py)
+through an :class:`~tulip_memory.manager.LLMMemoryManager` with an
+:class:`~tulip_memory.manager.LLMExtractor` (``run_extraction``, what ``on_session_end``
+and the Celery worker call; the figures are read from its outcome, i.e. from the
+``memory.manager.extracted`` event's fields) into an InMemoryStore, against the chat-server
 TEST DOUBLE of tests/llm/chat_server.py (scripted answers, no model): the figures are the
 extractor's own cost, i.e. how many requests it makes per run and how large they are.
 Tokens are what the double reports (characters of the request messages / 4, of the answer
@@ -36,11 +39,11 @@ def _summary(name: str, values: list[float]) -> str:
 
 async def corpus_part() -> None:
     from tests.llm.chat_server import ChatServerDouble
-    from tests.llm.extraction_corpus import CASES
-    from tests.llm.helpers import PREFIX, decisions, facts
-    from tests.llm.test_corpus import messages_of
-    from tulip_memory.llm import ChatClient, LLMConfig, LLMExtractor
-    from tulip_memory.manager import LLMMemoryManager, Memory, MemoryType
+    from tests.manager.consolidation_corpus import CASES
+    from tests.manager.consolidation_helpers import PREFIX, decisions, facts
+    from tests.manager.test_consolidation_corpus import messages_of
+    from tulip_memory.llm import ChatClient, LLMConfig
+    from tulip_memory.manager import LLMExtractor, LLMMemoryManager, Memory, MemoryType
     from tulip_memory.store import InMemoryStore
 
     calls: list[float] = []
@@ -53,20 +56,24 @@ async def corpus_part() -> None:
         client = ChatClient(LLMConfig.from_dict({"BASE_URL": server.url, "MODEL": "bench"}))
         extractor = LLMExtractor(client)
         for case in CASES:
-            manager = LLMMemoryManager(InMemoryStore(), namespace_prefix=PREFIX)
+            manager = LLMMemoryManager(
+                InMemoryStore(), namespace_prefix=PREFIX, extractor=extractor
+            )
             await manager.save([Memory(MemoryType(t), k, c) for (t, k), c in case.existing.items()])
             server.add(facts(*case.facts))
             if case.decisions is not None:
                 server.add(decisions(*case.decisions))
             started = time.perf_counter()
-            report = await extractor.run(messages_of(case), manager)
+            outcome = await manager.run_extraction(messages_of(case))
             seconds.append((time.perf_counter() - started) * 1000)
-            calls.append(report.usage.calls)
-            prompt.append(report.usage.prompt_tokens)
-            completion.append(report.usage.completion_tokens)
-            operations += len(report.applied)
+            fields = outcome.event_fields()
+            calls.append(fields["llm_calls"])
+            prompt.append(fields["prompt_tokens"])
+            completion.append(fields["completion_tokens"])
+            operations += sum(n for event, n in fields["operations"].items() if event != "NONE")
             before = len(server.requests)
-            await extractor.run(messages_of(case), manager)
+            again = await manager.run_extraction(messages_of(case))
+            assert again.details["already_done"] and not again.memories
             redelivered_calls += len(server.requests) - before
         await client.aclose()
     print(f"\n== Extraction on the labelled corpus ({len(CASES)} runs, {operations} operations) ==")
@@ -80,9 +87,9 @@ async def corpus_part() -> None:
 
 async def long_run_part(turns: int) -> None:
     from tests.llm.chat_server import ChatServerDouble
-    from tests.llm.helpers import PREFIX, conversation, facts
-    from tulip_memory.llm import ChatClient, LLMConfig, LLMExtractor
-    from tulip_memory.manager import LLMMemoryManager
+    from tests.manager.consolidation_helpers import PREFIX, conversation, facts
+    from tulip_memory.llm import ChatClient, LLMConfig
+    from tulip_memory.manager import LLMExtractor, LLMMemoryManager
     from tulip_memory.store import InMemoryStore
 
     messages = conversation(
@@ -107,7 +114,7 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=400)
     args = parser.parse_args()
     # The corpus holds refused facts on purpose; their warnings are not benchmark output.
-    logging.getLogger("tulip_memory.llm").setLevel(logging.ERROR)
+    logging.getLogger("tulip_memory").setLevel(logging.ERROR)
     asyncio.run(corpus_part())
     asyncio.run(long_run_part(args.turns))
 

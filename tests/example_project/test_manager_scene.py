@@ -11,6 +11,8 @@ from tests.example_project.demo_command import run_scene
 def test_manager_scene_shows_recall_history_and_ordered_celery_jobs(settings):
     settings.TULIP_MEMORY = {"CELERY_QUEUE": "tulip_memory_demo_test_unconsumed"}
     scene = run_scene("long-term")
+    assert "Extractor: the offline heuristic. To let a chat model decide" in scene
+    assert 'set TULIP_MEMORY["LLM"] = {"BASE_URL": ..., "MODEL": ...}' in scene
     assert "role                                       The user is a data scientist" in scene
     assert "  | About the user:" in scene
     assert "An anonymous run (the resolver returns None) gets 0 memory block(s)." in scene

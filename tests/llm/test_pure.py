@@ -1,4 +1,5 @@
-"""tulip_memory.llm imports and works in a process with no Django settings at all."""
+"""tulip_memory.llm (and the manager's LLM extractor on it) imports and works in a process
+with no Django settings at all."""
 
 import textwrap
 
@@ -8,11 +9,15 @@ SCRIPT = textwrap.dedent(
     """
     import os
     assert "DJANGO_SETTINGS_MODULE" not in os.environ
-    from tulip_memory.llm import ChatClient, LLMConfig, LLMExtractor, LLMSummarizer, Redactor
+    from tulip_memory.llm import ChatClient, LLMConfig, LLMSummarizer, Redactor
+    from tulip_memory.manager import LLMExtractor, LLMMemoryManager
+    from tulip_memory.store import InMemoryStore
 
     assert LLMConfig.from_settings().model is None
     client = ChatClient(LLMConfig.from_dict({"BASE_URL": "http://localhost:1/v1", "MODEL": "m"}))
-    LLMExtractor(client)
+    extractor = LLMExtractor(client)
+    assert LLMMemoryManager(InMemoryStore(), extractor=extractor).extractor is extractor
+    assert LLMMemoryManager(InMemoryStore()).extractor is None  # no model configured: heuristic
     LLMSummarizer(client)
     assert Redactor().redact("password: s3cr3t!").kinds == ["password"]
     print("pure ok")

@@ -15,14 +15,22 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def celery_tulip_memory() -> dict[str, Any]:
-    """TULIP_MEMORY of the Celery tests, from the environment the session fixture set."""
+    """TULIP_MEMORY of the Celery tests, from the environment the session fixture set.
+
+    ``TULIP_TEST_LLM_BASE_URL`` (the chat-server test double's URL) configures the chat
+    model, so the workers run the LLM extractor; ``TULIP_TEST_STORE`` names another store.
+    """
+    llm_url = os.environ.get("TULIP_TEST_LLM_BASE_URL")
     return {
-        "STORE": "tulip_memory.store.PgMemory",
+        "STORE": os.environ.get("TULIP_TEST_STORE", "tulip_memory.store.PgMemory"),
         # bench/manager.py sets TULIP_TEST_EXTRACTOR="" to run the heuristic instead.
-        "EXTRACTOR": os.environ.get(
-            "TULIP_TEST_EXTRACTOR", "tests.manager.extractors.logging_extractor"
-        )
+        "EXTRACTOR": None
+        if llm_url
+        else os.environ.get("TULIP_TEST_EXTRACTOR", "tests.manager.extractors.logging_extractor")
         or None,
+        "LLM": {"BASE_URL": llm_url, "MODEL": "test-model", "RETRY_BACKOFF": 0.01}
+        if llm_url
+        else {},
         "CELERY_QUEUE": os.environ.get("TULIP_TEST_CELERY_QUEUE", "tulip_memory_test"),
         "EXTRACTION_LEASE_SECONDS": 2,
         "EXTRACTION_MAX_ATTEMPTS": 3,
@@ -33,14 +41,19 @@ def celery_tulip_memory() -> dict[str, Any]:
 class Workers:
     """``count`` Celery worker processes (prefork, one child each) on the test queue."""
 
-    def __init__(self, count: int, log_dir: Path) -> None:
+    def __init__(self, count: int, log_dir: Path, env: dict[str, str] | None = None) -> None:
         self.count = count
         self.log_dir = log_dir
+        self.env = env or {}
         self.processes: list[subprocess.Popen[bytes]] = []
 
     def start(self, timeout: float = 90.0) -> None:
-        env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.manager.worker_settings"}
-        queue = os.environ["TULIP_TEST_CELERY_QUEUE"]
+        env = {
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "tests.manager.worker_settings",
+            **self.env,
+        }
+        queue = env["TULIP_TEST_CELERY_QUEUE"]
         for index in range(self.count):
             log = self.log_dir / f"worker{index}.log"
             command = [

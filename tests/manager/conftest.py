@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from tests.llm.conftest import server  # noqa: F401 - the chat-server test double, for the LLM extractor
 from tulip_memory.events import memory_event
 from tulip_memory.store.base import StoreCapabilities
 from tulip_memory.store.memory import InMemoryStore

@@ -40,6 +40,9 @@ class ExtractionJobAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.Model
         "state",
         "attempts",
         "worker",
+        "llm_calls",
+        "prompt_tokens",
+        "completion_tokens",
         "created_at",
         "finished_at",
     )
@@ -49,5 +52,6 @@ class ExtractionJobAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.Model
     list_select_related = ("queue",)
     readonly_fields = (
         "queue", "tenant", "sequence", "state", "attempts", "error", "run_after",
-        "worker", "created_at", "started_at", "finished_at", "payload",
+        "worker", "created_at", "started_at", "finished_at",
+        "llm_model", "llm_calls", "prompt_tokens", "completion_tokens", "payload",
     )  # fmt: skip

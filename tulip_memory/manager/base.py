@@ -23,15 +23,37 @@ from tulip_memory.events import (
     EV_MEMORY_MANAGER_INJECTED,
     emit,
 )
+from tulip_memory.exceptions import LLMError
+from tulip_memory.llm.usage import Usage
 from tulip_memory.manager.block import inject_memory_block, latest_user_text, strip_memory_blocks
 from tulip_memory.manager.extraction.background import BackgroundExtractions
-from tulip_memory.manager.types import ExtractMode, Memory
+from tulip_memory.manager.types import ExtractionOutcome, ExtractMode, Memory
 from tulip_memory.messages import Message
 from tulip_memory.state import AgentState
 
-__all__ = ["BaseMemoryManager", "NoopMemoryManager"]
+__all__ = ["BaseMemoryManager", "NoopMemoryManager", "failure_fields"]
 
 logger = logging.getLogger("tulip_memory.manager")
+
+
+def failure_fields(exc: BaseException) -> dict[str, Any]:
+    """The fields of a ``memory.manager.extract_failed`` event for ``exc``.
+
+    ``reason`` is the :class:`~tulip_memory.exceptions.LLMError` kind (``timeout``,
+    ``rate_limited``, ``server_error``, ``connection``, ``rejected``, ``malformed_output``,
+    ``configuration``), ``cancelled``, or ``exception`` for anything else; a model's failure
+    also carries the tokens its calls spent before it.
+    """
+    if isinstance(exc, LLMError):
+        reason = exc.kind
+    elif isinstance(exc, asyncio.CancelledError):
+        reason = "cancelled"
+    else:
+        reason = "exception"
+    fields: dict[str, Any] = {"error": str(exc), "error_type": type(exc).__name__, "reason": reason}
+    if isinstance(exc, LLMError) and isinstance(exc.usage, Usage):
+        fields.update(exc.usage.as_fields())
+    return fields
 
 
 class BaseMemoryManager(ABC):
@@ -108,17 +130,26 @@ class BaseMemoryManager(ABC):
             await self.save(memories)
         return memories
 
+    async def run_extraction(
+        self, messages: list[Message], *, run_id: str | None = None
+    ) -> ExtractionOutcome:
+        """One extraction run, raising on failure: :meth:`extract_and_save` here.
+
+        ``run_id`` names the run for extractors that apply it once (a redelivered run
+        with the same id applies nothing); this default has none and ignores it.
+        """
+        return ExtractionOutcome(await self.extract_and_save(messages))
+
     async def _extract_and_save(self, messages: list[Message], fields: dict[str, Any]) -> None:
         try:
-            memories = await self.extract_and_save(messages)
+            outcome = await self.run_extraction(messages)
         except (Exception, asyncio.CancelledError) as exc:
             # A cancelled extraction is lost work too: it is logged and emitted like a
             # failure (CancelledError is not an Exception), then the cancellation goes on.
             logger.exception("memory extraction failed (%s)", fields or type(self).__name__)
             await emit(
                 EV_MEMORY_MANAGER_EXTRACT_FAILED,
-                error=str(exc),
-                error_type=type(exc).__name__,
+                **failure_fields(exc),
                 mode=self.extract_mode,
                 **fields,
             )
@@ -126,11 +157,7 @@ class BaseMemoryManager(ABC):
                 raise
             return
         await emit(
-            EV_MEMORY_MANAGER_EXTRACTED,
-            memory_count=len(memories),
-            types=[m.type.value for m in memories],
-            mode=self.extract_mode,
-            **fields,
+            EV_MEMORY_MANAGER_EXTRACTED, **outcome.event_fields(), mode=self.extract_mode, **fields
         )
 
     def _event_fields(self) -> dict[str, Any]:

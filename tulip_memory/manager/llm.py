@@ -5,6 +5,12 @@ the memory's key; their past versions live beside them (:mod:`.history`). The pr
 a call is its scope: :meth:`LLMMemoryManager.scoped`, else the run's
 ``namespace_resolver``, else ``namespace_prefix``.
 
+The extractor of a run, first that applies: ``extract_fn`` (returns memories to save);
+``extractor`` (an :class:`~tulip_memory.manager.consolidation.LLMExtractor`: a chat model
+decides ADD/UPDATE/DELETE/NONE against the stored memories and the decisions are applied
+once per run); the LLM extractor built from ``TULIP_MEMORY["LLM"]`` when that setting names
+a ``MODEL``; else the deterministic heuristic.
+
 Pure Python over a non-ORM store; ``extract_mode="celery"`` needs a configured Django
 project (its job rows are models), imported only when that mode is used.
 """
@@ -17,8 +23,11 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, get_args
 
 from tulip_memory.exceptions import ConcurrentUpdateError
-from tulip_memory.manager.base import BaseMemoryManager
+from tulip_memory.llm.client import ChatClient
+from tulip_memory.llm.config import LLMConfig
+from tulip_memory.manager.base import BaseMemoryManager, failure_fields
 from tulip_memory.manager.block import strip_memory_blocks
+from tulip_memory.manager.consolidation import LLMExtractor
 from tulip_memory.manager.heuristic import extract_heuristic
 from tulip_memory.manager.history import (
     CONTENT_SINCE,
@@ -28,7 +37,13 @@ from tulip_memory.manager.history import (
 )
 from tulip_memory.manager.retrieval import recall
 from tulip_memory.manager.scope import MemoryScope, ScopeBinding, bound_scope
-from tulip_memory.manager.types import ExtractFn, ExtractMode, Memory, MemoryType
+from tulip_memory.manager.types import (
+    ExtractFn,
+    ExtractionOutcome,
+    ExtractMode,
+    Memory,
+    MemoryType,
+)
 from tulip_memory.messages import Message
 from tulip_memory.namespaces import Namespace, validate_namespace
 from tulip_memory.state import AgentState, RunInfo
@@ -57,8 +72,12 @@ class LLMMemoryManager(BaseMemoryManager):
     Args:
         store: any :class:`~tulip_memory.store.base.BaseStore` (InMemoryStore,
             HolographicStore, PgMemory ...).
-        extract_fn: ``async (messages) -> list[Memory]``; without one the deterministic
-            heuristic of :mod:`tulip_memory.manager.heuristic` is used.
+        extract_fn: ``async (messages) -> list[Memory]``, saved by the manager.
+        extractor: an :class:`~tulip_memory.manager.consolidation.LLMExtractor`, whose
+            decisions (ADD/UPDATE/DELETE/NONE) are applied once per run. Without either,
+            the LLM extractor of ``TULIP_MEMORY["LLM"]`` when it names a ``MODEL``, else
+            the deterministic heuristic of :mod:`tulip_memory.manager.heuristic`
+            (:attr:`extractor` says which).
         namespace_prefix: where memories live when no scope or resolver says otherwise;
             its first element is the tenant.
         max_memories: per type and namespace; the oldest are pruned (with their history).
@@ -77,6 +96,7 @@ class LLMMemoryManager(BaseMemoryManager):
         store: BaseStore,
         *,
         extract_fn: ExtractFn | None = None,
+        extractor: LLMExtractor | None = None,
         namespace_prefix: tuple[str, ...] = ("tulip_memory",),
         max_memories: int = 50,
         retrieve_limit: int = 20,
@@ -95,10 +115,21 @@ class LLMMemoryManager(BaseMemoryManager):
             )
         if extract_fn is not None and not callable(extract_fn):
             raise ValueError("extract_fn must be an async callable (messages) -> list[Memory]")
+        if extractor is not None and not isinstance(extractor, LLMExtractor):
+            raise ValueError(
+                f"extractor must be an LLMExtractor or None, got {type(extractor).__name__}"
+            )
+        if extract_fn is not None and extractor is not None:
+            raise ValueError("pass extract_fn or extractor, not both")
         if extract_mode == "celery" and extract_fn is not None:
             raise ValueError(
                 "extract_mode='celery' runs the extractor that TULIP_MEMORY['EXTRACTOR'] names "
                 "on the workers; name it there instead of passing extract_fn"
+            )
+        if extract_mode == "celery" and extractor is not None:
+            raise ValueError(
+                "extract_mode='celery' runs the extractor the workers build from "
+                "TULIP_MEMORY['LLM']; configure the model there instead of passing extractor"
             )
         for name, value, floor in (
             ("max_memories", max_memories, 1),
@@ -111,6 +142,10 @@ class LLMMemoryManager(BaseMemoryManager):
             raise ValueError("namespace_resolver must be a callable (RunInfo) -> prefix | None")
         self.store = store
         self.extract_fn = extract_fn
+        if extractor is None and extract_fn is None and extract_mode != "celery":
+            extractor = _extractor_from_settings()
+        #: The chat-model extractor runs use, or ``None`` (``extract_fn`` or the heuristic).
+        self.extractor = extractor
         self.namespace_prefix = validate_namespace(namespace_prefix, name="namespace_prefix")
         self.max_memories = max_memories
         self.retrieve_limit = retrieve_limit
@@ -201,8 +236,7 @@ class LLMMemoryManager(BaseMemoryManager):
 
             await emit(
                 EV_MEMORY_MANAGER_EXTRACT_FAILED,
-                error=str(exc),
-                error_type=type(exc).__name__,
+                **failure_fields(exc),
                 mode="celery",
                 **self._event_fields(),
             )
@@ -239,10 +273,61 @@ class LLMMemoryManager(BaseMemoryManager):
     # --- extract / retrieve / save ----------------------------------------------------------
 
     async def extract(self, messages: list[Message]) -> list[Memory]:
-        """``extract_fn`` when given, else the heuristic extractor."""
+        """The memories of ``messages``, nothing saved: ``extract_fn`` when given; with an
+        :attr:`extractor`, the contents its decisions would add or update (a dry run: the
+        model is asked, nothing is applied); else the heuristic extractor."""
         if self.extract_fn is not None:
             return list(await self.extract_fn(messages))
+        if self.extractor is not None:
+            report = await self.extractor.plan(messages, self)
+            return [
+                Memory(op.type, op.key, op.content)
+                for op in report.operations
+                if op.event in ("ADD", "UPDATE")
+            ]
         return extract_heuristic(messages)
+
+    async def extract_and_save(self, messages: list[Message]) -> list[Memory]:
+        """Extract and save (with an :attr:`extractor`: apply its decisions), raising on
+        failure; returns the memories added or updated."""
+        if self.extractor is not None:
+            return (await self.run_extraction(messages)).memories
+        return await super().extract_and_save(messages)
+
+    async def run_extraction(
+        self, messages: list[Message], *, run_id: str | None = None
+    ) -> ExtractionOutcome:
+        """One run in the active namespace, raising on failure.
+
+        With an :attr:`extractor` the run is applied once per ``run_id`` (default: a hash
+        of the namespace and the messages) and the outcome carries the model's usage and
+        the operation counts; otherwise it is :meth:`extract_and_save`.
+        """
+        if self.extractor is None:
+            return await super().run_extraction(messages, run_id=run_id)
+        report = await self.extractor.run(messages, self, run_id=run_id)
+        outcome = ExtractionOutcome(
+            report.written(),
+            model=report.model,
+            usage=report.usage,
+            details={
+                "run_id": report.run_id,
+                "operations": report.counts(),
+                "already_done": report.already_done,
+                "replayed": report.replayed,
+                "refused": report.refused,
+                "dropped_messages": report.dropped_messages,
+            },
+        )
+        logger.debug(
+            "llm extraction run %s in %r: %s, %d applied, %s",
+            report.run_id,
+            self.active_namespace,
+            report.counts(),
+            len(report.applied),
+            report.usage.as_fields(),
+        )
+        return outcome
 
     async def retrieve(
         self,
@@ -391,6 +476,14 @@ class LLMMemoryManager(BaseMemoryManager):
         probe = Memory(type=kind, key=key, content="")  # validates the key
         prefix = self.active_namespace if namespace is None else validate_namespace(namespace)
         return probe.type, probe.key, prefix
+
+
+def _extractor_from_settings() -> LLMExtractor | None:
+    """The LLM extractor ``TULIP_MEMORY["LLM"]`` configures, or ``None`` without a ``MODEL``."""
+    config = LLMConfig.from_settings()
+    if config.model is None:
+        return None
+    return LLMExtractor(ChatClient(config))
 
 
 def _content_of(value: Any) -> Any:

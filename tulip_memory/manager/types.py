@@ -1,4 +1,5 @@
-"""The value types of the long-term memory manager: :class:`Memory` and :class:`MemoryType`.
+"""The value types of the long-term memory manager: :class:`Memory`, :class:`MemoryType` and
+:class:`ExtractionOutcome` (what one extraction run did).
 
 Pure Python: importable without Django settings.
 """
@@ -11,9 +12,10 @@ from enum import StrEnum
 from typing import Any, Literal
 
 from tulip_memory.identifiers import validate_identifier
+from tulip_memory.llm.usage import Usage
 from tulip_memory.messages import Message
 
-__all__ = ["ExtractFn", "ExtractMode", "Memory", "MemoryType"]
+__all__ = ["ExtractFn", "ExtractMode", "ExtractionOutcome", "Memory", "MemoryType"]
 
 # The longest key a memory may have: keys name store rows and history namespaces.
 MEMORY_KEY_MAX_LENGTH = 200
@@ -79,6 +81,29 @@ class Memory:
             )
         except KeyError as exc:
             raise ValueError(f"a stored memory lacks the field {exc.args[0]!r}") from None
+
+
+@dataclass
+class ExtractionOutcome:
+    """What one extraction run did: the memories it added or updated and, when a chat model
+    made the decisions, the model, the usage of its calls and the operation counts."""
+
+    memories: list[Memory]
+    model: str | None = None
+    usage: Usage | None = None
+    #: Extra fields of the ``memory.manager.extracted`` event (``operations``, ``run_id`` ...).
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def event_fields(self) -> dict[str, Any]:
+        """The fields of the ``memory.manager.extracted`` event of this run."""
+        fields: dict[str, Any] = {
+            "memory_count": len(self.memories),
+            "types": [m.type.value for m in self.memories],
+            **self.details,
+        }
+        if self.usage is not None:
+            fields.update(model=self.model, **self.usage.as_fields())
+        return fields
 
 
 ExtractFn = Callable[[list[Message]], Awaitable[list[Memory]]]

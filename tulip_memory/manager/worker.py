@@ -20,7 +20,12 @@ minutes); its namespace waits for it, which keeps the order. The attempt that re
 on. An attempt whose worker died (SIGKILL, OOM) counts too: when the lease expires the
 next worker finds the job ``running``, and runs it again, or fails it if that was the
 last attempt ("worker lost"). Saves are idempotent (upsert by key), so re-running a job
-whose save finished but whose "done" was not recorded changes nothing.
+whose save finished but whose "done" was not recorded changes nothing; with a chat model
+(an :class:`~tulip_memory.manager.consolidation.LLMExtractor`) the run's id is
+``job-<job id>``, so such a re-run finds the run journaled as done and neither asks the
+model nor applies anything. The model's usage of every attempt (failed ones included) is
+added to the job row (``llm_model``, ``llm_calls``, ``prompt_tokens``,
+``completion_tokens``).
 
 Workers build the manager from ``TULIP_MEMORY`` through
 :func:`tulip_memory.manager.factory.build_memory_manager_from_settings`.
@@ -37,6 +42,7 @@ from dataclasses import dataclass
 
 from asgiref.sync import async_to_sync
 from django.db import connections
+from django.db.models import F
 from django.db.models.functions import Now
 
 from tulip_memory.events import (
@@ -44,9 +50,12 @@ from tulip_memory.events import (
     EV_MEMORY_MANAGER_EXTRACTED,
     emit_sync,
 )
+from tulip_memory.exceptions import LLMError
+from tulip_memory.llm.usage import Usage
+from tulip_memory.manager.base import failure_fields
 from tulip_memory.manager.factory import build_memory_manager_from_settings
 from tulip_memory.manager.llm import LLMMemoryManager
-from tulip_memory.manager.types import Memory
+from tulip_memory.manager.types import ExtractionOutcome
 from tulip_memory.messages import Message
 
 __all__ = ["RunOutcome", "run_queue"]
@@ -110,10 +119,24 @@ class _Heartbeat:
 
 
 async def _extract_in(
-    manager: LLMMemoryManager, namespace: tuple[str, ...], messages: list[Message]
-) -> list[Memory]:
+    manager: LLMMemoryManager, namespace: tuple[str, ...], messages: list[Message], run_id: str
+) -> ExtractionOutcome:
     with manager.scoped(namespace):
-        return await manager.extract_and_save(messages)
+        return await manager.run_extraction(messages, run_id=run_id)
+
+
+def _usage_columns(model: str | None, usage: Usage | None) -> dict[str, object]:
+    """The job-row updates adding ``usage`` to what earlier attempts spent."""
+    if usage is None:
+        return {}
+    columns: dict[str, object] = {
+        "llm_calls": F("llm_calls") + usage.calls,
+        "prompt_tokens": F("prompt_tokens") + usage.prompt_tokens,
+        "completion_tokens": F("completion_tokens") + usage.completion_tokens,
+    }
+    if model:
+        columns["llm_model"] = model
+    return columns
 
 
 def _retry_delay(attempts: int) -> float:
@@ -169,17 +192,22 @@ def _run_claimed(
                 started_at=Now(),
                 run_after=None,
             )
+        manager: LLMMemoryManager | None = None
         try:
             # Decoded inside the try: an unreadable payload is a failure of this job like
             # any other, not an exception that leaves it "running" with no error recorded.
             messages = [Message.from_dict(data) for data in job.payload.get("messages", [])]
-            memories = async_to_sync(_extract_in)(
-                build_memory_manager_from_settings(), namespace, messages
-            )
+            manager = build_memory_manager_from_settings()
+            result = async_to_sync(_extract_in)(manager, namespace, messages, f"job-{job.pk}")
         except Exception as exc:
             final = job.attempts >= max_attempts
             error = f"{type(exc).__name__}: {exc}"
             logger.exception("extraction job %s (attempt %s) failed", job.pk, job.attempts)
+            # A model's failure still cost tokens: they go onto the row too.
+            spent = exc.usage if isinstance(exc, LLMError) else None
+            spent = spent if isinstance(spent, Usage) else None
+            extractor = manager.extractor if manager is not None else None
+            model = extractor.config.model if extractor is not None else None
             with tenant_atomic(tenant):
                 ExtractionJob.objects.filter(
                     pk=job.pk, state=JobState.RUNNING, worker=owner
@@ -188,6 +216,7 @@ def _run_claimed(
                     error=error,
                     finished_at=Now() if final else None,
                     run_after=None if final else db_now_plus(_retry_delay(job.attempts)),
+                    **_usage_columns(model, spent),
                 )
             if final:
                 outcome.failed += 1
@@ -195,8 +224,7 @@ def _run_claimed(
                 outcome.retried += 1
             emit_sync(
                 EV_MEMORY_MANAGER_EXTRACT_FAILED,
-                error=error,
-                error_type=type(exc).__name__,
+                **{**failure_fields(exc), "error": error},
                 job=job.pk,
                 final=final,
                 **fields,
@@ -204,16 +232,12 @@ def _run_claimed(
             continue
         with tenant_atomic(tenant):
             ExtractionJob.objects.filter(pk=job.pk, state=JobState.RUNNING, worker=owner).update(
-                state=JobState.DONE, finished_at=Now()
+                state=JobState.DONE,
+                finished_at=Now(),
+                **_usage_columns(result.model, result.usage),
             )
         outcome.done += 1
-        emit_sync(
-            EV_MEMORY_MANAGER_EXTRACTED,
-            memory_count=len(memories),
-            types=[m.type.value for m in memories],
-            job=job.pk,
-            **fields,
-        )
+        emit_sync(EV_MEMORY_MANAGER_EXTRACTED, **result.event_fields(), job=job.pk, **fields)
 
 
 def run_queue(tenant: str, queue_id: int, *, owner: str | None = None) -> RunOutcome:

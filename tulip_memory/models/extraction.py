@@ -3,7 +3,8 @@
 * :class:`ExtractionQueue` — one row per memory namespace: the last sequence number
   handed out, and the lease of the worker currently running that namespace's jobs;
 * :class:`ExtractionJob` — one row per ended session: its namespace's sequence number,
-  the payload (the messages), its state, attempts and last error.
+  the payload (the messages), its state, attempts and last error, and what a chat model
+  cost it (model, calls, prompt and completion tokens over all attempts).
 
 Both carry the ``tenant`` (``namespace[0]``) and sit under the tenant row-level security
 policy (migration ``0003_memory_manager``): every query runs inside
@@ -229,6 +230,14 @@ class ExtractionJob(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # What a chat model cost this job, summed over its attempts (0 without a model).
+    # Database defaults: the enqueue statement (ENQUEUE_JOB_SQL) does not name them.
+    llm_model = models.CharField(
+        max_length=200, blank=True, db_default="", help_text="Chat model of the last attempt"
+    )
+    llm_calls = models.PositiveIntegerField(db_default=0)
+    prompt_tokens = models.PositiveBigIntegerField(db_default=0)
+    completion_tokens = models.PositiveBigIntegerField(db_default=0)
 
     objects = ExtractionJobQuerySet.as_manager()
 

@@ -1,11 +1,12 @@
 """Demo scene: long-term memory across sessions, on PgMemory (tenant ``demo``).
 
-Ada tells the agent who she is in one session; the heuristic extractor turns that into
-typed memories; the next session starts with a memory block recalled for her message.
-Her role changes and the history keeps what it said before. Then the Celery mode: three
-sessions of two users become job rows, which a worker runs in order per namespace (the
-worker code is called in this process here; ``celery -A example_project worker -Q
-tulip_memory`` does it in production).
+Ada tells the agent who she is in one session; the extractor turns that into typed
+memories (offline, the heuristic; a chat model when ``TULIP_MEMORY["LLM"]`` names one, and
+the scene says how to switch it on); the next session starts with a memory block recalled
+for her message. Her role changes and the history keeps what it said before. Then the
+Celery mode: three sessions of two users become job rows, which a worker runs in order per
+namespace (the worker code is called in this process here; ``celery -A example_project
+worker -Q tulip_memory`` does it in production).
 """
 
 from __future__ import annotations
@@ -95,8 +96,19 @@ async def manager_scene(out: TextIO) -> None:
             ],
             metadata={"user": "ada"},
         )
+        if manager.extractor is None:
+            extractor = "the heuristic extractor"
+            out.write(
+                "Extractor: the offline heuristic. To let a chat model decide (ADD/UPDATE/DELETE "
+                'with history), set TULIP_MEMORY["LLM"] = {"BASE_URL": ..., "MODEL": ...} '
+                "(docs/manager.md).\n"
+            )
+        else:
+            config = manager.extractor.config
+            extractor = f"the chat model {config.model}"
+            out.write(f"Extractor: the chat model {config.model} at {config.base_url}.\n")
         await manager.on_session_end(first)
-        out.write("Session 1 ended; the heuristic extractor kept:\n")
+        out.write(f"Session 1 ended; {extractor} kept:\n")
         with manager.scoped(ADA):
             for memory in await manager.retrieve():
                 out.write(f"  [{memory.type.value:9}] {memory.key:42} {memory.content}\n")

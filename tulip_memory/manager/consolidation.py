@@ -17,16 +17,23 @@
    not shown for that candidate is refused and logged.
 3. **Apply,** through the manager: ``ADD``/``UPDATE`` are one ``save`` (history keeps the
    replaced content), ``DELETE`` moves the memory into its history, ended, and deletes it.
-   Content is redacted again before it is written.
+   Content is redacted again before it is written. On a store with a Django database
+   alias (``PgMemory``) the whole application, journal included, is **one transaction**
+   (:mod:`.transaction`).
 
-Idempotency: the run has an id (given, e.g. a job id, or a hash of its scope and
-messages); each operation's id is derived from the run id and the operation. The planned
-operations are journaled under ``(*prefix, "_extraction_runs")`` before the first write
-and the run is marked done after the last; a redelivered run that is done applies
-nothing and asks the model nothing, one that stopped half-way replays the journaled
-operations (an operation whose id is already on the memory is skipped). Every model call
-happens before the first write: a failing call (:class:`~tulip_memory.exceptions.LLMError`)
-leaves the store untouched.
+:meth:`LLMExtractor.plan` does steps 1-2 (every model call, no write) and
+:meth:`LLMExtractor.apply` step 3; :meth:`LLMExtractor.run` is both. The manager
+(:class:`~tulip_memory.manager.LLMMemoryManager` with an extractor) calls ``run``.
+
+Idempotency: the run has an id (given, e.g. ``job-<id>`` by the Celery worker, or a hash of
+its scope and messages); each operation's id is derived from the run id and the operation.
+The planned operations are journaled under ``(*prefix, "_extraction_runs")`` before the
+first write and the run is marked done after the last; a redelivered run that is done
+applies nothing and asks the model nothing, one that stopped half-way (possible only on a
+store without transactions) replays the journaled operations (an operation whose id is
+already on the memory is skipped). Every model call happens before the first write: a
+failing call (:class:`~tulip_memory.exceptions.LLMError`, with the usage of the whole run
+so far) leaves the store untouched.
 
 Pure Python over any :class:`~tulip_memory.store.base.BaseStore`.
 """
@@ -36,11 +43,12 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from tulip_memory.exceptions import LLMError
 from tulip_memory.identifiers import validate_identifier
 from tulip_memory.llm.budget import cut_to_budget
 from tulip_memory.llm.client import ChatClient
@@ -65,7 +73,7 @@ __all__ = [
     "Operation",
 ]
 
-logger = logging.getLogger("tulip_memory.llm")
+logger = logging.getLogger(__name__)
 
 JOURNAL_LABEL = "_extraction_runs"
 # Journal entries kept per scope; older ones are pruned (a redelivery comes much sooner).
@@ -200,15 +208,33 @@ class Operation:
 
 @dataclass
 class ExtractionReport:
-    """What one run did: its operations (``NONE`` included), whether it was a replay."""
+    """What one run did: its operations (``NONE`` included), whether it was a replay.
+
+    ``already_done``: the run had been applied before (nothing asked, nothing applied);
+    ``replayed``: its journaled operations were applied without asking the model.
+    """
 
     run_id: str
+    model: str | None = None
     operations: list[Operation] = field(default_factory=list)
     applied: list[Operation] = field(default_factory=list)
     already_done: bool = False
+    replayed: bool = False
     refused: int = 0
     dropped_messages: int = 0
     usage: Usage = field(default_factory=Usage)
+
+    def counts(self) -> dict[str, int]:
+        """Decided operations per event (``ADD``, ``UPDATE``, ``DELETE``, ``NONE``)."""
+        return {event: sum(op.event == event for op in self.operations) for event in EVENTS}
+
+    def written(self) -> list[Memory]:
+        """The memories this run added or updated (what the manager's event counts)."""
+        return [
+            Memory(op.type, op.key, op.content)
+            for op in self.applied
+            if op.event in ("ADD", "UPDATE")
+        ]
 
 
 def run_id_of(prefix: Namespace, messages: Sequence[Message]) -> str:
@@ -221,6 +247,15 @@ def run_id_of(prefix: Namespace, messages: Sequence[Message]) -> str:
 
 def _op_id(run_id: str, event: str, memory_type: MemoryType, key: str) -> str:
     return hashlib.sha256(f"{run_id}|{event}|{memory_type.value}|{key}".encode()).hexdigest()[:24]
+
+
+def _check_target(target: object) -> None:
+    missing = [name for name in _TARGET_ATTRIBUTES if not hasattr(target, name)]
+    if missing:
+        raise ValueError(
+            f"target must be an LLMMemoryManager (or offer {list(_TARGET_ATTRIBUTES)}); "
+            f"{type(target).__name__} lacks {missing}"
+        )
 
 
 class LLMExtractor:
@@ -241,35 +276,22 @@ class LLMExtractor:
         self.redactor = redactor or Redactor(RedactionPolicy.from_options(self.config.redaction))
         self.structured = StructuredOutput(self.client)
 
-    def as_extract_fn(
-        self, target: MemoryTarget
-    ) -> Callable[[list[Message]], Awaitable[list[Memory]]]:
-        """An ``extract_fn`` for ``target`` (an LLMMemoryManager) that runs :meth:`run`.
-
-        It writes through ``target`` itself, so it returns no memories for the manager
-        to save again; failures raise :class:`~tulip_memory.exceptions.LLMError`, which
-        the manager logs and emits as ``memory.manager.extract_failed``.
-        """
-
-        async def extract(messages: list[Message]) -> list[Memory]:
-            report = await self.run(messages, target)
-            logger.info(
-                "llm extraction run %s: %d operation(s) applied%s, %s",
-                report.run_id,
-                len(report.applied),
-                " (already done)" if report.already_done else "",
-                report.usage.as_fields(),
-            )
-            return []
-
-        return extract
-
     # --- the run ------------------------------------------------------------------------
 
     async def run(
         self, messages: Sequence[Message], target: MemoryTarget, *, run_id: str | None = None
     ) -> ExtractionReport:
         """Extract, consolidate and apply the facts of ``messages`` in ``target``'s scope."""
+        return await self.apply(await self.plan(messages, target, run_id=run_id), target)
+
+    async def plan(
+        self, messages: Sequence[Message], target: MemoryTarget, *, run_id: str | None = None
+    ) -> ExtractionReport:
+        """Steps 1-2: the run's operations (every model call), nothing written.
+
+        A run already done comes back ``already_done``; one journaled but not finished comes
+        back with its journaled operations (``replayed``), without asking the model.
+        """
         if isinstance(messages, (str, Message)) or not isinstance(messages, Sequence):
             raise ValueError("messages must be a list of Message objects")
         for index, message in enumerate(messages):
@@ -281,29 +303,54 @@ class LLMExtractor:
             validate_identifier(
                 run_id, "run_id", max_length=MEMORY_KEY_MAX_LENGTH, allow_blank=False
             )
-        missing = [name for name in _TARGET_ATTRIBUTES if not hasattr(target, name)]
-        if missing:
-            raise ValueError(
-                f"target must be an LLMMemoryManager (or offer {list(_TARGET_ATTRIBUTES)}); "
-                f"{type(target).__name__} lacks {missing}"
-            )
+        _check_target(target)
         prefix = tuple(target.active_namespace)
         run_id = run_id or run_id_of(prefix, messages)
-        report = ExtractionReport(run_id)
-        journal = _Journal(target.store, prefix, run_id)
-        entry = await journal.read()
+        report = ExtractionReport(run_id, model=self.config.model)
+        entry = await _Journal(target.store, prefix, run_id).read()
         if entry is not None and entry.get("state") == "done":
             report.already_done = True
-            return report
-        if entry is not None:
+        elif entry is not None:
             logger.info("llm extraction run %s: replaying its journaled operations", run_id)
             report.operations = [Operation.from_journal(op) for op in entry.get("ops", [])]
+            report.replayed = True
         else:
-            await self._decide(messages, target, report)
+            try:
+                await self._decide(messages, target, report)
+            except LLMError as error:
+                spent = error.usage if isinstance(error.usage, Usage) else Usage()
+                error.usage = report.usage + spent  # the run's calls before this one too
+                raise
+        return report
+
+    async def apply(self, report: ExtractionReport, target: MemoryTarget) -> ExtractionReport:
+        """Step 3: apply ``report``'s operations in ``target``'s scope, once.
+
+        One transaction on a store with a Django database alias (``PgMemory``).
+        """
+        if not isinstance(report, ExtractionReport):
+            raise ValueError(f"report must be an ExtractionReport, got {type(report).__name__}")
+        _check_target(target)
+        if report.already_done:
+            return report
+        prefix = tuple(target.active_namespace)
+        journal = _Journal(target.store, prefix, report.run_id)
+
+        async def apply_and_record() -> list[Operation]:
             if any(op.event != "NONE" for op in report.operations):
                 await journal.write("applying", report.operations)
-        report.applied = await _apply(target, prefix, report.operations)
-        await journal.write("done", report.operations)
+            applied = await _apply(target, prefix, report.operations)
+            await journal.write("done", report.operations)
+            return applied
+
+        store = target.store
+        using = getattr(store, "using", None)
+        if isinstance(using, str) and store.capabilities.transactions:
+            from tulip_memory.manager.transaction import in_one_transaction
+
+            report.applied = await in_one_transaction(using, apply_and_record)
+        else:
+            report.applied = await apply_and_record()
         await journal.prune()
         return report
 

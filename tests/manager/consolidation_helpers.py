@@ -4,10 +4,36 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.llm.chat_server import Reply
 from tulip_memory.manager import LLMMemoryManager, MemoryType
 from tulip_memory.messages import Message, Role
 
 PREFIX = ("acme", "u1")
+
+# How a chat model fails, as the test double scripts it after a good facts answer (so the
+# run has spent tokens already): client options, the failing replies, the expected reason.
+MODEL_FAILURES = {
+    "timeout": (
+        {"TIMEOUT": 0.3, "MAX_RETRIES": 1},
+        [Reply(delay=2.0), Reply(delay=2.0)],
+        "timeout",
+    ),
+    "5xx after the retries": (
+        {"MAX_RETRIES": 2},
+        [Reply(status=500), Reply(status=502), Reply(status=503)],
+        "server_error",
+    ),
+    "429 after the retries": (
+        {"MAX_RETRIES": 1},
+        [Reply(status=429, headers={"Retry-After": "0.1"})] * 2,
+        "rate_limited",
+    ),
+    "malformed after the repair": (
+        {},
+        [Reply(content="not json at all"), Reply(content='{"facts": "still wrong"}')],
+        "malformed_output",
+    ),
+}
 
 
 def facts(*items: tuple[str, str, str] | tuple[str, str, str, float]) -> dict[str, Any]:

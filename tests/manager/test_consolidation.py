@@ -1,4 +1,4 @@
-"""LLMExtractor end to end against the chat-server test double (tests/llm/chat_server.py)
+"""LLMExtractor end to end against the chat-server TEST DOUBLE (tests/llm/chat_server.py)
 and an InMemoryStore: what is sent to the model, what the store and its history hold after
 each decision, refusals, redaction, the budget cut, failures and redelivered runs."""
 
@@ -11,13 +11,16 @@ import pytest
 
 from tests.llm.chat_server import Reply
 from tests.llm.conftest import make_client
-from tests.llm.helpers import PREFIX, conversation, decisions, facts, state
-from tulip_memory.events import memory_event
+from tests.manager.consolidation_helpers import PREFIX, conversation, decisions, facts, state
 from tulip_memory.exceptions import LLMError
-from tulip_memory.llm.extraction import DECISIONS_SCHEMA, FACTS_SCHEMA, JOURNAL_LABEL, LLMExtractor
 from tulip_memory.manager import LLMMemoryManager, Memory, MemoryType
+from tulip_memory.manager.consolidation import (
+    DECISIONS_SCHEMA,
+    FACTS_SCHEMA,
+    JOURNAL_LABEL,
+    LLMExtractor,
+)
 from tulip_memory.messages import Message, Role
-from tulip_memory.state import AgentState
 from tulip_memory.store import InMemoryStore
 
 
@@ -165,7 +168,7 @@ async def test_unknown_types_keys_and_events_are_refused_and_logged(
             (7, "ADD"),
         ),
     )
-    with caplog.at_level(logging.WARNING, logger="tulip_memory.llm"):
+    with caplog.at_level(logging.WARNING, logger="tulip_memory.manager"):
         report = await extractor.run(conversation("I'm a surgeon now."), manager)
     assert report.refused == 6
     refusals = [r.getMessage() for r in caplog.records if "refused" in r.getMessage()]
@@ -286,51 +289,3 @@ async def test_a_long_run_is_cut_to_the_budget(server, manager, caplog):
     assert "message number 11" in sent and "message number 0 " not in sent
     assert report.dropped_messages > 0
     assert f"dropped {report.dropped_messages} of 12 messages (indexes 0-" in caplog.text
-
-
-async def test_as_extract_fn_runs_inside_the_manager(server):
-    manager = LLMMemoryManager(InMemoryStore(), namespace_resolver=lambda run: ("t", "u9"))
-    extractor = LLMExtractor(make_client(server))
-    manager.extract_fn = extractor.as_extract_fn(manager)
-    server.add(facts(("user", "timezone", "The user's time zone is CET.")))
-    await manager.on_session_end(AgentState(messages=conversation("My time zone is CET.")))
-    with manager.scoped(("t", "u9")):
-        assert await state(manager) == {("user", "timezone"): "The user's time zone is CET."}
-
-
-async def test_a_failure_goes_through_the_managers_failure_path(server):
-    events = []
-
-    def receiver(sender, event, payload, **kwargs):
-        events.append((event, payload))
-
-    memory_event.connect(receiver)
-    try:
-        manager = LLMMemoryManager(InMemoryStore(), namespace_prefix=PREFIX)
-        extractor = LLMExtractor(make_client(server, MAX_RETRIES=0))
-        manager.extract_fn = extractor.as_extract_fn(manager)
-        server.add(Reply(content="not json"), Reply(content="still not json"))
-        await manager.on_session_end(AgentState(messages=conversation("I'm Bo.")))
-    finally:
-        memory_event.disconnect(receiver)
-    failed = [payload for event, payload in events if event == "memory.manager.extract_failed"]
-    assert failed and failed[0]["error_type"] == "LLMError"
-    assert await state(manager) == {}
-
-
-def test_bad_arguments():
-    with pytest.raises(ValueError, match="client must be a ChatClient"):
-        LLMExtractor(client="gpt")  # type: ignore[arg-type]
-
-
-async def test_bad_run_arguments(manager, extractor):
-    with pytest.raises(ValueError, match="messages must be a list"):
-        await extractor.run("hello", manager)  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match=r"messages\[0\] must be a Message"):
-        await extractor.run([{"role": "user"}], manager)  # type: ignore[list-item]
-    with pytest.raises(ValueError, match="run_id must not be only whitespace"):
-        await extractor.run([], manager, run_id=" ")
-    with pytest.raises(ValueError, match="run_id is 201 characters long"):
-        await extractor.run([], manager, run_id="j" * 201)
-    with pytest.raises(ValueError, match=r"target must be an LLMMemoryManager .* lacks \['store'"):
-        await extractor.run([], object())  # type: ignore[arg-type]

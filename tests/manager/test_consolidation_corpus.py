@@ -1,4 +1,4 @@
-"""The labelled extraction corpus (tests/llm/extraction_corpus.py) against the chat-server
+"""The labelled extraction corpus (tests/manager/consolidation_corpus.py) against the chat-server
 test double: with the model's answers scripted, the store ends in exactly the expected
 state, with the expected operations and history, after the expected number of calls."""
 
@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 
 from tests.llm.conftest import make_client
-from tests.llm.extraction_corpus import CASES, Case
-from tests.llm.helpers import PREFIX, conversation, decisions, facts, state
-from tulip_memory.llm.extraction import LLMExtractor
+from tests.manager.consolidation_corpus import CASES, Case
+from tests.manager.consolidation_helpers import PREFIX, conversation, decisions, facts, state
 from tulip_memory.manager import LLMMemoryManager, Memory, MemoryType
+from tulip_memory.manager.consolidation import LLMExtractor
 from tulip_memory.messages import Message, Role, ToolCall
 from tulip_memory.store import InMemoryStore
 
