@@ -11,7 +11,9 @@
    thread keeps renewing the lease, so a long job is not taken over while its worker is
    alive. After each: record done (or the failure) at once, so progress survives a crash.
 3. **Release** the lease, then look again: a job committed while the lease was held
-   (whose message found the lease taken) is run by a new claim.
+   (whose message found the lease taken) is run by a new claim. A run stopped by a
+   database restart releases it on a new connection (the task's retry claims it again
+   at once instead of waiting for the lease to expire).
 
 Failure policy (``TULIP_MEMORY``): a job that raises goes back to ``pending`` with its
 error and ``run_after = now + EXTRACTION_RETRY_DELAY * 2**(attempts-1)`` (capped at 10
@@ -36,7 +38,7 @@ import uuid
 from dataclasses import dataclass
 
 from asgiref.sync import async_to_sync
-from django.db import connections
+from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError, connections
 from django.db.models.functions import Now
 
 from tulip_memory.events import (
@@ -216,6 +218,29 @@ def _run_claimed(
         )
 
 
+def _release(tenant: str, queue_id: int, owner: str) -> None:
+    """Release ``owner``'s lease, on a new connection if the database dropped this one.
+
+    After a database restart the run stops at its next query (the task retries it), and
+    its connection is dead: releasing through it would fail too, and the namespace would
+    wait for the lease to expire (``EXTRACTION_LEASE_SECONDS``) before the retry could
+    claim it. Once the server is back, a new connection releases it at once.
+    """
+    from tulip_memory.models import ExtractionQueue
+    from tulip_memory.tenancy import tenant_atomic
+
+    for attempt in (1, 2):
+        try:
+            with tenant_atomic(tenant):
+                ExtractionQueue.objects.release(queue_id, owner)
+            return
+        except (OperationalError, InterfaceError):
+            connection = connections[DEFAULT_DB_ALIAS]
+            if attempt == 2 or connection.in_atomic_block:
+                raise
+            connection.close_if_unusable_or_obsolete()
+
+
 def run_queue(tenant: str, queue_id: int, *, owner: str | None = None) -> RunOutcome:
     """Run the open jobs of extraction queue ``queue_id`` (of ``tenant``) in order."""
     from tulip_memory.conf import settings
@@ -236,8 +261,7 @@ def run_queue(tenant: str, queue_id: int, *, owner: str | None = None) -> RunOut
             with _Heartbeat(tenant, queue_id, owner, lease):
                 retry_in = _run_claimed(tenant, queue_id, decode_namespace(path), owner, outcome)
         finally:
-            with tenant_atomic(tenant):
-                ExtractionQueue.objects.release(queue_id, owner)
+            _release(tenant, queue_id, owner)
         if retry_in is not None:
             outcome.retry_in = retry_in
             return outcome
