@@ -15,9 +15,7 @@ session's two workers (on the session queue) neither help nor get killed.
 
 from __future__ import annotations
 
-import os
 import time
-import uuid
 
 import pytest
 from asgiref.sync import async_to_sync
@@ -72,13 +70,12 @@ def _history(label: str) -> list[str]:
     return [version.content for version in versions]
 
 
-def _close_connections_of_every_thread() -> None:
-    """Drop this process's connections that died with the server: this thread's, and those
-    of the thread where the async tests' ORM calls run (asgiref's single-thread executor),
-    which the next async test of the session would otherwise find broken."""
+def _close_connections_of_the_async_tests_thread() -> None:
+    """Drop the connections that died with the server in the thread where the async tests'
+    ORM calls run (asgiref's single-thread executor): the next async test of the session
+    would find them broken. This thread's connection is left to drain() to replace."""
     from asgiref.sync import SyncToAsync
 
-    connections.close_all()
     SyncToAsync.single_thread_executor.submit(connections.close_all).result()
 
 
@@ -103,7 +100,7 @@ def test_postgresql_restart_while_two_workers_run_jobs(workers, celery_settings)
     restart_embedded_postgres(down_for=LEASE + 1.0)  # down longer than a lease
     back = time.monotonic()
     before_restart_done = done_so_far()
-    _close_connections_of_every_thread()
+    _close_connections_of_the_async_tests_thread()
 
     async def drain() -> None:
         import asyncio
@@ -111,7 +108,7 @@ def test_postgresql_restart_while_two_workers_run_jobs(workers, celery_settings)
         async with asyncio.timeout(120):
             await manager.drain()
 
-    async_to_sync(drain)()
+    async_to_sync(drain)()  # its first poll meets this thread's dead connection
     finished = time.monotonic()
     print(
         f"\nrestart drill: {before_restart_done}/{jobs * len(labels)} jobs logged when the "
@@ -131,3 +128,121 @@ def test_postgresql_restart_while_two_workers_run_jobs(workers, celery_settings)
         assert _history(label) == [f"{label} job {n}" for n in range(jobs)], label
     reruns = [(ns, seq, attempts) for ns, seq, _, attempts in rows if attempts > 1]
     print(f"jobs run more than once (attempts > 1): {reruns}")
+
+
+@pytest.fixture(scope="module")
+def sweep_env(celery_env, tmp_path_factory):
+    """A queue of its own, with a real ``celery beat`` sending the sweep to it every
+    ``SWEEP_EVERY`` seconds; the tests start (and kill) the workers that consume it."""
+    import redis
+    from django.conf import settings
+
+    queue = f"{celery_env}_sweep"
+    beat = Beat(SWEEP_EVERY, tmp_path_factory.mktemp("beat"), {"TULIP_TEST_CELERY_QUEUE": queue})
+    beat.start()
+    try:
+        yield queue
+    finally:
+        beat.stop()
+        client = redis.Redis.from_url(settings.REDIS_URL)
+        client.delete(queue)
+        client.close()
+
+
+@pytest.fixture
+def sweep_settings(celery_settings, settings, sweep_env):
+    """This process sends its jobs' messages to the sweep drills' queue."""
+    settings.TULIP_MEMORY = {**celery_settings, "CELERY_QUEUE": sweep_env}
+    return settings.TULIP_MEMORY
+
+
+def _sweep_workers(sweep_env: str, tmp_path_factory, **env: str) -> Workers:
+    log_dir = tmp_path_factory.mktemp("sweep-workers")
+    return Workers(1, log_dir, env={"TULIP_TEST_CELERY_QUEUE": sweep_env, **env})
+
+
+def _wait_for(condition, timeout: float, what: str) -> float:
+    """Poll ``condition`` every 20 ms; the seconds it took to hold."""
+    started = time.monotonic()
+    while not condition():
+        assert time.monotonic() - started < timeout, f"{what} within {timeout} s"
+        time.sleep(0.02)
+    return time.monotonic() - started
+
+
+def test_broker_down_at_session_end_the_sweep_sends_the_job_once_it_is_back(
+    sweep_env, sweep_settings, tmp_path_factory
+):
+    workers = _sweep_workers(sweep_env, tmp_path_factory)
+    workers.start()
+    try:
+        manager = _manager()
+        previous = current_app._get_current_object()
+        down = Celery("broker-down", broker=f"redis://127.0.0.1:{closed_port()}/0")
+        down.set_current()
+        try:
+            elapsed = _end(manager, ("acme", "outage"), "outage 0")
+        finally:
+            previous.set_current()  # the broker is back
+            down.close()
+        assert elapsed <= 1.0, elapsed
+        assert [(state, attempts) for *_, state, attempts in _jobs("acme")] == [("pending", 0)]
+        # Nobody calls drain(): beat's sweep re-sends the message of the stalled queue
+        # once its job has waited EXTRACTION_RESEND_AFTER.
+        resend_after = sweep_settings["EXTRACTION_RESEND_AFTER"]
+        took = _wait_for(
+            lambda: [state for *_, state, _ in _jobs("acme")] == ["done"],
+            timeout=resend_after + SWEEP_EVERY + 10,
+            what="the job run through the sweep",
+        )
+    finally:
+        workers.stop()
+    print(
+        f"\nbroker down: on_session_end returned in {elapsed * 1000:.1f} ms; the job was done "
+        f"{took:.2f} s later (resend after {resend_after} s, sweep every {SWEEP_EVERY} s)"
+    )
+    assert [line.split()[0] for line in read_log("outage")] == ["0"]
+
+
+def test_whole_worker_killed_holding_a_lease_the_sweep_hands_the_namespace_over(
+    sweep_env, sweep_settings, tmp_path_factory
+):
+    # The first worker's job sleeps a minute: it is mid-job, holding the lease, when killed.
+    first = _sweep_workers(sweep_env, tmp_path_factory, TULIP_TEST_SLOW_SECONDS="60")
+    second = _sweep_workers(sweep_env, tmp_path_factory, TULIP_TEST_SLOW_SECONDS="0.2")
+    first.start()
+    try:
+        manager = _manager()
+        _end(manager, ("acme", "host"), "host 0 slow")
+        _wait_for(lambda: read_log("host"), 60, "the first worker started the job")
+        victim = int(read_log("host")[0].split()[2])
+        # The other worker is up and idle: no message names the namespace any more (the
+        # only one is the first worker's, taken and never to be acknowledged).
+        second.start()
+        assert read_log("host") == [f"start 0 {victim}"]
+        with tenant_atomic("acme"):
+            assert ExtractionQueue.objects.get().lease_owner.split(":")[1] == str(victim)
+        killed = first.kill_whole(0)
+        assert victim in killed
+        handover = _wait_for(
+            lambda: len(read_log("host")) > 1,
+            timeout=LEASE + SWEEP_EVERY + 15,
+            what="the namespace handed over",
+        )
+        _wait_for(lambda: [state for *_, state, _ in _jobs("acme")] == ["done"], 30, "the job done")
+    finally:
+        first.stop()
+        second.stop()
+    print(
+        f"\nwhole worker killed ({len(killed)} processes): the namespace was handed over "
+        f"{handover:.2f} s later (lease {LEASE} s, sweep every {SWEEP_EVERY} s)"
+    )
+    lines = read_log("host")
+    heir = int(lines[1].split()[2])
+    assert heir not in killed
+    assert lines == [f"start 0 {victim}", f"start 0 {heir}", f"0 {heir}"]
+    assert [(seq, state, attempts) for _, seq, state, attempts in _jobs("acme")] == [
+        (1, "done", 2)  # the killed attempt counts
+    ]
+    # Within lease + sweep interval, and the time for a message to reach the worker.
+    assert handover <= LEASE + SWEEP_EVERY + 1.0, handover

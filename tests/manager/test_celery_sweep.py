@@ -38,7 +38,7 @@ from tulip_memory.manager.worker import run_queue
 from tulip_memory.messages import Message, Role
 from tulip_memory.models import ExtractionJob, ExtractionQueue, ExtractionTenant, JobState
 from tulip_memory.state import AgentState
-from tulip_memory.store import InMemoryStore
+from tulip_memory.store import InMemoryStore, PgMemory
 from tulip_memory.tenancy import tenant_atomic
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -196,7 +196,9 @@ def test_session_end_with_the_broker_down_returns_at_once_and_records_the_job(
     celery_settings,  # noqa: F811
     broker_queue,
 ):
-    manager = LLMMemoryManager(InMemoryStore(), namespace_prefix=("acme", "x"), extract_mode="celery")
+    manager = LLMMemoryManager(
+        InMemoryStore(), namespace_prefix=("acme", "x"), extract_mode="celery"
+    )
     state = AgentState(messages=[Message(Role.USER, "down 0")])
     previous = current_app._get_current_object()
     down = Celery("broker-down", broker=f"redis://127.0.0.1:{closed_port()}/0")
@@ -242,7 +244,9 @@ def test_a_run_cut_by_a_database_restart_releases_its_lease_on_a_new_connection(
 def test_drain_waits_out_a_database_restart(celery_settings):  # noqa: F811
     from tests.manager.extractors import _drop_own_connection
 
-    manager = LLMMemoryManager(InMemoryStore(), namespace_prefix=("acme", "x"), extract_mode="celery")
+    manager = LLMMemoryManager(
+        InMemoryStore(), namespace_prefix=("acme", "x"), extract_mode="celery"
+    )
     with manager.scoped(("acme", "restart")):
         async_to_sync(manager.on_session_end)(AgentState(messages=[Message(Role.USER, "r 0")]))
     run_queue("acme", _queue("acme", "restart"))
@@ -256,3 +260,21 @@ def test_drain_waits_out_a_database_restart(celery_settings):  # noqa: F811
 
     async_to_sync(drain)()
     assert manager.pending_extractions == 0
+
+
+def test_a_worker_that_lost_its_lease_mid_job_saves_nothing_and_stops(celery_settings):  # noqa: F811
+    # Its lease expired during a database outage and another worker claimed the namespace
+    # while this one was extracting: the new holder runs the job again, so this one's save
+    # would put the job in effect twice. The lease is renewed right before the save.
+    queue_id = _queue("acme", "stolen", "stolen 0 steal", "stolen 1")
+    outcome = run_queue("acme", queue_id, owner="first")
+    assert (outcome.done, outcome.failed, outcome.retried) == (0, 0, 0)
+    assert [line.split()[0] for line in read_log("stolen")] == ["steal", "0"]  # extracted
+    saved = async_to_sync(PgMemory().get)(("acme", "stolen", "project"), "last_job")
+    assert saved is None  # ... and not saved
+    with tenant_atomic("acme"):
+        assert ExtractionQueue.objects.get(pk=queue_id).lease_owner == "thief"
+        states = list(
+            ExtractionJob.objects.order_by("sequence").values_list("state", "attempts", "worker")
+        )
+    assert states == [(JobState.RUNNING, 1, "first"), (JobState.PENDING, 0, "")]

@@ -9,7 +9,10 @@
 2. **Run the open jobs by sequence number**, one at a time. Before each: renew the lease,
    count the attempt and mark the job running (committed). While it runs, a heartbeat
    thread keeps renewing the lease, so a long job is not taken over while its worker is
-   alive. After each: record done (or the failure) at once, so progress survives a crash.
+   alive; right before the job's save the lease is renewed once more, and a worker that
+   lost it (expired during a database outage, claimed by another) saves nothing and
+   stops, so a job is never in effect twice. After each: record done (or the failure)
+   at once, so progress survives a crash.
 3. **Release** the lease, then look again: a job committed while the lease was held
    (whose message found the lease taken) is run by a new claim. A run stopped by a
    database restart releases it on a new connection (the task's retry claims it again
@@ -35,9 +38,10 @@ import os
 import socket
 import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from asgiref.sync import async_to_sync
+from asgiref.sync import async_to_sync, sync_to_async
 from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError, connections
 from django.db.models.functions import Now
 
@@ -46,6 +50,7 @@ from tulip_memory.events import (
     EV_MEMORY_MANAGER_EXTRACTED,
     emit_sync,
 )
+from tulip_memory.exceptions import LeaseLostError
 from tulip_memory.manager.factory import build_memory_manager_from_settings
 from tulip_memory.manager.llm import LLMMemoryManager
 from tulip_memory.manager.types import Memory
@@ -112,10 +117,32 @@ class _Heartbeat:
 
 
 async def _extract_in(
-    manager: LLMMemoryManager, namespace: tuple[str, ...], messages: list[Message]
+    manager: LLMMemoryManager,
+    namespace: tuple[str, ...],
+    messages: list[Message],
+    fence: Callable[[], None],
 ) -> list[Memory]:
+    """Extract, then save once ``fence`` renewed the lease (it raises :class:`LeaseLostError`
+    if the lease is another worker's now): a save never overlaps the next holder's run of
+    the same job, as long as it takes less than a lease."""
     with manager.scoped(namespace):
-        return await manager.extract_and_save(messages)
+        memories = await manager.extract(messages)
+        if memories:
+            await sync_to_async(fence)()
+            await manager.save(memories)
+        return memories
+
+
+def _lease_fence(tenant: str, queue_id: int, owner: str, lease: float) -> Callable[[], None]:
+    def fence() -> None:
+        from tulip_memory.models import ExtractionQueue
+        from tulip_memory.tenancy import tenant_atomic
+
+        with tenant_atomic(tenant):
+            if not ExtractionQueue.objects.renew(queue_id, owner, lease):
+                raise LeaseLostError(f"lost the lease of extraction queue {queue_id}")
+
+    return fence
 
 
 def _retry_delay(attempts: int) -> float:
@@ -176,8 +203,14 @@ def _run_claimed(
             # any other, not an exception that leaves it "running" with no error recorded.
             messages = [Message.from_dict(data) for data in job.payload.get("messages", [])]
             memories = async_to_sync(_extract_in)(
-                build_memory_manager_from_settings(), namespace, messages
+                build_memory_manager_from_settings(),
+                namespace,
+                messages,
+                _lease_fence(tenant, queue_id, owner, lease),
             )
+        except LeaseLostError:
+            logger.warning("lost the lease of extraction queue %s mid-job; stopping", queue_id)
+            return None
         except Exception as exc:
             final = job.attempts >= max_attempts
             error = f"{type(exc).__name__}: {exc}"

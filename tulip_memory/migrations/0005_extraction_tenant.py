@@ -11,9 +11,7 @@ import importlib
 
 from django.db import migrations, models
 
-_COLLATION = importlib.import_module(
-    "tulip_memory.migrations.0004_checkpoint_identifier_collation"
-)
+_COLLATION = importlib.import_module("tulip_memory.migrations.0004_checkpoint_identifier_collation")
 IDENTIFIER_COLUMNS = {"tulip_memory_extraction_tenant": ("name",)}
 
 

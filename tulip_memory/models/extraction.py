@@ -11,10 +11,12 @@ security policy (migration ``0003_memory_manager``): every query runs inside
 :func:`tulip_memory.tenancy.tenant_atomic`. The third is the one table outside it, by
 design: the periodic sweep (:mod:`tulip_memory.manager.extraction.sweep`) must find the
 queues of every tenant, and under row-level security it can only look tenant by tenant;
-this directory tells it which tenants to look at. It holds tenant names, nothing else. Lease and retry times are compared with the
-database's clock (``now()``), never a worker's, so clock skew between machines cannot
-hand one namespace to two workers. Memory history is not a table: it lives in the
-manager's store (see :mod:`tulip_memory.manager.history`).
+this directory tells it which tenants to look at. It holds tenant names, nothing else.
+
+Lease and retry times are compared with the database's clock (``now()``), never a
+worker's, so clock skew between machines cannot hand one namespace to two workers.
+Memory history is not a table: it lives in the manager's store (see
+:mod:`tulip_memory.manager.history`).
 """
 
 from __future__ import annotations
@@ -156,8 +158,8 @@ class JobState(models.TextChoices):
 OPEN_STATES = (JobState.PENDING, JobState.RUNNING)
 
 
-# The statement of ExtractionJobQuerySet.enqueue (PostgreSQL; ``{tenants}``, ``{queues}``, ``{jobs}``
-# are the quoted table names). The upsert of the namespace's queue row increments its
+# The statement of ExtractionJobQuerySet.enqueue (PostgreSQL; ``{tenants}``, ``{queues}``
+# and ``{jobs}`` are the quoted table names). The upsert of the namespace's queue row increments its
 # sequence, which locks the row until commit, so sequence numbers follow commit order; the
 # row it returns feeds the job's INSERT, so one round trip hands out the number and
 # records the job. The tenant directory's row is inserted once per tenant (``DO NOTHING``
