@@ -244,5 +244,6 @@ def test_whole_worker_killed_holding_a_lease_the_sweep_hands_the_namespace_over(
     assert [(seq, state, attempts) for _, seq, state, attempts in _jobs("acme")] == [
         (1, "done", 2)  # the killed attempt counts
     ]
-    # Within lease + sweep interval, and the time for a message to reach the worker.
-    assert handover <= LEASE + SWEEP_EVERY + 1.0, handover
+    # Within lease + sweep interval (measured 2.8-3.0 s), with room for a message's trip
+    # and for beat and the worker waiting for one of the 2 shared cores.
+    assert handover <= LEASE + SWEEP_EVERY + 2.0, handover
