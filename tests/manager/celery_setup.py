@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -86,6 +87,28 @@ class Workers:
 
     def logs(self) -> str:
         return "\n".join(p.read_text() for p in sorted(self.log_dir.glob("worker*.log")))
+
+    def names(self) -> list[str]:
+        queue = self.env["TULIP_TEST_CELERY_QUEUE"]
+        return [f"{queue}-w{index}@{socket.gethostname()}" for index in range(len(self.processes))]
+
+    def wait_idle(self, timeout: float = 60.0) -> None:
+        """Wait until no worker runs, holds or has scheduled a task (a retry's countdown
+        included: it would touch the tables after the test); fail after ``timeout``."""
+        from celery import current_app
+
+        inspect = current_app.control.inspect(destination=self.names(), timeout=1.0)
+        deadline = time.monotonic() + timeout
+        while True:
+            replies = [inspect.active(), inspect.reserved(), inspect.scheduled()]
+            busy = {
+                name: tasks for reply in replies for name, tasks in (reply or {}).items() if tasks
+            }
+            if all(replies) and not busy:
+                return
+            if time.monotonic() > deadline:
+                raise AssertionError(f"workers still busy after {timeout} s: {busy or replies}")
+            time.sleep(0.2)
 
     def kill_whole(self, index: int) -> list[int]:
         """SIGKILL worker ``index``: its main process and every child at once, as when its
