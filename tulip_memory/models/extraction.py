@@ -159,12 +159,13 @@ OPEN_STATES = (JobState.PENDING, JobState.RUNNING)
 
 
 # The statement of ExtractionJobQuerySet.enqueue (PostgreSQL; ``{tenants}``, ``{queues}``
-# and ``{jobs}`` are the quoted table names). The upsert of the namespace's queue row increments its
-# sequence, which locks the row until commit, so sequence numbers follow commit order; the
-# row it returns feeds the job's INSERT, so one round trip hands out the number and
-# records the job. The tenant directory's row is inserted once per tenant (``DO NOTHING``
-# takes no lock on an existing row, so enqueues of one tenant do not queue behind each
-# other). Parameters: tenant, tenant, encoded namespace, tenant, payload JSON, state.
+# and ``{jobs}`` are the quoted table names). The upsert of the namespace's queue row
+# increments its sequence, which locks the row until commit, so sequence numbers follow
+# commit order; the row it returns feeds the job's INSERT, so one round trip hands out
+# the number and records the job. The tenant directory's row is inserted once per
+# tenant (``DO NOTHING`` takes no lock on an existing row, so enqueues of one tenant do
+# not queue behind each other). Parameters: tenant, tenant, encoded namespace, tenant,
+# payload JSON, state.
 ENQUEUE_JOB_SQL = (
     "WITH t AS (INSERT INTO {tenants} (name) VALUES (%s) ON CONFLICT (name) DO NOTHING), "
     "q AS (INSERT INTO {queues} AS q "
