@@ -17,7 +17,14 @@
    backends stay at 0) — reported separately: it shows how much of the busy figure is
    the caller waiting for a CPU the workers hold, not work on the caller's path.
 
+4. ``--broker-down``: only this part. ``on_session_end`` in Celery mode with the broker
+   unreachable (a closed port of 127.0.0.1): ``--jobs`` sessions with tulip_memory's send
+   policy (one immediate reconnection; the sweep re-sends later), then 20 with Celery's
+   default publish retry policy (3 retries, 0.2 s apart) for comparison; p50 / p95 / max,
+   and the job rows recorded.
+
     .venv/bin/python bench/manager.py [--memories 10000] [--jobs 200] [--skip-celery]
+    .venv/bin/python bench/manager.py --broker-down [--jobs 200]
 
 Starts its own embedded PostgreSQL in a temporary folder (tests/settings.py) and uses the
 machine's Redis (REDIS_URL, default redis://127.0.0.1:6379/0).
@@ -216,14 +223,64 @@ async def celery_part(jobs: int) -> None:
     )
 
 
+async def broker_down_part(jobs: int) -> None:
+    import logging
+
+    from asgiref.sync import sync_to_async
+    from celery import Celery, current_app
+
+    from tests.manager.faults import closed_port
+    from tulip_memory.manager import LLMMemoryManager
+    from tulip_memory.manager.extraction import queue
+    from tulip_memory.models import ExtractionJob
+    from tulip_memory.store import InMemoryStore
+    from tulip_memory.tenancy import tenant_atomic
+
+    def recorded() -> int:
+        with tenant_atomic("bench"):
+            return ExtractionJob.objects.filter(state="pending").count()
+
+    manager = LLMMemoryManager(
+        InMemoryStore(), namespace_prefix=("bench", "x"), extract_mode="celery"
+    )
+    await _enqueue(manager, 10, offset=-10)  # warm the PostgreSQL connection (broker up)
+    before = await sync_to_async(recorded)()
+    # Each failed send is logged by Django's on_commit(robust=True): keep the output short.
+    logging.getLogger("django.db.backends.base").setLevel(logging.CRITICAL)
+    # Celery's current app is per thread: set it where on_session_end's commit (and so
+    # the send) runs, Django's thread for sync_to_async.
+    previous = await sync_to_async(current_app._get_current_object)()
+    down = Celery("bench-broker-down", broker=f"redis://127.0.0.1:{closed_port()}/0")
+    await sync_to_async(down.set_current)()
+    ours_policy = queue.SEND_RETRY_POLICY
+    try:
+        ours = await _enqueue(manager, jobs, offset=0)
+        # Celery's default task_publish_retry_policy, what the caller paid before.
+        queue.SEND_RETRY_POLICY = {
+            "max_retries": 3, "interval_start": 0, "interval_step": 0.2, "interval_max": 1,
+        }  # fmt: skip
+        default = await _enqueue(manager, 20, offset=jobs)
+    finally:
+        queue.SEND_RETRY_POLICY = ours_policy
+        await sync_to_async(previous.set_current)()
+        down.close()
+    added = await sync_to_async(recorded)() - before
+    print("\n== on_session_end, Celery mode, broker unreachable (closed port) ==")
+    print(f"tulip_memory's send policy (one immediate reconnection): {_ms(ours)}")
+    print(f"Celery's default publish retries (3, 0.2 s apart):        {_ms(default)}")
+    print(f"job rows recorded while the broker was down: {added} of {jobs + 20}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--memories", type=int, default=10_000)
     parser.add_argument("--jobs", type=int, default=200)
     parser.add_argument("--skip-celery", action="store_true")
+    parser.add_argument("--broker-down", action="store_true")
     args = parser.parse_args()
 
-    heuristic_part()
+    if not args.broker_down:
+        heuristic_part()
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
     os.environ["TULIP_TEST_CELERY_QUEUE"] = (
@@ -239,6 +296,9 @@ def main() -> None:
     django.setup()
     settings.TULIP_MEMORY = celery_tulip_memory()
     call_command("migrate", database="owner", verbosity=0)
+    if args.broker_down:
+        asyncio.run(broker_down_part(args.jobs))
+        return
     asyncio.run(session_start_part(args.memories))
     if not args.skip_celery:
         asyncio.run(celery_part(args.jobs))

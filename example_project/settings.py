@@ -10,6 +10,7 @@ and the owner and application roles are created there (see tulip_memory.testing.
 import os
 from pathlib import Path
 
+from tulip_memory.manager.extraction.schedule import beat_schedule_entry
 from tulip_memory.testing.postgres import bootstrap_database, database_settings, start_embedded
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -87,6 +88,9 @@ CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", REDIS_URL)
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# `celery -A example_project beat`: the extraction sweep re-sends what a broker outage or a
+# dead worker host left behind (docs/manager.md, Operations); the queue is CELERY_QUEUE's.
+CELERY_BEAT_SCHEDULE = {"tulip-memory-sweep": beat_schedule_entry(every=60.0, queue="tulip_memory")}
 
 TULIP_MEMORY: dict[str, object] = {}
 

@@ -31,7 +31,10 @@ if os.environ.get("TULIP_TEST_DATABASES_READY") != "1":
     )
 
 from example_project.settings import *  # noqa: F403
-from example_project.settings import DATABASES
+from example_project.settings import DATABASES, INSTALLED_APPS
+
+# django-celery-beat (the `beat` extra): schedule_sweep_in_database writes its tables.
+INSTALLED_APPS = [*INSTALLED_APPS, "django_celery_beat"]
 
 # MariaDB of this machine kind, for the MySQL checkpointer (tests create the database).
 DATABASES["mysql"] = database_settings(

@@ -48,6 +48,9 @@ DEFAULTS: dict[str, Any] = {
     "EXTRACTION_MAX_ATTEMPTS": 5,
     # Seconds before the first retry of a failed extraction job; doubles per attempt.
     "EXTRACTION_RETRY_DELAY": 5.0,
+    # Seconds a runnable job of a namespace nobody holds a live lease on waits before the
+    # periodic sweep re-sends its queue's message (also that message's expiry).
+    "EXTRACTION_RESEND_AFTER": 60.0,
     # --- checkpointers ------------------------------------------------------------
     # Extra providers for tulip_memory.registry: {"name": "dotted.path.Factory"}.
     "CHECKPOINTERS": {},

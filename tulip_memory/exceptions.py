@@ -73,3 +73,9 @@ class LLMError(TulipMemoryError):
         self.usage = usage
         self.attempts = attempts
         self.status = status
+
+
+class LeaseLostError(TulipMemoryError):
+    """An extraction worker no longer holds its namespace's lease: it expired (a database
+    outage kept the heartbeat from renewing it) and another worker claimed it. The worker
+    saves nothing more and stops; the new holder runs the job again."""

@@ -1,9 +1,10 @@
 """Importing an optional dependency, with an error that names the extra to install.
 
 Backends whose library is an optional extra of tulip-memory (redis, boto3, opensearch-py,
-mysqlclient) import it through :func:`import_optional` when they are built, so that a
-missing library fails with ``pip install 'tulip-memory[<extra>]'`` instead of a bare
-``ModuleNotFoundError``.
+mysqlclient), and the helper that keeps the extraction sweep's schedule in
+django-celery-beat's tables, import it through :func:`import_optional` when they are
+built or called, so that a missing library fails with
+``pip install 'tulip-memory[<extra>]'`` instead of a bare ``ModuleNotFoundError``.
 """
 
 from __future__ import annotations
@@ -14,11 +15,11 @@ from types import ModuleType
 __all__ = ["import_optional"]
 
 
-def import_optional(module: str, extra: str) -> ModuleType:
+def import_optional(module: str, extra: str, needed_by: str = "this checkpointer") -> ModuleType:
     """Import an optional dependency, or raise ImportError naming the extra to install."""
     try:
         return importlib.import_module(module)
     except ImportError as exc:
         raise ImportError(
-            f"this checkpointer needs the {module!r} package: pip install 'tulip-memory[{extra}]'"
+            f"{needed_by} needs the {module!r} package: pip install 'tulip-memory[{extra}]'"
         ) from exc

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -35,26 +36,47 @@ def celery_tulip_memory() -> dict[str, Any]:
         "EXTRACTION_LEASE_SECONDS": 2,
         "EXTRACTION_MAX_ATTEMPTS": 3,
         "EXTRACTION_RETRY_DELAY": 0.2,
+        "EXTRACTION_RESEND_AFTER": 1.0,
     }
 
 
+def _descendants(pid: int) -> list[int]:
+    """The process ids of ``pid``'s children, grandchildren ... (Linux ``/proc``)."""
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        try:
+            for task in Path(f"/proc/{current}/task").iterdir():
+                children = [int(c) for c in (task / "children").read_text().split()]
+                found.extend(children)
+                todo.extend(children)
+        except FileNotFoundError:
+            continue
+    return found
+
+
 class Workers:
-    """``count`` Celery worker processes (prefork, one child each) on the test queue."""
+    """``count`` Celery worker processes (prefork, one child each) on the test queue.
+
+    ``env`` is added to each worker's environment (its ``TULIP_TEST_CELERY_QUEUE`` is the
+    queue it consumes). Each ``start()`` starts ``count`` more; the processes of every
+    start are in ``processes``, their logs in ``log_dir``.
+    """
 
     def __init__(self, count: int, log_dir: Path, env: dict[str, str] | None = None) -> None:
         self.count = count
         self.log_dir = log_dir
-        self.env = env or {}
+        self.env = {
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "tests.manager.worker_settings",
+            **(env or {}),
+        }
         self.processes: list[subprocess.Popen[bytes]] = []
 
     def start(self, timeout: float = 90.0) -> None:
-        env = {
-            **os.environ,
-            "DJANGO_SETTINGS_MODULE": "tests.manager.worker_settings",
-            **self.env,
-        }
-        queue = env["TULIP_TEST_CELERY_QUEUE"]
-        for index in range(self.count):
+        queue = self.env["TULIP_TEST_CELERY_QUEUE"]
+        started = []
+        for index in range(len(self.processes), len(self.processes) + self.count):
             log = self.log_dir / f"worker{index}.log"
             command = [
                 sys.executable, "-m", "celery", "-A", "example_project", "worker",
@@ -62,17 +84,49 @@ class Workers:
                 "--without-gossip", "--without-mingle", "--without-heartbeat",
                 "--loglevel=INFO", f"--logfile={log}",
             ]  # fmt: skip
-            self.processes.append(subprocess.Popen(command, cwd=ROOT, env=env))
+            started.append((log, subprocess.Popen(command, cwd=ROOT, env=self.env)))
+        self.processes.extend(process for _, process in started)
         deadline = time.monotonic() + timeout
-        for index, process in enumerate(self.processes):
-            log = self.log_dir / f"worker{index}.log"
+        for log, process in started:
             while not (log.exists() and "ready." in log.read_text()):
                 if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"worker {index} did not start:\n{self.logs()}")
+                    raise RuntimeError(f"worker {log.name} did not start:\n{self.logs()}")
                 time.sleep(0.1)
 
     def logs(self) -> str:
         return "\n".join(p.read_text() for p in sorted(self.log_dir.glob("worker*.log")))
+
+    def names(self) -> list[str]:
+        queue = self.env["TULIP_TEST_CELERY_QUEUE"]
+        return [f"{queue}-w{index}@{socket.gethostname()}" for index in range(len(self.processes))]
+
+    def wait_idle(self, timeout: float = 60.0) -> None:
+        """Wait until no worker runs, holds or has scheduled a task (a retry's countdown
+        included: it would touch the tables after the test); fail after ``timeout``."""
+        from celery import current_app
+
+        inspect = current_app.control.inspect(destination=self.names(), timeout=1.0)
+        deadline = time.monotonic() + timeout
+        while True:
+            replies = [inspect.active(), inspect.reserved(), inspect.scheduled()]
+            busy = {
+                name: tasks for reply in replies for name, tasks in (reply or {}).items() if tasks
+            }
+            if all(replies) and not busy:
+                return
+            if time.monotonic() > deadline:
+                raise AssertionError(f"workers still busy after {timeout} s: {busy or replies}")
+            time.sleep(0.2)
+
+    def kill_whole(self, index: int) -> list[int]:
+        """SIGKILL worker ``index``: its main process and every child at once, as when its
+        host dies (nothing of it runs a shutdown handler); the pids killed."""
+        process = self.processes[index]
+        pids = [process.pid, *_descendants(process.pid)]
+        for pid in pids:
+            os.kill(pid, signal.SIGKILL)
+        process.wait()
+        return pids
 
     def stop(self) -> None:
         for process in self.processes:
@@ -84,3 +138,41 @@ class Workers:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+
+
+class Beat:
+    """A ``celery beat`` process running the extraction sweep every ``every`` seconds on
+    the queue ``env["TULIP_TEST_CELERY_QUEUE"]`` (tests/manager/worker_settings.py)."""
+
+    def __init__(self, every: float, log_dir: Path, env: dict[str, str]) -> None:
+        self.log = log_dir / "beat.log"
+        self.schedule = log_dir / "beat-schedule"
+        self.env = {
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "tests.manager.worker_settings",
+            **env,
+            "TULIP_TEST_SWEEP_EVERY": str(every),
+        }
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self, timeout: float = 90.0) -> None:
+        command = [
+            sys.executable, "-m", "celery", "-A", "example_project", "beat",
+            f"--schedule={self.schedule}", "--loglevel=INFO", f"--logfile={self.log}",
+        ]  # fmt: skip
+        self.process = subprocess.Popen(command, cwd=ROOT, env=self.env)
+        deadline = time.monotonic() + timeout
+        while not (self.log.exists() and "Sending due task" in self.log.read_text()):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                log = self.log.read_text() if self.log.exists() else ""
+                raise RuntimeError(f"celery beat did not start:\n{log}")
+            time.sleep(0.1)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()

@@ -6,8 +6,8 @@ or every extraction job would fail at run time, far from the mistake:
 * E040 ``STORE`` is not an importable callable, or ``STORE_OPTIONS`` is not a dict;
 * E041 ``EXTRACTOR`` is set but is not an importable ``async`` callable;
 * E042 ``MANAGER_OPTIONS`` is not a dict of ``LLMMemoryManager`` keyword arguments;
-* E043 ``CELERY_QUEUE``, ``EXTRACTION_LEASE_SECONDS``, ``EXTRACTION_MAX_ATTEMPTS`` or
-  ``EXTRACTION_RETRY_DELAY`` is out of range.
+* E043 ``CELERY_QUEUE``, ``EXTRACTION_LEASE_SECONDS``, ``EXTRACTION_MAX_ATTEMPTS``,
+  ``EXTRACTION_RETRY_DELAY`` or ``EXTRACTION_RESEND_AFTER`` is out of range.
 """
 
 from __future__ import annotations
@@ -122,6 +122,7 @@ def _check_queue(settings: Any) -> list[checks.CheckMessage]:
     for name, floor, strict in (
         ("EXTRACTION_LEASE_SECONDS", 0, True),
         ("EXTRACTION_RETRY_DELAY", 0, False),
+        ("EXTRACTION_RESEND_AFTER", 0, True),
     ):
         value = getattr(settings, name)
         if (

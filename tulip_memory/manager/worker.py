@@ -9,9 +9,14 @@
 2. **Run the open jobs by sequence number**, one at a time. Before each: renew the lease,
    count the attempt and mark the job running (committed). While it runs, a heartbeat
    thread keeps renewing the lease, so a long job is not taken over while its worker is
-   alive. After each: record done (or the failure) at once, so progress survives a crash.
+   alive; right before the job's save the lease is renewed once more, and a worker that
+   lost it (expired during a database outage, claimed by another) saves nothing and
+   stops, so a job is never in effect twice. After each: record done (or the failure)
+   at once, so progress survives a crash.
 3. **Release** the lease, then look again: a job committed while the lease was held
-   (whose message found the lease taken) is run by a new claim.
+   (whose message found the lease taken) is run by a new claim. A run stopped by a
+   database restart releases it on a new connection (the task's retry claims it again
+   at once instead of waiting for the lease to expire).
 
 Failure policy (``TULIP_MEMORY``): a job that raises goes back to ``pending`` with its
 error and ``run_after = now + EXTRACTION_RETRY_DELAY * 2**(attempts-1)`` (capped at 10
@@ -38,10 +43,12 @@ import os
 import socket
 import threading
 import uuid
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from asgiref.sync import async_to_sync
-from django.db import connections
+from asgiref.sync import async_to_sync, sync_to_async
+from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError, connections
 from django.db.models import F
 from django.db.models.functions import Now
 
@@ -50,13 +57,16 @@ from tulip_memory.events import (
     EV_MEMORY_MANAGER_EXTRACTED,
     emit_sync,
 )
-from tulip_memory.exceptions import LLMError
+from tulip_memory.exceptions import LeaseLostError, LLMError
 from tulip_memory.llm.usage import Usage
 from tulip_memory.manager.base import failure_fields
 from tulip_memory.manager.factory import build_memory_manager_from_settings
 from tulip_memory.manager.llm import LLMMemoryManager
 from tulip_memory.manager.types import ExtractionOutcome
 from tulip_memory.messages import Message
+
+if TYPE_CHECKING:
+    from tulip_memory.models import ExtractionJob
 
 __all__ = ["RunOutcome", "run_queue"]
 
@@ -119,10 +129,40 @@ class _Heartbeat:
 
 
 async def _extract_in(
-    manager: LLMMemoryManager, namespace: tuple[str, ...], messages: list[Message], run_id: str
+    manager: LLMMemoryManager,
+    namespace: tuple[str, ...],
+    messages: list[Message],
+    run_id: str,
+    fence: Callable[[], None],
 ) -> ExtractionOutcome:
+    """One job's extraction in ``namespace``.
+
+    With a chat model the run is applied once per ``run_id`` (a redelivered job, or one
+    taken over by another worker, applies nothing twice). Without one: extract, then save
+    once ``fence`` renewed the lease (it raises :class:`LeaseLostError` if the lease is
+    another worker's now), so a save never overlaps the next holder's run of the same job
+    as long as it takes less than a lease.
+    """
     with manager.scoped(namespace):
-        return await manager.run_extraction(messages, run_id=run_id)
+        if manager.extractor is not None:
+            return await manager.run_extraction(messages, run_id=run_id)
+        memories = await manager.extract(messages)
+        if memories:
+            await sync_to_async(fence)()
+            await manager.save(memories)
+        return ExtractionOutcome(memories)
+
+
+def _lease_fence(tenant: str, queue_id: int, owner: str, lease: float) -> Callable[[], None]:
+    def fence() -> None:
+        from tulip_memory.models import ExtractionQueue
+        from tulip_memory.tenancy import tenant_atomic
+
+        with tenant_atomic(tenant):
+            if not ExtractionQueue.objects.renew(queue_id, owner, lease):
+                raise LeaseLostError(f"lost the lease of extraction queue {queue_id}")
+
+    return fence
 
 
 def _usage_columns(model: str | None, usage: Usage | None) -> dict[str, object]:
@@ -145,13 +185,55 @@ def _retry_delay(attempts: int) -> float:
     return min(float(settings.EXTRACTION_RETRY_DELAY) * 2 ** max(attempts - 1, 0), _MAX_RETRY_DELAY)
 
 
+def _record_failure(
+    job: ExtractionJob,
+    exc: Exception,
+    *,
+    manager: LLMMemoryManager | None,
+    outcome: RunOutcome,
+    fields: Mapping[str, object],
+) -> None:
+    """Put a failed attempt through the retry policy: pending again later, or failed."""
+    from tulip_memory.conf import settings
+    from tulip_memory.models import ExtractionJob, JobState
+    from tulip_memory.models.extraction import db_now_plus
+    from tulip_memory.tenancy import tenant_atomic
+
+    final = job.attempts >= int(settings.EXTRACTION_MAX_ATTEMPTS)
+    error = f"{type(exc).__name__}: {exc}"
+    logger.exception("extraction job %s (attempt %s) failed", job.pk, job.attempts)
+    # A model's failure still cost tokens: they go onto the row too.
+    spent = exc.usage if isinstance(exc, LLMError) else None
+    spent = spent if isinstance(spent, Usage) else None
+    extractor = manager.extractor if manager is not None else None
+    model = extractor.config.model if extractor is not None else None
+    with tenant_atomic(job.tenant):
+        ExtractionJob.objects.filter(pk=job.pk, state=JobState.RUNNING, worker=job.worker).update(
+            state=JobState.FAILED if final else JobState.PENDING,
+            error=error,
+            finished_at=Now() if final else None,
+            run_after=None if final else db_now_plus(_retry_delay(job.attempts)),
+            **_usage_columns(model, spent),
+        )
+    if final:
+        outcome.failed += 1
+    else:
+        outcome.retried += 1
+    emit_sync(
+        EV_MEMORY_MANAGER_EXTRACT_FAILED,
+        **{**failure_fields(exc), "error": error},
+        job=job.pk,
+        final=final,
+        **fields,
+    )
+
+
 def _run_claimed(
     tenant: str, queue_id: int, namespace: tuple[str, ...], owner: str, outcome: RunOutcome
 ) -> float | None:
     """Run open jobs while holding the lease; seconds until a retry is due, if one is."""
     from tulip_memory.conf import settings
     from tulip_memory.models import ExtractionJob, ExtractionQueue, JobState
-    from tulip_memory.models.extraction import db_now_plus
     from tulip_memory.tenancy import tenant_atomic
 
     lease = float(settings.EXTRACTION_LEASE_SECONDS)
@@ -198,37 +280,19 @@ def _run_claimed(
             # any other, not an exception that leaves it "running" with no error recorded.
             messages = [Message.from_dict(data) for data in job.payload.get("messages", [])]
             manager = build_memory_manager_from_settings()
-            result = async_to_sync(_extract_in)(manager, namespace, messages, f"job-{job.pk}")
-        except Exception as exc:
-            final = job.attempts >= max_attempts
-            error = f"{type(exc).__name__}: {exc}"
-            logger.exception("extraction job %s (attempt %s) failed", job.pk, job.attempts)
-            # A model's failure still cost tokens: they go onto the row too.
-            spent = exc.usage if isinstance(exc, LLMError) else None
-            spent = spent if isinstance(spent, Usage) else None
-            extractor = manager.extractor if manager is not None else None
-            model = extractor.config.model if extractor is not None else None
-            with tenant_atomic(tenant):
-                ExtractionJob.objects.filter(
-                    pk=job.pk, state=JobState.RUNNING, worker=owner
-                ).update(
-                    state=JobState.FAILED if final else JobState.PENDING,
-                    error=error,
-                    finished_at=Now() if final else None,
-                    run_after=None if final else db_now_plus(_retry_delay(job.attempts)),
-                    **_usage_columns(model, spent),
-                )
-            if final:
-                outcome.failed += 1
-            else:
-                outcome.retried += 1
-            emit_sync(
-                EV_MEMORY_MANAGER_EXTRACT_FAILED,
-                **{**failure_fields(exc), "error": error},
-                job=job.pk,
-                final=final,
-                **fields,
+            result = async_to_sync(_extract_in)(
+                manager,
+                namespace,
+                messages,
+                f"job-{job.pk}",
+                _lease_fence(tenant, queue_id, owner, lease),
             )
+        except LeaseLostError:
+            logger.warning("lost the lease of extraction queue %s mid-job; stopping", queue_id)
+            return None
+        except Exception as exc:
+            job.worker = owner
+            _record_failure(job, exc, manager=manager, outcome=outcome, fields=fields)
             continue
         with tenant_atomic(tenant):
             ExtractionJob.objects.filter(pk=job.pk, state=JobState.RUNNING, worker=owner).update(
@@ -238,6 +302,29 @@ def _run_claimed(
             )
         outcome.done += 1
         emit_sync(EV_MEMORY_MANAGER_EXTRACTED, **result.event_fields(), job=job.pk, **fields)
+
+
+def _release(tenant: str, queue_id: int, owner: str) -> None:
+    """Release ``owner``'s lease, on a new connection if the database dropped this one.
+
+    After a database restart the run stops at its next query (the task retries it), and
+    its connection is dead: releasing through it would fail too, and the namespace would
+    wait for the lease to expire (``EXTRACTION_LEASE_SECONDS``) before the retry could
+    claim it. Once the server is back, a new connection releases it at once.
+    """
+    from tulip_memory.models import ExtractionQueue
+    from tulip_memory.tenancy import tenant_atomic
+
+    for attempt in (1, 2):
+        try:
+            with tenant_atomic(tenant):
+                ExtractionQueue.objects.release(queue_id, owner)
+            return
+        except (OperationalError, InterfaceError):
+            connection = connections[DEFAULT_DB_ALIAS]
+            if attempt == 2 or connection.in_atomic_block:
+                raise
+            connection.close_if_unusable_or_obsolete()
 
 
 def run_queue(tenant: str, queue_id: int, *, owner: str | None = None) -> RunOutcome:
@@ -260,8 +347,7 @@ def run_queue(tenant: str, queue_id: int, *, owner: str | None = None) -> RunOut
             with _Heartbeat(tenant, queue_id, owner, lease):
                 retry_in = _run_claimed(tenant, queue_id, decode_namespace(path), owner, outcome)
         finally:
-            with tenant_atomic(tenant):
-                ExtractionQueue.objects.release(queue_id, owner)
+            _release(tenant, queue_id, owner)
         if retry_in is not None:
             outcome.retry_in = retry_in
             return outcome

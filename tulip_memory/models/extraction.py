@@ -4,14 +4,20 @@
   handed out, and the lease of the worker currently running that namespace's jobs;
 * :class:`ExtractionJob` — one row per ended session: its namespace's sequence number,
   the payload (the messages), its state, attempts and last error, and what a chat model
-  cost it (model, calls, prompt and completion tokens over all attempts).
+  cost it (model, calls, prompt and completion tokens over all attempts);
+* :class:`ExtractionTenant` — one row per tenant that ever enqueued a job: its name only.
 
-Both carry the ``tenant`` (``namespace[0]``) and sit under the tenant row-level security
-policy (migration ``0003_memory_manager``): every query runs inside
-:func:`tulip_memory.tenancy.tenant_atomic`. Lease and retry times are compared with the
-database's clock (``now()``), never a worker's, so clock skew between machines cannot
-hand one namespace to two workers. Memory history is not a table: it lives in the
-manager's store (see :mod:`tulip_memory.manager.history`).
+The first two carry the ``tenant`` (``namespace[0]``) and sit under the tenant row-level
+security policy (migration ``0003_memory_manager``): every query runs inside
+:func:`tulip_memory.tenancy.tenant_atomic`. The third is the one table outside it, by
+design: the periodic sweep (:mod:`tulip_memory.manager.extraction.sweep`) must find the
+queues of every tenant, and under row-level security it can only look tenant by tenant;
+this directory tells it which tenants to look at. It holds tenant names, nothing else.
+
+Lease and retry times are compared with the database's clock (``now()``), never a
+worker's, so clock skew between machines cannot hand one namespace to two workers.
+Memory history is not a table: it lives in the manager's store (see
+:mod:`tulip_memory.manager.history`).
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ __all__ = [
     "ExtractionJobQuerySet",
     "ExtractionQueue",
     "ExtractionQueueQuerySet",
+    "ExtractionTenant",
     "JobState",
     "db_now_plus",
 ]
@@ -61,6 +68,18 @@ class ExtractionQueueQuerySet(models.QuerySet):
         """Queues nobody holds a live lease on, with a job that may run now."""
         runnable = ExtractionJob.objects.runnable().filter(queue=models.OuterRef("pk"))
         return self.lease_free().filter(models.Exists(runnable))
+
+    def stalled(self, waited: float) -> ExtractionQueueQuerySet:
+        """Queues nobody holds a live lease on, with a job that has been runnable for at
+        least ``waited`` seconds (by the database's clock): its message was lost (broker
+        down at enqueue, the whole worker killed) or its worker died mid-job."""
+        since = db_now_plus(-waited)
+        overdue = (
+            ExtractionJob.objects.open()
+            .filter(queue=models.OuterRef("pk"))
+            .filter(Q(run_after__isnull=True, created_at__lte=since) | Q(run_after__lte=since))
+        )
+        return self.lease_free().filter(models.Exists(overdue))
 
     def claim(self, queue_id: int, owner: str, lease_seconds: float) -> bool:
         """Take the lease of a queue that has none, or an expired one."""
@@ -140,13 +159,17 @@ class JobState(models.TextChoices):
 OPEN_STATES = (JobState.PENDING, JobState.RUNNING)
 
 
-# The statement of ExtractionJobQuerySet.enqueue (PostgreSQL; ``{queues}`` and ``{jobs}``
-# are the quoted table names). The upsert of the namespace's queue row increments its
-# sequence, which locks the row until commit, so sequence numbers follow commit order; the
-# row it returns feeds the job's INSERT, so one round trip hands out the number and
-# records the job. Parameters: tenant, encoded namespace, tenant, payload JSON, state.
+# The statement of ExtractionJobQuerySet.enqueue (PostgreSQL; ``{tenants}``, ``{queues}``
+# and ``{jobs}`` are the quoted table names). The upsert of the namespace's queue row
+# increments its sequence, which locks the row until commit, so sequence numbers follow
+# commit order; the row it returns feeds the job's INSERT, so one round trip hands out
+# the number and records the job. The tenant directory's row is inserted once per
+# tenant (``DO NOTHING`` takes no lock on an existing row, so enqueues of one tenant do
+# not queue behind each other). Parameters: tenant, tenant, encoded namespace, tenant,
+# payload JSON, state.
 ENQUEUE_JOB_SQL = (
-    "WITH q AS (INSERT INTO {queues} AS q "
+    "WITH t AS (INSERT INTO {tenants} (name) VALUES (%s) ON CONFLICT (name) DO NOTHING), "
+    "q AS (INSERT INTO {queues} AS q "
     "(tenant, namespace, last_sequence, lease_owner) VALUES (%s, %s, 1, '') "
     "ON CONFLICT (tenant, namespace) DO UPDATE "
     "SET last_sequence = q.last_sequence + 1 RETURNING q.id, q.last_sequence) "
@@ -178,12 +201,15 @@ class ExtractionJobQuerySet(models.QuerySet):
             )
         quote = connection.ops.quote_name
         statement = ENQUEUE_JOB_SQL.format(
-            queues=quote(ExtractionQueue._meta.db_table), jobs=quote(self.model._meta.db_table)
+            tenants=quote(ExtractionTenant._meta.db_table),
+            queues=quote(ExtractionQueue._meta.db_table),
+            jobs=quote(self.model._meta.db_table),
         )
         with connection.cursor() as cursor:
             cursor.execute(
                 statement,
                 [
+                    namespace[0],
                     namespace[0],
                     encode_namespace(namespace),
                     namespace[0],
@@ -259,3 +285,21 @@ class ExtractionJob(models.Model):
 
     def __str__(self) -> str:
         return f"{self.queue_id}#{self.sequence} ({self.state})"
+
+
+class ExtractionTenant(models.Model):
+    """A tenant that enqueued an extraction job: where the periodic sweep looks.
+
+    Not under row-level security (the sweep lists it with no tenant pinned): it holds the
+    tenant's name only. The column is ``name``, not ``tenant``, so the row-level security
+    checks, which cover every table with a ``tenant`` column, do not expect a policy here.
+    """
+
+    name = models.CharField(max_length=TENANT_MAX_LENGTH, unique=True)
+
+    class Meta:
+        db_table = "tulip_memory_extraction_tenant"
+        verbose_name = _("extraction tenant")
+
+    def __str__(self) -> str:
+        return self.name
