@@ -312,8 +312,9 @@ def test_a_task_message_that_cannot_be_sent_never_breaks_the_callers_commit(cele
 
 def test_a_worker_that_lost_its_lease_stops_before_its_next_job(celery_settings, monkeypatch):
     # Worker A is paused past its lease while running job 0 (here: the queue is handed to
-    # worker B meanwhile, as B's claim of the expired lease would). A finishes job 0, then
-    # must notice the lost lease and leave job 1 to B: order kept, nothing run twice.
+    # worker B meanwhile, as B's claim of the expired lease would). A must notice the lost
+    # lease before it saves anything and leave both jobs to B: order kept, nothing saved
+    # twice.
     import threading
     import time
 
@@ -344,11 +345,14 @@ def test_a_worker_that_lost_its_lease_stops_before_its_next_job(celery_settings,
     thread.join(timeout=30)
     assert not thread.is_alive()
     (outcome_a,) = outcomes
-    assert outcome_a.done == 1  # job 0 only
+    assert outcome_a.done == 0  # job 0 extracted, not saved: the lease was B's by then
     assert [line.split()[0] for line in read_log("q15")] == ["start", "0"]
-    assert [(s, st) for s, st, _, _ in _jobs("acme")] == [(1, "done"), (2, "pending")]
+    assert [(s, st) for s, st, _, _ in _jobs("acme")] == [(1, "running"), (2, "pending")]
+    with tenant_atomic("acme"):
+        assert not ExtractionJob.objects.filter(queue_id=queue_id, state="done").exists()
     with tenant_atomic("acme"):
         assert ExtractionQueue.objects.get(pk=queue_id).lease_owner == "worker-b"  # kept
         ExtractionQueue.objects.release(queue_id, "worker-b")  # B's run, in short
-    assert run_queue("acme", queue_id, owner="worker-b").done == 1
-    assert [line.split()[0] for line in read_log("q15")] == ["start", "0", "1"]
+    assert run_queue("acme", queue_id, owner="worker-b").done == 2
+    assert [line.split()[0] for line in read_log("q15")] == ["start", "0", "start", "0", "1"]
+    assert [(s, st, a) for s, st, a, _ in _jobs("acme")] == [(1, "done", 2), (2, "done", 1)]
