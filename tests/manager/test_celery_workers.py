@@ -34,14 +34,20 @@ def _workers_quiet_before_flush(transactional_db):
     otherwise race a late follow-up's run (a deadlock that fails the flush and leaves this
     test's rows to the next one)."""
     yield
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
+    deadline = time.monotonic() + 60
+    while True:
         with tenant_atomic("acme"):
-            busy = ExtractionQueue.objects.filter(
-                Q(lease_owner__gt="") | Q(recheck_at__gt=Now() - timedelta(seconds=0.5))
-            ).exists()
+            busy = list(
+                ExtractionQueue.objects.filter(
+                    Q(lease_owner__gt="") | Q(recheck_at__gt=Now() - timedelta(seconds=0.5))
+                ).values_list("namespace", "lease_owner", "recheck_at")
+            )
         if not busy:
             return
+        if time.monotonic() > deadline:
+            # Fail here rather than flush under a running worker (which would leave this
+            # test's rows, or a deadlock, to the next test).
+            pytest.fail(f"workers still busy 60 s after the test: {busy}")
         time.sleep(0.1)
 
 
@@ -89,7 +95,10 @@ async def test_200_jobs_over_10_namespaces_keep_order_and_lose_nothing(workers, 
     assert os.getpid() not in pids  # no extraction ran in the caller
     rows = await sync_to_async(_job_rows)("acme")
     assert len(rows) == 200 and {state for _, _, state, _, _ in rows} == {"done"}
-    assert len({worker.split(":")[1] for *_, worker in rows}) >= 2  # both workers took part
+    # Each job row names the worker process that ran its extraction (which of the two
+    # workers took which namespace is Celery's choice, not asserted: on two shared cores
+    # one of them may take them all).
+    assert {int(worker.split(":")[1]) for *_, worker in rows} == pids
     # The workers saved through PgMemory: the last job of each namespace won.
     store = PgMemory()
     for label in labels:
