@@ -48,7 +48,7 @@ async def test_vectors_come_back_in_order_in_batches(server):
 
 async def test_request_dimensions_sends_the_width(server):
     embedder = embedder_on(server, dimension=4, request_dimensions=True)
-    assert len((await embedder.embed("tea"))) == 4
+    assert len(await embedder.embed("tea")) == 4
     assert server.requests[0].body["dimensions"] == 4
 
 
@@ -85,7 +85,7 @@ async def test_retries_end_with_an_error_naming_the_status(server):
 
 async def test_a_4xx_is_not_retried(server):
     server.add(Reply(status=400, content="model not found"))
-    with pytest.raises(EmbeddingError, match="HTTP 400 after 1 attempt.*model not found") as info:
+    with pytest.raises(EmbeddingError, match=r"HTTP 400 after 1 attempt.*model not found") as info:
         await embedder_on(server).embed_batch(["tea"])
     assert info.value.kind == "rejected" and len(server.requests) == 1
 

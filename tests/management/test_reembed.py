@@ -141,7 +141,6 @@ def test_a_run_that_stops_is_resumed_by_running_it_again(old_rows):
     ],
 )
 def test_bad_input_is_refused_before_anything_is_written(old_rows, args, overrides, message):
-    with override_settings(TULIP_MEMORY=overrides):
-        with pytest.raises(CommandError, match=message):
-            reembed(*args)
+    with override_settings(TULIP_MEMORY=overrides), pytest.raises(CommandError, match=message):
+        reembed(*args)
     assert set(sources("acme").values()) == {"hrr", ""}

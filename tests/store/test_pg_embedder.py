@@ -43,12 +43,15 @@ def test_bad_embedder_arguments_and_settings_are_refused():
         PgMemory(embedder="wordllama")
     with pytest.raises(ValueError, match="must be a BaseEmbedding, None or 'hrr', got int"):
         PgMemory(embedder=42)
-    with override_settings(TULIP_MEMORY={**CONFIGURED, "EMBEDDER_OPTIONS": {"dim": 64}}):
-        with pytest.raises(ConfigurationError, match="VECTOR_DIMENSIONS'] is 1024.*128 dimensions"):
-            PgMemory()
-    with override_settings(TULIP_MEMORY={"EMBEDDER": "tulip_memory.nowhere.Embedder"}):
-        with pytest.raises(ImportError):
-            PgMemory()
+    narrow = {**CONFIGURED, "EMBEDDER_OPTIONS": {"dim": 64}}
+    with (
+        override_settings(TULIP_MEMORY=narrow),
+        pytest.raises(ConfigurationError, match=r"VECTOR_DIMENSIONS'] is 1024.*128 dimensions"),
+    ):
+        PgMemory()
+    missing = {"EMBEDDER": "tulip_memory.nowhere.Embedder"}
+    with override_settings(TULIP_MEMORY=missing), pytest.raises(ImportError):
+        PgMemory()
 
 
 @pytest.mark.django_db
