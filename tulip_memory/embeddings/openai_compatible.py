@@ -59,7 +59,8 @@ def _import_openai() -> Any:
 
 def _number(name: str, value: Any, *, integer: bool = False, minimum: float = 0.0) -> None:
     kinds: tuple[type, ...] = (int,) if integer else (int, float)
-    if isinstance(value, bool) or not isinstance(value, kinds) or value < minimum:
+    valid = not isinstance(value, bool) and isinstance(value, kinds)
+    if not valid or float(value) < minimum:
         kind = "an int" if integer else "a number"
         raise ValueError(f"OpenAIEmbedding: {name} must be {kind} >= {minimum:g}, got {value!r}")
 
