@@ -14,6 +14,10 @@ class TulipMemoryConfig(AppConfig):
     def ready(self) -> None:
         # Every system check of the app is registered here (see tulip_memory.checks).
         from tulip_memory.checks.checkpoints import check_checkpointer_settings
+        from tulip_memory.checks.embeddings import (
+            check_embedder_settings,
+            check_embedding_sources,
+        )
         from tulip_memory.checks.llm import check_llm_settings
         from tulip_memory.checks.manager import check_manager_settings
         from tulip_memory.checks.settings import check_settings
@@ -21,6 +25,8 @@ class TulipMemoryConfig(AppConfig):
 
         checks.register(check_settings)
         checks.register(check_tenant_databases, checks.Tags.database)
+        checks.register(check_embedder_settings)
+        checks.register(check_embedding_sources, checks.Tags.database)
         checks.register(check_checkpointer_settings)
         checks.register(check_manager_settings)
         checks.register(check_llm_settings)

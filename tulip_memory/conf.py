@@ -19,7 +19,8 @@ SETTINGS_NAME = "TULIP_MEMORY"
 DEFAULTS: dict[str, Any] = {
     # --- embeddings -------------------------------------------------------------
     # Dotted path of a BaseEmbedding subclass (or factory) used where no embedder
-    # is passed explicitly; None means the HRR text encoder.
+    # is passed explicitly (PgMemory(), the Celery workers' store); None means the HRR
+    # text encoder. Checked by tulip_memory.E020-E021 and W020 (tulip_memory/checks/).
     "EMBEDDER": None,
     "EMBEDDER_OPTIONS": {},
     # --- PgMemory / tenancy -------------------------------------------------------

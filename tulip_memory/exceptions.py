@@ -79,3 +79,23 @@ class LeaseLostError(TulipMemoryError):
     """An extraction worker no longer holds its namespace's lease: it expired (a database
     outage kept the heartbeat from renewing it) and another worker claimed it. The worker
     saves nothing more and stops; the new holder runs the job again."""
+
+
+class EmbeddingError(TulipMemoryError):
+    """A call to a network embedding endpoint failed, or its answer could not be used.
+
+    ``kind`` says why: ``"timeout"``, ``"connection"``, ``"rate_limited"`` (429 after the
+    retries), ``"server_error"`` (5xx after the retries), ``"rejected"`` (another 4xx),
+    ``"wrong_width"`` (vectors of another width than the embedder's ``dimension``),
+    ``"malformed_output"`` (not one vector per text) or ``"configuration"`` (no API key).
+    ``attempts`` is the HTTP requests made, ``status`` the last HTTP status. Nothing has
+    been written to a store when it is raised.
+    """
+
+    def __init__(
+        self, message: str, *, kind: str, attempts: int = 0, status: int | None = None
+    ) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.attempts = attempts
+        self.status = status

@@ -10,7 +10,10 @@ arguments it is called with::
     }
 
 ``get_embedder()`` returns ``None`` when ``EMBEDDER`` is ``None`` (the default): stores
-then use their own HRR text encoding.
+then use their own HRR text encoding. :func:`resolve_embedder` is how a store reads its
+``embedder=`` argument: ``None`` means the configured one (:func:`get_embedder`), the
+string :data:`HRR` forces the HRR encoding whatever is configured, and a
+:class:`BaseEmbedding` is used as given.
 """
 
 from __future__ import annotations
@@ -23,7 +26,10 @@ from tulip_memory.conf import settings
 from tulip_memory.embeddings.base import BaseEmbedding
 from tulip_memory.exceptions import ConfigurationError
 
-__all__ = ["get_embedder", "load_embedder"]
+__all__ = ["HRR", "get_embedder", "load_embedder", "resolve_embedder"]
+
+# ``embedder=HRR``: the store's own HRR encoding, even when an EMBEDDER is configured.
+HRR = "hrr"
 
 
 def load_embedder(path: str | Any, options: dict[str, Any] | None = None) -> BaseEmbedding:
@@ -48,3 +54,21 @@ def get_embedder() -> BaseEmbedding | None:
     if not isinstance(options, dict):
         raise ConfigurationError("TULIP_MEMORY['EMBEDDER_OPTIONS'] must be a dict")
     return load_embedder(path, options)
+
+
+def resolve_embedder(embedder: BaseEmbedding | str | None) -> BaseEmbedding | None:
+    """A store's ``embedder=`` argument as an embedder, or ``None`` for HRR (see above)."""
+    if embedder is None:
+        return get_embedder()
+    if isinstance(embedder, str):
+        if embedder == HRR:
+            return None
+        raise ValueError(
+            f"embedder must be a BaseEmbedding, None (TULIP_MEMORY['EMBEDDER']) or "
+            f"{HRR!r} (the HRR encoding), got the string {embedder!r}"
+        )
+    if not isinstance(embedder, BaseEmbedding):
+        raise ValueError(
+            f"embedder must be a BaseEmbedding, None or {HRR!r}, got {type(embedder).__name__}"
+        )
+    return embedder

@@ -37,7 +37,7 @@ from tulip_memory.llm.config import LLMConfig
 from tulip_memory.llm.limiter import limiter_for
 from tulip_memory.llm.usage import Usage
 
-__all__ = ["ChatClient", "ChatResult", "ToolCallRequest"]
+__all__ = ["ChatClient", "ChatResult", "ToolCallRequest", "backoff_delay", "retry_after_seconds"]
 
 logger = logging.getLogger("tulip_memory.llm")
 
@@ -101,6 +101,24 @@ def retry_after_seconds(headers: Any) -> float | None:
     except (TypeError, ValueError):
         return None
     return max(0.0, (when - datetime.now(UTC)).total_seconds())
+
+
+def backoff_delay(
+    attempts: int, headers: Any, *, max_retries: int, backoff: float, backoff_max: float
+) -> float | None:
+    """Seconds to wait after failed attempt number ``attempts``, or ``None`` to give up.
+
+    Exponential backoff with full jitter (``backoff * 2**(attempts-1)``, capped at
+    ``backoff_max``); a ``Retry-After`` in ``headers`` is honoured instead when it is
+    within ``backoff_max``, and ends the retries when it is longer. Shared by the chat
+    client and :class:`~tulip_memory.embeddings.OpenAIEmbedding`.
+    """
+    if attempts > max_retries:
+        return None
+    asked = retry_after_seconds(headers)
+    if asked is not None:
+        return asked if asked <= backoff_max else None
+    return random.uniform(0, min(backoff_max, backoff * 2 ** (attempts - 1)))
 
 
 class ChatClient:
@@ -261,15 +279,13 @@ class ChatClient:
 
     def _delay(self, attempts: int, headers: Any) -> float | None:
         """Seconds before the next attempt, or ``None`` when there is none."""
-        if attempts > self.config.max_retries:
-            return None
-        asked = retry_after_seconds(headers)
-        if asked is not None:
-            return asked if asked <= self.config.retry_backoff_max else None
-        ceiling = min(
-            self.config.retry_backoff_max, self.config.retry_backoff * 2 ** (attempts - 1)
+        return backoff_delay(
+            attempts,
+            headers,
+            max_retries=self.config.max_retries,
+            backoff=self.config.retry_backoff,
+            backoff_max=self.config.retry_backoff_max,
         )
-        return random.uniform(0, ceiling)
 
     def _log_failure(
         self, purpose: str, model: str, attempts: int, started: float, reason: str

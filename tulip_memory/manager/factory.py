@@ -5,10 +5,16 @@ task that drives it) gets its :class:`~tulip_memory.manager.llm.LLMMemoryManager
 ``STORE`` (+ ``STORE_OPTIONS``), ``EXTRACTOR`` (``None``: the heuristic) and
 ``MANAGER_OPTIONS``, with ``extract_mode="inline"`` because the worker is where the job
 runs. It is built once per process and rebuilt after ``TULIP_MEMORY`` changes.
+
+:func:`build_store_from_settings` builds that store: a store class that takes an
+``embedder`` keyword gets the configured ``TULIP_MEMORY["EMBEDDER"]`` unless
+``STORE_OPTIONS`` names one, so workers embed with the embedder the application searches
+with (``PgMemory`` reads the setting itself; this covers every other store).
 """
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 from django.core.signals import setting_changed
@@ -16,9 +22,29 @@ from django.dispatch import receiver
 
 from tulip_memory.manager.llm import LLMMemoryManager
 
-__all__ = ["build_memory_manager_from_settings"]
+__all__ = ["build_memory_manager_from_settings", "build_store_from_settings"]
 
 _manager_cache: dict[str, LLMMemoryManager] = {}
+
+
+def _takes_embedder(factory: Any) -> bool:
+    try:
+        parameters = inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        return False
+    return "embedder" in parameters
+
+
+def build_store_from_settings() -> Any:
+    """The store ``STORE`` (+ ``STORE_OPTIONS``) names, with the configured embedder."""
+    from tulip_memory.conf import settings
+    from tulip_memory.embeddings import get_embedder
+
+    store_factory = settings.import_setting("STORE")
+    options: dict[str, Any] = dict(settings.STORE_OPTIONS)
+    if "embedder" not in options and _takes_embedder(store_factory):
+        options["embedder"] = get_embedder()
+    return store_factory(**options)
 
 
 def build_memory_manager_from_settings() -> LLMMemoryManager:
@@ -27,11 +53,10 @@ def build_memory_manager_from_settings() -> LLMMemoryManager:
     if manager is None:
         from tulip_memory.conf import settings
 
-        store_factory = settings.import_setting("STORE")
         options: dict[str, Any] = dict(settings.MANAGER_OPTIONS)
         options["extract_mode"] = "inline"  # the worker is where the job runs
         manager = LLMMemoryManager(
-            store_factory(**settings.STORE_OPTIONS),
+            build_store_from_settings(),
             extract_fn=settings.import_setting("EXTRACTOR"),
             **options,
         )

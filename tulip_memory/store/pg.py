@@ -5,10 +5,12 @@ database alias ``using``. Every operation runs in :func:`~tulip_memory.tenancy.t
 pinned to the tenant of its namespace, so row-level security (migration ``0001_initial``)
 is what keeps tenants apart — not the ``WHERE`` clauses, which only narrow.
 
-Vectors: with an ``embedder`` (a ``BaseEmbedding``) values and queries are embedded;
-without one they get the HRR ``[cos φ, sin φ]`` encoding of :mod:`tulip_memory.hrr`
-(2 * ``dim`` wide). The width must equal ``TULIP_MEMORY["VECTOR_DIMENSIONS"]`` (the
-column's); a mismatch fails at construction.
+Vectors: values and queries are embedded by ``embedder`` — a ``BaseEmbedding``; by
+default (``None``) the one configured in ``TULIP_MEMORY["EMBEDDER"]`` (+
+``EMBEDDER_OPTIONS``); with ``embedder="hrr"``, or when none is configured, they get the
+HRR ``[cos φ, sin φ]`` encoding of :mod:`tulip_memory.hrr` (2 * ``dim`` wide).
+The width must equal ``TULIP_MEMORY["VECTOR_DIMENSIONS"]`` (the column's); a mismatch
+fails at construction.
 
 Search plan, chosen on purpose: a namespace is found through the ``(tenant, namespace)``
 btree and its rows are sorted by exact cosine distance. An HNSW scan under a selective
@@ -41,12 +43,13 @@ from typing import Any, TypeVar
 import numpy as np
 from asgiref.sync import sync_to_async
 
+from tulip_memory.embeddings import BaseEmbedding, resolve_embedder
 from tulip_memory.exceptions import ConfigurationError, TenantError
 from tulip_memory.hrr import DEFAULT_DIM
 from tulip_memory.namespaces import Namespace, decode_namespace, encode_namespace
 from tulip_memory.postgresql_operations import PGVECTOR_ANN_MAX_DIM
 from tulip_memory.store.base import BaseStore, SemanticSearchResult, StoreCapabilities, StoreItem
-from tulip_memory.store.pg_encoder import DEFAULT_ENCODING_CACHE, TextEncoder
+from tulip_memory.store.pg_encoder import DEFAULT_ENCODING_CACHE, EXTERNAL_SOURCE, TextEncoder
 from tulip_memory.store.validation import (
     PreparedPut,
     prepare_batch,
@@ -87,9 +90,10 @@ class PgMemory(BaseStore):
     """Store on PostgreSQL + pgvector through the ORM, tenants isolated by row-level security.
 
     ``using`` names a PostgreSQL database alias (connected as a role without SUPERUSER or
-    BYPASSRLS). ``dim`` is the HRR width used without an ``embedder`` (the column is
-    ``2 * dim`` wide); ``encoding_cache`` is how many encodings are kept (LRU keyed by
-    ``(tenant, text)``; 0 turns it off).
+    BYPASSRLS). ``embedder``: ``None`` uses ``TULIP_MEMORY["EMBEDDER"]``, ``"hrr"`` forces
+    the HRR encoding, a ``BaseEmbedding`` is used as given. ``dim`` is the HRR width used
+    without an embedder (the column is ``2 * dim`` wide); ``encoding_cache`` is how many
+    encodings are kept (LRU keyed by ``(tenant, text)``; 0 turns it off).
     """
 
     def __init__(
@@ -97,11 +101,13 @@ class PgMemory(BaseStore):
         using: str = "default",
         *,
         dim: int = DEFAULT_DIM,
-        embedder: Any | None = None,
+        embedder: BaseEmbedding | str | None = None,
         encoding_cache: int = DEFAULT_ENCODING_CACHE,
     ) -> None:
         self.using = using
-        self.encoder = TextEncoder(dim=dim, embedder=embedder, cache_size=encoding_cache)
+        self.encoder = TextEncoder(
+            dim=dim, embedder=resolve_embedder(embedder), cache_size=encoding_cache
+        )
         self._check_database()
         self._lexical_warned = False
 
@@ -381,7 +387,7 @@ class PgMemory(BaseStore):
         tenant = self._tenant_of(prepared.namespace)
         self._check_indexable(prepared)
         vector = self.encoder.checked(embedding, name="embedding")
-        source = self.encoder.source if self.encoder.embedder is not None else "external"
+        source = self.encoder.source if self.encoder.embedder is not None else EXTERNAL_SOURCE
         text = value_text(json.loads(prepared.value_json))
         await self._run(self._write_sync, {tenant: [self._row(prepared, text, vector, source)]})
 

@@ -32,9 +32,12 @@ from tulip_memory.postgresql_operations import PGVECTOR_ANN_MAX_DIM
 from tulip_memory.store.validation import validate_embedding
 from tulip_memory.text import LONG_TEXT_CHARS, tokenize
 
-__all__ = ["DEFAULT_ENCODING_CACHE", "TextEncoder"]
+__all__ = ["DEFAULT_ENCODING_CACHE", "EXTERNAL_SOURCE", "TextEncoder"]
 
 DEFAULT_ENCODING_CACHE = 1024
+
+# The source of a caller's own vector stored without an embedder (``put_with_embedding``).
+EXTERNAL_SOURCE = "external"
 
 
 def _embedder_name(embedder: Any) -> str:

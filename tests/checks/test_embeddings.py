@@ -1,0 +1,85 @@
+"""System checks of the configured embedder: E020-E021, and W020 on stored rows."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from asgiref.sync import async_to_sync
+from django.core import checks
+from django.test import override_settings
+
+from tests.migration_connections import connect, with_database
+from tulip_memory.checks.embeddings import (
+    check_embedder_settings,
+    check_embedding_sources,
+    check_sources_on,
+)
+from tulip_memory.embeddings import HRR
+from tulip_memory.store import PgMemory
+
+CONFIGURED = {"EMBEDDER": "tulip_memory.embeddings.HRREmbedding", "EMBEDDER_OPTIONS": {"dim": 512}}
+CONFIGURED_SOURCE = "embedder:tulip_memory.embeddings.hrr.HRREmbedding"
+
+
+def _ids(messages):
+    return [m.id for m in messages]
+
+
+def test_defaults_and_a_fitting_embedder_pass():
+    assert check_embedder_settings() == []
+    with override_settings(TULIP_MEMORY=CONFIGURED):
+        assert check_embedder_settings() == []
+    ids = _ids(checks.run_checks())
+    assert not [i for i in ids if i.startswith(("tulip_memory.E02", "tulip_memory.W02"))]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "fragment"),
+    [
+        ({"EMBEDDER": "tulip_memory.nowhere.Embedder"}, "ModuleNotFoundError"),
+        ({**CONFIGURED, "EMBEDDER_OPTIONS": {"width": 3}}, "unexpected keyword argument 'width'"),
+        ({**CONFIGURED, "EMBEDDER_OPTIONS": [512]}, "EMBEDDER_OPTIONS'] must be a dict"),
+        ({"EMBEDDER": "tulip_memory.store.InMemoryStore"}, "not a BaseEmbedding"),
+    ],
+)
+def test_an_embedder_that_cannot_be_built_is_e020(overrides, fragment):
+    with override_settings(TULIP_MEMORY=overrides):
+        [message] = check_embedder_settings()
+    assert message.id == "tulip_memory.E020" and fragment in message.msg
+
+
+def test_a_width_that_differs_from_vector_dimensions_is_e021():
+    with override_settings(TULIP_MEMORY={**CONFIGURED, "EMBEDDER_OPTIONS": {"dim": 64}}):
+        [message] = check_embedder_settings()
+    assert message.id == "tulip_memory.E021"
+    assert "VECTOR_DIMENSIONS'] is 1024" in message.msg and "128 dimensions" in message.msg
+    assert "Set VECTOR_DIMENSIONS = 128" in message.hint
+    # HRR: the width of PgMemory(dim=STORE_OPTIONS["dim"]), when STORE is PgMemory.
+    with override_settings(TULIP_MEMORY={"STORE_OPTIONS": {"dim": 256}}):
+        [message] = check_embedder_settings()
+    assert message.id == "tulip_memory.E021" and "PgMemory(dim=256) is 512 wide" in message.msg
+    with override_settings(
+        TULIP_MEMORY={"STORE": "tulip_memory.store.InMemoryStore", "VECTOR_DIMENSIONS": 384}
+    ):
+        assert check_embedder_settings() == []  # HRR and no PgMemory: nothing to compare
+
+
+@pytest.mark.django_db(transaction=True)
+def test_rows_of_another_encoder_are_counted_as_w020():
+    store = PgMemory(embedder=HRR)
+    for tenant in ("acme", "globex"):
+        async_to_sync(store.put_batch)(
+            [((tenant, "notes"), f"k{i}", {"text": f"note {i} about tea"}, None) for i in range(3)]
+        )
+    admin_url = with_database(os.environ["TULIP_TEST_ADMIN_URL"], "tulip_test")
+    with connect(admin_url, "tulip_admin") as admin:  # a superuser sees every tenant
+        assert check_sources_on(admin, "tulip_admin", "hrr") == []
+        with override_settings(TULIP_MEMORY=CONFIGURED):
+            [message] = check_sources_on(admin, "tulip_admin", CONFIGURED_SOURCE)
+            # Through the application role row-level security hides every tenant's rows.
+            assert check_embedding_sources(databases=["default"]) == []
+            assert check_embedding_sources(databases=None) == []
+    assert message.id == "tulip_memory.W020"
+    assert "6 stored item(s)" in message.msg and "6 of 'hrr'" in message.msg
+    assert "tulip_memory_reembed --database tulip_admin" in message.hint

@@ -1,0 +1,91 @@
+"""PgMemory's encoder choice: the configured TULIP_MEMORY["EMBEDDER"], or HRR on request.
+
+The configured embedder in these tests is ``HRREmbedding(dim=512)``: a real embedder of
+the column's width (1024) whose source (``embedder:...HRREmbedding``) differs from the
+store's own HRR encoding (``hrr``), so a change of embedder is seen without a model.
+"""
+
+from __future__ import annotations
+
+import pytest
+from asgiref.sync import async_to_sync
+from django.test import override_settings
+
+from tulip_memory.embeddings import HRR, HRREmbedding
+from tulip_memory.exceptions import ConfigurationError
+from tulip_memory.manager.factory import (
+    build_memory_manager_from_settings,
+    build_store_from_settings,
+)
+from tulip_memory.models.store import MemoryItem
+from tulip_memory.store import PgMemory
+from tulip_memory.tenancy import tenant_atomic
+
+sync = async_to_sync
+CONFIGURED = {"EMBEDDER": "tulip_memory.embeddings.HRREmbedding", "EMBEDDER_OPTIONS": {"dim": 512}}
+CONFIGURED_SOURCE = "embedder:tulip_memory.embeddings.hrr.HRREmbedding"
+
+
+def test_without_embedder_the_configured_one_is_used():
+    assert PgMemory().encoder.source == "hrr"  # nothing configured: HRR
+    with override_settings(TULIP_MEMORY=CONFIGURED):
+        store = PgMemory()
+        assert isinstance(store.encoder.embedder, HRREmbedding)
+        assert store.encoder.source == CONFIGURED_SOURCE
+        forced = PgMemory(embedder=HRR)
+        assert forced.encoder.embedder is None and forced.encoder.source == "hrr"
+        given = HRREmbedding(dim=512)
+        assert PgMemory(embedder=given).encoder.embedder is given
+
+
+def test_bad_embedder_arguments_and_settings_are_refused():
+    with pytest.raises(ValueError, match="got the string 'wordllama'"):
+        PgMemory(embedder="wordllama")
+    with pytest.raises(ValueError, match="must be a BaseEmbedding, None or 'hrr', got int"):
+        PgMemory(embedder=42)
+    narrow = {**CONFIGURED, "EMBEDDER_OPTIONS": {"dim": 64}}
+    with (
+        override_settings(TULIP_MEMORY=narrow),
+        pytest.raises(ConfigurationError, match=r"VECTOR_DIMENSIONS'] is 1024.*128 dimensions"),
+    ):
+        PgMemory()
+    missing = {"EMBEDDER": "tulip_memory.nowhere.Embedder"}
+    with override_settings(TULIP_MEMORY=missing), pytest.raises(ImportError):
+        PgMemory()
+
+
+@pytest.mark.django_db
+def test_items_written_before_the_embedder_changed_keep_their_source_and_are_found():
+    ns = ("acme", "notes")
+    sync(PgMemory(embedder=HRR).put)(ns, "old", {"text": "likes green tea"})
+    with override_settings(TULIP_MEMORY=CONFIGURED):
+        store = PgMemory()
+        sync(store.put)(ns, "new", {"text": "prefers dark mode"})
+        with tenant_atomic("acme"):
+            sources = dict(MemoryItem.objects.values_list("key", "embedding_source"))
+        assert sources == {"old": "hrr", "new": CONFIGURED_SOURCE}
+        found = [item.key for item in sync(store.search)(ns, query="green tea")]
+        assert "old" in found
+
+
+class StoreTakingAnEmbedder:
+    """A store class of the settings that takes ``embedder=`` (like InMemoryStore may)."""
+
+    def __init__(self, *, embedder=None, label="x"):
+        self.embedder = embedder
+        self.label = label
+
+
+def test_stores_built_from_settings_get_the_configured_embedder():
+    path = f"{__name__}.StoreTakingAnEmbedder"
+    with override_settings(TULIP_MEMORY={**CONFIGURED, "STORE": path}):
+        assert isinstance(build_store_from_settings().embedder, HRREmbedding)
+    with override_settings(
+        TULIP_MEMORY={**CONFIGURED, "STORE": path, "STORE_OPTIONS": {"embedder": None}}
+    ):
+        assert build_store_from_settings().embedder is None  # STORE_OPTIONS wins
+    with override_settings(TULIP_MEMORY={"STORE": path}):
+        assert build_store_from_settings().embedder is None  # nothing configured
+    with override_settings(TULIP_MEMORY=CONFIGURED):
+        store = build_memory_manager_from_settings().store
+        assert isinstance(store, PgMemory) and store.encoder.source == CONFIGURED_SOURCE

@@ -1,0 +1,249 @@
+"""OpenAIEmbedding: vectors from an OpenAI-compatible ``/v1/embeddings`` endpoint.
+
+The same wire protocol is served by OpenAI, Azure OpenAI (its ``/openai/v1`` URL),
+Ollama (``http://localhost:11434/v1``), vLLM and text-embeddings-inference, so one
+adapter reaches them all through the ``openai`` client library (the ``llm`` extra:
+``pip install 'tulip-memory[llm]'``), imported on the first request.
+
+Conventions are those of the chat client (:mod:`tulip_memory.llm.client`):
+
+* the API key is read from the environment variable ``api_key_env`` at each request,
+  never kept in settings; a local server (loopback, private network, single-label host)
+  needs none;
+* each request has a ``timeout``; timeouts, connection errors, 429 and 5xx are retried
+  ``max_retries`` times with exponential backoff and full jitter (a 429's ``Retry-After``
+  is honoured when within ``retry_backoff_max``);
+* every failure is one exception type, :class:`~tulip_memory.exceptions.EmbeddingError`.
+
+Texts are sent ``batch_size`` at a time (one request per batch, in order). ``dimension``
+is declared, not discovered: the vector column's width must be known before the first
+request. An answer of another width — a different model behind the URL, or a server that
+ignored ``dimensions`` — raises ``EmbeddingError(kind="wrong_width")`` naming both widths,
+so that nothing of the wrong width is ever stored. ``request_dimensions=True`` sends
+``dimensions`` in the request (models that can shorten their vectors, such as OpenAI's
+``text-embedding-3-*``; many other servers refuse the field).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+import weakref
+from typing import Any
+from urllib.parse import urlsplit
+
+from tulip_memory.embeddings.base import BaseEmbedding
+from tulip_memory.exceptions import EmbeddingError
+from tulip_memory.llm.client import backoff_delay
+from tulip_memory.llm.config import is_local_url
+
+__all__ = ["OpenAIEmbedding"]
+
+logger = logging.getLogger("tulip_memory.embeddings")
+
+# The key sent to a local server that wants none (the library refuses an empty one).
+_NO_KEY = "not-needed"
+
+
+def _import_openai() -> Any:
+    try:
+        import openai
+    except ImportError as exc:
+        raise ImportError(
+            "OpenAIEmbedding needs the openai package: pip install 'tulip-memory[llm]'"
+        ) from exc
+    return openai
+
+
+def _number(name: str, value: Any, *, integer: bool = False, minimum: float = 0.0) -> None:
+    kinds: tuple[type, ...] = (int,) if integer else (int, float)
+    valid = not isinstance(value, bool) and isinstance(value, kinds)
+    if not valid or float(value) < minimum:
+        kind = "an int" if integer else "a number"
+        raise ValueError(f"OpenAIEmbedding: {name} must be {kind} >= {minimum:g}, got {value!r}")
+
+
+class OpenAIEmbedding(BaseEmbedding):
+    """``model`` at ``base_url``, ``dimension`` wide (see the module docstring)."""
+
+    def __init__(
+        self,
+        model: str,
+        dimension: int,
+        *,
+        base_url: str = "https://api.openai.com/v1",
+        api_key_env: str | None = "OPENAI_API_KEY",
+        batch_size: int = 256,
+        timeout: float = 30.0,
+        max_retries: int = 3,
+        retry_backoff: float = 0.5,
+        retry_backoff_max: float = 30.0,
+        request_dimensions: bool = False,
+    ) -> None:
+        if not isinstance(model, str) or not model.strip():
+            raise ValueError(f"OpenAIEmbedding: model must be a model name, got {model!r}")
+        _number("dimension", dimension, integer=True, minimum=1)
+        if not isinstance(base_url, str) or urlsplit(base_url).scheme not in ("http", "https"):
+            raise ValueError(f"OpenAIEmbedding: base_url must be an http(s) URL, got {base_url!r}")
+        if api_key_env is not None and (not isinstance(api_key_env, str) or not api_key_env):
+            raise ValueError(
+                "OpenAIEmbedding: api_key_env must name an environment variable or be None, "
+                f"got {api_key_env!r}"
+            )
+        _number("batch_size", batch_size, integer=True, minimum=1)
+        _number("timeout", timeout, minimum=0.001)
+        _number("max_retries", max_retries, integer=True)
+        _number("retry_backoff", retry_backoff)
+        _number("retry_backoff_max", retry_backoff_max)
+        self.model = model
+        self._dimension = dimension
+        self.base_url = base_url
+        self.api_key_env = api_key_env
+        self.batch_size = batch_size
+        self.timeout = float(timeout)
+        self.max_retries = max_retries
+        self.retry_backoff = float(retry_backoff)
+        self.retry_backoff_max = float(retry_backoff_max)
+        self.request_dimensions = bool(request_dimensions)
+        # The library's HTTP client belongs to one event loop: one per loop it is used on.
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"OpenAIEmbedding(model={self.model!r}, dimension={self._dimension}, "
+            f"base_url={self.base_url!r})"
+        )
+
+    @property
+    def dimension(self) -> int:
+        return self._dimension
+
+    @property
+    def model_name(self) -> str:
+        """What PgMemory records as the vectors' source (``embedding_source``)."""
+        return f"openai:{self.model}"
+
+    def _api_key(self) -> str | None:
+        """The key from the environment, read now (``None`` when unset or not configured)."""
+        if self.api_key_env is None:
+            return None
+        return os.environ.get(self.api_key_env) or None
+
+    def _openai(self) -> Any:
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
+        if client is None:
+            client = _import_openai().AsyncOpenAI(
+                api_key=self._api_key() or _NO_KEY,
+                base_url=self.base_url,
+                timeout=self.timeout,
+                max_retries=0,  # retried here, with jitter and a bounded Retry-After
+            )
+            self._clients[loop] = client
+        return client
+
+    async def aclose(self) -> None:
+        """Close the HTTP client of the running event loop."""
+        client = self._clients.pop(asyncio.get_running_loop(), None)
+        if client is not None:
+            await client.close()
+
+    async def embed_batch(self, texts: list[str]) -> list[list[float]]:
+        checked = self.check_texts(texts)
+        if checked and not is_local_url(self.base_url) and self._api_key() is None:
+            raise EmbeddingError(
+                f"no API key for {self.base_url}: set the environment variable {self.api_key_env}",
+                kind="configuration",
+            )
+        vectors: list[list[float]] = []
+        for start in range(0, len(checked), self.batch_size):
+            vectors.extend(await self._request(checked[start : start + self.batch_size]))
+        return vectors
+
+    async def _request(self, batch: list[str]) -> list[list[float]]:
+        openai = _import_openai()
+        request: dict[str, Any] = {"model": self.model, "input": batch, "encoding_format": "float"}
+        if self.request_dimensions:
+            request["dimensions"] = self._dimension
+        started = time.perf_counter()
+        attempts = 0
+        while True:
+            attempts += 1
+            try:
+                response = await self._openai().embeddings.create(**request)
+            except openai.APIStatusError as error:
+                status = error.status_code
+                retryable = status == 429 or status >= 500
+                delay = self._delay(attempts, error.response.headers if retryable else None)
+                if not retryable or delay is None:
+                    kind = (
+                        "rate_limited"
+                        if status == 429
+                        else "server_error"
+                        if status >= 500
+                        else "rejected"
+                    )
+                    raise EmbeddingError(
+                        f"embeddings: {self.base_url} answered HTTP {status} after "
+                        f"{attempts} attempt(s): {str(error.message)[:200]}",
+                        kind=kind,
+                        attempts=attempts,
+                        status=status,
+                    ) from error
+            except openai.APIConnectionError as error:
+                kind = "timeout" if isinstance(error, openai.APITimeoutError) else "connection"
+                delay = self._delay(attempts, None)
+                if delay is None:
+                    raise EmbeddingError(
+                        f"embeddings: {kind} talking to {self.base_url} after "
+                        f"{attempts} attempt(s)",
+                        kind=kind,
+                        attempts=attempts,
+                    ) from error
+            else:
+                logger.debug(
+                    "embeddings: model=%s texts=%d attempts=%d in %.0f ms",
+                    self.model,
+                    len(batch),
+                    attempts,
+                    (time.perf_counter() - started) * 1000,
+                )
+                return self._vectors(response, len(batch), attempts)
+            logger.debug("embeddings: attempt %d failed, retrying in %.2f s", attempts, delay)
+            await asyncio.sleep(delay)
+
+    def _delay(self, attempts: int, headers: Any) -> float | None:
+        return backoff_delay(
+            attempts,
+            headers,
+            max_retries=self.max_retries,
+            backoff=self.retry_backoff,
+            backoff_max=self.retry_backoff_max,
+        )
+
+    def _vectors(self, response: Any, expected: int, attempts: int) -> list[list[float]]:
+        data = sorted(getattr(response, "data", None) or [], key=lambda item: item.index)
+        if [item.index for item in data] != list(range(expected)):
+            raise EmbeddingError(
+                f"embeddings: {self.base_url} answered {len(data)} vectors for {expected} "
+                "texts (or indexes out of order)",
+                kind="malformed_output",
+                attempts=attempts,
+            )
+        vectors = [list(item.embedding) for item in data]
+        for index, vector in enumerate(vectors):
+            if len(vector) != self._dimension:
+                raise EmbeddingError(
+                    f"embeddings: model {self.model!r} at {self.base_url} answered "
+                    f"{len(vector)}-wide vectors (text {index}), but OpenAIEmbedding was "
+                    f"declared {self._dimension} wide. Set dimension={len(vector)} (and "
+                    "TULIP_MEMORY['VECTOR_DIMENSIONS'] to match), or request_dimensions=True "
+                    "if the model can shorten its vectors.",
+                    kind="wrong_width",
+                    attempts=attempts,
+                )
+        return vectors

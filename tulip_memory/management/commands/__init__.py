@@ -1,0 +1,1 @@
+"""``manage.py`` commands of tulip_memory (``tulip_memory_reembed``)."""

@@ -1,0 +1,219 @@
+"""``manage.py tulip_memory_reembed``: rebuild PgMemory's vectors after a change of embedder.
+
+Tenant by tenant, each under its own row-level-security binding
+(:func:`~tulip_memory.tenancy.tenant_atomic`), the rows whose vector came from another
+encoder than the configured one (``TULIP_MEMORY["EMBEDDER"]``, HRR without one) are
+re-embedded in batches of ``--batch-size`` (:class:`~tulip_memory.store.pg_reembed.Reembedder`):
+resumable (each batch commits; a run that stops is simply run again) and idempotent
+(rows already of the configured source are skipped). It prints a progress bar per tenant
+and a final count, and refuses to start when the configured width does not fit
+``VECTOR_DIMENSIONS`` or the vector column, naming what to change.
+
+Row-level security hides the list of tenants from the application role, so the tenants
+are given: ``--tenant`` (repeatable) and/or ``--tenants-file`` (one per line, ``-`` for
+standard input). ``--dry-run`` only counts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from tulip_memory.store.pg_encoder import TextEncoder
+from tulip_memory.store.pg_reembed import (
+    TABLE,
+    Reembedder,
+    TenantReport,
+    column_width,
+    settings_encoder,
+)
+from tulip_memory.tenancy import validate_tenant
+
+BAR_WIDTH = 30
+
+
+def _bar(done: int, total: int) -> str:
+    share = done / total if total else 1.0
+    filled = min(BAR_WIDTH, round(share * BAR_WIDTH))
+    return f"[{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {done}/{total}"
+
+
+class Command(BaseCommand):
+    help = (
+        "Re-embed PgMemory's stored items whose vectors came from another encoder than "
+        "TULIP_MEMORY['EMBEDDER'], tenant by tenant, in batches (resumable, idempotent)."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--tenant",
+            action="append",
+            default=[],
+            metavar="TENANT",
+            help="A tenant to re-embed (repeatable).",
+        )
+        parser.add_argument(
+            "--tenants-file",
+            metavar="PATH",
+            help="A file of tenants, one per line ('-': standard input; # starts a comment).",
+        )
+        parser.add_argument(
+            "--database", default="default", help="The PostgreSQL alias (default: default)."
+        )
+        parser.add_argument(
+            "--batch-size", type=int, default=256, help="Items per batch (default: 256)."
+        )
+        parser.add_argument(
+            "--dry-run", action="store_true", help="Count what would be re-embedded; write nothing."
+        )
+
+    # --- options ----------------------------------------------------------------------
+
+    def _tenants(self, options: dict[str, Any]) -> list[str]:
+        given = list(options["tenant"])
+        path = options.get("tenants_file")
+        if path:
+            try:
+                text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+            except OSError as exc:
+                raise CommandError(f"--tenants-file {path!r} cannot be read: {exc}") from None
+            given += [line.split("#", 1)[0].strip() for line in text.splitlines()]
+            given = [tenant for tenant in given if tenant]
+        if not given:
+            raise CommandError(
+                "Name the tenants to re-embed with --tenant (repeatable) or --tenants-file: "
+                "row-level security hides the list of tenants from the application role."
+            )
+        tenants: list[str] = []
+        for tenant in given:
+            try:
+                valid = validate_tenant(tenant)
+            except ValueError as exc:
+                raise CommandError(f"Tenant {tenant!r} is not valid: {exc}") from None
+            if valid not in tenants:
+                tenants.append(valid)
+        return tenants
+
+    def _connection(self, alias: str) -> Any:
+        from django.db import connections
+        from django.utils.connection import ConnectionDoesNotExist
+
+        try:
+            connection = connections[alias]
+        except ConnectionDoesNotExist:
+            raise CommandError(
+                f"--database {alias!r}: settings.DATABASES has no such alias"
+            ) from None
+        if connection.vendor != "postgresql":
+            raise CommandError(
+                f"--database {alias!r} is {connection.vendor}; PgMemory lives on PostgreSQL"
+            )
+        return connection
+
+    @staticmethod
+    def _encoder() -> TextEncoder:
+        from tulip_memory.conf import settings
+
+        try:
+            return settings_encoder()
+        except Exception as exc:  # the same finding as check tulip_memory.E020
+            raise CommandError(
+                f"TULIP_MEMORY['EMBEDDER'] ({settings.EMBEDDER!r}) cannot be built: "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+
+    @staticmethod
+    def _check_width(encoder: TextEncoder, connection: Any, alias: str) -> None:
+        from tulip_memory.conf import settings
+
+        configured = settings.VECTOR_DIMENSIONS
+        if configured != encoder.width:
+            raise CommandError(
+                f"The configured encoder ({encoder.source}) is {encoder.width} wide but "
+                f"TULIP_MEMORY['VECTOR_DIMENSIONS'] is {configured!r}: set VECTOR_DIMENSIONS "
+                f"= {encoder.width} first (check tulip_memory.E021)."
+            )
+        width = column_width(connection)
+        if width is None:
+            raise CommandError(
+                f"Database {alias!r} has no vector column {TABLE}.embedding: run "
+                "python manage.py migrate tulip_memory (as the owner role) first."
+            )
+        if width != encoder.width:
+            raise CommandError(
+                f"The column {TABLE}.embedding is vector({width}) but the configured encoder "
+                f"({encoder.source}) is {encoder.width} wide. As the owner role (the alias you "
+                f"migrate with), run: ALTER TABLE {TABLE} ALTER COLUMN embedding TYPE "
+                f"vector({encoder.width}) USING NULL; then run this command again (the rows "
+                "keep their old source, so all of them are re-embedded). See check "
+                "tulip_memory.E014."
+            )
+
+    # --- run --------------------------------------------------------------------------
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        batch_size = options["batch_size"]
+        if batch_size < 1:
+            raise CommandError(f"--batch-size must be >= 1, got {batch_size}")
+        tenants = self._tenants(options)
+        alias = options["database"]
+        connection = self._connection(alias)
+        encoder = self._encoder()
+        self._check_width(encoder, connection, alias)
+        loop = asyncio.new_event_loop()
+        try:
+            worker = Reembedder(encoder, using=alias, batch_size=batch_size, loop=loop)
+            self._run(worker, tenants, dry_run=options["dry_run"])
+        finally:
+            close = getattr(encoder.embedder, "aclose", None)
+            if close is not None:
+                loop.run_until_complete(close())
+            loop.close()
+
+    def _run(self, worker: Reembedder, tenants: list[str], *, dry_run: bool) -> None:
+        source = worker.encoder.source
+        self.stdout.write(f"Configured encoder: {source} ({worker.encoder.width} wide)")
+        totals = TenantReport("")
+        pending_total = current_total = 0
+        for tenant in tenants:
+            pending, current = worker.counts(tenant)
+            pending_total += pending
+            current_total += current
+            self.stdout.write(
+                f"Tenant {tenant!r}: {pending} item(s) to re-embed, {current} already {source}"
+            )
+            if dry_run or not pending:
+                continue
+
+            def progress(report: TenantReport, pending: int = pending) -> None:
+                done = report.reembedded + report.changed_meanwhile + report.without_words
+                self.stdout.write(f"  {_bar(done, pending)}")
+
+            try:
+                report = worker.run(tenant, progress)
+            except Exception as exc:
+                raise CommandError(
+                    f"Stopped in tenant {tenant!r} ({type(exc).__name__}: {exc}). The batches "
+                    "committed so far stay done: run the command again to resume."
+                ) from exc
+            totals.reembedded += report.reembedded
+            totals.changed_meanwhile += report.changed_meanwhile
+            totals.without_words += report.without_words
+        if dry_run:
+            self.stdout.write(
+                f"Dry run: {pending_total} item(s) in {len(tenants)} tenant(s) would be "
+                f"re-embedded; {current_total} already {source}."
+            )
+            return
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"Re-embedded {totals.reembedded} item(s) in {len(tenants)} tenant(s) with "
+                f"{source}; {current_total} already carried it; "
+                f"{totals.changed_meanwhile} changed meanwhile (kept the vector of their new "
+                f"write); {totals.without_words} without words (no vector)."
+            )
+        )

@@ -1,0 +1,191 @@
+"""Vectors of another encoder in PgMemory's table: finding, counting and re-embedding them.
+
+Every stored vector carries its ``embedding_source`` (``'hrr'``, ``'embedder:<name>'``,
+``'external'`` for a caller's own vector without an embedder, ``''`` for none). PgMemory
+ranks only vectors of its own encoder; rows written before the embedder changed are still
+found by their words, but not by meaning, until they are re-embedded.
+
+* :func:`settings_encoder` — the encoder ``PgMemory()`` builds from ``TULIP_MEMORY``
+  (``EMBEDDER`` + ``EMBEDDER_OPTIONS``; HRR at ``STORE_OPTIONS["dim"]`` without one);
+* :func:`column_width`, :func:`foreign_sources`, :func:`bypasses_row_level_security` —
+  what the system checks (:mod:`tulip_memory.checks.embeddings`) read;
+* :class:`Reembedder` — the ``tulip_memory_reembed`` command's work for one tenant, in
+  batches: each batch is read in one transaction pinned to the tenant (row-level
+  security), embedded outside any transaction, and written in another, row by row on
+  ``(id, version)`` so that a value changed meanwhile keeps the vector of its new write.
+  A committed batch stays done: a run that stops resumes where it stopped, and rows that
+  already carry the configured source are never selected (re-running changes nothing).
+  ``external`` vectors (the caller's own) and rows without words are left alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from tulip_memory.conf import settings
+from tulip_memory.embeddings import get_embedder
+from tulip_memory.hrr import DEFAULT_DIM
+from tulip_memory.store.pg_encoder import EXTERNAL_SOURCE, TextEncoder
+from tulip_memory.tenancy import tenant_atomic
+from tulip_memory.text import value_text
+
+__all__ = [
+    "Reembedder",
+    "TenantReport",
+    "bypasses_row_level_security",
+    "column_width",
+    "foreign_sources",
+    "settings_encoder",
+    "stores_hrr_in_pg",
+]
+
+TABLE = "tulip_memory_store_item"
+
+# Sources that re-embedding never replaces, besides the configured one.
+_KEPT_SOURCES = ("", EXTERNAL_SOURCE)
+
+
+def stores_hrr_in_pg() -> bool:
+    """Whether ``STORE`` is PgMemory (or a subclass): its HRR width is then known."""
+    from tulip_memory.store.pg import PgMemory
+
+    try:
+        store = settings.import_setting("STORE")
+    except ImportError:
+        return False
+    return isinstance(store, type) and issubclass(store, PgMemory)
+
+
+def settings_encoder() -> TextEncoder:
+    """The encoder of ``PgMemory()`` under the current settings (no cache).
+
+    Raises what building the configured embedder raises (``ImportError``,
+    ``ConfigurationError``, ``ValueError``/``TypeError`` from its options).
+    """
+    dim = settings.STORE_OPTIONS.get("dim", DEFAULT_DIM) if stores_hrr_in_pg() else DEFAULT_DIM
+    return TextEncoder(dim=dim, embedder=get_embedder(), cache_size=0)
+
+
+def column_width(connection: Any) -> int | None:
+    """The width of the table's vector column, or ``None`` when it has none (yet)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT a.atttypmod FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
+            "WHERE c.relname = %s AND a.attname = 'embedding' AND NOT a.attisdropped "
+            "AND pg_table_is_visible(c.oid)",
+            [TABLE],
+        )
+        row = cursor.fetchone()
+    return int(row[0]) if row and row[0] > 0 else None
+
+
+def bypasses_row_level_security(connection: Any) -> bool:
+    """Whether ``connection``'s role sees every tenant's rows (SUPERUSER or BYPASSRLS)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = current_user")
+        row = cursor.fetchone()
+    return bool(row and row[0])
+
+
+def foreign_sources(connection: Any, source: str) -> dict[str, int]:
+    """Rows visible to ``connection`` whose vector is not of ``source``, by source.
+
+    ``external`` vectors and rows without a vector are not counted: re-embedding leaves
+    them alone. Under row-level security a connection sees only its pinned tenant's rows.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT embedding_source, count(*) FROM {TABLE} "
+            "WHERE embedding_source <> ALL(%s) GROUP BY embedding_source "
+            "ORDER BY embedding_source",
+            [[source, *_KEPT_SOURCES]],
+        )
+        return {name: int(count) for name, count in cursor.fetchall()}
+
+
+@dataclass
+class TenantReport:
+    """What :meth:`Reembedder.run` did for one tenant."""
+
+    tenant: str
+    reembedded: int = 0
+    changed_meanwhile: int = 0
+    without_words: int = 0
+
+
+class Reembedder:
+    """Re-embeds one tenant's rows of other sources with ``encoder`` (module docstring)."""
+
+    def __init__(
+        self,
+        encoder: TextEncoder,
+        *,
+        using: str = "default",
+        batch_size: int = 256,
+        loop: asyncio.AbstractEventLoop,
+    ) -> None:
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
+        self.encoder = encoder
+        self.using = using
+        self.batch_size = batch_size
+        self._loop = loop
+
+    def _rows(self) -> Any:
+        from tulip_memory.models.store import MemoryItem
+
+        return MemoryItem.objects.using(self.using)
+
+    def _stale(self, tenant: str) -> Any:
+        return (
+            self._rows()
+            .filter(tenant=tenant)
+            .exclude(embedding_source__in=[self.encoder.source, *_KEPT_SOURCES])
+        )
+
+    def counts(self, tenant: str) -> tuple[int, int]:
+        """``(rows to re-embed, rows already of the configured source)`` of ``tenant``."""
+        with tenant_atomic(tenant, using=self.using):
+            stale = self._stale(tenant).count()
+            current = (
+                self._rows().filter(tenant=tenant, embedding_source=self.encoder.source).count()
+            )
+        return stale, current
+
+    def run(self, tenant: str, on_batch: Callable[[TenantReport], None]) -> TenantReport:
+        """Re-embed ``tenant``'s stale rows; ``on_batch`` is called after each commit."""
+        report = TenantReport(tenant)
+        after = 0
+        while True:
+            with tenant_atomic(tenant, using=self.using):
+                batch = list(
+                    self._stale(tenant)
+                    .filter(id__gt=after)
+                    .order_by("id")
+                    .values_list("id", "version", "value")[: self.batch_size]
+                )
+            if not batch:
+                return report
+            after = batch[-1][0]
+            texts = [value_text(value) for _id, _version, value in batch]
+            vectors = self._loop.run_until_complete(self.encoder.encode_many(texts))
+            with tenant_atomic(tenant, using=self.using):
+                for (row_id, version, _value), vector in zip(batch, vectors, strict=True):
+                    written = (
+                        self._rows()
+                        .filter(id=row_id, version=version)
+                        .update(
+                            embedding=vector,
+                            embedding_source=self.encoder.source if vector is not None else "",
+                        )
+                    )
+                    if not written:
+                        report.changed_meanwhile += 1
+                    elif vector is None:
+                        report.without_words += 1
+                    else:
+                        report.reembedded += 1
+            on_batch(report)
