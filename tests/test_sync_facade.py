@@ -91,5 +91,5 @@ def test_bad_input_is_refused_by_name():
 async def test_inside_a_running_event_loop_the_facade_refuses_instead_of_deadlocking():
     from tulip_memory.store import InMemoryStore
 
-    with pytest.raises(RuntimeError, match="AsyncToSync.*await"):
+    with pytest.raises(RuntimeError, match=r"AsyncToSync.*await"):
         sync_facade(InMemoryStore()).put(("a",), "k", 1)

@@ -1,4 +1,4 @@
-"""Ranking arithmetic of the stores: Okapi BM25, score fusion, RRF and exact cosine ranking.
+"""Ranking arithmetic of the stores: Okapi BM25, score fusion and exact cosine ranking.
 
 Pure functions over numbers and numpy arrays, so they are tested without a database.
 
@@ -23,13 +23,11 @@ __all__ = [
     "BM25_K1",
     "HRR_WEIGHT",
     "MODEL_WEIGHT",
-    "RRF_K",
     "bm25_idf",
     "bm25_weight",
     "candidate_pool",
     "cosine_top",
     "fuse",
-    "rrf_order",
 ]
 
 K = TypeVar("K", bound=Hashable)
@@ -69,25 +67,6 @@ def fuse(lexical: Mapping[K, float], vector: Mapping[K, float], weight: float) -
         key: lexical.get(key, 0.0) / best + weight * vector.get(key, 0.0)
         for key in lexical.keys() | vector.keys()
     }
-
-
-# The usual RRF constant: it damps the weight of the very first ranks.
-RRF_K = 60
-
-
-def rrf_order(first_count: int, second_scores: Any) -> list[int]:
-    """Fuse two rankings of the same ``first_count`` candidates by reciprocal rank.
-
-    The first ranking is the candidates' order (0, 1, 2, …); the second sorts them by
-    ``second_scores`` (higher first). A candidate's fused score is
-    ``1 / (RRF_K + 1 + rank_1) + 1 / (RRF_K + 1 + rank_2)``; ties keep the first order.
-    Returns the candidates' positions, best first.
-    """
-    second = sorted(range(first_count), key=lambda i: (-second_scores[i], i))
-    fused = [1.0 / (RRF_K + 1 + i) for i in range(first_count)]
-    for rank, i in enumerate(second):
-        fused[i] += 1.0 / (RRF_K + 1 + rank)
-    return sorted(range(first_count), key=lambda i: (-fused[i], i))
 
 
 def cosine_top(
