@@ -125,6 +125,35 @@ class StoreSubject:
         return [item.key for item in found]
 
 
+class PgPartSubject(StoreSubject):
+    """One part of PgMemory's hybrid statement alone (``part`` "lexical" or "vector"):
+    the store's own statement (``search_paths``) with the other part left out."""
+
+    def __init__(self, store: Any, part: str) -> None:
+        super().__init__(store)
+        self.part = part
+
+    async def search(self, namespace: tuple[str, ...], query: str, limit: int) -> list[str]:
+        from tulip_memory.postgresql_operations import text_search_config
+        from tulip_memory.store.ranking import BM25_B, BM25_K1
+        from tulip_memory.text import tokenize
+
+        encoder = self.store.encoder
+        if self.part == "lexical":
+            ranking = {
+                "query": " ".join(sorted(set(tokenize(query)))),
+                "config": text_search_config(),
+                "bm25": (BM25_K1, BM25_B),
+            }
+        else:
+            encoded = await encoder.encode(namespace[0], query)
+            ranking = {"vector": encoder.literal(encoded), "source": encoder.source}
+        rows = await self.store._run(
+            self.store._search_sync, namespace[0], [namespace], limit, **ranking
+        )
+        return [row.key for row in rows]
+
+
 class LangGraphSubject:
     """LangGraph's ``AsyncPostgresStore`` (its default HNSW cosine index) with our embedder."""
 
@@ -233,6 +262,15 @@ def store(
     return make
 
 
+def pg_part(part: str, wordllama: bool = False) -> Callable[[Context], Subject]:
+    def make(ctx: Context) -> Subject:
+        from tulip_memory.store import PgMemory
+
+        return PgPartSubject(PgMemory(embedder=ctx.wordllama() if wordllama else None), part)
+
+    return make
+
+
 def langgraph(ctx: Context) -> Subject:
     return LangGraphSubject(ctx.admin_url or "", ctx.wordllama())
 
@@ -267,6 +305,9 @@ CONFIGS: list[Config] = [
     Config("HolographicStore-lexical", store("HolographicStore", mode="lexical")),
     Config("HolographicStore-hrr", store("HolographicStore", mode="hrr")),
     Config("InMemoryStore-WordLlama", store("InMemoryStore", wordllama=True)),
+    Config("PgMemory-lexical", pg_part("lexical"), HRR),
+    Config("PgMemory-HRR-vector", pg_part("vector"), HRR),
+    Config("PgMemory-WordLlama-vector", pg_part("vector", wordllama=True), WL),
     # in-process BM25 over analysed terms (the InMemoryStore design)
     Config("proto-bm25-stem", proto("bm25")),
     Config("proto-bm25-nostem", proto("bm25", stem=False)),

@@ -2,6 +2,9 @@
 
 * :class:`EnableVectorExtension` verifies (or, as a superuser, creates) ``vector``;
 * :class:`CreateVectorAnnIndex` creates an HNSW index when the vector width allows it;
+* :class:`AddSearchVector` adds the full-text columns of PgMemory's hybrid ranking (a
+  ``tsvector`` generated with ``TULIP_MEMORY["TEXT_SEARCH_CONFIG"]`` and its length) and
+  their GIN index;
 * :class:`PostgreSQLOnly` wraps an operation (an index, a constraint) so that it changes
   the migration state everywhere but the schema only on PostgreSQL.
 
@@ -11,21 +14,46 @@ tenant row-level security operation lives with its checks in :mod:`tulip_memory.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.db.migrations.operations.base import Operation
 
 __all__ = [
     "PGVECTOR_ANN_MAX_DIM",
+    "SEARCH_VECTOR_INDEX",
+    "AddSearchVector",
     "CreateVectorAnnIndex",
     "EnableVectorExtension",
     "PostgreSQLOnly",
     "is_postgresql",
+    "text_search_config",
 ]
 
 # pgvector cannot build an HNSW index over more dimensions than this (re-exported by
 # tulip_memory.store as PGVECTOR_ANN_MAX_DIM).
 PGVECTOR_ANN_MAX_DIM = 2000
+
+
+# The GIN index of the generated tsvector (explicit name: checks and docs refer to it).
+SEARCH_VECTOR_INDEX = "tulip_store_item_search_gin"
+
+# A text search configuration name, optionally schema-qualified (``english``,
+# ``public.my_config``): it is written into the generated column's expression.
+_CONFIG_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?")
+
+
+def text_search_config() -> str:
+    """``TULIP_MEMORY["TEXT_SEARCH_CONFIG"]``, or ``ValueError`` naming what is wrong."""
+    from tulip_memory.conf import settings
+
+    value = settings.TEXT_SEARCH_CONFIG
+    if not isinstance(value, str) or not _CONFIG_NAME.fullmatch(value):
+        raise ValueError(
+            "TULIP_MEMORY['TEXT_SEARCH_CONFIG'] must name a PostgreSQL text search "
+            f"configuration such as 'english' or 'simple', got {value!r}"
+        )
+    return value
 
 
 def is_postgresql(schema_editor: Any) -> bool:
@@ -187,3 +215,62 @@ class PostgreSQLOnly(Operation):
     @property
     def migration_name_fragment(self) -> str:
         return self.operation.migration_name_fragment
+
+
+class AddSearchVector(Operation):
+    """The full-text columns of PgMemory's ranking, kept by the database, and their index.
+
+    ``search_vector`` is ``to_tsvector('<config>', search_text)`` and ``search_length`` its
+    number of lexemes (BM25's document length), both ``GENERATED ALWAYS ... STORED`` with
+    the configuration ``TULIP_MEMORY["TEXT_SEARCH_CONFIG"]`` names when the migration runs
+    (a generated column cannot read a setting later; tulip_memory.E061 reports a
+    difference). ``search_vector`` gets the GIN index ``SEARCH_VECTOR_INDEX``. Not part of
+    the model state (the ORM never writes them); other vendors get nothing.
+    """
+
+    reversible = True
+    reduces_to_sql = True
+
+    def __init__(self, model_name: str) -> None:
+        self.model_name = model_name
+
+    def state_forwards(self, app_label: str, state: Any) -> None:
+        return None
+
+    def database_forwards(
+        self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
+    ) -> None:
+        if not is_postgresql(schema_editor):
+            return
+        config = text_search_config()
+        model = to_state.apps.get_model(app_label, self.model_name)
+        quote = schema_editor.quote_name
+        table = quote(model._meta.db_table)
+        source = quote(model._meta.get_field("search_text").column)
+        vector = f"to_tsvector('{config}'::regconfig, {source})"
+        schema_editor.execute(
+            f"ALTER TABLE {table} "
+            f"ADD COLUMN search_vector tsvector GENERATED ALWAYS AS ({vector}) STORED, "
+            f"ADD COLUMN search_length integer GENERATED ALWAYS AS (length({vector})) STORED"
+        )
+        schema_editor.execute(
+            f"CREATE INDEX {quote(SEARCH_VECTOR_INDEX)} ON {table} USING gin (search_vector)"
+        )
+
+    def database_backwards(
+        self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
+    ) -> None:
+        if not is_postgresql(schema_editor):
+            return
+        model = from_state.apps.get_model(app_label, self.model_name)
+        schema_editor.execute(
+            f"ALTER TABLE {schema_editor.quote_name(model._meta.db_table)} "
+            "DROP COLUMN search_vector, DROP COLUMN search_length"
+        )
+
+    def describe(self) -> str:
+        return f"Add the generated tsvector of {self.model_name} and its GIN index"
+
+    @property
+    def migration_name_fragment(self) -> str:
+        return "search_vector"
