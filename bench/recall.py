@@ -141,7 +141,7 @@ class PgPartSubject(StoreSubject):
         encoder = self.store.encoder
         if self.part == "lexical":
             ranking = {
-                "query": " ".join(sorted(set(tokenize(query)))),
+                "terms": sorted(set(tokenize(query))),
                 "config": text_search_config(),
                 "bm25": (BM25_K1, BM25_B),
             }

@@ -3,8 +3,7 @@
 * :class:`EnableVectorExtension` verifies (or, as a superuser, creates) ``vector``;
 * :class:`CreateVectorAnnIndex` creates an HNSW index when the vector width allows it;
 * :class:`AddSearchVector` adds the full-text columns of PgMemory's hybrid ranking (a
-  ``tsvector`` generated with ``TULIP_MEMORY["TEXT_SEARCH_CONFIG"]`` and its length) and
-  their GIN index;
+  ``tsvector`` generated with ``TULIP_MEMORY["TEXT_SEARCH_CONFIG"]`` and its length);
 * :class:`PostgreSQLOnly` wraps an operation (an index, a constraint) so that it changes
   the migration state everywhere but the schema only on PostgreSQL.
 
@@ -21,7 +20,6 @@ from django.db.migrations.operations.base import Operation
 
 __all__ = [
     "PGVECTOR_ANN_MAX_DIM",
-    "SEARCH_VECTOR_INDEX",
     "AddSearchVector",
     "CreateVectorAnnIndex",
     "EnableVectorExtension",
@@ -34,9 +32,6 @@ __all__ = [
 # tulip_memory.store as PGVECTOR_ANN_MAX_DIM).
 PGVECTOR_ANN_MAX_DIM = 2000
 
-
-# The GIN index of the generated tsvector (explicit name: checks and docs refer to it).
-SEARCH_VECTOR_INDEX = "tulip_store_item_search_gin"
 
 # A text search configuration name, optionally schema-qualified (``english``,
 # ``public.my_config``): it is written into the generated column's expression.
@@ -224,8 +219,14 @@ class AddSearchVector(Operation):
     number of lexemes (BM25's document length), both ``GENERATED ALWAYS ... STORED`` with
     the configuration ``TULIP_MEMORY["TEXT_SEARCH_CONFIG"]`` names when the migration runs
     (a generated column cannot read a setting later; tulip_memory.E061 reports a
-    difference). ``search_vector`` gets the GIN index ``SEARCH_VECTOR_INDEX``. Not part of
-    the model state (the ORM never writes them); other vendors get nothing.
+    difference). Not part of the model state (the ORM never writes them); other vendors
+    get nothing.
+
+    No GIN index: under row-level security (FORCE, as migration 0001 sets it) PostgreSQL
+    only uses an index for a leakproof operator, and the text search match ``@@`` is not
+    one, so the application role's queries could never use it (measured: not even with
+    ``enable_seqscan`` off) while every write would pay for it. A namespace's rows come
+    from the ``(tenant, namespace)`` btree instead (docs/pg_store.md, "Ranking").
     """
 
     reversible = True
@@ -247,14 +248,11 @@ class AddSearchVector(Operation):
         quote = schema_editor.quote_name
         table = quote(model._meta.db_table)
         source = quote(model._meta.get_field("search_text").column)
-        vector = f"to_tsvector('{config}'::regconfig, {source})"
+        words = f"to_tsvector('{config}'::regconfig, {source})"
         schema_editor.execute(
             f"ALTER TABLE {table} "
-            f"ADD COLUMN search_vector tsvector GENERATED ALWAYS AS ({vector}) STORED, "
-            f"ADD COLUMN search_length integer GENERATED ALWAYS AS (length({vector})) STORED"
-        )
-        schema_editor.execute(
-            f"CREATE INDEX {quote(SEARCH_VECTOR_INDEX)} ON {table} USING gin (search_vector)"
+            f"ADD COLUMN search_vector tsvector GENERATED ALWAYS AS ({words}) STORED, "
+            f"ADD COLUMN search_length integer GENERATED ALWAYS AS (length({words})) STORED"
         )
 
     def database_backwards(
@@ -269,7 +267,7 @@ class AddSearchVector(Operation):
         )
 
     def describe(self) -> str:
-        return f"Add the generated tsvector of {self.model_name} and its GIN index"
+        return f"Add the generated tsvector of {self.model_name} and its length"
 
     @property
     def migration_name_fragment(self) -> str:

@@ -48,7 +48,10 @@ def _check_alias(alias: str, config: str) -> list[checks.CheckMessage]:
     if connection.vendor != "postgresql":
         return []
     with connection.cursor() as cursor:
-        cursor.execute("SELECT to_regconfig(%s) IS NOT NULL", [config])
+        cursor.execute(
+            "SELECT EXISTS (SELECT 1 FROM pg_ts_config WHERE cfgname = %s)",
+            [config.rsplit(".", maxsplit=1)[-1]],
+        )
         known = cursor.fetchone()[0]
         cursor.execute(
             "SELECT pg_get_expr(d.adbin, d.adrelid) FROM pg_attrdef d "
@@ -68,7 +71,10 @@ def _check_alias(alias: str, config: str) -> list[checks.CheckMessage]:
         ]
     found = _GENERATED_WITH.search(row[0]) if row else None
     stored = found.group(1) if found else None
-    if stored is not None and stored.split(".")[-1] != config.rsplit(".", maxsplit=1)[-1]:
+    if (
+        stored is not None
+        and stored.rsplit(".", maxsplit=1)[-1] != config.rsplit(".", maxsplit=1)[-1]
+    ):
         return [
             checks.Error(
                 f"TULIP_MEMORY['TEXT_SEARCH_CONFIG'] is {config!r}, but the search_vector "

@@ -1,8 +1,9 @@
 """The full-text side of PgMemory's hybrid ranking.
 
 A ``tsvector`` of each item's search text, generated and stored by PostgreSQL with
-``TULIP_MEMORY["TEXT_SEARCH_CONFIG"]`` (``english`` by default), its length, and a GIN
-index on it (``tulip_store_item_search_gin``). PostgreSQL only; other vendors get nothing.
+``TULIP_MEMORY["TEXT_SEARCH_CONFIG"]`` (``english`` by default), and its length. No GIN
+index: row-level security keeps the planner from using one for ``@@`` (see
+``AddSearchVector``). PostgreSQL only; other vendors get nothing.
 Changing the configuration later means migrating back to 0004 and forward again (the
 column is recomputed for every row); tulip_memory.E061 reports a difference.
 """

@@ -93,16 +93,13 @@ class SearchRow(NamedTuple):
     rank: float
 
 
-# At most this many rows of a namespace per query lexeme take part in BM25 (arbitrary
-# ones beyond it): a word in most of a large namespace has an IDF near 0 anyway.
-LEXEME_ROW_CAP = 2000
-
 # The query's lexemes, once for every namespace of the statement: its tokens analysed by
-# the text search configuration (stemmed, stop words dropped), each as a one-lexeme query.
+# the text search configuration (stemmed, stop words dropped), as an array and as the
+# OR of them all.
 _QUERY_LEXEMES = (
-    "WITH query_lexemes AS (SELECT t.lexeme, quote_literal(t.lexeme)::tsquery AS tsq "
-    "FROM unnest(tsvector_to_array(to_tsvector(%(config)s::regconfig, %(query)s))) "
-    "AS t(lexeme)) "
+    "WITH q AS (SELECT tsvector_to_array(v) AS lexemes, "
+    "coalesce(replace(strip(v)::text, ' ', ' | '), '')::tsquery AS tsq "
+    "FROM (SELECT to_tsvector(%(config)s::regconfig, %(query)s) AS v) t) "
 )
 
 
@@ -221,7 +218,7 @@ class MemoryItemQuerySet(models.QuerySet):
         *,
         vector: str | None = None,
         source: str | None = None,
-        query: str | None = None,
+        terms: Sequence[str] | None = None,
         config: str = "english",
         weight: float = 0.0,
         bm25: tuple[float, float] = (0.0, 0.0),
@@ -234,7 +231,7 @@ class MemoryItemQuerySet(models.QuerySet):
         ``recent`` index). With ``vector`` only (``search_by_embedding``): one pass over
         the namespace's rows (the ``(tenant, namespace)`` btree) gives each row with a
         vector (from ``source``; from any source when it is None) its exact cosine
-        distance, the rank. With ``query`` (the query's tokens; :meth:`_hybrid` explains
+        distance, the rank. With ``terms`` (the query's tokens; :meth:`_hybrid` explains
         the ranking, ``bm25`` is its ``(k1, b)``, ``weight`` the vector's part): words and
         vector fused, rank = minus the fused score. Only ids and
         ranks are computed over the namespace; the k best are kept (an exact sort: the
@@ -261,8 +258,10 @@ class MemoryItemQuerySet(models.QuerySet):
         if vector is not None:
             params["vector"] = vector
         prefix = ""
-        if query is not None:
-            params.update(query=query, config=config, weight=weight, k1=bm25[0], b=bm25[1])
+        if terms is not None:
+            params.update(
+                query=" ".join(terms), config=config, weight=weight, k1=bm25[0], b=bm25[1]
+            )
             prefix = _QUERY_LEXEMES
             ranked = self._hybrid(n, " AND ".join(conditions), usable, vector is not None, params)
         elif vector is None:
@@ -319,27 +318,29 @@ class MemoryItemQuerySet(models.QuerySet):
         """The per-namespace ranking of a text query (the inner part of the statement).
 
         Lexical part: Okapi BM25 over the generated ``search_vector`` (migration 0005).
-        The query's lexemes (``_QUERY_LEXEMES``: stemmed, stop words dropped by the text
-        search configuration) each find their rows of the namespace through the GIN index
-        (at most ``LEXEME_ROW_CAP`` rows a lexeme, so one very common word cannot make a
-        search read the whole namespace); df is counted over those rows, N and the
-        average length over the namespace; the ``pool`` best are kept. Vector part: the
-        ``pool`` nearest rows by exact cosine distance among those with a usable vector.
-        Fused over the union of both pools: ``bm25 / best_bm25 + weight * (1 - distance)``
-        (a row without a usable vector gets 0 for the second term, and is flagged
-        ``lexical``). Without a query vector the lexical part ranks alone.
+        The namespace's rows (the ``(tenant, namespace)`` btree) matching any query
+        lexeme (``_QUERY_LEXEMES``) are its hits; each hit's tf is the number of positions
+        of a lexeme in its tsvector (1 when stripped), df the number of hits holding it,
+        N and the average length are the namespace's; the ``pool`` best are kept. Vector
+        part: the ``pool`` nearest rows by exact cosine distance among those with a
+        usable vector. Fused over the union of both pools: ``bm25 / best_bm25 + weight *
+        (1 - distance)`` (a row without a usable vector gets 0 for the second term, and
+        is flagged ``lexical``). Without a query vector the lexical part ranks alone.
+
+        Why the btree and not the GIN index of ``search_vector``: under row-level
+        security the planner may only use an index for a leakproof operator, and ``@@``
+        is not one, so the match is a filter over the namespace's rows, which the vector
+        part reads anyway (docs/pg_store.md, "Ranking").
         """
-        params.update(pool=max(50, 5 * params["limit"]), cap=LEXEME_ROW_CAP)
+        params["pool"] = max(50, 5 * params["limit"])
         table, id_ = n["table"], n["id"]
         parts = [
             f"stats AS (SELECT count(*)::float8 AS n, "
             f"coalesce(avg(c.search_length), 1)::float8 AS avgdl FROM {table} c WHERE {where})",
-            # tf: the positions of the lexeme in the row's tsvector (1 when stripped).
-            "hits AS (SELECT h.id, t.lexeme, h.search_length AS dl, (SELECT "
-            "coalesce(array_length(u.positions, 1), 1) FROM unnest(h.search_vector) u "
-            "WHERE u.lexeme = t.lexeme) AS tf FROM query_lexemes t CROSS JOIN LATERAL ("
-            f"SELECT c.{id_} AS id, c.search_length, c.search_vector FROM {table} c "
-            f"WHERE {where} AND c.search_vector @@ t.tsq LIMIT %(cap)s) h)",
+            "hits AS (SELECT h.id, u.lexeme, h.dl, coalesce(array_length(u.positions, 1), 1) "
+            f"AS tf FROM (SELECT c.{id_} AS id, c.search_length AS dl, c.search_vector AS sv "
+            f"FROM {table} c WHERE {where} AND c.search_vector @@ (SELECT tsq FROM q)) h "
+            "CROSS JOIN q CROSS JOIN LATERAL unnest(h.sv) u WHERE u.lexeme = ANY(q.lexemes))",
             "df AS (SELECT lexeme, count(*)::float8 AS df FROM hits GROUP BY lexeme)",
             "lexical AS (SELECT h.id, sum(ln(1 + (st.n - df.df + 0.5) / (df.df + 0.5)) "
             "* h.tf * (%(k1)s + 1) / (h.tf + %(k1)s * (1 - %(b)s + %(b)s "

@@ -544,7 +544,7 @@ class PgMemory(BaseStore):
             limit,
             vector=vector,
             source=self.encoder.source,
-            query=" ".join(tokens) if ranked else None,
+            terms=tokens if ranked else None,
             config=text_search_config(),
             weight=HRR_WEIGHT if hrr else MODEL_WEIGHT,
             bm25=(BM25_K1, BM25_B),
