@@ -617,7 +617,7 @@ async def test_search_ranking_stems_drops_stop_words_and_weighs_rare_words(store
     await store.put(ns, "hiking", {"text": "Caroline went hiking"})
     await store.put(ns, "paint", {"text": "Caroline painted a lake"})
     # Stemming: "likes" finds "liked".
-    assert [i.key for i in await store.search(ns, "who likes pottery?")][0] == "pottery"
+    assert (await store.search(ns, "who likes pottery?"))[0].key == "pottery"
     # IDF: the rare word outweighs the name in three items.
     assert (await store.search(ns, "Caroline's kitten"))[0].key == "kitten"
     # Stop words only: no term to rank by, the newest items as without a query.
