@@ -335,13 +335,13 @@ class MemoryItemQuerySet(models.QuerySet):
         params["pool"] = max(50, 5 * params["limit"])
         table, id_ = n["table"], n["id"]
         parts = [
-            f"stats AS (SELECT count(*)::float8 AS n, "
+            f"stats AS MATERIALIZED (SELECT count(*)::float8 AS n, "
             f"coalesce(avg(c.search_length), 1)::float8 AS avgdl FROM {table} c WHERE {where})",
-            "hits AS (SELECT h.id, u.lexeme, h.dl, coalesce(array_length(u.positions, 1), 1) "
+            "hits AS MATERIALIZED (SELECT h.id, u.lexeme, h.dl, coalesce(array_length(u.positions, 1), 1) "
             f"AS tf FROM (SELECT c.{id_} AS id, c.search_length AS dl, c.search_vector AS sv "
             f"FROM {table} c WHERE {where} AND c.search_vector @@ (SELECT tsq FROM q)) h "
             "CROSS JOIN q CROSS JOIN LATERAL unnest(h.sv) u WHERE u.lexeme = ANY(q.lexemes))",
-            "df AS (SELECT lexeme, count(*)::float8 AS df FROM hits GROUP BY lexeme)",
+            "df AS MATERIALIZED (SELECT lexeme, count(*)::float8 AS df FROM hits GROUP BY lexeme)",
             "lexical AS (SELECT h.id, sum(ln(1 + (st.n - df.df + 0.5) / (df.df + 0.5)) "
             "* h.tf * (%(k1)s + 1) / (h.tf + %(k1)s * (1 - %(b)s + %(b)s "
             "* h.dl / st.avgdl))) AS score FROM hits h JOIN df USING (lexeme) "
