@@ -317,9 +317,11 @@ class MemoryItemQuerySet(models.QuerySet):
     ) -> str:
         """The per-namespace ranking of a text query (the inner part of the statement).
 
+        One pass over the namespace's rows (the ``(tenant, namespace)`` btree) gives each
+        its length, its tsvector if it matches a query lexeme and its distance to the
+        query vector if it has a usable one; the rest works on that pass's result.
         Lexical part: Okapi BM25 over the generated ``search_vector`` (migration 0005).
-        The namespace's rows (the ``(tenant, namespace)`` btree) matching any query
-        lexeme (``_QUERY_LEXEMES``) are its hits; each hit's tf is the number of positions
+        The namespace's rows matching any query lexeme (``_QUERY_LEXEMES``) are its hits; each hit's tf is the number of positions
         of a lexeme in its tsvector (1 when stripped), df the number of hits holding it,
         N and the average length are the namespace's; the ``pool`` best are kept. Vector
         part: the ``pool`` nearest rows by exact cosine distance among those with a
@@ -334,39 +336,43 @@ class MemoryItemQuerySet(models.QuerySet):
         """
         params["pool"] = max(50, 5 * params["limit"])
         table, id_ = n["table"], n["id"]
+        distance = "NULL::float8"
+        if with_vector:
+            distance = f"CASE WHEN {usable} THEN c.{n['embedding']} <=> %(vector)s::vector END"
         parts = [
-            f"stats AS MATERIALIZED (SELECT count(*)::float8 AS n, "
-            f"coalesce(avg(c.search_length), 1)::float8 AS avgdl FROM {table} c WHERE {where})",
-            "hits AS MATERIALIZED (SELECT h.id, u.lexeme, h.dl, coalesce(array_length(u.positions, 1), 1) "
-            f"AS tf FROM (SELECT c.{id_} AS id, c.search_length AS dl, c.search_vector AS sv "
-            f"FROM {table} c WHERE {where} AND c.search_vector @@ (SELECT tsq FROM q)) h "
-            "CROSS JOIN q CROSS JOIN LATERAL unnest(h.sv) u WHERE u.lexeme = ANY(q.lexemes))",
+            # ONE pass over the namespace's rows: each row's length, its tsvector when it
+            # matches a query lexeme, its distance when it has a usable vector.
+            f"scan AS MATERIALIZED (SELECT c.{id_} AS id, c.search_length AS dl, "
+            "CASE WHEN c.search_vector @@ q.tsq THEN c.search_vector END AS sv, "
+            f"{distance} AS distance FROM {table} c CROSS JOIN q WHERE {where})",
+            "stats AS MATERIALIZED (SELECT count(*)::float8 AS n, "
+            "coalesce(avg(dl), 1)::float8 AS avgdl FROM scan)",
+            "hits AS MATERIALIZED (SELECT h.id, u.lexeme, h.dl, h.distance, "
+            "coalesce(array_length(u.positions, 1), 1) AS tf FROM scan h CROSS JOIN q "
+            "CROSS JOIN LATERAL unnest(h.sv) u WHERE h.sv IS NOT NULL "
+            "AND u.lexeme = ANY(q.lexemes))",
             "df AS MATERIALIZED (SELECT lexeme, count(*)::float8 AS df FROM hits GROUP BY lexeme)",
-            "lexical AS (SELECT h.id, sum(ln(1 + (st.n - df.df + 0.5) / (df.df + 0.5)) "
-            "* h.tf * (%(k1)s + 1) / (h.tf + %(k1)s * (1 - %(b)s + %(b)s "
+            "lexical AS MATERIALIZED (SELECT h.id, min(h.distance) AS distance, "
+            "sum(ln(1 + (st.n - df.df + 0.5) "
+            "/ (df.df + 0.5)) * h.tf * (%(k1)s + 1) / (h.tf + %(k1)s * (1 - %(b)s + %(b)s "
             "* h.dl / st.avgdl))) AS score FROM hits h JOIN df USING (lexeme) "
             "CROSS JOIN stats st GROUP BY h.id ORDER BY score DESC LIMIT %(pool)s)",
+            "semantic AS (SELECT id, distance FROM scan WHERE distance IS NOT NULL "
+            "ORDER BY distance LIMIT %(pool)s)",
+            # Both pools, one row per item: its BM25 (NULL outside the lexical pool) and
+            # its distance (NULL without a usable vector).
+            "pooled AS MATERIALIZED (SELECT id, max(score) AS score, min(distance) AS "
+            "distance FROM (SELECT id, score, distance FROM lexical UNION ALL "
+            "SELECT id, NULL, distance FROM semantic) b GROUP BY id)",
         ]
-        candidates = "SELECT id FROM lexical"
-        similarity = "0.0"
-        if with_vector:
-            parts.append(
-                f"semantic AS (SELECT c.{id_} AS id FROM {table} c WHERE {where} AND {usable} "
-                f"ORDER BY (c.{n['embedding']} <=> %(vector)s::vector) + 0 LIMIT %(pool)s)"
-            )
-            candidates += " UNION SELECT id FROM semantic"
-            similarity = (
-                f"CASE WHEN {usable} THEN 1.0 - (c.{n['embedding']} <=> %(vector)s::vector) "
-                "ELSE 0.0 END"
-            )
         return (
             f"WITH {', '.join(parts)} "
             "SELECT f.id, -f.score AS rank, f.lexical FROM ("
-            f"SELECT c.{id_} AS id, c.{n['updated_at']} AS updated_at, c.{n['key']} AS key, "
-            f"NOT {usable} AS lexical, coalesce(l.score / nullif(max(l.score) OVER (), 0), 0) "
-            f"+ %(weight)s * {similarity} AS score "
-            f"FROM ({candidates}) u JOIN {table} c ON c.{id_} = u.id "
-            "LEFT JOIN lexical l ON l.id = u.id"
+            f"SELECT u.id, c.{n['updated_at']} AS updated_at, c.{n['key']} AS key, "
+            "u.distance IS NULL AS lexical, "
+            "coalesce(u.score / nullif(max(u.score) OVER (), 0), 0) "
+            "+ %(weight)s * coalesce(1.0 - u.distance, 0.0) AS score "
+            f"FROM pooled u JOIN {table} c ON c.{id_} = u.id"
             ") f ORDER BY f.score DESC, f.updated_at DESC, f.key LIMIT %(limit)s"
         )
 
