@@ -321,8 +321,9 @@ class MemoryItemQuerySet(models.QuerySet):
         its length, its tsvector if it matches a query lexeme and its distance to the
         query vector if it has a usable one; the rest works on that pass's result.
         Lexical part: Okapi BM25 over the generated ``search_vector`` (migration 0005).
-        The namespace's rows matching any query lexeme (``_QUERY_LEXEMES``) are its hits; each hit's tf is the number of positions
-        of a lexeme in its tsvector (1 when stripped), df the number of hits holding it,
+        The namespace's rows matching any query lexeme (``_QUERY_LEXEMES``) are its hits;
+        each hit's tf is the number of positions of a lexeme in its tsvector (1 when
+        stripped), df the number of hits holding it,
         N and the average length are the namespace's; the ``pool`` best are kept. Vector
         part: the ``pool`` nearest rows by exact cosine distance among those with a
         usable vector. Fused over the union of both pools: ``bm25 / best_bm25 + weight *
@@ -344,35 +345,37 @@ class MemoryItemQuerySet(models.QuerySet):
             # matches a query lexeme, its distance when it has a usable vector.
             f"scan AS MATERIALIZED (SELECT c.{id_} AS id, c.search_length AS dl, "
             "CASE WHEN c.search_vector @@ q.tsq THEN c.search_vector END AS sv, "
-            f"{distance} AS distance FROM {table} c CROSS JOIN q WHERE {where})",
+            f"{distance} AS distance, c.{n['updated_at']} AS updated_at, c.{n['key']} AS key "
+            f"FROM {table} c CROSS JOIN q WHERE {where})",
             "stats AS MATERIALIZED (SELECT count(*)::float8 AS n, "
             "coalesce(avg(dl), 1)::float8 AS avgdl FROM scan)",
-            "hits AS MATERIALIZED (SELECT h.id, u.lexeme, h.dl, h.distance, "
+            "hits AS MATERIALIZED (SELECT h.id, u.lexeme, h.dl, h.distance, h.updated_at, "
+            "h.key, "
             "coalesce(array_length(u.positions, 1), 1) AS tf FROM scan h CROSS JOIN q "
             "CROSS JOIN LATERAL unnest(h.sv) u WHERE h.sv IS NOT NULL "
             "AND u.lexeme = ANY(q.lexemes))",
             "df AS MATERIALIZED (SELECT lexeme, count(*)::float8 AS df FROM hits GROUP BY lexeme)",
             "lexical AS MATERIALIZED (SELECT h.id, min(h.distance) AS distance, "
+            "min(h.updated_at) AS updated_at, min(h.key) AS key, "
             "sum(ln(1 + (st.n - df.df + 0.5) "
             "/ (df.df + 0.5)) * h.tf * (%(k1)s + 1) / (h.tf + %(k1)s * (1 - %(b)s + %(b)s "
             "* h.dl / st.avgdl))) AS score FROM hits h JOIN df USING (lexeme) "
             "CROSS JOIN stats st GROUP BY h.id ORDER BY score DESC LIMIT %(pool)s)",
-            "semantic AS (SELECT id, distance FROM scan WHERE distance IS NOT NULL "
-            "ORDER BY distance LIMIT %(pool)s)",
+            "semantic AS (SELECT id, distance, updated_at, key FROM scan "
+            "WHERE distance IS NOT NULL ORDER BY distance LIMIT %(pool)s)",
             # Both pools, one row per item: its BM25 (NULL outside the lexical pool) and
             # its distance (NULL without a usable vector).
             "pooled AS MATERIALIZED (SELECT id, max(score) AS score, min(distance) AS "
-            "distance FROM (SELECT id, score, distance FROM lexical UNION ALL "
-            "SELECT id, NULL, distance FROM semantic) b GROUP BY id)",
+            "distance, min(updated_at) AS updated_at, min(key) AS key FROM ("
+            "SELECT id, score, distance, updated_at, key FROM lexical UNION ALL "
+            "SELECT id, NULL, distance, updated_at, key FROM semantic) b GROUP BY id)",
         ]
         return (
             f"WITH {', '.join(parts)} "
             "SELECT f.id, -f.score AS rank, f.lexical FROM ("
-            f"SELECT u.id, c.{n['updated_at']} AS updated_at, c.{n['key']} AS key, "
-            "u.distance IS NULL AS lexical, "
+            "SELECT u.id, u.updated_at, u.key, u.distance IS NULL AS lexical, "
             "coalesce(u.score / nullif(max(u.score) OVER (), 0), 0) "
-            "+ %(weight)s * coalesce(1.0 - u.distance, 0.0) AS score "
-            f"FROM pooled u JOIN {table} c ON c.{id_} = u.id"
+            "+ %(weight)s * coalesce(1.0 - u.distance, 0.0) AS score FROM pooled u"
             ") f ORDER BY f.score DESC, f.updated_at DESC, f.key LIMIT %(limit)s"
         )
 
