@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from functools import lru_cache
 from typing import Any
 
 import snowballstemmer
@@ -65,10 +64,13 @@ STOP_WORDS = frozenset(
     """.split()  # noqa: SIM905
 )
 
+# PyStemmer's C build when installed (a dependency), else snowballstemmer's pure Python.
+# No cache: PyStemmer stems a word in under a microsecond.
 _STEMMER = snowballstemmer.stemmer("english")
+if hasattr(_STEMMER, "maxCacheSize"):  # PyStemmer: its cache purge costs more than it saves
+    _STEMMER.maxCacheSize = 0
 
 
-@lru_cache(maxsize=65536)
 def stem(token: str) -> str:
     """The Snowball English stem of a (case-folded) token."""
     return _STEMMER.stemWord(token)
@@ -77,7 +79,10 @@ def stem(token: str) -> str:
 def search_terms(text: str) -> list[str]:
     """The ranking terms of ``text`` in order (duplicates kept): its tokens without stop
     words, stemmed."""
-    return [stem(token) for token in tokenize(text) if token not in STOP_WORDS]
+    # Word by word, not stemWords(list): one C call over a long text would hold the GIL
+    # (and stall the event loop of the thread that waits for it) until the end.
+    stem_word = _STEMMER.stemWord
+    return [stem_word(token) for token in tokenize(text) if token not in STOP_WORDS]
 
 
 def value_text(value: Any) -> str:

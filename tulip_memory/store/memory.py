@@ -21,6 +21,8 @@ items' lengths (BM25's average length).
 Locking: no critical section here awaits anything, so a ``threading.Lock`` excludes
 concurrent mutations without binding the store to one event loop (as an ``asyncio.Lock``
 would), and also protects it when several threads (each with its own loop) share it.
+Long values and queries are analysed, indexed and scored in a worker thread (under the
+same lock), so the event loop stays free.
 """
 
 from __future__ import annotations
@@ -29,10 +31,10 @@ import asyncio
 import itertools
 import threading
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -131,6 +133,8 @@ class _Namespace:
         return {keys[i]: float(similarity[i]) for i in best}
 
 
+T = TypeVar("T")
+
 # What a write computes before taking the lock: the value's term counts, its unit vector.
 _Encoded = tuple[Counter[str], np.ndarray | None]
 
@@ -152,6 +156,17 @@ class InMemoryStore(BaseStore):
     @property
     def capabilities(self) -> StoreCapabilities:
         return StoreCapabilities(search=True, list_namespaces=True, batch_operations=True)
+
+    async def _locked(self, work: Callable[[], T], size: int) -> T:
+        """``work()`` under the lock: inline for small inputs, in a worker thread when
+        ``size`` (characters of values or query) is long, so that indexing or scoring
+        tens of thousands of terms never stalls the event loop."""
+
+        def locked() -> T:
+            with self._lock:
+                return work()
+
+        return locked() if size < LONG_TEXT_CHARS else await asyncio.to_thread(locked)
 
     # --- writes -----------------------------------------------------------------------
 
@@ -206,16 +221,18 @@ class InMemoryStore(BaseStore):
     ) -> None:
         prepared = prepare_put(namespace, key, value, metadata)
         [encoded] = await self._encode([prepared])
-        with self._lock:
-            self._write(prepared, encoded)
+        await self._locked(lambda: self._write(prepared, encoded), len(prepared.value_json))
 
     async def put_batch(self, items: list[BatchItem]) -> None:
         """All or nothing: every item is validated before the first is written."""
         prepared = prepare_batch(items)
         encoded = await self._encode(prepared)
-        with self._lock:
+
+        def write() -> None:
             for one, enc in zip(prepared, encoded, strict=True):
                 self._write(one, enc)
+
+        await self._locked(write, sum(len(one.value_json) for one in prepared))
 
     async def compare_and_put_batch(
         self,
@@ -226,7 +243,8 @@ class InMemoryStore(BaseStore):
         prepared = prepare_batch(items)
         expected = validate_expected_versions(expected_versions)
         encoded = await self._encode(prepared)
-        with self._lock:
+
+        def compare_and_write() -> bool:
             for (namespace, key), version in expected.items():
                 space = self._namespaces.get(namespace)
                 entry = None if space is None else space.entries.get(key)
@@ -234,7 +252,9 @@ class InMemoryStore(BaseStore):
                     return False
             for one, enc in zip(prepared, encoded, strict=True):
                 self._write(one, enc)
-        return True
+            return True
+
+        return await self._locked(compare_and_write, sum(len(p.value_json) for p in prepared))
 
     async def delete(self, namespace: tuple[str, ...], key: str) -> bool:
         validate_namespace(namespace)
@@ -308,7 +328,8 @@ class InMemoryStore(BaseStore):
             vector = _unit(await self._embedder.embed(query))
         if not terms and vector is None:
             return [entry.to_item(namespace, key) for key, entry in self._newest(namespace, limit)]
-        with self._lock:
+
+        def rank() -> list[StoreItem]:
             space = self._namespaces.get(namespace)
             if space is None:
                 return []
@@ -320,6 +341,8 @@ class InMemoryStore(BaseStore):
             # Best score first, ties newest first.
             best = sorted(scores, key=lambda key: (-scores[key], -space.recency[key]))[:limit]
             return [space.entries[key].to_item(namespace, key) for key in best]
+
+        return await self._locked(rank, len(query or ""))
 
     async def list_namespaces(
         self,
