@@ -1,6 +1,6 @@
 """The searchable text of a stored value and its Unicode-aware tokenisation.
 
-One tokeniser for every store (InMemoryStore's term match, HolographicStore's FTS5 index
+One tokeniser for every store (InMemoryStore's BM25 index, HolographicStore's FTS5 index
 and its HRR vectors, PgMemory's HRR fallback), so that a query matches the same words
 everywhere:
 
