@@ -110,8 +110,9 @@ class Subject(Protocol):
 class StoreSubject:
     """A ``BaseStore`` through its public API: ``put_batch`` then ``search``."""
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: Any, **search_options: Any) -> None:
         self.store = store
+        self.search_options = search_options
 
     async def load(self, namespace: tuple[str, ...], items: list[tuple[str, Any]]) -> None:
         for start in range(0, len(items), 500):
@@ -120,7 +121,37 @@ class StoreSubject:
             )
 
     async def search(self, namespace: tuple[str, ...], query: str, limit: int) -> list[str]:
-        return [item.key for item in await self.store.search(namespace, query, limit=limit)]
+        found = await self.store.search(namespace, query, limit=limit, **self.search_options)
+        return [item.key for item in found]
+
+
+class PgPartSubject(StoreSubject):
+    """One part of PgMemory's hybrid statement alone (``part`` "lexical" or "vector"):
+    the store's own statement (``search_paths``) with the other part left out."""
+
+    def __init__(self, store: Any, part: str) -> None:
+        super().__init__(store)
+        self.part = part
+
+    async def search(self, namespace: tuple[str, ...], query: str, limit: int) -> list[str]:
+        from tulip_memory.postgresql_operations import text_search_config
+        from tulip_memory.store.ranking import BM25_B, BM25_K1
+        from tulip_memory.text import tokenize
+
+        encoder = self.store.encoder
+        if self.part == "lexical":
+            ranking = {
+                "terms": sorted(set(tokenize(query))),
+                "config": text_search_config(),
+                "bm25": (BM25_K1, BM25_B),
+            }
+        else:
+            encoded = await encoder.encode(namespace[0], query)
+            ranking = {"vector": encoder.literal(encoded), "source": encoder.source}
+        rows = await self.store._run(
+            self.store._search_sync, namespace[0], [namespace], limit, **ranking
+        )
+        return [row.key for row in rows]
 
 
 class LangGraphSubject:
@@ -216,13 +247,26 @@ class Config:
     width: int | None = None
 
 
-def store(cls_name: str, wordllama: bool = False) -> Callable[[Context], Subject]:
+def store(
+    cls_name: str, wordllama: bool = False, **search_options: Any
+) -> Callable[[Context], Subject]:
+    """A store as built (``wordllama``: with ``embedder=WordLlamaEmbedding()``);
+    ``search_options`` go to each ``search`` (HolographicStore's ``mode``)."""
+
     def make(ctx: Context) -> Subject:
         import tulip_memory.store as stores
 
-        if cls_name == "PgMemory":
-            return StoreSubject(stores.PgMemory(embedder=ctx.wordllama() if wordllama else None))
-        return StoreSubject(getattr(stores, cls_name)())
+        options = {"embedder": ctx.wordllama()} if wordllama else {}
+        return StoreSubject(getattr(stores, cls_name)(**options), **search_options)
+
+    return make
+
+
+def pg_part(part: str, wordllama: bool = False) -> Callable[[Context], Subject]:
+    def make(ctx: Context) -> Subject:
+        from tulip_memory.store import PgMemory
+
+        return PgPartSubject(PgMemory(embedder=ctx.wordllama() if wordllama else None), part)
 
     return make
 
@@ -257,6 +301,13 @@ CONFIGS: list[Config] = [
     Config("PgMemory-HRR", store("PgMemory"), HRR),
     Config("PgMemory-WordLlama", store("PgMemory", wordllama=True), WL),
     Config("LangGraph-WordLlama", langgraph, WL),
+    # the stores' parts alone (hybrid >= each part)
+    Config("HolographicStore-lexical", store("HolographicStore", mode="lexical")),
+    Config("HolographicStore-hrr", store("HolographicStore", mode="hrr")),
+    Config("InMemoryStore-WordLlama", store("InMemoryStore", wordllama=True)),
+    Config("PgMemory-lexical", pg_part("lexical"), HRR),
+    Config("PgMemory-HRR-vector", pg_part("vector"), HRR),
+    Config("PgMemory-WordLlama-vector", pg_part("vector", wordllama=True), WL),
     # in-process BM25 over analysed terms (the InMemoryStore design)
     Config("proto-bm25-stem", proto("bm25")),
     Config("proto-bm25-nostem", proto("bm25", stem=False)),

@@ -8,7 +8,8 @@ namespace and three namespaces of 1000 items) and prints p50 / p95 in millisecon
 
 Recall: 10k short texts; each query is three words of one target text that no other text
 holds all together; it reports how often the target comes first with FTS5 alone
-(``mode="lexical"``), HRR alone (``mode="hrr"``, an exact scan) and fused (the default).
+(``mode="lexical"``, the default), HRR alone (``mode="hrr"``, an exact scan) and BM25's
+candidates re-scored with HRR (``mode="fused"``).
 
     .venv/bin/python bench/store.py [--sizes 1000 10000 100000] [--recall-size 10000]
         [--recall-queries 500] [--stores memory holographic] [--no-recall]

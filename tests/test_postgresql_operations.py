@@ -1,4 +1,4 @@
-"""tulip_memory.postgresql_operations: vector extension, ANN index, PostgreSQL-only wrapper."""
+"""tulip_memory.postgresql_operations: vector extension, ANN index, search vector, wrapper."""
 
 import os
 import uuid
@@ -9,6 +9,7 @@ from django.db import connections
 from tests.migration_connections import connect, state_after_0001, with_database
 from tulip_memory.exceptions import ConfigurationError
 from tulip_memory.postgresql_operations import (
+    AddSearchVector,
     CreateVectorAnnIndex,
     EnableVectorExtension,
     PostgreSQLOnly,
@@ -80,3 +81,40 @@ def test_vector_extension_is_skipped_on_mariadb():
     with mysql.schema_editor(collect_sql=True) as editor:
         EnableVectorExtension().database_forwards("tulip_memory", editor, state, state)
     assert editor.collected_sql == []
+
+
+@pytest.mark.django_db(databases=["default", "owner"])
+def test_search_vector_is_generated_with_the_configured_text_search_config(settings):
+    owner = connections["owner"]
+    state = state_after_0001(owner)
+    operation = AddSearchVector("memoryitem")
+
+    def sql_of(direction: str = "forwards"):
+        with owner.schema_editor(collect_sql=True) as editor:
+            getattr(operation, f"database_{direction}")("tulip_memory", editor, state, state)
+        return " ".join(editor.collected_sql)
+
+    forwards = sql_of()
+    generated = "search_vector tsvector GENERATED ALWAYS AS (to_tsvector('english'::regconfig"
+    assert generated in forwards
+    assert "search_length integer GENERATED ALWAYS AS (length(" in forwards
+    assert "gin" not in forwards.lower()  # no GIN index: RLS keeps @@ from using one
+    assert "DROP COLUMN search_vector, DROP COLUMN search_length" in sql_of("backwards")
+    settings.TULIP_MEMORY = {"TEXT_SEARCH_CONFIG": "simple"}
+    assert "to_tsvector('simple'::regconfig" in sql_of()
+    settings.TULIP_MEMORY = {"TEXT_SEARCH_CONFIG": "english'); DROP TABLE x; --"}
+    with pytest.raises(ValueError, match="must name a PostgreSQL text search configuration"):
+        sql_of()
+
+
+def test_search_vector_is_postgresql_only():
+    class OtherVendor:
+        class connection:  # a schema editor's attribute
+            vendor = "sqlite"
+
+        def execute(self, sql):
+            raise AssertionError(f"ran {sql!r} on another vendor")
+
+    operation = AddSearchVector("memoryitem")
+    operation.database_forwards("tulip_memory", OtherVendor(), None, None)
+    operation.database_backwards("tulip_memory", OtherVendor(), None, None)

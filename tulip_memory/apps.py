@@ -20,6 +20,10 @@ class TulipMemoryConfig(AppConfig):
         )
         from tulip_memory.checks.llm import check_llm_settings
         from tulip_memory.checks.manager import check_manager_settings
+        from tulip_memory.checks.search import (
+            check_text_search_config,
+            check_text_search_databases,
+        )
         from tulip_memory.checks.settings import check_settings
         from tulip_memory.checks.tenancy import check_tenant_databases
 
@@ -30,6 +34,8 @@ class TulipMemoryConfig(AppConfig):
         checks.register(check_checkpointer_settings)
         checks.register(check_manager_settings)
         checks.register(check_llm_settings)
+        checks.register(check_text_search_config)
+        checks.register(check_text_search_databases, checks.Tags.database)
 
         from django.db.models.signals import pre_migrate
 

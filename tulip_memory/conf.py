@@ -30,6 +30,11 @@ DEFAULTS: dict[str, Any] = {
     # Off: PgMemory's searches sort each namespace exactly and never use it, and keeping
     # it up to date makes inserts 100-200x slower (docs/pg_store.md).
     "ANN_INDEX": False,
+    # PostgreSQL text search configuration of PgMemory's lexical ranking: "english"
+    # (Snowball stemming, English stop words), "simple" for mixed languages (no stemming,
+    # no stop words), or any configuration of the database. Baked into the generated
+    # tsvector column by migration 0007; checked by tulip_memory.E060/E061.
+    "TEXT_SEARCH_CONFIG": "english",
     # PostgreSQL setting (GUC) that carries the tenant of the current transaction.
     "TENANT_SETTING": "tulip_memory.tenant",
     # Dotted path of a callable(request) -> str | None used by TenantMiddleware.

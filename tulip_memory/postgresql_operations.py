@@ -2,6 +2,8 @@
 
 * :class:`EnableVectorExtension` verifies (or, as a superuser, creates) ``vector``;
 * :class:`CreateVectorAnnIndex` creates an HNSW index when the vector width allows it;
+* :class:`AddSearchVector` adds the full-text columns of PgMemory's hybrid ranking (a
+  ``tsvector`` generated with ``TULIP_MEMORY["TEXT_SEARCH_CONFIG"]`` and its length);
 * :class:`PostgreSQLOnly` wraps an operation (an index, a constraint) so that it changes
   the migration state everywhere but the schema only on PostgreSQL.
 
@@ -11,21 +13,42 @@ tenant row-level security operation lives with its checks in :mod:`tulip_memory.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.db.migrations.operations.base import Operation
 
 __all__ = [
     "PGVECTOR_ANN_MAX_DIM",
+    "AddSearchVector",
     "CreateVectorAnnIndex",
     "EnableVectorExtension",
     "PostgreSQLOnly",
     "is_postgresql",
+    "text_search_config",
 ]
 
 # pgvector cannot build an HNSW index over more dimensions than this (re-exported by
 # tulip_memory.store as PGVECTOR_ANN_MAX_DIM).
 PGVECTOR_ANN_MAX_DIM = 2000
+
+
+# A text search configuration name, optionally schema-qualified (``english``,
+# ``public.my_config``): it is written into the generated column's expression.
+_CONFIG_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?")
+
+
+def text_search_config() -> str:
+    """``TULIP_MEMORY["TEXT_SEARCH_CONFIG"]``, or ``ValueError`` naming what is wrong."""
+    from tulip_memory.conf import settings
+
+    value = settings.TEXT_SEARCH_CONFIG
+    if not isinstance(value, str) or not _CONFIG_NAME.fullmatch(value):
+        raise ValueError(
+            "TULIP_MEMORY['TEXT_SEARCH_CONFIG'] must name a PostgreSQL text search "
+            f"configuration such as 'english' or 'simple', got {value!r}"
+        )
+    return value
 
 
 def is_postgresql(schema_editor: Any) -> bool:
@@ -187,3 +210,65 @@ class PostgreSQLOnly(Operation):
     @property
     def migration_name_fragment(self) -> str:
         return self.operation.migration_name_fragment
+
+
+class AddSearchVector(Operation):
+    """The full-text columns of PgMemory's ranking, kept by the database, and their index.
+
+    ``search_vector`` is ``to_tsvector('<config>', search_text)`` and ``search_length`` its
+    number of lexemes (BM25's document length), both ``GENERATED ALWAYS ... STORED`` with
+    the configuration ``TULIP_MEMORY["TEXT_SEARCH_CONFIG"]`` names when the migration runs
+    (a generated column cannot read a setting later; tulip_memory.E061 reports a
+    difference). Not part of the model state (the ORM never writes them); other vendors
+    get nothing.
+
+    No GIN index: under row-level security (FORCE, as migration 0001 sets it) PostgreSQL
+    only uses an index for a leakproof operator, and the text search match ``@@`` is not
+    one, so the application role's queries could never use it (measured: not even with
+    ``enable_seqscan`` off) while every write would pay for it. A namespace's rows come
+    from the ``(tenant, namespace)`` btree instead (docs/pg_store.md, "Ranking").
+    """
+
+    reversible = True
+    reduces_to_sql = True
+
+    def __init__(self, model_name: str) -> None:
+        self.model_name = model_name
+
+    def state_forwards(self, app_label: str, state: Any) -> None:
+        return None
+
+    def database_forwards(
+        self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
+    ) -> None:
+        if not is_postgresql(schema_editor):
+            return
+        config = text_search_config()
+        model = to_state.apps.get_model(app_label, self.model_name)
+        quote = schema_editor.quote_name
+        table = quote(model._meta.db_table)
+        source = quote(model._meta.get_field("search_text").column)
+        words = f"to_tsvector('{config}'::regconfig, {source})"
+        schema_editor.execute(
+            f"ALTER TABLE {table} "
+            f"ADD COLUMN search_vector tsvector GENERATED ALWAYS AS ({words}) STORED, "
+            f"ADD COLUMN search_length integer GENERATED ALWAYS AS (length({words})) STORED"
+        )
+
+    def database_backwards(
+        self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
+    ) -> None:
+        if not is_postgresql(schema_editor):
+            return
+        model = from_state.apps.get_model(app_label, self.model_name)
+        schema_editor.execute(
+            f"ALTER TABLE {schema_editor.quote_name(model._meta.db_table)} "
+            "DROP COLUMN search_vector, DROP COLUMN search_length"
+        )
+
+    def describe(self) -> str:
+        return f"Add the generated tsvector of {self.model_name} and its length"
+
+    @property
+    def migration_name_fragment(self) -> str:
+        return "search_vector"

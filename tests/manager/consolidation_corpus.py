@@ -274,7 +274,9 @@ CASES: list[Case] = [
         {STYLE: "The user wants black formatting."},
         ("The design doc is docs/design.md.",),
         [("reference", "design_doc", "The design doc is docs/design.md.")],
-        [(0, "ADD")],
+        # No decision call: the two share no term once stop words are dropped ("The"
+        # alone made the feedback a candidate before ranking used BM25 over terms).
+        None,
         {STYLE: "The user wants black formatting.", DOCS: "The design doc is docs/design.md."},
         [("ADD", "reference", "design_doc")],
     ),

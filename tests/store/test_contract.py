@@ -604,3 +604,22 @@ async def test_compare_and_put_batch(store, root):
     with pytest.raises(ValueError, match="expected_versions must be a dict"):
         await store.compare_and_put_batch([(ns, "k", "v3", None)], [(ns, "k")])
     assert await store.get(ns, "k") == "v2"
+
+
+async def test_search_ranking_stems_drops_stop_words_and_weighs_rare_words(store, root):
+    ns = (root, "ranking")
+    if not store.capabilities.search:
+        with pytest.raises(StoreCapabilityError):
+            await store.search(ns, "likes")
+        return
+    await store.put(ns, "pottery", {"text": "Melanie liked pottery classes"})
+    await store.put(ns, "kitten", {"text": "Caroline adopted a kitten"})
+    await store.put(ns, "hiking", {"text": "Caroline went hiking"})
+    await store.put(ns, "paint", {"text": "Caroline painted a lake"})
+    # Stemming: "likes" finds "liked".
+    assert (await store.search(ns, "who likes pottery?"))[0].key == "pottery"
+    # IDF: the rare word outweighs the name in three items.
+    assert (await store.search(ns, "Caroline's kitten"))[0].key == "kitten"
+    # Stop words only: no term to rank by, the newest items as without a query.
+    newest = [i.key for i in await store.search(ns)]
+    assert [i.key for i in await store.search(ns, "what is it?")] == newest

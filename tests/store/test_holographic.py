@@ -1,4 +1,4 @@
-"""HolographicStore beyond the contract: the file, threads and loops, fusion."""
+"""HolographicStore beyond the contract: the file, threads and loops, ranking."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import pytest
 from tests.processes import run_in_threads
 from tulip_memory import hrr
 from tulip_memory.store import HolographicStore, StoreCapabilityError
-from tulip_memory.store.ranking import RRF_K
 from tulip_memory.text import tokenize, value_text
 
 NS = ("t", "notes")
@@ -133,26 +132,75 @@ async def _corpus_store() -> HolographicStore:
     return store
 
 
-async def test_fused_ranking_is_rrf_of_bm25_and_hrr():
+async def test_default_ranking_is_bm25_and_fused_rescores_its_candidates_with_hrr():
     store = await _corpus_store()
     query = "oolong tea garden morning"
     lexical = [item.key for item in await store.search(NS, query, mode="lexical", limit=50)]
     assert set(lexical) == set(CORPUS)  # every text shares a word with the query
-    query_phases = hrr.encode_phases(query, 256)
+    assert [item.key for item in await store.search(NS, query, limit=50)] == lexical
+    assert lexical[0] == "mix"  # holds every query word
+    assert lexical.index("rare") < lexical.index("coffee")  # "oolong" is rarer than "morning"
+    conn = store._connection()
+    bm25 = dict(
+        conn.execute(
+            "SELECT i.key, -bm25(tulip_items_fts, 0.0, 1.0) FROM tulip_items_fts f "
+            "JOIN tulip_items i ON i.rowid = f.rowid WHERE tulip_items_fts MATCH ?",
+            ['content : ("oolong" OR "tea" OR "garden" OR "morning")'],
+        ).fetchall()
+    )
+    words = sorted({"oolong", "tea", "garden", "morning"})
+    query_phases = hrr.encode_tokens(words, 256)
 
-    def hrr_score(key: str) -> float:
-        return hrr.similarity(query_phases, hrr.encode_tokens(tokenize(CORPUS[key]), 256))
+    def fused(key: str) -> float:
+        phases = hrr.encode_tokens(tokenize(CORPUS[key]), 256)
+        return bm25[key] / max(bm25.values()) + 0.3 * hrr.similarity(query_phases, phases)
 
-    hrr_order = sorted(lexical, key=lambda key: (-hrr_score(key), lexical.index(key)))
-    fused = {
-        key: 1 / (RRF_K + 1 + lexical.index(key)) + 1 / (RRF_K + 1 + hrr_order.index(key))
-        for key in lexical
-    }
-    expected = sorted(lexical, key=lambda key: (-fused[key], lexical.index(key)))
-    got = [item.key for item in await store.search(NS, query, limit=10)]
-    assert got == expected
-    assert got[0] == "mix"  # holds every query word
+    expected = sorted(lexical, key=lambda key: (-fused(key), lexical.index(key)))
+    assert [item.key for item in await store.search(NS, query, mode="fused")] == expected
     await store.close()
+
+
+async def test_stemming_and_stop_words():
+    store = HolographicStore(dim=64)
+    await store.put(NS, "liked", "Melanie liked pottery")
+    await store.put(NS, "other", "the weather is what it is")
+    for mode in ("lexical", "fused"):
+        found = await store.search(NS, "who likes potteries?", mode=mode)
+        assert [i.key for i in found] == ["liked"]
+    # A query of stop words only has no words: the newest items, as without a query.
+    assert [i.key for i in await store.search(NS, "what is it?")] == ["other", "liked"]
+    await store.close()
+
+
+async def test_a_file_indexed_without_stemming_is_rebuilt_on_open(path):
+    # A file as HolographicStore wrote it before stemming: an unstemmed unicode61 index.
+    store = HolographicStore(path, dim=64)
+    await store.put(NS, "liked", "Melanie liked pottery")
+    await store.close()
+    with sqlite3.connect(path) as conn:
+        conn.execute("DROP TABLE tulip_items_fts")
+        conn.execute(
+            "CREATE VIRTUAL TABLE tulip_items_fts USING fts5(scope, content, "
+            "content='tulip_items', content_rowid='rowid', "
+            "tokenize='unicode61 remove_diacritics 0')"
+        )
+        conn.execute("INSERT INTO tulip_items_fts (tulip_items_fts) VALUES ('rebuild')")
+    with sqlite3.connect(path) as conn:
+        match = "SELECT count(*) FROM tulip_items_fts WHERE tulip_items_fts MATCH 'like'"
+        assert conn.execute(match).fetchone()[0] == 0  # "liked" is not "like" there
+    store = HolographicStore(path, dim=64)
+    assert [i.key for i in await store.search(NS, "likes")] == ["liked"]
+    await store.put(NS, "new", "she likes pottery too")  # the triggers feed the new index
+    assert sorted(i.key for i in await store.search(NS, "like")) == ["liked", "new"]
+    await store.close()
+    with sqlite3.connect(path) as conn:
+        schema = conn.execute(
+            "SELECT sql FROM sqlite_master WHERE name = 'tulip_items_fts'"
+        ).fetchone()[0]
+    assert "porter" in schema
+    reopened = HolographicStore(path, dim=64)  # already stemmed: opened as it is
+    assert len(await reopened.search(NS, "liking")) == 2
+    await reopened.close()
 
 
 async def test_hrr_mode_scans_the_whole_namespace():

@@ -4,25 +4,48 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from tests.processes import run_in_threads
+from tests.store.concepts import ConceptEmbedding
 from tulip_memory.store import InMemoryStore
 
 NS = ("t", "notes")
 
 
-async def test_ranked_by_matched_terms_then_recency():
+async def test_ranked_by_bm25_then_recency():
     store = InMemoryStore()
     await store.put(NS, "both-old", "green tea")
-    await store.put(NS, "one-old", "tea only")
+    await store.put(NS, "one-old", "tea cup")
     await store.put(NS, "none", "coffee")
     await store.put(NS, "one-new", "GREEN light")
     await store.put(NS, "both-new", "Tea, green!")
     found = [item.key for item in await store.search(NS, "green tea")]
+    # Both words beat one; equal scores (same lengths, same term frequencies): newest first.
     assert found == ["both-new", "both-old", "one-new", "one-old"]
     assert [item.key for item in await store.search(NS, "green tea", limit=3)] == found[:3]
     # An update makes an item the most recent one.
-    await store.put(NS, "one-old", "tea only, still")
+    await store.put(NS, "one-old", "tea cup")
     assert [item.key for item in await store.search(NS, "tea")][:2] == ["one-old", "both-new"]
+
+
+async def test_rare_words_and_short_items_rank_first():
+    store = InMemoryStore()
+    await store.put(NS, "common", "Caroline went to the shop")
+    await store.put(NS, "rare", "Caroline adopted a kitten")
+    await store.put(NS, "other", "Caroline painted a lake")
+    await store.put(NS, "long", "a kitten and a long story about something else")
+    # "kitten" is rarer than "caroline" (IDF); of the two kitten items the short one wins.
+    assert [i.key for i in await store.search(NS, "Caroline's kitten")][:2] == ["rare", "long"]
+
+
+async def test_stemming_and_stop_words():
+    store = InMemoryStore()
+    await store.put(NS, "liked", "Melanie liked pottery")
+    await store.put(NS, "other", "the weather is what it is")
+    assert [i.key for i in await store.search(NS, "who likes potteries?")] == ["liked"]
+    # A query of stop words only has no terms: the newest items, as without a query.
+    assert [i.key for i in await store.search(NS, "what is it?")] == ["other", "liked"]
 
 
 async def test_matches_words_of_nested_values_not_dict_keys():
@@ -62,3 +85,34 @@ def test_threads_with_their_own_event_loops():
             assert len(await store.list_keys(("t", f"w{n}"), limit=1000)) == 200
 
     asyncio.run(check())
+
+
+async def _hybrid_store() -> InMemoryStore:
+    store = InMemoryStore(embedder=ConceptEmbedding(64))
+    await store.put_batch(
+        [(NS, f"filler{i}", f"note {i} about weather and trains", None) for i in range(60)]
+    )
+    await store.put(NS, "meaning", "Luna is my cat")  # no word of the query below
+    await store.put(NS, "word", "the zebra crossing by the station")
+    return store
+
+
+async def test_with_an_embedder_a_word_only_and_a_meaning_only_match_are_both_found():
+    store = await _hybrid_store()
+    found = [i.key for i in await store.search(NS, "kitten zebra", limit=2)]
+    assert sorted(found) == ["meaning", "word"]
+    # Without the embedder only the word match can be found.
+    lexical = InMemoryStore()
+    await lexical.put(NS, "meaning", "Luna is my cat")
+    await lexical.put(NS, "word", "the zebra crossing by the station")
+    assert [i.key for i in await lexical.search(NS, "kitten zebra")] == ["word"]
+
+
+async def test_with_an_embedder_a_stop_word_query_ranks_by_meaning_and_bad_embedders_are_refused():
+    store = await _hybrid_store()
+    # "what is it" has no term; its vector is near nothing in particular, so the search
+    # still answers (no error) with `limit` items.
+    assert len(await store.search(NS, "what is it?", limit=5)) == 5
+    assert [i.key for i in await store.search(NS, "a feline?", limit=1)] == ["meaning"]
+    with pytest.raises(TypeError, match="embedder must be a BaseEmbedding"):
+        InMemoryStore(embedder="wordllama")

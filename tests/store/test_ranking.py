@@ -1,31 +1,30 @@
-"""Reciprocal-rank fusion and exact cosine ranking (HolographicStore's arithmetic)."""
+"""The stores' ranking arithmetic: BM25 parts, score fusion, exact cosine ranking."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from tulip_memory.store.ranking import RRF_K, cosine_top, rrf_order
+from tulip_memory.store.ranking import bm25_idf, bm25_weight, candidate_pool, cosine_top, fuse
 
 
-def test_rrf_agreeing_rankings_keep_the_order():
-    assert rrf_order(4, [0.9, 0.5, 0.3, 0.1]) == [0, 1, 2, 3]
+def test_bm25_parts():
+    # A rare term weighs more than a common one; IDF never goes negative.
+    assert bm25_idf(100, 1) > bm25_idf(100, 50) > bm25_idf(100, 100) > 0
+    # More occurrences help with diminishing returns; a longer item scores less.
+    assert bm25_weight(2, 10, 10.0) > bm25_weight(1, 10, 10.0)
+    assert bm25_weight(2, 10, 10.0) < 2 * bm25_weight(1, 10, 10.0)
+    assert bm25_weight(1, 5, 10.0) > bm25_weight(1, 20, 10.0)
+    assert bm25_weight(1, 10, 10.0) == pytest.approx(1.0)  # tf 1 at average length
 
 
-def test_rrf_a_strong_second_opinion_promotes_a_candidate():
-    # Candidate 3 is last lexically but first by far on the second ranking.
-    scores = [0.2, 0.1, 0.0, 0.9, -0.1, -0.2]
-    order = rrf_order(6, scores)
-    fused_3 = 1 / (RRF_K + 4) + 1 / (RRF_K + 1)
-    fused_0 = 1 / (RRF_K + 1) + 1 / (RRF_K + 2)
-    fused_1 = 1 / (RRF_K + 2) + 1 / (RRF_K + 3)
-    assert fused_0 > fused_3 > fused_1
-    assert order[:3] == [0, 3, 1]
-
-
-def test_rrf_ties_keep_the_first_order():
-    # 0 and 1 swap places between the rankings: equal fused scores, first order wins.
-    assert rrf_order(2, [0.1, 0.9]) == [0, 1]
+def test_fuse_normalises_the_lexical_part_and_adds_the_weighted_vector_part():
+    scores = fuse({"a": 4.0, "b": 2.0}, {"b": 0.9, "c": 0.8}, 0.5)
+    assert scores == pytest.approx({"a": 1.0, "b": 0.95, "c": 0.4})
+    # No lexical match at all: the vector part alone.
+    assert fuse({}, {"c": 0.8}, 0.5) == pytest.approx({"c": 0.4})
+    assert candidate_pool(3) == 50
+    assert candidate_pool(20) == 100
 
 
 def test_cosine_top():

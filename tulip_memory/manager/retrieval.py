@@ -6,7 +6,7 @@ A recall reads every memory type of every namespace in scope ("targets"):
   merged rank by rank (the best of each target first, then the second best of each...),
   because scores of separate rankings are not comparable;
 * ONE more ``search_many`` without a query tops the list up with the most recently
-  updated memories, so a store whose search only filters (InMemoryStore's term match)
+  updated memories, so a store whose search only matches words (InMemoryStore's BM25)
   still injects something when no memory shares a word with the user's message;
 * the two are de-duplicated (by namespace and key) and cut to the limit.
 

@@ -93,6 +93,16 @@ class SearchRow(NamedTuple):
     rank: float
 
 
+# The query's lexemes, once for every namespace of the statement: its tokens analysed by
+# the text search configuration (stemmed, stop words dropped), as an array and as the
+# OR of them all.
+_QUERY_LEXEMES = (
+    "WITH q AS (SELECT tsvector_to_array(v) AS lexemes, "
+    "coalesce(replace(strip(v)::text, ' ', ' | '), '')::tsquery AS tsq "
+    "FROM (SELECT to_tsvector(%(config)s::regconfig, %(query)s) AS v) t) "
+)
+
+
 def search_text_of(tokens: Iterable[str]) -> str:
     """The stored search text: the tokens between spaces, so ``' tea '`` matches a token."""
     return " " + " ".join(tokens) + " "
@@ -208,25 +218,29 @@ class MemoryItemQuerySet(models.QuerySet):
         *,
         vector: str | None = None,
         source: str | None = None,
-        tokens: Sequence[str] = (),
+        terms: Sequence[str] | None = None,
+        config: str = "english",
+        weight: float = 0.0,
+        bm25: tuple[float, float] = (0.0, 0.0),
         max_distance: float | None = None,
         metadata: dict[str, Any] | None = None,
     ) -> list[SearchRow]:
         """Rank each namespace path of ``tenant`` on its own, in ONE statement.
 
-        Without ``vector``: newest-updated first, ties by key (the ``recent`` index). With
-        it, one pass over the namespace's rows (the ``(tenant, namespace)`` btree) gives
-        each row with a vector (from ``source``; from any source when it is None) its
-        exact cosine distance to ``vector``. With query ``tokens``, every other row (no
-        vector, or another encoder's) that contains some of them gets ``1 - matched /
-        len(tokens)`` (``lexical``); without tokens such rows are left out. Only ids and
-        ranks are computed over the namespace; the k smallest are kept (an exact sort:
-        the true top-k, never an ANN approximation) and only those k rows are read in
-        full. Ties: newest-updated first, then key.
+        Without ``query`` nor ``vector``: newest-updated first, ties by key (the
+        ``recent`` index). With ``vector`` only (``search_by_embedding``): one pass over
+        the namespace's rows (the ``(tenant, namespace)`` btree) gives each row with a
+        vector (from ``source``; from any source when it is None) its exact cosine
+        distance, the rank. With ``terms`` (the query's tokens; :meth:`_hybrid` explains
+        the ranking, ``bm25`` is its ``(k1, b)``, ``weight`` the vector's part): words and
+        vector fused, rank = minus the fused score. Only ids and
+        ranks are computed over the namespace; the k best are kept (an exact sort: the
+        true top-k, never an ANN approximation) and only those k rows are read in full.
+        Ties: newest-updated first, then key.
 
-        ``max_distance`` keeps the rows whose rank is at most it; ``metadata`` the rows
+        ``max_distance`` keeps the rows whose distance is at most it; ``metadata`` the rows
         whose metadata has each of its fields equal (as JSON) to its value. Both are
-        applied before the cut to ``limit``.
+        applied before the cut to ``limit`` (vector ranking only).
         """
         n = self._sql_names()
         params: dict[str, Any] = {"tenant": tenant, "paths": list(paths), "limit": limit}
@@ -237,46 +251,42 @@ class MemoryItemQuerySet(models.QuerySet):
             conditions.append(
                 f"c.{n['metadata']} -> %(meta_field_{index})s = %(meta_value_{index})s::jsonb"
             )
-        if vector is None:
+        usable = f"c.{n['embedding']} IS NOT NULL"
+        if source is not None:
+            params["source"] = source
+            usable = f"(c.{n['embedding_source']} = %(source)s AND {usable})"
+        if vector is not None:
+            params["vector"] = vector
+        prefix = ""
+        if terms is not None:
+            params.update(
+                query=" ".join(terms), config=config, weight=weight, k1=bm25[0], b=bm25[1]
+            )
+            prefix = _QUERY_LEXEMES
+            ranked = self._hybrid(n, " AND ".join(conditions), usable, vector is not None, params)
+        elif vector is None:
             ranked = (
                 f"SELECT c.{n['id']} AS id, 0.0::float8 AS rank, false AS lexical "
                 f"FROM {n['table']} c WHERE {' AND '.join(conditions)} "
                 f"ORDER BY c.{n['updated_at']} DESC, c.{n['key']} LIMIT %(limit)s"
             )
         else:
-            params["vector"] = vector
-            usable = f"c.{n['embedding']} IS NOT NULL"
-            if source is not None:
-                params["source"] = source
-                usable = f"(c.{n['embedding_source']} = %(source)s AND {usable})"
-            # The CASE (or "+ 0") keeps the value but is no expression an HNSW index
-            # orders by: under a selective tenant/namespace filter an ANN scan returns
-            # too few or wrong rows, so the planner must sort exactly instead.
-            distance = f"(c.{n['embedding']} <=> %(vector)s::vector)"
-            if tokens:
-                params.update(tokens=list(tokens), ntokens=float(len(tokens)))
-                matched = (
-                    "(SELECT count(*) FROM unnest(%(tokens)s::text[]) AS t(token) "
-                    f"WHERE strpos(c.{n['search_text']}, ' ' || t.token || ' ') > 0)"
-                )
-                lexical = f"NOT {usable}"
-                rank = f"CASE WHEN {usable} THEN {distance} ELSE 1.0 - {matched} / %(ntokens)s END"
-                keep = ["(NOT r.lexical OR r.rank < 1.0)"]
-            else:
-                lexical, rank, keep = "false", f"{distance} + 0", []
-                conditions.append(usable)
+            # The "+ 0" keeps the value but is no expression an HNSW index orders by:
+            # under a selective tenant/namespace filter an ANN scan returns too few or
+            # wrong rows, so the planner must sort exactly instead.
+            conditions.append(usable)
+            keep = ""
             if max_distance is not None:
                 params["max_distance"] = max_distance
-                keep.append("r.rank <= %(max_distance)s")
+                keep = "WHERE r.rank <= %(max_distance)s"
             ranked = (
-                "SELECT r.id, r.rank, r.lexical FROM ("
+                "SELECT r.id, r.rank, false AS lexical FROM ("
                 f"SELECT c.{n['id']} AS id, c.{n['updated_at']} AS updated_at, "
-                f"c.{n['key']} AS key, {lexical} AS lexical, {rank} AS rank "
+                f"c.{n['key']} AS key, (c.{n['embedding']} <=> %(vector)s::vector) + 0 AS rank "
                 f"FROM {n['table']} c WHERE {' AND '.join(conditions)}"
-                f") r {'WHERE ' + ' AND '.join(keep) if keep else ''} "
-                "ORDER BY r.rank, r.updated_at DESC, r.key LIMIT %(limit)s"
+                f") r {keep} ORDER BY r.rank, r.updated_at DESC, r.key LIMIT %(limit)s"
             )
-        sql = (
+        sql = prefix + (
             f"SELECT p.idx, i.{n['key']}, i.{n['value']}, i.{n['metadata']}, "
             f"i.{n['created_at']}, i.{n['updated_at']}, i.{n['version']}, m.lexical, m.rank "
             "FROM unnest(%(paths)s::text[]) WITH ORDINALITY AS p(path, idx) "
@@ -301,6 +311,73 @@ class MemoryItemQuerySet(models.QuerySet):
             )
             for idx, key, value, metadata, created, updated, version, lexical, rank in rows
         ]
+
+    def _hybrid(
+        self, n: dict[str, str], where: str, usable: str, with_vector: bool, params: dict[str, Any]
+    ) -> str:
+        """The per-namespace ranking of a text query (the inner part of the statement).
+
+        One pass over the namespace's rows (the ``(tenant, namespace)`` btree) gives each
+        its length, its tsvector if it matches a query lexeme and its distance to the
+        query vector if it has a usable one; the rest works on that pass's result.
+        Lexical part: Okapi BM25 over the generated ``search_vector`` (migration 0007).
+        The namespace's rows matching any query lexeme (``_QUERY_LEXEMES``) are its hits;
+        each hit's tf is the number of positions of a lexeme in its tsvector (1 when
+        stripped), df the number of hits holding it,
+        N and the average length are the namespace's; the ``pool`` best are kept. Vector
+        part: the ``pool`` nearest rows by exact cosine distance among those with a
+        usable vector. Fused over the union of both pools: ``bm25 / best_bm25 + weight *
+        (1 - distance)`` (a row without a usable vector gets 0 for the second term, and
+        is flagged ``lexical``). Without a query vector the lexical part ranks alone.
+
+        Why the btree and not the GIN index of ``search_vector``: under row-level
+        security the planner may only use an index for a leakproof operator, and ``@@``
+        is not one, so the match is a filter over the namespace's rows, which the vector
+        part reads anyway (docs/pg_store.md, "Ranking").
+        """
+        params["pool"] = max(50, 5 * params["limit"])
+        table, id_ = n["table"], n["id"]
+        distance = "NULL::float8"
+        if with_vector:
+            distance = f"CASE WHEN {usable} THEN c.{n['embedding']} <=> %(vector)s::vector END"
+        parts = [
+            # ONE pass over the namespace's rows: each row's length, its tsvector when it
+            # matches a query lexeme, its distance when it has a usable vector.
+            f"scan AS MATERIALIZED (SELECT c.{id_} AS id, c.search_length AS dl, "
+            "CASE WHEN c.search_vector @@ q.tsq THEN c.search_vector END AS sv, "
+            f"{distance} AS distance, c.{n['updated_at']} AS updated_at, c.{n['key']} AS key "
+            f"FROM {table} c CROSS JOIN q WHERE {where})",
+            "stats AS MATERIALIZED (SELECT count(*)::float8 AS n, "
+            "coalesce(avg(dl), 1)::float8 AS avgdl FROM scan)",
+            "hits AS MATERIALIZED (SELECT h.id, u.lexeme, h.dl, h.distance, h.updated_at, "
+            "h.key, "
+            "coalesce(array_length(u.positions, 1), 1) AS tf FROM scan h CROSS JOIN q "
+            "CROSS JOIN LATERAL unnest(h.sv) u WHERE h.sv IS NOT NULL "
+            "AND u.lexeme = ANY(q.lexemes))",
+            "df AS MATERIALIZED (SELECT lexeme, count(*)::float8 AS df FROM hits GROUP BY lexeme)",
+            "lexical AS MATERIALIZED (SELECT h.id, min(h.distance) AS distance, "
+            "min(h.updated_at) AS updated_at, min(h.key) AS key, "
+            "sum(ln(1 + (st.n - df.df + 0.5) "
+            "/ (df.df + 0.5)) * h.tf * (%(k1)s + 1) / (h.tf + %(k1)s * (1 - %(b)s + %(b)s "
+            "* h.dl / st.avgdl))) AS score FROM hits h JOIN df USING (lexeme) "
+            "CROSS JOIN stats st GROUP BY h.id ORDER BY score DESC LIMIT %(pool)s)",
+            "semantic AS (SELECT id, distance, updated_at, key FROM scan "
+            "WHERE distance IS NOT NULL ORDER BY distance LIMIT %(pool)s)",
+            # Both pools, one row per item: its BM25 (NULL outside the lexical pool) and
+            # its distance (NULL without a usable vector).
+            "pooled AS MATERIALIZED (SELECT id, max(score) AS score, min(distance) AS "
+            "distance, min(updated_at) AS updated_at, min(key) AS key FROM ("
+            "SELECT id, score, distance, updated_at, key FROM lexical UNION ALL "
+            "SELECT id, NULL, distance, updated_at, key FROM semantic) b GROUP BY id)",
+        ]
+        return (
+            f"WITH {', '.join(parts)} "
+            "SELECT f.id, -f.score AS rank, f.lexical FROM ("
+            "SELECT u.id, u.updated_at, u.key, u.distance IS NULL AS lexical, "
+            "coalesce(u.score / nullif(max(u.score) OVER (), 0), 0) "
+            "+ %(weight)s * coalesce(1.0 - u.distance, 0.0) AS score FROM pooled u"
+            ") f ORDER BY f.score DESC, f.updated_at DESC, f.key LIMIT %(limit)s"
+        )
 
     def namespace_paths(self) -> models.QuerySet[Any, tuple[str, str]]:
         """Distinct ``(path, sort key)`` pairs in namespace-tuple order.

@@ -17,7 +17,8 @@ honours (and that ``tests/store/test_contract.py`` checks on each backend):
   ``NotImplementedError`` carrying ``capability``, ``store_class`` and ``hint``).
 - **Search.** ``search(namespace, query=None)`` returns the newest-updated items first
   (ties by key), and so does a blank query or one without any word. Otherwise the ranking
-  is the store's (term match, full-text + HRR fusion, vector similarity) and at most
+  is the store's (BM25 over stemmed terms, fused with vectors where the store has them;
+  docs/store.md, "Ranking") and at most
   ``limit`` items of that namespace come back. ``search_many`` equals
   ``[search(ns, ...) for ns in namespaces]``.
 - **Semantic search scores** are cosine similarities (``score``, higher is closer) and

@@ -9,7 +9,10 @@ it. The FTS5 table indexes two columns: ``scope``, one token per namespace (a BL
 digest of its JSON) so that a full-text query is confined to one namespace inside FTS5
 itself, and ``content``, the value's tokens as :func:`tulip_memory.text.tokenize`
 produced them (the ``unicode61`` tokenizer with ``remove_diacritics 0`` then splits them
-exactly as they are, so every store matches the same words).
+exactly as they are, so every store matches the same words), each reduced by FTS5's
+``porter`` stemmer (``likes``/``liked`` match ``like``). A file whose FTS table was made
+with another tokenizer (before stemming) has it rebuilt on open (:data:`FTS_TOKENIZER`,
+:data:`REBUILD_FTS`).
 """
 
 from __future__ import annotations
@@ -25,7 +28,10 @@ __all__ = [
     "COUNT_NAMESPACE",
     "DELETE_ITEM",
     "DELETE_NAMESPACE",
+    "DROP_FTS",
     "EMBEDDED_ITEMS",
+    "FTS_SCHEMA",
+    "FTS_TOKENIZER",
     "INSERT_ITEM",
     "INSERT_META",
     "ITEM_COLUMNS",
@@ -34,10 +40,12 @@ __all__ = [
     "NAMESPACE_PHASES",
     "NEWEST_ITEMS",
     "NEWEST_KEYS",
+    "REBUILD_FTS",
     "SCHEMA",
     "SELECT_EMBEDDING",
     "SELECT_EMBEDDING_DIM",
     "SELECT_EXISTS",
+    "SELECT_FTS_SCHEMA",
     "SELECT_ITEM",
     "SELECT_META",
     "SELECT_VALUE",
@@ -71,9 +79,15 @@ CREATE TABLE IF NOT EXISTS tulip_items (
     PRIMARY KEY (ns, key)
 );
 CREATE INDEX IF NOT EXISTS tulip_items_recent ON tulip_items (ns, updated_at DESC, key);
+"""
+
+# The FTS5 tokenizer: the package's tokens (already case-folded, NFKC) stemmed by Porter.
+FTS_TOKENIZER = "porter unicode61 remove_diacritics 0"
+
+FTS_SCHEMA = f"""
 CREATE VIRTUAL TABLE IF NOT EXISTS tulip_items_fts USING fts5(
     scope, content, content='tulip_items', content_rowid='rowid',
-    tokenize='unicode61 remove_diacritics 0'
+    tokenize='{FTS_TOKENIZER}'
 );
 CREATE TRIGGER IF NOT EXISTS tulip_items_fts_insert AFTER INSERT ON tulip_items BEGIN
     INSERT INTO tulip_items_fts (rowid, scope, content)
@@ -90,6 +104,15 @@ CREATE TRIGGER IF NOT EXISTS tulip_items_fts_update AFTER UPDATE ON tulip_items 
     VALUES (new.rowid, new.scope, new.content);
 END;
 """
+
+# The FTS table's CREATE statement as the file holds it (None before the first open).
+SELECT_FTS_SCHEMA = (
+    "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'tulip_items_fts'"
+)
+# Drop an FTS table made with another tokenizer; FTS_SCHEMA then recreates it and the
+# 'rebuild' command re-indexes every row from the content table (in one transaction).
+DROP_FTS = "DROP TABLE tulip_items_fts"
+REBUILD_FTS = "INSERT INTO tulip_items_fts (tulip_items_fts) VALUES ('rebuild')"
 
 
 def ns_to_text(namespace: tuple[str, ...]) -> str:
@@ -146,10 +169,10 @@ LIST_NAMESPACES = "SELECT DISTINCT ns FROM tulip_items"
 LIST_NAMESPACES_UNDER = "SELECT DISTINCT ns FROM tulip_items WHERE ns = ? OR substr(ns, 1, ?) = ?"
 
 # The BM25-best ``limit`` matches of an FTS5 expression, as items with their HRR vector
-# (parameters: MATCH expression, limit). Column 0 of the FTS table (the namespace scope)
-# weighs nothing in the score.
+# and their BM25 score (higher is better; parameters: MATCH expression, limit). Column 0
+# of the FTS table (the namespace scope) weighs nothing in the score.
 BM25_CANDIDATES = (
-    f"SELECT {ITEM_COLUMNS}, hrr FROM ("
+    f"SELECT {ITEM_COLUMNS}, hrr, -hits.score FROM ("
     "SELECT rowid AS id, bm25(tulip_items_fts, 0.0, 1.0) AS score FROM tulip_items_fts "
     "WHERE tulip_items_fts MATCH ? ORDER BY score LIMIT ?"
     ") AS hits JOIN tulip_items ON tulip_items.rowid = hits.id "

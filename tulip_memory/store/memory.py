@@ -1,34 +1,53 @@
 """InMemoryStore: the whole store contract in a process-local dict.
 
-For tests and for anything that may lose its memory on exit. It offers ``search``
-(case-insensitive term match over the value's text, ranked by the number of distinct query
-terms matched, then by recency; no query means newest first), ``search_many``,
-``list_namespaces``, ``clear_namespace`` and an all-or-nothing ``put_batch``. It has no
-semantic search (``StoreCapabilityError``): use HolographicStore or PgMemory for that.
+For tests and for anything that may lose its memory on exit. It offers ``search``,
+``search_many``, ``list_namespaces``, ``clear_namespace`` and an all-or-nothing
+``put_batch``. It has no ``search_by_embedding`` (``StoreCapabilityError``): use
+HolographicStore or PgMemory for that.
+
+Ranking (docs/store.md, "Ranking"): Okapi BM25 (k1 1.2, b 0.75) over the value's terms
+(:func:`tulip_memory.text.search_terms`: stop words dropped, Snowball-stemmed), ties newest
+first. With ``embedder=`` (a ``BaseEmbedding``) each value is embedded on write and a query
+ranks the BM25 matches plus the ``max(50, 5 * limit)`` nearest items by cosine, fused as
+``bm25 / best_bm25 + 0.5 * cosine``: an item sharing no word with the query is still found
+by meaning. A query without terms (empty, or stop words only) lists the newest items, or
+ranks by cosine alone with an embedder.
 
 Each namespace keeps its items in a dict ordered by last write (an update moves the item
-to the end), so "newest first" is a reversed walk, and an inverted index token -> keys so a
-query only looks at items sharing a term.
+to the end), so "newest first" is a reversed walk, an inverted index term -> {key: term
+frequency} so a query only looks at items sharing a term, and the running total of the
+items' lengths (BM25's average length).
 
 Locking: no critical section here awaits anything, so a ``threading.Lock`` excludes
 concurrent mutations without binding the store to one event loop (as an ``asyncio.Lock``
 would), and also protects it when several threads (each with its own loop) share it.
+Long values and queries are analysed, indexed and scored in a worker thread (under the
+same lock), so the event loop stays free.
 """
 
 from __future__ import annotations
 
-import heapq
+import asyncio
 import itertools
 import threading
-from collections import Counter, defaultdict
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
+
+import numpy as np
 
 from tulip_memory.clock import MonotonicWallClock
 from tulip_memory.namespaces import Namespace
 from tulip_memory.store.base import BaseStore, BatchItem, StoreCapabilities, StoreItem
+from tulip_memory.store.ranking import (
+    MODEL_WEIGHT,
+    bm25_idf,
+    bm25_weight,
+    candidate_pool,
+    fuse,
+)
 from tulip_memory.store.validation import (
     PreparedPut,
     decode_json,
@@ -41,7 +60,7 @@ from tulip_memory.store.validation import (
     validate_namespace_prefix,
     validate_query,
 )
-from tulip_memory.text import tokenize, value_text
+from tulip_memory.text import LONG_TEXT_CHARS, search_terms, value_text
 
 __all__ = ["InMemoryStore"]
 
@@ -53,7 +72,8 @@ class _Entry:
     created_at: datetime
     updated_at: datetime
     version: int
-    terms: frozenset[str]
+    terms: Counter[str]  # term -> frequency
+    vector: np.ndarray | None  # unit-length embedding (with an embedder)
 
     def to_item(self, namespace: tuple[str, ...], key: str) -> StoreItem:
         return StoreItem(
@@ -70,25 +90,64 @@ class _Entry:
 @dataclass
 class _Namespace:
     entries: dict[str, _Entry] = field(default_factory=dict)  # ordered by last write
-    postings: dict[str, set[str]] = field(default_factory=dict)
+    postings: dict[str, dict[str, int]] = field(default_factory=dict)  # term -> key -> tf
+    total_length: int = 0  # of every entry's terms
     recency: dict[str, int] = field(default_factory=dict)  # key -> store-wide write number
 
-    def index(self, key: str, terms: frozenset[str]) -> None:
-        for term in terms:
-            self.postings.setdefault(term, set()).add(key)
+    def index(self, key: str, terms: Counter[str]) -> None:
+        for term, tf in terms.items():
+            self.postings.setdefault(term, {})[key] = tf
+        self.total_length += terms.total()
 
-    def unindex(self, key: str, terms: frozenset[str]) -> None:
+    def unindex(self, key: str, terms: Counter[str]) -> None:
         for term in terms:
             keys = self.postings[term]
-            keys.discard(key)
+            del keys[key]
             if not keys:
                 del self.postings[term]
+        self.total_length -= terms.total()
+
+    def bm25(self, terms: set[str]) -> dict[str, float]:
+        """The BM25 score of every entry holding one of ``terms``."""
+        count = len(self.entries)
+        average = self.total_length / max(count, 1)
+        scores: dict[str, float] = {}
+        for term in terms:
+            postings = self.postings.get(term)
+            if not postings:
+                continue
+            idf = bm25_idf(count, len(postings))
+            for key, tf in postings.items():
+                length = self.entries[key].terms.total()
+                scores[key] = scores.get(key, 0.0) + idf * bm25_weight(tf, length, average)
+        return scores
+
+    def nearest(self, query: np.ndarray, pool: int) -> dict[str, float]:
+        """The cosine similarity of the ``pool`` entries nearest to the unit ``query``."""
+        keys = [key for key, entry in self.entries.items() if entry.vector is not None]
+        if not keys:
+            return {}
+        matrix = np.stack([self.entries[key].vector for key in keys])  # type: ignore[misc]
+        similarity = matrix @ query
+        best = np.argsort(-similarity, kind="stable")[:pool]
+        return {keys[i]: float(similarity[i]) for i in best}
+
+
+T = TypeVar("T")
+
+# What a write computes before taking the lock: the value's term counts, its unit vector.
+_Encoded = tuple[Counter[str], np.ndarray | None]
 
 
 class InMemoryStore(BaseStore):
     """Process-local store; values are kept as JSON text and decoded on every read."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, embedder: Any | None = None) -> None:
+        if embedder is not None and not callable(getattr(embedder, "embed_batch", None)):
+            raise TypeError(
+                f"embedder must be a BaseEmbedding (with embed_batch), got {type(embedder)!r}"
+            )
+        self._embedder = embedder
         self._namespaces: dict[tuple[str, ...], _Namespace] = {}
         self._lock = threading.Lock()
         self._clock = MonotonicWallClock(resolution_ns=1_000)
@@ -98,15 +157,46 @@ class InMemoryStore(BaseStore):
     def capabilities(self) -> StoreCapabilities:
         return StoreCapabilities(search=True, list_namespaces=True, batch_operations=True)
 
+    async def _locked(self, work: Callable[[], T], size: int) -> T:
+        """``work()`` under the lock: inline for small inputs, in a worker thread when
+        ``size`` (characters of values or query) is long, so that indexing or scoring
+        tens of thousands of terms never stalls the event loop."""
+
+        def locked() -> T:
+            with self._lock:
+                return work()
+
+        return locked() if size < LONG_TEXT_CHARS else await asyncio.to_thread(locked)
+
     # --- writes -----------------------------------------------------------------------
 
-    def _write(self, prepared: PreparedPut) -> None:
+    async def _vectors(self, texts: list[str]) -> list[np.ndarray | None]:
+        """Unit-length embeddings of ``texts`` (None for a text without words, or for
+        every text without an embedder); computed before the lock is taken."""
+        if self._embedder is None:
+            return [None] * len(texts)
+        wanted = [i for i, text in enumerate(texts) if text.strip()]
+        vectors: list[np.ndarray | None] = [None] * len(texts)
+        if wanted:
+            embedded = await self._embedder.embed_batch([texts[i] for i in wanted])
+            for i, vector in zip(wanted, embedded, strict=True):
+                vectors[i] = _unit(vector)
+        return vectors
+
+    async def _encode(self, prepared: list[PreparedPut]) -> list[_Encoded]:
+        """The terms and vector of each write, before the lock is taken (the terms in a
+        worker thread when the values are long: stemming costs microseconds a word)."""
+        texts = [value_text(decode_json(one.value_json)) for one in prepared]
+        terms = await _terms_of(texts)
+        return list(zip(terms, await self._vectors(texts), strict=True))
+
+    def _write(self, prepared: PreparedPut, encoded: _Encoded) -> None:
         namespace = self._namespaces.setdefault(prepared.namespace, _Namespace())
         previous = namespace.entries.pop(prepared.key, None)
-        terms = frozenset(tokenize(value_text(decode_json(prepared.value_json))))
+        terms, vector = encoded
         if previous is None:
             now = self._clock.tick_datetime()
-            entry = _Entry(prepared.value_json, prepared.metadata_json, now, now, 1, terms)
+            entry = _Entry(prepared.value_json, prepared.metadata_json, now, now, 1, terms, vector)
         else:
             namespace.unindex(prepared.key, previous.terms)
             entry = _Entry(
@@ -116,6 +206,7 @@ class InMemoryStore(BaseStore):
                 self._clock.tick_datetime(after=previous.updated_at),
                 previous.version + 1,
                 terms,
+                vector,
             )
         namespace.entries[prepared.key] = entry
         namespace.recency[prepared.key] = next(self._writes)
@@ -129,15 +220,19 @@ class InMemoryStore(BaseStore):
         metadata: dict[str, Any] | None = None,
     ) -> None:
         prepared = prepare_put(namespace, key, value, metadata)
-        with self._lock:
-            self._write(prepared)
+        [encoded] = await self._encode([prepared])
+        await self._locked(lambda: self._write(prepared, encoded), len(prepared.value_json))
 
     async def put_batch(self, items: list[BatchItem]) -> None:
         """All or nothing: every item is validated before the first is written."""
         prepared = prepare_batch(items)
-        with self._lock:
-            for one in prepared:
-                self._write(one)
+        encoded = await self._encode(prepared)
+
+        def write() -> None:
+            for one, enc in zip(prepared, encoded, strict=True):
+                self._write(one, enc)
+
+        await self._locked(write, sum(len(one.value_json) for one in prepared))
 
     async def compare_and_put_batch(
         self,
@@ -147,15 +242,19 @@ class InMemoryStore(BaseStore):
         """The versions are compared and the batch written under one lock acquisition."""
         prepared = prepare_batch(items)
         expected = validate_expected_versions(expected_versions)
-        with self._lock:
+        encoded = await self._encode(prepared)
+
+        def compare_and_write() -> bool:
             for (namespace, key), version in expected.items():
                 space = self._namespaces.get(namespace)
                 entry = None if space is None else space.entries.get(key)
                 if (None if entry is None else entry.version) != version:
                     return False
-            for one in prepared:
-                self._write(one)
-        return True
+            for one, enc in zip(prepared, encoded, strict=True):
+                self._write(one, enc)
+            return True
+
+        return await self._locked(compare_and_write, sum(len(p.value_json) for p in prepared))
 
     async def delete(self, namespace: tuple[str, ...], key: str) -> bool:
         validate_namespace(namespace)
@@ -222,29 +321,28 @@ class InMemoryStore(BaseStore):
         validate_namespace(namespace)
         validate_query(query)
         limit = validate_limit(limit)
-        terms = set(tokenize(query or ""))
-        if not terms:
+        [query_terms] = await _terms_of([query or ""])
+        terms = set(query_terms)
+        vector = None
+        if self._embedder is not None and query and query.strip():
+            vector = _unit(await self._embedder.embed(query))
+        if not terms and vector is None:
             return [entry.to_item(namespace, key) for key, entry in self._newest(namespace, limit)]
-        with self._lock:
+
+        def rank() -> list[StoreItem]:
             space = self._namespaces.get(namespace)
             if space is None:
                 return []
-            matches: Counter[str] = Counter()
-            for term in terms:
-                matches.update(space.postings.get(term, ()))
-            # Group by number of matched terms, then take the newest of each group in turn.
-            levels: dict[int, list[str]] = defaultdict(list)
-            for key, hits in matches.items():
-                levels[hits].append(key)
-            best: list[str] = []
-            for hits in sorted(levels, reverse=True):
-                newest = heapq.nlargest(
-                    limit - len(best), levels[hits], key=space.recency.__getitem__
-                )
-                best.extend(newest)
-                if len(best) == limit:
-                    break
+            lexical = space.bm25(terms)
+            if vector is not None:
+                scores = fuse(lexical, space.nearest(vector, candidate_pool(limit)), MODEL_WEIGHT)
+            else:
+                scores = lexical
+            # Best score first, ties newest first.
+            best = sorted(scores, key=lambda key: (-scores[key], -space.recency[key]))[:limit]
             return [space.entries[key].to_item(namespace, key) for key in best]
+
+        return await self._locked(rank, len(query or ""))
 
     async def list_namespaces(
         self,
@@ -256,3 +354,17 @@ class InMemoryStore(BaseStore):
         with self._lock:
             found = [ns for ns in self._namespaces if ns[: len(start)] == start]
         return sorted(found)[:limit]
+
+
+async def _terms_of(texts: list[str]) -> list[Counter[str]]:
+    """The term counts of ``texts``; in a worker thread when they are long."""
+    if sum(len(text) for text in texts) < LONG_TEXT_CHARS:
+        return [Counter(search_terms(text)) for text in texts]
+    return await asyncio.to_thread(lambda: [Counter(search_terms(text)) for text in texts])
+
+
+def _unit(vector: Any) -> np.ndarray | None:
+    """``vector`` as a float64 array of length 1 (None when it is all zeros)."""
+    array = np.asarray(vector, dtype=np.float64)
+    norm = float(np.linalg.norm(array))
+    return None if norm == 0.0 or not np.isfinite(norm) else array / norm

@@ -12,16 +12,20 @@ HRR ``[cos φ, sin φ]`` encoding of :mod:`tulip_memory.hrr` (2 * ``dim`` wide).
 The width must equal ``TULIP_MEMORY["VECTOR_DIMENSIONS"]`` (the column's); a mismatch
 fails at construction.
 
-Search plan, chosen on purpose: a namespace is found through the ``(tenant, namespace)``
-btree and its rows are sorted by exact cosine distance. An HNSW scan under a selective
-tenant/namespace filter returns too few or wrong rows; the exact sort returns the true
-top-k (bench/pg_store.py measures both the latency and the recall); ``search``,
-``search_many`` and ``search_by_embedding`` share that one statement, which ranks ids
-first and reads only the k winners in full. The vectors live in the heap row (STORAGE
-MAIN, set by the migration), not in TOAST, so no distance has to detoast. Rows without a
-vector from this store's encoder (no text, or written by another encoder — e.g. before an
-embedder was configured) are still found by a lexical token match, with a one-time
-warning.
+Search plan, chosen on purpose: one statement for ``search``, ``search_many`` and
+``search_by_embedding`` (``MemoryItemQuerySet.search_paths``), ranking ids first and
+reading only the k winners in full. A text query is ranked by words and vector fused
+(docs/pg_store.md, "Ranking"): Okapi BM25 over the ``search_vector`` tsvector PostgreSQL
+generates with ``TULIP_MEMORY["TEXT_SEARCH_CONFIG"]`` (migration 0007; a query lexeme's
+rows of the namespace come from its GIN index), and the exact cosine distance to the
+query's vector over the namespace (the ``(tenant, namespace)`` btree; an HNSW scan under a
+selective tenant/namespace filter returns too few or wrong rows), fused as ``bm25 /
+best_bm25 + weight * cosine`` with weight 0.3 for HRR vectors and 0.5 for an embedder's.
+The vectors live in the heap row (STORAGE MAIN, set by the migration), not in TOAST, so no
+distance has to detoast. Rows without a vector from this store's encoder (no text, or
+written by another encoder — e.g. before an embedder was configured) are still found by
+their words, with a one-time warning. A query of stop words only lists the newest items
+(HRR), or ranks by the embedder's vector alone.
 
 The tenant pin is transaction-local (``set_config(..., true)``) through the ORM's
 transaction, so a pooled connection never carries a tenant into its next use.
@@ -47,9 +51,10 @@ from tulip_memory.embeddings import BaseEmbedding, resolve_embedder
 from tulip_memory.exceptions import ConfigurationError, TenantError
 from tulip_memory.hrr import DEFAULT_DIM
 from tulip_memory.namespaces import Namespace, decode_namespace, encode_namespace
-from tulip_memory.postgresql_operations import PGVECTOR_ANN_MAX_DIM
+from tulip_memory.postgresql_operations import PGVECTOR_ANN_MAX_DIM, text_search_config
 from tulip_memory.store.base import BaseStore, SemanticSearchResult, StoreCapabilities, StoreItem
 from tulip_memory.store.pg_encoder import DEFAULT_ENCODING_CACHE, EXTERNAL_SOURCE, TextEncoder
+from tulip_memory.store.ranking import BM25_B, BM25_K1, HRR_WEIGHT, MODEL_WEIGHT
 from tulip_memory.store.validation import (
     PreparedPut,
     prepare_batch,
@@ -66,7 +71,7 @@ from tulip_memory.store.validation import (
     validate_threshold,
 )
 from tulip_memory.tenancy import current_tenant, tenant_atomic, validate_tenant
-from tulip_memory.text import tokenize, value_text
+from tulip_memory.text import search_terms, tokenize, value_text
 
 __all__ = ["DEFAULT_DIM", "DEFAULT_ENCODING_CACHE", "PGVECTOR_ANN_MAX_DIM", "PgMemory"]
 
@@ -531,7 +536,12 @@ class PgMemory(BaseStore):
             )
         tenant = tenants.pop()
         tokens = sorted(set(tokenize(query or "")))[:_MAX_QUERY_TOKENS]
-        encoded = await self.encoder.encode(tenant, query) if tokens and query else None
+        hrr = self.encoder.embedder is None
+        # A query of stop words only ranks nothing by its words; its HRR vector (a bag of
+        # those stop words) means nothing either, so it lists the newest items, as no
+        # query does. A model embedder's vector still carries meaning: it ranks alone.
+        ranked = bool(tokens) and (not hrr or bool(search_terms(" ".join(tokens))))
+        encoded = await self.encoder.encode(tenant, query) if ranked and query else None
         vector = None if encoded is None else self.encoder.literal(encoded)
         rows = await self._run(
             self._search_sync,
@@ -540,7 +550,10 @@ class PgMemory(BaseStore):
             limit,
             vector=vector,
             source=self.encoder.source,
-            tokens=tokens,
+            terms=tokens if ranked else None,
+            config=text_search_config(),
+            weight=HRR_WEIGHT if hrr else MODEL_WEIGHT,
+            bm25=(BM25_K1, BM25_B),
         )
         out: list[list[StoreItem]] = [[] for _ in namespaces]
         lexical = False
@@ -550,7 +563,7 @@ class PgMemory(BaseStore):
         if lexical and not self._lexical_warned:
             self._lexical_warned = True
             logger.warning(
-                "PgMemory: search matched rows without a %s vector by their words only "
+                "PgMemory: search ranked rows without a %s vector by their words only "
                 "(rows with no text, or written before this encoder was configured); "
                 "re-put them to rank them by vector.",
                 self.encoder.source,

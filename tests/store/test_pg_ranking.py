@@ -1,0 +1,150 @@
+"""PgMemory's hybrid ranking: words (BM25 over the generated tsvector) and vectors, fused.
+
+Runs on the embedded PostgreSQL as the application role; ``ConceptEmbedding`` is the
+test double of a model embedder (tests/store/concepts.py). The text search checks
+(tulip_memory.E060/E061) are tested here too: they guard this ranking.
+"""
+
+from __future__ import annotations
+
+import pytest
+from asgiref.sync import async_to_sync
+from django.db import connection, connections
+from django.test import override_settings
+from django.test.utils import CaptureQueriesContext
+
+from tests.store.concepts import ConceptEmbedding
+from tulip_memory.checks.search import check_text_search_config, check_text_search_databases
+from tulip_memory.models.store import MemoryItem
+from tulip_memory.store import PgMemory
+from tulip_memory.tenancy import tenant_atomic
+
+sync = async_to_sync
+NS = ("acme", "ranking")
+
+
+def _keys(items):
+    return [item.key for item in items]
+
+
+def _fill(store, ns, count=60):
+    sync(store.put_batch)(
+        [(ns, f"filler{i}", f"note {i} about weather and trains", None) for i in range(count)]
+    )
+
+
+@pytest.mark.django_db
+def test_a_word_only_and_a_meaning_only_match_are_both_found():
+    store = PgMemory(embedder=ConceptEmbedding(1024))
+    _fill(store, NS)
+    sync(store.put)(NS, "meaning", "Luna is my cat")  # no word of the query
+    sync(store.put)(NS, "word", "the zebra crossing by the station")
+    assert sorted(_keys(sync(store.search)(NS, "kitten zebra", limit=2))) == ["meaning", "word"]
+    # The default store (HRR vectors: words, no meaning) finds the word match only.
+    hrr = PgMemory()
+    other = ("acme", "ranking-hrr")
+    _fill(hrr, other)
+    sync(hrr.put)(other, "meaning", "Luna is my cat")
+    sync(hrr.put)(other, "word", "the zebra crossing by the station")
+    found = _keys(sync(hrr.search)(other, "kitten zebra", limit=2))
+    assert found[0] == "word" and "meaning" not in found
+
+
+@pytest.mark.django_db
+def test_stop_word_queries_list_the_newest_or_rank_by_meaning():
+    hrr = PgMemory()
+    for key in ("a", "b", "c"):
+        sync(hrr.put)(NS, key, f"value {key} is here")
+    assert _keys(sync(hrr.search)(NS, "what is it?")) == ["c", "b", "a"]
+    # With a model embedder the query's vector still ranks (the lexical part is empty).
+    model = PgMemory(embedder=ConceptEmbedding(1024))
+    ns = ("acme", "ranking-model")
+    _fill(model, ns, 10)
+    sync(model.put)(ns, "cat", "Luna the cat")
+    assert _keys(sync(model.search)(ns, "is it a kitty?", limit=1)) == ["cat"]
+
+
+@pytest.mark.django_db
+def test_stemming_idf_and_the_tsvector_follows_updates():
+    store = PgMemory()
+    sync(store.put)(NS, "pottery", {"text": "Melanie liked pottery"})
+    sync(store.put)(NS, "kitten", {"text": "Caroline adopted a kitten"})
+    sync(store.put)(NS, "hiking", {"text": "Caroline went hiking"})
+    sync(store.put)(NS, "paint", {"text": "Caroline painted a lake"})
+    assert _keys(sync(store.search)(NS, "likes potteries", limit=1)) == ["pottery"]
+    assert _keys(sync(store.search)(NS, "Caroline's kitten", limit=1)) == ["kitten"]
+    sync(store.put)(NS, "pottery", {"text": "Melanie sold her car"})
+    with tenant_atomic("acme"):
+        vector = MemoryItem.objects.raw(
+            "SELECT id, search_vector::text AS v FROM tulip_memory_store_item "
+            "WHERE namespace = 'acme/ranking' AND key = 'pottery'"
+        )[0].v
+    assert "'sold'" in vector and "pottery" not in vector
+
+
+@pytest.mark.django_db
+def test_rows_without_a_vector_rank_by_their_words():
+    store = PgMemory(embedder=ConceptEmbedding(1024))
+    _fill(store, NS, 10)
+    # Written with a caller's vector of another source: no vector this encoder ranks.
+    sync(store.put)(NS, "novector", "")
+    sync(PgMemory().put)(NS, "old", "the zebra crossing")
+    found = _keys(sync(store.search)(NS, "zebra", limit=3))
+    assert found[0] == "old" and "novector" not in found
+
+
+@pytest.mark.django_db(transaction=True, databases=["default", "owner"])
+def test_search_many_is_one_statement_and_reads_each_namespace_through_the_btree():
+    with tenant_atomic("acme"), connection.cursor() as cursor:
+        # 12,000 rows in 24 namespaces (500 each), "zebra" in 1 row of 50, no vectors.
+        cursor.execute(
+            "INSERT INTO tulip_memory_store_item (tenant, namespace, key, value, metadata, "
+            "search_text, embedding, embedding_source, created_at, updated_at, version) "
+            "SELECT 'acme', 'acme/ns' || (g % 24), 'k' || g, '1', '{}', "
+            "' note ' || g || CASE WHEN g % 50 = 0 THEN ' zebra ' ELSE ' horse ' END, "
+            "NULL, '', now(), now(), 1 FROM generate_series(1, 12000) AS g"
+        )
+    with connections["owner"].cursor() as cursor:  # only the owner may analyze the table
+        cursor.execute("ANALYZE tulip_memory_store_item")
+    store = PgMemory()
+    namespaces = [("acme", f"ns{i}") for i in (0, 2, 4)]  # 20 zebras each
+    with CaptureQueriesContext(connection) as captured:
+        together = sync(store.search_many)(namespaces, "zebra", limit=5)
+    statements = [
+        q["sql"]
+        for q in captured.captured_queries
+        if "set_config" not in q["sql"]
+        and q["sql"].split()[0].upper() not in ("SAVEPOINT", "RELEASE", "BEGIN", "COMMIT")
+    ]
+    assert len(statements) == 1
+    assert [len(found) for found in together] == [5, 5, 5]
+    assert all(int(item.key[1:]) % 50 == 0 for found in together for item in found)
+    assert together == [sync(store.search)(ns, "zebra", limit=5) for ns in namespaces]
+    with tenant_atomic("acme"), connection.cursor() as cursor:
+        cursor.execute("EXPLAIN " + statements[0])
+        plan = "\n".join(line for (line,) in cursor.fetchall())
+    # Each namespace's rows come from the (tenant, namespace) btree, never a whole-table
+    # scan. (No GIN index: under row-level security `@@` could not use it.)
+    assert "tulip_store_item_recent" in plan, plan
+    assert "Seq Scan on tulip_memory_store_item" not in plan, plan
+
+
+def test_text_search_config_setting_is_checked():
+    assert check_text_search_config() == []
+    for bad in ("english; DROP TABLE x", "", 3, "a b"):
+        with override_settings(TULIP_MEMORY={"TEXT_SEARCH_CONFIG": bad}):
+            [error] = check_text_search_config()
+            assert error.id == "tulip_memory.E060" and "TEXT_SEARCH_CONFIG" in error.msg
+            assert check_text_search_databases(databases=["default"]) == []  # E060 says it
+
+
+@pytest.mark.django_db
+def test_text_search_config_is_checked_against_the_database():
+    assert check_text_search_databases(databases=["default"]) == []
+    assert check_text_search_databases(databases=None) == []
+    with override_settings(TULIP_MEMORY={"TEXT_SEARCH_CONFIG": "simple"}):
+        [error] = check_text_search_databases(databases=["default"])
+        assert error.id == "tulip_memory.E061" and "generated with 'english'" in error.msg
+    with override_settings(TULIP_MEMORY={"TEXT_SEARCH_CONFIG": "klingon"}):
+        [error] = check_text_search_databases(databases=["default"])
+        assert error.id == "tulip_memory.E061" and "does not know" in error.msg

@@ -1,0 +1,104 @@
+"""System checks of PgMemory's text search configuration (ids tulip_memory.E060, E061).
+
+E060 (always): ``TULIP_MEMORY["TEXT_SEARCH_CONFIG"]`` is not a configuration name.
+E061 (tagged ``database``, on the PostgreSQL aliases of ``TENANT_DATABASES``): the
+configuration is unknown to the database, or the stored ``search_vector`` column (migration
+0005) was generated with another configuration than the setting names — queries would be
+analysed differently from the rows (a stemmed query against unstemmed rows finds nothing).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from django.core import checks
+
+from tulip_memory.postgresql_operations import text_search_config
+
+__all__ = ["check_text_search_config", "check_text_search_databases"]
+
+_GENERATED_WITH = re.compile(r"to_tsvector\('([^']+)'::regconfig")
+
+
+def check_text_search_config(
+    app_configs: Iterable[Any] | None = None, **kwargs: Any
+) -> list[checks.CheckMessage]:
+    """tulip_memory.E060: the setting is not a text search configuration name."""
+    try:
+        text_search_config()
+    except ValueError as exc:
+        return [
+            checks.Error(
+                str(exc),
+                hint="Use 'english' (the default) or 'simple' for mixed languages.",
+                id="tulip_memory.E060",
+            )
+        ]
+    return []
+
+
+def _check_alias(alias: str, config: str) -> list[checks.CheckMessage]:
+    from django.db import connections
+
+    from tulip_memory.models.store import MemoryItem
+
+    connection = connections[alias]
+    if connection.vendor != "postgresql":
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT EXISTS (SELECT 1 FROM pg_ts_config WHERE cfgname = %s)",
+            [config.rsplit(".", maxsplit=1)[-1]],
+        )
+        known = cursor.fetchone()[0]
+        cursor.execute(
+            "SELECT pg_get_expr(d.adbin, d.adrelid) FROM pg_attrdef d "
+            "JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum "
+            "WHERE d.adrelid = to_regclass(%s) AND a.attname = 'search_vector'",
+            [MemoryItem._meta.db_table],
+        )
+        row = cursor.fetchone()
+    if not known:
+        return [
+            checks.Error(
+                f"TULIP_MEMORY['TEXT_SEARCH_CONFIG'] is {config!r}, which database alias "
+                f"{alias!r} does not know.",
+                hint="SELECT cfgname FROM pg_ts_config lists the configurations.",
+                id="tulip_memory.E061",
+            )
+        ]
+    found = _GENERATED_WITH.search(row[0]) if row else None
+    stored = found.group(1) if found else None
+    if (
+        stored is not None
+        and stored.rsplit(".", maxsplit=1)[-1] != config.rsplit(".", maxsplit=1)[-1]
+    ):
+        return [
+            checks.Error(
+                f"TULIP_MEMORY['TEXT_SEARCH_CONFIG'] is {config!r}, but the search_vector "
+                f"column of database alias {alias!r} was generated with {stored!r}: queries "
+                "and stored items would be analysed differently.",
+                hint="Set it back, or regenerate the column: manage.py migrate tulip_memory "
+                "0004, then manage.py migrate (recomputes every row).",
+                id="tulip_memory.E061",
+            )
+        ]
+    return []
+
+
+def check_text_search_databases(
+    app_configs: Iterable[Any] | None = None, databases: Iterable[str] | None = None, **kwargs: Any
+) -> list[checks.CheckMessage]:
+    """tulip_memory.E061 for the aliases of ``TENANT_DATABASES`` asked for."""
+    from tulip_memory.conf import settings
+
+    if not databases:
+        return []
+    try:
+        config = text_search_config()
+    except ValueError:
+        return []  # E060 says so
+    wanted = [alias for alias in settings.TENANT_DATABASES if alias in set(databases)]
+    return [error for alias in wanted for error in _check_alias(alias, config)]
