@@ -42,11 +42,26 @@ the event loop stays free for other tasks while the text is encoded.
 
 _CJK = "[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f]"
 _TOKEN = re.compile(rf"{_CJK}|(?:(?!{_CJK})[^\W_])+")
+_SPACE = re.compile(r"\s")
+_SLICE_CHARS = 8192
 
 
 def tokenize(text: str) -> list[str]:
     """The tokens of ``text``, in order (duplicates kept)."""
-    return _TOKEN.findall(unicodedata.normalize("NFKC", text).casefold())
+    if len(text) <= _SLICE_CHARS:
+        return _TOKEN.findall(unicodedata.normalize("NFKC", text).casefold())
+    # A long text goes slice by slice, cut at whitespace (no word is split): each C call
+    # (normalise, fold, match) holds the GIL for its whole length, so one call over a
+    # 200,000-character value would stall every other thread — the event loop of an async
+    # store encoding it in a worker thread — for ~12 ms.
+    tokens: list[str] = []
+    start = 0
+    while start < len(text):
+        space = _SPACE.search(text, start + _SLICE_CHARS)
+        end = space.start() if space else len(text)
+        tokens += _TOKEN.findall(unicodedata.normalize("NFKC", text[start:end]).casefold())
+        start = end
+    return tokens
 
 
 # One string split (a word list a line each would be 130 lines). The one-letter and
