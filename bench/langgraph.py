@@ -121,7 +121,10 @@ def postgres_payload_bytes(url: str) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--turns", type=int, default=200)
-    turns = parser.parse_args().turns
+    parser.add_argument("--max-chain-depth", type=int, default=None)
+    args = parser.parse_args()
+    turns = args.turns
+    options = {} if args.max_chain_depth is None else {"max_chain_depth": args.max_chain_depth}
     with tempfile.TemporaryDirectory(prefix="tulip-bench-") as workdir:
         urls = setup_django(Path(workdir))
         from tulip_memory.langgraph import DjangoSaver
@@ -129,7 +132,9 @@ def main() -> None:
         PostgresSaver = langgraph.checkpoint.postgres.PostgresSaver
 
         results = {}
-        ours, our_state = run(DjangoSaver(tenant="bench"), DjangoSaver(tenant="bench"), turns)
+        ours, our_state = run(
+            DjangoSaver(tenant="bench", **options), DjangoSaver(tenant="bench"), turns
+        )
         ours["payload"] = DjangoSaver(tenant="bench").storage_bytes(THREAD)
         ours["tables"] = table_bytes(
             urls.owner,

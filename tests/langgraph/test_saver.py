@@ -127,8 +127,9 @@ async def test_tenants_see_only_their_threads_and_the_config_cannot_choose_one()
 def test_get_tuple_is_one_statement():
     saver = DjangoSaver(tenant="acme")
     build_agent(saver).invoke(user_turn(0), _config("one-read"))
+    # In this thread (sync calls run on the saver's worker, with its own connection).
     with CaptureQueriesContext(connection) as queries:
-        found = saver.get_tuple(_config("one-read"))
+        found = saver._in_transaction("acme", saver._get_tuple, (_config("one-read"),), None)
     assert len(found.checkpoint["channel_values"]["messages"]) == 4
     reads = [q["sql"] for q in queries.captured_queries if "langgraph" in q["sql"]]
     assert len(reads) == 1, reads

@@ -48,6 +48,7 @@ class Stored:
     depth: int = 0
     splice_at: int = 0  # where the splice starts (to rebuild the cached head)
     splice_removed: int = 0
+    is_list: bool = False  # a list's version: the channel's next head
 
 
 def encode(
@@ -74,14 +75,17 @@ def encode(
                 depth=head.depth + 1,
                 splice_at=splice.at,
                 splice_removed=splice.removed,
+                is_list=True,
             )
     type_, data = dumps(value)
-    return Stored(channel, version, type_, data, base_version=version)
+    return Stored(
+        channel, version, type_, data, base_version=version, is_list=isinstance(value, list)
+    )
 
 
 def next_head(stored: Stored, head: Head | None, loads: Loads) -> Head | None:
     """The cached head after ``stored`` is written (private copies: decoded from its data)."""
-    if stored.type == EMPTY or stored.data is None:
+    if not stored.is_list or stored.data is None:
         return None
     decoded = loads((stored.type, stored.data))
     if stored.parent_version:
@@ -92,10 +96,8 @@ def next_head(stored: Stored, head: Head | None, loads: Loads) -> Head | None:
             *inserted,
             *head.items[stored.splice_at + stored.splice_removed :],
         )
-    elif isinstance(decoded, list):
-        items = tuple(decoded)
     else:
-        return None
+        items = tuple(decoded)
     return Head(stored.version, items, stored.base_version, stored.depth)
 
 
@@ -103,40 +105,43 @@ def rebuild(
     rows: Mapping[str, tuple[str, str, bytes | None]],
     version: str,
     loads: Loads,
-    memo: dict[str, Any],
+    decoded: dict[str, Any],
     where: str,
 ) -> Any:
     """The value of ``version`` from ``rows`` ({version: (type, parent_version, data)}).
 
-    ``memo`` keeps the values already rebuilt (of this channel); splices apply to
-    copies. A missing parent raises CheckpointCorruptError naming ``where``.
+    ``decoded`` keeps the rows already decoded (of this channel, for the other versions
+    a ``list`` rebuilds); each value is rebuilt on its own copy of the chain's whole
+    list. A missing version or a splice that does not fit raises
+    CheckpointCorruptError naming ``where``.
     """
-    path = []
-    cursor = version
-    while cursor not in memo:
-        row = rows.get(cursor)
+    path = [version]
+    while True:
+        row = rows.get(path[-1])
         if row is None:
             raise CheckpointCorruptError(
-                f"{where}: the stored version {cursor!r} its value is spliced on is missing"
+                f"{where}: the stored version {path[-1]!r} its value is spliced on is missing"
             )
-        path.append(cursor)
-        parent = row[1]
-        if not parent:
+        if not row[1]:
             break
         if len(path) > len(rows):
             raise CheckpointCorruptError(f"{where}: its chain of versions has a cycle")
-        cursor = parent
-    for step in reversed(path):
-        type_, parent, data = rows[step]
-        decoded = loads((type_, data))
-        if not parent:
-            memo[step] = decoded
-            continue
-        at, removed, inserted = decoded
-        value = list(memo[parent])
+        path.append(row[1])
+
+    def payload(step: str) -> Any:
+        if step not in decoded:
+            type_, _, data = rows[step]
+            decoded[step] = loads((type_, data))
+        return decoded[step]
+
+    base = payload(path[-1])
+    if len(path) == 1:
+        return base
+    value = list(base)
+    for step in reversed(path[:-1]):
+        at, removed, inserted = payload(step)
         try:
             Splice(at, removed, list(inserted)).apply(value)
         except ValueError as exc:
             raise CheckpointCorruptError(f"{where}: version {step!r}: {exc}") from exc
-        memo[step] = value
-    return memo[version]
+    return value

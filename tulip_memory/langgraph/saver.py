@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import AsyncIterator, Iterator, Sequence
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -49,6 +50,8 @@ from tulip_memory.lru import LRUCache
 from tulip_memory.tenant_database import TenantDatabase
 
 __all__ = ["DjangoSaver"]
+
+T = TypeVar("T")
 
 PRUNE_STRATEGIES = ("keep_latest", "delete")
 
@@ -110,6 +113,15 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         BaseCheckpointSaver.__init__(self, serde=serde)
         self.max_chain_depth = max_chain_depth
         self._heads: LRUCache[_HeadKey, chains.Head] = LRUCache(cache_size, name="cache_size")
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tulip-langgraph")
+
+    def _run_sync(self, func: Callable[..., T], *args: Any, lock: str | None = None) -> T:
+        """Run ``func(tenant, *args)`` in a tenant transaction on the saver's worker thread.
+
+        The tenant is resolved here, in the caller's context (where it may be bound).
+        """
+        tenant = self._resolve_tenant()
+        return self._worker.submit(self._in_transaction, tenant, func, args, lock).result()
 
     # -- versions ----------------------------------------------------------------------
 

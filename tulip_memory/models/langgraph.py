@@ -74,25 +74,29 @@ class LangGraphCheckpointQuerySet(ThreadRowsQuerySet):
         checkpoints = quote(LangGraphCheckpoint._meta.db_table)
         blobs = quote(LangGraphBlob._meta.db_table)
         writes = quote(LangGraphWrite._meta.db_table)
+        # Every lookup is a LATERAL subquery on an index, kept from being flattened into
+        # a join by ``OFFSET 0`` (PostgresSaver's correlated subqueries do the same): a
+        # join is planned from row estimates, which are worst right after a thread grew.
         sql = (
             f"WITH c AS (SELECT * FROM {checkpoints} WHERE tenant = %s {selection}), "
-            "v AS (SELECT DISTINCT c.thread_id, c.checkpoint_ns, e.key AS channel, "
-            "e.value AS version FROM c CROSS JOIN LATERAL jsonb_each_text(c.channel_versions) e), "
-            "r AS (SELECT DISTINCT b.thread_id, b.checkpoint_ns, b.channel, b.base_version "
-            f"FROM {blobs} b JOIN v ON b.thread_id = v.thread_id "
-            "AND b.checkpoint_ns = v.checkpoint_ns AND b.channel = v.channel "
-            "AND b.version = v.version WHERE b.tenant = %s) "
+            "r AS (SELECT DISTINCT c.thread_id, c.checkpoint_ns, e.key AS channel, "
+            "t.base_version FROM c CROSS JOIN LATERAL jsonb_each_text(c.channel_versions) e "
+            f"CROSS JOIN LATERAL (SELECT base_version FROM {blobs} WHERE tenant = %s "
+            "AND thread_id = c.thread_id AND checkpoint_ns = c.checkpoint_ns "
+            "AND channel = e.key AND version = e.value OFFSET 0) t) "
             "SELECT 0, c.id, c.thread_id, c.checkpoint_ns, c.checkpoint_id, "
             "c.parent_checkpoint_id, c.channel_versions::text, c.checkpoint_type, c.checkpoint, "
             "c.metadata_type, c.metadata, NULL::integer FROM c "
-            "UNION ALL SELECT 1, b.id, b.thread_id, b.checkpoint_ns, b.channel, b.version, "
-            f"b.parent_version, b.type, b.data, NULL, NULL, NULL FROM {blobs} b "
-            "JOIN r ON b.thread_id = r.thread_id AND b.checkpoint_ns = r.checkpoint_ns "
-            "AND b.channel = r.channel AND b.base_version = r.base_version WHERE b.tenant = %s "
-            "UNION ALL SELECT 2, w.id, w.thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id, "
-            f"w.task_path, w.type, w.data, w.channel, NULL, w.idx FROM {writes} w "
-            "JOIN c ON w.thread_id = c.thread_id AND w.checkpoint_ns = c.checkpoint_ns "
-            "AND w.checkpoint_id = c.checkpoint_id WHERE w.tenant = %s"
+            "UNION ALL SELECT 1, b.id, r.thread_id, r.checkpoint_ns, r.channel, b.version, "
+            "b.parent_version, b.type, b.data, NULL, NULL, NULL FROM r CROSS JOIN LATERAL ("
+            f"SELECT id, version, parent_version, type, data FROM {blobs} WHERE tenant = %s "
+            "AND thread_id = r.thread_id AND checkpoint_ns = r.checkpoint_ns "
+            "AND channel = r.channel AND base_version = r.base_version OFFSET 0) b "
+            "UNION ALL SELECT 2, w.id, c.thread_id, c.checkpoint_ns, c.checkpoint_id, w.task_id, "
+            "w.task_path, w.type, w.data, w.channel, NULL, w.idx FROM c CROSS JOIN LATERAL ("
+            f"SELECT id, task_id, task_path, type, data, channel, idx FROM {writes} "
+            "WHERE tenant = %s AND thread_id = c.thread_id AND checkpoint_ns = c.checkpoint_ns "
+            "AND checkpoint_id = c.checkpoint_id OFFSET 0) w"
         )
         with connection.cursor() as cursor:
             cursor.execute(sql, [tenant, *params, tenant, tenant, tenant])
