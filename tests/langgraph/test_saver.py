@@ -157,6 +157,37 @@ async def test_a_splice_whose_version_is_gone_is_an_error_naming_it():
         await saver.aget_tuple(config)
 
 
+async def test_a_splice_on_a_version_another_saver_deleted_is_stored_whole():
+    writer, other = DjangoSaver(tenant="acme"), DjangoSaver(tenant="acme")
+    config = _config("deleted-meanwhile")
+    await build_agent(writer).ainvoke(user_turn(0), config)
+    await other.adelete_thread("deleted-meanwhile")  # the writer's cached head is gone
+    # The same list again, one turn longer: the writer would splice it on its head.
+    reference = build_agent(InMemorySaver())
+    for turn in range(2):
+        await reference.ainvoke(user_turn(turn), config)
+    expected = (await reference.aget_state(config)).values
+    version = "00000000000000000000000000000099.1"
+    checkpoint = (await reference.checkpointer.aget_tuple(config)).checkpoint
+    checkpoint = {**checkpoint, "channel_versions": {"messages": version}}
+    metadata = {"source": "update", "step": 1, "parents": {}}
+    await writer.aput(config, checkpoint, metadata, {"messages": version})
+    found = await other.aget_tuple(config)
+    assert found.checkpoint["channel_values"]["messages"] == expected["messages"]
+
+    def stored_whole() -> bool:
+        from tulip_memory.models import LangGraphBlob
+        from tulip_memory.tenancy import tenant_atomic
+
+        with tenant_atomic("acme"):
+            row = LangGraphBlob.objects.get(tenant="acme", version=version)
+            return row.parent_version == "" and row.base_version == version
+
+    from asgiref.sync import sync_to_async
+
+    assert await sync_to_async(stored_whole)()
+
+
 async def test_bad_input_is_refused_with_what_is_wrong():
     saver = DjangoSaver(tenant="acme")
     with pytest.raises(ValueError, match="thread_id"):

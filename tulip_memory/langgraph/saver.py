@@ -83,6 +83,18 @@ def _config(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> RunnableC
     }
 
 
+def _blob_row(stored: chains.Stored) -> tuple[str, str, str, str, int, str, bytes | None]:
+    return (
+        stored.channel,
+        stored.version,
+        stored.parent_version,
+        stored.base_version or stored.version,
+        stored.depth,
+        stored.type,
+        stored.data,
+    )
+
+
 class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
     """LangGraph checkpoint saver on the PostgreSQL alias ``using``; see the module docstring.
 
@@ -171,7 +183,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> tuple[RunnableConfig, list[chains.Stored]]:
-        from tulip_memory.models import LangGraphBlob, LangGraphCheckpoint
+        from tulip_memory.models import LangGraphCheckpoint
 
         thread_id, checkpoint_ns, parent_id = _configurable(config)
         validate_identifier(checkpoint["id"], "checkpoint id")
@@ -184,17 +196,26 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         run_id = serializable.get("run_id")
 
         stored = self._encode_blobs(tenant, thread_id, checkpoint_ns, values, new_versions)
-        blobs = LangGraphBlob.objects.using(self.using).of_thread(tenant, thread_id)
-        spliced = {(s.channel, s.parent_version) for s in stored if s.parent_version}
-        if spliced:
-            present = set(
-                blobs.filter(checkpoint_ns=checkpoint_ns, channel__in={c for c, _ in spliced})
-                .filter(version__in={v for _, v in spliced})
-                .select_for_update()
-                .values_list("channel", "version")
-            )
-            # A version spliced on that another saver deleted meanwhile: store it whole.
-            stored = [
+        rows = LangGraphCheckpoint.objects.using(self.using)
+        refused = rows.save_checkpoint(
+            tenant,
+            thread_id,
+            checkpoint_ns,
+            {
+                "checkpoint_id": checkpoint["id"],
+                "parent_checkpoint_id": parent_id or "",
+                "run_id": str(run_id) if run_id is not None else "",
+                "checkpoint_type": checkpoint_type,
+                "checkpoint": checkpoint_data,
+                "channel_versions": channel_versions,
+                "metadata_type": metadata_type,
+                "metadata": metadata_data,
+            },
+            [_blob_row(s) for s in stored],
+        )
+        if refused:
+            # The version a splice applies to was deleted meanwhile: store the value whole.
+            whole = [
                 chains.encode(
                     s.channel,
                     s.version,
@@ -203,57 +224,13 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
                     max_chain_depth=0,
                     dumps=self.serde.dumps_typed,
                 )
-                if s.parent_version and (s.channel, s.parent_version) not in present
-                else s
                 for s in stored
+                if (s.channel, s.version) in refused
             ]
-        if stored:
-            LangGraphBlob.objects.using(self.using).bulk_create(
-                [
-                    LangGraphBlob(
-                        tenant=tenant,
-                        thread_id=thread_id,
-                        checkpoint_ns=checkpoint_ns,
-                        channel=s.channel,
-                        version=s.version,
-                        parent_version=s.parent_version,
-                        base_version=s.base_version or s.version,
-                        depth=s.depth,
-                        type=s.type,
-                        data=s.data,
-                    )
-                    for s in stored
-                ],
-                ignore_conflicts=True,
+            rows.save_checkpoint(
+                tenant, thread_id, checkpoint_ns, None, [_blob_row(s) for s in whole]
             )
-        LangGraphCheckpoint.objects.using(self.using).bulk_create(
-            [
-                LangGraphCheckpoint(
-                    tenant=tenant,
-                    thread_id=thread_id,
-                    checkpoint_ns=checkpoint_ns,
-                    checkpoint_id=checkpoint["id"],
-                    parent_checkpoint_id=parent_id or "",
-                    run_id=str(run_id) if run_id is not None else "",
-                    checkpoint_type=checkpoint_type,
-                    checkpoint=checkpoint_data,
-                    channel_versions=channel_versions,
-                    metadata_type=metadata_type,
-                    metadata=metadata_data,
-                )
-            ],
-            update_conflicts=True,
-            unique_fields=["tenant", "thread_id", "checkpoint_ns", "checkpoint_id"],
-            update_fields=[
-                "parent_checkpoint_id",
-                "run_id",
-                "checkpoint_type",
-                "checkpoint",
-                "channel_versions",
-                "metadata_type",
-                "metadata",
-            ],
-        )
+            stored = [s for s in stored if (s.channel, s.version) not in refused] + whole
         return _config(thread_id, checkpoint_ns, checkpoint["id"]), stored
 
     def _remember(self, tenant: str, config: RunnableConfig, stored: list[chains.Stored]) -> None:

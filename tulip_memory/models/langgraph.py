@@ -102,6 +102,69 @@ class LangGraphCheckpointQuerySet(ThreadRowsQuerySet):
             cursor.execute(sql, [tenant, *params, tenant, tenant, tenant])
             return [dict(zip(LOAD_COLUMNS, row, strict=True)) for row in cursor.fetchall()]
 
+    def save_checkpoint(
+        self,
+        tenant: str,
+        thread_id: str,
+        checkpoint_ns: str,
+        checkpoint: dict[str, Any] | None,
+        blobs: list[tuple[str, str, str, str, int, str, bytes | None]],
+    ) -> set[tuple[str, str]]:
+        """Insert the blobs (unless stored) and upsert the checkpoint: ONE statement.
+
+        ``checkpoint`` maps the checkpoint columns after the first three to their values
+        (None: only blobs); ``blobs`` are ``(channel, version, parent_version,
+        base_version, depth, type, data)``. A splice is inserted only if the version it
+        applies to is there, which it locks (``FOR KEY SHARE``) until the transaction
+        ends; returns the ``(channel, version)`` of the splices refused that way.
+        """
+        connection = connections[self.db]
+        quote = connection.ops.quote_name
+        table = quote(LangGraphCheckpoint._meta.db_table)
+        blob_table = quote(LangGraphBlob._meta.db_table)
+        upsert, values = "", []
+        if checkpoint:
+            names = ["tenant", "thread_id", "checkpoint_ns", *checkpoint, "created_at"]
+            fields = {f.name: f for f in LangGraphCheckpoint._meta.concrete_fields}
+            values = [
+                fields[name].get_db_prep_save(value, connection)
+                for name, value in zip(
+                    names,
+                    [tenant, thread_id, checkpoint_ns, *checkpoint.values(), timezone.now()],
+                    strict=True,
+                )
+            ]
+            updates = ", ".join(f"{quote(n)} = EXCLUDED.{quote(n)}" for n in checkpoint)
+            upsert = (
+                f"INSERT INTO {table} ({', '.join(quote(n) for n in names)}) "
+                f"VALUES ({', '.join(['%s'] * len(names))}) ON CONFLICT "
+                f"(tenant, thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET {updates}"
+            )
+        if not blobs:
+            if upsert:
+                with connection.cursor() as cursor:
+                    cursor.execute(upsert, values)
+            return set()
+        rows = ", ".join(["(%s, %s, %s, %s, %s::integer, %s, %s::bytea)"] * len(blobs))
+        sql = (
+            f"WITH v (channel, version, parent_version, base_version, depth, type, data) "
+            f"AS (VALUES {rows}), "
+            "ok AS (SELECT * FROM v WHERE v.parent_version = '' OR EXISTS (SELECT 1 FROM "
+            f"{blob_table} p WHERE p.tenant = %s AND p.thread_id = %s AND p.checkpoint_ns = %s "
+            "AND p.channel = v.channel AND p.version = v.parent_version FOR KEY SHARE)), "
+            f"b AS (INSERT INTO {blob_table} (tenant, thread_id, checkpoint_ns, channel, "
+            "version, parent_version, base_version, depth, type, data) "
+            "SELECT %s, %s, %s, ok.* FROM ok "
+            "ON CONFLICT (tenant, thread_id, checkpoint_ns, channel, version) DO NOTHING)"
+            f"{', ' if upsert else ' '}"
+            f"{f'c AS ({upsert}) ' if upsert else ''}"
+            "SELECT channel, version FROM v EXCEPT SELECT channel, version FROM ok"
+        )
+        scope = [tenant, thread_id, checkpoint_ns]
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [*(x for blob in blobs for x in blob), *scope, *scope, *values])
+            return {(channel, version) for channel, version in cursor.fetchall()}
+
 
 class LangGraphCheckpoint(ThreadRow):
     """A LangGraph checkpoint; its channel values are :class:`LangGraphBlob` rows."""
