@@ -65,7 +65,8 @@ class LangGraphCheckpointQuerySet(ThreadRowsQuerySet):
           metadata;
         * part 1, a blob: ``a`` its channel, ``b`` its version, ``c`` its parent version,
           ``type``/``data`` its value — every blob sharing the chain root of a version a
-          checkpoint refers to;
+          checkpoint refers to, no deeper in the chain than that version (a chain's depth
+          grows by one per splice: what lies deeper is on no path to it);
         * part 2, a write: ``a`` its checkpoint id, ``b`` its task id, ``c`` its task path,
           ``d`` its channel, ``n`` its index, ``type``/``data`` its value.
         """
@@ -79,11 +80,13 @@ class LangGraphCheckpointQuerySet(ThreadRowsQuerySet):
         # join is planned from row estimates, which are worst right after a thread grew.
         sql = (
             f"WITH c AS (SELECT * FROM {checkpoints} WHERE tenant = %s {selection}), "
-            "r AS (SELECT DISTINCT c.thread_id, c.checkpoint_ns, e.key AS channel, "
-            "t.base_version FROM c CROSS JOIN LATERAL jsonb_each_text(c.channel_versions) e "
-            f"CROSS JOIN LATERAL (SELECT base_version FROM {blobs} WHERE tenant = %s "
+            "r AS (SELECT c.thread_id, c.checkpoint_ns, e.key AS channel, t.base_version, "
+            "max(t.depth) AS depth "
+            "FROM c CROSS JOIN LATERAL jsonb_each_text(c.channel_versions) e "
+            f"CROSS JOIN LATERAL (SELECT base_version, depth FROM {blobs} WHERE tenant = %s "
             "AND thread_id = c.thread_id AND checkpoint_ns = c.checkpoint_ns "
-            "AND channel = e.key AND version = e.value OFFSET 0) t) "
+            "AND channel = e.key AND version = e.value OFFSET 0) t "
+            "GROUP BY c.thread_id, c.checkpoint_ns, e.key, t.base_version) "
             "SELECT 0, c.id, c.thread_id, c.checkpoint_ns, c.checkpoint_id, "
             "c.parent_checkpoint_id, c.channel_versions::text, c.checkpoint_type, c.checkpoint, "
             "c.metadata_type, c.metadata, NULL::integer FROM c "
@@ -91,7 +94,8 @@ class LangGraphCheckpointQuerySet(ThreadRowsQuerySet):
             "b.parent_version, b.type, b.data, NULL, NULL, NULL FROM r CROSS JOIN LATERAL ("
             f"SELECT id, version, parent_version, type, data FROM {blobs} WHERE tenant = %s "
             "AND thread_id = r.thread_id AND checkpoint_ns = r.checkpoint_ns "
-            "AND channel = r.channel AND base_version = r.base_version OFFSET 0) b "
+            "AND channel = r.channel AND base_version = r.base_version "
+            "AND depth <= r.depth OFFSET 0) b "
             "UNION ALL SELECT 2, w.id, c.thread_id, c.checkpoint_ns, c.checkpoint_id, w.task_id, "
             "w.task_path, w.type, w.data, w.channel, NULL, w.idx FROM c CROSS JOIN LATERAL ("
             f"SELECT id, task_id, task_path, type, data, channel, idx FROM {writes} "
