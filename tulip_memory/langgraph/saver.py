@@ -104,7 +104,6 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
     """
 
     vendor = "postgresql"
-    lock_table = "tulip_memory_langgraph_checkpoint"
 
     def __init__(
         self,
@@ -339,7 +338,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
 
     # -- reading -----------------------------------------------------------------------
 
-    def _tuples(self, tenant: str, rows: list[dict[str, Any]]) -> dict[int, CheckpointTuple]:
+    def _tuples(self, rows: list[dict[str, Any]]) -> dict[int, CheckpointTuple]:
         """The checkpoint tuples of ``load_rows``' rows, by checkpoint row id."""
         blobs: dict[tuple[str, str, str], dict[str, tuple[str, str, bytes | None]]] = {}
         writes: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
@@ -407,7 +406,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
             params.append(checkpoint_id)
         selection += "ORDER BY checkpoint_id DESC LIMIT 1"
         rows = LangGraphCheckpoint.objects.using(self.using).load_rows(tenant, selection, params)
-        found = self._tuples(tenant, rows)
+        found = self._tuples(rows)
         return next(iter(found.values()), None)
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
@@ -458,7 +457,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
             ids.append(row_id)
         if not ids:
             return []
-        found = self._tuples(tenant, manager.load_rows(tenant, "AND id = ANY(%s)", [ids]))
+        found = self._tuples(manager.load_rows(tenant, "AND id = ANY(%s)", [ids]))
         return [found[row_id] for row_id in ids if row_id in found]
 
     def list(
