@@ -5,7 +5,8 @@
 (:mod:`tulip_memory.delta.orm`) share: the alias ``using`` (its vendor checked when
 built), the tenant (fixed by the constructor, else the one bound by
 :func:`~tulip_memory.tenancy.tenant_context` at call time) and :meth:`TenantDatabase._run`,
-which runs blocking ORM work off the event loop in one transaction opened by
+which runs blocking ORM work off the event loop (:meth:`~TenantDatabase._run_sync`: in the
+caller's thread, for sync callers such as LangGraph's sync saver API) in one transaction opened by
 :func:`~tulip_memory.tenancy.tenant_atomic`. On PostgreSQL that transaction is pinned to
 the tenant, so row-level security shows and accepts only that tenant's rows. A call made
 while another tenant is bound raises :class:`~tulip_memory.exceptions.TenantError`.
@@ -96,17 +97,22 @@ class TenantDatabase:
         (see :meth:`_writer_lock`), taken before it starts and released after it ends.
         """
         tenant = self._resolve_tenant()
+        return await sync_to_async(self._in_transaction)(tenant, func, args, lock)
 
-        def in_transaction() -> T:
-            from tulip_memory.tenancy import tenant_atomic
+    def _run_sync(self, func: Callable[..., T], *args: Any, lock: str | None = None) -> T:
+        """:meth:`_run` for blocking callers (sync code, never inside an event loop)."""
+        return self._in_transaction(self._resolve_tenant(), func, args, lock)
 
-            with contextlib.ExitStack() as stack:
-                if lock is not None:
-                    stack.enter_context(self._writer_lock(tenant, lock))
-                with tenant_atomic(tenant, using=self.using):
-                    return func(tenant, *args)
+    def _in_transaction(
+        self, tenant: str, func: Callable[..., T], args: tuple[Any, ...], lock: str | None
+    ) -> T:
+        from tulip_memory.tenancy import tenant_atomic
 
-        return await sync_to_async(in_transaction)()
+        with contextlib.ExitStack() as stack:
+            if lock is not None:
+                stack.enter_context(self._writer_lock(tenant, lock))
+            with tenant_atomic(tenant, using=self.using):
+                return func(tenant, *args)
 
     # -- writer locks ------------------------------------------------------------------
     #

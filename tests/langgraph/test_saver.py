@@ -1,0 +1,205 @@
+"""DjangoSaver under a real compiled graph, per tenant, and its storage and bad input.
+
+The agent (tulip_memory.testing.langgraph_agent) is a tool-calling loop whose chat model
+is scripted (no network). Each test runs the same inputs through LangGraph's own
+InMemorySaver as the reference: the state after every turn must be equal.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
+
+from tulip_memory.exceptions import CheckpointCorruptError, TenantError
+from tulip_memory.langgraph import DjangoSaver
+from tulip_memory.tenancy import tenant_context
+from tulip_memory.testing.langgraph_agent import build_agent, user_turn
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+TURNS = 200
+
+
+def _config(thread_id: str, **extra: str) -> dict:
+    return {"configurable": {"thread_id": thread_id, **extra}}
+
+
+async def test_200_turns_give_the_state_in_memory_saver_gives_after_every_turn():
+    saver = DjangoSaver(tenant="acme")
+    ours, reference = build_agent(saver), build_agent(InMemorySaver())
+    config = _config("chat-200")
+    for turn in range(TURNS):
+        await ours.ainvoke(user_turn(turn), config)
+        await reference.ainvoke(user_turn(turn), config)
+        got, expected = await ours.aget_state(config), await reference.aget_state(config)
+        assert got.values == expected.values, f"turn {turn}"
+        assert got.next == expected.next
+        assert got.metadata["step"] == expected.metadata["step"]
+    assert len(got.values["messages"]) == 4 * TURNS
+    # A fresh saver (a new process: nothing cached) reads the same state back.
+    fresh = await build_agent(DjangoSaver(tenant="acme")).aget_state(config)
+    assert fresh.values == expected.values
+    # Splices: far fewer bytes than the whole list at every version would take.
+    whole = sum(
+        [
+            len(saver.serde.dumps_typed(s.values["messages"])[1])
+            async for s in reference.aget_state_history(config)
+            if s.values
+        ]
+    )
+    assert await saver.astorage_bytes("chat-200") < whole / 10
+
+
+def test_the_sync_api_runs_a_graph_too():
+    ours, reference = build_agent(DjangoSaver(tenant="acme")), build_agent(InMemorySaver())
+    config = _config("sync-chat")
+    for turn in range(15):
+        ours.invoke(user_turn(turn), config)
+        reference.invoke(user_turn(turn), config)
+        assert ours.get_state(config).values == reference.get_state(config).values
+    ours_history = [s.values for s in ours.get_state_history(config)]
+    assert ours_history == [s.values for s in reference.get_state_history(config)]
+
+
+async def test_time_travel_resumes_from_an_older_checkpoint():
+    ours, reference = build_agent(DjangoSaver(tenant="acme")), build_agent(InMemorySaver())
+    config = _config("travel")
+    for turn in range(8):
+        await ours.ainvoke(user_turn(turn), config)
+        await reference.ainvoke(user_turn(turn), config)
+
+    async def fork(graph):
+        # The checkpoint after turn 2's answer: replay a different turn from there.
+        history = [s async for s in graph.aget_state_history(config)]
+        old = next(s for s in history if len(s.values.get("messages", ())) == 12 and not s.next)
+        forked = await graph.ainvoke(user_turn(100), old.config)
+        return old, forked
+
+    (old, forked), (_, expected) = await fork(ours), await fork(reference)
+    assert forked == expected
+    assert len(forked["messages"]) == 16
+    # The fork became the thread's newest checkpoint; the old one still loads as it was.
+    assert (await ours.aget_state(config)).values == expected
+    assert (await ours.aget_state(old.config)).values["messages"] == forked["messages"][:12]
+
+
+async def test_an_interrupt_waits_for_the_human_and_resumes():
+    ours = build_agent(DjangoSaver(tenant="acme"), approve=True)
+    reference = build_agent(InMemorySaver(), approve=True)
+    config = _config("approval")
+    for graph in (ours, reference):
+        await graph.ainvoke(user_turn(0), config)
+    waiting = await ours.aget_state(config)
+    assert waiting.next == ("tools",)
+    assert waiting.tasks[0].interrupts[0].value == {"approve": "multiply", "args": {"a": 1, "b": 2}}
+    # A fresh saver (another process) sees the interrupt too, and resumes it.
+    resumed = await build_agent(DjangoSaver(tenant="acme"), approve=True).ainvoke(
+        Command(resume="approved"), config
+    )
+    expected = await reference.ainvoke(Command(resume="approved"), config)
+    assert resumed == expected
+    assert resumed["messages"][2].content == "2 approved"
+
+
+async def test_tenants_see_only_their_threads_and_the_config_cannot_choose_one():
+    acme, globex = DjangoSaver(tenant="acme"), DjangoSaver(tenant="globex")
+    config = _config("shared-name")
+    await build_agent(acme).ainvoke(user_turn(0), config)
+    assert await globex.aget_tuple(config) is None
+    assert [t async for t in globex.alist(None)] == []
+    await globex.adelete_thread("shared-name")
+    assert await acme.aget_tuple(config) is not None
+    # A tenant in the graph's config is ignored: the saver's own tenant decides.
+    assert await globex.aget_tuple(_config("shared-name", tenant="acme")) is None
+    # The bound tenant, when the saver has none; a conflicting one is refused.
+    unbound = DjangoSaver()
+    with pytest.raises(TenantError, match="no tenant"):
+        await unbound.aget_tuple(config)
+    with tenant_context("acme"):
+        assert await unbound.aget_tuple(config) is not None
+    with tenant_context("globex"), pytest.raises(TenantError, match="fixed to tenant"):
+        await acme.aget_tuple(config)
+
+
+def test_get_tuple_is_one_statement():
+    saver = DjangoSaver(tenant="acme")
+    build_agent(saver).invoke(user_turn(0), _config("one-read"))
+    # In this thread (sync calls run on the saver's worker, with its own connection).
+    with CaptureQueriesContext(connection) as queries:
+        found = saver._in_transaction("acme", saver._get_tuple, (_config("one-read"),), None)
+    assert len(found.checkpoint["channel_values"]["messages"]) == 4
+    reads = [q["sql"] for q in queries.captured_queries if "langgraph" in q["sql"]]
+    assert len(reads) == 1, reads
+
+
+async def test_a_splice_whose_version_is_gone_is_an_error_naming_it():
+    from tulip_memory.models import LangGraphBlob
+    from tulip_memory.tenancy import tenant_atomic
+
+    saver = DjangoSaver(tenant="acme")
+    config = _config("damaged")
+    for turn in range(2):
+        await build_agent(saver).ainvoke(user_turn(turn), config)
+
+    def drop_the_whole_lists():
+        with tenant_atomic("acme"):
+            LangGraphBlob.objects.filter(
+                tenant="acme", thread_id="damaged", channel="messages", parent_version=""
+            ).delete()
+
+    from asgiref.sync import sync_to_async
+
+    await sync_to_async(drop_the_whole_lists)()
+    with pytest.raises(CheckpointCorruptError, match="channel 'messages' of checkpoint"):
+        await saver.aget_tuple(config)
+
+
+async def test_a_splice_on_a_version_another_saver_deleted_is_stored_whole():
+    writer, other = DjangoSaver(tenant="acme"), DjangoSaver(tenant="acme")
+    config = _config("deleted-meanwhile")
+    await build_agent(writer).ainvoke(user_turn(0), config)
+    await other.adelete_thread("deleted-meanwhile")  # the writer's cached head is gone
+    # The same list again, one turn longer: the writer would splice it on its head.
+    reference = build_agent(InMemorySaver())
+    for turn in range(2):
+        await reference.ainvoke(user_turn(turn), config)
+    expected = (await reference.aget_state(config)).values
+    version = "00000000000000000000000000000099.1"
+    checkpoint = (await reference.checkpointer.aget_tuple(config)).checkpoint
+    checkpoint = {**checkpoint, "channel_versions": {"messages": version}}
+    metadata = {"source": "update", "step": 1, "parents": {}}
+    await writer.aput(config, checkpoint, metadata, {"messages": version})
+    found = await other.aget_tuple(config)
+    assert found.checkpoint["channel_values"]["messages"] == expected["messages"]
+
+    def stored_whole() -> bool:
+        from tulip_memory.models import LangGraphBlob
+        from tulip_memory.tenancy import tenant_atomic
+
+        with tenant_atomic("acme"):
+            row = LangGraphBlob.objects.get(tenant="acme", version=version)
+            return row.parent_version == "" and row.base_version == version
+
+    from asgiref.sync import sync_to_async
+
+    assert await sync_to_async(stored_whole)()
+
+
+async def test_bad_input_is_refused_with_what_is_wrong():
+    saver = DjangoSaver(tenant="acme")
+    with pytest.raises(ValueError, match="thread_id"):
+        await saver.aget_tuple({"configurable": {}})
+    with pytest.raises(ValueError, match="thread_id"):
+        await saver.aget_tuple(_config(""))
+    with pytest.raises(ValueError, match="strategy"):
+        await saver.aprune(["t"], strategy="keep_some")
+    with pytest.raises(ValueError, match="limit"):
+        [t async for t in saver.alist(None, limit="3")]
+    with pytest.raises(ValueError, match="checkpoint_id"):
+        await saver.aput_writes(_config("t"), [("a", 1)], "task")
+    for bad in (-1, True, "5"):
+        with pytest.raises(ValueError, match="max_chain_depth"):
+            DjangoSaver(tenant="acme", max_chain_depth=bad)

@@ -1,0 +1,25 @@
+"""LangGraph on tulip_memory: a checkpoint saver whose rows live in this app's tables.
+
+:class:`DjangoSaver` (in :mod:`tulip_memory.langgraph.saver`) is LangGraph's
+``BaseCheckpointSaver`` over the ORM, tenant-isolated and delta-compressed. It needs the
+``langgraph`` extra (``pip install 'tulip-memory[langgraph]'``); importing this package
+does not import LangGraph, the first use of ``DjangoSaver`` does (and names the extra
+when it is missing).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["DjangoSaver"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "DjangoSaver":
+        from tulip_memory.optional_dependencies import import_optional
+
+        import_optional("langgraph.checkpoint.base", "langgraph")
+        from tulip_memory.langgraph.saver import DjangoSaver
+
+        return DjangoSaver
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,657 @@
+"""DjangoSaver: LangGraph's checkpoint saver on this app's tables, per tenant, delta-compressed.
+
+Rows (:mod:`tulip_memory.models.langgraph`): a checkpoint without its channel values, one
+blob per channel version, the pending writes — laid out like ``PostgresSaver``'s, with
+three differences:
+
+* **Tenants.** Every row carries its tenant and every call runs in one transaction
+  pinned to it (:class:`~tulip_memory.tenant_database.TenantDatabase`): row-level
+  security shows and accepts only that tenant's rows. The tenant is the saver's
+  ``tenant`` argument, else the one bound by :func:`~tulip_memory.tenancy.tenant_context`
+  (or ``TenantMiddleware``) at call time — never anything from the graph's config.
+* **Splices.** A list channel's new version (a message list one turn longer) is stored
+  as a splice against the version of that channel this saver wrote or read last (see
+  :mod:`tulip_memory.langgraph.chains`), the whole list every ``max_chain_depth``
+  versions. The version spliced on is locked (``FOR UPDATE``) in the transaction that
+  writes the splice; if it is gone the value is stored whole.
+* **Loads.** ``get_tuple`` is ONE statement: the checkpoint, the blob chains of its
+  channel versions and its pending writes (``LangGraphCheckpointQuerySet.load_rows``).
+  ``list`` is two: the matching checkpoints' ids and metadata, then the same load.
+
+Values and metadata go through the saver's serializer (``serde``) as in every LangGraph
+saver. Sync methods run in the caller's thread; async ones off the event loop.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    get_checkpoint_id,
+    get_serializable_checkpoint_metadata,
+    writes_sort_key,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from tulip_memory.identifiers import THREAD_ID_MAX_LENGTH, validate_identifier
+from tulip_memory.langgraph import chains
+from tulip_memory.lru import LRUCache
+from tulip_memory.tenant_database import TenantDatabase
+
+__all__ = ["DjangoSaver"]
+
+T = TypeVar("T")
+
+PRUNE_STRATEGIES = ("keep_latest", "delete")
+
+# A list channel's head in this process: (tenant, thread, namespace, channel) -> Head.
+_HeadKey = tuple[str, str, str, str]
+
+
+def _configurable(config: RunnableConfig) -> tuple[str, str, str | None]:
+    """(thread_id, checkpoint_ns, checkpoint_id or None) of a config; ValueError if bad."""
+    configurable = config.get("configurable") or {}
+    thread_id = validate_identifier(
+        configurable.get("thread_id"),
+        "config['configurable']['thread_id']",
+        max_length=THREAD_ID_MAX_LENGTH,
+    )
+    checkpoint_ns = configurable.get("checkpoint_ns") or ""
+    if not isinstance(checkpoint_ns, str):
+        raise ValueError(f"checkpoint_ns must be a string, got {checkpoint_ns!r}")
+    return thread_id, checkpoint_ns, get_checkpoint_id(config)
+
+
+def _config(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> RunnableConfig:
+    return {
+        "configurable": {
+            "thread_id": thread_id,
+            "checkpoint_ns": checkpoint_ns,
+            "checkpoint_id": checkpoint_id,
+        }
+    }
+
+
+def _blob_row(stored: chains.Stored) -> tuple[str, str, str, str, int, str, bytes | None]:
+    return (
+        stored.channel,
+        stored.version,
+        stored.parent_version,
+        stored.base_version or stored.version,
+        stored.depth,
+        stored.type,
+        stored.data,
+    )
+
+
+class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
+    """LangGraph checkpoint saver on the PostgreSQL alias ``using``; see the module docstring.
+
+    ``tenant`` fixes the tenant (else the bound one is used at call time); ``serde`` is
+    LangGraph's serializer (its default when None); ``max_chain_depth`` bounds the
+    splices a load applies per channel; ``cache_size`` bounds the list heads kept.
+    """
+
+    vendor = "postgresql"
+
+    def __init__(
+        self,
+        using: str = "default",
+        *,
+        tenant: str | None = None,
+        serde: SerializerProtocol | None = None,
+        max_chain_depth: int = 32,
+        cache_size: int = 1024,
+    ) -> None:
+        for name, value, low, high in (
+            ("max_chain_depth", max_chain_depth, 0, 10_000),
+            ("cache_size", cache_size, 0, 10_000_000),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                raise ValueError(f"{name} must be an int from {low} to {high}, got {value!r}")
+        TenantDatabase.__init__(self, using, tenant=tenant)
+        BaseCheckpointSaver.__init__(self, serde=serde)
+        self.max_chain_depth = max_chain_depth
+        self._heads: LRUCache[_HeadKey, chains.Head] = LRUCache(cache_size, name="cache_size")
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tulip-langgraph")
+
+    def _run_sync(self, func: Callable[..., T], *args: Any, lock: str | None = None) -> T:
+        """Run ``func(tenant, *args)`` in a tenant transaction on the saver's worker thread.
+
+        The tenant is resolved here, in the caller's context (where it may be bound).
+        """
+        tenant = self._resolve_tenant()
+        return self._worker.submit(self._in_transaction, tenant, func, args, lock).result()
+
+    # -- versions ----------------------------------------------------------------------
+
+    def get_next_version(self, current: str | None, channel: None) -> str:
+        """``PostgresSaver``'s versions: a zero-padded counter and a random tie-breaker."""
+        if current is None:
+            counter = 0
+        elif isinstance(current, int):
+            counter = current
+        else:
+            counter = int(current.split(".")[0])
+        return f"{counter + 1:032}.{random.random():016}"
+
+    # -- writing -----------------------------------------------------------------------
+
+    def _encode_blobs(
+        self,
+        tenant: str,
+        thread_id: str,
+        checkpoint_ns: str,
+        values: dict[str, Any],
+        new_versions: ChannelVersions,
+    ) -> list[chains.Stored]:
+        stored = []
+        for channel, version in new_versions.items():
+            if channel not in values:
+                stored.append(chains.Stored(channel, str(version), chains.EMPTY, None))
+                continue
+            head = self._heads.get((tenant, thread_id, checkpoint_ns, channel))
+            stored.append(
+                chains.encode(
+                    channel,
+                    str(version),
+                    values[channel],
+                    head,
+                    max_chain_depth=self.max_chain_depth,
+                    dumps=self.serde.dumps_typed,
+                )
+            )
+        return stored
+
+    def _put(
+        self,
+        tenant: str,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> tuple[RunnableConfig, list[chains.Stored]]:
+        from tulip_memory.models import LangGraphCheckpoint
+
+        thread_id, checkpoint_ns, parent_id = _configurable(config)
+        validate_identifier(checkpoint["id"], "checkpoint id")
+        body = dict(checkpoint)
+        values = body.pop("channel_values", {}) or {}
+        channel_versions = body.pop("channel_versions", {}) or {}
+        checkpoint_type, checkpoint_data = self.serde.dumps_typed(body)
+        serializable = get_serializable_checkpoint_metadata(config, metadata)
+        metadata_type, metadata_data = self.serde.dumps_typed(serializable)
+        run_id = serializable.get("run_id")
+
+        stored = self._encode_blobs(tenant, thread_id, checkpoint_ns, values, new_versions)
+        rows = LangGraphCheckpoint.objects.using(self.using)
+        refused = rows.save_checkpoint(
+            tenant,
+            thread_id,
+            checkpoint_ns,
+            {
+                "checkpoint_id": checkpoint["id"],
+                "parent_checkpoint_id": parent_id or "",
+                "run_id": str(run_id) if run_id is not None else "",
+                "checkpoint_type": checkpoint_type,
+                "checkpoint": checkpoint_data,
+                "channel_versions": channel_versions,
+                "metadata_type": metadata_type,
+                "metadata": metadata_data,
+            },
+            [_blob_row(s) for s in stored],
+        )
+        if refused:
+            # The version a splice applies to was deleted meanwhile: store the value whole.
+            whole = [
+                chains.encode(
+                    s.channel,
+                    s.version,
+                    values[s.channel],
+                    None,
+                    max_chain_depth=0,
+                    dumps=self.serde.dumps_typed,
+                )
+                for s in stored
+                if (s.channel, s.version) in refused
+            ]
+            rows.save_checkpoint(
+                tenant, thread_id, checkpoint_ns, None, [_blob_row(s) for s in whole]
+            )
+            stored = [s for s in stored if (s.channel, s.version) not in refused] + whole
+        return _config(thread_id, checkpoint_ns, checkpoint["id"]), stored
+
+    def _remember(self, tenant: str, config: RunnableConfig, stored: list[chains.Stored]) -> None:
+        """After the commit: the written list versions become the channels' heads."""
+        thread_id, checkpoint_ns, _ = _configurable(config)
+        for s in stored:
+            key = (tenant, thread_id, checkpoint_ns, s.channel)
+            head = chains.next_head(s, self._heads.get(key), self.serde.loads_typed)
+            if head is None:
+                self._heads.pop(key)
+            else:
+                self._heads.put(key, head)
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        tenant = self._resolve_tenant()
+        saved, stored = self._run_sync(self._put, config, checkpoint, metadata, new_versions)
+        self._remember(tenant, saved, stored)
+        return saved
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        tenant = self._resolve_tenant()
+        saved, stored = await self._run(self._put, config, checkpoint, metadata, new_versions)
+        self._remember(tenant, saved, stored)
+        return saved
+
+    def _put_writes(
+        self,
+        tenant: str,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str,
+    ) -> None:
+        from tulip_memory.models import LangGraphWrite
+
+        thread_id, checkpoint_ns, checkpoint_id = _configurable(config)
+        if checkpoint_id is None:
+            raise ValueError("put_writes needs config['configurable']['checkpoint_id']")
+        rows = []
+        for idx, (channel, value) in enumerate(writes):
+            type_, data = self.serde.dumps_typed(value)
+            rows.append(
+                LangGraphWrite(
+                    tenant=tenant,
+                    thread_id=thread_id,
+                    checkpoint_ns=checkpoint_ns,
+                    checkpoint_id=checkpoint_id,
+                    task_id=task_id,
+                    task_path=task_path,
+                    idx=WRITES_IDX_MAP.get(channel, idx),
+                    channel=channel,
+                    type=type_,
+                    data=data,
+                )
+            )
+        if not rows:
+            return
+        manager = LangGraphWrite.objects.using(self.using)
+        if all(channel in WRITES_IDX_MAP for channel, _ in writes):
+            # Special writes (errors, interrupts...) replace the task's earlier ones.
+            manager.bulk_create(
+                rows,
+                update_conflicts=True,
+                unique_fields=[
+                    "tenant",
+                    "thread_id",
+                    "checkpoint_ns",
+                    "checkpoint_id",
+                    "task_id",
+                    "idx",
+                ],
+                update_fields=["channel", "type", "data", "task_path"],
+            )
+        else:
+            manager.bulk_create(rows, ignore_conflicts=True)
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        self._run_sync(self._put_writes, config, writes, task_id, task_path)
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        await self._run(self._put_writes, config, writes, task_id, task_path)
+
+    # -- reading -----------------------------------------------------------------------
+
+    def _tuples(self, rows: list[dict[str, Any]]) -> dict[int, CheckpointTuple]:
+        """The checkpoint tuples of ``load_rows``' rows, by checkpoint row id."""
+        blobs: dict[tuple[str, str, str], dict[str, tuple[str, str, bytes | None]]] = {}
+        writes: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+        checkpoints = []
+        for row in rows:
+            if row["part"] == 0:
+                checkpoints.append(row)
+            elif row["part"] == 1:
+                key = (row["thread_id"], row["checkpoint_ns"], row["a"])
+                data = None if row["data"] is None else bytes(row["data"])
+                blobs.setdefault(key, {})[row["b"]] = (row["type"], row["c"], data)
+            else:
+                key = (row["thread_id"], row["checkpoint_ns"], row["a"])
+                writes.setdefault(key, []).append(row)
+        memos: dict[tuple[str, str, str], dict[str, Any]] = {}
+        found = {}
+        for row in checkpoints:
+            thread_id, checkpoint_ns, checkpoint_id = (
+                row["thread_id"],
+                row["checkpoint_ns"],
+                row["a"],
+            )
+            versions = json.loads(row["c"])
+            values = {}
+            for channel, version in versions.items():
+                key = (thread_id, checkpoint_ns, channel)
+                chain = blobs.get(key, {})
+                stored = chain.get(str(version))
+                if stored is None or stored[0] == chains.EMPTY:
+                    continue
+                values[channel] = chains.rebuild(
+                    chain,
+                    str(version),
+                    self.serde.loads_typed,
+                    memos.setdefault(key, {}),
+                    f"channel {channel!r} of checkpoint {checkpoint_id!r} of thread {thread_id!r}",
+                )
+            checkpoint = self.serde.loads_typed((row["type"], bytes(row["data"])))
+            checkpoint["channel_values"] = values
+            checkpoint["channel_versions"] = versions
+            pending = sorted(
+                writes.get((thread_id, checkpoint_ns, checkpoint_id), ()),
+                key=lambda w: writes_sort_key(w["c"], w["b"], w["n"]),
+            )
+            found[row["id"]] = CheckpointTuple(
+                config=_config(thread_id, checkpoint_ns, checkpoint_id),
+                checkpoint=checkpoint,
+                metadata=self.serde.loads_typed((row["d"], bytes(row["data2"]))),
+                parent_config=(_config(thread_id, checkpoint_ns, row["b"]) if row["b"] else None),
+                pending_writes=[
+                    (w["b"], w["d"], self.serde.loads_typed((w["type"], bytes(w["data"]))))
+                    for w in pending
+                ],
+            )
+        return found
+
+    def _get_tuple(self, tenant: str, config: RunnableConfig) -> CheckpointTuple | None:
+        from tulip_memory.models import LangGraphCheckpoint
+
+        thread_id, checkpoint_ns, checkpoint_id = _configurable(config)
+        selection = "AND thread_id = %s AND checkpoint_ns = %s "
+        params: list[Any] = [thread_id, checkpoint_ns]
+        if checkpoint_id is not None:
+            selection += "AND checkpoint_id = %s "
+            params.append(checkpoint_id)
+        selection += "ORDER BY checkpoint_id DESC LIMIT 1"
+        rows = LangGraphCheckpoint.objects.using(self.using).load_rows(tenant, selection, params)
+        found = self._tuples(rows)
+        return next(iter(found.values()), None)
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return self._run_sync(self._get_tuple, config)
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return await self._run(self._get_tuple, config)
+
+    def _list(
+        self,
+        tenant: str,
+        config: RunnableConfig | None,
+        filter: dict[str, Any] | None,
+        before: RunnableConfig | None,
+        limit: int | None,
+    ) -> list[CheckpointTuple]:
+        from tulip_memory.models import LangGraphCheckpoint
+
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
+            raise ValueError(f"limit must be an int or None, got {limit!r}")
+        if filter is not None and not isinstance(filter, dict):
+            raise ValueError(f"filter must be a dict or None, got {filter!r}")
+        manager = LangGraphCheckpoint.objects.using(self.using)
+        rows = manager.filter(tenant=tenant)
+        if config is not None:
+            thread_id, _, checkpoint_id = _configurable(config)
+            rows = rows.filter(thread_id=thread_id)
+            checkpoint_ns = (config.get("configurable") or {}).get("checkpoint_ns")
+            if checkpoint_ns is not None:
+                rows = rows.filter(checkpoint_ns=checkpoint_ns)
+            if checkpoint_id is not None:
+                rows = rows.filter(checkpoint_id=checkpoint_id)
+        if before is not None and (before_id := get_checkpoint_id(before)):
+            rows = rows.filter(checkpoint_id__lt=before_id)
+        rows = rows.order_by("-checkpoint_id", "-id")
+        if not filter and limit is not None:
+            rows = rows[: max(limit, 0)]
+        ids = []
+        for row_id, metadata_type, metadata in rows.values_list(
+            "id", "metadata_type", "metadata"
+        ).iterator(chunk_size=500):
+            if limit is not None and len(ids) >= limit:
+                break
+            if filter:
+                decoded = self.serde.loads_typed((metadata_type, bytes(metadata)))
+                if any(decoded.get(key) != value for key, value in filter.items()):
+                    continue
+            ids.append(row_id)
+        if not ids:
+            return []
+        found = self._tuples(manager.load_rows(tenant, "AND id = ANY(%s)", [ids]))
+        return [found[row_id] for row_id in ids if row_id in found]
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        yield from self._run_sync(self._list, config, filter, before, limit)
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        for found in await self._run(self._list, config, filter, before, limit):
+            yield found
+
+    # -- deleting, copying, pruning ------------------------------------------------------
+
+    def _forget(self, tenant: str, thread_ids: Sequence[str]) -> None:
+        threads = set(thread_ids)
+        self._heads.discard_where(lambda key: key[0] == tenant and key[1] in threads)
+
+    def _delete_threads(self, tenant: str, thread_ids: Sequence[str]) -> None:
+        from tulip_memory.models import LangGraphBlob, LangGraphCheckpoint, LangGraphWrite
+
+        for model in (LangGraphCheckpoint, LangGraphWrite, LangGraphBlob):
+            model.objects.using(self.using).filter(
+                tenant=tenant, thread_id__in=list(thread_ids)
+            ).delete()
+
+    def _collect_blobs(self, tenant: str, thread_ids: set[str]) -> None:
+        """Delete the blobs no checkpoint of the threads refers to, directly or as the
+        version a referred-to splice applies to (its chain)."""
+        from tulip_memory.models import LangGraphBlob, LangGraphCheckpoint
+
+        referenced: set[tuple[str, str, str, str]] = set()
+        checkpoints = LangGraphCheckpoint.objects.using(self.using).filter(
+            tenant=tenant, thread_id__in=thread_ids
+        )
+        for thread_id, checkpoint_ns, versions in checkpoints.values_list(
+            "thread_id", "checkpoint_ns", "channel_versions"
+        ):
+            referenced.update((thread_id, checkpoint_ns, c, str(v)) for c, v in versions.items())
+        blobs = LangGraphBlob.objects.using(self.using).filter(
+            tenant=tenant, thread_id__in=thread_ids
+        )
+        parents = {}
+        for row_id, thread_id, ns, channel, version, parent in blobs.values_list(
+            "id", "thread_id", "checkpoint_ns", "channel", "version", "parent_version"
+        ):
+            parents[(thread_id, ns, channel, version)] = (row_id, parent)
+        kept: set[tuple[str, str, str, str]] = set()
+        for start in referenced:
+            key = start
+            while key in parents and key not in kept:
+                kept.add(key)
+                parent = parents[key][1]
+                if not parent:
+                    break
+                key = (*key[:3], parent)
+        doomed = [row_id for key, (row_id, _) in parents.items() if key not in kept]
+        if doomed:
+            blobs.filter(id__in=doomed).delete()
+
+    def delete_thread(self, thread_id: str) -> None:
+        tenant = self._resolve_tenant()
+        self._run_sync(self._delete_threads, [thread_id])
+        self._forget(tenant, [thread_id])
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        tenant = self._resolve_tenant()
+        await self._run(self._delete_threads, [thread_id])
+        self._forget(tenant, [thread_id])
+
+    def _delete_for_runs(self, tenant: str, run_ids: Sequence[str]) -> None:
+        from django.db.models import Q
+
+        from tulip_memory.models import LangGraphCheckpoint, LangGraphWrite
+
+        run_ids = [str(r) for r in run_ids]
+        if not run_ids:
+            return
+        checkpoints = LangGraphCheckpoint.objects.using(self.using).filter(
+            tenant=tenant, run_id__in=run_ids
+        )
+        doomed = list(checkpoints.values_list("thread_id", "checkpoint_ns", "checkpoint_id"))
+        if not doomed:
+            return
+        match = Q()
+        for thread_id, checkpoint_ns, checkpoint_id in doomed:
+            match |= Q(
+                thread_id=thread_id, checkpoint_ns=checkpoint_ns, checkpoint_id=checkpoint_id
+            )
+        LangGraphWrite.objects.using(self.using).filter(match, tenant=tenant).delete()
+        checkpoints.delete()
+        self._collect_blobs(tenant, {thread_id for thread_id, _, _ in doomed})
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        self._run_sync(self._delete_for_runs, run_ids)
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        await self._run(self._delete_for_runs, run_ids)
+
+    def _copy_thread(self, tenant: str, source: str, target: str) -> None:
+        from tulip_memory.models import LangGraphBlob, LangGraphCheckpoint, LangGraphWrite
+
+        validate_identifier(target, "thread_id")
+        for model in (LangGraphBlob, LangGraphCheckpoint, LangGraphWrite):
+            manager = model.objects.using(self.using)
+            copies = []
+            for row in manager.filter(tenant=tenant, thread_id=source).order_by("id"):
+                row.pk = None
+                row.thread_id = target
+                copies.append(row)
+            manager.bulk_create(copies, ignore_conflicts=True, batch_size=500)
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        self._run_sync(self._copy_thread, source_thread_id, target_thread_id)
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        await self._run(self._copy_thread, source_thread_id, target_thread_id)
+
+    def _prune(self, tenant: str, thread_ids: Sequence[str], strategy: str) -> None:
+        from django.db.models import Max
+
+        from tulip_memory.models import LangGraphCheckpoint, LangGraphWrite
+
+        if strategy not in PRUNE_STRATEGIES:
+            raise ValueError(f"strategy must be one of {PRUNE_STRATEGIES}, got {strategy!r}")
+        threads = list(thread_ids)
+        if not threads:
+            return
+        if strategy == "delete":
+            self._delete_threads(tenant, threads)
+            return
+        checkpoints = LangGraphCheckpoint.objects.using(self.using).filter(
+            tenant=tenant, thread_id__in=threads
+        )
+        latest = {
+            (row["thread_id"], row["checkpoint_ns"]): row["latest"]
+            for row in checkpoints.values("thread_id", "checkpoint_ns").annotate(
+                latest=Max("checkpoint_id")
+            )
+        }
+        writes = LangGraphWrite.objects.using(self.using).filter(
+            tenant=tenant, thread_id__in=threads
+        )
+        for (thread_id, checkpoint_ns), checkpoint_id in latest.items():
+            scope = {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns}
+            checkpoints.filter(**scope).exclude(checkpoint_id=checkpoint_id).delete()
+            checkpoints.filter(**scope).update(parent_checkpoint_id="")
+            writes.filter(**scope).exclude(checkpoint_id=checkpoint_id).delete()
+        self._collect_blobs(tenant, set(threads))
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        tenant = self._resolve_tenant()
+        self._run_sync(self._prune, thread_ids, strategy)
+        self._forget(tenant, thread_ids)
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        tenant = self._resolve_tenant()
+        await self._run(self._prune, thread_ids, strategy)
+        self._forget(tenant, thread_ids)
+
+    # -- statistics ----------------------------------------------------------------------
+
+    async def astorage_bytes(self, thread_id: str) -> int:
+        """Bytes of the thread's stored values (checkpoints, metadata, blobs, writes)."""
+        return await self._run(self._storage_bytes, thread_id)
+
+    def storage_bytes(self, thread_id: str) -> int:
+        """Bytes of the thread's stored values (checkpoints, metadata, blobs, writes)."""
+        return self._run_sync(self._storage_bytes, thread_id)
+
+    def _storage_bytes(self, tenant: str, thread_id: str) -> int:
+        from django.db.models import Sum
+        from django.db.models.functions import Coalesce, Length
+
+        from tulip_memory.models import LangGraphBlob, LangGraphCheckpoint, LangGraphWrite
+
+        total = 0
+        for model, fields in (
+            (LangGraphCheckpoint, ("checkpoint", "metadata")),
+            (LangGraphBlob, ("data",)),
+            (LangGraphWrite, ("data",)),
+        ):
+            rows = model.objects.using(self.using).filter(tenant=tenant, thread_id=thread_id)
+            for field in fields:
+                total += rows.aggregate(n=Coalesce(Sum(Length(field)), 0))["n"]
+        return total

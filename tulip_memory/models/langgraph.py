@@ -1,0 +1,272 @@
+"""Models of the LangGraph checkpoint saver (:class:`tulip_memory.langgraph.DjangoSaver`).
+
+* :class:`LangGraphCheckpoint` — one LangGraph checkpoint (without its channel values)
+  with its metadata, both encoded by the saver's serializer, its ``channel_versions``
+  as JSON (the load statement joins them with the blobs) and its ``run_id``.
+* :class:`LangGraphBlob` — one version of one channel's value. A list that grew from an
+  earlier version of the channel is stored as a splice against that version
+  (``parent_version``); ``base_version`` names the full value its chain starts from, so
+  that a load reads a whole chain by one index lookup.
+* :class:`LangGraphWrite` — the pending writes of a checkpoint's tasks.
+
+Every row carries its ``tenant``; on PostgreSQL the tables are under the tenant
+row-level security policy (migration ``0006_langgraph``). The tenant leads every index.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import connections, models
+from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
+
+from tulip_memory.identifiers import CHECKPOINT_ID_MAX_LENGTH, THREAD_ID_MAX_LENGTH
+from tulip_memory.models.checkpoints import ThreadRow, ThreadRowsQuerySet
+
+__all__ = [
+    "LangGraphBlob",
+    "LangGraphCheckpoint",
+    "LangGraphCheckpointQuerySet",
+    "LangGraphWrite",
+]
+
+# LangGraph's channel names, value versions, task ids and serializer type names.
+NAME_MAX_LENGTH = 255
+TYPE_MAX_LENGTH = 64
+
+
+# The columns of the load statement's rows: what each part puts in them.
+LOAD_COLUMNS = (
+    "part",
+    "id",
+    "thread_id",
+    "checkpoint_ns",
+    "a",
+    "b",
+    "c",
+    "type",
+    "data",
+    "d",
+    "data2",
+    "n",
+)
+
+
+class LangGraphCheckpointQuerySet(ThreadRowsQuerySet):
+    def load_rows(self, tenant: str, selection: str, params: list[Any]) -> list[dict[str, Any]]:
+        """Checkpoints, the blob chains of their channel versions and their pending writes.
+
+        ONE statement (PostgreSQL). ``selection`` is the WHERE/ORDER/LIMIT tail choosing
+        the checkpoints (with its ``params``). Rows are dicts of :data:`LOAD_COLUMNS`:
+
+        * part 0, a checkpoint: ``a`` its id, ``b`` its parent's, ``c`` its channel
+          versions (JSON text), ``type``/``data`` the checkpoint, ``d``/``data2`` the
+          metadata;
+        * part 1, a blob: ``a`` its channel, ``b`` its version, ``c`` its parent version,
+          ``type``/``data`` its value — every blob sharing the chain root of a version a
+          checkpoint refers to, no deeper in the chain than that version (a chain's depth
+          grows by one per splice: what lies deeper is on no path to it);
+        * part 2, a write: ``a`` its checkpoint id, ``b`` its task id, ``c`` its task path,
+          ``d`` its channel, ``n`` its index, ``type``/``data`` its value.
+        """
+        connection = connections[self.db]
+        quote = connection.ops.quote_name
+        checkpoints = quote(LangGraphCheckpoint._meta.db_table)
+        blobs = quote(LangGraphBlob._meta.db_table)
+        writes = quote(LangGraphWrite._meta.db_table)
+        # Every lookup is a LATERAL subquery on an index, kept from being flattened into
+        # a join by ``OFFSET 0`` (PostgresSaver's correlated subqueries do the same): a
+        # join is planned from row estimates, which are worst right after a thread grew.
+        sql = (
+            f"WITH c AS (SELECT * FROM {checkpoints} WHERE tenant = %s {selection}), "
+            "r AS (SELECT c.thread_id, c.checkpoint_ns, e.key AS channel, t.base_version, "
+            "max(t.depth) AS depth "
+            "FROM c CROSS JOIN LATERAL jsonb_each_text(c.channel_versions) e "
+            f"CROSS JOIN LATERAL (SELECT base_version, depth FROM {blobs} WHERE tenant = %s "
+            "AND thread_id = c.thread_id AND checkpoint_ns = c.checkpoint_ns "
+            "AND channel = e.key AND version = e.value OFFSET 0) t "
+            "GROUP BY c.thread_id, c.checkpoint_ns, e.key, t.base_version) "
+            "SELECT 0, c.id, c.thread_id, c.checkpoint_ns, c.checkpoint_id, "
+            "c.parent_checkpoint_id, c.channel_versions::text, c.checkpoint_type, c.checkpoint, "
+            "c.metadata_type, c.metadata, NULL::integer FROM c "
+            "UNION ALL SELECT 1, b.id, r.thread_id, r.checkpoint_ns, r.channel, b.version, "
+            "b.parent_version, b.type, b.data, NULL, NULL, NULL FROM r CROSS JOIN LATERAL ("
+            f"SELECT id, version, parent_version, type, data FROM {blobs} WHERE tenant = %s "
+            "AND thread_id = r.thread_id AND checkpoint_ns = r.checkpoint_ns "
+            "AND channel = r.channel AND base_version = r.base_version "
+            "AND depth <= r.depth OFFSET 0) b "
+            "UNION ALL SELECT 2, w.id, c.thread_id, c.checkpoint_ns, c.checkpoint_id, w.task_id, "
+            "w.task_path, w.type, w.data, w.channel, NULL, w.idx FROM c CROSS JOIN LATERAL ("
+            f"SELECT id, task_id, task_path, type, data, channel, idx FROM {writes} "
+            "WHERE tenant = %s AND thread_id = c.thread_id AND checkpoint_ns = c.checkpoint_ns "
+            "AND checkpoint_id = c.checkpoint_id OFFSET 0) w"
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [tenant, *params, tenant, tenant, tenant])
+            return [dict(zip(LOAD_COLUMNS, row, strict=True)) for row in cursor.fetchall()]
+
+    def save_checkpoint(
+        self,
+        tenant: str,
+        thread_id: str,
+        checkpoint_ns: str,
+        checkpoint: dict[str, Any] | None,
+        blobs: list[tuple[str, str, str, str, int, str, bytes | None]],
+    ) -> set[tuple[str, str]]:
+        """Insert the blobs (unless stored) and upsert the checkpoint: ONE statement.
+
+        ``checkpoint`` maps the checkpoint columns after the first three to their values
+        (None: only blobs); ``blobs`` are ``(channel, version, parent_version,
+        base_version, depth, type, data)``. A splice is inserted only if the version it
+        applies to is there, which it locks (``FOR KEY SHARE``) until the transaction
+        ends; returns the ``(channel, version)`` of the splices refused that way.
+        """
+        connection = connections[self.db]
+        quote = connection.ops.quote_name
+        table = quote(LangGraphCheckpoint._meta.db_table)
+        blob_table = quote(LangGraphBlob._meta.db_table)
+        upsert, values = "", []
+        if checkpoint:
+            names = ["tenant", "thread_id", "checkpoint_ns", *checkpoint, "created_at"]
+            fields = {f.name: f for f in LangGraphCheckpoint._meta.concrete_fields}
+            values = [
+                fields[name].get_db_prep_save(value, connection)
+                for name, value in zip(
+                    names,
+                    [tenant, thread_id, checkpoint_ns, *checkpoint.values(), timezone.now()],
+                    strict=True,
+                )
+            ]
+            updates = ", ".join(f"{quote(n)} = EXCLUDED.{quote(n)}" for n in checkpoint)
+            upsert = (
+                f"INSERT INTO {table} ({', '.join(quote(n) for n in names)}) "
+                f"VALUES ({', '.join(['%s'] * len(names))}) ON CONFLICT "
+                f"(tenant, thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET {updates}"
+            )
+        if not blobs:
+            if upsert:
+                with connection.cursor() as cursor:
+                    cursor.execute(upsert, values)
+            return set()
+        rows = ", ".join(["(%s, %s, %s, %s, %s::integer, %s, %s::bytea)"] * len(blobs))
+        sql = (
+            f"WITH v (channel, version, parent_version, base_version, depth, type, data) "
+            f"AS (VALUES {rows}), "
+            "ok AS (SELECT * FROM v WHERE v.parent_version = '' OR EXISTS (SELECT 1 FROM "
+            f"{blob_table} p WHERE p.tenant = %s AND p.thread_id = %s AND p.checkpoint_ns = %s "
+            "AND p.channel = v.channel AND p.version = v.parent_version FOR KEY SHARE)), "
+            f"b AS (INSERT INTO {blob_table} (tenant, thread_id, checkpoint_ns, channel, "
+            "version, parent_version, base_version, depth, type, data) "
+            "SELECT %s, %s, %s, ok.* FROM ok "
+            "ON CONFLICT (tenant, thread_id, checkpoint_ns, channel, version) DO NOTHING)"
+            f"{', ' if upsert else ' '}"
+            f"{f'c AS ({upsert}) ' if upsert else ''}"
+            "SELECT channel, version FROM v EXCEPT SELECT channel, version FROM ok"
+        )
+        scope = [tenant, thread_id, checkpoint_ns]
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [*(x for blob in blobs for x in blob), *scope, *scope, *values])
+            return {(channel, version) for channel, version in cursor.fetchall()}
+
+
+class LangGraphCheckpoint(ThreadRow):
+    """A LangGraph checkpoint; its channel values are :class:`LangGraphBlob` rows."""
+
+    checkpoint_ns = models.CharField(max_length=THREAD_ID_MAX_LENGTH, blank=True, default="")
+    checkpoint_id = models.CharField(max_length=CHECKPOINT_ID_MAX_LENGTH)
+    parent_checkpoint_id = models.CharField(
+        max_length=CHECKPOINT_ID_MAX_LENGTH, blank=True, default=""
+    )
+    run_id = models.CharField(max_length=NAME_MAX_LENGTH, blank=True, default="")
+    checkpoint_type = models.CharField(max_length=TYPE_MAX_LENGTH)
+    checkpoint = models.BinaryField(help_text=_("The checkpoint without its channel values"))
+    channel_versions = models.JSONField(default=dict)
+    metadata_type = models.CharField(max_length=TYPE_MAX_LENGTH)
+    metadata = models.BinaryField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects = LangGraphCheckpointQuerySet.as_manager()
+
+    class Meta:
+        db_table = "tulip_memory_langgraph_checkpoint"
+        verbose_name = _("LangGraph checkpoint")
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "thread_id", "checkpoint_ns", "checkpoint_id"],
+                name="tulip_lgckpt_id_uniq",
+            )
+        ]
+        indexes = [models.Index(fields=["tenant", "run_id"], name="tulip_lgckpt_run_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.thread_id}/{self.checkpoint_ns}/{self.checkpoint_id}"
+
+
+class LangGraphBlob(ThreadRow):
+    """One version of a channel's value: whole, or a splice of ``parent_version``'s list."""
+
+    checkpoint_ns = models.CharField(max_length=THREAD_ID_MAX_LENGTH, blank=True, default="")
+    channel = models.CharField(max_length=NAME_MAX_LENGTH)
+    version = models.CharField(max_length=NAME_MAX_LENGTH)
+    parent_version = models.CharField(
+        max_length=NAME_MAX_LENGTH,
+        blank=True,
+        default="",
+        help_text=_("The version this splice applies to; empty for a whole value"),
+    )
+    base_version = models.CharField(
+        max_length=NAME_MAX_LENGTH, help_text=_("The whole value its chain starts from")
+    )
+    depth = models.PositiveIntegerField(default=0)
+    type = models.CharField(max_length=TYPE_MAX_LENGTH)
+    data = models.BinaryField(null=True)
+
+    objects = ThreadRowsQuerySet.as_manager()
+
+    class Meta:
+        db_table = "tulip_memory_langgraph_blob"
+        verbose_name = _("LangGraph channel value")
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "thread_id", "checkpoint_ns", "channel", "version"],
+                name="tulip_lgblob_version_uniq",
+            )
+        ]
+        indexes = [
+            models.Index(
+                fields=["tenant", "thread_id", "checkpoint_ns", "channel", "base_version"],
+                name="tulip_lgblob_chain_idx",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.thread_id}/{self.checkpoint_ns}/{self.channel}@{self.version}"
+
+
+class LangGraphWrite(ThreadRow):
+    """A pending write of a task, stored against the checkpoint it follows."""
+
+    checkpoint_ns = models.CharField(max_length=THREAD_ID_MAX_LENGTH, blank=True, default="")
+    checkpoint_id = models.CharField(max_length=CHECKPOINT_ID_MAX_LENGTH)
+    task_id = models.CharField(max_length=NAME_MAX_LENGTH)
+    task_path = models.CharField(max_length=NAME_MAX_LENGTH, blank=True, default="")
+    idx = models.IntegerField()
+    channel = models.CharField(max_length=NAME_MAX_LENGTH)
+    type = models.CharField(max_length=TYPE_MAX_LENGTH)
+    data = models.BinaryField(null=True)
+
+    objects = ThreadRowsQuerySet.as_manager()
+
+    class Meta:
+        db_table = "tulip_memory_langgraph_write"
+        verbose_name = _("LangGraph pending write")
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx"],
+                name="tulip_lgwrite_uniq",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.thread_id}/{self.checkpoint_id}/{self.task_id}[{self.idx}]"
