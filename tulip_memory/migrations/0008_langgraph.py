@@ -15,7 +15,7 @@ import tulip_memory.rls
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("tulip_memory", "0005_extraction_job_usage"),
+        ("tulip_memory", "0007_store_item_search_vector"),
     ]
 
     operations = [
