@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from tulip_memory.delta.splice import Splice
 from tulip_memory.exceptions import CheckpointCorruptError
@@ -131,7 +131,7 @@ def rebuild(
     def payload(step: str) -> Any:
         if step not in decoded:
             type_, _, data = rows[step]
-            decoded[step] = loads((type_, data))
+            decoded[step] = loads((type_, cast(bytes, data)))  # None: an empty channel
         return decoded[step]
 
     base = payload(path[-1])

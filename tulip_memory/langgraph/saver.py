@@ -28,7 +28,7 @@ import json
 import random
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -187,7 +187,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         thread_id, checkpoint_ns, parent_id = _configurable(config)
         validate_identifier(checkpoint["id"], "checkpoint id")
         body = dict(checkpoint)
-        values = body.pop("channel_values", {}) or {}
+        values = cast(dict[str, Any], body.pop("channel_values", {}) or {})
         channel_versions = body.pop("channel_versions", {}) or {}
         checkpoint_type, checkpoint_data = self.serde.dumps_typed(body)
         serializable = get_serializable_checkpoint_metadata(config, metadata)
@@ -444,7 +444,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         rows = rows.order_by("-checkpoint_id", "-id")
         if not filter and limit is not None:
             rows = rows[: max(limit, 0)]
-        ids = []
+        ids: list[int] = []
         for row_id, metadata_type, metadata in rows.values_list(
             "id", "metadata_type", "metadata"
         ).iterator(chunk_size=500):
@@ -572,7 +572,8 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         from tulip_memory.models import LangGraphBlob, LangGraphCheckpoint, LangGraphWrite
 
         validate_identifier(target, "thread_id")
-        for model in (LangGraphBlob, LangGraphCheckpoint, LangGraphWrite):
+        models: tuple[type[Any], ...] = (LangGraphBlob, LangGraphCheckpoint, LangGraphWrite)
+        for model in models:
             manager = model.objects.using(self.using)
             copies = []
             for row in manager.filter(tenant=tenant, thread_id=source).order_by("id"):

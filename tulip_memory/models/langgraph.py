@@ -203,6 +203,10 @@ class LangGraphCheckpoint(ThreadRow):
         return f"{self.thread_id}/{self.checkpoint_ns}/{self.checkpoint_id}"
 
 
+class LangGraphBlobQuerySet(ThreadRowsQuerySet):
+    """Channel value versions of a tenant's thread."""
+
+
 class LangGraphBlob(ThreadRow):
     """One version of a channel's value: whole, or a splice of ``parent_version``'s list."""
 
@@ -222,7 +226,7 @@ class LangGraphBlob(ThreadRow):
     type = models.CharField(max_length=TYPE_MAX_LENGTH)
     data = models.BinaryField(null=True)
 
-    objects = ThreadRowsQuerySet.as_manager()
+    objects = LangGraphBlobQuerySet.as_manager()
 
     class Meta:
         db_table = "tulip_memory_langgraph_blob"
@@ -244,6 +248,10 @@ class LangGraphBlob(ThreadRow):
         return f"{self.thread_id}/{self.checkpoint_ns}/{self.channel}@{self.version}"
 
 
+class LangGraphWriteQuerySet(ThreadRowsQuerySet):
+    """Pending writes of a tenant's thread."""
+
+
 class LangGraphWrite(ThreadRow):
     """A pending write of a task, stored against the checkpoint it follows."""
 
@@ -256,7 +264,7 @@ class LangGraphWrite(ThreadRow):
     type = models.CharField(max_length=TYPE_MAX_LENGTH)
     data = models.BinaryField(null=True)
 
-    objects = ThreadRowsQuerySet.as_manager()
+    objects = LangGraphWriteQuerySet.as_manager()
 
     class Meta:
         db_table = "tulip_memory_langgraph_write"

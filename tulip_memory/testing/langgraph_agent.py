@@ -45,7 +45,9 @@ def _route(state: MessagesState) -> str:
 def _tools(approve: bool):
     def tools(state: MessagesState) -> dict[str, Any]:
         results = []
-        for call in state["messages"][-1].tool_calls:
+        last = state["messages"][-1]
+        assert isinstance(last, AIMessage), "the tools node follows a model turn with tool calls"
+        for call in last.tool_calls:
             verdict = interrupt({"approve": call["name"], "args": call["args"]}) if approve else ""
             product = call["args"]["a"] * call["args"]["b"]
             results.append(
