@@ -360,6 +360,8 @@ class MemoryItem(models.Model):
         db_table = "tulip_memory_store_item"
         verbose_name = _("memory")
         verbose_name_plural = _("memories")
+        # Forgetting a memory (and its history) from the admin; the admin is read-only otherwise.
+        permissions = [("forget_memoryitem", _("Can forget a memory and its history"))]
         constraints = [
             models.UniqueConstraint(
                 fields=["tenant", "namespace", "key"], name="tulip_store_item_uniq"
