@@ -55,7 +55,7 @@ def test_staff_of_one_tenant_never_picks_and_cannot_reach_another(two_tenants, c
         client.get(url, {"_changelist_filters": "tenant=globex"}, follow=True),
     ):
         content = attempt.content.decode()
-        assert "globex secret" not in content and "acme secret" in content
+        assert attempt.status_code == 200 and "globex secret" not in content
 
 
 def test_the_switch_is_kept_in_the_session_and_re_checked(two_tenants, client, superuser):
