@@ -31,16 +31,13 @@ CHROMIUM = os.environ.get("TULIP_CHROMIUM", "/usr/bin/chromium")
 SCREENSHOTS = Path(__file__).resolve().parents[2] / ".screenshots"
 WIDTH, HEIGHT = 1400, 1000
 
-pytestmark = [
-    pytest.mark.usefixtures("browser_db"),
-    pytest.mark.skipif(
-        not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}: make system-deps"
-    ),
-]
+pytestmark = pytest.mark.usefixtures("browser_db")
 
 
 @pytest.fixture(scope="session")
 def browser_type_launch_args(browser_type_launch_args):
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"no Chromium at {CHROMIUM}: run `make system-deps` (Debian's chromium)")
     return {**browser_type_launch_args, "executable_path": CHROMIUM}
 
 

@@ -130,3 +130,19 @@ def test_helpers_read_content_and_history_paths():
     item = MemoryItem(tenant="t", namespace="t/u/user", key="k")
     assert history_path(item) == "t/u/_history/user/k"
     assert history_path(MemoryItem(tenant="t", namespace="t", key="k")) is None
+
+
+def test_bad_filter_and_search_input_shows_nothing_and_loses_nothing(memories, root_client):
+    pick_tenant(root_client, "alpha")
+    for params in (
+        {"namespace_prefix": "no/such\\"},
+        {"memory_type": "bogus", "q": "\x00?"},
+        {"q": "zzzz-nothing-like-it"},
+    ):
+        page = root_client.get(reverse(CHANGELIST), params, follow=True)
+        assert page.status_code == 200
+    assert (
+        "0 memories"
+        in root_client.get(reverse(CHANGELIST), {"namespace_prefix": "x"}).content.decode()
+    )
+    assert _item("drink").value == {"content": "alpha likes green tea"}

@@ -219,7 +219,7 @@ class DeltaCheckpointRecordAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, adm
     def _checkpointer(self, obj: DeltaCheckpointRecord) -> Any:
         from tulip_memory.delta import DeltaCheckpointer, ORMDeltaStorage
 
-        return DeltaCheckpointer(ORMDeltaStorage(obj._state.db, tenant=obj.tenant))
+        return DeltaCheckpointer(ORMDeltaStorage(obj._state.db or "default", tenant=obj.tenant))
 
     @admin.display(description=_("conversation"))
     def conversation(self, obj: DeltaCheckpointRecord) -> str:

@@ -90,9 +90,11 @@ class NamespacePrefixFilter(admin.SimpleListFilter):
         return [(p, p) for p in sorted(prefixes)]
 
     def queryset(self, request: Any, queryset: QuerySet) -> QuerySet:
-        if not self.value():
+        value = self.value()
+        if not value:
             return queryset
-        return queryset.under_prefix(decode_namespace(self.value()))  # type: ignore[attr-defined]
+        # Any text decodes to a namespace; one that matches nothing shows "0 memories".
+        return queryset.under_prefix(decode_namespace(value))  # type: ignore[attr-defined]
 
 
 class MemoryTypeFilter(admin.SimpleListFilter):
