@@ -18,6 +18,7 @@ import pytest
 from asgiref.sync import async_to_sync
 from django.db import connections
 from django.urls import reverse
+from playwright.sync_api import sync_playwright
 
 from tests.admin.conftest import make_staff
 from tulip_memory.delta import DeltaCheckpointer, ORMDeltaStorage
@@ -34,16 +35,28 @@ WIDTH, HEIGHT = 1400, 1000
 pytestmark = pytest.mark.usefixtures("browser_db")
 
 
-@pytest.fixture(scope="session")
-def browser_type_launch_args(browser_type_launch_args):
+@pytest.fixture(scope="module")
+def chromium():
+    """The system's Chromium, for this module only.
+
+    Playwright's sync API runs an asyncio loop on the test thread while it is started;
+    stopping it with the module (not at the end of the session, as pytest-playwright's
+    session fixtures do) gives the loop back before the asyncio tests of other modules.
+    """
     if not Path(CHROMIUM).exists():
         pytest.fail(f"no Chromium at {CHROMIUM}: run `make system-deps` (Debian's chromium)")
-    return {**browser_type_launch_args, "executable_path": CHROMIUM}
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM)
+        yield browser
+        browser.close()
 
 
-@pytest.fixture(scope="session")
-def browser_context_args(browser_context_args):
-    return {**browser_context_args, "viewport": {"width": WIDTH, "height": HEIGHT}}
+@pytest.fixture
+def page(chromium):
+    context = chromium.new_context(viewport={"width": WIDTH, "height": HEIGHT})
+    context.set_default_timeout(15_000)
+    yield context.new_page()
+    context.close()
 
 
 @pytest.fixture
