@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
 from django.contrib.auth.models import Permission, User
 from django.urls import reverse
@@ -33,34 +31,3 @@ def make_staff(username: str, tenants: tuple[str, ...], *codenames: str) -> User
 @pytest.fixture
 def superuser(db):
     return User.objects.create_superuser("root", "root@example.com", "pw")
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    """Keep each phase's report on the test item (the browser tests screenshot failures)."""
-    outcome = yield
-    report = outcome.get_result()
-    setattr(item, f"rep_{report.when}", report)
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_protocol(item, nextitem):
-    """Browser tests: allow the ORM on the test's thread beside Playwright's event loop.
-
-    Playwright's sync API keeps an asyncio loop on the test's thread; the test's own ORM
-    calls (fixtures, checks, pytest-django's flush after the test) are still plain
-    synchronous code. Set for the whole protocol of such a test (every fixture's setup
-    and teardown) and only for it.
-    """
-    if "page" not in getattr(item, "fixturenames", ()):
-        yield
-        return
-    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    try:
-        yield
-    finally:
-        if previous is None:
-            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
-        else:
-            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous

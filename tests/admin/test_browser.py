@@ -1,25 +1,14 @@
-"""The admin in a real browser: Playwright driving Debian's Chromium against live_server.
-
-Chromium comes from the system (``make system-deps`` installs Debian's ``chromium``);
-Playwright is pointed at it (``TULIP_CHROMIUM``, default ``/usr/bin/chromium``), so no
-browser is downloaded. Every page visited is saved as a screenshot into ``.screenshots/``
-(git-ignored) and checked for horizontal overflow at 1400x1000; a failing test saves
-``.screenshots/FAILED-<test>.png``.
-"""
+"""The admin in a real browser (tests/admin/browser.py): tenants, memories, checkpoints."""
 
 from __future__ import annotations
 
-import os
 import re
-from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
 from asgiref.sync import async_to_sync
-from django.db import connections
 from django.urls import reverse
-from playwright.sync_api import sync_playwright
 
+from tests.admin.browser import follow, login, off_the_loop, tenant_shown
 from tests.admin.conftest import make_staff
 from tulip_memory.delta import DeltaCheckpointer, ORMDeltaStorage
 from tulip_memory.messages import Message, Role, ToolCall
@@ -28,71 +17,7 @@ from tulip_memory.state import AgentState
 from tulip_memory.store import PgMemory
 from tulip_memory.tenancy import tenant_atomic
 
-CHROMIUM = os.environ.get("TULIP_CHROMIUM", "/usr/bin/chromium")
-SCREENSHOTS = Path(__file__).resolve().parents[2] / ".screenshots"
-WIDTH, HEIGHT = 1400, 1000
-
 pytestmark = pytest.mark.usefixtures("browser_db")
-
-
-@pytest.fixture(scope="module")
-def chromium():
-    """The system's Chromium, for this module only.
-
-    Playwright's sync API runs an asyncio loop on the test thread while it is started;
-    stopping it with the module (not at the end of the session, as pytest-playwright's
-    session fixtures do) gives the loop back before the asyncio tests of other modules.
-    """
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"no Chromium at {CHROMIUM}: run `make system-deps` (Debian's chromium)")
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM)
-        yield browser
-        browser.close()
-
-
-@pytest.fixture
-def page(chromium):
-    context = chromium.new_context(viewport={"width": WIDTH, "height": HEIGHT})
-    context.set_default_timeout(15_000)
-    yield context.new_page()
-    context.close()
-
-
-@pytest.fixture
-def browser_db(transactional_db):
-    """The live server's database (flushed after the test); see conftest for the ORM."""
-
-
-@pytest.fixture
-def shoot(page, request):
-    """``shoot(name)``: screenshot the page and check it does not overflow sideways."""
-    SCREENSHOTS.mkdir(exist_ok=True)
-    prefix = request.node.name.removeprefix("test_")
-
-    def take(name: str) -> None:
-        page.screenshot(path=str(SCREENSHOTS / f"{prefix}--{name}.png"), full_page=True)
-        width = page.evaluate("document.documentElement.scrollWidth")
-        assert width <= WIDTH, f"{name}: the page is {width}px wide at {WIDTH}px"
-
-    yield take
-    report = getattr(request.node, "rep_call", None)
-    if report is not None and report.failed:
-        page.screenshot(path=str(SCREENSHOTS / f"FAILED-{prefix}.png"), full_page=True)
-
-
-def _follow(page, selector: str) -> None:
-    """Click what loads a new page, and wait for it."""
-    with page.expect_navigation():
-        page.click(selector)
-
-
-def _login(page, live_server, username: str) -> None:
-    page.goto(f"{live_server.url}{reverse('admin:login')}")
-    page.fill("#id_username", username)
-    page.fill("#id_password", "pw")
-    _follow(page, "input[type=submit]")
-    page.wait_for_selector("#site-name")
 
 
 @async_to_sync
@@ -114,19 +39,6 @@ async def _memories() -> None:
     await store.put(("globex", "u9", "user"), "car", {"content": "globex drives a red car"})
 
 
-def _off_the_loop(function):
-    """Run ``function()`` on a fresh thread: async_to_sync refuses Playwright's thread."""
-
-    def run():
-        try:
-            return function()
-        finally:
-            connections.close_all()
-
-    with ThreadPoolExecutor(1) as pool:
-        return pool.submit(run).result()
-
-
 @async_to_sync
 async def _after_forget():
     store = PgMemory()
@@ -137,62 +49,58 @@ async def _after_forget():
     )
 
 
-def _bar_tenant(page) -> str:
-    return page.inner_text("#tulip-current-tenant")
-
-
 def test_superuser_switches_filters_reads_versions_and_forgets(page, live_server, shoot, superuser):
-    _off_the_loop(_memories)
-    _login(page, live_server, "root")
+    off_the_loop(_memories)
+    login(page, live_server, "root")
     page.goto(f"{live_server.url}{reverse('admin:tulip_memory_memoryitem_changelist')}")
     assert "0 memories" in page.content()
     shoot("no-tenant")
     page.select_option("#tulip-tenant-bar select", "globex")
-    _follow(page, "#tulip-tenant-bar button")
-    assert _bar_tenant(page) == "globex" and "globex drives a red car" in page.content()
+    follow(page, "#tulip-tenant-bar button")
+    assert tenant_shown(page) == "globex" and "globex drives a red car" in page.content()
     page.click("#tulip-tenant-bar summary")
     page.select_option("#tulip-tenant-bar select", "acme")
-    _follow(page, "#tulip-tenant-bar button")
-    assert _bar_tenant(page) == "acme"
+    follow(page, "#tulip-tenant-bar button")
+    assert tenant_shown(page) == "acme"
     content = page.content()
     assert "likes green tea" in content and "globex" not in page.inner_text("#result_list")
     assert "black coffee" not in content  # past versions are not live memories
     shoot("memories")
 
-    _follow(page, "#changelist-filter a:text-is('project')")
+    follow(page, "#changelist-filter a:text-is('project')")
     assert "Django 5" in page.content() and "green tea" not in page.inner_text("#result_list")
     shoot("filtered")
-    _follow(page, "#changelist-filter a:text-is('user')")
+    follow(page, "#changelist-filter a:text-is('user')")
     page.fill("#searchbar", "green tea")
     with page.expect_navigation():
         page.press("#searchbar", "Enter")
     assert page.inner_text("#result_list tbody tr:first-child .field-score") != ""
     shoot("searched")
 
-    _follow(page, "#result_list a:text-is('drink')")
+    follow(page, "#result_list a:text-is('drink')")
     versions = page.inner_text("#tulip-versions")
     assert versions.index("likes black coffee") < versions.index("likes green tea")
     shoot("versions")
 
-    _follow(page, "#tulip-forget-form button")
+    follow(page, "#tulip-forget-form button")
     assert "likes black coffee" in page.inner_text("#tulip-forget-history")
     shoot("forget-confirmation")
-    _follow(page, "#tulip-forget-confirm")
+    follow(page, "#tulip-forget-confirm")
     assert "Forgot 1 memory and 1 past versions" in page.content()
     shoot("forgotten")
-    drink, history, stack = _off_the_loop(_after_forget)
+    drink, history, stack = off_the_loop(_after_forget)
     assert drink is None and history == [] and stack is not None
 
 
 def test_staff_of_one_tenant_cannot_reach_another(page, live_server, shoot):
-    _off_the_loop(_memories)
+    off_the_loop(_memories)
     make_staff("alice", ("acme",), "view_memoryitem")
     with tenant_atomic("globex"):
         foreign = MemoryItem.objects.get(key="car").pk
-    _login(page, live_server, "alice")
+    login(page, live_server, "alice")
     changelist = f"{live_server.url}{reverse('admin:tulip_memory_memoryitem_changelist')}"
     page.goto(changelist)
-    assert _bar_tenant(page) == "acme" and "likes green tea" in page.content()
+    assert tenant_shown(page) == "acme" and "likes green tea" in page.content()
     assert page.locator("#tulip-tenant-bar select").count() == 0  # one tenant: nothing to pick
     shoot("own-tenant")
 
@@ -209,7 +117,7 @@ def test_staff_of_one_tenant_cannot_reach_another(page, live_server, shoot):
     assert "doesn\u2019t exist" in page.content() and "red car" not in page.content()
     shoot("foreign-pk")
     page.goto(f"{changelist}?tenant=globex")
-    assert "red car" not in page.content() and _bar_tenant(page) == "acme"
+    assert "red car" not in page.content() and tenant_shown(page) == "acme"
     page.context.set_extra_http_headers({"X-Tenant": "globex"})
     page.goto(changelist)
     assert "red car" not in page.content() and "likes green tea" in page.content()
@@ -235,13 +143,13 @@ async def _chain() -> list[str]:
 
 
 def test_a_checkpoint_chain_is_followed_by_its_parent_links(page, live_server, shoot, superuser):
-    ids = _off_the_loop(_chain)
-    _login(page, live_server, "root")
+    ids = off_the_loop(_chain)
+    login(page, live_server, "root")
     page.goto(f"{live_server.url}{reverse('admin:tulip_memory_deltacheckpointrecord_changelist')}")
     page.select_option("#tulip-tenant-bar select", "acme")
-    _follow(page, "#tulip-tenant-bar button")
+    follow(page, "#tulip-tenant-bar button")
     shoot("chain-list")
-    _follow(page, f"#result_list a:text-is('{ids[-1]}')")
+    follow(page, f"#result_list a:text-is('{ids[-1]}')")
     roles = page.locator("#tulip-conversation .tulip-msg").evaluate_all(
         "els => els.map(e => e.dataset.role)"
     )
@@ -262,8 +170,8 @@ def test_a_checkpoint_chain_is_followed_by_its_parent_links(page, live_server, s
     visited = [page.inner_text(".field-checkpoint_id .readonly")]
     shoot("checkpoint-0")
     while page.locator(".field-parent_link a").count():
-        _follow(page, ".field-parent_link a")
-        assert _bar_tenant(page) == "acme"
+        follow(page, ".field-parent_link a")
+        assert tenant_shown(page) == "acme"
         visited.append(page.inner_text(".field-checkpoint_id .readonly"))
         shoot(f"checkpoint-{len(visited) - 1}")
     assert visited == list(reversed(ids))

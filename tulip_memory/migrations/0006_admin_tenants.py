@@ -1,5 +1,6 @@
 """The tenant registry and admin memberships (names only: no row-level security), the
-permission to forget a memory from the admin, and — on PostgreSQL — the triggers that
+permissions to forget a memory, retry a failed extraction job and see a job's
+conversation from the admin, and — on PostgreSQL — the triggers that
 register a tenant when a row of it is first inserted into any tenant table.
 
 The triggers are statement-level (one ``INSERT ... SELECT DISTINCT ... ON CONFLICT DO
@@ -115,6 +116,16 @@ class Migration(migrations.Migration):
                 "permissions": [("forget_memoryitem", "Can forget a memory and its history")],
                 "verbose_name": "memory",
                 "verbose_name_plural": "memories",
+            },
+        ),
+        migrations.AlterModelOptions(
+            name="extractionjob",
+            options={
+                "permissions": [
+                    ("retry_extractionjob", "Can retry a failed extraction job"),
+                    ("view_extractionjob_payload", "Can see an extraction job's conversation"),
+                ],
+                "verbose_name": "extraction job",
             },
         ),
         PostgreSQLOnly(

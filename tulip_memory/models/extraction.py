@@ -244,6 +244,11 @@ class ExtractionJob(models.Model):
     class Meta:
         db_table = "tulip_memory_extraction_job"
         verbose_name = _("extraction job")
+        # The admin's retry action, and seeing a job's payload (the conversation text).
+        permissions = [
+            ("retry_extractionjob", _("Can retry a failed extraction job")),
+            ("view_extractionjob_payload", _("Can see an extraction job's conversation")),
+        ]
         constraints = [
             models.UniqueConstraint(
                 fields=["queue", "sequence"], name="tulip_extraction_job_seq_uniq"
