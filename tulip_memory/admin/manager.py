@@ -135,9 +135,7 @@ class ExtractionJobAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.Model
         "state",
         "attempts",
         "worker",
-        "llm_calls",
-        "prompt_tokens",
-        "completion_tokens",
+        "usage",
         "created_at",
         "finished_at",
     )
@@ -164,6 +162,14 @@ class ExtractionJobAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.Model
 
     def has_retry_permission(self, request: Any) -> bool:
         return request.user.has_perm(f"{self.opts.app_label}.retry_extractionjob")
+
+    @admin.display(description=_("chat model usage"))
+    def usage(self, job: ExtractionJob) -> str:
+        return gettext("%(calls)d calls, %(prompt)d + %(completion)d tokens") % {
+            "calls": job.llm_calls,
+            "prompt": job.prompt_tokens,
+            "completion": job.completion_tokens,
+        }
 
     @admin.display(description=_("queue"), ordering="queue__namespace")
     def queue_link(self, job: ExtractionJob) -> str:
