@@ -70,6 +70,8 @@ def shoot(page, request):
     """``shoot(name)``: screenshot the page and check it does not overflow sideways."""
     SCREENSHOTS.mkdir(exist_ok=True)
     prefix = request.node.name.removeprefix("test_")
+    failed = SCREENSHOTS / f"FAILED-{prefix}.png"
+    failed.unlink(missing_ok=True)  # from an earlier run
 
     def take(name: str) -> None:
         page.screenshot(path=str(SCREENSHOTS / f"{prefix}--{name}.png"), full_page=True)
@@ -79,7 +81,7 @@ def shoot(page, request):
     yield take
     report = getattr(request.node, "rep_call", None)
     if report is not None and report.failed:
-        page.screenshot(path=str(SCREENSHOTS / f"FAILED-{prefix}.png"), full_page=True)
+        page.screenshot(path=str(failed), full_page=True)
 
 
 def follow(page, selector: str) -> None:
