@@ -18,6 +18,7 @@ history is not a table (it lives in the store): it is shown on each memory's pag
 from __future__ import annotations
 
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
 from django.contrib import admin, messages
@@ -202,7 +203,7 @@ class ExtractionJobAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.Model
         using = router.db_for_write(ExtractionJob)
         for tenant, queue_id in sorted(queues):
             transaction.on_commit(
-                lambda t=tenant, q=queue_id: send_run_task(t, q), using=using, robust=True
+                partial(send_run_task, tenant, queue_id), using=using, robust=True
             )
         self.message_user(
             request,
