@@ -77,6 +77,14 @@ def shoot(page, request):
         page.screenshot(path=str(SCREENSHOTS / f"{prefix}--{name}.png"), full_page=True)
         width = page.evaluate("document.documentElement.scrollWidth")
         assert width <= WIDTH, f"{name}: the page is {width}px wide at {WIDTH}px"
+        # A changelist's table may also spill under the filter column without widening
+        # the page: it must fit the box it is in.
+        spill = page.evaluate(
+            "() => { const t = document.querySelector('#result_list');"
+            " return t ? t.getBoundingClientRect().right"
+            " - t.closest('.results, #changelist-form').getBoundingClientRect().right : 0; }"
+        )
+        assert spill <= 1, f"{name}: the list is {spill:.0f}px wider than its column"
 
     yield take
     report = getattr(request.node, "rep_call", None)

@@ -152,10 +152,10 @@ class DeltaCheckpointRecordAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, adm
         "checkpoint_id",
         "thread_id",
         "kind",
-        "chain_depth",
+        "depth",
         "parent_link",
         "base_link",
-        "compressed_size_bytes",
+        "stored_bytes",
         "created_at",
     )
     list_filter = ("is_full", "thread_id")
@@ -191,6 +191,14 @@ class DeltaCheckpointRecordAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, adm
     @admin.display(description=_("kind"), ordering="is_full")
     def kind(self, obj: DeltaCheckpointRecord) -> str:
         return gettext("full") if obj.is_full else gettext("delta")
+
+    @admin.display(description=_("depth"), ordering="chain_depth")
+    def depth(self, obj: DeltaCheckpointRecord) -> int:
+        return obj.chain_depth
+
+    @admin.display(description=_("bytes"), ordering="compressed_size_bytes")
+    def stored_bytes(self, obj: DeltaCheckpointRecord) -> int:
+        return obj.compressed_size_bytes
 
     @admin.display(description=_("parent"))
     def parent_link(self, obj: DeltaCheckpointRecord) -> str:

@@ -132,7 +132,6 @@ class ExtractionJobAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.Model
     list_display = (
         "id",
         "queue_link",
-        "sequence",
         "state",
         "attempts",
         "worker",
@@ -172,10 +171,10 @@ class ExtractionJobAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.Model
             "completion": job.completion_tokens,
         }
 
-    @admin.display(description=_("queue"), ordering="queue__namespace")
+    @admin.display(description=_("queue #sequence"), ordering="queue__namespace")
     def queue_link(self, job: ExtractionJob) -> str:
         url = reverse("admin:tulip_memory_extractionqueue_change", args=[job.queue_id])
-        return format_html('<a href="{}">{}</a>', url, job.queue.namespace)
+        return format_html('<a href="{}">{}</a> #{}', url, job.queue.namespace, job.sequence)
 
     @admin.display(description=_("conversation (payload)"))
     def conversation(self, job: ExtractionJob) -> str:

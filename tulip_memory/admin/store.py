@@ -123,7 +123,8 @@ class MemoryTypeFilter(admin.SimpleListFilter):
 class MemoryItemAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdmin):
     """Browse one tenant's live memories; forget some (with the forget permission)."""
 
-    list_display = ("namespace", "key", "content", "version", "embedding_source", "updated_at")
+    # The embedding source is a filter and on the page: the list keeps room for the content.
+    list_display = ("namespace", "key", "content", "version", "updated_at")
     list_display_links = ("key",)
     list_filter = (NamespacePrefixFilter, MemoryTypeFilter, "embedding_source")
     search_fields = ("key",)  # the box itself is answered by the store's search
