@@ -8,10 +8,13 @@ STAMP  := $(VENV)/.installed-dev
 .PHONY: demo test lint types bench bench-pg install system-deps clean
 
 # mysqlclient (the `mysql` extra, used by the test suite) compiles against the
-# MariaDB client headers; on Debian they come from libmariadb-dev.
+# MariaDB client headers; on Debian they come from libmariadb-dev. The admin's browser
+# tests drive Debian's chromium (Playwright is pointed at it: no browser download).
 system-deps:
 	@pkg-config --exists libmariadb 2>/dev/null || pkg-config --exists mysqlclient 2>/dev/null || \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libmariadb-dev pkg-config >/dev/null)
+	@test -x /usr/bin/chromium || \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null)
 
 $(STAMP): pyproject.toml | system-deps
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -55,4 +58,4 @@ bench-pg: $(STAMP)
 	$(BIN)/python bench/pg_store.py
 
 clean:
-	rm -rf $(VENV) .pgdata .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pgdata .pytest_cache .mypy_cache .ruff_cache .screenshots

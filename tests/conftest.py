@@ -10,12 +10,17 @@ Django runs async ORM calls on another thread, outside the test's transaction.
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from django.conf import settings
 from django.core.management import call_command
 from django.db import connections
 from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
+
+# The browser tests' fixtures (Playwright on the system's Chromium), for every test folder.
+pytest_plugins = ["tests.admin.browser"]
 
 # No per-example deadline and no "too slow" health check: CI runs on 2 shared cores, and
 # property tests here talk to real databases. Tests may still set their own max_examples.
@@ -55,3 +60,34 @@ def django_db_setup(django_db_blocker):
     with django_db_blocker.unblock():
         connections["mysql"].close()
         _mysql_admin("DROP DATABASE IF EXISTS `{name}`")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Keep each phase's report on the test item (the browser tests screenshot failures)."""
+    outcome = yield
+    report = outcome.get_result()
+    setattr(item, f"rep_{report.when}", report)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Browser tests: allow the ORM on the test's thread beside Playwright's event loop.
+
+    Playwright's sync API keeps an asyncio loop on the test's thread; the test's own ORM
+    calls (fixtures, checks, pytest-django's flush after the test) are still plain
+    synchronous code. Set for the whole protocol of such a test (every fixture's setup
+    and teardown) and only for it.
+    """
+    if "page" not in getattr(item, "fixturenames", ()):
+        yield
+        return
+    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+        else:
+            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous

@@ -30,10 +30,8 @@ def test_every_identifier_column_compares_byte_exactly_on_mariadb():
     # Every table with a tenant (every table that holds anybody's data) is covered ...
     with_tenant = {table for table, column in collations if column == "tenant"}
     assert with_tenant == set(module.IDENTIFIER_COLUMNS) & tables == with_tenant & tables
-    # ... and every listed column is binary and NO PAD: 'acme' != 'ACME' != 'acme '
-    # (the tenant directory of the extraction sweep too: its column is "name").
-    tenants = importlib.import_module("tulip_memory.migrations.0006_extraction_tenant")
-    for table, columns in {**module.IDENTIFIER_COLUMNS, **tenants.IDENTIFIER_COLUMNS}.items():
+    # ... and every listed column is binary and NO PAD: 'acme' != 'ACME' != 'acme '.
+    for table, columns in module.IDENTIFIER_COLUMNS.items():
         for column in columns:
             assert collations[(table, column)] in ("utf8mb4_nopad_bin", "utf8mb4_0900_bin")
     with connections["mysql"].cursor() as cursor:
@@ -59,3 +57,20 @@ def test_migrate_on_the_application_role_stops_with_what_to_run_instead():
         assert cursor.fetchone() == (True,)
     # Nothing to do: no error (the app role may run `migrate --check` in a deployment).
     call_command("migrate", database="default", verbosity=0)
+
+
+@pytest.mark.django_db
+def test_every_tenant_table_registers_its_tenants():
+    # The tenant registry (admin switcher, extraction sweep) is filled by a trigger on each
+    # tenant table: a new tenant table without it would hide its tenants from both.
+    from django.db import connection
+
+    from tulip_memory.rls import tenant_tables
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT c.relname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
+            "WHERE t.tgname = 'tulip_register_tenant'"
+        )
+        registered = {name for (name,) in cursor.fetchall()}
+    assert registered == set(tenant_tables())

@@ -33,7 +33,7 @@ DEFAULTS: dict[str, Any] = {
     # PostgreSQL text search configuration of PgMemory's lexical ranking: "english"
     # (Snowball stemming, English stop words), "simple" for mixed languages (no stemming,
     # no stop words), or any configuration of the database. Baked into the generated
-    # tsvector column by migration 0007; checked by tulip_memory.E060/E061.
+    # tsvector column by migration 0006; checked by tulip_memory.E060/E061.
     "TEXT_SEARCH_CONFIG": "english",
     # PostgreSQL setting (GUC) that carries the tenant of the current transaction.
     "TENANT_SETTING": "tulip_memory.tenant",

@@ -1,10 +1,12 @@
-"""The read-only admin of PgMemory's items, through Django's test client, under RLS."""
+"""The memories admin through Django's test client, as the app role under RLS."""
 
 import pytest
 from asgiref.sync import async_to_sync
-from django.contrib.auth.models import User
+from django.contrib.admin.models import DELETION, LogEntry
 from django.urls import reverse
 
+from tests.admin.conftest import make_staff, pick_tenant
+from tulip_memory.admin.store import content_text, history_path
 from tulip_memory.models.store import MemoryItem
 from tulip_memory.store import PgMemory
 from tulip_memory.tenancy import tenant_atomic
@@ -12,64 +14,135 @@ from tulip_memory.tenancy import tenant_atomic
 CHANGELIST = "admin:tulip_memory_memoryitem_changelist"
 
 
+@async_to_sync
+async def _put_memories() -> None:
+    store = PgMemory()
+    await store.put(("alpha", "u1", "user"), "drink", {"content": "alpha likes green tea"})
+    await store.put(("alpha", "u1", "project"), "stack", {"content": "the app runs Django 5"})
+    await store.put(("alpha", "u1", "user"), "odd", {"content": "ünïcode ✓ 東京"})
+    # A past version of "drink", where the memory manager keeps it.
+    await store.put(
+        ("alpha", "u1", "_history", "user", "drink"),
+        "000000000001",
+        {
+            "content": "alpha likes black coffee",
+            "metadata": {},
+            "valid_from": "2026-01-01T10:00:00+00:00",
+            "valid_to": "2026-02-01T10:00:00+00:00",
+            "version": 1,
+        },
+    )
+    await store.put(("beta", "u9", "user"), "car", {"content": "beta drives a red car"})
+
+
 @pytest.fixture
 def memories(db):
-    store = PgMemory()
-    async_to_sync(store.put)(("alpha", "users", "u1"), "drink", {"text": "alpha likes green tea"})
-    async_to_sync(store.put)(("alpha", "users", "u1"), "odd", {"text": "ünïcode ✓ 東京"})
-    async_to_sync(store.put)(("beta", "users", "u9"), "car", {"text": "beta drives a red car"})
+    _put_memories()
 
 
 @pytest.fixture
-def superuser_client(client, db):
-    client.force_login(User.objects.create_superuser("root", "root@example.com", "pw"))
+def root_client(client, superuser):
+    client.force_login(superuser)
     return client
 
 
-def test_changelist_shows_only_the_chosen_tenant(memories, superuser_client):
-    page = superuser_client.get(reverse(CHANGELIST), {"tenant": "alpha"})
-    assert page.status_code == 200
+def _item(key: str, tenant: str = "alpha") -> MemoryItem:
+    with tenant_atomic(tenant):
+        return MemoryItem.objects.get(key=key)
+
+
+def test_changelist_shows_the_chosen_tenants_live_memories_as_text(memories, root_client):
+    pick_tenant(root_client, "alpha")
+    page = root_client.get(reverse(CHANGELIST)).content.decode()
+    assert "alpha likes green tea" in page and "beta drives" not in page
+    assert "black coffee" not in page  # a past version is not a live memory
+    assert "3 memories" in page and "Tenant:" in page and ">alpha<" in page
+    pick_tenant(root_client, "beta")
+    assert "beta drives a red car" in root_client.get(reverse(CHANGELIST)).content.decode()
+
+
+def test_without_a_tenant_nothing_is_visible_and_the_page_says_why(memories, root_client):
+    page = root_client.get(reverse(CHANGELIST)).content.decode()
+    assert "0 memories" in page and "tenant switcher" in page
+
+
+def test_filters_by_namespace_prefix_and_memory_type(memories, root_client):
+    pick_tenant(root_client, "alpha")
+    page = root_client.get(reverse(CHANGELIST), {"memory_type": "project"}).content.decode()
+    assert "Django 5" in page and "green tea" not in page
+    page = root_client.get(reverse(CHANGELIST), {"namespace_prefix": "alpha/u1/user"}).content
+    assert b"green tea" in page and b"Django 5" not in page
+    page = root_client.get(reverse(CHANGELIST), {"embedding_source": "nope"}).content.decode()
+    assert "0 memories" in page
+
+
+def test_search_ranks_with_the_store_and_shows_the_score(memories, root_client):
+    pick_tenant(root_client, "alpha")
+    page = root_client.get(reverse(CHANGELIST), {"q": "green tea"}).content.decode()
+    assert "green tea" in page and "column-score" in page
+    assert page.index("green tea") < page.index("Django 5") if "Django 5" in page else True
+
+
+def test_detail_page_shows_pretty_json_and_the_versions(memories, root_client):
+    pick_tenant(root_client, "alpha")
+    item = _item("drink")
+    page = root_client.get(reverse("admin:tulip_memory_memoryitem_change", args=[item.pk]))
     content = page.content.decode()
-    assert "alpha likes green tea" in content and "beta drives" not in content
-    assert "1 memory" not in content and "2 memories" in content
-    page = superuser_client.get(reverse(CHANGELIST), {"tenant": "beta", "o": "2"})
-    assert "beta drives a red car" in page.content.decode()
-
-
-def test_without_a_tenant_nothing_is_visible_and_the_page_says_why(memories, superuser_client):
-    page = superuser_client.get(reverse(CHANGELIST))
-    content = page.content.decode()
     assert page.status_code == 200
-    assert "0 memories" in content and "?tenant=" in content
+    assert '"content": "alpha likes green tea"' in content.replace("&quot;", '"')
+    timeline = content[content.index('id="tulip-versions"') :]
+    assert timeline.index("black coffee") < timeline.index("green tea")
+    assert "2026-01-01 10:00:00" in timeline
 
 
-def test_detail_page_keeps_the_tenant_from_the_changelist_filters(memories, superuser_client):
-    with tenant_atomic("alpha"):
-        item = MemoryItem.objects.get(key="odd")
-    url = reverse("admin:tulip_memory_memoryitem_change", args=[item.pk])
-    page = superuser_client.get(url, {"_changelist_filters": "tenant=alpha"})
-    assert page.status_code == 200
-    assert "ünïcode ✓ 東京" in page.content.decode()
-    assert superuser_client.get(url).status_code == 302  # no tenant: not found, back to list
-    assert superuser_client.get(url, {"_changelist_filters": "tenant=beta"}).status_code == 302
+def test_forget_needs_the_permission_confirms_and_logs(memories, client):
+    viewer = make_staff("viewer", ("alpha",), "view_memoryitem")
+    client.force_login(viewer)
+    item = _item("drink")
+    action = {"action": "forget_memories", "_selected_action": [item.pk], "post": "yes"}
+    client.post(reverse(CHANGELIST), action)
+    assert _item("drink").pk == item.pk  # no permission: nothing forgotten
+
+    forgetter = make_staff("forgetter", ("alpha",), "view_memoryitem", "forget_memoryitem")
+    client.force_login(forgetter)
+    confirm = client.post(reverse(CHANGELIST), {**action, "post": ""}).content.decode()
+    assert "alpha likes green tea" in confirm and "black coffee" in confirm
+    assert _item("drink").pk == item.pk  # the confirmation page deletes nothing
+    client.post(reverse(CHANGELIST), action)
+    assert async_to_sync(PgMemory().get)(("alpha", "u1", "user"), "drink") is None
+    history = ("alpha", "u1", "_history", "user", "drink")
+    assert async_to_sync(PgMemory().list_keys)(history) == []
+    assert async_to_sync(PgMemory().get)(("alpha", "u1", "user"), "odd") is not None
+    entry = LogEntry.objects.get(action_flag=DELETION)
+    assert entry.user == forgetter and entry.object_id == str(item.pk)
 
 
-def test_the_admin_is_read_only(memories, superuser_client):
-    assert superuser_client.get(reverse("admin:tulip_memory_memoryitem_add")).status_code == 403
-    with tenant_atomic("alpha"):
-        item = MemoryItem.objects.get(key="drink")
-    url = reverse("admin:tulip_memory_memoryitem_delete", args=[item.pk])
-    assert superuser_client.post(url, {"post": "yes", "tenant": "alpha"}).status_code == 403
+def test_the_admin_is_otherwise_read_only(memories, root_client):
+    pick_tenant(root_client, "alpha")
+    assert root_client.get(reverse("admin:tulip_memory_memoryitem_add")).status_code == 403
+    url = reverse("admin:tulip_memory_memoryitem_delete", args=[_item("drink").pk])
+    assert root_client.post(url, {"post": "yes"}).status_code == 403
 
 
-def test_staff_cannot_pick_a_tenant_but_the_middleware_tenant_applies(memories, client, settings):
-    staff = User.objects.create_user("staff", password="pw", is_staff=True)
-    from django.contrib.auth.models import Permission
+def test_helpers_read_content_and_history_paths():
+    assert content_text({"content": "x"}) == "x" and content_text({"text": "y"}) == "y"
+    assert content_text([1, "é"]) == '[1, "é"]'
+    item = MemoryItem(tenant="t", namespace="t/u/user", key="k")
+    assert history_path(item) == "t/u/_history/user/k"
+    assert history_path(MemoryItem(tenant="t", namespace="t", key="k")) is None
 
-    staff.user_permissions.add(Permission.objects.get(codename="view_memoryitem"))
-    settings.MIDDLEWARE = [*settings.MIDDLEWARE, "tulip_memory.middleware.TenantMiddleware"]
-    client.force_login(staff)
-    page = client.get(reverse(CHANGELIST), {"tenant": "beta"})
-    assert "beta drives" not in page.content.decode()
-    page = client.get(reverse(CHANGELIST), HTTP_X_TENANT="beta")
-    assert "beta drives a red car" in page.content.decode()
+
+def test_bad_filter_and_search_input_shows_nothing_and_loses_nothing(memories, root_client):
+    pick_tenant(root_client, "alpha")
+    for params in (
+        {"namespace_prefix": "no/such\\"},
+        {"memory_type": "bogus", "q": "\x00?"},
+        {"q": "zzzz-nothing-like-it"},
+    ):
+        page = root_client.get(reverse(CHANGELIST), params, follow=True)
+        assert page.status_code == 200
+    assert (
+        "0 memories"
+        in root_client.get(reverse(CHANGELIST), {"namespace_prefix": "x"}).content.decode()
+    )
+    assert _item("drink").value == {"content": "alpha likes green tea"}

@@ -1,4 +1,13 @@
-"""Admin of the checkpoints layer: read-only views of checkpoints and delta chains.
+"""Admin of the checkpoints layer: threads' checkpoints as chats and chains, read-only.
+
+Every checkpoint — a delta checkpoint (rebuilt by
+:class:`~tulip_memory.delta.DeltaCheckpointer` from its chain) or a plain one — opens to
+the conversation it holds, rendered like a chat (roles, tool calls and results,
+metadata), with what changed since its parent (the previous checkpoint of the thread
+for plain ones). Its page also shows the thread's checkpoints as a timeline (kind,
+depth, bytes, created; each a link), the thread's storage totals, and links to the
+parent and children. Links point at primary keys and the tenant lives in the session
+(:mod:`tulip_memory.admin.tenancy`), so following them never loses it.
 
 Registered on the default site and meant to be subclassed (unregister, then register
 your subclass). Read-only and tenant scoping:
@@ -8,113 +17,258 @@ your subclass). Read-only and tenant scoping:
 
 from __future__ import annotations
 
-from urllib.parse import urlencode
+import json
+from typing import Any
 
+from asgiref.sync import async_to_sync
 from django.contrib import admin
 from django.db import models
+from django.db.models import OuterRef, Subquery
+from django.template.loader import render_to_string
 from django.urls import reverse
-from django.utils.html import format_html, format_html_join
+from django.utils.html import format_html
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from tulip_memory.admin.tenancy import ReadOnlyAdminMixin, TenantScopedAdminMixin
+from tulip_memory.messages import Message
 from tulip_memory.models import CheckpointRecord, DeltaBlock, DeltaCheckpointRecord
+from tulip_memory.state import AgentState
 
 __all__ = ["CheckpointRecordAdmin", "DeltaBlockAdmin", "DeltaCheckpointRecordAdmin"]
 
 
+def _change_link(model: type[models.Model], pk: Any, label: str) -> str:
+    if pk is None:
+        return label or "-"
+    url = reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_change", args=[pk])
+    return format_html('<a href="{}">{}</a>', url, label)
+
+
+def render_conversation(state: AgentState | None, parent: AgentState | None) -> str:
+    """``state``'s messages as a chat; those not in ``parent`` marked as added."""
+    if state is None:
+        return gettext("(the checkpoint could not be read)")
+    messages = state.messages
+    shared = 0
+    if parent is not None:
+        for mine, theirs in zip(messages, parent.messages, strict=False):
+            if mine != theirs:
+                break
+            shared += 1
+    return render_to_string(
+        "admin/tulip_memory/conversation.html",
+        {
+            "messages": [
+                _message_view(m, index >= shared and parent is not None)
+                for index, m in enumerate(messages)
+            ],
+            "metadata": json.dumps(state.metadata, ensure_ascii=False, indent=2)
+            if state.metadata
+            else "",
+            "has_parent": parent is not None,
+            "added": len(messages) - shared if parent is not None else len(messages),
+            "removed": len(parent.messages) - shared if parent is not None else 0,
+        },
+    )
+
+
+def _message_view(message: Message, added: bool) -> dict[str, Any]:
+    return {
+        "role": message.role.value,
+        "content": message.content,
+        "name": message.name,
+        "tool_call_id": message.tool_call_id,
+        "tool_calls": [
+            {"id": c.id, "name": c.name, "arguments": json.dumps(c.arguments, ensure_ascii=False)}
+            for c in message.tool_calls
+        ],
+        "metadata": json.dumps(message.metadata, ensure_ascii=False) if message.metadata else "",
+        "added": added,
+    }
+
+
+def _sibling(model: type[models.Model], field: str) -> Subquery:
+    """The pk of the row of the same tenant and thread whose checkpoint_id is ``field``."""
+    return Subquery(
+        model._default_manager.filter(
+            tenant=OuterRef("tenant"),
+            thread_id=OuterRef("thread_id"),
+            checkpoint_id=OuterRef(field),
+        ).values("pk")[:1]
+    )
+
+
 @admin.register(CheckpointRecord)
 class CheckpointRecordAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdmin):
+    """Plain checkpoints: full snapshots, each shown as the chat it holds."""
+
     list_display = ("checkpoint_id", "thread_id", "message_count", "created_at")
+    list_filter = ("thread_id",)
     search_fields = ("thread_id", "checkpoint_id")
     date_hierarchy = "created_at"
     ordering = ("-id",)
+    fields = ("thread_id", "checkpoint_id", "created_at", "parent_link", "conversation")
+    readonly_fields = fields
 
     @admin.display(description=_("messages"))
     def message_count(self, obj: CheckpointRecord) -> int:
         return len(obj.state.get("messages", ())) if isinstance(obj.state, dict) else 0
 
+    def _parent(self, obj: CheckpointRecord) -> CheckpointRecord | None:
+        return (
+            CheckpointRecord.objects.using(obj._state.db)
+            .of_thread(obj.tenant, obj.thread_id)
+            .filter(id__lt=obj.id)
+            .newest_first()
+            .first()
+        )
 
-def _changelist_link(model: type[models.Model], label: str, **filters: str) -> str:
-    url = reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_changelist")
-    return format_html('<a href="{}?{}">{}</a>', url, urlencode(filters), label)
+    @admin.display(description=_("previous checkpoint of the thread"))
+    def parent_link(self, obj: CheckpointRecord) -> str:
+        parent = self._parent(obj)
+        return _change_link(CheckpointRecord, parent.pk, parent.checkpoint_id) if parent else "-"
+
+    @admin.display(description=_("conversation"))
+    def conversation(self, obj: CheckpointRecord) -> str:
+        parent = self._parent(obj)
+        return render_conversation(
+            _state_of(obj.state), _state_of(parent.state) if parent is not None else None
+        )
+
+
+def _state_of(data: Any) -> AgentState | None:
+    try:
+        return AgentState.from_checkpoint(data)
+    except (TypeError, ValueError, KeyError):
+        return None
 
 
 @admin.register(DeltaCheckpointRecord)
 class DeltaCheckpointRecordAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdmin):
-    """Delta checkpoints as chains: kind, depth, parent and chain root links, sizes."""
+    """Delta checkpoints: chains of a thread, each checkpoint shown as the chat it rebuilds."""
 
     list_display = (
         "checkpoint_id",
         "thread_id",
         "kind",
-        "chain_depth",
+        "depth",
         "parent_link",
         "base_link",
-        "size_bytes",
-        "compressed_size_bytes",
-        "block_count",
+        "stored_bytes",
         "created_at",
     )
-    list_filter = ("is_full",)
+    list_filter = ("is_full", "thread_id")
     search_fields = ("thread_id", "checkpoint_id", "parent_id", "base_id")
     ordering = ("-id",)
-    exclude = ("data",)
-    readonly_fields = ("chain",)
+    fields = (
+        "thread_id",
+        "checkpoint_id",
+        "kind",
+        "chain_depth",
+        "parent_link",
+        "children_links",
+        "size_bytes",
+        "compressed_size_bytes",
+        "created_at",
+        "conversation",
+        "thread_timeline",
+        "thread_storage",
+    )
+    readonly_fields = fields
+
+    def get_queryset(self, request: Any) -> Any:
+        return (
+            super()
+            .get_queryset(request)
+            .defer("data")
+            .annotate(
+                parent_pk=_sibling(DeltaCheckpointRecord, "parent_id"),
+                base_pk=_sibling(DeltaCheckpointRecord, "base_id"),
+            )
+        )
 
     @admin.display(description=_("kind"), ordering="is_full")
     def kind(self, obj: DeltaCheckpointRecord) -> str:
         return gettext("full") if obj.is_full else gettext("delta")
 
+    @admin.display(description=_("depth"), ordering="chain_depth")
+    def depth(self, obj: DeltaCheckpointRecord) -> int:
+        return obj.chain_depth
+
+    @admin.display(description=_("bytes"), ordering="compressed_size_bytes")
+    def stored_bytes(self, obj: DeltaCheckpointRecord) -> int:
+        return obj.compressed_size_bytes
+
     @admin.display(description=_("parent"))
     def parent_link(self, obj: DeltaCheckpointRecord) -> str:
         if not obj.parent_id:
             return "-"
-        return _changelist_link(
-            DeltaCheckpointRecord,
-            obj.parent_id,
-            thread_id=obj.thread_id,
-            checkpoint_id=obj.parent_id,
-        )
+        return _change_link(DeltaCheckpointRecord, getattr(obj, "parent_pk", None), obj.parent_id)
 
     @admin.display(description=_("chain root"))
     def base_link(self, obj: DeltaCheckpointRecord) -> str:
-        return _changelist_link(
-            DeltaCheckpointRecord, obj.base_id, thread_id=obj.thread_id, base_id=obj.base_id
+        return _change_link(DeltaCheckpointRecord, getattr(obj, "base_pk", None), obj.base_id)
+
+    @admin.display(description=_("children"))
+    def children_links(self, obj: DeltaCheckpointRecord) -> str:
+        children = self._thread(obj).filter(parent_id=obj.checkpoint_id)
+        links = [_change_link(DeltaCheckpointRecord, c.pk, c.checkpoint_id) for c in children]
+        return format_html(", ".join(["{}"] * len(links)), *links) if links else "-"
+
+    def _thread(self, obj: DeltaCheckpointRecord) -> Any:
+        return (
+            DeltaCheckpointRecord.objects.using(obj._state.db)
+            .of_thread(obj.tenant, obj.thread_id)
+            .defer("data")
+            .order_by("id")
         )
 
-    @admin.display(description=_("blocks"))
-    def block_count(self, obj: DeltaCheckpointRecord) -> int:
-        return len(obj.blocks or ())
+    def _checkpointer(self, obj: DeltaCheckpointRecord) -> Any:
+        from tulip_memory.delta import DeltaCheckpointer, ORMDeltaStorage
 
-    @admin.display(description=_("chain (root first)"))
-    def chain(self, obj: DeltaCheckpointRecord) -> str:
-        """The records from the chain's full checkpoint to this one."""
-        rows = {
-            row.checkpoint_id: row
-            for row in DeltaCheckpointRecord.objects.using(obj._state.db)
-            .of_thread(obj.tenant, obj.thread_id)
-            .filter(base_id=obj.base_id)
-            .only("checkpoint_id", "parent_id", "is_full", "chain_depth", "compressed_size_bytes")
-        }
-        chain = [obj]
-        while not chain[-1].is_full and chain[-1].parent_id in rows and len(chain) <= len(rows):
-            chain.append(rows[chain[-1].parent_id])
+        return DeltaCheckpointer(ORMDeltaStorage(obj._state.db or "default", tenant=obj.tenant))
+
+    @admin.display(description=_("conversation"))
+    def conversation(self, obj: DeltaCheckpointRecord) -> str:
+        checkpointer = self._checkpointer(obj)
+        load = async_to_sync(checkpointer.load)
+        state = load(obj.thread_id, obj.checkpoint_id)
+        parent = load(obj.thread_id, obj.parent_id) if obj.parent_id else None
+        return render_conversation(state, parent)
+
+    @admin.display(description=_("the thread's checkpoints (oldest first)"))
+    def thread_timeline(self, obj: DeltaCheckpointRecord) -> str:
+        return render_to_string(
+            "admin/tulip_memory/thread_timeline.html",
+            {
+                "rows": [
+                    {
+                        "link": _change_link(DeltaCheckpointRecord, row.pk, row.checkpoint_id),
+                        "kind": gettext("full") if row.is_full else gettext("delta"),
+                        "row": row,
+                        "current": row.pk == obj.pk,
+                    }
+                    for row in self._thread(obj)
+                ]
+            },
+        )
+
+    @admin.display(description=_("the thread's storage"))
+    def thread_storage(self, obj: DeltaCheckpointRecord) -> str:
+        stats = async_to_sync(self._checkpointer(obj).get_storage_stats)(obj.thread_id)
         return format_html(
-            "<ol>{}</ol>",
-            format_html_join(
-                "",
-                gettext("<li>{} — {}, depth {}, {} bytes</li>"),
-                (
-                    (
-                        r.checkpoint_id,
-                        gettext("full") if r.is_full else gettext("delta"),
-                        r.chain_depth,
-                        r.compressed_size_bytes,
-                    )
-                    for r in reversed(chain)
-                ),
+            gettext(
+                "{} checkpoints ({} full, {} delta) and {} blocks: {} bytes encoded, "
+                "{} bytes stored (ratio {})"
             ),
+            stats["total_checkpoints"],
+            stats["full_checkpoints"],
+            stats["delta_checkpoints"],
+            stats["blocks"],
+            stats["total_size"],
+            stats["compressed_size"],
+            f"{stats['compression_ratio']:.2f}",
         )
 
 

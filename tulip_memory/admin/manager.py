@@ -1,57 +1,216 @@
-"""Admin of the manager layer: the Celery extraction queues and jobs, read-only.
+"""Admin of the manager layer: the Celery extraction queues and jobs.
 
-Registered on the default site and meant to be subclassed (e.g. to allow retrying a
-failed job). Read-only and tenant scoping:
-:class:`~tulip_memory.admin.tenancy.ReadOnlyAdminMixin` and
-:class:`~tulip_memory.admin.tenancy.TenantScopedAdminMixin`. Memory history is not a
-table (it lives in the store) and so has no admin here.
+* jobs: filterable by state, date and namespace; the queue is a link; the payload (the
+  conversation text) is shown, as a chat, only to users with the
+  ``view_extractionjob_payload`` permission; **retry** (the ``retry_extractionjob``
+  permission) puts failed jobs back to pending with their attempts reset and, once that
+  commits, sends their queue's Celery message; each retry is recorded in Django's admin
+  log with the job's last error;
+* queues: per namespace, the lease holder, the age of its last heartbeat (the lease is
+  renewed to ``EXTRACTION_LEASE_SECONDS`` ahead at each one), and the pending, running
+  and failed job counts.
+
+Everything else is read-only. Registered on the default site and meant to be subclassed.
+Tenant scoping: :class:`~tulip_memory.admin.tenancy.TenantScopedAdminMixin`. Memory
+history is not a table (it lives in the store): it is shown on each memory's page.
 """
 
 from __future__ import annotations
 
-from django.contrib import admin
+from datetime import timedelta
+from functools import partial
+from typing import Any
 
+from django.contrib import admin, messages
+from django.db import router, transaction
+from django.db.models import Count, Q, QuerySet
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.html import format_html
+from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext_lazy as _
+
+from tulip_memory.admin.checkpoints import render_conversation
 from tulip_memory.admin.tenancy import ReadOnlyAdminMixin, TenantScopedAdminMixin
 from tulip_memory.models import ExtractionJob, ExtractionQueue
+from tulip_memory.models.extraction import JobState
+from tulip_memory.state import AgentState
 
 __all__ = ["ExtractionJobAdmin", "ExtractionQueueAdmin"]
 
 
+class QueueNamespaceFilter(admin.SimpleListFilter):
+    """Jobs of one namespace (one queue) of the tenant."""
+
+    title = _("namespace")
+    parameter_name = "queue"
+
+    def lookups(self, request: Any, model_admin: Any) -> list[tuple[str, str]]:
+        queues = ExtractionQueue.objects.order_by("namespace").values_list("pk", "namespace")
+        return [(str(pk), namespace) for pk, namespace in queues[:200]]
+
+    def queryset(self, request: Any, queryset: QuerySet) -> QuerySet:
+        value = self.value()
+        if not value:
+            return queryset
+        if not value.isdigit():
+            return queryset.none()
+        return queryset.filter(queue_id=int(value))
+
+
 @admin.register(ExtractionQueue)
 class ExtractionQueueAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdmin):
-    list_display = ("namespace", "tenant", "last_sequence", "lease_owner", "lease_expires_at")
+    list_display = (
+        "namespace",
+        "lease_owner",
+        "heartbeat_age",
+        "lease_expires_at",
+        "pending_jobs",
+        "running_jobs",
+        "failed_jobs",
+        "jobs_link",
+    )
     search_fields = ("namespace",)
     readonly_fields = (
         "tenant",
         "namespace",
         "last_sequence",
         "lease_owner",
+        "heartbeat_age",
         "lease_expires_at",
         "recheck_at",
+        "pending_jobs",
+        "running_jobs",
+        "failed_jobs",
+        "jobs_link",
     )
+
+    def get_queryset(self, request: Any) -> Any:
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                pending=Count("jobs", filter=Q(jobs__state=JobState.PENDING)),
+                running=Count("jobs", filter=Q(jobs__state=JobState.RUNNING)),
+                failed=Count("jobs", filter=Q(jobs__state=JobState.FAILED)),
+            )
+        )
+
+    @admin.display(description=_("pending"), ordering="pending")
+    def pending_jobs(self, queue: ExtractionQueue) -> int:
+        return getattr(queue, "pending", 0)
+
+    @admin.display(description=_("running"), ordering="running")
+    def running_jobs(self, queue: ExtractionQueue) -> int:
+        return getattr(queue, "running", 0)
+
+    @admin.display(description=_("failed"), ordering="failed")
+    def failed_jobs(self, queue: ExtractionQueue) -> int:
+        return getattr(queue, "failed", 0)
+
+    @admin.display(description=_("last heartbeat"))
+    def heartbeat_age(self, queue: ExtractionQueue) -> str:
+        """How long ago the lease holder last renewed its lease (no holder: "-")."""
+        from tulip_memory.conf import settings
+
+        if not queue.lease_owner or queue.lease_expires_at is None:
+            return "-"
+        beat = queue.lease_expires_at - timedelta(seconds=float(settings.EXTRACTION_LEASE_SECONDS))
+        age = (timezone.now() - beat).total_seconds()
+        if queue.lease_expires_at < timezone.now():
+            return gettext("%(age).0f s ago (lease expired)") % {"age": age}
+        return gettext("%(age).0f s ago") % {"age": max(age, 0.0)}
+
+    @admin.display(description=_("jobs"))
+    def jobs_link(self, queue: ExtractionQueue) -> str:
+        url = reverse("admin:tulip_memory_extractionjob_changelist")
+        return format_html('<a href="{}?queue={}">{}</a>', url, queue.pk, gettext("jobs"))
 
 
 @admin.register(ExtractionJob)
 class ExtractionJobAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdmin):
     list_display = (
         "id",
-        "queue",
-        "sequence",
+        "queue_link",
         "state",
         "attempts",
         "worker",
-        "llm_calls",
-        "prompt_tokens",
-        "completion_tokens",
+        "usage",
         "created_at",
         "finished_at",
     )
-    list_filter = ("state",)
+    list_filter = ("state", "created_at", QueueNamespaceFilter)
+    date_hierarchy = "created_at"
     search_fields = ("queue__namespace", "error")
     ordering = ("-id",)
     list_select_related = ("queue",)
+    actions = ["retry_jobs"]
     readonly_fields = (
-        "queue", "tenant", "sequence", "state", "attempts", "error", "run_after",
+        "queue_link", "tenant", "sequence", "state", "attempts", "error", "run_after",
         "worker", "created_at", "started_at", "finished_at",
-        "llm_model", "llm_calls", "prompt_tokens", "completion_tokens", "payload",
+        "llm_model", "llm_calls", "prompt_tokens", "completion_tokens", "conversation",
     )  # fmt: skip
+
+    def get_fields(self, request: Any, obj: Any = None) -> Any:
+        fields = list(self.readonly_fields)
+        if not self.has_view_payload_permission(request):
+            fields.remove("conversation")
+        return fields
+
+    def has_view_payload_permission(self, request: Any) -> bool:
+        return request.user.has_perm(f"{self.opts.app_label}.view_extractionjob_payload")
+
+    def has_retry_permission(self, request: Any) -> bool:
+        return request.user.has_perm(f"{self.opts.app_label}.retry_extractionjob")
+
+    @admin.display(description=_("chat model usage"))
+    def usage(self, job: ExtractionJob) -> str:
+        return gettext("%(calls)d calls, %(prompt)d + %(completion)d tokens") % {
+            "calls": job.llm_calls,
+            "prompt": job.prompt_tokens,
+            "completion": job.completion_tokens,
+        }
+
+    @admin.display(description=_("queue #sequence"), ordering="queue__namespace")
+    def queue_link(self, job: ExtractionJob) -> str:
+        url = reverse("admin:tulip_memory_extractionqueue_change", args=[job.queue_id])
+        return format_html('<a href="{}">{}</a> #{}', url, job.queue.namespace, job.sequence)
+
+    @admin.display(description=_("conversation (payload)"))
+    def conversation(self, job: ExtractionJob) -> str:
+        payload = job.payload if isinstance(job.payload, dict) else {}
+        try:
+            state = AgentState.from_checkpoint({"messages": payload.get("messages") or []})
+        except (TypeError, ValueError, KeyError):
+            state = None
+        return render_conversation(state, None)
+
+    @admin.action(description=_("Retry the selected failed jobs"), permissions=["retry"])
+    def retry_jobs(self, request: Any, queryset: QuerySet) -> None:
+        from tulip_memory.manager.extraction.queue import send_run_task
+
+        failed = list(queryset.filter(state=JobState.FAILED).select_related("queue"))
+        if not failed:
+            self.message_user(request, gettext("No failed job was selected."), messages.WARNING)
+            return
+        ExtractionJob.objects.using(queryset.db).filter(pk__in=[j.pk for j in failed]).update(
+            state=JobState.PENDING, attempts=0, run_after=None, finished_at=None
+        )
+        for job in failed:
+            self.log_change(request, job, gettext("Retried (was failed: %s)") % job.error[:200])
+        queues = {(job.tenant, job.queue_id) for job in failed}
+        using = router.db_for_write(ExtractionJob)
+        for tenant, queue_id in sorted(queues):
+            transaction.on_commit(
+                partial(send_run_task, tenant, queue_id), using=using, robust=True
+            )
+        self.message_user(
+            request,
+            ngettext(
+                "%(count)d failed job is pending again; its worker was asked to run it.",
+                "%(count)d failed jobs are pending again; their workers were asked to run them.",
+                len(failed),
+            )
+            % {"count": len(failed)},
+            messages.SUCCESS,
+        )

@@ -1,46 +1,79 @@
-"""Admin mixins for tables under tenant row-level security, meant for every layer's admin.
+"""Admin tenancy: which tenant a page shows, the tenant switcher, the registry and memberships.
 
 The admin connects as the application role, so it sees a tenant table only inside a
 transaction pinned to one tenant; a view over "all tenants" would need a role that
-bypasses row-level security, which the app never has — by design. So each view runs
-(template rendering included: the changelist is evaluated while rendering) inside
-:func:`~tulip_memory.tenancy.tenant_atomic` for the request's tenant:
+bypasses row-level security, which the app never has — by design. So each view of a
+tenant table runs (template rendering included) inside
+:func:`~tulip_memory.tenancy.tenant_atomic` for the **admin tenant** of the request:
 
-1. ``?tenant=<name>`` — for superusers only (it is also a changelist filter on the
-   ``tenant`` column, so pagination and sorting keep it; detail pages find it in the
-   preserved ``_changelist_filters``);
-2. else ``request.tenant`` set by :class:`~tulip_memory.middleware.TenantMiddleware`, or the
-   tenant bound by :func:`~tulip_memory.tenancy.tenant_context`.
+* the tenants a user may open are :meth:`Tenant.objects.visible_to(user)
+  <tulip_memory.models.tenants.TenantQuerySet.visible_to>` — every registered tenant
+  for a superuser, the tenants of its memberships for a staff user;
+* the choice is made with the switcher (a POST to ``admin:tulip_memory_tenant_switch``)
+  and kept in the session; it is re-checked against the allowed tenants on every
+  request; a user allowed exactly one tenant never has to pick.
 
-Without a tenant the page is empty and says how to pick one. Override
-:meth:`TenantScopedAdminMixin.request_tenant` to choose differently.
+The admin never takes its tenant from a request header, a query parameter or
+``request.tenant`` (the middleware's resolver may trust a header any client can send).
+Without a tenant the pages of tenant tables are empty and say how to pick one.
 
-Every layer's ModelAdmins combine both mixins (``ReadOnlyAdminMixin,
-TenantScopedAdminMixin, admin.ModelAdmin``) and are meant to be subclassed: unregister
-one, then register a subclass (e.g. one that allows retrying a failed job).
+Every layer's ModelAdmins combine ``ReadOnlyAdminMixin, TenantScopedAdminMixin,
+admin.ModelAdmin`` and are meant to be subclassed: unregister one, then register a
+subclass. Override :meth:`TenantScopedAdminMixin.request_tenant` to choose differently.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.contrib import messages
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.db import router
-from django.http import HttpRequest, HttpResponse, QueryDict
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import path, reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
+from django.views.decorators.http import require_POST
 
-from tulip_memory.tenancy import current_tenant, tenant_atomic, validate_tenant
+from tulip_memory.models.tenants import Tenant, TenantMembership
+from tulip_memory.tenancy import tenant_atomic
 
-__all__ = ["ReadOnlyAdminMixin", "TenantScopedAdminMixin"]
+__all__ = [
+    "ReadOnlyAdminMixin",
+    "TenantAdmin",
+    "TenantMembershipAdmin",
+    "TenantScopedAdminMixin",
+    "admin_tenant",
+]
 
-TENANT_PARAM = "tenant"
+# Session key of the tenant picked with the switcher.
+SESSION_KEY = "tulip_memory_admin_tenant"
 
 # Shown on a tenant table's pages when the request has no tenant (they are then empty).
 NO_TENANT_MESSAGE = _(
-    "No tenant is bound to this request, and row-level security shows one "
-    "tenant at a time: add ?tenant=<name> to the address (superusers), or send "
-    "the tenant header (TULIP_MEMORY['TENANT_HEADER']) through TenantMiddleware."
+    "No tenant is chosen, and row-level security shows one tenant at a time: pick one "
+    "with the tenant switcher at the top of the page."
 )
+NO_MEMBERSHIP_MESSAGE = _(
+    "You are not a member of any tenant: a superuser can add you in Tenant memberships."
+)
+
+
+def admin_tenant(request: HttpRequest) -> tuple[str | None, list[str]]:
+    """The request's admin tenant (or None) and the tenants its user may open.
+
+    Cached on the request (the tenant bar and the view both ask).
+    """
+    cached = getattr(request, "_tulip_admin_tenant", None)
+    if cached is not None:
+        return cached
+    allowed = Tenant.objects.visible_to(getattr(request, "user", None))
+    chosen = request.session.get(SESSION_KEY) if hasattr(request, "session") else None
+    if chosen not in allowed:
+        chosen = allowed[0] if len(allowed) == 1 else None
+    request._tulip_admin_tenant = (chosen, allowed)  # type: ignore[attr-defined]
+    return chosen, allowed
 
 
 class ReadOnlyAdminMixin:
@@ -57,28 +90,19 @@ class ReadOnlyAdminMixin:
 
 
 class TenantScopedAdminMixin:
-    """Run the changelist and detail views in a transaction pinned to the request's tenant."""
+    """Run the changelist and detail views in a transaction pinned to the admin tenant."""
 
     model: Any
 
     def request_tenant(self, request: HttpRequest) -> str | None:
-        """The tenant this request may see (see the module docstring), or None."""
-        user = getattr(request, "user", None)
-        if user is not None and user.is_superuser:
-            chosen = request.GET.get(TENANT_PARAM) or QueryDict(
-                request.GET.get("_changelist_filters", "")
-            ).get(TENANT_PARAM)
-            if chosen:
-                try:
-                    return validate_tenant(chosen)
-                except ValueError:
-                    return None
-        return getattr(request, "tenant", None) or current_tenant()
+        """The tenant this request shows (see the module docstring), or None."""
+        return admin_tenant(request)[0]
 
     def _in_tenant(self, request: HttpRequest, view: Any, *args: Any) -> HttpResponse:
         tenant = self.request_tenant(request)
         if tenant is None:
-            messages.info(request, NO_TENANT_MESSAGE)
+            allowed = admin_tenant(request)[1]
+            messages.info(request, NO_TENANT_MESSAGE if allowed else NO_MEMBERSHIP_MESSAGE)
             return view(request, *args)
         with tenant_atomic(tenant, using=router.db_for_read(self.model)):
             response = view(request, *args)
@@ -104,3 +128,64 @@ class TenantScopedAdminMixin:
         self, request: HttpRequest, object_id: str, extra_context: Any = None
     ) -> HttpResponse:
         return self._in_tenant(request, super().history_view, object_id, extra_context)  # type: ignore[misc]
+
+
+class SuperuserOnlyAdminMixin:
+    """Only superusers see and edit these tables."""
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return request.user.is_active and request.user.is_superuser
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return self.has_module_permission(request)
+
+    has_add_permission = has_change_permission = has_delete_permission = has_view_permission
+
+
+@admin.register(Tenant)
+class TenantAdmin(SuperuserOnlyAdminMixin, admin.ModelAdmin):
+    """The tenant registry (superusers), and the switcher's URL (every staff user)."""
+
+    list_display = ("name", "registered_at", "member_count")
+    search_fields = ("name",)
+
+    @admin.display(description=_("members"))
+    def member_count(self, tenant: Tenant) -> int:
+        return tenant.memberships.count()
+
+    def get_urls(self) -> list[Any]:
+        switch = self.admin_site.admin_view(require_POST(self.switch_view))
+        return [path("switch/", switch, name="tulip_memory_tenant_switch"), *super().get_urls()]
+
+    def switch_view(self, request: HttpRequest) -> HttpResponse:
+        """Keep the posted tenant in the session, if the user may open it."""
+        name = request.POST.get("tenant", "")
+        if name not in admin_tenant(request)[1]:
+            raise PermissionDenied(gettext("You may not open this tenant."))
+        request.session[SESSION_KEY] = name
+        target = request.POST.get("next", "")
+        if not url_has_allowed_host_and_scheme(
+            target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+        ):
+            target = reverse("admin:app_list", args=["tulip_memory"])
+        # A detail page belongs to the previous tenant: go back to its list instead.
+        return HttpResponseRedirect(_list_of(target))
+
+
+def _list_of(url: str) -> str:
+    """``url`` if it is a list, else the changelist its detail page belongs to."""
+    parts = url.split("?", maxsplit=1)[0].rstrip("/").split("/")
+    for index, part in enumerate(parts):
+        if part == "tulip_memory" and len(parts) > index + 2:
+            return "/".join(parts[: index + 2]) + "/"
+    return url
+
+
+@admin.register(TenantMembership)
+class TenantMembershipAdmin(SuperuserOnlyAdminMixin, admin.ModelAdmin):
+    """Which staff user may open which tenant in the admin (edited by superusers)."""
+
+    list_display = ("user", "tenant")
+    list_filter = ("tenant",)
+    search_fields = ("user__username", "tenant__name")
+    autocomplete_fields = ("tenant",)

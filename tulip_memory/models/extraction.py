@@ -4,15 +4,13 @@
   handed out, and the lease of the worker currently running that namespace's jobs;
 * :class:`ExtractionJob` — one row per ended session: its namespace's sequence number,
   the payload (the messages), its state, attempts and last error, and what a chat model
-  cost it (model, calls, prompt and completion tokens over all attempts);
-* :class:`ExtractionTenant` — one row per tenant that ever enqueued a job: its name only.
+  cost it (model, calls, prompt and completion tokens over all attempts).
 
-The first two carry the ``tenant`` (``namespace[0]``) and sit under the tenant row-level
-security policy (migration ``0003_memory_manager``): every query runs inside
-:func:`tulip_memory.tenancy.tenant_atomic`. The third is the one table outside it, by
-design: the periodic sweep (:mod:`tulip_memory.manager.extraction.sweep`) must find the
-queues of every tenant, and under row-level security it can only look tenant by tenant;
-this directory tells it which tenants to look at. It holds tenant names, nothing else.
+Both carry the ``tenant`` (``namespace[0]``) and sit under the tenant row-level security
+policy (migration ``0003_memory_manager``): every query runs inside
+:func:`tulip_memory.tenancy.tenant_atomic`. The periodic sweep
+(:mod:`tulip_memory.manager.extraction.sweep`) finds the tenants to look at in the tenant
+registry (:class:`tulip_memory.models.Tenant`, names only, filled by database triggers).
 
 Lease and retry times are compared with the database's clock (``now()``), never a
 worker's, so clock skew between machines cannot hand one namespace to two workers.
@@ -41,7 +39,6 @@ __all__ = [
     "ExtractionJobQuerySet",
     "ExtractionQueue",
     "ExtractionQueueQuerySet",
-    "ExtractionTenant",
     "JobState",
     "db_now_plus",
 ]
@@ -168,8 +165,7 @@ OPEN_STATES = (JobState.PENDING, JobState.RUNNING)
 # not queue behind each other). Parameters: tenant, tenant, encoded namespace, tenant,
 # payload JSON, state.
 ENQUEUE_JOB_SQL = (
-    "WITH t AS (INSERT INTO {tenants} (name) VALUES (%s) ON CONFLICT (name) DO NOTHING), "
-    "q AS (INSERT INTO {queues} AS q "
+    "WITH q AS (INSERT INTO {queues} AS q "
     "(tenant, namespace, last_sequence, lease_owner) VALUES (%s, %s, 1, '') "
     "ON CONFLICT (tenant, namespace) DO UPDATE "
     "SET last_sequence = q.last_sequence + 1 RETURNING q.id, q.last_sequence) "
@@ -201,7 +197,6 @@ class ExtractionJobQuerySet(models.QuerySet):
             )
         quote = connection.ops.quote_name
         statement = ENQUEUE_JOB_SQL.format(
-            tenants=quote(ExtractionTenant._meta.db_table),
             queues=quote(ExtractionQueue._meta.db_table),
             jobs=quote(self.model._meta.db_table),
         )
@@ -209,7 +204,6 @@ class ExtractionJobQuerySet(models.QuerySet):
             cursor.execute(
                 statement,
                 [
-                    namespace[0],
                     namespace[0],
                     encode_namespace(namespace),
                     namespace[0],
@@ -270,6 +264,11 @@ class ExtractionJob(models.Model):
     class Meta:
         db_table = "tulip_memory_extraction_job"
         verbose_name = _("extraction job")
+        # The admin's retry action, and seeing a job's payload (the conversation text).
+        permissions = [
+            ("retry_extractionjob", _("Can retry a failed extraction job")),
+            ("view_extractionjob_payload", _("Can see an extraction job's conversation")),
+        ]
         constraints = [
             models.UniqueConstraint(
                 fields=["queue", "sequence"], name="tulip_extraction_job_seq_uniq"
@@ -285,21 +284,3 @@ class ExtractionJob(models.Model):
 
     def __str__(self) -> str:
         return f"{self.queue_id}#{self.sequence} ({self.state})"
-
-
-class ExtractionTenant(models.Model):
-    """A tenant that enqueued an extraction job: where the periodic sweep looks.
-
-    Not under row-level security (the sweep lists it with no tenant pinned): it holds the
-    tenant's name only. The column is ``name``, not ``tenant``, so the row-level security
-    checks, which cover every table with a ``tenant`` column, do not expect a policy here.
-    """
-
-    name = models.CharField(max_length=TENANT_MAX_LENGTH, unique=True)
-
-    class Meta:
-        db_table = "tulip_memory_extraction_tenant"
-        verbose_name = _("extraction tenant")
-
-    def __str__(self) -> str:
-        return self.name

@@ -10,7 +10,7 @@
 * :class:`LangGraphWrite` — the pending writes of a checkpoint's tasks.
 
 Every row carries its ``tenant``; on PostgreSQL the tables are under the tenant
-row-level security policy (migration ``0008_langgraph``). The tenant leads every index.
+row-level security policy (migration ``0007_langgraph``). The tenant leads every index.
 """
 
 from __future__ import annotations

@@ -320,7 +320,7 @@ class MemoryItemQuerySet(models.QuerySet):
         One pass over the namespace's rows (the ``(tenant, namespace)`` btree) gives each
         its length, its tsvector if it matches a query lexeme and its distance to the
         query vector if it has a usable one; the rest works on that pass's result.
-        Lexical part: Okapi BM25 over the generated ``search_vector`` (migration 0007).
+        Lexical part: Okapi BM25 over the generated ``search_vector`` (migration 0006).
         The namespace's rows matching any query lexeme (``_QUERY_LEXEMES``) are its hits;
         each hit's tf is the number of positions of a lexeme in its tsvector (1 when
         stripped), df the number of hits holding it,
@@ -437,6 +437,8 @@ class MemoryItem(models.Model):
         db_table = "tulip_memory_store_item"
         verbose_name = _("memory")
         verbose_name_plural = _("memories")
+        # Forgetting a memory (and its history) from the admin; the admin is read-only otherwise.
+        permissions = [("forget_memoryitem", _("Can forget a memory and its history"))]
         constraints = [
             models.UniqueConstraint(
                 fields=["tenant", "namespace", "key"], name="tulip_store_item_uniq"

@@ -16,7 +16,7 @@ Search plan, chosen on purpose: one statement for ``search``, ``search_many`` an
 ``search_by_embedding`` (``MemoryItemQuerySet.search_paths``), ranking ids first and
 reading only the k winners in full. A text query is ranked by words and vector fused
 (docs/pg_store.md, "Ranking"): Okapi BM25 over the ``search_vector`` tsvector PostgreSQL
-generates with ``TULIP_MEMORY["TEXT_SEARCH_CONFIG"]`` (migration 0007; a query lexeme's
+generates with ``TULIP_MEMORY["TEXT_SEARCH_CONFIG"]`` (migration 0006; a query lexeme's
 rows of the namespace come from its GIN index), and the exact cosine distance to the
 query's vector over the namespace (the ``(tenant, namespace)`` btree; an HNSW scan under a
 selective tenant/namespace filter returns too few or wrong rows), fused as ``bm25 /
@@ -517,6 +517,28 @@ class PgMemory(BaseStore):
         validate_namespace(namespace)
         return (await self.search_many([namespace], query=query, limit=limit))[0]
 
+    async def ranking_arguments(self, tenant: str, query: str | None) -> dict[str, Any]:
+        """How ``query`` ranks: the keyword arguments of ``MemoryItemQuerySet.search_paths``
+        (the query's vector through this store's encoder, its terms, the fusion weights).
+
+        The admin's search box ranks with them too, so that it ranks as the agent does.
+        """
+        tokens = sorted(set(tokenize(query or "")))[:_MAX_QUERY_TOKENS]
+        hrr = self.encoder.embedder is None
+        # A query of stop words only ranks nothing by its words; its HRR vector (a bag of
+        # those stop words) means nothing either, so it lists the newest items, as no
+        # query does. A model embedder's vector still carries meaning: it ranks alone.
+        ranked = bool(tokens) and (not hrr or bool(search_terms(" ".join(tokens))))
+        encoded = await self.encoder.encode(tenant, query) if ranked and query else None
+        return {
+            "vector": None if encoded is None else self.encoder.literal(encoded),
+            "source": self.encoder.source,
+            "terms": tokens if ranked else None,
+            "config": text_search_config(),
+            "weight": HRR_WEIGHT if hrr else MODEL_WEIGHT,
+            "bm25": (BM25_K1, BM25_B),
+        }
+
     async def search_many(
         self,
         namespaces: Sequence[tuple[str, ...]],
@@ -535,26 +557,8 @@ class PgMemory(BaseStore):
                 "must share namespace[0], the tenant"
             )
         tenant = tenants.pop()
-        tokens = sorted(set(tokenize(query or "")))[:_MAX_QUERY_TOKENS]
-        hrr = self.encoder.embedder is None
-        # A query of stop words only ranks nothing by its words; its HRR vector (a bag of
-        # those stop words) means nothing either, so it lists the newest items, as no
-        # query does. A model embedder's vector still carries meaning: it ranks alone.
-        ranked = bool(tokens) and (not hrr or bool(search_terms(" ".join(tokens))))
-        encoded = await self.encoder.encode(tenant, query) if ranked and query else None
-        vector = None if encoded is None else self.encoder.literal(encoded)
-        rows = await self._run(
-            self._search_sync,
-            tenant,
-            namespaces,
-            limit,
-            vector=vector,
-            source=self.encoder.source,
-            terms=tokens if ranked else None,
-            config=text_search_config(),
-            weight=HRR_WEIGHT if hrr else MODEL_WEIGHT,
-            bm25=(BM25_K1, BM25_B),
-        )
+        ranking = await self.ranking_arguments(tenant, query)
+        rows = await self._run(self._search_sync, tenant, namespaces, limit, **ranking)
         out: list[list[StoreItem]] = [[] for _ in namespaces]
         lexical = False
         for row in rows:

@@ -10,9 +10,10 @@ A namespace can be left with runnable jobs and no message on its way to a worker
   default); no follow-up was booked, since no other message found the lease taken.
 
 :func:`resend_stalled_queues` — what the Celery task ``tulip_memory.sweep_extraction_queues``
-runs on a beat schedule (:mod:`.schedule`) — reads the tenants that ever enqueued a job
-(:class:`~tulip_memory.models.ExtractionTenant`, the one table outside row-level
-security) and, in one transaction pinned to each, the queues that are *stalled*: no live
+runs on a beat schedule (:mod:`.schedule`) — reads the tenant registry
+(:class:`~tulip_memory.models.Tenant`: names only, outside row-level security, filled
+by a database trigger when a tenant's first row is written) and, in one transaction
+pinned to each tenant, the queues that are *stalled*: no live
 lease (free, or expired by the database's clock: its holder died) and a job runnable for
 at least ``EXTRACTION_RESEND_AFTER`` seconds. It sends each such queue one run message;
 the task claims the lease (an expired one included) and runs the open jobs in order, a
@@ -34,13 +35,11 @@ __all__ = ["resend_stalled_queues"]
 def resend_stalled_queues(using: str = "default") -> int:
     """Send one run message to every stalled extraction queue, of every tenant; how many."""
     from tulip_memory.conf import settings
-    from tulip_memory.models import ExtractionQueue, ExtractionTenant
+    from tulip_memory.models import ExtractionQueue, Tenant
     from tulip_memory.tenancy import tenant_atomic
 
     waited = float(settings.EXTRACTION_RESEND_AFTER)
-    tenants = list(
-        ExtractionTenant.objects.using(using).order_by("name").values_list("name", flat=True)
-    )
+    tenants = list(Tenant.objects.using(using).order_by("name").values_list("name", flat=True))
     sent = 0
     for tenant in tenants:
         with tenant_atomic(tenant, using=using):

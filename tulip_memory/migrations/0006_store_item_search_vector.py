@@ -14,6 +14,6 @@ import tulip_memory.postgresql_operations
 
 
 class Migration(migrations.Migration):
-    dependencies = [("tulip_memory", "0006_extraction_tenant")]
+    dependencies = [("tulip_memory", "0005_extraction_job_usage")]
 
     operations = [tulip_memory.postgresql_operations.AddSearchVector("memoryitem")]

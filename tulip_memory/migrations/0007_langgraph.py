@@ -15,7 +15,7 @@ import tulip_memory.rls
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("tulip_memory", "0007_store_item_search_vector"),
+        ("tulip_memory", "0006_store_item_search_vector"),
     ]
 
     operations = [

@@ -1,0 +1,182 @@
+"""The admin in a real browser (tests/admin/browser.py): tenants, memories, checkpoints."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from asgiref.sync import async_to_sync
+from django.urls import reverse
+
+from tests.admin.browser import follow, login, off_the_loop, tenant_shown
+from tests.admin.conftest import make_staff
+from tulip_memory.delta import DeltaCheckpointer, ORMDeltaStorage
+from tulip_memory.messages import Message, Role, ToolCall
+from tulip_memory.models import DeltaCheckpointRecord, MemoryItem
+from tulip_memory.state import AgentState
+from tulip_memory.store import PgMemory
+from tulip_memory.tenancy import tenant_atomic
+
+pytestmark = pytest.mark.usefixtures("browser_db")
+
+
+@async_to_sync
+async def _memories() -> None:
+    store = PgMemory()
+    await store.put(("acme", "u1", "user"), "drink", {"content": "likes green tea"})
+    await store.put(("acme", "u1", "project"), "stack", {"content": "the app runs Django 5"})
+    await store.put(
+        ("acme", "u1", "_history", "user", "drink"),
+        "000000000001",
+        {
+            "content": "likes black coffee",
+            "metadata": {},
+            "valid_from": "2026-01-01T10:00:00+00:00",
+            "valid_to": "2026-02-01T10:00:00+00:00",
+            "version": 1,
+        },
+    )
+    await store.put(("globex", "u9", "user"), "car", {"content": "globex drives a red car"})
+
+
+@async_to_sync
+async def _after_forget():
+    store = PgMemory()
+    return (
+        await store.get(("acme", "u1", "user"), "drink"),
+        await store.list_keys(("acme", "u1", "_history", "user", "drink")),
+        await store.get(("acme", "u1", "project"), "stack"),
+    )
+
+
+def test_superuser_switches_filters_reads_versions_and_forgets(page, live_server, shoot, superuser):
+    off_the_loop(_memories)
+    login(page, live_server, "root")
+    page.goto(f"{live_server.url}{reverse('admin:tulip_memory_memoryitem_changelist')}")
+    assert "0 memories" in page.content()
+    shoot("no-tenant")
+    page.select_option("#tulip-tenant-bar select", "globex")
+    follow(page, "#tulip-tenant-bar button")
+    assert tenant_shown(page) == "globex" and "globex drives a red car" in page.content()
+    page.click("#tulip-tenant-bar summary")
+    page.select_option("#tulip-tenant-bar select", "acme")
+    follow(page, "#tulip-tenant-bar button")
+    assert tenant_shown(page) == "acme"
+    content = page.content()
+    assert "likes green tea" in content and "globex" not in page.inner_text("#result_list")
+    assert "black coffee" not in content  # past versions are not live memories
+    shoot("memories")
+
+    follow(page, "#changelist-filter a:text-is('project')")
+    assert "Django 5" in page.content() and "green tea" not in page.inner_text("#result_list")
+    shoot("filtered")
+    follow(page, "#changelist-filter a:text-is('user')")
+    page.fill("#searchbar", "green tea")
+    with page.expect_navigation():
+        page.press("#searchbar", "Enter")
+    assert page.inner_text("#result_list tbody tr:first-child .field-score") != ""
+    shoot("searched")
+
+    follow(page, "#result_list a:text-is('drink')")
+    versions = page.inner_text("#tulip-versions")
+    assert versions.index("likes black coffee") < versions.index("likes green tea")
+    shoot("versions")
+
+    follow(page, "#tulip-forget-form button")
+    assert "likes black coffee" in page.inner_text("#tulip-forget-history")
+    shoot("forget-confirmation")
+    follow(page, "#tulip-forget-confirm")
+    assert "Forgot 1 memory and 1 past versions" in page.content()
+    shoot("forgotten")
+    drink, history, stack = off_the_loop(_after_forget)
+    assert drink is None and history == [] and stack is not None
+
+
+def test_staff_of_one_tenant_cannot_reach_another(page, live_server, shoot):
+    off_the_loop(_memories)
+    make_staff("alice", ("acme",), "view_memoryitem")
+    with tenant_atomic("globex"):
+        foreign = MemoryItem.objects.get(key="car").pk
+    login(page, live_server, "alice")
+    changelist = f"{live_server.url}{reverse('admin:tulip_memory_memoryitem_changelist')}"
+    page.goto(changelist)
+    assert tenant_shown(page) == "acme" and "likes green tea" in page.content()
+    assert page.locator("#tulip-tenant-bar select").count() == 0  # one tenant: nothing to pick
+    shoot("own-tenant")
+
+    # The switcher refuses a tenant the user is not a member of.
+    token = next(c["value"] for c in page.context.cookies() if c["name"] == "csrftoken")
+    refused = page.request.post(
+        f"{live_server.url}{reverse('admin:tulip_memory_tenant_switch')}",
+        form={"tenant": "globex", "csrfmiddlewaretoken": token},
+        headers={"Referer": changelist},
+    )
+    assert refused.status == 403
+    # A typed URL with the other tenant's primary key finds nothing.
+    page.goto(f"{live_server.url}{reverse('admin:tulip_memory_memoryitem_change', args=[foreign])}")
+    assert "doesn\u2019t exist" in page.content() and "red car" not in page.content()
+    shoot("foreign-pk")
+    page.goto(f"{changelist}?tenant=globex")
+    assert "red car" not in page.content() and tenant_shown(page) == "acme"
+    page.context.set_extra_http_headers({"X-Tenant": "globex"})
+    page.goto(changelist)
+    assert "red car" not in page.content() and "likes green tea" in page.content()
+    shoot("header-ignored")
+
+
+@async_to_sync
+async def _chain() -> list[str]:
+    checkpointer = DeltaCheckpointer(ORMDeltaStorage("default", tenant="acme"), max_chain_depth=8)
+    state = AgentState()
+    ids = []
+    for text in ("hello", "what do I drink?", "thanks"):
+        state.messages.append(Message(Role.USER, text))
+        if text == "what do I drink?":
+            call = ToolCall("c1", "recall", {"query": "drink"})
+            state.messages.append(Message(Role.ASSISTANT, "", tool_calls=[call]))
+            state.messages.append(Message(Role.TOOL, "likes green tea", tool_call_id="c1"))
+        state.messages.append(Message(Role.ASSISTANT, f"reply to {text}"))
+        ids.append(await checkpointer.save(state, "chat-1"))
+    other = DeltaCheckpointer(ORMDeltaStorage("default", tenant="globex"))
+    await other.save(AgentState(messages=[Message(Role.USER, "globex chat")]), "chat-1")
+    return ids
+
+
+def test_a_checkpoint_chain_is_followed_by_its_parent_links(page, live_server, shoot, superuser):
+    ids = off_the_loop(_chain)
+    login(page, live_server, "root")
+    page.goto(f"{live_server.url}{reverse('admin:tulip_memory_deltacheckpointrecord_changelist')}")
+    page.select_option("#tulip-tenant-bar select", "acme")
+    follow(page, "#tulip-tenant-bar button")
+    shoot("chain-list")
+    follow(page, f"#result_list a:text-is('{ids[-1]}')")
+    roles = page.locator("#tulip-conversation .tulip-msg").evaluate_all(
+        "els => els.map(e => e.dataset.role)"
+    )
+    assert roles == [
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "user",
+        "assistant",
+    ]
+    chat = page.inner_text("#tulip-conversation")
+    assert "recall" in chat and "likes green tea" in chat and "reply to thanks" in chat
+    assert "2 message(s) added" in page.inner_text("#tulip-diff")
+    assert "3 checkpoints" in page.inner_text(".field-thread_storage")
+    visited = [page.inner_text(".field-checkpoint_id .readonly")]
+    shoot("checkpoint-0")
+    while page.locator(".field-parent_link a").count():
+        follow(page, ".field-parent_link a")
+        assert tenant_shown(page) == "acme"
+        visited.append(page.inner_text(".field-checkpoint_id .readonly"))
+        shoot(f"checkpoint-{len(visited) - 1}")
+    assert visited == list(reversed(ids))
+    assert "No parent" in page.inner_text("#tulip-diff")
+    assert "globex chat" not in page.content()
+    with tenant_atomic("acme"):
+        assert DeltaCheckpointRecord.objects.get(checkpoint_id=visited[-1]).is_full
+    assert re.search(r"hello", page.inner_text("#tulip-conversation"))

@@ -1,0 +1,1 @@
+"""Template tags of tulip_memory (the admin's tenant bar)."""
