@@ -37,7 +37,7 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
-    # Binds request.tenant (the X-Tenant header by default; see TULIP_MEMORY["TENANT_RESOLVER"]).
+    # Binds request.tenant: the user's tenant membership (TULIP_MEMORY["TENANT_RESOLVER"]).
     "tulip_memory.middleware.TenantMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]

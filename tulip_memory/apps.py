@@ -25,10 +25,11 @@ class TulipMemoryConfig(AppConfig):
             check_text_search_databases,
         )
         from tulip_memory.checks.settings import check_settings
-        from tulip_memory.checks.tenancy import check_tenant_databases
+        from tulip_memory.checks.tenancy import check_tenant_databases, check_tenant_resolver
 
         checks.register(check_settings)
         checks.register(check_tenant_databases, checks.Tags.database)
+        checks.register(check_tenant_resolver, checks.Tags.security, deploy=True)
         checks.register(check_embedder_settings)
         checks.register(check_embedding_sources, checks.Tags.database)
         checks.register(check_checkpointer_settings)

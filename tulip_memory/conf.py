@@ -38,7 +38,9 @@ DEFAULTS: dict[str, Any] = {
     # PostgreSQL setting (GUC) that carries the tenant of the current transaction.
     "TENANT_SETTING": "tulip_memory.tenant",
     # Dotted path of a callable(request) -> str | None used by TenantMiddleware.
-    "TENANT_RESOLVER": "tulip_memory.middleware.resolve_tenant_from_header",
+    # Who the request's tenant is: from the user's memberships by default; the header
+    # resolver only behind an authenticating gateway (check --deploy warns: W011).
+    "TENANT_RESOLVER": "tulip_memory.middleware.resolve_tenant_from_membership",
     "TENANT_HEADER": "X-Tenant",
     # Database aliases the application reaches tenant tables through (as a role without
     # SUPERUSER/BYPASSRLS that does not own the tables): checked by tulip_memory.E010-W010.

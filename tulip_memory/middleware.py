@@ -2,8 +2,15 @@
 
 :class:`TenantMiddleware` binds each request's tenant (with
 :func:`tulip_memory.tenancy.tenant_context`) through the configurable resolver
-``TULIP_MEMORY["TENANT_RESOLVER"]`` (default :func:`resolve_tenant_from_header`).
-Add ``"tulip_memory.middleware.TenantMiddleware"`` to ``MIDDLEWARE``.
+``TULIP_MEMORY["TENANT_RESOLVER"]``. Add ``"tulip_memory.middleware.TenantMiddleware"`` to
+``MIDDLEWARE`` after Django's ``AuthenticationMiddleware``.
+
+The default, :func:`resolve_tenant_from_membership`, derives the tenant from the
+authenticated user's tenant memberships (:class:`tulip_memory.models.TenantMembership`),
+never from anything the client sends. :func:`resolve_tenant_from_header` reads a request
+header: an opt-in for deployments behind a gateway that authenticates the caller and sets
+that header itself; ``manage.py check --deploy`` warns when it is configured
+(``tulip_memory.W011``).
 """
 
 from __future__ import annotations
@@ -11,19 +18,49 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from asgiref.sync import iscoroutinefunction, markcoroutinefunction
+from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
 
 from tulip_memory.tenancy import tenant_context, validate_tenant
 
-__all__ = ["TenantMiddleware", "resolve_tenant_from_header"]
+__all__ = [
+    "TENANT_SESSION_KEY",
+    "TenantMiddleware",
+    "resolve_tenant_from_header",
+    "resolve_tenant_from_membership",
+]
+
+TENANT_SESSION_KEY = "tulip_memory_tenant"
+"""Session key of the tenant a user with several memberships chose (the project's view
+sets it; :func:`resolve_tenant_from_membership` honours it only among the memberships)."""
+
+
+def resolve_tenant_from_membership(request: Any) -> str | None:
+    """Default tenant resolver: the authenticated user's tenant, from its memberships.
+
+    A user with one membership gets that tenant; with several, the one stored under
+    :data:`TENANT_SESSION_KEY` in the session if it is among them; anyone else (anonymous,
+    inactive, no membership, a session naming a tenant the user does not belong to) gets
+    no tenant, so tenant tables show nothing. Needs ``AuthenticationMiddleware`` first.
+    """
+    user = getattr(request, "user", None)
+    if user is None or not user.is_authenticated or not user.is_active:
+        return None
+    from tulip_memory.models import TenantMembership
+
+    tenants = sorted(TenantMembership.objects.filter(user=user).values_list("tenant_id", flat=True))
+    if len(tenants) == 1:
+        return tenants[0]
+    session = getattr(request, "session", None)
+    chosen = session.get(TENANT_SESSION_KEY) if session is not None else None
+    return chosen if chosen in tenants else None
 
 
 def resolve_tenant_from_header(request: Any) -> str | None:
-    """Default tenant resolver: the ``TULIP_MEMORY["TENANT_HEADER"]`` request header.
+    """Opt-in tenant resolver: the ``TULIP_MEMORY["TENANT_HEADER"]`` request header.
 
-    Only trust it behind a gateway that sets it after authenticating the caller; a
-    project with its own notion of tenant points ``TENANT_RESOLVER`` at a function of
-    the request (for instance of ``request.user``).
+    Any client can send a header: only use this behind a gateway that authenticates the
+    caller and sets (or strips) the header itself. ``check --deploy`` warns about it
+    (``tulip_memory.W011``).
     """
     from tulip_memory.conf import settings
 
@@ -74,7 +111,9 @@ class TenantMiddleware:
 
     async def __acall__(self, request: Any) -> Any:
         try:
-            tenant = self._resolve(request)
+            # A resolver may query the database (the default does; so does request.user):
+            # Django's ORM runs off the event loop.
+            tenant = await sync_to_async(self._resolve)(request)
         except ValueError as exc:
             return _bad_tenant(exc)
         if tenant is None:

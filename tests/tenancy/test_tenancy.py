@@ -156,6 +156,12 @@ def _view(request):
     return HttpResponse(f"{current_tenant()}|{request.tenant}")
 
 
+HEADER_RESOLVER = override_settings(
+    TULIP_MEMORY={"TENANT_RESOLVER": "tulip_memory.middleware.resolve_tenant_from_header"}
+)
+
+
+@HEADER_RESOLVER
 def test_middleware_binds_the_header_tenant():
     request = RequestFactory().get("/", HTTP_X_TENANT="acme")
     response = TenantMiddleware(_view)(request)
@@ -168,6 +174,7 @@ def test_middleware_without_a_tenant_binds_nothing():
     assert response.content == b"None|None"
 
 
+@HEADER_RESOLVER
 def test_middleware_rejects_an_invalid_tenant():
     request = RequestFactory().get("/", HTTP_X_TENANT="x" * 300)
     assert TenantMiddleware(_view)(request).status_code == 400
@@ -177,8 +184,9 @@ async def test_middleware_async():
     async def view(request):
         return HttpResponse(current_tenant())
 
-    middleware = TenantMiddleware(view)
-    response = await middleware(RequestFactory().get("/", HTTP_X_TENANT="globex"))
+    with HEADER_RESOLVER:
+        middleware = TenantMiddleware(view)
+        response = await middleware(RequestFactory().get("/", HTTP_X_TENANT="globex"))
     assert response.content == b"globex"
 
 
@@ -205,3 +213,74 @@ def test_middleware_keeps_its_tenancy_import_path():
 
     assert tenancy.TenantMiddleware is TenantMiddleware
     assert tenancy.resolve_tenant_from_header is resolve_tenant_from_header
+
+
+# --- the default resolver: the user's memberships, never the client's word ------------------
+
+
+def _member(username: str, *tenants: str):
+    from django.contrib.auth.models import User
+
+    from tulip_memory.models import Tenant, TenantMembership
+
+    user = User.objects.create_user(username)
+    for name in tenants:
+        tenant, _ = Tenant.objects.get_or_create(name=name)
+        TenantMembership.objects.create(user=user, tenant=tenant)
+    return user
+
+
+def _request(user=None, session=None, **headers):
+    from django.contrib.auth.models import AnonymousUser
+
+    request = RequestFactory().get("/", **headers)
+    request.user = user if user is not None else AnonymousUser()
+    request.session = session if session is not None else {}
+    return request
+
+
+@pytest.mark.django_db
+def test_the_default_resolver_takes_the_users_membership_and_ignores_the_header():
+    from tulip_memory.middleware import TENANT_SESSION_KEY
+
+    one = _member("one", "acme")
+    assert TenantMiddleware(_view)(_request(one, HTTP_X_TENANT="globex")).content == b"acme|acme"
+    both = _member("both", "acme", "globex")
+    # Several memberships: the session's choice among them, else none.
+    assert TenantMiddleware(_view)(_request(both)).content == b"None|None"
+    chosen = _request(both, {TENANT_SESSION_KEY: "globex"})
+    assert TenantMiddleware(_view)(chosen).content == b"globex|globex"
+    # A session (or header) naming a tenant the user does not belong to gives nothing.
+    forged = _request(one, {TENANT_SESSION_KEY: "initech"}, HTTP_X_TENANT="initech")
+    assert TenantMiddleware(_view)(forged).content == b"acme|acme"
+    outsider = _member("outsider")
+    stranger = _request(outsider, {TENANT_SESSION_KEY: "acme"}, HTTP_X_TENANT="acme")
+    assert TenantMiddleware(_view)(stranger).content == b"None|None"
+    assert TenantMiddleware(_view)(_request(HTTP_X_TENANT="acme")).content == b"None|None"
+    one.is_active = False
+    assert TenantMiddleware(_view)(_request(one)).content == b"None|None"
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_the_default_resolver_works_in_an_async_stack():
+    from asgiref.sync import sync_to_async
+
+    async def view(request):
+        return HttpResponse(current_tenant())
+
+    user = await sync_to_async(_member)("async-one", "acme")
+    response = await TenantMiddleware(view)(_request(user, HTTP_X_TENANT="globex"))
+    assert response.content == b"acme"
+
+
+def test_check_deploy_warns_about_the_header_resolver():
+    from django.core import checks
+
+    def deploy_ids() -> set[str]:
+        return {m.id for m in checks.run_checks(include_deployment_checks=True)}
+
+    assert "tulip_memory.W011" not in deploy_ids()  # the default
+    with HEADER_RESOLVER:
+        assert "tulip_memory.W011" in deploy_ids()
+        # Not a deployment run: plain `check` stays quiet about it.
+        assert "tulip_memory.W011" not in {m.id for m in checks.run_checks()}

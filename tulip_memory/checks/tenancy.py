@@ -1,11 +1,12 @@
-"""System checks of tenant isolation by row-level security (ids tulip_memory.E010-E014, W010).
+"""System checks of tenant isolation (ids tulip_memory.E010-E014, W010, W011).
 
 Tagged ``database`` (run by ``check --database`` and ``migrate``), on the aliases of
 ``TULIP_MEMORY["TENANT_DATABASES"]``: E010 superuser role, E011 BYPASSRLS role, E012
 tenant table without ENABLE/FORCE row level security, E013 tenant table whose policies
 are not exactly the expected one, E014 vector column narrower or wider than
 ``VECTOR_DIMENSIONS``, W010 the role owns tenant tables. The policy itself is created by
-:class:`tulip_memory.rls.EnableTenantRowLevelSecurity`.
+:class:`tulip_memory.rls.EnableTenantRowLevelSecurity`. Tagged ``deploy``
+(``check --deploy``): W011 the tenant resolver reads a request header.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from django.core import checks
 
 from tulip_memory.rls import POLICY_NAME, tenant_tables
 
-__all__ = ["check_connection", "check_tenant_databases"]
+__all__ = ["check_connection", "check_tenant_databases", "check_tenant_resolver"]
 
 
 def _check_alias(alias: str) -> list[checks.CheckMessage]:
@@ -140,3 +141,28 @@ def check_tenant_databases(
     for alias in wanted:
         errors.extend(_check_alias(alias))
     return errors
+
+
+def check_tenant_resolver(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """W011 (``check --deploy``): the tenant comes from a header any client can send."""
+    from tulip_memory.conf import settings
+    from tulip_memory.middleware import resolve_tenant_from_header
+
+    try:
+        resolver = settings.import_setting("TENANT_RESOLVER")
+    except ImportError:
+        return []  # reported by the settings check
+    if resolver is not resolve_tenant_from_header:
+        return []
+    return [
+        checks.Warning(
+            f"TULIP_MEMORY['TENANT_RESOLVER'] takes the tenant from the "
+            f"{settings.TENANT_HEADER!r} request header, which any client can send: a "
+            "caller could read and write another tenant's memories.",
+            hint="Keep it only behind a gateway that authenticates callers and sets (or "
+            "strips) that header; otherwise use the default, "
+            "tulip_memory.middleware.resolve_tenant_from_membership, or a resolver of "
+            "request.user.",
+            id="tulip_memory.W011",
+        )
+    ]
