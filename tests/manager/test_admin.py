@@ -127,3 +127,16 @@ def test_retry_needs_the_permission_resets_the_job_and_is_logged(
     with django_capture_on_commit_callbacks() as sent:
         page = client.post("/admin/tulip_memory/extractionjob/", action, follow=True)
     assert b"No failed job was selected" in page.content and not sent
+
+
+def test_a_job_page_is_titled_by_its_namespace(admin_client):
+    from tulip_memory.models import ExtractionJob
+
+    pick_tenant(admin_client, "acme")
+    with tenant_atomic("acme"):
+        job = ExtractionJob.objects.select_related("queue").get()
+        assert str(job) == "acme/admin-user #1 (pending)"
+    page = admin_client.get(f"/admin/tulip_memory/extractionjob/{job.pk}/change/").content
+    assert b"acme/admin-user #1 (pending)" in page
+    unpinned = ExtractionJob(pk=job.pk, queue_id=job.queue_id, sequence=1, state="pending")
+    assert str(unpinned) == f"queue {job.queue_id} #1 (pending)"  # RLS hides the queue

@@ -283,4 +283,10 @@ class ExtractionJob(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.queue_id}#{self.sequence} ({self.state})"
+        # The namespace, as people know it (the queue's id means nothing to them); outside
+        # the tenant's transaction row-level security hides the queue: its id then.
+        try:
+            namespace = self.queue.namespace
+        except ExtractionQueue.DoesNotExist:
+            namespace = f"queue {self.queue_id}"
+        return f"{namespace} #{self.sequence} ({self.state})"
