@@ -9,7 +9,10 @@ from tests.example_project.demo_command import run_scene
 
 @pytest.mark.django_db(transaction=True)
 def test_manager_scene_shows_recall_history_and_ordered_celery_jobs(settings):
-    settings.TULIP_MEMORY = {"CELERY_QUEUE": "tulip_memory_demo_test_unconsumed"}
+    import redis
+
+    client = redis.Redis.from_url(settings.REDIS_URL)
+    before = client.llen("tulip_memory")
     scene = run_scene("long-term")
     assert "Extractor: the offline heuristic. To let a chat model decide" in scene
     assert 'set TULIP_MEMORY["LLM"] = {"BASE_URL": ..., "MODEL": ...}' in scene
@@ -19,6 +22,7 @@ def test_manager_scene_shows_recall_history_and_ordered_celery_jobs(settings):
     assert "-> now             The user is a staff engineer at Globex." in scene
     assert "  demo/users/ada   #2  done    attempts=1" in scene
     assert "Ada's location after both jobs, in order: The user lives in Paris." in scene
-    import redis
-
-    redis.Redis.from_url(settings.REDIS_URL).delete("tulip_memory_demo_test_unconsumed")
+    # The scene ran the jobs itself: no run message is left for a worker to find later.
+    assert client.llen("tulip_memory_demo") == 0
+    assert client.llen("tulip_memory") == before
+    client.close()

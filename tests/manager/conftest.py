@@ -92,7 +92,10 @@ def celery_env(tmp_path_factory):
     from django.conf import settings
 
     client = redis.Redis.from_url(settings.REDIS_URL)
-    client.delete(queue, f"{queue}_local")
+    # Every queue of the session (and kombu's bindings of them): nothing left behind.
+    leftovers = list(client.scan_iter(match=f"*{queue}*"))
+    if leftovers:
+        client.delete(*leftovers)
     client.close()
 
 

@@ -11,6 +11,8 @@ worker -Q tulip_memory`` does it in production).
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any, TextIO
 
 from asgiref.sync import sync_to_async
@@ -37,6 +39,29 @@ def _last_job_id() -> int:
 
     with tenant_atomic("demo"):
         return ExtractionJob.objects.aggregate(last=Max("pk"))["last"] or 0
+
+
+@contextlib.contextmanager
+def _demo_queue() -> Iterator[None]:
+    """Send the demo's run messages to a queue of the demo's own, emptied afterwards.
+
+    The demo runs the worker code itself: messages on the real queue would stay behind for
+    a worker to find later (and run jobs already done, to no effect).
+    """
+    from celery import current_app
+    from django.conf import settings
+    from django.test import override_settings
+
+    queue = "tulip_memory_demo"
+    with override_settings(TULIP_MEMORY={**settings.TULIP_MEMORY, "CELERY_QUEUE": queue}):
+        try:
+            yield
+        finally:
+            try:
+                with current_app.connection_for_write() as connection:
+                    connection.default_channel.queue_purge(queue)
+            except Exception:  # the broker may be down: then nothing was queued
+                pass
 
 
 def _run_jobs(
@@ -151,9 +176,10 @@ async def manager_scene(out: TextIO) -> None:
             ("ada", "I live in Paris now."),
         ]
         after_job_id = await sync_to_async(_last_job_id)()
-        for user, text in sessions:
-            with celery.scoped(("demo", "users", user)):
-                await celery.on_session_end(AgentState(messages=[Message(Role.USER, text)]))
+        with _demo_queue():
+            for user, text in sessions:
+                with celery.scoped(("demo", "users", user)):
+                    await celery.on_session_end(AgentState(messages=[Message(Role.USER, text)]))
         out.write(
             f"\nCelery mode: {len(sessions)} sessions recorded as jobs "
             f"({celery.pending_extractions} pending);\n"
