@@ -102,7 +102,7 @@ class TenantScopedAdminMixin:
         tenant = self.request_tenant(request)
         if tenant is None:
             allowed = admin_tenant(request)[1]
-            messages.info(request, NO_TENANT_MESSAGE if allowed else NO_MEMBERSHIP_MESSAGE)
+            messages.warning(request, NO_TENANT_MESSAGE if allowed else NO_MEMBERSHIP_MESSAGE)
             return view(request, *args)
         with tenant_atomic(tenant, using=router.db_for_read(self.model)):
             response = view(request, *args)
