@@ -5,16 +5,13 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-dev
 
-.PHONY: demo test lint types bench bench-pg install system-deps clean
+.PHONY: demo test lint types bench bench-pg install system-deps browser-deps clean
 
 # mysqlclient (the `mysql` extra, used by the test suite) compiles against the
-# MariaDB client headers; on Debian they come from libmariadb-dev. The admin's browser
-# tests drive Debian's chromium (Playwright is pointed at it: no browser download).
+# MariaDB client headers; on Debian they come from libmariadb-dev.
 system-deps:
 	@pkg-config --exists libmariadb 2>/dev/null || pkg-config --exists mysqlclient 2>/dev/null || \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libmariadb-dev pkg-config >/dev/null)
-	@test -x /usr/bin/chromium || \
-	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null)
 
 $(STAMP): pyproject.toml | system-deps
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -24,6 +21,12 @@ $(STAMP): pyproject.toml | system-deps
 
 install: $(STAMP)
 
+# The admin's browser tests drive Debian's chromium (Playwright is pointed at it: no
+# browser download); only the tests need it.
+browser-deps:
+	@test -x /usr/bin/chromium || \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null)
+
 ## Run the example project's main job on the embedded PostgreSQL.
 demo: $(STAMP)
 	$(BIN)/python manage.py migrate --database=owner --verbosity=0
@@ -31,7 +34,7 @@ demo: $(STAMP)
 
 ## Lint (ruff), type-check (mypy), layer contracts (import-linter), then the whole test suite
 ## (starts an embedded PostgreSQL; uses the machine's MariaDB and Redis).
-test: $(STAMP)
+test: $(STAMP) browser-deps
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy

@@ -1,6 +1,7 @@
 """Browser-test fixtures: Playwright driving Debian's Chromium against live_server.
 
-Chromium comes from the system (``make system-deps`` installs Debian's ``chromium``);
+Chromium comes from the system (``make browser-deps``, run by ``make test``, installs
+Debian's ``chromium``);
 Playwright is pointed at it (``TULIP_CHROMIUM``, default ``/usr/bin/chromium``), so no
 browser is downloaded. ``shoot(name)`` saves the page as a screenshot into
 ``.screenshots/`` (git-ignored) and checks it has no horizontal overflow at 1400x1000; a
@@ -45,7 +46,7 @@ def chromium():
     session fixtures do) gives the loop back before the asyncio tests of other modules.
     """
     if not Path(CHROMIUM).exists():
-        pytest.fail(f"no Chromium at {CHROMIUM}: run `make system-deps` (Debian's chromium)")
+        pytest.fail(f"no Chromium at {CHROMIUM}: run `make browser-deps` (Debian's chromium)")
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM)
         yield browser
