@@ -9,20 +9,19 @@ resumable (each batch commits; a run that stops is simply run again) and idempot
 and a final count, and refuses to start when the configured width does not fit
 ``VECTOR_DIMENSIONS`` or the vector column, naming what to change.
 
-Row-level security hides the list of tenants from the application role, so the tenants
-are given: ``--tenant`` (repeatable) and/or ``--tenants-file`` (one per line, ``-`` for
-standard input). ``--dry-run`` only counts.
+The tenants are named with ``--tenant`` (repeatable), ``--tenants-file`` or
+``--all-tenants`` (the tenant registry); see
+:class:`~tulip_memory.management.tenant_command.TenantCommand`. ``--dry-run`` only counts.
 """
 
 from __future__ import annotations
 
 import asyncio
-import sys
-from pathlib import Path
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
+from tulip_memory.management.tenant_command import TenantCommand
 from tulip_memory.store.pg_encoder import TextEncoder
 from tulip_memory.store.pg_reembed import (
     TABLE,
@@ -31,88 +30,20 @@ from tulip_memory.store.pg_reembed import (
     column_width,
     settings_encoder,
 )
-from tulip_memory.tenancy import validate_tenant
-
-BAR_WIDTH = 30
 
 
-def _bar(done: int, total: int) -> str:
-    share = done / total if total else 1.0
-    filled = min(BAR_WIDTH, round(share * BAR_WIDTH))
-    return f"[{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {done}/{total}"
-
-
-class Command(BaseCommand):
+class Command(TenantCommand):
     help = (
         "Re-embed PgMemory's stored items whose vectors came from another encoder than "
         "TULIP_MEMORY['EMBEDDER'], tenant by tenant, in batches (resumable, idempotent)."
     )
+    vendors = ("postgresql",)
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument(
-            "--tenant",
-            action="append",
-            default=[],
-            metavar="TENANT",
-            help="A tenant to re-embed (repeatable).",
-        )
-        parser.add_argument(
-            "--tenants-file",
-            metavar="PATH",
-            help="A file of tenants, one per line ('-': standard input; # starts a comment).",
-        )
-        parser.add_argument(
-            "--database", default="default", help="The PostgreSQL alias (default: default)."
-        )
+        super().add_arguments(parser)
         parser.add_argument(
             "--batch-size", type=int, default=256, help="Items per batch (default: 256)."
         )
-        parser.add_argument(
-            "--dry-run", action="store_true", help="Count what would be re-embedded; write nothing."
-        )
-
-    # --- options ----------------------------------------------------------------------
-
-    def _tenants(self, options: dict[str, Any]) -> list[str]:
-        given = list(options["tenant"])
-        path = options.get("tenants_file")
-        if path:
-            try:
-                text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
-            except OSError as exc:
-                raise CommandError(f"--tenants-file {path!r} cannot be read: {exc}") from None
-            given += [line.split("#", 1)[0].strip() for line in text.splitlines()]
-            given = [tenant for tenant in given if tenant]
-        if not given:
-            raise CommandError(
-                "Name the tenants to re-embed with --tenant (repeatable) or --tenants-file: "
-                "row-level security hides the list of tenants from the application role."
-            )
-        tenants: list[str] = []
-        for tenant in given:
-            try:
-                valid = validate_tenant(tenant)
-            except ValueError as exc:
-                raise CommandError(f"Tenant {tenant!r} is not valid: {exc}") from None
-            if valid not in tenants:
-                tenants.append(valid)
-        return tenants
-
-    def _connection(self, alias: str) -> Any:
-        from django.db import connections
-        from django.utils.connection import ConnectionDoesNotExist
-
-        try:
-            connection = connections[alias]
-        except ConnectionDoesNotExist:
-            raise CommandError(
-                f"--database {alias!r}: settings.DATABASES has no such alias"
-            ) from None
-        if connection.vendor != "postgresql":
-            raise CommandError(
-                f"--database {alias!r} is {connection.vendor}; PgMemory lives on PostgreSQL"
-            )
-        return connection
 
     @staticmethod
     def _encoder() -> TextEncoder:
@@ -159,9 +90,9 @@ class Command(BaseCommand):
         batch_size = options["batch_size"]
         if batch_size < 1:
             raise CommandError(f"--batch-size must be >= 1, got {batch_size}")
-        tenants = self._tenants(options)
+        tenants = self.tenants(options)
         alias = options["database"]
-        connection = self._connection(alias)
+        connection = self.connection(alias)
         encoder = self._encoder()
         self._check_width(encoder, connection, alias)
         loop = asyncio.new_event_loop()
@@ -191,7 +122,7 @@ class Command(BaseCommand):
 
             def progress(report: TenantReport, pending: int = pending) -> None:
                 done = report.reembedded + report.changed_meanwhile + report.without_words
-                self.stdout.write(f"  {_bar(done, pending)}")
+                self.progress(done, pending)
 
             try:
                 report = worker.run(tenant, progress)

@@ -1,0 +1,129 @@
+"""``TenantCommand``: what every ``tulip_memory_*`` management command shares.
+
+The commands of this app appear under ``[tulip_memory]`` in ``manage.py help``; each is
+``tulip_memory_<verb>``. This base gives them one way to say which tenants to work on,
+which database alias to use, a ``--dry-run`` where the command changes data, and a
+progress bar for long work:
+
+* ``--tenant T`` (repeatable) and ``--tenants-file PATH`` (one per line, ``-`` for
+  standard input, ``#`` starts a comment) name tenants; ``--all-tenants`` takes every
+  tenant of the tenant registry (:class:`~tulip_memory.models.tenants.Tenant`, which
+  row-level security does not hide). Naming none is an error: a command never guesses.
+* ``--database ALIAS`` (default ``default``): an alias missing from ``DATABASES``, or of a
+  vendor the command does not support (``vendors``), is refused before anything runs.
+* ``--dry-run`` (when the subclass sets ``changes_data``): report, write nothing.
+
+A failure raises :class:`~django.core.management.base.CommandError`, so the process exits
+with status 1 and the message on standard error.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, ClassVar
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from tulip_memory.tenancy import validate_tenant
+
+__all__ = ["TenantCommand", "progress_bar"]
+
+BAR_WIDTH = 30
+
+
+def progress_bar(done: int, total: int) -> str:
+    """``[#######.......] 7/30``: ``done`` of ``total`` as a fixed-width bar."""
+    share = done / total if total else 1.0
+    filled = max(0, min(BAR_WIDTH, round(share * BAR_WIDTH)))
+    return f"[{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {done}/{total}"
+
+
+class TenantCommand(BaseCommand):
+    """A management command that works tenant by tenant on one database alias."""
+
+    #: The database vendors the command supports (empty: any).
+    vendors: ClassVar[tuple[str, ...]] = ()
+    #: Whether the command changes data (adds ``--dry-run``).
+    changes_data: ClassVar[bool] = True
+    #: Whether naming no tenant is allowed (the command then works on no tenant's rows).
+    tenants_optional: ClassVar[bool] = False
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--tenant",
+            action="append",
+            default=[],
+            metavar="TENANT",
+            help="A tenant to work on (repeatable).",
+        )
+        parser.add_argument(
+            "--tenants-file",
+            metavar="PATH",
+            help="A file of tenants, one per line ('-': standard input; # starts a comment).",
+        )
+        parser.add_argument(
+            "--all-tenants",
+            action="store_true",
+            help="Every tenant of the tenant registry.",
+        )
+        parser.add_argument(
+            "--database", default="default", help="The database alias (default: default)."
+        )
+        if self.changes_data:
+            parser.add_argument(
+                "--dry-run",
+                action="store_true",
+                help="Report what would change; write nothing.",
+            )
+
+    def tenants(self, options: dict[str, Any]) -> list[str]:
+        """The tenants the options name, validated, in order, without repeats."""
+        given = list(options.get("tenant") or [])
+        path = options.get("tenants_file")
+        if path:
+            try:
+                text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+            except OSError as exc:
+                raise CommandError(f"--tenants-file {path!r} cannot be read: {exc}") from None
+            given += [line.split("#", 1)[0].strip() for line in text.splitlines()]
+        if options.get("all_tenants"):
+            from tulip_memory.models.tenants import Tenant
+
+            given += Tenant.objects.using(options["database"]).names()
+        given = [tenant for tenant in given if tenant]
+        if not given and not self.tenants_optional:
+            raise CommandError(
+                "Name the tenants with --tenant (repeatable), --tenants-file or --all-tenants."
+            )
+        tenants: list[str] = []
+        for tenant in given:
+            try:
+                valid = validate_tenant(tenant)
+            except ValueError as exc:
+                raise CommandError(f"Tenant {tenant!r} is not valid: {exc}") from None
+            if valid not in tenants:
+                tenants.append(valid)
+        return tenants
+
+    def connection(self, alias: str) -> Any:
+        """The connection of ``alias``, refused when unknown or of an unsupported vendor."""
+        from django.db import connections
+        from django.utils.connection import ConnectionDoesNotExist
+
+        try:
+            connection = connections[alias]
+        except ConnectionDoesNotExist:
+            raise CommandError(
+                f"--database {alias!r}: settings.DATABASES has no such alias"
+            ) from None
+        if self.vendors and connection.vendor not in self.vendors:
+            raise CommandError(
+                f"--database {alias!r} is {connection.vendor}; this command works on "
+                f"{' or '.join(self.vendors)}"
+            )
+        return connection
+
+    def progress(self, done: int, total: int, *, indent: str = "  ") -> None:
+        """Write one progress line."""
+        self.stdout.write(f"{indent}{progress_bar(done, total)}")
