@@ -74,8 +74,9 @@ def _actor_label(actor: object) -> str:
     if isinstance(actor, str):
         return actor.strip()[:255]
     get_username = getattr(actor, "get_username", None)
-    if callable(get_username) and getattr(actor, "pk", None) is not None:
-        return f"{get_username()} (user {actor.pk})"[:255]
+    pk = getattr(actor, "pk", None)
+    if callable(get_username) and pk is not None:
+        return f"{get_username()} (user {pk})"[:255]
     raise ValueError(f"actor must be a str, a user or None, got {type(actor).__name__}")
 
 
@@ -107,9 +108,7 @@ def _connection_vendor(using: str) -> str:
     try:
         return connections[using].vendor
     except ConnectionDoesNotExist:
-        raise ConfigurationError(
-            f"database alias {using!r} is not in settings.DATABASES"
-        ) from None
+        raise ConfigurationError(f"database alias {using!r} is not in settings.DATABASES") from None
 
 
 def _erase(

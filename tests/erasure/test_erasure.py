@@ -236,3 +236,11 @@ def test_the_async_twin_erases_under_row_level_security(world):
     assert rows("default", "acme")["receipts"] == []  # row-level security: globex's receipt
     with tenant_atomic("acme"):
         assert not ErasureReceipt.objects.exists()  # invisible to another tenant
+
+
+def test_a_user_as_actor_is_recorded_by_name_and_id():
+    from django.contrib.auth.models import User
+
+    user = User.objects.create_user("dpo", password="pw")
+    report = forget_subject("acme", "alice", actor=user)
+    assert report.receipt is not None and report.receipt.actor == f"dpo (user {user.pk})"

@@ -79,26 +79,22 @@ def test_bad_input_is_refused_with_nothing_changed(args, problem):
     assert rows("default", "acme") == before
 
 
-def test_a_failure_exits_non_zero_with_the_message():
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings"}
-    run = subprocess.run(
-        [sys.executable, "manage.py", "tulip_memory_forget_subject", " ", "--tenant", "acme"],
+def _manage(*args: str) -> subprocess.CompletedProcess:
+    """``manage.py`` in a new process on the test databases."""
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
         cwd=ROOT,
         check=False,
-        env=env,
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings"},
         capture_output=True,
         text=True,
         timeout=120,
     )
+
+
+def test_a_failure_exits_non_zero_with_the_message():
+    run = _manage("tulip_memory_forget_subject", " ", "--tenant", "acme")
     assert run.returncode == 1
     assert "subject must not be only whitespace, got ' '. Nothing was erased." in run.stderr
-    help_run = subprocess.run(
-        [sys.executable, "manage.py", "help", "tulip_memory_forget_subject"],
-        cwd=ROOT,
-        check=False,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    help_run = _manage("help", "tulip_memory_forget_subject")
     assert help_run.returncode == 0 and "--namespace-prefix LABELS" in help_run.stdout

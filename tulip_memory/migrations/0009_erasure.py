@@ -20,9 +20,7 @@ from django.db import migrations, models
 import tulip_memory.postgresql_operations
 import tulip_memory.rls
 
-_collation = importlib.import_module(
-    "tulip_memory.migrations.0004_checkpoint_identifier_collation"
-)
+_collation = importlib.import_module("tulip_memory.migrations.0004_checkpoint_identifier_collation")
 _registry = importlib.import_module("tulip_memory.migrations.0008_admin_tenants")
 
 # table -> its new identifier columns (MariaDB: binary NO PAD collation)
@@ -83,9 +81,7 @@ class Migration(migrations.Migration):
                     models.Index(
                         fields=["tenant", "subject_ref"], name="tulip_erasure_subject_idx"
                     ),
-                    models.Index(
-                        fields=["tenant", "-created_at"], name="tulip_erasure_recent_idx"
-                    ),
+                    models.Index(fields=["tenant", "-created_at"], name="tulip_erasure_recent_idx"),
                 ],
             },
         ),
@@ -128,9 +124,7 @@ class Migration(migrations.Migration):
                 ),
             )
         ),
-        migrations.RunPython(
-            to_binary, migrations.RunPython.noop, atomic=False, elidable=False
-        ),
+        migrations.RunPython(to_binary, migrations.RunPython.noop, atomic=False, elidable=False),
         migrations.AddIndex(
             model_name="checkpointrecord",
             index=models.Index(fields=["tenant", "subject"], name="tulip_ckpt_subject_idx"),
