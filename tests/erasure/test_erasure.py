@@ -244,3 +244,22 @@ def test_a_user_as_actor_is_recorded_by_name_and_id():
     user = User.objects.create_user("dpo", password="pw")
     report = forget_subject("acme", "alice", actor=user)
     assert report.receipt is not None and report.receipt.actor == f"dpo (user {user.pk})"
+
+
+def test_an_erased_pending_job_runs_on_no_messages_and_saves_nothing(world):
+    from tulip_memory.manager.worker import run_queue
+    from tulip_memory.models import ExtractionQueue, MemoryItem
+
+    def items(subject: str) -> int:
+        with tenant_atomic("acme"):
+            return MemoryItem.objects.filter(namespace__startswith=f"acme/users/{subject}/").count()
+
+    forget_subject("acme", "alice")
+    bob_before = items("bob")
+    with tenant_atomic("acme"):
+        queues = dict(ExtractionQueue.objects.values_list("namespace", "pk"))
+    for subject, jobs in (("alice", 2), ("bob", 1)):
+        outcome = run_queue("acme", queues[f"acme/users/{subject}"], owner="test-worker")
+        assert (outcome.done, outcome.failed) == (jobs, 0)
+    assert items("alice") == 0
+    assert items("bob") > bob_before  # bob's job still had its conversation ("I live in Berlin")
