@@ -62,6 +62,14 @@ DEFAULTS: dict[str, Any] = {
     # --- checkpointers ------------------------------------------------------------
     # Extra providers for tulip_memory.registry: {"name": "dotted.path.Factory"}.
     "CHECKPOINTERS": {},
+    # --- erasure (docs/operations.md, "Erasure") ----------------------------------
+    # The key of a state's metadata (LangGraph: of the checkpoint's metadata) naming the
+    # person a thread is about; checkpoints copy it into their indexed ``subject`` column.
+    "SUBJECT_METADATA_KEY": "subject",
+    # The labels between the tenant and the subject in the namespace of a subject's
+    # memories: (tenant, *SUBJECT_NAMESPACE, subject), as a namespace_resolver such as
+    # ``lambda run: (tenant, "users", run.metadata["subject"])`` writes them.
+    "SUBJECT_NAMESPACE": ("users",),
     # --- chat model (tulip_memory.llm) ----------------------------------------------
     # One OpenAI-compatible chat-completions endpoint for extraction and summaries; the
     # keys of this dict are listed in tulip_memory/llm/config.py (LLM_DEFAULTS) and

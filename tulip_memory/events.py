@@ -23,6 +23,7 @@ EV_MEMORY_COMPACTOR_FAILED = "memory.compactor.failed"
 EV_MEMORY_MANAGER_INJECTED = "memory.manager.injected"
 EV_MEMORY_MANAGER_EXTRACTED = "memory.manager.extracted"
 EV_MEMORY_MANAGER_EXTRACT_FAILED = "memory.manager.extract_failed"
+EV_STORE_SUBJECT_FORGOTTEN = "store.subject.forgotten"
 
 memory_event = Signal()
 

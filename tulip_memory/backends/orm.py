@@ -5,7 +5,8 @@ database alias ``using``. Each operation is one transaction opened by
 :func:`tulip_memory.tenancy.tenant_atomic` (see
 :class:`~tulip_memory.tenant_database.TenantDatabase`): the rows carry the tenant (the
 one passed to the constructor, else the one bound by
-:func:`~tulip_memory.tenancy.tenant_context` at call time) and, on PostgreSQL, the
+:func:`~tulip_memory.tenancy.tenant_context` at call time) and the state's subject
+(:mod:`tulip_memory.subjects`) and, on PostgreSQL, the
 transaction is pinned to it, so row-level security shows and accepts only that tenant's
 rows. Queries filter on the tenant as well, so the isolation holds on MariaDB too (where
 there is no row-level security). Saves that may replace an existing id are serialised
@@ -20,6 +21,7 @@ from typing import Any, TypeVar
 
 from tulip_memory.backends.base import BlockingCheckpointer
 from tulip_memory.state import AgentState
+from tulip_memory.subjects import subject_of
 from tulip_memory.tenant_database import TenantDatabase
 
 __all__ = ["ORMCheckpointer"]
@@ -75,6 +77,7 @@ class ORMCheckpointer(TenantDatabase, BlockingCheckpointer):
     def _save_sync(
         self, state: AgentState, thread_id: str, checkpoint_id: str, may_exist: bool
     ) -> None:
+        subject = subject_of(state.metadata)
         rows = self._rows(thread_id)
         if may_exist:
             rows.filter(checkpoint_id=checkpoint_id).delete()
@@ -83,6 +86,7 @@ class ORMCheckpointer(TenantDatabase, BlockingCheckpointer):
             thread_id=thread_id,
             checkpoint_id=checkpoint_id,
             state=state.to_checkpoint(),
+            subject=subject,
         )
 
     def _load_sync(self, thread_id: str, checkpoint_id: str | None) -> AgentState | None:

@@ -74,6 +74,7 @@ from tulip_memory.exceptions import CheckpointCorruptError
 from tulip_memory.lru import LRUCache
 from tulip_memory.messages import Message, ToolCall
 from tulip_memory.state import AgentState
+from tulip_memory.subjects import subject_of
 
 __all__ = ["DeltaCheckpointer"]
 
@@ -355,6 +356,7 @@ class DeltaCheckpointer(BaseCheckpointer):
         created_at: datetime | None = None,
     ) -> tuple[DeltaCheckpoint, list[MessageBlock], _Head]:
         """The record of ``state`` (a delta on ``parent``, or full), its new blocks, its head."""
+        subject = subject_of(state.metadata)  # refuses a bad tag before anything is built
         metadata = _json_copy(state.metadata)
         if parent is None:
             splice = Splice(0, 0, list(state.messages))
@@ -395,6 +397,7 @@ class DeltaCheckpointer(BaseCheckpointer):
                 base_id=base_id,
                 blocks=refs,
                 created_at=created_at,
+                subject=subject,
             ),
             data=data,
             is_delta=not full,

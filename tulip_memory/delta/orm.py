@@ -2,7 +2,7 @@
 
 Rows: :class:`~tulip_memory.models.DeltaCheckpointRecord` (thread, checkpoint id, parent,
 chain root, full or delta, chain depth, sizes, block references, compressed payload,
-created_at, tenant) and :class:`~tulip_memory.models.DeltaBlock`. Works on PostgreSQL —
+created_at, tenant, subject) and :class:`~tulip_memory.models.DeltaBlock`. Works on PostgreSQL —
 where the rows are under the tenant row-level security, like the store's — and on
 MySQL/MariaDB. Every call is one transaction pinned to the tenant (see
 :class:`~tulip_memory.tenant_database.TenantDatabase`); ``retrieve_chain`` and
@@ -37,6 +37,7 @@ _METADATA_FIELDS = (
     "size_bytes",
     "compressed_size_bytes",
     "blocks",
+    "subject",
 )
 
 
@@ -52,6 +53,7 @@ def _metadata(row: dict[str, Any]) -> CheckpointMetadata:
         compressed_size_bytes=row["compressed_size_bytes"],
         base_id=row["base_id"],
         blocks=tuple((str(d), int(n)) for d, n in row["blocks"]),
+        subject=row["subject"],
     )
 
 
@@ -75,6 +77,7 @@ def _record_fields(record: DeltaCheckpoint) -> dict[str, Any]:
         "compressed_size_bytes": meta.compressed_size_bytes,
         "data": record.data,
         "created_at": meta.created_at,
+        "subject": meta.subject,
     }
 
 

@@ -26,6 +26,8 @@ class CheckpointMetadata:
     is the full checkpoint at the root of the chain (the checkpoint itself when full;
     None is read as "itself"). ``size_bytes`` is the encoded payload before compression,
     ``compressed_size_bytes`` what is stored (blocks are counted separately).
+    ``subject`` is who the state's metadata says the thread is about (``""``: nobody; see
+    :mod:`tulip_memory.subjects`).
     """
 
     checkpoint_id: str
@@ -38,6 +40,7 @@ class CheckpointMetadata:
     compressed_size_bytes: int = 0
     base_id: str | None = None
     blocks: tuple[BlockRef, ...] = ()
+    subject: str = ""
 
     @property
     def root_id(self) -> str:

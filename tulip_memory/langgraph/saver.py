@@ -47,6 +47,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from tulip_memory.identifiers import THREAD_ID_MAX_LENGTH, validate_identifier
 from tulip_memory.langgraph import chains
 from tulip_memory.lru import LRUCache
+from tulip_memory.subjects import subject_of
 from tulip_memory.tenant_database import TenantDatabase
 
 __all__ = ["DjangoSaver"]
@@ -209,6 +210,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
                 "channel_versions": channel_versions,
                 "metadata_type": metadata_type,
                 "metadata": metadata_data,
+                "subject": subject_of(serializable),
             },
             [_blob_row(s) for s in stored],
         )

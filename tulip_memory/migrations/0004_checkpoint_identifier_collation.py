@@ -41,16 +41,16 @@ def _no_pad_binary_collation(connection) -> str:
     return "utf8mb4_bin"  # MySQL 5.7: binary, but PAD SPACE
 
 
-def _modify(schema_editor, collate: bool) -> None:
+def _modify(schema_editor, collate: bool, identifier_columns=IDENTIFIER_COLUMNS) -> None:
     """Give the identifier columns the binary NO PAD collation (``collate``) or back the
-    table's default."""
+    table's default (later migrations pass their own tables' columns)."""
     connection = schema_editor.connection
     if connection.vendor != "mysql":
         return
     collation = _no_pad_binary_collation(connection) if collate else None
     quote = schema_editor.quote_name
     with connection.cursor() as cursor:
-        for table, columns in IDENTIFIER_COLUMNS.items():
+        for table, columns in identifier_columns.items():
             cursor.execute(
                 "SELECT column_name, column_type, is_nullable FROM information_schema.columns "
                 "WHERE table_schema = DATABASE() AND table_name = %s",

@@ -24,6 +24,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from tulip_memory.identifiers import CHECKPOINT_ID_MAX_LENGTH, THREAD_ID_MAX_LENGTH
+from tulip_memory.subjects import SUBJECT_MAX_LENGTH
 from tulip_memory.tenancy import TENANT_MAX_LENGTH
 
 __all__ = [
@@ -33,6 +34,8 @@ __all__ = [
     "DeltaBlockQuerySet",
     "DeltaCheckpointRecord",
     "DeltaCheckpointRecordQuerySet",
+    "SubjectRowsQuerySet",
+    "SubjectThreadRow",
     "ThreadRow",
     "ThreadRowsQuerySet",
 ]
@@ -47,6 +50,19 @@ class ThreadRowsQuerySet(models.QuerySet):
     def newest_first(self) -> Self:
         return self.order_by("-id")
 
+    def of_threads(self, tenant: str, thread_ids: list[str]) -> Self:
+        """Rows of any of ``thread_ids`` of ``tenant``."""
+        return self.filter(tenant=tenant, thread_id__in=thread_ids)
+
+
+class SubjectRowsQuerySet(ThreadRowsQuerySet):
+    """Rows of a table whose rows carry the subject of their thread."""
+
+    def threads_of_subject(self, tenant: str, subject: str) -> list[str]:
+        """The threads of ``tenant`` with a row tagged ``subject`` (the ``subject`` index)."""
+        rows = self.filter(tenant=tenant, subject=subject).order_by("thread_id")
+        return list(rows.values_list("thread_id", flat=True).distinct())
+
 
 class ThreadRow(models.Model):
     """The columns every row of this layer starts with: its tenant and its thread."""
@@ -58,11 +74,25 @@ class ThreadRow(models.Model):
         abstract = True
 
 
-class CheckpointRecordQuerySet(ThreadRowsQuerySet):
+class SubjectThreadRow(ThreadRow):
+    """A checkpoint row and the subject its state names (:mod:`tulip_memory.subjects`)."""
+
+    subject = models.CharField(
+        max_length=SUBJECT_MAX_LENGTH,
+        blank=True,
+        default="",
+        help_text=_("Who the thread is about (the state's metadata); '' for nobody"),
+    )
+
+    class Meta:
+        abstract = True
+
+
+class CheckpointRecordQuerySet(SubjectRowsQuerySet):
     """Full snapshots of a thread."""
 
 
-class CheckpointRecord(ThreadRow):
+class CheckpointRecord(SubjectThreadRow):
     """A full snapshot of an agent state (JSON of ``AgentState.to_checkpoint()``)."""
 
     checkpoint_id = models.CharField(max_length=CHECKPOINT_ID_MAX_LENGTH)
@@ -79,13 +109,16 @@ class CheckpointRecord(ThreadRow):
                 fields=["tenant", "thread_id", "checkpoint_id"], name="tulip_ckpt_id_uniq"
             )
         ]
-        indexes = [models.Index(fields=["tenant", "thread_id", "id"], name="tulip_ckpt_order_idx")]
+        indexes = [
+            models.Index(fields=["tenant", "thread_id", "id"], name="tulip_ckpt_order_idx"),
+            models.Index(fields=["tenant", "subject"], name="tulip_ckpt_subject_idx"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.thread_id}/{self.checkpoint_id}"
 
 
-class DeltaCheckpointRecordQuerySet(ThreadRowsQuerySet):
+class DeltaCheckpointRecordQuerySet(SubjectRowsQuerySet):
     def chain_group(
         self, tenant: str, thread_id: str, checkpoint_id: str | None
     ) -> DeltaCheckpointRecordQuerySet:
@@ -196,7 +229,7 @@ class DeltaCheckpointRecordQuerySet(ThreadRowsQuerySet):
             return cursor.rowcount == 1
 
 
-class DeltaCheckpointRecord(ThreadRow):
+class DeltaCheckpointRecord(SubjectThreadRow):
     """A checkpoint of a DeltaCheckpointer: a full checkpoint (block references and the
     state's other fields) or a delta against ``parent_id``; ``base_id`` is the full
     checkpoint its chain starts from (itself for a full one)."""
@@ -227,6 +260,7 @@ class DeltaCheckpointRecord(ThreadRow):
         indexes = [
             models.Index(fields=["tenant", "thread_id", "id"], name="tulip_dckpt_order_idx"),
             models.Index(fields=["tenant", "thread_id", "base_id"], name="tulip_dckpt_base_idx"),
+            models.Index(fields=["tenant", "subject"], name="tulip_dckpt_subject_idx"),
         ]
 
     def __str__(self) -> str:

@@ -22,7 +22,12 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from tulip_memory.identifiers import CHECKPOINT_ID_MAX_LENGTH, THREAD_ID_MAX_LENGTH
-from tulip_memory.models.checkpoints import ThreadRow, ThreadRowsQuerySet
+from tulip_memory.models.checkpoints import (
+    SubjectRowsQuerySet,
+    SubjectThreadRow,
+    ThreadRow,
+    ThreadRowsQuerySet,
+)
 
 __all__ = [
     "LangGraphBlob",
@@ -53,7 +58,7 @@ LOAD_COLUMNS = (
 )
 
 
-class LangGraphCheckpointQuerySet(ThreadRowsQuerySet):
+class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
     def load_rows(self, tenant: str, selection: str, params: list[Any]) -> list[dict[str, Any]]:
         """Checkpoints, the blob chains of their channel versions and their pending writes.
 
@@ -170,7 +175,7 @@ class LangGraphCheckpointQuerySet(ThreadRowsQuerySet):
             return {(channel, version) for channel, version in cursor.fetchall()}
 
 
-class LangGraphCheckpoint(ThreadRow):
+class LangGraphCheckpoint(SubjectThreadRow):
     """A LangGraph checkpoint; its channel values are :class:`LangGraphBlob` rows."""
 
     checkpoint_ns = models.CharField(max_length=THREAD_ID_MAX_LENGTH, blank=True, default="")
@@ -197,7 +202,10 @@ class LangGraphCheckpoint(ThreadRow):
                 name="tulip_lgckpt_id_uniq",
             )
         ]
-        indexes = [models.Index(fields=["tenant", "run_id"], name="tulip_lgckpt_run_idx")]
+        indexes = [
+            models.Index(fields=["tenant", "run_id"], name="tulip_lgckpt_run_idx"),
+            models.Index(fields=["tenant", "subject"], name="tulip_lgckpt_subject_idx"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.thread_id}/{self.checkpoint_ns}/{self.checkpoint_id}"

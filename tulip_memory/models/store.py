@@ -12,7 +12,9 @@ vendors the table is created plainly (PgMemory refuses them).
 
 from __future__ import annotations
 
+import functools
 import json
+import operator
 import weakref
 from collections.abc import Iterable, Sequence
 from datetime import datetime
@@ -33,6 +35,7 @@ __all__ = [
     "MemoryItemQuerySet",
     "SearchRow",
     "UpsertRow",
+    "namespace_prefix_condition",
     "search_text_of",
 ]
 
@@ -108,6 +111,21 @@ def search_text_of(tokens: Iterable[str]) -> str:
     return " " + " ".join(tokens) + " "
 
 
+def namespace_prefix_condition(prefixes: Iterable[tuple[str, ...]]) -> Q:
+    """Rows whose ``tenant`` and ``namespace`` path are, or are under, one of ``prefixes``.
+
+    Each prefix is a non-empty namespace (its first label the tenant); a model with the
+    ``tenant`` and encoded ``namespace`` columns of the store (items, extraction queues)
+    can be filtered with it. No prefix matches no row.
+    """
+    conditions = [
+        Q(tenant=prefix[0])
+        & (Q(namespace=path) | Q(namespace__startswith=path + NAMESPACE_SEPARATOR))
+        for prefix, path in ((prefix, encode_namespace(prefix)) for prefix in prefixes)
+    ]
+    return functools.reduce(operator.or_, conditions) if conditions else Q(pk__in=[])
+
+
 class MemoryItemQuerySet(models.QuerySet):
     """Queries of store items. Run them inside ``tenant_atomic``: RLS hides the rest."""
 
@@ -118,10 +136,7 @@ class MemoryItemQuerySet(models.QuerySet):
         """Items whose namespace is ``prefix`` or starts with it (all for ``()``)."""
         if not prefix:
             return self.all()
-        path = encode_namespace(prefix)
-        return self.filter(tenant=prefix[0]).filter(
-            Q(namespace=path) | Q(namespace__startswith=path + NAMESPACE_SEPARATOR)
-        )
+        return self.filter(namespace_prefix_condition([prefix]))
 
     def for_keys(self, pairs: list[tuple[tuple[str, ...], str]]) -> MemoryItemQuerySet:
         condition = Q()

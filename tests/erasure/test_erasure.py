@@ -1,0 +1,265 @@
+"""forget_subject end to end on PostgreSQL (app role, row-level security) and MariaDB.
+
+Each test writes two tenants' data about alice and bob through the real layers
+(tests/erasure/world.py), erases one subject of one tenant and compares every row of both
+tenants before and after.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from asgiref.sync import async_to_sync
+from django.db import connections
+
+from tests.erasure.world import populate, rows
+from tulip_memory.delta import DeltaCheckpointer, ORMDeltaStorage
+from tulip_memory.erasure import ERASED_PAYLOAD, aforget_subject, forget_subject
+from tulip_memory.events import EV_STORE_SUBJECT_FORGOTTEN, memory_event
+from tulip_memory.exceptions import ConfigurationError, TenantError
+from tulip_memory.models import DeltaBlock, ErasureReceipt, subject_reference
+from tulip_memory.tenancy import tenant_atomic, tenant_context
+
+pytestmark = pytest.mark.django_db(transaction=True, databases=["default", "mysql"])
+
+BOTH = pytest.mark.parametrize("alias", ["default", "mysql"], ids=["postgresql", "mariadb"])
+
+
+@pytest.fixture
+def world(request):
+    """alice's and bob's data in tenants acme and globex, on the test's alias."""
+    callspec = getattr(request.node, "callspec", None)
+    alias = callspec.params.get("alias", "default") if callspec else "default"
+    for tenant in ("acme", "globex"):
+        populate(alias, tenant)
+    return alias
+
+
+def _without(found: dict[str, list], subject: str) -> dict[str, list]:
+    """``found`` without ``subject``'s rows: its memories, threads and jobs' text."""
+    prefix = f"acme/users/{subject}/"
+    kept = dict(found)
+    kept["items"] = [row for row in found["items"] if not row[0].startswith(prefix)]
+    kept["jobs"] = [
+        (ns, seq, state, text and not ns.startswith(f"acme/users/{subject}"))
+        for ns, seq, state, text in found["jobs"]
+    ]
+    for name, threads in found.items():
+        if name not in ("items", "jobs", "receipts"):
+            kept[name] = [t for t in threads if not t.startswith(f"{subject}-")]
+    return kept
+
+
+def _digests(alias: str) -> dict[str, set[str]]:
+    """acme's delta blocks: thread -> digests."""
+    found: dict[str, set[str]] = {}
+    with tenant_atomic("acme", using=alias):
+        blocks = DeltaBlock.objects.using(alias).filter(tenant="acme")
+        for thread, digest in blocks.values_list("thread_id", "digest"):
+            found.setdefault(thread, set()).add(digest)
+    return found
+
+
+@BOTH
+def test_forgets_the_subject_and_keeps_everything_else(alias, world):
+    before = {tenant: rows(alias, tenant) for tenant in ("acme", "globex")}
+    before_digests = _digests(alias)
+    events = []
+
+    def receive(sender, event, payload, **kwargs):
+        events.append((event, payload))
+
+    memory_event.connect(receive)
+    try:
+        report = forget_subject("acme", "alice", actor="dpo@acme", using=alias)
+    finally:
+        memory_event.disconnect(receive)
+
+    after = rows(alias, "acme")
+    expected = _without(before["acme"], "alice")
+    expected["receipts"] = [report.counts]
+    assert after == expected
+    assert rows(alias, "globex") == before["globex"]  # the same subject in another tenant
+
+    counts = report.counts
+    assert counts["memories"] == 2 and counts["memory_versions"] == 1
+    assert counts["extraction_payloads"] == 2
+    assert counts["checkpoints"] == before["acme"]["checkpoints"].count("alice-plain") == 2
+    assert counts["delta_checkpoints"] == 4
+    assert counts["delta_blocks"] == before["acme"]["delta_blocks"].count("alice-delta") > 0
+    if alias == "default":
+        for name in ("langgraph_checkpoints", "langgraph_blobs", "langgraph_writes"):
+            assert counts[name] == before["acme"][name].count("alice-graph") > 0
+    else:
+        assert counts["langgraph_checkpoints"] == 0
+    # bob's delta thread holds a block of the same content (digest) as alice's: it is his
+    # own row, and stays (and his thread still loads).
+    assert before_digests["alice-delta"] & before_digests["bob-delta"]
+    assert _digests(alias) == {"bob-delta": before_digests["bob-delta"]}
+    bob = DeltaCheckpointer(ORMDeltaStorage(alias, tenant="acme"))
+    assert async_to_sync(bob.load)("bob-delta").messages[-1].content == "noted 1"
+
+    # The receipt: counts, actor, a keyed hash of the subject; no content.
+    receipt = report.receipt
+    assert receipt is not None and receipt.actor == "dpo@acme"
+    assert (
+        receipt.subject_ref
+        == subject_reference("acme", "alice")
+        != subject_reference("globex", "alice")
+    )
+    stored = json.dumps([receipt.tenant, receipt.subject_ref, receipt.counts, receipt.actor])
+    assert "alice" not in stored and "Berlin" not in stored
+    assert events == [
+        (
+            EV_STORE_SUBJECT_FORGOTTEN,
+            {
+                "tenant": "acme",
+                "receipt": receipt.pk,
+                "counts": counts,
+                "total": report.total,
+                "duration_ms": events[0][1]["duration_ms"],
+            },
+        )
+    ]
+
+
+@BOTH
+def test_blanked_jobs_keep_their_bookkeeping(alias, world):
+    forget_subject("acme", "alice", using=alias)
+    from tulip_memory.models import ExtractionJob
+
+    with tenant_atomic("acme", using=alias):
+        jobs = ExtractionJob.objects.using(alias).filter(queue__namespace="acme/users/alice")
+        assert [(job.sequence, job.state, job.payload) for job in jobs.order_by("sequence")] == [
+            (1, "pending", ERASED_PAYLOAD),
+            (2, "pending", ERASED_PAYLOAD),
+        ]
+
+
+@BOTH
+def test_a_dry_run_counts_the_same_and_changes_nothing(alias, world):
+    before = rows(alias, "acme")
+    dry = forget_subject("acme", "alice", dry_run=True, using=alias)
+    assert dry.receipt is None and dry.dry_run
+    assert rows(alias, "acme") == before
+    real = forget_subject("acme", "alice", using=alias)
+    assert real.counts == dry.counts and real.total > 0
+
+
+@BOTH
+def test_a_second_run_removes_nothing_and_is_on_record(alias, world):
+    first = forget_subject("acme", "alice", using=alias)
+    after_first = rows(alias, "acme")
+    second = forget_subject("acme", "alice", using=alias)
+    assert second.total == 0 and set(second.counts) == set(first.counts)
+    after_second = rows(alias, "acme")
+    assert after_second["receipts"] == [first.counts, second.counts]
+    assert {k: v for k, v in after_second.items() if k != "receipts"} == {
+        k: v for k, v in after_first.items() if k != "receipts"
+    }
+
+
+@BOTH
+def test_extra_namespace_prefixes_are_erased_too(alias, world):
+    from tests.erasure.world import _memories
+
+    _memories(alias, "acme", "alice-notes")  # (acme, users, alice-notes): not alice's
+    before = rows(alias, "acme")
+    report = forget_subject(
+        "acme", "alice", namespace_prefixes=[("users", "alice-notes")], using=alias
+    )
+    assert report.counts["memories"] == 4 and report.counts["memory_versions"] == 2
+    left = {namespace for namespace, _key in rows(alias, "acme")["items"]}
+    assert not any(ns.startswith(("acme/users/alice/", "acme/users/alice-notes/")) for ns in left)
+    assert any(ns.startswith("acme/users/bob/") for ns in left)
+    assert len(before["items"]) - len(rows(alias, "acme")["items"]) == 6
+
+
+@BOTH
+def test_bad_input_is_refused_with_nothing_changed(alias, world):
+    before = {tenant: rows(alias, tenant) for tenant in ("acme", "globex")}
+    with pytest.raises(ValueError, match="subject must not be only whitespace"):
+        forget_subject("acme", "  ", using=alias)
+    with pytest.raises(ValueError, match="subject must not be empty"):
+        forget_subject("acme", "", using=alias)
+    with pytest.raises(ValueError, match="subject must be a str"):
+        forget_subject("acme", None, using=alias)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="tenant must not be empty"):
+        forget_subject("", "alice", using=alias)
+    with pytest.raises(ValueError, match="tenant must not contain a NUL"):
+        forget_subject("ac\x00me", "alice", using=alias)
+    with pytest.raises(ConfigurationError, match=r"'nowhere' is not in settings\.DATABASES"):
+        forget_subject("acme", "alice", using="nowhere")
+    with pytest.raises(ValueError, match=r"namespace_prefixes\[0\] must be a non-empty tuple"):
+        forget_subject("acme", "alice", namespace_prefixes=["users/alice"], using=alias)
+    with pytest.raises(ValueError, match="namespace_prefixes must be a sequence"):
+        forget_subject("acme", "alice", namespace_prefixes="users", using=alias)
+    with pytest.raises(ValueError, match="actor must be a str"):
+        forget_subject("acme", "alice", actor=42, using=alias)
+    with tenant_context("globex"), pytest.raises(TenantError, match="'globex' is bound"):
+        forget_subject("acme", "alice", using=alias)
+    assert {tenant: rows(alias, tenant) for tenant in ("acme", "globex")} == before
+
+
+@pytest.fixture
+def receipts_refused():
+    """A trigger (made by the table owner) that makes storing a receipt fail."""
+    statements = (
+        "CREATE FUNCTION tulip_test_refuse() RETURNS trigger LANGUAGE plpgsql AS "
+        "$$ BEGIN RAISE EXCEPTION 'receipts are refused'; END $$",
+        "CREATE TRIGGER tulip_test_refuse BEFORE INSERT ON tulip_memory_erasure_receipt "
+        "FOR EACH ROW EXECUTE FUNCTION tulip_test_refuse()",
+    )
+    with connections["owner"].cursor() as cursor:
+        for statement in statements:
+            cursor.execute(statement)
+    yield
+    with connections["owner"].cursor() as cursor:
+        cursor.execute("DROP TRIGGER tulip_test_refuse ON tulip_memory_erasure_receipt")
+        cursor.execute("DROP FUNCTION tulip_test_refuse()")
+
+
+@pytest.mark.django_db(transaction=True, databases=["default", "owner"])
+def test_a_failure_at_the_receipt_rolls_the_whole_erasure_back(receipts_refused):
+    populate("default", "acme")
+    before = rows("default", "acme")
+    with pytest.raises(Exception, match="receipts are refused"):
+        forget_subject("acme", "alice")
+    assert rows("default", "acme") == before
+
+
+def test_the_async_twin_erases_under_row_level_security(world):
+    report = async_to_sync(aforget_subject)("globex", "bob", actor="async caller")
+    assert report.counts["memories"] == 2 and report.counts["checkpoints"] == 1
+    assert rows("default", "globex")["receipts"] == [report.counts]
+    assert rows("default", "acme")["receipts"] == []  # row-level security: globex's receipt
+    with tenant_atomic("acme"):
+        assert not ErasureReceipt.objects.exists()  # invisible to another tenant
+
+
+def test_a_user_as_actor_is_recorded_by_name_and_id():
+    from django.contrib.auth.models import User
+
+    user = User.objects.create_user("dpo", password="pw")
+    report = forget_subject("acme", "alice", actor=user)
+    assert report.receipt is not None and report.receipt.actor == f"dpo (user {user.pk})"
+
+
+def test_an_erased_pending_job_runs_on_no_messages_and_saves_nothing(world):
+    from tulip_memory.manager.worker import run_queue
+    from tulip_memory.models import ExtractionQueue, MemoryItem
+
+    def items(subject: str) -> int:
+        with tenant_atomic("acme"):
+            return MemoryItem.objects.filter(namespace__startswith=f"acme/users/{subject}/").count()
+
+    forget_subject("acme", "alice")
+    bob_before = items("bob")
+    with tenant_atomic("acme"):
+        queues = dict(ExtractionQueue.objects.values_list("namespace", "pk"))
+    for subject, jobs in (("alice", 2), ("bob", 1)):
+        outcome = run_queue("acme", queues[f"acme/users/{subject}"], owner="test-worker")
+        assert (outcome.done, outcome.failed) == (jobs, 0)
+    assert items("alice") == 0
+    assert items("bob") > bob_before  # bob's job still had its conversation ("I live in Berlin")

@@ -1,0 +1,49 @@
+"""Admin of erasure receipts: what was forgotten in the admin tenant, when and by whom.
+
+A receipt (:class:`~tulip_memory.models.ErasureReceipt`) holds counts per kind, the
+actor and a keyed hash of the subject, never content; the list shows the newest first
+and can be searched by that hash (:func:`~tulip_memory.models.subject_reference`
+computes it from a subject). Read-only and tenant-scoped like every page of a tenant
+table (:mod:`tulip_memory.admin.tenancy`); erasing is done by
+:func:`tulip_memory.erasure.forget_subject` or ``manage.py tulip_memory_forget_subject``.
+"""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
+from django.utils.translation import gettext_lazy as _
+
+from tulip_memory.admin.tenancy import ReadOnlyAdminMixin, TenantScopedAdminMixin
+from tulip_memory.models.erasure import COUNT_KEYS, ErasureReceipt
+
+__all__ = ["ErasureReceiptAdmin"]
+
+
+@admin.register(ErasureReceipt)
+class ErasureReceiptAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdmin):
+    """Erasure receipts of the admin tenant, newest first."""
+
+    list_display = ("created_at", "subject_reference", "actor", "removed")
+    list_filter = ("created_at",)
+    search_fields = ("=subject_ref", "actor")
+    ordering = ("-created_at", "-id")
+    fields = readonly_fields = ("created_at", "subject_ref", "actor", "count_table")
+
+    @admin.display(description=_("subject (reference)"), ordering="subject_ref")
+    def subject_reference(self, receipt: ErasureReceipt) -> str:
+        return receipt.subject_ref[:16] + "…"
+
+    @admin.display(description=_("rows removed or blanked"))
+    def removed(self, receipt: ErasureReceipt) -> int:
+        return receipt.total
+
+    @admin.display(description=_("counts"))
+    def count_table(self, receipt: ErasureReceipt) -> SafeString:
+        keys = [key for key in COUNT_KEYS if key in receipt.counts]
+        keys += sorted(set(receipt.counts) - set(keys))
+        rows = format_html_join(
+            "", "<tr><th>{}</th><td>{}</td></tr>", ((k, receipt.counts[k]) for k in keys)
+        )
+        return format_html("<table>{}</table>", rows)

@@ -1,0 +1,246 @@
+"""Erasure: forget everything the memory layer keeps about one subject, with a receipt.
+
+:func:`forget_subject` (and :func:`aforget_subject`) removes, in ONE transaction pinned
+to the tenant (:func:`~tulip_memory.tenancy.tenant_atomic`; on PostgreSQL row-level
+security confines every statement to that tenant, elsewhere each query filters on it):
+
+* the subject's **memories and their history**: every store item (PgMemory's table) under
+  the subject's namespace ``(tenant, *SUBJECT_NAMESPACE, subject)``
+  (:func:`tulip_memory.subjects.subject_namespace`) or under one of the caller's extra
+  ``namespace_prefixes`` (labels after the tenant). Past versions live under the same
+  prefix (``(*P, "_history", type, key)``), so they go too;
+* the **conversation text of extraction jobs** of those namespaces: their payload is
+  replaced by :data:`ERASED_PAYLOAD`; the rows keep their bookkeeping (state, attempts,
+  timings, token counts). A pending job then runs on no messages and saves nothing;
+* the **checkpoints of every thread tagged with the subject** (a row whose ``subject``
+  column, copied from the state's metadata on save, is the subject): the whole thread —
+  plain records; delta records (every chain) and the thread's message blocks (blocks
+  are stored per thread: a block of the same content in another thread is that thread's
+  row and stays); LangGraph checkpoints, channel values and pending writes (PostgreSQL).
+
+It then stores an :class:`~tulip_memory.models.ErasureReceipt` (counts per kind, when,
+by whom, a keyed hash of the subject; no content) in the same transaction, and after
+the commit sends the event ``store.subject.forgotten`` (counts only). A dry run counts
+what would go and writes nothing (no receipt, no event). A second run finds nothing
+left and stores a receipt of zeros: each request is on record.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from asgiref.sync import sync_to_async
+
+from tulip_memory.events import EV_STORE_SUBJECT_FORGOTTEN, emit_sync
+from tulip_memory.exceptions import ConfigurationError, TenantError
+from tulip_memory.manager.history import HISTORY_LABEL
+from tulip_memory.namespaces import NAMESPACE_SEPARATOR, Namespace, validate_namespace
+from tulip_memory.subjects import subject_namespace, validate_subject
+from tulip_memory.tenancy import current_tenant, tenant_atomic, validate_tenant
+
+if TYPE_CHECKING:
+    from tulip_memory.models import ErasureReceipt
+
+__all__ = ["ERASED_PAYLOAD", "ErasureReport", "aforget_subject", "forget_subject"]
+
+# What an extraction job's payload becomes: no messages, and the mark of an erased one.
+ERASED_PAYLOAD: dict[str, Any] = {"messages": [], "erased": True}
+_HISTORY_MARK = f"{NAMESPACE_SEPARATOR}{HISTORY_LABEL}{NAMESPACE_SEPARATOR}"
+
+
+@dataclass(frozen=True)
+class ErasureReport:
+    """What :func:`forget_subject` removed (or, in a dry run, would remove)."""
+
+    tenant: str
+    subject_ref: str
+    counts: dict[str, int]
+    namespaces: tuple[Namespace, ...]
+    dry_run: bool
+    receipt: ErasureReceipt | None = field(default=None, compare=False)
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+
+def _actor_label(actor: object) -> str:
+    """A receipt's ``actor``: the string given, or a user's name and id."""
+    if actor is None:
+        return ""
+    if isinstance(actor, str):
+        return actor.strip()[:255]
+    get_username = getattr(actor, "get_username", None)
+    pk = getattr(actor, "pk", None)
+    if callable(get_username) and pk is not None:
+        return f"{get_username()} (user {pk})"[:255]
+    raise ValueError(f"actor must be a str, a user or None, got {type(actor).__name__}")
+
+
+def _prefixes(tenant: str, subject: str, extra: Sequence[Sequence[str]]) -> tuple[Namespace, ...]:
+    if isinstance(extra, str) or not isinstance(extra, Sequence):
+        raise ValueError(
+            "namespace_prefixes must be a sequence of label tuples (after the tenant), "
+            f"got {type(extra).__name__}"
+        )
+    prefixes = [subject_namespace(tenant, subject)]
+    for index, labels in enumerate(extra):
+        if not isinstance(labels, tuple) or not labels:
+            raise ValueError(
+                f"namespace_prefixes[{index}] must be a non-empty tuple of labels after the "
+                f"tenant, got {labels!r:.80}"
+            )
+        prefix = validate_namespace((tenant, *labels), name=f"namespace_prefixes[{index}]")
+        if prefix not in prefixes:
+            prefixes.append(prefix)
+    return tuple(prefixes)
+
+
+def _connection_vendor(using: str) -> str:
+    from django.db import connections
+    from django.utils.connection import ConnectionDoesNotExist
+
+    if not isinstance(using, str) or not using:
+        raise ConfigurationError(f"using must name a database alias, got {using!r}")
+    try:
+        return connections[using].vendor
+    except ConnectionDoesNotExist:
+        raise ConfigurationError(f"database alias {using!r} is not in settings.DATABASES") from None
+
+
+def _erase(
+    tenant: str, subject: str, prefixes: tuple[Namespace, ...], using: str, *, dry_run: bool
+) -> dict[str, int]:
+    """Count (and unless ``dry_run`` remove) the subject's rows; run inside tenant_atomic."""
+    from tulip_memory.models import (
+        CheckpointRecord,
+        DeltaBlock,
+        DeltaCheckpointRecord,
+        ExtractionJob,
+        ExtractionQueue,
+        LangGraphBlob,
+        LangGraphCheckpoint,
+        LangGraphWrite,
+        MemoryItem,
+        namespace_prefix_condition,
+    )
+    from tulip_memory.models.erasure import COUNT_KEYS
+
+    counts = dict.fromkeys(COUNT_KEYS, 0)
+    under = namespace_prefix_condition(prefixes)
+    items = MemoryItem.objects.using(using).filter(tenant=tenant).filter(under)
+    versions = items.filter(namespace__contains=_HISTORY_MARK).count()
+    counts["memory_versions"] = versions
+    counts["memories"] = items.count() - versions
+    queues = ExtractionQueue.objects.using(using).filter(tenant=tenant).filter(under)
+    jobs = (
+        ExtractionJob.objects.using(using)
+        .filter(tenant=tenant, queue__in=queues.values("pk"))
+        .exclude(payload__has_key="erased")
+    )
+    if dry_run:
+        counts["extraction_payloads"] = jobs.count()
+    else:
+        items.clear()
+        counts["extraction_payloads"] = jobs.update(payload=ERASED_PAYLOAD)
+
+    # Whole threads: every table of a checkpointer, for the threads tagged in its own table.
+    tables: list[tuple[Any, tuple[tuple[str, Any], ...]]] = [
+        (CheckpointRecord, (("checkpoints", CheckpointRecord),)),
+        (
+            DeltaCheckpointRecord,
+            (("delta_checkpoints", DeltaCheckpointRecord), ("delta_blocks", DeltaBlock)),
+        ),
+    ]
+    if _connection_vendor(using) == "postgresql":  # the LangGraph tables are PostgreSQL's
+        tables.append(
+            (
+                LangGraphCheckpoint,
+                (
+                    ("langgraph_checkpoints", LangGraphCheckpoint),
+                    ("langgraph_blobs", LangGraphBlob),
+                    ("langgraph_writes", LangGraphWrite),
+                ),
+            )
+        )
+    for tagged, parts in tables:
+        threads = tagged.objects.using(using).threads_of_subject(tenant, subject)
+        if not threads:
+            continue
+        for key, model in parts:
+            rows = model.objects.using(using).of_threads(tenant, threads)
+            counts[key] = rows.count() if dry_run else rows.delete()[0]
+    return counts
+
+
+def forget_subject(
+    tenant: str,
+    subject: str,
+    *,
+    dry_run: bool = False,
+    actor: object = None,
+    namespace_prefixes: Sequence[tuple[str, ...]] = (),
+    using: str = "default",
+) -> ErasureReport:
+    """Erase ``subject`` from ``tenant`` (see the module's docstring); the report.
+
+    ``namespace_prefixes``: more namespaces holding the subject's memories, each a tuple
+    of labels after the tenant. ``actor``: who asks (a string, or a user: stored as its
+    name and id). ``using``: the database alias. Everything is validated before the first
+    query; a failure rolls the whole erasure back (nothing removed, no receipt). Raises
+    ValueError for a bad tenant, subject, prefix or actor, ConfigurationError for an
+    unknown alias, TenantError when another tenant is bound (:func:`tenant_context`).
+    """
+    from tulip_memory.models import ErasureReceipt, subject_reference
+
+    tenant = validate_tenant(tenant)
+    subject = validate_subject(subject)
+    prefixes = _prefixes(tenant, subject, namespace_prefixes)
+    label = _actor_label(actor)
+    _connection_vendor(using)
+    bound = current_tenant()
+    if bound is not None and bound != tenant:
+        raise TenantError(f"cannot erase from tenant {tenant!r} while tenant {bound!r} is bound")
+    reference = subject_reference(tenant, subject)
+    started = time.perf_counter()
+    receipt = None
+    with tenant_atomic(tenant, using=using):
+        counts = _erase(tenant, subject, prefixes, using, dry_run=dry_run)
+        if not dry_run:
+            receipt = ErasureReceipt.objects.using(using).create(
+                tenant=tenant, subject_ref=reference, counts=counts, actor=label
+            )
+    report = ErasureReport(tenant, reference, counts, prefixes, dry_run, receipt)
+    if receipt is not None:
+        emit_sync(
+            EV_STORE_SUBJECT_FORGOTTEN,
+            tenant=tenant,
+            receipt=receipt.pk,
+            counts=dict(counts),
+            total=report.total,
+            duration_ms=round((time.perf_counter() - started) * 1000, 3),
+        )
+    return report
+
+
+async def aforget_subject(
+    tenant: str,
+    subject: str,
+    *,
+    dry_run: bool = False,
+    actor: object = None,
+    namespace_prefixes: Sequence[tuple[str, ...]] = (),
+    using: str = "default",
+) -> ErasureReport:
+    """:func:`forget_subject` for async callers (the ORM work runs off the event loop)."""
+    return await sync_to_async(forget_subject)(
+        tenant,
+        subject,
+        dry_run=dry_run,
+        actor=actor,
+        namespace_prefixes=namespace_prefixes,
+        using=using,
+    )
