@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-dev
 
-.PHONY: demo test lint types bench bench-pg install system-deps browser-deps clean
+.PHONY: demo playground test lint types bench bench-pg install system-deps browser-deps clean
 
 # mysqlclient (the `mysql` extra, used by the test suite) compiles against the
 # MariaDB client headers; on Debian they come from libmariadb-dev.
@@ -31,6 +31,12 @@ browser-deps:
 demo: $(STAMP)
 	$(BIN)/python manage.py migrate --database=owner --verbosity=0
 	$(BIN)/python manage.py tulip_demo
+
+## The agent playground at http://127.0.0.1:8000/ with a Celery worker (or, with no broker,
+## background extraction), on the embedded PostgreSQL. Ctrl-C stops it.
+playground: $(STAMP)
+	$(BIN)/python manage.py migrate --database=owner --verbosity=0
+	$(BIN)/python manage.py tulip_playground $(ADDRPORT)
 
 ## Lint (ruff), type-check (mypy), layer contracts (import-linter), then the whole test suite
 ## (starts an embedded PostgreSQL; uses the machine's MariaDB and Redis).

@@ -28,6 +28,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "tulip_memory",
     "example_project.demo",
+    "example_project.playground",
 ]
 
 MIDDLEWARE = [
@@ -69,12 +70,13 @@ def _database_urls() -> tuple[str, str]:
     return urls.owner, urls.app
 
 
-_OWNER_URL, _APP_URL = _database_urls()
+# The two roles' URLs (processes this site starts, such as the playground's worker, use them).
+OWNER_DATABASE_URL, APP_DATABASE_URL = _database_urls()
 DATABASES = {
     # The application role: no superuser, no BYPASSRLS, does not own the tables.
-    "default": database_settings(_APP_URL),
+    "default": database_settings(APP_DATABASE_URL),
     # The owner role: `manage.py migrate --database=owner`.
-    "owner": database_settings(_OWNER_URL),
+    "owner": database_settings(OWNER_DATABASE_URL),
 }
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -93,6 +95,10 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BEAT_SCHEDULE = {"tulip-memory-sweep": beat_schedule_entry(every=60.0, queue="tulip_memory")}
 
 TULIP_MEMORY: dict[str, object] = {}
+
+# The playground's extraction mode: `make playground` sets "celery" when the broker answers
+# and starts a worker, else "background" (in-process tasks).
+PLAYGROUND_EXTRACT_MODE = os.environ.get("TULIP_PLAYGROUND_EXTRACT_MODE", "background")
 
 LOGGING = {
     "version": 1,

@@ -1,6 +1,10 @@
-"""URLs of the example project: the admin, where memories and checkpoint chains are browsed."""
+"""URLs of the example project: the agent playground at ``/`` and the admin, where
+memories and checkpoint chains are browsed."""
 
 from django.contrib import admin
-from django.urls import path
+from django.urls import include, path
 
-urlpatterns = [path("admin/", admin.site.urls)]
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("", include("example_project.playground.urls")),
+]

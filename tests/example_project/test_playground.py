@@ -1,0 +1,150 @@
+"""The playground's pages through Django's test client: the memory layer's work shown per
+session, tenants kept apart, and bad input answered with a clear message (status 400).
+
+Extraction runs ``inline`` here (the worker's part is the browser test's); the pages run
+the memory layer on the playground's own event loop thread, which uses its own database
+connections, hence ``transactional_db``.
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from tulip_memory.models import DeltaCheckpointRecord
+from tulip_memory.tenancy import tenant_atomic
+
+pytestmark = pytest.mark.usefixtures("transactional_db")
+
+
+@pytest.fixture(autouse=True)
+def inline_mode(settings):
+    settings.PLAYGROUND_EXTRACT_MODE = "inline"
+
+
+def as_user(tenant: str, user: str) -> Client:
+    client = Client()
+    response = client.post(reverse("playground:pick"), {"tenant": tenant, "user": user})
+    assert response.status_code == 302
+    return client
+
+
+def start(client: Client) -> str:
+    client.post(reverse("playground:start"))
+    return client.session["playground"]["thread"]
+
+
+def say(client: Client, thread: str, text: str):
+    return client.post(reverse("playground:say"), {"thread": thread, "text": text})
+
+
+def page(client: Client) -> str:
+    response = client.get(reverse("playground:chat"))
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def test_a_second_session_recalls_what_the_first_one_said():
+    ada = as_user("acme", "ada")
+    first = start(ada)
+    assert say(ada, first, "I live in Berlin and I love hiking.").status_code == 302
+    shown = page(ada)
+    assert "Nothing: no memory of ada matched yet." in shown
+    assert "Noted: “I live in Berlin and I love hiking.” I don" in shown
+    assert "full" in shown  # the first checkpoint of a thread
+    assert ada.post(reverse("playground:end"), {"thread": first}).status_code == 302
+    shown = page(ada)
+    assert "The user lives in Berlin." in shown and "The user loves hiking." in shown
+
+    second = start(ada)
+    say(ada, second, "Any ideas for my weekend?")
+    shown = page(ada)
+    recalled = shown.split('id="recalled"')[1].split("</section>")[0]
+    assert "Berlin" in recalled and "hiking" in recalled
+    assert "Welcome back. What I remember:" in shown
+    for turn in range(4):
+        say(ada, second, f"message {turn}")
+    shown = page(ada)
+    assert "delta (depth" in shown
+    # 12 messages: the two system messages and the last 6 others are kept.
+    assert "kept 8 messages, dropped 4 older ones" in shown
+    with tenant_atomic("acme"):
+        assert DeltaCheckpointRecord.objects.filter(thread_id=second).count() == 5
+
+
+def test_another_tenants_user_sees_nothing_of_it():
+    ada = as_user("acme", "ada")
+    thread = start(ada)
+    say(ada, thread, "I live in Berlin.")
+    ada.post(reverse("playground:end"), {"thread": thread})
+
+    carol = as_user("globex", "carol")
+    mine = start(carol)
+    say(carol, mine, "Where do I live?")
+    shown = page(carol)
+    assert "Berlin" not in shown.replace("Where do I live?", "")
+    assert "None yet." in shown  # no memories of carol
+    # Posting into ada's thread: refused, and ada's thread is unchanged.
+    response = say(carol, thread, "hijack")
+    assert response.status_code == 400
+    expected = escape(f"Thread {thread!r} is not carol's current session")
+    assert expected in response.content.decode()
+    with tenant_atomic("acme"):
+        assert DeltaCheckpointRecord.objects.filter(thread_id=thread).count() == 1
+
+
+@pytest.mark.parametrize(
+    ("form", "message"),
+    [
+        ({"tenant": "acme", "user": "mallory"}, "Unknown user &#x27;mallory&#x27; of tenant"),
+        ({"tenant": "globex", "user": "ada"}, "Unknown user &#x27;ada&#x27; of tenant"),
+        ({"tenant": "nowhere", "user": "ada"}, "Unknown tenant &#x27;nowhere&#x27;"),
+        ({}, "Unknown tenant &#x27;&#x27;"),
+    ],
+)
+def test_an_unknown_user_is_refused(form, message):
+    client = Client()
+    response = client.post(reverse("playground:pick"), form)
+    assert response.status_code == 400
+    assert message in response.content.decode()
+    assert "playground" not in client.session
+
+
+def test_bad_messages_are_refused_and_change_nothing():
+    ada = as_user("acme", "ada")
+    thread = start(ada)
+    say(ada, thread, "hello")
+    for text, message in (
+        ("   ", "Type a message first."),
+        ("x" * 4001, "at most 4000 characters"),
+    ):
+        response = say(ada, thread, text)
+        assert response.status_code == 400
+        assert message in response.content.decode()
+    response = say(ada, "ada-000000000000", "hi")  # not the current session
+    assert response.status_code == 400
+    with tenant_atomic("acme"):
+        assert DeltaCheckpointRecord.objects.filter(thread_id=thread).count() == 1
+    ada.post(reverse("playground:end"), {"thread": thread})
+    response = ada.post(reverse("playground:end"), {"thread": thread})  # ended already
+    assert response.status_code == 400
+
+
+def test_ending_a_session_without_a_message_remembers_nothing():
+    ada = as_user("acme", "ada")
+    thread = start(ada)
+    response = ada.post(reverse("playground:end"), {"thread": thread})
+    assert response.status_code == 400
+    assert "Nothing to remember yet" in response.content.decode()
+
+
+def test_pages_need_a_user_first():
+    client = Client()
+    for name in ("playground:chat",):
+        assert client.get(reverse(name)).url == reverse("playground:pick")
+    for name in ("playground:start", "playground:say", "playground:end"):
+        assert client.post(reverse(name)).url == reverse("playground:pick")
+    assert client.get(reverse("playground:start")).status_code == 405
