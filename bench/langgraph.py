@@ -1,5 +1,7 @@
-"""Benchmark of LangGraph checkpoint savers: tulip_memory's DjangoSaver against PostgresSaver.
+"""Benchmark of LangGraph on tulip_memory: DjangoSaver against PostgresSaver, DjangoStore
+against PostgresStore.
 
+**Savers.**
 The same compiled agent (tulip_memory.testing.langgraph_agent: a tool-calling loop with a
 scripted model, four messages and four checkpoints per turn) runs ``--turns`` turns on
 each saver, on one embedded PostgreSQL 18 (temporary folder): DjangoSaver as the
@@ -16,7 +18,15 @@ Reported per saver:
 * ``put`` p50/p95 over the run, and ``get_tuple`` p50/p95 of the newest checkpoint and of
   100 random checkpoints of the thread (by id), from a fresh saver.
 
-    PYTHONPATH=$PWD .venv/bin/python bench/langgraph.py [--turns 200]
+**Stores.** The LoCoMo dev conversations (``bench/recall.py``'s loader and measure: one
+item per turn under ``("locomo", "conv<id>")``, value ``{"text", "date"}``, each question
+one ``search(namespace, query=question, limit=10)``, recall@k = share of its evidence
+turns in the first k) loaded into DjangoStore (tenant ``bench``, application role) and
+into LangGraph's ``AsyncPostgresStore`` (owner role, its ``setup()``; its default HNSW
+cosine index), both embedding the ``text`` field with WordLlama (256 dimensions). Both
+are driven through their async API, one search at a time.
+
+    PYTHONPATH=$PWD .venv/bin/python bench/langgraph.py [--turns 200] [--part saver|store|all]
 """
 
 from __future__ import annotations
@@ -40,6 +50,8 @@ import langgraph.graph  # noqa: E402
 sys.path.insert(0, _BENCH)
 
 from embedded_django import setup_django  # noqa: E402
+from recall import WORDLLAMA_DIM, Config, Context, LangGraphSubject, load_conversations  # noqa: E402
+from recall import measure as measure_recall  # noqa: E402
 
 THREAD = "bench"
 CONFIG = {"configurable": {"thread_id": THREAD}}
@@ -118,45 +130,88 @@ def postgres_payload_bytes(url: str) -> int:
         )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--turns", type=int, default=200)
-    parser.add_argument("--max-chain-depth", type=int, default=None)
-    args = parser.parse_args()
-    turns = args.turns
-    options = {} if args.max_chain_depth is None else {"max_chain_depth": args.max_chain_depth}
-    with tempfile.TemporaryDirectory(prefix="tulip-bench-") as workdir:
-        urls = setup_django(Path(workdir))
-        from tulip_memory.langgraph import DjangoSaver
+class DjangoStoreSubject:
+    """DjangoStore for ``bench/recall.py``'s measure: its namespaces are ``(tenant, *ns)``."""
 
-        PostgresSaver = langgraph.checkpoint.postgres.PostgresSaver
+    def __init__(self, embedder: Any) -> None:
+        from tulip_memory.langgraph import DjangoStore
 
-        results = {}
-        ours, our_state = run(
-            DjangoSaver(tenant="bench", **options), DjangoSaver(tenant="bench"), turns
-        )
-        ours["payload"] = DjangoSaver(tenant="bench").storage_bytes(THREAD)
-        ours["tables"] = table_bytes(
-            urls.owner,
-            [
-                "tulip_memory_langgraph_checkpoint",
-                "tulip_memory_langgraph_blob",
-                "tulip_memory_langgraph_write",
-            ],
-        )
-        results["DjangoSaver (tulip_memory)"] = ours
-        with (
-            PostgresSaver.from_conn_string(urls.owner) as saver,
-            PostgresSaver.from_conn_string(urls.owner) as fresh,
-        ):
-            saver.setup()
-            theirs, their_state = run(saver, fresh, turns)
-        assert our_state == their_state
-        theirs["payload"] = postgres_payload_bytes(urls.owner)
-        theirs["tables"] = table_bytes(
-            urls.owner, ["checkpoints", "checkpoint_blobs", "checkpoint_writes"]
-        )
-        results["PostgresSaver (langgraph)"] = theirs
+        self.store = DjangoStore(tenant="bench", embedder=embedder, index={"fields": ["text"]})
+
+    async def load(self, namespace: tuple[str, ...], items: list[tuple[str, Any]]) -> None:
+        from langgraph.store.base import PutOp
+
+        assert namespace[0] == "bench"
+        for start in range(0, len(items), 500):
+            chunk = items[start : start + 500]
+            await self.store.abatch([PutOp(namespace[1:], key, value) for key, value in chunk])
+
+    async def search(self, namespace: tuple[str, ...], query: str, limit: int) -> list[str]:
+        hits = await self.store.asearch(namespace[1:], query=query, limit=limit)
+        return [hit.key for hit in hits]
+
+
+class PostgresStoreSubject(LangGraphSubject):
+    """``AsyncPostgresStore`` on the same LangGraph namespaces as DjangoStore's."""
+
+    async def load(self, namespace: tuple[str, ...], items: list[tuple[str, Any]]) -> None:
+        await super().load(namespace[1:], items)
+
+    async def search(self, namespace: tuple[str, ...], query: str, limit: int) -> list[str]:
+        return await super().search(namespace[1:], query, limit)
+
+
+def run_stores(owner_url: str) -> list[dict[str, Any]]:
+    import asyncio
+
+    ctx = Context(admin_url=owner_url)
+    configs = [
+        Config("DjangoStore (tulip_memory)", lambda c: DjangoStoreSubject(c.wordllama())),
+        Config(
+            "PostgresStore (langgraph)",
+            lambda c: PostgresStoreSubject(c.admin_url, c.wordllama()),
+        ),
+    ]
+    conversations = load_conversations()
+
+    async def both() -> list[dict[str, Any]]:
+        return [await measure_recall(config, ctx, conversations) for config in configs]
+
+    return asyncio.run(both())
+
+
+def run_savers(urls: Any, turns: int, max_chain_depth: int | None) -> None:
+    options = {} if max_chain_depth is None else {"max_chain_depth": max_chain_depth}
+    from tulip_memory.langgraph import DjangoSaver
+
+    PostgresSaver = langgraph.checkpoint.postgres.PostgresSaver
+
+    results = {}
+    ours, our_state = run(
+        DjangoSaver(tenant="bench", **options), DjangoSaver(tenant="bench"), turns
+    )
+    ours["payload"] = DjangoSaver(tenant="bench").storage_bytes(THREAD)
+    ours["tables"] = table_bytes(
+        urls.owner,
+        [
+            "tulip_memory_langgraph_checkpoint",
+            "tulip_memory_langgraph_blob",
+            "tulip_memory_langgraph_write",
+        ],
+    )
+    results["DjangoSaver (tulip_memory)"] = ours
+    with (
+        PostgresSaver.from_conn_string(urls.owner) as saver,
+        PostgresSaver.from_conn_string(urls.owner) as fresh,
+    ):
+        saver.setup()
+        theirs, their_state = run(saver, fresh, turns)
+    assert our_state == their_state
+    theirs["payload"] = postgres_payload_bytes(urls.owner)
+    theirs["tables"] = table_bytes(
+        urls.owner, ["checkpoints", "checkpoint_blobs", "checkpoint_writes"]
+    )
+    results["PostgresSaver (langgraph)"] = theirs
 
     base = results["PostgresSaver (langgraph)"]
     print(
@@ -175,6 +230,32 @@ def main() -> None:
             f"{r['get_tuple newest'][0]:>7.2f}/{r['get_tuple newest'][1]:<7.2f} "
             f"{r['get_tuple by id'][0]:>6.2f}/{r['get_tuple by id'][1]:<6.2f}"
         )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--turns", type=int, default=200)
+    parser.add_argument("--max-chain-depth", type=int, default=None)
+    parser.add_argument("--part", choices=["saver", "store", "all"], default="all")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="tulip-bench-") as workdir:
+        urls = setup_django(
+            Path(workdir),
+            VECTOR_DIMENSIONS=WORDLLAMA_DIM,
+            EMBEDDER="tulip_memory.embeddings.WordLlamaEmbedding",
+        )
+        if args.part in ("saver", "all"):
+            run_savers(urls, args.turns, args.max_chain_depth)
+        if args.part in ("store", "all"):
+            results = run_stores(urls.owner)
+            questions = results[0]["questions"]
+            print(f"\nLoCoMo dev, {questions} questions, limit 10, WordLlama (ms)")
+            print(f"{'store':<28} {'R@1':>6} {'R@5':>6} {'R@10':>6} {'p50':>7} {'p95':>7}")
+            for r in results:
+                print(
+                    f"{r['name']:<28} {r['r@1']:>6.3f} {r['r@5']:>6.3f} {r['r@10']:>6.3f} "
+                    f"{r['p50_ms']:>7.2f} {r['p95_ms']:>7.2f}"
+                )
 
 
 if __name__ == "__main__":

@@ -28,3 +28,13 @@ def test_only_postgresql_is_accepted():
         DjangoSaver("mysql", tenant="acme")
     with pytest.raises(ConfigurationError, match="no database alias"):
         DjangoSaver("nowhere", tenant="acme")
+
+
+def test_without_the_extra_the_store_error_names_it_too(monkeypatch):
+    import tulip_memory.langgraph
+
+    monkeypatch.setitem(sys.modules, "langgraph.store.base", None)
+    monkeypatch.delitem(sys.modules, "tulip_memory.langgraph.store", raising=False)
+    package = importlib.reload(tulip_memory.langgraph)
+    with pytest.raises(ImportError, match=r"DjangoStore needs .* 'tulip-memory\[langgraph\]'"):
+        package.DjangoStore  # noqa: B018

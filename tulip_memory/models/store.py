@@ -16,7 +16,7 @@ import functools
 import json
 import operator
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -94,6 +94,7 @@ class SearchRow(NamedTuple):
     version: int
     lexical: bool
     rank: float
+    namespace: str = ""
 
 
 # The query's lexemes, once for every namespace of the statement: its tokens analysed by
@@ -239,6 +240,8 @@ class MemoryItemQuerySet(models.QuerySet):
         bm25: tuple[float, float] = (0.0, 0.0),
         max_distance: float | None = None,
         metadata: dict[str, Any] | None = None,
+        subtree: bool = False,
+        value_condition: Callable[[str], tuple[str, dict[str, Any]]] | None = None,
     ) -> list[SearchRow]:
         """Rank each namespace path of ``tenant`` on its own, in ONE statement.
 
@@ -256,10 +259,23 @@ class MemoryItemQuerySet(models.QuerySet):
         ``max_distance`` keeps the rows whose distance is at most it; ``metadata`` the rows
         whose metadata has each of its fields equal (as JSON) to its value. Both are
         applied before the cut to ``limit`` (vector ranking only).
+
+        ``subtree`` ranks each path together with the namespaces under it (one ranking per
+        path, over all their rows); ``value_condition(column)`` returns an SQL condition
+        on the ``value`` column (named ``column``) and its parameters, applied before the
+        ranking, in every mode. Each row names its namespace path (``SearchRow.namespace``).
         """
         n = self._sql_names()
         params: dict[str, Any] = {"tenant": tenant, "paths": list(paths), "limit": limit}
-        conditions = [f"c.{n['tenant']} = %(tenant)s", f"c.{n['namespace']} = p.path"]
+        in_path = f"c.{n['namespace']} = p.path"
+        if subtree:
+            in_path = f"({in_path} OR starts_with(c.{n['namespace']}, p.path || %(separator)s))"
+            params["separator"] = NAMESPACE_SEPARATOR
+        conditions = [f"c.{n['tenant']} = %(tenant)s", in_path]
+        if value_condition is not None:
+            condition, condition_params = value_condition(f"c.{n['value']}")
+            conditions.append(condition)
+            params.update(condition_params)
         for index, (field, expected) in enumerate((metadata or {}).items()):
             params[f"meta_field_{index}"] = field
             params[f"meta_value_{index}"] = json.dumps(expected)
@@ -303,7 +319,8 @@ class MemoryItemQuerySet(models.QuerySet):
             )
         sql = prefix + (
             f"SELECT p.idx, i.{n['key']}, i.{n['value']}, i.{n['metadata']}, "
-            f"i.{n['created_at']}, i.{n['updated_at']}, i.{n['version']}, m.lexical, m.rank "
+            f"i.{n['created_at']}, i.{n['updated_at']}, i.{n['version']}, m.lexical, m.rank, "
+            f"i.{n['namespace']} "
             "FROM unnest(%(paths)s::text[]) WITH ORDINALITY AS p(path, idx) "
             f"CROSS JOIN LATERAL ({ranked}) m "
             f"JOIN {n['table']} i ON i.{n['id']} = m.id "
@@ -323,8 +340,9 @@ class MemoryItemQuerySet(models.QuerySet):
                 version,
                 lexical,
                 float(rank),
+                path,
             )
-            for idx, key, value, metadata, created, updated, version, lexical, rank in rows
+            for idx, key, value, metadata, created, updated, version, lexical, rank, path in rows
         ]
 
     def _hybrid(

@@ -1,0 +1,470 @@
+"""DjangoStore: LangGraph's ``BaseStore`` over PgMemory's table, one tenant per store call.
+
+LangGraph's namespaces map onto PgMemory's with the tenant first: the LangGraph
+namespace ``("memories", "u1")`` of tenant ``acme`` is the row namespace ``("acme",
+"memories", "u1")``. The tenant is the store's ``tenant`` argument, else the one bound by
+:func:`~tulip_memory.tenancy.tenant_context` (or ``TenantMiddleware``) when the call is
+made — never a label of the namespace the graph passes — and every batch runs in ONE
+transaction pinned to it (:class:`~tulip_memory.tenant_database.TenantDatabase`), so
+row-level security shows and accepts only that tenant's rows.
+
+A batch is validated whole before anything runs (LangGraph's ``InvalidNamespaceError``
+for bad labels, ``ValueError`` for a bad value, key, filter or limit, ``NotImplementedError``
+for a TTL); then the vectors of its puts and queries are computed (PgMemory's encoder: the
+configured embedder, else HRR), then, in the transaction, its reads in operation order
+(gets: one query; each search: one statement; list-namespaces: one query each) and last
+its writes (the last write of a key wins; deletes in one statement, upserts in one), as
+LangGraph's own stores do.
+
+``search`` ranks with PgMemory's hybrid statement (``MemoryItemQuerySet.search_paths``:
+BM25 over the indexed text fused with the vector's cosine), over every namespace under the
+prefix as one ranking, with the value filter applied inside the statement, before the
+cut. Without a query it lists the newest items first, like ``PostgresStore``.
+
+The text of an item (its words and its vector) is taken from the fields of ``index``
+(LangGraph's paths, ``"$"`` = the whole value; per put ``index=[...]`` overrides them),
+joined into one text: one vector per item. ``index=False`` stores the item without text
+or vector: ``get``, ``list`` and a search without a query find it, a search with a query
+does not (as in ``PostgresStore``). Items do not expire: ``supports_ttl`` is False.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from numbers import Real
+from typing import Any, Literal, NamedTuple
+
+from asgiref.sync import async_to_sync, sync_to_async
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    InvalidNamespaceError,
+    Item,
+    ListNamespacesOp,
+    MatchCondition,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+    get_text_at_path,
+    tokenize_path,
+    validate_op_namespace,
+)
+
+from tulip_memory.embeddings import BaseEmbedding
+from tulip_memory.namespaces import (
+    Namespace,
+    decode_namespace,
+    encode_namespace,
+    validate_namespace,
+)
+from tulip_memory.store.pg import MAX_INDEXED_BYTES, PgMemory
+from tulip_memory.store.validation import encode_value, validate_key
+from tulip_memory.tenant_database import TenantDatabase
+from tulip_memory.text import tokenize, value_text
+
+__all__ = ["DjangoStore"]
+
+# LangGraph's comparison operators on values, as SQL on numbers (``$eq``/``$ne`` compare JSON).
+_ORDERING = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
+_MAX_PAGE = 10_000
+
+
+def _namespace_of(raw: object, name: str) -> tuple[str, ...]:
+    """A LangGraph namespace or prefix as a tuple (LangGraph's own tests pass lists)."""
+    if isinstance(raw, list):
+        raw = tuple(raw)
+    if not isinstance(raw, tuple):
+        raise InvalidNamespaceError(f"{name} must be a tuple of strings, got {raw!r:.80}")
+    return raw
+
+
+def _page(value: object, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= _MAX_PAGE:
+        raise ValueError(f"{name} must be an int from 0 to {_MAX_PAGE}, got {value!r}")
+    return value
+
+
+def _check_max_depth(value: object) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ValueError(f"max_depth must be a positive int or None, got {value!r}")
+
+
+class ValueFilter:
+    """LangGraph's ``filter`` of ``search`` as one SQL condition on the ``value`` column.
+
+    As ``InMemoryStore`` compares (the reference): ``{"k": v}`` keeps items whose
+    ``value["k"]`` equals ``v`` (a missing field equals ``None``); a dict of operators
+    (``$eq``, ``$ne``, ``$gt``, ``$gte``, ``$lt``, ``$lte``) applies each to the field; a
+    dict without operators matches a nested object field by field; a list matches an
+    equal list. ``$gt``…``$lte`` take a number and compare numbers (a field that is not a
+    number does not match).
+    """
+
+    def __init__(self, spec: object) -> None:
+        if not isinstance(spec, dict):
+            raise ValueError(f"filter must be a dict or None, got {type(spec).__name__}")
+        self.params: dict[str, Any] = {}
+        self._template = self._fields(spec, [])
+
+    def __call__(self, column: str) -> tuple[str, dict[str, Any]]:
+        return self._template.replace("\x00value\x00", column), self.params
+
+    def _param(self, value: Any) -> str:
+        name = f"lg_filter_{len(self.params)}"
+        self.params[name] = value
+        return f"%({name})s"
+
+    def _at(self, path: list[str]) -> str:
+        return f"(\x00value\x00 #> {self._param(path)}::text[])"
+
+    def _json(self, value: Any) -> str:
+        return f"{self._param(encode_value(value, name='filter value'))}::jsonb"
+
+    def _fields(self, spec: dict[Any, Any], path: list[str]) -> str:
+        conditions = ["TRUE"]
+        for name, expected in spec.items():
+            if not isinstance(name, str):
+                raise ValueError(f"filter keys must be strings, got {name!r}")
+            conditions.append(self._compare([*path, name], expected))
+        return " AND ".join(conditions)
+
+    def _compare(self, path: list[str], expected: Any) -> str:
+        here = self._at(path)
+        if isinstance(expected, dict):
+            if any(isinstance(k, str) and k.startswith("$") for k in expected):
+                return " AND ".join(
+                    self._operator(here, op, operand) for op, operand in expected.items()
+                )
+            return f"jsonb_typeof({here}) = 'object' AND {self._fields(expected, path)}"
+        return f"coalesce({here}, 'null'::jsonb) = {self._json(expected)}"
+
+    def _operator(self, here: str, op: object, operand: Any) -> str:
+        if op == "$eq":
+            return f"coalesce({here}, 'null'::jsonb) = {self._json(operand)}"
+        if op == "$ne":
+            return f"coalesce({here}, 'null'::jsonb) <> {self._json(operand)}"
+        if op in _ORDERING:
+            if isinstance(operand, bool) or not isinstance(operand, Real):
+                raise ValueError(f"filter operator {op} takes a number, got {operand!r}")
+            if not math.isfinite(float(operand)):
+                raise ValueError(f"filter operator {op} takes a finite number, got {operand!r}")
+            return (
+                f"(jsonb_typeof({here}) = 'number' AND ({here})::numeric "
+                f"{_ORDERING[str(op)]} {self._param(operand)}::numeric)"
+            )
+        raise ValueError(f"Unsupported operator: {op}")
+
+
+class _Write(NamedTuple):
+    """The last write of a key in a batch (``value`` None: a delete)."""
+
+    namespace: Namespace  # with the tenant first
+    key: str
+    value: dict[str, Any] | None
+    fields: Literal[False] | list[str] | None  # PutOp.index
+
+
+@dataclass
+class _Plan:
+    """A validated batch: what its reads need and what its writes leave."""
+
+    tenant: str
+    ops: list[Op]
+    rankings: dict[int, dict[str, Any]] = field(default_factory=dict)
+    filters: dict[int, ValueFilter] = field(default_factory=dict)
+    writes: list[_Write] = field(default_factory=list)
+    rows: list[Any] = field(default_factory=list)  # the upserts (UpsertRow), once encoded
+
+
+def _matches(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
+    path = tuple(condition.path)
+    if not path:
+        return True
+    if len(namespace) < len(path):
+        return False
+    labels = namespace[: len(path)] if condition.match_type == "prefix" else namespace[-len(path) :]
+    return all(want in ("*", got) for want, got in zip(path, labels, strict=True))
+
+
+class DjangoStore(TenantDatabase, BaseStore):
+    """LangGraph store on PgMemory's table through the PostgreSQL alias ``using``.
+
+    ``tenant`` fixes the tenant (else the bound one is used at call time). ``embedder``
+    is PgMemory's (``None``: ``TULIP_MEMORY["EMBEDDER"]``, ``"hrr"``, or a
+    ``BaseEmbedding``). ``index`` is LangGraph's index configuration: its ``fields``
+    (default ``["$"]``) say what text an item is found by; ``dims``, if given, must be
+    the encoder's width; ``embed`` is refused (the embedder is ``embedder``).
+    """
+
+    vendor = "postgresql"
+    supports_ttl = False
+
+    def __init__(
+        self,
+        using: str = "default",
+        *,
+        tenant: str | None = None,
+        embedder: BaseEmbedding | str | None = None,
+        index: dict[str, Any] | None = None,
+    ) -> None:
+        TenantDatabase.__init__(self, using, tenant=tenant)
+        self.memory = PgMemory(using, embedder=embedder)
+        self.fields = self._index_fields(index)
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tulip-lg-store")
+        self._closed = False
+
+    def _index_fields(self, index: dict[str, Any] | None) -> list[tuple[str, Any]]:
+        if index is None:
+            return [("$", "$")]
+        if not isinstance(index, dict):
+            raise ValueError(f"index must be a dict or None, got {type(index).__name__}")
+        unknown = set(index) - {"dims", "fields", "embed"}
+        if unknown:
+            raise ValueError(f"index has unknown keys {sorted(unknown)}; known: dims, fields")
+        if index.get("embed") is not None:
+            raise ValueError(
+                "DjangoStore embeds with PgMemory's encoder: pass embedder= (a BaseEmbedding, "
+                "or None for TULIP_MEMORY['EMBEDDER']) instead of index['embed']"
+            )
+        dims = index.get("dims")
+        if dims is not None and dims != self.memory.encoder.width:
+            raise ValueError(
+                f"index['dims'] is {dims!r} but the encoder's vectors are "
+                f"{self.memory.encoder.width} wide"
+            )
+        return self._paths(index.get("fields") or ["$"], "index['fields']")
+
+    @staticmethod
+    def _paths(paths: object, name: str) -> list[tuple[str, Any]]:
+        if isinstance(paths, str) or not isinstance(paths, (list, tuple)):
+            raise ValueError(f"{name} must be a list of field paths, got {paths!r}")
+        out = []
+        for path in paths:
+            if not isinstance(path, str) or not path:
+                raise ValueError(f"{name} must hold non-empty strings, got {path!r}")
+            out.append((path, "$" if path == "$" else tokenize_path(path)))
+        return out
+
+    # -- the LangGraph API ---------------------------------------------------------------
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """:meth:`abatch` for sync callers, run on the store's worker thread (its database
+        connection stays open); the tenant is resolved in the caller's context."""
+        tenant = self._resolve_tenant()
+        ops = list(ops)
+        return self._worker.submit(async_to_sync(self._abatch), tenant, ops).result()
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        return await self._abatch(self._resolve_tenant(), list(ops))
+
+    async def _abatch(self, tenant: str, ops: list[Op]) -> list[Result]:
+        plan = self._validate(tenant, ops)
+        await self._encode(plan)
+        return await sync_to_async(self._in_transaction)(tenant, self._execute, (plan,), None)
+
+    # -- validation and encoding (nothing runs until the whole batch is valid) ------------
+
+    def _validate(self, tenant: str, ops: list[Op]) -> _Plan:
+        plan = _Plan(tenant, ops)
+        for index, op in enumerate(ops):
+            if not isinstance(op, (GetOp, PutOp, SearchOp, ListNamespacesOp)):
+                raise ValueError(f"Unknown operation type: {type(op)}")
+            validate_op_namespace(op)
+            if isinstance(op, GetOp):
+                _namespace_of(op.namespace, "namespace")
+                validate_key(op.key)
+            elif isinstance(op, SearchOp):
+                _namespace_of(op.namespace_prefix, "namespace_prefix")
+                _page(op.limit, "limit")
+                _page(op.offset, "offset")
+                if op.query is not None and not isinstance(op.query, str):
+                    raise ValueError(f"query must be a str or None, got {op.query!r}")
+                if op.filter:
+                    plan.filters[index] = ValueFilter(op.filter)
+            elif isinstance(op, ListNamespacesOp):
+                for condition in op.match_conditions or ():
+                    if condition.match_type not in ("prefix", "suffix"):
+                        raise ValueError(f"Unsupported match type: {condition.match_type}")
+                    _namespace_of(tuple(condition.path), "match condition path")
+                _check_max_depth(op.max_depth)
+                _page(op.limit, "limit")
+                _page(op.offset, "offset")
+        self._validate_puts(plan)
+        return plan
+
+    def _validate_puts(self, plan: _Plan) -> None:
+        last: dict[tuple[Namespace, str], _Write] = {}
+        for op in plan.ops:
+            if isinstance(op, PutOp):
+                namespace = _namespace_of(op.namespace, "namespace")
+                if not namespace:
+                    raise InvalidNamespaceError("Namespace cannot be empty.")
+                key = validate_key(op.key)
+                if op.ttl is not None:
+                    raise NotImplementedError(
+                        f"TTL is not supported by {type(self).__name__}. "
+                        "Use a store implementation that supports TTL or set ttl=None."
+                    )
+                value = None
+                if op.value is not None:
+                    value = dict(op.value)  # what LangGraph's stores do (and raise)
+                    encode_value(value)
+                    if op.index not in (None, False):
+                        self._paths(op.index, "index")
+                full = validate_namespace((plan.tenant, *namespace))
+                size = sum(len(p.encode()) for p in (plan.tenant, encode_namespace(full), key))
+                if size > MAX_INDEXED_BYTES:
+                    raise ValueError(
+                        f"namespace and key take {size} bytes of UTF-8 with the tenant, over "
+                        f"{MAX_INDEXED_BYTES} (PostgreSQL's btree entry limit)"
+                    )
+                last[(full, key)] = _Write(full, key, value, op.index)
+        plan.writes = list(last.values())
+
+    def _text(self, value: dict[str, Any], index: Any) -> str:
+        if index is False:
+            return ""
+        paths = self.fields if index is None else self._paths(index, "index")
+        texts: list[str] = []
+        for path, tokens in paths:
+            texts += [value_text(value)] if path == "$" else get_text_at_path(value, tokens)
+        return " ".join(text for text in texts if text)
+
+    async def _encode(self, plan: _Plan) -> None:
+        from tulip_memory.models.store import UpsertRow, search_text_of
+
+        encoder = self.memory.encoder
+        puts = [write for write in plan.writes if write.value is not None]
+        texts = [self._text(write.value or {}, write.fields) for write in puts]
+        vectors = await encoder.encode_many(texts) if texts else []
+        plan.rows = [
+            UpsertRow(
+                tenant=plan.tenant,
+                namespace=encode_namespace(write.namespace),
+                key=write.key,
+                value_json=encode_value(write.value),
+                metadata_json="{}",
+                search_text=search_text_of(tokenize(text)),
+                embedding=vector,
+                embedding_source=encoder.source if vector is not None else "",
+            )
+            for write, text, vector in zip(puts, texts, vectors, strict=True)
+        ]
+        for index, op in enumerate(plan.ops):
+            if isinstance(op, SearchOp) and op.query and op.query.strip():
+                ranking = await self.memory.ranking_arguments(plan.tenant, op.query)
+                # A query of stop words only (HRR vectors) ranks nothing: newest first.
+                if ranking["terms"] is not None or ranking["vector"] is not None:
+                    plan.rankings[index] = ranking
+
+    # -- the transaction -----------------------------------------------------------------
+
+    def _items(self) -> Any:
+        from tulip_memory.models.store import MemoryItem
+
+        return MemoryItem.objects.using(self.using)
+
+    def _execute(self, tenant: str, plan: _Plan) -> list[Result]:
+        results: list[Result] = [None] * len(plan.ops)
+        gets = {i: op for i, op in enumerate(plan.ops) if isinstance(op, GetOp)}
+        if gets:
+            found = self._get_many(tenant, [(tenant, *op.namespace) for op in gets.values()], gets)
+            for i in gets:
+                results[i] = found.get(i)
+        for i, op in enumerate(plan.ops):
+            if isinstance(op, SearchOp):
+                results[i] = self._search(tenant, op, plan.rankings.get(i), plan.filters.get(i))
+            elif isinstance(op, ListNamespacesOp):
+                results[i] = self._list_namespaces(tenant, op)
+        deletes = [(write.namespace, write.key) for write in plan.writes if write.value is None]
+        if deletes:
+            self._items().for_keys(deletes).clear()
+        if plan.rows:
+            self._items().upsert(plan.rows)
+        return results
+
+    def _get_many(
+        self, tenant: str, namespaces: list[Namespace], gets: dict[int, GetOp]
+    ) -> dict[int, Item]:
+        pairs = [(ns, op.key) for ns, op in zip(namespaces, gets.values(), strict=True)]
+        rows = (
+            self._items()
+            .for_keys(pairs)
+            .values("namespace", "key", "value", "created_at", "updated_at")
+        )
+        by_identity = {(row["namespace"], row["key"]): row for row in rows}
+        out = {}
+        for i, (namespace, key) in zip(gets, pairs, strict=True):
+            row = by_identity.get((encode_namespace(namespace), key))
+            if row is not None:
+                out[i] = Item(
+                    value=row["value"],
+                    key=key,
+                    namespace=namespace[1:],
+                    created_at=row["created_at"],
+                    updated_at=row["updated_at"],
+                )
+        return out
+
+    def _search(
+        self,
+        tenant: str,
+        op: SearchOp,
+        ranking: dict[str, Any] | None,
+        value_filter: ValueFilter | None,
+    ) -> list[SearchItem]:
+        rows = self._items().search_paths(
+            tenant,
+            [encode_namespace((tenant, *op.namespace_prefix))],
+            op.offset + op.limit,
+            subtree=True,
+            value_condition=value_filter,
+            **(ranking or {}),
+        )
+        return [
+            SearchItem(
+                namespace=decode_namespace(row.namespace)[1:],
+                key=row.key,
+                value=row.value,
+                created_at=row.created_at,
+                updated_at=row.updated_at,
+                score=None if ranking is None else -row.rank,
+            )
+            for row in rows[op.offset :]
+        ]
+
+    def _list_namespaces(self, tenant: str, op: ListNamespacesOp) -> list[tuple[str, ...]]:
+        conditions = list(op.match_conditions or ())
+        # The rows under the longest literal prefix are read; wildcards and suffixes are
+        # matched on the decoded namespaces.
+        literal: list[str] = []
+        for condition in conditions:
+            if condition.match_type == "prefix":
+                for label in condition.path:
+                    if label == "*":
+                        break
+                    literal.append(label)
+                break
+        paths = self._items().under_prefix((tenant, *literal)).namespace_paths()
+        namespaces = {decode_namespace(path)[1:] for path, _sort_key in paths}
+        kept = [ns for ns in namespaces if ns and all(_matches(c, ns) for c in conditions)]
+        if op.max_depth is not None:
+            kept = list({ns[: op.max_depth] for ns in kept})
+        return sorted(kept)[op.offset : op.offset + op.limit]
+
+    def close(self) -> None:
+        """Close the database connection of the sync API's worker thread and stop it."""
+        from django.db import connections
+
+        if not self._closed:
+            self._closed = True
+            self._worker.submit(connections.close_all).result()
+            self._worker.shutdown(wait=True)
+
+    def __repr__(self) -> str:
+        return f"<DjangoStore using={self.using!r} tenant={self.tenant!r}>"
