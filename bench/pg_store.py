@@ -43,6 +43,8 @@ from embedded_django import setup_django
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from tulip_memory.embeddings import BaseEmbedding  # noqa: E402  (after the path is set)
+
 DIM = 384
 SIZES = {"ns100": 100, "ns1k": 1_000, "ns10k": 10_000, "ns50k": 50_000}
 FOCUS_TENANT = "t0000"
@@ -87,8 +89,8 @@ class Layout:
         raise KeyError(label)
 
 
-class SeededEmbedding:
-    """``"doc <i>"`` -> row i's vector, ``"query <j>"`` -> query j's (a BaseEmbedding)."""
+class SeededEmbedding(BaseEmbedding):
+    """``"doc <i>"`` -> row i's vector, ``"query <j>"`` -> query j's."""
 
     def __init__(self, vectors: np.ndarray, queries: np.ndarray) -> None:
         self.vectors = vectors

@@ -65,6 +65,30 @@ async def test_retrieve_with_query_uses_one_ranked_and_one_recency_search_many()
     assert store.calls == {"search_many": 2}
 
 
+async def test_a_ranking_that_fills_the_limit_needs_no_recency_search():
+    store = CountingStore()
+    manager = LLMMemoryManager(store, namespace_prefix=NS)
+    await manager.save(
+        [Memory(t, f"{t.value}-{i}", f"{t.value} fact {i}") for t in MemoryType for i in range(3)]
+    )
+    newest = [m.key for m in await manager.retrieve(12)]
+    store.calls.clear()
+    # Every memory matches "fact": 5 ranked memories fill the limit, recency is not read.
+    five = [m.key for m in await manager.retrieve(5, query="fact")]
+    assert store.calls == {"search_many": 1}
+    assert len(five) == len(set(five)) == 5
+    # 12 ranked memories fill a limit of 12; one more needs the recency top-up, which
+    # adds nothing new (every memory is ranked) and repeats none.
+    store.calls.clear()
+    twelve = [m.key for m in await manager.retrieve(12, query="fact")]
+    assert store.calls == {"search_many": 1}
+    store.calls.clear()
+    thirteen = [m.key for m in await manager.retrieve(13, query="fact")]
+    assert store.calls == {"search_many": 2}
+    assert thirteen == twelve
+    assert sorted(twelve) == sorted(newest)
+
+
 async def test_rankings_are_merged_rank_by_rank_then_topped_up_by_recency():
     manager = LLMMemoryManager(InMemoryStore(), namespace_prefix=NS)
     await manager.save(
