@@ -108,6 +108,27 @@ async def test_rankings_are_merged_rank_by_rank_then_topped_up_by_recency():
     assert [m.key for m in await manager.retrieve(2, query="kafka redis")] == ["u-both", "p-both"]
 
 
+async def test_an_unreadable_ranked_memory_is_skipped_once_and_the_recency_tops_up(caplog):
+    store = CountingStore()
+    manager = LLMMemoryManager(store, namespace_prefix=NS)
+    await manager.save(
+        [
+            Memory(MemoryType.USER, "tea", "drinks green tea"),
+            Memory(MemoryType.PROJECT, "plan", "ships in march"),
+        ]
+    )
+    await store.put((*NS, "user"), "broken", {"text": "green tea, no memory fields"})
+    store.calls.clear()
+    with caplog.at_level(logging.WARNING, logger="tulip_memory.manager"):
+        got = [m.key for m in await manager.retrieve(2, query="green tea")]
+    # The unreadable item ranks but is skipped; one readable ranked memory does not fill
+    # the limit of 2, so the recency search tops it up (the broken item again: skipped).
+    assert got == ["tea", "plan"]
+    assert store.calls == {"search_many": 2}
+    warnings = [r for r in caplog.records if "unreadable memory" in r.getMessage()]
+    assert len(warnings) == 1
+
+
 async def test_query_matching_nothing_still_injects_recent_memories():
     manager = LLMMemoryManager(InMemoryStore(), namespace_prefix=NS)
     await manager.save([Memory(MemoryType.USER, "role", "The user is a nurse.")])
