@@ -17,6 +17,13 @@
    backends stay at 0) — reported separately: it shows how much of the busy figure is
    the caller waiting for a CPU the workers hold, not work on the caller's path.
 
+2b. ``--profile``: where ``on_session_start``'s time goes on PgMemory (a second 10k-memory
+   namespace, the same 200 turns): the query's encoding (``ranking_arguments``: the HRR
+   vector and its text form), each SQL statement as the client waits for it (the tenant
+   pin, the ranked ``search_many``, the recency one when it runs), and the rest (the
+   transaction's BEGIN/COMMIT, the hops to Django's thread, building the items and the
+   block); p50 / p95 of each, and how many turns ran the recency statement.
+
 4. ``--broker-down``: only this part. ``on_session_end`` in Celery mode with the broker
    unreachable (a closed port of 127.0.0.1): ``--jobs`` sessions with tulip_memory's send
    policy (one immediate reconnection; the sweep re-sends later), then 20 with Celery's
@@ -24,6 +31,7 @@
    and the job rows recorded.
 
     .venv/bin/python bench/manager.py [--memories 10000] [--jobs 200] [--skip-celery]
+                                      [--profile]
     .venv/bin/python bench/manager.py --broker-down [--jobs 200]
 
 Starts its own embedded PostgreSQL in a temporary folder (tests/settings.py) and uses the
@@ -130,6 +138,78 @@ async def session_start_part(count: int) -> None:
         print(f"\n== on_session_start, {count} memories in the user's namespace, {name} ==")
         print(f"fill {fill:.1f} s; retrieve_limit {manager.retrieve_limit}")
         print(_ms(samples))
+
+
+class _StatementTimer:
+    """A Django execute wrapper adding each statement's wait to a per-turn tally by kind."""
+
+    def __init__(self) -> None:
+        self.turn: dict[str, float] = {}
+
+    def __call__(self, execute, sql, params, many, context):
+        started = time.perf_counter()
+        try:
+            return execute(sql, params, many, context)
+        finally:
+            if "set_config" in sql:
+                kind = "tenant pin (set_config)"
+            elif sql.lstrip().startswith("WITH q AS"):
+                kind = "ranked search_many statement"
+            else:
+                kind = "recency search_many statement"
+            self.turn[kind] = self.turn.get(kind, 0.0) + time.perf_counter() - started
+
+
+async def profile_part(count: int) -> None:
+    from asgiref.sync import sync_to_async
+    from django.db import connections
+
+    from tulip_memory.manager import LLMMemoryManager
+    from tulip_memory.messages import Message, Role
+    from tulip_memory.state import AgentState
+    from tulip_memory.store import PgMemory
+
+    prefix = ("bench", "users", "u2")
+    store = PgMemory()
+    await _fill(store, prefix, count)
+    manager = LLMMemoryManager(store, namespace_prefix=prefix, max_memories=count)
+    timer = _StatementTimer()
+    # The wrapper goes on the connection of Django's thread, where sync_to_async runs.
+    await sync_to_async(lambda: connections["default"].execute_wrappers.append(timer))()
+    encode = store.ranking_arguments
+    encoding: list[float] = []
+
+    async def timed_ranking_arguments(tenant: str, query: str | None) -> dict:
+        started = time.perf_counter()
+        try:
+            return await encode(tenant, query)
+        finally:
+            encoding.append(time.perf_counter() - started)
+
+    store.ranking_arguments = timed_ranking_arguments  # type: ignore[method-assign]
+    parts: dict[str, list[float]] = {}
+    recency_turns = 0
+    for turn in range(220):
+        state = AgentState(
+            messages=[Message(Role.SYSTEM, "You help."), Message(Role.USER, QUERIES[turn % 8])]
+        )
+        timer.turn, encoding[:] = {}, []
+        started = time.perf_counter()
+        await manager.on_session_start(state)
+        total = time.perf_counter() - started
+        if turn < 20:  # the first 20 warm connections and caches
+            continue
+        split = {"query encoding (ranking_arguments)": sum(encoding), **timer.turn}
+        split["rest (BEGIN/COMMIT, thread hops, Python)"] = total - sum(split.values())
+        split["total"] = total
+        recency_turns += "recency search_many statement" in timer.turn
+        for kind, seconds in split.items():
+            parts.setdefault(kind, []).append(seconds)
+    await sync_to_async(lambda: connections["default"].execute_wrappers.remove(timer))()
+    print(f"\n== on_session_start profile, {count} memories, PgMemory ==")
+    for kind, samples in parts.items():
+        print(f"{kind:<45} {_ms(samples)}")
+    print(f"turns that ran the recency statement: {recency_turns} of {len(parts['total'])}")
 
 
 CONVERSATION = [
@@ -277,6 +357,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=200)
     parser.add_argument("--skip-celery", action="store_true")
     parser.add_argument("--broker-down", action="store_true")
+    parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
 
     if not args.broker_down:
@@ -300,6 +381,8 @@ def main() -> None:
         asyncio.run(broker_down_part(args.jobs))
         return
     asyncio.run(session_start_part(args.memories))
+    if args.profile:
+        asyncio.run(profile_part(args.memories))
     if not args.skip_celery:
         asyncio.run(celery_part(args.jobs))
 

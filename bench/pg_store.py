@@ -22,6 +22,13 @@ Measured:
 
     .venv/bin/python bench/pg_store.py [--rows 1000000] [--tenants 1000] [--queries 50]
                                        [--skip-langgraph]
+
+``--quantisation``: only this, no database: would a binary-quantised first pass (one sign
+bit per dimension) keep the exact top 10 of the 50k-row namespace among its best N rows?
+recall@10 of the first pass's pool against the exact top 10, for a symmetric pass
+(hamming distance between the query's and the rows' sign bits, pgvector's
+``binary_quantize`` + ``<~>``) and an asymmetric one (the float query against the rows'
+signs), for several N.
 """
 
 from __future__ import annotations
@@ -42,6 +49,8 @@ import numpy as np
 from embedded_django import setup_django
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tulip_memory.embeddings import BaseEmbedding
 
 DIM = 384
 SIZES = {"ns100": 100, "ns1k": 1_000, "ns10k": 10_000, "ns50k": 50_000}
@@ -87,8 +96,8 @@ class Layout:
         raise KeyError(label)
 
 
-class SeededEmbedding:
-    """``"doc <i>"`` -> row i's vector, ``"query <j>"`` -> query j's (a BaseEmbedding)."""
+class SeededEmbedding(BaseEmbedding):
+    """``"doc <i>"`` -> row i's vector, ``"query <j>"`` -> query j's."""
 
     def __init__(self, vectors: np.ndarray, queries: np.ndarray) -> None:
         self.vectors = vectors
@@ -313,6 +322,34 @@ async def langgraph_side(
     return {"rows": rows, "put_seconds": put_seconds, "searches": searches}
 
 
+# -- quantisation -----------------------------------------------------------------------------
+
+
+def quantisation_recall(
+    layout: Layout, vectors: np.ndarray, queries: np.ndarray, count: int
+) -> None:
+    first, size = layout.span("ns50k")
+    block = vectors[first : first + size].astype(np.float64)
+    unit = block / np.linalg.norm(block, axis=1, keepdims=True)
+    signs = block > 0
+    pools = (100, 500, 1_000, 2_000, 5_000, 10_000)
+    symmetric: dict[int, list[float]] = {n: [] for n in pools}
+    asymmetric: dict[int, list[float]] = {n: [] for n in pools}
+    for j in range(1, count + 1):
+        query = queries[j].astype(np.float64)
+        exact = set(np.argsort(-(unit @ query), kind="stable")[:10].tolist())
+        hamming = np.argsort((signs != (query > 0)).sum(axis=1), kind="stable")
+        signed = np.argsort(-(np.where(signs, 1.0, -1.0) @ query), kind="stable")
+        for n in pools:
+            symmetric[n].append(len(exact & set(hamming[:n].tolist())) / 10)
+            asymmetric[n].append(len(exact & set(signed[:n].tolist())) / 10)
+    print(f"binary-quantised first pass over the {size:,}-row namespace, {count} queries")
+    print(f"{'pool N':>8} {'symmetric (hamming)':>20} {'asymmetric':>11}")
+    for n in pools:
+        sym, asym = statistics.mean(symmetric[n]), statistics.mean(asymmetric[n])
+        print(f"{n:>8,} {sym:>20.3f} {asym:>11.3f}")
+
+
 # -- main --------------------------------------------------------------------------------------
 
 
@@ -412,7 +449,15 @@ def main() -> None:
     parser.add_argument("--chunk", type=int, default=5_000)
     parser.add_argument("--queries", type=int, default=50)
     parser.add_argument("--skip-langgraph", action="store_true")
+    parser.add_argument("--quantisation", action="store_true")
     args = parser.parse_args()
+    if args.quantisation:
+        layout = Layout.build(args.rows, args.tenants)
+        rng = np.random.default_rng(42)
+        vectors = rng.standard_normal((layout.rows, DIM), dtype=np.float32)
+        queries = rng.standard_normal((2000, DIM), dtype=np.float32)
+        quantisation_recall(layout, vectors, queries, args.queries)
+        return
     with tempfile.TemporaryDirectory(prefix="tulip-bench-pg-") as tmp:
         # Sync, before the event loop: Django refuses to set itself up inside one.
         admin_url = setup_django(Path(tmp), VECTOR_DIMENSIONS=DIM).admin

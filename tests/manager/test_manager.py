@@ -65,6 +65,30 @@ async def test_retrieve_with_query_uses_one_ranked_and_one_recency_search_many()
     assert store.calls == {"search_many": 2}
 
 
+async def test_a_ranking_that_fills_the_limit_needs_no_recency_search():
+    store = CountingStore()
+    manager = LLMMemoryManager(store, namespace_prefix=NS)
+    await manager.save(
+        [Memory(t, f"{t.value}-{i}", f"{t.value} fact {i}") for t in MemoryType for i in range(3)]
+    )
+    newest = [m.key for m in await manager.retrieve(12)]
+    store.calls.clear()
+    # Every memory matches "fact": 5 ranked memories fill the limit, recency is not read.
+    five = [m.key for m in await manager.retrieve(5, query="fact")]
+    assert store.calls == {"search_many": 1}
+    assert len(five) == len(set(five)) == 5
+    # 12 ranked memories fill a limit of 12; one more needs the recency top-up, which
+    # adds nothing new (every memory is ranked) and repeats none.
+    store.calls.clear()
+    twelve = [m.key for m in await manager.retrieve(12, query="fact")]
+    assert store.calls == {"search_many": 1}
+    store.calls.clear()
+    thirteen = [m.key for m in await manager.retrieve(13, query="fact")]
+    assert store.calls == {"search_many": 2}
+    assert thirteen == twelve
+    assert sorted(twelve) == sorted(newest)
+
+
 async def test_rankings_are_merged_rank_by_rank_then_topped_up_by_recency():
     manager = LLMMemoryManager(InMemoryStore(), namespace_prefix=NS)
     await manager.save(
@@ -82,6 +106,27 @@ async def test_rankings_are_merged_rank_by_rank_then_topped_up_by_recency():
     assert got[3:] == ["r-none", "p-none"]
     assert len(got) == len(set(got))  # de-duplicated
     assert [m.key for m in await manager.retrieve(2, query="kafka redis")] == ["u-both", "p-both"]
+
+
+async def test_an_unreadable_ranked_memory_is_skipped_once_and_the_recency_tops_up(caplog):
+    store = CountingStore()
+    manager = LLMMemoryManager(store, namespace_prefix=NS)
+    await manager.save(
+        [
+            Memory(MemoryType.USER, "tea", "drinks green tea"),
+            Memory(MemoryType.PROJECT, "plan", "ships in march"),
+        ]
+    )
+    await store.put((*NS, "user"), "broken", {"text": "green tea, no memory fields"})
+    store.calls.clear()
+    with caplog.at_level(logging.WARNING, logger="tulip_memory.manager"):
+        got = [m.key for m in await manager.retrieve(2, query="green tea")]
+    # The unreadable item ranks but is skipped; one readable ranked memory does not fill
+    # the limit of 2, so the recency search tops it up (the broken item again: skipped).
+    assert got == ["tea", "plan"]
+    assert store.calls == {"search_many": 2}
+    warnings = [r for r in caplog.records if "unreadable memory" in r.getMessage()]
+    assert len(warnings) == 1
 
 
 async def test_query_matching_nothing_still_injects_recent_memories():

@@ -11,9 +11,9 @@ import pytest
 from asgiref.sync import async_to_sync
 from django.db import connection, connections
 from django.test import override_settings
-from django.test.utils import CaptureQueriesContext
 
 from tests.store.concepts import ConceptEmbedding
+from tests.store.pg_statements import executions, explain, search_statements
 from tulip_memory.checks.search import check_text_search_config, check_text_search_databases
 from tulip_memory.models.store import MemoryItem
 from tulip_memory.store import PgMemory
@@ -108,21 +108,15 @@ def test_search_many_is_one_statement_and_reads_each_namespace_through_the_btree
         cursor.execute("ANALYZE tulip_memory_store_item")
     store = PgMemory()
     namespaces = [("acme", f"ns{i}") for i in (0, 2, 4)]  # 20 zebras each
-    with CaptureQueriesContext(connection) as captured:
+    with executions() as calls:
         together = sync(store.search_many)(namespaces, "zebra", limit=5)
-    statements = [
-        q["sql"]
-        for q in captured.captured_queries
-        if "set_config" not in q["sql"]
-        and q["sql"].split()[0].upper() not in ("SAVEPOINT", "RELEASE", "BEGIN", "COMMIT")
-    ]
+    statements = search_statements(calls)
     assert len(statements) == 1
     assert [len(found) for found in together] == [5, 5, 5]
     assert all(int(item.key[1:]) % 50 == 0 for found in together for item in found)
     assert together == [sync(store.search)(ns, "zebra", limit=5) for ns in namespaces]
-    with tenant_atomic("acme"), connection.cursor() as cursor:
-        cursor.execute("EXPLAIN " + statements[0])
-        plan = "\n".join(line for (line,) in cursor.fetchall())
+    with tenant_atomic("acme"):
+        plan = explain(*statements[0])
     # Each namespace's rows come from the (tenant, namespace) btree, never a whole-table
     # scan. (No GIN index: under row-level security `@@` could not use it.)
     assert "tulip_store_item_recent" in plan, plan

@@ -7,7 +7,10 @@ A recall reads every memory type of every namespace in scope ("targets"):
   because scores of separate rankings are not comparable;
 * ONE more ``search_many`` without a query tops the list up with the most recently
   updated memories, so a store whose search only matches words (InMemoryStore's BM25)
-  still injects something when no memory shares a word with the user's message;
+  still injects something when no memory shares a word with the user's message. It runs
+  only when the ranking brought back fewer than ``limit`` memories: the top-up comes
+  after every ranked memory, so it would not change a full list (with a store that
+  ranks every memory with a vector, PgMemory's, a recall is then one statement);
 * the two are de-duplicated (by namespace and key) and cut to the limit.
 
 A store that cannot search (``capabilities.search`` false) falls back to recency read
@@ -59,10 +62,13 @@ async def _recent_without_search(
     return _newest_first(groups)
 
 
-def _to_memories(items: list[StoreItem], limit: int) -> list[Memory]:
-    seen: set[tuple[Namespace, str]] = set()
-    memories: list[Memory] = []
+def _add_memories(
+    items: list[StoreItem], limit: int, memories: list[Memory], seen: set[tuple[Namespace, str]]
+) -> list[Memory]:
+    """``memories`` extended with those of ``items`` not ``seen`` yet, up to ``limit``."""
     for item in items:
+        if len(memories) == limit:
+            break
         identity = (tuple(item.namespace), item.key)
         if identity in seen:
             continue
@@ -71,9 +77,6 @@ def _to_memories(items: list[StoreItem], limit: int) -> list[Memory]:
             memories.append(Memory.from_store_value(item.value))
         except ValueError as exc:
             logger.warning("skipping unreadable memory %r/%r: %s", item.namespace, item.key, exc)
-            continue
-        if len(memories) == limit:
-            break
     return memories
 
 
@@ -83,10 +86,14 @@ async def recall(
     """Up to ``limit`` memories of ``targets``: ranked for ``query`` first, then newest."""
     if limit <= 0 or not targets:
         return []
+    memories: list[Memory] = []
+    seen: set[tuple[Namespace, str]] = set()
     if not store.capabilities.search:
-        return _to_memories(await _recent_without_search(store, targets, limit), limit)
-    ranked: list[StoreItem] = []
+        recent = await _recent_without_search(store, targets, limit)
+        return _add_memories(recent, limit, memories, seen)
     if query and query.strip():
         ranked = _interleave(await store.search_many(targets, query=query, limit=limit))
+        if len(_add_memories(ranked, limit, memories, seen)) == limit:
+            return memories
     recent = _newest_first(await store.search_many(targets, query=None, limit=limit))
-    return _to_memories(ranked + recent, limit)
+    return _add_memories(recent, limit, memories, seen)

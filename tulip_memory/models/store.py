@@ -232,7 +232,7 @@ class MemoryItemQuerySet(models.QuerySet):
         paths: Sequence[str],
         limit: int,
         *,
-        vector: str | None = None,
+        vector: np.ndarray | str | None = None,
         source: str | None = None,
         terms: Sequence[str] | None = None,
         config: str = "english",
@@ -264,6 +264,9 @@ class MemoryItemQuerySet(models.QuerySet):
         path, over all their rows); ``value_condition(column)`` returns an SQL condition
         on the ``value`` column (named ``column``) and its parameters, applied before the
         ranking, in every mode. Each row names its namespace path (``SearchRow.namespace``).
+
+        ``vector`` is best a float32 array: it travels in binary rather than being
+        printed as text and parsed back; pgvector's text form is accepted too.
         """
         n = self._sql_names()
         params: dict[str, Any] = {"tenant": tenant, "paths": list(paths), "limit": limit}
@@ -280,7 +283,7 @@ class MemoryItemQuerySet(models.QuerySet):
             params[f"meta_field_{index}"] = field
             params[f"meta_value_{index}"] = json.dumps(expected)
             conditions.append(
-                f"c.{n['metadata']} -> %(meta_field_{index})s = %(meta_value_{index})s::jsonb"
+                f"c.{n['metadata']} -> %(meta_field_{index})s::text = %(meta_value_{index})s::jsonb"
             )
         usable = f"c.{n['embedding']} IS NOT NULL"
         if source is not None:
@@ -326,7 +329,7 @@ class MemoryItemQuerySet(models.QuerySet):
             f"JOIN {n['table']} i ON i.{n['id']} = m.id "
             f"ORDER BY p.idx, m.rank, i.{n['updated_at']} DESC, i.{n['key']}"
         )
-        with connections[self.db].cursor() as cursor:
+        with self._binary_cursor() as cursor:
             cursor.execute(sql, params)
             rows = cursor.fetchall()
         return [

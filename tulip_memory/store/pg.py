@@ -531,7 +531,7 @@ class PgMemory(BaseStore):
         ranked = bool(tokens) and (not hrr or bool(search_terms(" ".join(tokens))))
         encoded = await self.encoder.encode(tenant, query) if ranked and query else None
         return {
-            "vector": None if encoded is None else self.encoder.literal(encoded),
+            "vector": encoded,
             "source": self.encoder.source,
             "terms": tokens if ranked else None,
             "config": text_search_config(),
@@ -592,7 +592,7 @@ class PgMemory(BaseStore):
             namespace[0],
             [namespace],
             limit,
-            vector=self.encoder.literal(vector),
+            vector=vector,
             source=None,  # every vector: this encoder's, another's, the caller's
             max_distance=None if threshold is None else 1.0 - threshold,
             metadata=filters,

@@ -1,0 +1,46 @@
+"""The statements PgMemory sends, with their parameters, and their plans (test helpers).
+
+PgMemory's search travels with server-side binding (its query vector in binary), so the
+SQL Django logs holds ``$n`` placeholders: to EXPLAIN a search, the tests capture the
+statement with its parameters through an execute wrapper and run it again the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from django.db import connection
+
+from tulip_memory.models.store import MemoryItem
+
+
+@contextmanager
+def executions() -> Iterator[list[tuple[str, Any]]]:
+    """``(sql, params)`` of every statement run on the default connection meanwhile."""
+    calls: list[tuple[str, Any]] = []
+
+    def record(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        calls.append((sql, params))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(record):
+        yield calls
+
+
+def search_statements(calls: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """The search statements among ``calls`` (no tenant pin, no transaction plumbing)."""
+    return [
+        (sql, params)
+        for sql, params in calls
+        if "set_config" not in sql
+        and sql.split()[0].upper() not in ("SAVEPOINT", "RELEASE", "BEGIN", "COMMIT")
+    ]
+
+
+def explain(sql: str, params: Any) -> str:
+    """The plan of ``sql`` with ``params``, sent as PgMemory sends it (run in a tenant)."""
+    with MemoryItem.objects.all()._binary_cursor() as cursor:
+        cursor.execute("EXPLAIN " + sql, params)
+        return "\n".join(line for (line,) in cursor.fetchall())
