@@ -23,12 +23,16 @@ from playwright.sync_api import sync_playwright
 
 __all__ = [
     "browser_db",
+    "chat_roles",
     "chromium",
     "follow",
+    "follow_parents",
     "login",
     "off_the_loop",
+    "open_list_of_tenant",
     "page",
     "shoot",
+    "switch_status",
     "tenant_shown",
 ]
 
@@ -122,3 +126,46 @@ def off_the_loop(function):
 
 def tenant_shown(page) -> str:
     return page.inner_text("#tulip-current-tenant")
+
+
+def open_list_of_tenant(page, live_server, url_name: str, tenant: str) -> None:
+    """Open the changelist ``url_name`` and pick ``tenant`` with the switcher."""
+    page.goto(f"{live_server.url}{reverse(url_name)}")
+    page.select_option("#tulip-tenant-bar select", tenant)
+    follow(page, "#tulip-tenant-bar button")
+
+
+def switch_status(page, live_server, tenant: str) -> int:
+    """The status of a switcher POST asking for ``tenant`` (with the page's CSRF token)."""
+    token = next(c["value"] for c in page.context.cookies() if c["name"] == "csrftoken")
+    response = page.request.post(
+        f"{live_server.url}{reverse('admin:tulip_memory_tenant_switch')}",
+        form={"tenant": tenant, "csrfmiddlewaretoken": token},
+        headers={"Referer": page.url},
+    )
+    return response.status
+
+
+def chat_roles(page) -> list[str]:
+    """The roles of the messages of the page's chat, in order."""
+    return page.locator("#tulip-conversation .tulip-msg").evaluate_all(
+        "els => els.map(e => e.dataset.role)"
+    )
+
+
+def follow_parents(page, shoot, tenant: str, name: str, on_page=None) -> list[str]:
+    """From a checkpoint's page, click parent links down to the root.
+
+    Each page keeps ``tenant`` and is shot as ``<name>-<n>`` (``on_page(n)`` runs on it);
+    returns the checkpoint ids seen, newest first.
+    """
+    visited = [page.inner_text(".field-checkpoint_id .readonly")]
+    shoot(f"{name}-0")
+    while page.locator(".field-parent_link a").count():
+        follow(page, ".field-parent_link a")
+        assert tenant_shown(page) == tenant
+        visited.append(page.inner_text(".field-checkpoint_id .readonly"))
+        shoot(f"{name}-{len(visited) - 1}")
+        if on_page is not None:
+            on_page(len(visited) - 1)
+    return visited

@@ -7,6 +7,7 @@ from django.contrib.auth.models import Permission, User
 from django.urls import reverse
 
 from tulip_memory.models import Tenant, TenantMembership
+from tulip_memory.tenancy import tenant_atomic
 
 
 def pick_tenant(client, tenant: str, next_url: str = ""):
@@ -28,6 +29,18 @@ def make_staff(username: str, tenants: tuple[str, ...], *codenames: str) -> User
     return user
 
 
+def checkpoint_pk(model, tenant: str, checkpoint_id: str) -> int:
+    """The primary key of ``tenant``'s checkpoint row ``checkpoint_id`` of ``model``."""
+    with tenant_atomic(tenant):
+        return model.objects.get(checkpoint_id=checkpoint_id).pk
+
+
 @pytest.fixture
 def superuser(db):
     return User.objects.create_superuser("root", "root@example.com", "pw")
+
+
+@pytest.fixture
+def root_client(client, superuser):
+    client.force_login(superuser)
+    return client

@@ -8,16 +8,27 @@ import pytest
 from asgiref.sync import async_to_sync
 from django.urls import reverse
 
-from tests.admin.browser import follow, login, off_the_loop, tenant_shown
+from tests.admin.browser import (
+    chat_roles,
+    follow,
+    follow_parents,
+    login,
+    off_the_loop,
+    open_list_of_tenant,
+    switch_status,
+    tenant_shown,
+)
 from tests.admin.conftest import make_staff
 from tulip_memory.delta import DeltaCheckpointer, ORMDeltaStorage
 from tulip_memory.messages import Message, Role, ToolCall
-from tulip_memory.models import DeltaCheckpointRecord, MemoryItem
+from tulip_memory.models import DeltaCheckpointRecord, LangGraphCheckpoint, MemoryItem
 from tulip_memory.state import AgentState
 from tulip_memory.store import PgMemory
 from tulip_memory.tenancy import tenant_atomic
 
 pytestmark = pytest.mark.usefixtures("browser_db")
+
+LANGGRAPH_LIST = "admin:tulip_memory_langgraphcheckpoint_changelist"
 
 
 @async_to_sync
@@ -105,13 +116,7 @@ def test_staff_of_one_tenant_cannot_reach_another(page, live_server, shoot):
     shoot("own-tenant")
 
     # The switcher refuses a tenant the user is not a member of.
-    token = next(c["value"] for c in page.context.cookies() if c["name"] == "csrftoken")
-    refused = page.request.post(
-        f"{live_server.url}{reverse('admin:tulip_memory_tenant_switch')}",
-        form={"tenant": "globex", "csrfmiddlewaretoken": token},
-        headers={"Referer": changelist},
-    )
-    assert refused.status == 403
+    assert switch_status(page, live_server, "globex") == 403
     # A typed URL with the other tenant's primary key finds nothing.
     page.goto(f"{live_server.url}{reverse('admin:tulip_memory_memoryitem_change', args=[foreign])}")
     assert "doesn\u2019t exist" in page.content() and "red car" not in page.content()
@@ -145,15 +150,12 @@ async def _chain() -> list[str]:
 def test_a_checkpoint_chain_is_followed_by_its_parent_links(page, live_server, shoot, superuser):
     ids = off_the_loop(_chain)
     login(page, live_server, "root")
-    page.goto(f"{live_server.url}{reverse('admin:tulip_memory_deltacheckpointrecord_changelist')}")
-    page.select_option("#tulip-tenant-bar select", "acme")
-    follow(page, "#tulip-tenant-bar button")
+    open_list_of_tenant(
+        page, live_server, "admin:tulip_memory_deltacheckpointrecord_changelist", "acme"
+    )
     shoot("chain-list")
     follow(page, f"#result_list a:text-is('{ids[-1]}')")
-    roles = page.locator("#tulip-conversation .tulip-msg").evaluate_all(
-        "els => els.map(e => e.dataset.role)"
-    )
-    assert roles == [
+    assert chat_roles(page) == [
         "user",
         "assistant",
         "user",
@@ -167,16 +169,63 @@ def test_a_checkpoint_chain_is_followed_by_its_parent_links(page, live_server, s
     assert "recall" in chat and "likes green tea" in chat and "reply to thanks" in chat
     assert "2 message(s) added" in page.inner_text("#tulip-diff")
     assert "3 checkpoints" in page.inner_text(".field-thread_storage")
-    visited = [page.inner_text(".field-checkpoint_id .readonly")]
-    shoot("checkpoint-0")
-    while page.locator(".field-parent_link a").count():
-        follow(page, ".field-parent_link a")
-        assert tenant_shown(page) == "acme"
-        visited.append(page.inner_text(".field-checkpoint_id .readonly"))
-        shoot(f"checkpoint-{len(visited) - 1}")
+    visited = follow_parents(page, shoot, "acme", "checkpoint")
     assert visited == list(reversed(ids))
     assert "No parent" in page.inner_text("#tulip-diff")
     assert "globex chat" not in page.content()
     with tenant_atomic("acme"):
         assert DeltaCheckpointRecord.objects.get(checkpoint_id=visited[-1]).is_full
     assert re.search(r"hello", page.inner_text("#tulip-conversation"))
+
+
+def _langgraph_threads() -> list[str]:
+    """Two turns of the LangGraph agent on DjangoSaver (acme) and one of globex's."""
+    from tests.admin.test_langgraph import run_graph
+
+    ids = run_graph("acme", "chat-lg", 2)
+    run_graph("globex", "chat-globex", 1)
+    return ids
+
+
+def test_a_langgraph_thread_is_followed_from_newest_to_root(page, live_server, shoot, superuser):
+    ids = off_the_loop(_langgraph_threads)
+    login(page, live_server, "root")
+    open_list_of_tenant(page, live_server, LANGGRAPH_LIST, "acme")
+    assert "chat-globex" not in page.inner_text("#result_list")
+    shoot("lg-threads")
+    follow(page, "#result_list a:text-is('chat-lg')")
+    assert chat_roles(page) == ["user", "assistant", "tool", "assistant"] * 2
+    chat = page.inner_text("#tulip-conversation")
+    assert "multiply" in chat and "1 times 2 is 2" in chat and "turn 1: what is 1 times 2" in chat
+    assert page.locator("#tulip-thread-timeline tbody tr").count() == len(ids)
+
+    def second_tool_call(n: int) -> None:
+        if n == 2:  # the second turn's tool call, before its result and answer
+            chat = page.inner_text("#tulip-conversation")
+            assert "1 times 2 is 2" in chat and "call-2" in chat and "2 times 3" not in chat
+
+    visited = follow_parents(page, shoot, "acme", "lg-checkpoint", second_tool_call)
+    assert visited == ids  # newest first, down to the root
+    assert page.inner_text(".field-source .readonly") == "input"
+    assert "chat-globex" not in page.content()
+    page.goto(f"{live_server.url}{reverse(LANGGRAPH_LIST)}")
+    follow(page, "#changelist-filter a:text-is('every checkpoint')")
+    assert page.locator("#result_list tbody tr").count() == len(ids)
+    shoot("lg-every-checkpoint")
+
+
+def test_staff_of_another_tenant_cannot_reach_a_langgraph_thread(page, live_server, shoot):
+    ids = off_the_loop(_langgraph_threads)
+    make_staff("gina", ("globex",), "view_langgraphcheckpoint")
+    with tenant_atomic("acme"):
+        foreign = LangGraphCheckpoint.objects.get(checkpoint_id=ids[0]).pk
+    login(page, live_server, "gina")
+    page.goto(f"{live_server.url}{reverse(LANGGRAPH_LIST)}")
+    assert tenant_shown(page) == "globex" and "chat-globex" in page.inner_text("#result_list")
+    assert "chat-lg" not in page.content()
+    shoot("lg-own-tenant")
+    assert switch_status(page, live_server, "acme") == 403
+    url = reverse("admin:tulip_memory_langgraphcheckpoint_change", args=[foreign])
+    page.goto(f"{live_server.url}{url}")
+    assert "doesn\u2019t exist" in page.content() and "turn 1" not in page.content()
+    shoot("lg-foreign-pk")

@@ -6,13 +6,12 @@ import pytest
 from asgiref.sync import async_to_sync
 from django.urls import reverse
 
-from tests.admin.conftest import pick_tenant
+from tests.admin.conftest import checkpoint_pk, pick_tenant
 from tulip_memory.backends import PostgreSQLCheckpointer
 from tulip_memory.delta import DeltaCheckpointer, ORMDeltaStorage
 from tulip_memory.messages import Message, Role, ToolCall
 from tulip_memory.models import CheckpointRecord, DeltaCheckpointRecord
 from tulip_memory.state import AgentState
-from tulip_memory.tenancy import tenant_atomic
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -35,17 +34,6 @@ async def _save_chain(tenant: str, thread_id: str, saves: int) -> list[str]:
     return ids
 
 
-def _pk(model, tenant: str, checkpoint_id: str) -> int:
-    with tenant_atomic(tenant):
-        return model.objects.get(checkpoint_id=checkpoint_id).pk
-
-
-@pytest.fixture
-def root_client(client, superuser):
-    client.force_login(superuser)
-    return client
-
-
 def test_changelist_links_parents_by_primary_key(root_client):
     ids = _save_chain("acme", "chat-1", 4)
     other = _save_chain("globex", "chat-2", 1)
@@ -58,7 +46,7 @@ def test_changelist_links_parents_by_primary_key(root_client):
     assert page.count(">full<") == 2 and page.count(">delta<") == 2  # depth 2: F D D F
     parent = reverse(
         "admin:tulip_memory_deltacheckpointrecord_change",
-        args=[_pk(DeltaCheckpointRecord, "acme", ids[0])],
+        args=[checkpoint_pk(DeltaCheckpointRecord, "acme", ids[0])],
     )
     assert f'href="{parent}"' in page
     assert "Add delta checkpoint" not in page
@@ -67,7 +55,7 @@ def test_changelist_links_parents_by_primary_key(root_client):
 def test_delta_detail_shows_the_conversation_timeline_and_storage(root_client):
     ids = _save_chain("acme", "chat-1", 3)
     pick_tenant(root_client, "acme")
-    pk = _pk(DeltaCheckpointRecord, "acme", ids[2])
+    pk = checkpoint_pk(DeltaCheckpointRecord, "acme", ids[2])
     url = reverse("admin:tulip_memory_deltacheckpointrecord_change", args=[pk])
     page = root_client.get(url).content.decode()
     chat = page[page.index('id="tulip-conversation"') :]
@@ -79,15 +67,20 @@ def test_delta_detail_shows_the_conversation_timeline_and_storage(root_client):
     assert "3 checkpoints (1 full, 2 delta)" in page
     assert 'name="_save"' not in page
     assert root_client.post(url, {}).status_code == 403
+    # No "History" button (its log is always empty here); the URL leads back to the page.
+    assert "historylink" not in page
+    history = reverse("admin:tulip_memory_deltacheckpointrecord_history", args=[pk])
+    assert root_client.get(history)["Location"] == url
 
 
 def test_plain_checkpoints_render_as_a_chat_with_their_predecessor(root_client):
     _save_chain("acme", "chat-1", 2)
     pick_tenant(root_client, "acme")
-    pk = _pk(CheckpointRecord, "acme", "snapshot-2")
+    pk = checkpoint_pk(CheckpointRecord, "acme", "snapshot-2")
     page = root_client.get(reverse("admin:tulip_memory_checkpointrecord_change", args=[pk]))
     content = page.content.decode()
     assert "snapshot-1" in content and "3 message(s) added" in content
+    assert "historylink" not in content
     assert 'data-role="tool"' in content
 
 
@@ -95,6 +88,6 @@ def test_another_tenant_cannot_open_a_checkpoint(root_client):
     ids = _save_chain("acme", "chat-1", 1)
     _save_chain("globex", "chat-2", 1)
     pick_tenant(root_client, "globex")
-    pk = _pk(DeltaCheckpointRecord, "acme", ids[0])
+    pk = checkpoint_pk(DeltaCheckpointRecord, "acme", ids[0])
     url = reverse("admin:tulip_memory_deltacheckpointrecord_change", args=[pk])
     assert root_client.get(url).status_code == 302  # not found under globex: back to the list

@@ -1,5 +1,7 @@
 """The memories admin through Django's test client, as the app role under RLS."""
 
+import re
+
 import pytest
 from asgiref.sync import async_to_sync
 from django.contrib.admin.models import DELETION, LogEntry
@@ -40,12 +42,6 @@ def memories(db):
     _put_memories()
 
 
-@pytest.fixture
-def root_client(client, superuser):
-    client.force_login(superuser)
-    return client
-
-
 def _item(key: str, tenant: str = "alpha") -> MemoryItem:
     with tenant_atomic(tenant):
         return MemoryItem.objects.get(key=key)
@@ -81,6 +77,23 @@ def test_search_ranks_with_the_store_and_shows_the_score(memories, root_client):
     page = root_client.get(reverse(CHANGELIST), {"q": "green tea"}).content.decode()
     assert "green tea" in page and "column-score" in page
     assert page.index("green tea") < page.index("Django 5") if "Django 5" in page else True
+
+
+def test_while_searching_the_list_says_it_is_ranked_and_its_columns_do_not_sort(
+    memories, root_client
+):
+    pick_tenant(root_client, "alpha")
+    plain = root_client.get(reverse(CHANGELIST)).content.decode()
+    assert 'class="sortable' in plain and 'id="tulip-ranked"' not in plain
+    for params in ({"q": "green tea"}, {"q": "green tea", "o": "-2"}):
+        page = root_client.get(reverse(CHANGELIST), params).content.decode()
+        assert "Ranked by relevance to \u201cgreen tea\u201d" in page
+        head = page[page.index("<thead>") : page.index("</thead>")]
+        assert "sortable" not in head and "sortoptions" not in head
+        rows = page[page.index("<tbody>") :]
+        scores = [float(s) for s in re.findall(r'field-score">([0-9.]+)<', rows)]
+        assert len(scores) >= 2 and scores == sorted(scores, reverse=True), params
+        assert rows.index("alpha likes green tea") < rows.index("Django 5")
 
 
 def test_detail_page_shows_pretty_json_and_the_versions(memories, root_client):

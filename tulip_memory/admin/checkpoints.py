@@ -18,12 +18,13 @@ your subclass). Read-only and tenant scoping:
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, ClassVar
 
 from asgiref.sync import async_to_sync
 from django.contrib import admin
 from django.db import models
 from django.db.models import OuterRef, Subquery
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.html import format_html
@@ -35,10 +36,19 @@ from tulip_memory.messages import Message
 from tulip_memory.models import CheckpointRecord, DeltaBlock, DeltaCheckpointRecord
 from tulip_memory.state import AgentState
 
-__all__ = ["CheckpointRecordAdmin", "DeltaBlockAdmin", "DeltaCheckpointRecordAdmin"]
+__all__ = [
+    "CheckpointRecordAdmin",
+    "DeltaBlockAdmin",
+    "DeltaCheckpointRecordAdmin",
+    "NoHistoryAdminMixin",
+    "change_link",
+    "render_chat",
+    "sibling_pk",
+]
 
 
-def _change_link(model: type[models.Model], pk: Any, label: str) -> str:
+def change_link(model: type[models.Model], pk: Any, label: str) -> str:
+    """A link to the admin page of ``model``'s row ``pk`` (just ``label`` without a pk)."""
     if pk is None:
         return label or "-"
     url = reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_change", args=[pk])
@@ -49,10 +59,30 @@ def render_conversation(state: AgentState | None, parent: AgentState | None) -> 
     """``state``'s messages as a chat; those not in ``parent`` marked as added."""
     if state is None:
         return gettext("(the checkpoint could not be read)")
-    messages = state.messages
+    return render_chat(
+        [_message_view(m) for m in state.messages],
+        [_message_view(m) for m in parent.messages] if parent is not None else None,
+        json.dumps(state.metadata, ensure_ascii=False, indent=2) if state.metadata else "",
+    )
+
+
+def render_chat(
+    messages: list[dict[str, Any]],
+    parent: list[dict[str, Any]] | None,
+    metadata: str = "",
+    *,
+    diff: bool = True,
+    dom_id: str = "tulip-conversation",
+) -> str:
+    """Message views (role, content, name, tool_call_id, tool_calls, metadata) as a chat.
+
+    With ``diff``, those after the longest prefix shared with ``parent`` (None: no
+    parent) are marked as added and counted above the chat; ``metadata`` is shown below
+    it as it is. ``dom_id`` is the chat's element id ("" for none).
+    """
     shared = 0
     if parent is not None:
-        for mine, theirs in zip(messages, parent.messages, strict=False):
+        for mine, theirs in zip(messages, parent, strict=False):
             if mine != theirs:
                 break
             shared += 1
@@ -60,20 +90,20 @@ def render_conversation(state: AgentState | None, parent: AgentState | None) -> 
         "admin/tulip_memory/conversation.html",
         {
             "messages": [
-                _message_view(m, index >= shared and parent is not None)
+                {**m, "added": index >= shared and parent is not None}
                 for index, m in enumerate(messages)
             ],
-            "metadata": json.dumps(state.metadata, ensure_ascii=False, indent=2)
-            if state.metadata
-            else "",
+            "metadata": metadata,
+            "diff": diff,
+            "dom_id": dom_id,
             "has_parent": parent is not None,
             "added": len(messages) - shared if parent is not None else len(messages),
-            "removed": len(parent.messages) - shared if parent is not None else 0,
+            "removed": len(parent) - shared if parent is not None else 0,
         },
     )
 
 
-def _message_view(message: Message, added: bool) -> dict[str, Any]:
+def _message_view(message: Message) -> dict[str, Any]:
     return {
         "role": message.role.value,
         "content": message.content,
@@ -84,23 +114,42 @@ def _message_view(message: Message, added: bool) -> dict[str, Any]:
             for c in message.tool_calls
         ],
         "metadata": json.dumps(message.metadata, ensure_ascii=False) if message.metadata else "",
-        "added": added,
     }
 
 
-def _sibling(model: type[models.Model], field: str) -> Subquery:
-    """The pk of the row of the same tenant and thread whose checkpoint_id is ``field``."""
+class NoHistoryAdminMixin:
+    """No "History" button: these rows are never edited in the admin, so its log is empty.
+
+    The history URL, typed, redirects to the row's page.
+    """
+
+    change_form_template: ClassVar[Any] = "admin/tulip_memory/change_form_no_history.html"
+
+    def history_view(
+        self, request: HttpRequest, object_id: str, extra_context: Any = None
+    ) -> HttpResponse:
+        opts = self.model._meta  # type: ignore[attr-defined]
+        url = reverse(f"admin:{opts.app_label}_{opts.model_name}_change", args=[object_id])
+        return HttpResponseRedirect(url)
+
+
+def sibling_pk(model: type[models.Model], field: str, *same: str) -> Subquery:
+    """The pk of the row of the same tenant and thread (and ``same`` fields) whose
+    checkpoint_id is ``field``."""
     return Subquery(
         model._default_manager.filter(
             tenant=OuterRef("tenant"),
             thread_id=OuterRef("thread_id"),
             checkpoint_id=OuterRef(field),
+            **{name: OuterRef(name) for name in same},
         ).values("pk")[:1]
     )
 
 
 @admin.register(CheckpointRecord)
-class CheckpointRecordAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdmin):
+class CheckpointRecordAdmin(
+    NoHistoryAdminMixin, ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdmin
+):
     """Plain checkpoints: full snapshots, each shown as the chat it holds."""
 
     list_display = ("checkpoint_id", "thread_id", "message_count", "created_at")
@@ -127,7 +176,7 @@ class CheckpointRecordAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.Mo
     @admin.display(description=_("previous checkpoint of the thread"))
     def parent_link(self, obj: CheckpointRecord) -> str:
         parent = self._parent(obj)
-        return _change_link(CheckpointRecord, parent.pk, parent.checkpoint_id) if parent else "-"
+        return change_link(CheckpointRecord, parent.pk, parent.checkpoint_id) if parent else "-"
 
     @admin.display(description=_("conversation"))
     def conversation(self, obj: CheckpointRecord) -> str:
@@ -145,7 +194,9 @@ def _state_of(data: Any) -> AgentState | None:
 
 
 @admin.register(DeltaCheckpointRecord)
-class DeltaCheckpointRecordAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdmin):
+class DeltaCheckpointRecordAdmin(
+    NoHistoryAdminMixin, ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdmin
+):
     """Delta checkpoints: chains of a thread, each checkpoint shown as the chat it rebuilds."""
 
     list_display = (
@@ -183,8 +234,8 @@ class DeltaCheckpointRecordAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, adm
             .get_queryset(request)
             .defer("data")
             .annotate(
-                parent_pk=_sibling(DeltaCheckpointRecord, "parent_id"),
-                base_pk=_sibling(DeltaCheckpointRecord, "base_id"),
+                parent_pk=sibling_pk(DeltaCheckpointRecord, "parent_id"),
+                base_pk=sibling_pk(DeltaCheckpointRecord, "base_id"),
             )
         )
 
@@ -204,16 +255,16 @@ class DeltaCheckpointRecordAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, adm
     def parent_link(self, obj: DeltaCheckpointRecord) -> str:
         if not obj.parent_id:
             return "-"
-        return _change_link(DeltaCheckpointRecord, getattr(obj, "parent_pk", None), obj.parent_id)
+        return change_link(DeltaCheckpointRecord, getattr(obj, "parent_pk", None), obj.parent_id)
 
     @admin.display(description=_("chain root"))
     def base_link(self, obj: DeltaCheckpointRecord) -> str:
-        return _change_link(DeltaCheckpointRecord, getattr(obj, "base_pk", None), obj.base_id)
+        return change_link(DeltaCheckpointRecord, getattr(obj, "base_pk", None), obj.base_id)
 
     @admin.display(description=_("children"))
     def children_links(self, obj: DeltaCheckpointRecord) -> str:
         children = self._thread(obj).filter(parent_id=obj.checkpoint_id)
-        links = [_change_link(DeltaCheckpointRecord, c.pk, c.checkpoint_id) for c in children]
+        links = [change_link(DeltaCheckpointRecord, c.pk, c.checkpoint_id) for c in children]
         return format_html(", ".join(["{}"] * len(links)), *links) if links else "-"
 
     def _thread(self, obj: DeltaCheckpointRecord) -> Any:
@@ -244,7 +295,7 @@ class DeltaCheckpointRecordAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, adm
             {
                 "rows": [
                     {
-                        "link": _change_link(DeltaCheckpointRecord, row.pk, row.checkpoint_id),
+                        "link": change_link(DeltaCheckpointRecord, row.pk, row.checkpoint_id),
                         "kind": gettext("full") if row.is_full else gettext("delta"),
                         "row": row,
                         "current": row.pk == obj.pk,
@@ -273,7 +324,9 @@ class DeltaCheckpointRecordAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, adm
 
 
 @admin.register(DeltaBlock)
-class DeltaBlockAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdmin):
+class DeltaBlockAdmin(
+    NoHistoryAdminMixin, ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdmin
+):
     list_display = ("digest", "thread_id", "size_bytes", "created_at")
     search_fields = ("thread_id", "digest")
     ordering = ("-id",)

@@ -6,7 +6,8 @@
   content as text;
 * the search box ranks like the agent does — the store's own search statement
   (:meth:`~tulip_memory.models.store.MemoryItemQuerySet.search_paths`, with PgMemory's
-  query encoder) over the tenant's namespaces — and shows each hit's score;
+  query encoder) over the tenant's namespaces — and shows each hit's score; the list
+  then says it is ranked by relevance and its columns do not sort;
 * a memory's page shows its value and metadata as pretty JSON and its versions as a
   timeline;
 * **Forget** is the one write: an action gated by the ``forget_memoryitem`` permission,
@@ -26,6 +27,7 @@ from typing import Any
 from asgiref.sync import async_to_sync
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
+from django.contrib.admin.views.main import ORDER_VAR
 from django.db.models import Case, FloatField, Q, QuerySet, Value, When
 from django.template.response import TemplateResponse
 from django.utils.html import format_html, format_html_join
@@ -205,6 +207,21 @@ class MemoryItemAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdm
             for row in rows
             if (paths[row.position], row.key) in pk_of
         }
+
+    def changelist_view(self, request: Any, extra_context: Any = None) -> Any:
+        term = request.GET.get("q", "").strip()
+        if term:
+            # Ranked by score: a column's sort would reorder the hits, so it is off.
+            if ORDER_VAR in request.GET:
+                request.GET = request.GET.copy()
+                del request.GET[ORDER_VAR]
+            extra_context = {**(extra_context or {}), "tulip_ranked_by": term}
+        return super().changelist_view(request, extra_context)
+
+    def get_sortable_by(self, request: Any) -> Any:
+        if request.GET.get("q", "").strip():
+            return ()
+        return super().get_sortable_by(request)
 
     def get_list_display(self, request: Any) -> Any:
         if request.GET.get("q", "").strip():

@@ -397,6 +397,17 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
             )
         return found
 
+    def read_rows(self, tenant: str, row_ids: Sequence[int]) -> dict[int, CheckpointTuple]:
+        """The checkpoint tuples of the checkpoint rows ``row_ids`` of ``tenant``, by row id.
+
+        Reads on the calling thread's connection, in the caller's transaction, which must
+        be pinned to ``tenant`` (the admin's views run in one): no transaction of its own.
+        """
+        from tulip_memory.models import LangGraphCheckpoint
+
+        rows = LangGraphCheckpoint.objects.using(self.using)
+        return self._tuples(rows.load_rows(tenant, "AND id = ANY(%s)", [list(row_ids)]))
+
     def _get_tuple(self, tenant: str, config: RunnableConfig) -> CheckpointTuple | None:
         from tulip_memory.models import LangGraphCheckpoint
 

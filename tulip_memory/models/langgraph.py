@@ -15,9 +15,11 @@ row-level security policy (migration ``0007_langgraph``). The tenant leads every
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Self
 
 from django.db import connections, models
+from django.db.models import Count, Exists, OuterRef, Subquery, Sum, Value
+from django.db.models.functions import Coalesce, Length
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
@@ -59,6 +61,37 @@ LOAD_COLUMNS = (
 
 
 class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
+    def newest_of_threads(self) -> Self:
+        """The newest checkpoint of each thread, annotated with the thread's totals.
+
+        ``checkpoint_total`` counts the thread's checkpoints (every namespace);
+        ``stored_bytes`` adds up its checkpoints, metadata, channel values and pending
+        writes — what :meth:`~tulip_memory.langgraph.DjangoSaver.storage_bytes` counts.
+        """
+
+        def of_thread(model: type[models.Model]) -> Any:
+            return model._default_manager.filter(
+                tenant=OuterRef("tenant"), thread_id=OuterRef("thread_id")
+            ).order_by()
+
+        def total(model: type[models.Model], expression: Any) -> Coalesce:
+            rows = of_thread(model).values("thread_id").annotate(n=expression).values("n")
+            return Coalesce(Subquery(rows[:1]), Value(0))
+
+        newer = of_thread(LangGraphCheckpoint).filter(checkpoint_id__gt=OuterRef("checkpoint_id"))
+        return (
+            self.filter(~Exists(newer))
+            .annotate(
+                checkpoint_total=total(LangGraphCheckpoint, Count("id")),
+                stored_bytes=total(
+                    LangGraphCheckpoint, Sum(Length("checkpoint") + Length("metadata"))
+                )
+                + total(LangGraphBlob, Sum(Length("data")))
+                + total(LangGraphWrite, Sum(Length("data"))),
+            )
+            .order_by()
+        )
+
     def load_rows(self, tenant: str, selection: str, params: list[Any]) -> list[dict[str, Any]]:
         """Checkpoints, the blob chains of their channel versions and their pending writes.
 

@@ -1,0 +1,135 @@
+"""The LangGraph threads admin through Django's test client, as the app role under RLS.
+
+The checkpoints come from a real compiled graph (tulip_memory.testing.langgraph_agent,
+a tool-calling loop with a scripted model) run on DjangoSaver.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+
+import pytest
+from django.urls import reverse
+
+from tests.admin.conftest import checkpoint_pk, make_staff, pick_tenant
+from tulip_memory.langgraph import DjangoSaver
+from tulip_memory.models import LangGraphBlob, LangGraphCheckpoint
+from tulip_memory.tenancy import tenant_atomic
+from tulip_memory.testing.langgraph_agent import build_agent, user_turn
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+CHANGELIST = "admin:tulip_memory_langgraphcheckpoint_changelist"
+CHANGE = "admin:tulip_memory_langgraphcheckpoint_change"
+
+
+def _config(thread_id: str) -> dict:
+    return {"configurable": {"thread_id": thread_id}}
+
+
+def run_graph(tenant: str, thread_id: str, turns: int, *, approve: bool = False) -> list[str]:
+    """Run the agent ``turns`` turns; the thread's checkpoint ids, newest first."""
+    saver = DjangoSaver(tenant=tenant, max_chain_depth=4)
+    graph = build_agent(saver, approve=approve)
+    for turn in range(turns):
+        graph.invoke(user_turn(turn), _config(thread_id))
+    return [t.config["configurable"]["checkpoint_id"] for t in saver.list(_config(thread_id))]
+
+
+def _pk(tenant: str, checkpoint_id: str) -> int:
+    return checkpoint_pk(LangGraphCheckpoint, tenant, checkpoint_id)
+
+
+def test_the_list_shows_one_row_per_thread_with_its_totals(root_client):
+    ids = run_graph("acme", "chat-a", 3)
+    run_graph("acme", "chat-b", 1)
+    run_graph("globex", "chat-g", 1)
+    pick_tenant(root_client, "acme")
+    page = root_client.get(reverse(CHANGELIST)).content.decode()
+    assert "LangGraph threads" in page and "2 threads" in page and "chat-g" not in page
+    rows = re.findall(r"<tr>.*?</tr>", page[page.index('id="result_list"') :], re.S)[1:]
+    assert len(rows) == 2 and "chat-b" in rows[0] and "chat-a" in rows[1]  # newest first
+    # chat-a links to its newest checkpoint, with the thread's count and bytes.
+    assert f'href="{reverse(CHANGE, args=[_pk("acme", ids[0])])}' in rows[1]
+    assert f'field-checkpoint_count">{len(ids)}<' in rows[1]
+    stored = DjangoSaver(tenant="acme").storage_bytes("chat-a")
+    assert f'field-thread_bytes">{stored}<' in rows[1]
+
+
+def test_every_checkpoint_lists_them_all_with_working_parent_links(root_client):
+    ids = run_graph("acme", "chat-a", 2)
+    pick_tenant(root_client, "acme")
+    page = root_client.get(reverse(CHANGELIST), {"show": "checkpoints"}).content.decode()
+    assert f"{len(ids)} LangGraph checkpoints" in page
+    for checkpoint_id in ids:
+        assert checkpoint_id in page
+    parent = reverse(CHANGE, args=[_pk("acme", ids[1])])
+    assert f'<a href="{parent}">{ids[1]}</a>' in page
+
+
+def test_a_checkpoint_shows_its_chat_timeline_and_thread_rebuilt_from_splices(root_client):
+    ids = run_graph("acme", "chat-a", 3)
+    with tenant_atomic("acme"):
+        # The message list is stored as splices: the page must still show it whole.
+        assert LangGraphBlob.objects.filter(channel="messages").exclude(parent_version="")
+    pick_tenant(root_client, "acme")
+    url = reverse(CHANGE, args=[_pk("acme", ids[0])])
+    response = root_client.get(url)
+    page = response.content.decode()
+    assert response.status_code == 200
+    chat = page[page.index('id="tulip-conversation"') : page.index('id="tulip-pending-writes"')]
+    roles = re.findall(r'data-role="(\w+)"', chat)
+    assert roles == ["user", "assistant", "tool", "assistant"] * 3
+    assert "tool call call-2: multiply({&quot;a&quot;: 2, &quot;b&quot;: 3})" in chat
+    assert "result of call-2" in chat and "2 times 3 is 6" in chat
+    assert "1 message(s) added, 0 removed" in chat  # the last step added the answer
+    timeline = page[page.index('id="tulip-thread-timeline"') :]
+    assert [timeline.index(i) for i in reversed(ids)] == sorted(timeline.index(i) for i in ids)
+    assert "<td>loop</td>" in timeline and "<td>input</td>" in timeline
+    assert re.search(r'field-step">.*?<div class="readonly">\d+</div>', page, re.S)
+    parent = reverse(CHANGE, args=[_pk("acme", ids[1])])
+    assert f'<a href="{parent}">{ids[1]}</a>' in page[page.index("field-parent_link") :]
+    assert f"{len(ids)} checkpoints" in page
+    # Read-only, and no misleading (empty) History.
+    assert 'name="_save"' not in page and "historylink" not in page
+    assert root_client.post(url, {}).status_code == 403
+    history = root_client.get(reverse("admin:tulip_memory_langgraphcheckpoint_history", args=[1]))
+    assert history.status_code == 302 and history["Location"] == reverse(CHANGE, args=[1])
+
+
+def test_pending_writes_of_an_interrupted_run_are_shown(root_client):
+    ids = run_graph("acme", "chat-i", 1, approve=True)
+    pick_tenant(root_client, "acme")
+    page = root_client.get(reverse(CHANGE, args=[_pk("acme", ids[0])])).content.decode()
+    writes = page[page.index('id="tulip-pending-writes"') :]
+    assert "__interrupt__" in writes and "multiply" in writes
+
+
+def test_another_tenant_cannot_open_a_thread(root_client, client):
+    ids = run_graph("acme", "chat-a", 1)
+    run_graph("globex", "chat-g", 1)
+    url = reverse(CHANGE, args=[_pk("acme", ids[0])])
+    pick_tenant(root_client, "globex")
+    assert root_client.get(url).status_code == 302  # not found under globex: back to the list
+    assert "chat-a" not in root_client.get(reverse(CHANGELIST)).content.decode()
+    bob = make_staff("bob", ("globex",), "view_langgraphcheckpoint")
+    client.force_login(bob)
+    assert pick_tenant(client, "acme").status_code == 403
+    assert client.get(url, HTTP_X_TENANT="acme").status_code == 302
+    assert "chat-a" not in client.get(reverse(CHANGELIST), {"tenant": "acme"}).content.decode()
+
+
+def test_without_langgraph_the_pages_open_and_name_the_extra(root_client, monkeypatch):
+    ids = run_graph("acme", "chat-a", 1)
+    pick_tenant(root_client, "acme")
+    # As if langgraph were not installed (None in sys.modules blocks an import).
+    monkeypatch.setitem(sys.modules, "langgraph.checkpoint.base", None)
+    monkeypatch.delitem(sys.modules, "tulip_memory.langgraph.saver", raising=False)
+    assert "chat-a" in root_client.get(reverse(CHANGELIST)).content.decode()
+    response = root_client.get(reverse(CHANGE, args=[_pk("acme", ids[0])]))
+    page = response.content.decode()
+    assert response.status_code == 200
+    assert "pip install &#x27;tulip-memory[langgraph]&#x27;" in page
+    timeline = page[page.index('id="tulip-thread-timeline"') :]
+    assert all(checkpoint_id in timeline for checkpoint_id in ids)

@@ -1,0 +1,368 @@
+"""Admin of the LangGraph saver's rows: threads, their checkpoints and what they hold, read-only.
+
+* The list shows one row per thread (its newest checkpoint) with the thread's checkpoint
+  count, newest time and stored bytes; the filter "show: every checkpoint" lists them all.
+* A checkpoint's page shows the thread's checkpoints as a timeline (namespace, step,
+  source, parent, created; each a link), parent and children links, and the channel
+  values the checkpoint holds, read through :class:`~tulip_memory.langgraph.DjangoSaver`'s
+  own load path (so a list stored as splices comes back whole): a list of LangChain
+  messages as a chat (role, content, tool calls, tool results; what is new since the
+  parent checkpoint outlined), any other value as pretty-printed JSON. Its pending writes
+  and metadata follow.
+* Without the ``langgraph`` extra the pages still open: the list, the links and the
+  timeline (without step and source) show, and the values say which extra they need.
+
+Links point at primary keys and the tenant lives in the session
+(:mod:`tulip_memory.admin.tenancy`), so following them never loses it. Registered on the
+default site and meant to be subclassed (unregister, then register your subclass);
+override :meth:`LangGraphCheckpointAdmin.saver` to read with another serializer.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+from django.contrib import admin
+from django.db.models import QuerySet
+from django.template.loader import render_to_string
+from django.utils.html import format_html
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
+
+from tulip_memory.admin.checkpoints import (
+    NoHistoryAdminMixin,
+    change_link,
+    render_chat,
+    sibling_pk,
+)
+from tulip_memory.admin.tenancy import ReadOnlyAdminMixin, TenantScopedAdminMixin
+from tulip_memory.exceptions import CheckpointCorruptError
+from tulip_memory.models import LangGraphCheckpoint
+
+__all__ = ["LangGraphCheckpointAdmin", "ThreadsOrCheckpointsFilter"]
+
+# LangChain's message types and the roles our chat view shows them as.
+ROLES = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system"}
+
+
+class ThreadsOrCheckpointsFilter(admin.SimpleListFilter):
+    """Threads (the newest checkpoint of each, with the thread's totals) or every checkpoint."""
+
+    title = _("show")
+    parameter_name = "show"
+    CHECKPOINTS = "checkpoints"
+
+    def lookups(self, request: Any, model_admin: Any) -> list[tuple[str, str]]:
+        return [(self.CHECKPOINTS, gettext("every checkpoint"))]
+
+    def choices(self, changelist: Any) -> Any:
+        # The columns differ between the two: a sort by column number does not carry over.
+        yield {
+            "selected": self.value() is None,
+            "query_string": changelist.get_query_string(remove=[self.parameter_name, "o"]),
+            "display": gettext("threads"),
+        }
+        yield {
+            "selected": self.value() == self.CHECKPOINTS,
+            "query_string": changelist.get_query_string(
+                {self.parameter_name: self.CHECKPOINTS}, remove=["o"]
+            ),
+            "display": gettext("every checkpoint"),
+        }
+
+    def queryset(self, request: Any, queryset: QuerySet) -> QuerySet:
+        if self.value() == self.CHECKPOINTS:
+            return queryset
+        return queryset.newest_of_threads()  # type: ignore[attr-defined]
+
+
+def _shows_threads(request: Any) -> bool:
+    return request.GET.get(ThreadsOrCheckpointsFilter.parameter_name) is None
+
+
+def message_view(message: Any) -> dict[str, Any]:
+    """A LangChain message as :func:`~tulip_memory.admin.checkpoints.render_chat` shows it."""
+    content = message.content
+    if not isinstance(content, str):  # content blocks: their text, the rest as JSON
+        content = "\n".join(
+            block if isinstance(block, str) else block.get("text") or _json(block)
+            for block in content
+        )
+    return {
+        "role": ROLES.get(message.type, message.type),
+        "content": content,
+        "name": message.name or "",
+        "tool_call_id": getattr(message, "tool_call_id", "") or "",
+        "tool_calls": [
+            {
+                "id": call.get("id") or "",
+                "name": call["name"],
+                "arguments": json.dumps(call.get("args", {}), ensure_ascii=False),
+            }
+            for call in getattr(message, "tool_calls", None) or ()
+        ],
+        "metadata": "",
+    }
+
+
+def _is_message_list(value: Any) -> bool:
+    from langchain_core.messages import BaseMessage
+
+    return (
+        isinstance(value, list)
+        and bool(value)
+        and all(isinstance(item, BaseMessage) for item in value)
+    )
+
+
+def _jsonable(value: Any) -> Any:
+    if hasattr(value, "model_dump"):
+        return value.model_dump()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    if isinstance(value, set | frozenset | tuple):
+        return list(value)
+    if isinstance(value, bytes | bytearray):
+        return f"<{len(value)} bytes>"
+    return repr(value)
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, indent=2, default=_jsonable)
+
+
+def render_value(value: Any, parent: Any = None, *, diff: bool = False, dom_id: str = "") -> str:
+    """A channel's value: a message list as a chat (``diff``: against ``parent``'s), else JSON."""
+    if _is_message_list(value):
+        return render_chat(
+            [message_view(m) for m in value],
+            [message_view(m) for m in parent] if diff and _is_message_list(parent) else None,
+            diff=diff,
+            dom_id=dom_id,
+        )
+    return format_html('<pre class="tulip-pre">{}</pre>', _json(value))
+
+
+@admin.register(LangGraphCheckpoint)
+class LangGraphCheckpointAdmin(
+    NoHistoryAdminMixin, ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdmin
+):
+    """LangGraph threads and their checkpoints; see the module docstring."""
+
+    list_display = ("checkpoint_id", "thread_id", "checkpoint_ns", "parent_link", "created_at")
+    thread_list_display = ("thread_id", "checkpoint_count", "newest", "thread_bytes")
+    list_filter = (ThreadsOrCheckpointsFilter,)
+    search_fields = ("thread_id", "checkpoint_id")
+    show_full_result_count = False  # the full count is of checkpoints, not of threads
+    ordering = ("-id",)
+    fields = (
+        "thread_id",
+        "checkpoint_ns",
+        "checkpoint_id",
+        "step",
+        "source",
+        "parent_link",
+        "children_links",
+        "created_at",
+        "channel_values",
+        "pending_writes",
+        "pretty_metadata",
+        "thread_timeline",
+        "thread_storage",
+    )
+    readonly_fields = fields
+
+    # --- the list -------------------------------------------------------------------------
+
+    def get_queryset(self, request: Any) -> Any:
+        parent = sibling_pk(LangGraphCheckpoint, "parent_checkpoint_id", "checkpoint_ns")
+        return (
+            super().get_queryset(request).defer("checkpoint", "metadata").annotate(parent_pk=parent)
+        )
+
+    def get_list_display(self, request: Any) -> Any:
+        return self.thread_list_display if _shows_threads(request) else self.list_display
+
+    def changelist_view(self, request: Any, extra_context: Any = None) -> Any:
+        if _shows_threads(request):
+            extra_context = {**(extra_context or {}), "title": gettext("LangGraph threads")}
+        return super().changelist_view(request, extra_context)
+
+    @admin.display(description=_("checkpoints"), ordering="checkpoint_total")
+    def checkpoint_count(self, obj: LangGraphCheckpoint) -> int:
+        return obj.checkpoint_total  # type: ignore[attr-defined]
+
+    @admin.display(description=_("newest"), ordering="created_at")
+    def newest(self, obj: LangGraphCheckpoint) -> Any:
+        return obj.created_at
+
+    @admin.display(description=_("bytes"), ordering="stored_bytes")
+    def thread_bytes(self, obj: LangGraphCheckpoint) -> int:
+        return obj.stored_bytes  # type: ignore[attr-defined]
+
+    @admin.display(description=_("parent"))
+    def parent_link(self, obj: LangGraphCheckpoint) -> str:
+        if not obj.parent_checkpoint_id:
+            return "-"
+        return change_link(
+            LangGraphCheckpoint, getattr(obj, "parent_pk", None), obj.parent_checkpoint_id
+        )
+
+    # --- reading through the saver --------------------------------------------------------
+
+    def saver(self, obj: LangGraphCheckpoint) -> Any:
+        """The saver whose load path and serializer read ``obj`` (ImportError without LangGraph)."""
+        from tulip_memory.langgraph import DjangoSaver
+
+        return DjangoSaver(obj._state.db or "default", tenant=obj.tenant)
+
+    def _loaded(self, obj: LangGraphCheckpoint) -> tuple[Any, Any, str]:
+        """(the checkpoint's tuple, its parent's, why they could not be read), once per page."""
+        cached = getattr(obj, "_tulip_loaded", None)
+        if cached is None:
+            try:
+                saver = self.saver(obj)
+                parent_pk = getattr(obj, "parent_pk", None)
+                found = saver.read_rows(obj.tenant, [obj.pk, *([parent_pk] if parent_pk else [])])
+                cached = (found.get(obj.pk), found.get(parent_pk), "")
+                if cached[0] is None:
+                    cached = (None, None, gettext("the checkpoint is gone"))
+            except ImportError as exc:
+                cached = (None, None, str(exc))
+            except (CheckpointCorruptError, TypeError, ValueError) as exc:
+                cached = (None, None, gettext("the checkpoint could not be read: %s") % exc)
+            obj._tulip_loaded = cached  # type: ignore[attr-defined]
+        return cached
+
+    def _metadata(self, obj: LangGraphCheckpoint) -> dict[str, Any]:
+        found = self._loaded(obj)[0]
+        return dict(found.metadata) if found is not None else {}
+
+    def _unreadable(self, obj: LangGraphCheckpoint) -> str:
+        return format_html('<p class="tulip-meta tulip-unread">{}</p>', self._loaded(obj)[2])
+
+    @admin.display(description=_("step"))
+    def step(self, obj: LangGraphCheckpoint) -> Any:
+        return self._metadata(obj).get("step", "-")
+
+    @admin.display(description=_("source"))
+    def source(self, obj: LangGraphCheckpoint) -> Any:
+        return self._metadata(obj).get("source", "-")
+
+    @admin.display(description=_("children"))
+    def children_links(self, obj: LangGraphCheckpoint) -> str:
+        children = self._thread(obj).filter(
+            checkpoint_ns=obj.checkpoint_ns, parent_checkpoint_id=obj.checkpoint_id
+        )
+        links = [change_link(LangGraphCheckpoint, c.pk, c.checkpoint_id) for c in children]
+        return format_html(", ".join(["{}"] * len(links)), *links) if links else "-"
+
+    @admin.display(description=_("channel values"))
+    def channel_values(self, obj: LangGraphCheckpoint) -> str:
+        found, parent = self._loaded(obj)[:2]
+        if found is None:
+            return self._unreadable(obj)
+        values = found.checkpoint["channel_values"]
+        before = parent.checkpoint["channel_values"] if parent is not None else {}
+        return render_to_string(
+            "admin/tulip_memory/langgraph_channels.html",
+            {
+                "channels": [
+                    {
+                        "name": name,
+                        "html": render_value(
+                            values[name],
+                            before.get(name),
+                            diff=True,
+                            dom_id="tulip-conversation" if index == 0 else "",
+                        ),
+                    }
+                    for index, name in enumerate(sorted(values, key=lambda n: n != "messages"))
+                ]
+            },
+        )
+
+    @admin.display(description=_("pending writes"))
+    def pending_writes(self, obj: LangGraphCheckpoint) -> str:
+        found = self._loaded(obj)[0]
+        if found is None:
+            return self._unreadable(obj)
+        return render_to_string(
+            "admin/tulip_memory/langgraph_writes.html",
+            {
+                "writes": [
+                    {"task_id": task_id, "channel": channel, "html": render_value(value)}
+                    for task_id, channel, value in found.pending_writes or ()
+                ]
+            },
+        )
+
+    @admin.display(description=_("metadata"))
+    def pretty_metadata(self, obj: LangGraphCheckpoint) -> str:
+        found = self._loaded(obj)[0]
+        if found is None:
+            return self._unreadable(obj)
+        return format_html('<pre class="tulip-pre">{}</pre>', _json(found.metadata))
+
+    # --- the thread -----------------------------------------------------------------------
+
+    def _thread(self, obj: LangGraphCheckpoint) -> Any:
+        return (
+            LangGraphCheckpoint.objects.using(obj._state.db)
+            .of_thread(obj.tenant, obj.thread_id)
+            .order_by("id")
+        )
+
+    @admin.display(description=_("the thread's checkpoints (oldest first)"))
+    def thread_timeline(self, obj: LangGraphCheckpoint) -> str:
+        rows = list(
+            self._thread(obj).values_list(
+                "pk",
+                "checkpoint_ns",
+                "checkpoint_id",
+                "parent_checkpoint_id",
+                "metadata_type",
+                "metadata",
+                "created_at",
+            )
+        )
+        pk_of = {(ns, checkpoint_id): pk for pk, ns, checkpoint_id, *_ in rows}
+        try:
+            loads = self.saver(obj).serde.loads_typed
+        except ImportError:
+            loads = None
+        entries = []
+        for pk, ns, checkpoint_id, parent_id, metadata_type, metadata, created in rows:
+            decoded = loads((metadata_type, bytes(metadata))) if loads is not None else {}
+            entries.append(
+                {
+                    "link": change_link(LangGraphCheckpoint, pk, checkpoint_id),
+                    "namespace": ns,
+                    "step": decoded.get("step", "-"),
+                    "source": decoded.get("source", "-"),
+                    "parent": change_link(
+                        LangGraphCheckpoint, pk_of.get((ns, parent_id)), parent_id
+                    )
+                    if parent_id
+                    else "-",
+                    "created": created,
+                    "current": pk == obj.pk,
+                }
+            )
+        return render_to_string("admin/tulip_memory/langgraph_timeline.html", {"rows": entries})
+
+    @admin.display(description=_("the thread's storage"))
+    def thread_storage(self, obj: LangGraphCheckpoint) -> str:
+        thread = (
+            LangGraphCheckpoint.objects.using(obj._state.db)
+            .filter(tenant=obj.tenant, thread_id=obj.thread_id)
+            .newest_of_threads()
+            .first()
+        )
+        return format_html(
+            gettext("{} checkpoints, {} bytes stored (checkpoints, values and writes)"),
+            getattr(thread, "checkpoint_total", 0),
+            getattr(thread, "stored_bytes", 0),
+        )
