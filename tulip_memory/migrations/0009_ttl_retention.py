@@ -1,10 +1,13 @@
 """Expiry of store items: ``expires_at`` on PgMemory's items (NULL: never expires) and
-the partial index the expiry sweep deletes through (only the rows that expire).
+the partial index the expiry sweep deletes through (only the rows that expire; built on
+PostgreSQL only, like the table's other indexes: PgMemory refuses other vendors).
 
 Existing rows get NULL: nothing expires until written with a ttl.
 """
 
 from django.db import migrations, models
+
+import tulip_memory.postgresql_operations
 
 
 class Migration(migrations.Migration):
@@ -20,12 +23,14 @@ class Migration(migrations.Migration):
                 blank=True, help_text="When the item expires (empty: never)", null=True
             ),
         ),
-        migrations.AddIndex(
-            model_name="memoryitem",
-            index=models.Index(
-                condition=models.Q(("expires_at__isnull", False)),
-                fields=["tenant", "expires_at"],
-                name="tulip_store_item_expiry",
-            ),
+        tulip_memory.postgresql_operations.PostgreSQLOnly(
+            migrations.AddIndex(
+                model_name="memoryitem",
+                index=models.Index(
+                    condition=models.Q(("expires_at__isnull", False)),
+                    fields=["tenant", "expires_at"],
+                    name="tulip_store_item_expiry",
+                ),
+            )
         ),
     ]
