@@ -20,6 +20,7 @@ class TulipMemoryConfig(AppConfig):
         )
         from tulip_memory.checks.llm import check_llm_settings
         from tulip_memory.checks.manager import check_manager_settings
+        from tulip_memory.checks.retention import check_retention_settings
         from tulip_memory.checks.search import (
             check_text_search_config,
             check_text_search_databases,
@@ -34,6 +35,7 @@ class TulipMemoryConfig(AppConfig):
         checks.register(check_embedding_sources, checks.Tags.database)
         checks.register(check_checkpointer_settings)
         checks.register(check_manager_settings)
+        checks.register(check_retention_settings)
         checks.register(check_llm_settings)
         checks.register(check_text_search_config)
         checks.register(check_text_search_databases, checks.Tags.database)

@@ -4,15 +4,27 @@ Writes need an order even when the wall clock stalls or steps back: the stores s
 ``updated_at`` with it (so "newest first" has no ties within one store) and the
 checkpointers order saves by it. Across processes it is the wall clock, so writes from
 several machines are ordered as well as their clocks agree.
+
+Expiry (``ttl=`` on the stores) reads the time through a *clock*: any callable returning
+an aware UTC datetime, :func:`utc_now` by default. :class:`ManualClock` is one that only
+moves when told to, for tests of expiry (``InMemoryStore(clock=ManualClock())``).
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
-__all__ = ["MonotonicWallClock", "from_micros", "to_micros", "utc_now"]
+__all__ = [
+    "Clock",
+    "ManualClock",
+    "MonotonicWallClock",
+    "from_micros",
+    "to_micros",
+    "utc_now",
+]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
@@ -20,6 +32,37 @@ _MICROSECOND = timedelta(microseconds=1)
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
+
+
+Clock = Callable[[], datetime]
+"""What expiry reads the time from: a callable returning an aware UTC datetime."""
+
+
+class ManualClock:
+    """A clock that stands still until :meth:`advance` moves it (thread-safe).
+
+    ``ManualClock()`` starts at the current wall-clock time; ``start=`` sets another
+    (aware) moment.
+    """
+
+    def __init__(self, start: datetime | None = None) -> None:
+        if start is not None and start.tzinfo is None:
+            raise ValueError("start must be an aware datetime")
+        self._now = utc_now() if start is None else start.astimezone(UTC)
+        self._lock = threading.Lock()
+
+    def __call__(self) -> datetime:
+        with self._lock:
+            return self._now
+
+    def advance(self, seconds: float | timedelta) -> datetime:
+        """Move the clock forward by ``seconds`` (or a ``timedelta``); the new time."""
+        step = seconds if isinstance(seconds, timedelta) else timedelta(seconds=seconds)
+        if step < timedelta(0):
+            raise ValueError(f"a clock only moves forward, got {seconds!r}")
+        with self._lock:
+            self._now += step
+            return self._now
 
 
 def to_micros(moment: datetime) -> int:

@@ -59,6 +59,23 @@ DEFAULTS: dict[str, Any] = {
     # Seconds a runnable job of a namespace nobody holds a live lease on waits before the
     # periodic sweep re-sends its queue's message (also that message's expiry).
     "EXTRACTION_RESEND_AFTER": 60.0,
+    # --- retention (docs/operations.md; checked by tulip_memory.E090) ------------------
+    # Hours after which a done extraction job's payload (the conversation) is purged by
+    # the jobs sweep; 0: purged as the job finishes; None: kept.
+    "JOB_PAYLOAD_PURGE_AFTER_HOURS": None,
+    # Days after which finished (done or failed) extraction job rows are deleted; None: kept.
+    "JOB_DELETE_AFTER_DAYS": None,
+    # Checkpoints kept per thread by the checkpoint sweep (the newest N); None: all.
+    "CHECKPOINT_KEEP_LAST": None,
+    # Days without a new checkpoint after which a thread's checkpoints are deleted; None: kept.
+    "CHECKPOINT_IDLE_DAYS": None,
+    # Seconds between two runs of each periodic sweep (tulip_memory_schedule_sweeps).
+    "SWEEP_INTERVALS": {
+        "extraction_queues": 60,
+        "expired_items": 300,
+        "extraction_jobs": 3600,
+        "checkpoints": 3600,
+    },
     # --- checkpointers ------------------------------------------------------------
     # Extra providers for tulip_memory.registry: {"name": "dotted.path.Factory"}.
     "CHECKPOINTERS": {},

@@ -24,6 +24,10 @@ EV_MEMORY_MANAGER_INJECTED = "memory.manager.injected"
 EV_MEMORY_MANAGER_EXTRACTED = "memory.manager.extracted"
 EV_MEMORY_MANAGER_EXTRACT_FAILED = "memory.manager.extract_failed"
 EV_STORE_SUBJECT_FORGOTTEN = "store.subject.forgotten"
+# Sent by the expiry sweep (per tenant: how many expired items it deleted) and by the
+# checkpoint retention sweep (per tenant: checkpoints and threads removed). Counts only.
+EV_STORE_EXPIRED_SWEPT = "store.expired.swept"
+EV_CHECKPOINT_PRUNED = "checkpoint.pruned"
 
 memory_event = Signal()
 

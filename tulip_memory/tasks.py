@@ -6,13 +6,25 @@ message carries no work: duplicates, redeliveries and reordering change nothing.
 it to ``TULIP_MEMORY["CELERY_QUEUE"]`` (the manager sends it there) and start workers
 with ``celery -A <project> worker -Q <that queue>``.
 
-``sweep_extraction_queues()`` re-sends the message of every namespace that has runnable
-jobs nobody works on (:mod:`tulip_memory.manager.extraction.sweep`); run it on a beat
-schedule (:mod:`tulip_memory.manager.extraction.schedule`).
+The periodic sweeps (:mod:`tulip_memory.sweeps` schedules them on Celery beat):
+
+* ``sweep_extraction_queues()`` re-sends the message of every namespace that has runnable
+  jobs nobody works on (:mod:`tulip_memory.manager.extraction.sweep`);
+* ``sweep_expired_items()`` deletes the expired items of the configured store
+  (:mod:`tulip_memory.retention.expiry` for PgMemory, every tenant);
+* ``cleanup_extraction_jobs()`` purges finished jobs' payloads and deletes old finished
+  jobs (:mod:`tulip_memory.retention.jobs`);
+* ``prune_checkpoints()`` applies the checkpoint retention
+  (:mod:`tulip_memory.retention.checkpoints`).
+
+Each sweep returns what it removed, as counts.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+from asgiref.sync import async_to_sync
 from celery import shared_task
 from django.db import InterfaceError, OperationalError
 
@@ -23,8 +35,19 @@ from tulip_memory.manager.extraction.task_names import (
     SWEEP_EXTRACTION_QUEUES,
 )
 from tulip_memory.manager.worker import run_queue
+from tulip_memory.retention.task_names import (
+    CLEANUP_EXTRACTION_JOBS,
+    PRUNE_CHECKPOINTS,
+    SWEEP_EXPIRED_ITEMS,
+)
 
-__all__ = ["run_extraction_queue", "sweep_extraction_queues"]
+__all__ = [
+    "cleanup_extraction_jobs",
+    "prune_checkpoints",
+    "run_extraction_queue",
+    "sweep_expired_items",
+    "sweep_extraction_queues",
+]
 
 
 @shared_task(
@@ -47,3 +70,54 @@ def run_extraction_queue(tenant: str, queue_id: int) -> None:
 def sweep_extraction_queues() -> int:
     """Send one run message to every stalled extraction queue; how many were sent."""
     return resend_stalled_queues()
+
+
+@shared_task(name=SWEEP_EXPIRED_ITEMS)
+def sweep_expired_items() -> int:
+    """Delete the expired items of ``TULIP_MEMORY["STORE"]``; how many.
+
+    For PgMemory (or a subclass) every tenant of its database alias
+    (``STORE_OPTIONS["using"]``), without building an encoder; any other store with
+    ``capabilities.ttl`` is built from the settings and swept; others have nothing to do.
+    """
+    from tulip_memory.conf import settings
+    from tulip_memory.manager.factory import build_store_from_settings
+    from tulip_memory.retention.expiry import sweep_expired_items as sweep
+    from tulip_memory.store.pg import PgMemory
+
+    factory = settings.import_setting("STORE")
+    if isinstance(factory, type) and issubclass(factory, PgMemory):
+        return sum(sweep(settings.STORE_OPTIONS.get("using", "default")).values())
+    store = build_store_from_settings()
+
+    async def run() -> int:
+        try:
+            return await store.sweep_expired() if store.capabilities.ttl else 0
+        finally:
+            await store.close()
+
+    return async_to_sync(run)()
+
+
+@shared_task(name=CLEANUP_EXTRACTION_JOBS)
+def cleanup_extraction_jobs() -> dict[str, int]:
+    """Apply the extraction-job retention to every tenant; payloads purged, rows deleted."""
+    from tulip_memory.retention.jobs import cleanup_jobs
+
+    reports = cleanup_jobs().values()
+    return {
+        "purged": sum(r.purged for r in reports),
+        "deleted": sum(r.deleted for r in reports),
+    }
+
+
+@shared_task(name=PRUNE_CHECKPOINTS)
+def prune_checkpoints() -> dict[str, Any]:
+    """Apply the checkpoint retention to every tenant; checkpoints and threads removed."""
+    from tulip_memory.retention.checkpoints import prune_checkpoints as prune
+
+    reports = prune().values()
+    return {
+        "checkpoints": sum(r.checkpoints for r in reports),
+        "threads": sum(r.threads for r in reports),
+    }

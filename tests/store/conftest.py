@@ -1,7 +1,8 @@
 """Fixtures of the store contract suite: one entry per backend in ``STORE_FACTORIES``.
 
 Every test of ``test_contract.py`` and ``test_contract_stateful.py`` runs once per entry.
-A factory receives pytest's ``request`` and returns a fresh, empty store; the suite closes
+A factory receives pytest's ``request`` (and keyword options for the store's constructor,
+such as ``clock=`` for the expiry tests) and returns a fresh, empty store; the suite closes
 it. Adding a backend is ONE entry, for example PgMemory::
 
     def _pg(request):
@@ -50,8 +51,9 @@ class MinimalStore(BaseStore):
         self._items: dict[tuple[tuple[str, ...], str], str] = {}
         self._clock = MonotonicWallClock(resolution_ns=1_000)
 
-    async def put(self, namespace, key, value, metadata=None) -> None:
+    async def put(self, namespace, key, value, metadata=None, *, ttl=None) -> None:
         prepared = prepare_put(namespace, key, value, metadata)
+        self._ttl(ttl)  # no ttl capability: StoreCapabilityError
         previous = await self.get_item(namespace, key)
         now = self._clock.tick_datetime()
         item = StoreItem(
@@ -88,25 +90,26 @@ class MinimalStore(BaseStore):
         return [item.key for item in items[:limit]]
 
 
-def _holographic_file(request: pytest.FixtureRequest) -> HolographicStore:
+def _holographic_file(request: pytest.FixtureRequest, **options: Any) -> HolographicStore:
     tmp_path = request.getfixturevalue("tmp_path")
-    return HolographicStore(tmp_path / f"store-{uuid.uuid4().hex}.sqlite3")
+    return HolographicStore(tmp_path / f"store-{uuid.uuid4().hex}.sqlite3", **options)
 
 
-StoreFactory = Callable[[pytest.FixtureRequest], BaseStore]
+StoreFactory = Callable[..., BaseStore]
 
 STORE_FACTORIES: dict[str, StoreFactory] = {
-    "minimal": lambda request: MinimalStore(),
-    "memory": lambda request: InMemoryStore(),
-    "holographic-memory": lambda request: HolographicStore(),
+    "minimal": lambda request, **options: MinimalStore(**options),
+    "memory": lambda request, **options: InMemoryStore(**options),
+    "holographic-memory": lambda request, **options: HolographicStore(**options),
     "holographic-file": _holographic_file,
     "pg": pg_store,
 }
 
 
 @pytest.fixture(params=sorted(STORE_FACTORIES))
-def store_factory(request: pytest.FixtureRequest) -> Callable[[], BaseStore]:
-    """A no-argument callable building a fresh store of the parametrised backend."""
+def store_factory(request: pytest.FixtureRequest) -> Callable[..., BaseStore]:
+    """A callable building a fresh store of the parametrised backend (keyword options go
+    to the store's constructor)."""
     return partial(STORE_FACTORIES[request.param], request)
 
 

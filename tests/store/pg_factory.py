@@ -12,7 +12,7 @@ from tulip_memory.store import BaseStore
 from tulip_memory.tenancy import tenant_context
 
 
-def pg_store(request: pytest.FixtureRequest) -> BaseStore:
+def pg_store(request: pytest.FixtureRequest, **options: Any) -> BaseStore:
     """A PgMemory on the test database, as the application role.
 
     The contract tests are async and the store's ORM calls run on Django's sync worker
@@ -36,7 +36,7 @@ def pg_store(request: pytest.FixtureRequest) -> BaseStore:
 
     request.addfinalizer(clean_up)
     if "root" not in request.fixturenames:
-        return PgMemory("default")
+        return PgMemory("default", **options)
     root = request.getfixturevalue("root")
 
     class TenantBoundPgMemory(PgMemory):
@@ -49,4 +49,4 @@ def pg_store(request: pytest.FixtureRequest) -> BaseStore:
             with tenant_context(root):
                 return await super().list_namespaces(prefix, limit)
 
-    return TenantBoundPgMemory("default")
+    return TenantBoundPgMemory("default", **options)

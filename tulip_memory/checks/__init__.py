@@ -10,5 +10,6 @@ Ids: ``tulip_memory.E001`` and up for errors, ``tulip_memory.W001`` and up for w
   another encoder (``database`` tag);
 * :mod:`.checkpoints` — E030: ``TULIP_MEMORY["CHECKPOINTERS"]``;
 * :mod:`.manager` — E040-E043: what Celery workers build their memory manager from;
-* :mod:`.llm` — E050-E052: the chat model of ``TULIP_MEMORY["LLM"]``.
+* :mod:`.llm` — E050-E052: the chat model of ``TULIP_MEMORY["LLM"]``;
+* :mod:`.retention` — E090: the retention settings and ``SWEEP_INTERVALS``.
 """

@@ -299,6 +299,8 @@ def _run_claimed(
                 state=JobState.DONE,
                 finished_at=Now(),
                 **_usage_columns(result.model, result.usage),
+                # JOB_PAYLOAD_PURGE_AFTER_HOURS = 0: the conversation goes as the job ends.
+                **({"payload": {}} if settings.JOB_PAYLOAD_PURGE_AFTER_HOURS == 0 else {}),
             )
         outcome.done += 1
         emit_sync(EV_MEMORY_MANAGER_EXTRACTED, **result.event_fields(), job=job.pk, **fields)

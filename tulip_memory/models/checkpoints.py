@@ -54,6 +54,26 @@ class ThreadRowsQuerySet(models.QuerySet):
         """Rows of any of ``thread_ids`` of ``tenant``."""
         return self.filter(tenant=tenant, thread_id__in=thread_ids)
 
+    def threads_idle_since(self, before: datetime) -> list[str]:
+        """Threads whose newest row was created before ``before`` (rows with ``created_at``)."""
+        rows = (
+            self.values("thread_id")
+            .annotate(last=models.Max("created_at"))
+            .filter(last__lt=before)
+            .order_by("thread_id")
+        )
+        return list(rows.values_list("thread_id", flat=True))
+
+    def threads_with_more_than(self, count: int) -> list[str]:
+        """Threads holding more than ``count`` rows."""
+        rows = (
+            self.values("thread_id")
+            .annotate(rows=models.Count("id"))
+            .filter(rows__gt=count)
+            .order_by("thread_id")
+        )
+        return list(rows.values_list("thread_id", flat=True))
+
 
 class SubjectRowsQuerySet(ThreadRowsQuerySet):
     """Rows of a table whose rows carry the subject of their thread."""

@@ -230,6 +230,16 @@ class ExtractionJobQuerySet(models.QuerySet):
         )
         return None if job is None else (job, job.db_now)
 
+    def finished_before(self, seconds: float) -> ExtractionJobQuerySet:
+        """Done or failed jobs that finished at least ``seconds`` ago (database clock)."""
+        return self.filter(
+            state__in=(JobState.DONE, JobState.FAILED), finished_at__lte=db_now_plus(-seconds)
+        )
+
+    def with_payload(self) -> ExtractionJobQuerySet:
+        """Jobs whose payload has not been purged (emptied to ``{}``)."""
+        return self.exclude(payload={})
+
     def runnable(self) -> ExtractionJobQuerySet:
         """Open jobs that may run now (no retry delay pending)."""
         return self.open().filter(Q(run_after__isnull=True) | Q(run_after__lte=Now()))

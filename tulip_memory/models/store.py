@@ -6,6 +6,11 @@ pinned to (:func:`tulip_memory.tenancy.tenant_atomic`). The full namespace is st
 one text path (:func:`encode_namespace`) whose prefixes are namespace prefixes, so
 ``list_namespaces(prefix)`` is a ``LIKE 'prefix/%'`` range.
 
+Expiry: ``expires_at`` (NULL: never) is set by each write from the store's clock and
+ttl; every read keeps the rows of :meth:`MemoryItemQuerySet.live` (in the search
+statement: :func:`live_predicate`, one separate condition) and the sweep deletes those of
+:meth:`MemoryItemQuerySet.expired` (partial index ``tulip_store_item_expiry``).
+
 Indexes, the unique constraint and the vector column's type are PostgreSQL's; on other
 vendors the table is created plainly (PgMemory refuses them).
 """
@@ -17,7 +22,7 @@ import json
 import operator
 import weakref
 from collections.abc import Callable, Iterable, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -35,6 +40,7 @@ __all__ = [
     "MemoryItemQuerySet",
     "SearchRow",
     "UpsertRow",
+    "live_predicate",
     "namespace_prefix_condition",
     "search_text_of",
 ]
@@ -80,6 +86,7 @@ class UpsertRow(NamedTuple):
     search_text: str
     embedding: np.ndarray | None
     embedding_source: str
+    expires_at: datetime | None = None
 
 
 class SearchRow(NamedTuple):
@@ -105,6 +112,11 @@ _QUERY_LEXEMES = (
     "coalesce(replace(strip(v)::text, ' ', ' | '), '')::tsquery AS tsq "
     "FROM (SELECT to_tsvector(%(config)s::regconfig, %(query)s) AS v) t) "
 )
+
+
+def live_predicate(alias: str, column: str, parameter: str = "now") -> str:
+    """The SQL condition keeping the rows of ``alias`` not expired at ``%(parameter)s``."""
+    return f"({alias}.{column} IS NULL OR {alias}.{column} > %({parameter})s)"
 
 
 def search_text_of(tokens: Iterable[str]) -> str:
@@ -145,6 +157,28 @@ class MemoryItemQuerySet(models.QuerySet):
             condition |= Q(tenant=namespace[0], namespace=encode_namespace(namespace), key=key)
         return self.filter(condition) if pairs else self.none()
 
+    def live(self, now: datetime) -> MemoryItemQuerySet:
+        """Rows not expired at ``now`` (no expiry, or a later one)."""
+        return self.filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
+
+    def expired(self, now: datetime) -> MemoryItemQuerySet:
+        """Rows whose expiry is ``now`` or earlier (what the sweep deletes)."""
+        return self.filter(expires_at__lte=now)
+
+    def clear_live(self, now: datetime) -> int:
+        """Delete the rows in ONE ``DELETE`` statement; how many of them were live at
+        ``now`` (an expired row goes too, but it was gone already)."""
+        n = self._sql_names()
+        select, params = self.values("pk").query.sql_with_params()
+        expires = f"{n['table']}.{n['expires_at']}"
+        sql = (
+            f"DELETE FROM {n['table']} WHERE {n['id']} IN ({select}) "
+            f"RETURNING ({expires} IS NULL OR {expires} > %s)"
+        )
+        with connections[self.db].cursor() as cursor:
+            cursor.execute(sql, [*params, now])
+            return sum(1 for (live,) in cursor.fetchall() if live)
+
     def clear(self) -> int:
         """Delete the rows in ONE ``DELETE`` statement (no collector pre-fetch); the count."""
         return self._raw_delete(self.db)
@@ -181,8 +215,11 @@ class MemoryItemQuerySet(models.QuerySet):
             return connection.make_debug_cursor(cursor)  # type: ignore[arg-type]
         return connection.make_cursor(cursor)  # type: ignore[arg-type]
 
-    def upsert(self, rows: Sequence[UpsertRow]) -> int:
+    def upsert(self, rows: Sequence[UpsertRow], now: datetime | None = None) -> int:
         """Insert or update ``rows`` in ONE ``INSERT ... ON CONFLICT`` statement.
+
+        Each row's ``expires_at`` replaces the stored one (``None`` clears it). A stored
+        row already expired at ``now`` is written anew: version 1, a new ``created_at``.
 
         Row n of the batch is written at ``clock_timestamp() + n µs`` (later rows are
         newer, as if written one by one). A new row gets version 1 and ``created_at =
@@ -197,16 +234,21 @@ class MemoryItemQuerySet(models.QuerySet):
         n = self._sql_names()
         columns = [list(column) for column in zip(*rows, strict=True)]
         embeddings = columns[6] if any(v is not None for v in columns[6]) else []
+        # The expiries as text (NULL: none): a list of only None has no type to bind.
+        expiries = [None if at is None else at.isoformat() for at in columns[8]]
+        expired = f"(i.{n['expires_at']} IS NOT NULL AND i.{n['expires_at']} <= %s::timestamptz)"
         sql = (
             f"INSERT INTO {n['table']} AS i ({n['tenant']}, {n['namespace']}, {n['key']}, "
             f"{n['value']}, {n['metadata']}, {n['search_text']}, {n['embedding']}, "
-            f"{n['embedding_source']}, {n['created_at']}, {n['updated_at']}, {n['version']}) "
+            f"{n['embedding_source']}, {n['created_at']}, {n['updated_at']}, {n['version']}, "
+            f"{n['expires_at']}) "
             "SELECT r.tenant, r.namespace, r.key, r.value::jsonb, r.metadata::jsonb, "
             "r.search_text, r.embedding, r.source, c.ts + r.ord * interval "
-            "'1 microsecond', c.ts + r.ord * interval '1 microsecond', 1 "
+            "'1 microsecond', c.ts + r.ord * interval '1 microsecond', 1, r.expires_at "
             "FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[], "
-            "%s::text[], %b::vector[], %s::text[]) WITH ORDINALITY "
-            "AS r(tenant, namespace, key, value, metadata, search_text, embedding, source, ord) "
+            "%s::text[], %b::vector[], %s::text[], %s::timestamptz[]) WITH ORDINALITY "
+            "AS r(tenant, namespace, key, value, metadata, search_text, embedding, source, "
+            "expires_at, ord) "
             "CROSS JOIN (SELECT clock_timestamp() AS ts) c "
             # Rows are locked in one global order (not the batch's): two concurrent
             # batches over the same keys in different orders would otherwise deadlock.
@@ -220,10 +262,15 @@ class MemoryItemQuerySet(models.QuerySet):
             f"{n['embedding_source']} = EXCLUDED.{n['embedding_source']}, "
             f"{n['updated_at']} = GREATEST(EXCLUDED.{n['updated_at']}, "
             f"i.{n['updated_at']} + interval '1 microsecond'), "
-            f"{n['version']} = i.{n['version']} + 1"
+            # An expired row is gone: its key is created anew.
+            f"{n['created_at']} = CASE WHEN {expired} THEN EXCLUDED.{n['created_at']} "
+            f"ELSE i.{n['created_at']} END, "
+            f"{n['version']} = CASE WHEN {expired} THEN 1 ELSE i.{n['version']} + 1 END, "
+            f"{n['expires_at']} = EXCLUDED.{n['expires_at']}"
         )
+        moment = (now or datetime.now(UTC)).isoformat()
         with self._binary_cursor() as cursor:
-            cursor.execute(sql, [*columns[:6], embeddings, columns[7]])
+            cursor.execute(sql, [*columns[:6], embeddings, columns[7], expiries, moment, moment])
             return cursor.rowcount
 
     def search_paths(
@@ -242,6 +289,7 @@ class MemoryItemQuerySet(models.QuerySet):
         metadata: dict[str, Any] | None = None,
         subtree: bool = False,
         value_condition: Callable[[str], tuple[str, dict[str, Any]]] | None = None,
+        now: datetime | None = None,
     ) -> list[SearchRow]:
         """Rank each namespace path of ``tenant`` on its own, in ONE statement.
 
@@ -258,7 +306,8 @@ class MemoryItemQuerySet(models.QuerySet):
 
         ``max_distance`` keeps the rows whose distance is at most it; ``metadata`` the rows
         whose metadata has each of its fields equal (as JSON) to its value. Both are
-        applied before the cut to ``limit`` (vector ranking only).
+        applied before the cut to ``limit`` (vector ranking only). ``now``: only the rows
+        not expired at that time take part (every row when None).
 
         ``subtree`` ranks each path together with the namespaces under it (one ranking per
         path, over all their rows); ``value_condition(column)`` returns an SQL condition
@@ -285,6 +334,11 @@ class MemoryItemQuerySet(models.QuerySet):
             conditions.append(
                 f"c.{n['metadata']} -> %(meta_field_{index})s::text = %(meta_value_{index})s::jsonb"
             )
+        # Expiry (TTL): ONE condition, apart from the ranking — whatever the statement
+        # below becomes, an expired row never takes part in it.
+        if now is not None:
+            params["now"] = now
+            conditions.append(live_predicate("c", n["expires_at"]))
         usable = f"c.{n['embedding']} IS NOT NULL"
         if source is not None:
             params["source"] = source
@@ -466,6 +520,9 @@ class MemoryItem(models.Model):
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
     version = models.PositiveBigIntegerField(default=1)
+    expires_at = models.DateTimeField(
+        null=True, blank=True, help_text=_("When the item expires (empty: never)")
+    )
 
     objects = MemoryItemQuerySet.as_manager()
 
@@ -486,6 +543,11 @@ class MemoryItem(models.Model):
         indexes = [
             models.Index(
                 fields=["tenant", "namespace", "-updated_at"], name="tulip_store_item_recent"
+            ),
+            models.Index(
+                fields=["tenant", "expires_at"],
+                condition=Q(expires_at__isnull=False),
+                name="tulip_store_item_expiry",
             ),
         ]
 

@@ -34,8 +34,12 @@ class TenantQuerySet(models.QuerySet):
 
             from tulip_memory.rls import TENANT_COLUMN
 
+            # Only the tables this database has (the LangGraph tables are PostgreSQL's).
+            present = set(connections[self.db].introspection.table_names())
             for model in apps.get_app_config("tulip_memory").get_models():
-                if any(f.column == TENANT_COLUMN for f in model._meta.concrete_fields):
+                if model._meta.db_table in present and any(
+                    f.column == TENANT_COLUMN for f in model._meta.concrete_fields
+                ):
                     names.update(
                         model._default_manager.using(self.db)
                         .values_list(TENANT_COLUMN, flat=True)

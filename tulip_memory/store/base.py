@@ -26,6 +26,17 @@ honours (and that ``tests/store/test_contract.py`` checks on each backend):
   ``score >= threshold``; ``metadata_filter`` keeps items whose metadata has every given
   field equal to the given value.
 
+- **Expiry.** A store with ``capabilities.ttl`` takes ``ttl=`` (keyword-only: seconds as
+  an ``int``/``float``, or a ``timedelta``) on ``put``, ``put_batch`` (one ttl for every
+  item of the call) and ``put_with_embedding``. An item past its expiry is invisible to
+  every read at once (``get``, ``get_item``, ``exists``, ``get_batch``, ``list_keys``,
+  ``search``, ``search_many``, ``list_namespaces``, the embedding reads; ``delete``
+  returns ``False``; a write creates it anew, version 1) and its row is removed by
+  ``sweep_expired()``. Every write sets the expiry afresh: a write without ``ttl``
+  clears it (the item then never expires). A bad ttl raises ``ValueError`` and writes
+  nothing; ``ttl`` on a store without the capability raises ``StoreCapabilityError``.
+  The time comes from the store's clock (:mod:`tulip_memory.clock`).
+
 The abstract methods are ``put``, ``get``, ``delete`` and ``list_keys``; everything else has
 a default built over them. ``get_item``'s default wraps ``get``: it cannot know an item's
 metadata, timestamps or write count, so it states that plainly (empty metadata, ``version``
@@ -41,7 +52,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, NoReturn
 
 from tulip_memory.clock import utc_now
@@ -53,9 +64,11 @@ from tulip_memory.store.validation import (
     validate_key_list,
     validate_namespace,
     validate_namespaces,
+    validate_ttl,
 )
 
 __all__ = [
+    "TTL",
     "BaseStore",
     "SemanticSearchResult",
     "StoreCapabilities",
@@ -64,6 +77,12 @@ __all__ = [
 ]
 
 BatchItem = tuple[Namespace, str, Any, dict[str, Any] | None]
+# A ttl as callers pass it: seconds, or a timedelta (None: never expires).
+TTL = float | timedelta | None
+
+_TTL_HINT = (
+    "pick a store whose capabilities.ttl is True (InMemoryStore, HolographicStore, PgMemory)"
+)
 
 # How many keys the default clear_namespace deletes per list_keys round.
 _CLEAR_PAGE = 1000
@@ -162,6 +181,15 @@ class BaseStore(ABC):
             capability=capability, store_class=type(self).__name__, hint=hint
         )
 
+    def _ttl(self, ttl: object) -> timedelta | None:
+        """``ttl`` checked: ``StoreCapabilityError`` on a store without ``capabilities.ttl``,
+        ``ValueError`` when it is not a positive number of seconds or ``timedelta``."""
+        if ttl is None:
+            return None
+        if not self.capabilities.ttl:
+            self._unsupported("ttl", _TTL_HINT)
+        return validate_ttl(ttl)
+
     # --- abstract -----------------------------------------------------------------
 
     @abstractmethod
@@ -171,8 +199,14 @@ class BaseStore(ABC):
         key: str,
         value: Any,
         metadata: dict[str, Any] | None = None,
+        *,
+        ttl: TTL = None,
     ) -> None:
-        """Create or replace the value of ``key`` (version 1 on create, +1 per update)."""
+        """Create or replace the value of ``key`` (version 1 on create, +1 per update).
+
+        ``ttl``: the item expires that long after the write (stores with
+        ``capabilities.ttl``); ``None`` keeps it until deleted, clearing an earlier expiry.
+        """
 
     @abstractmethod
     async def get(self, namespace: tuple[str, ...], key: str) -> Any | None:
@@ -227,18 +261,20 @@ class BaseStore(ABC):
                 results[(namespace, key)] = item.value
         return results
 
-    async def put_batch(self, items: list[BatchItem]) -> None:
+    async def put_batch(self, items: list[BatchItem], *, ttl: TTL = None) -> None:
         """Write several ``(namespace, key, value, metadata)`` items.
 
-        Every item is validated before the first write. Items are written in order, as by
+        ``ttl`` applies to every item of the call. Every item is validated before the
+        first write. Items are written in order, as by
         successive ``put`` calls: a later item (or a later write of the same key) is newer,
         for ``list_keys`` and search order and for ``version``. This default writes them one
         by one (not atomic); stores advertising ``batch_operations`` write all or nothing.
         """
         prepare_batch(items)
+        extra = {} if self._ttl(ttl) is None else {"ttl": ttl}
         for item in items:
             namespace, key, value, *rest = item
-            await self.put(namespace, key, value, rest[0] if rest else None)
+            await self.put(namespace, key, value, rest[0] if rest else None, **extra)
 
     async def compare_and_put_batch(
         self,
@@ -329,6 +365,8 @@ class BaseStore(ABC):
         value: Any,
         embedding: list[float],
         metadata: dict[str, Any] | None = None,
+        *,
+        ttl: TTL = None,
     ) -> None:
         """``put`` plus an embedding vector for ``search_by_embedding``.
 
@@ -337,6 +375,13 @@ class BaseStore(ABC):
         self._unsupported(
             "semantic_search", "use put() for plain storage, or a store with semantic_search"
         )
+
+    async def sweep_expired(self) -> int:
+        """Delete the items whose expiry has passed; how many were deleted.
+
+        Raises StoreCapabilityError unless ``capabilities.ttl``.
+        """
+        self._unsupported("ttl", _TTL_HINT)
 
     async def search_by_embedding(
         self,

@@ -27,6 +27,11 @@ The class orchestrates; the seams live beside it: :mod:`~tulip_memory.store.holo
 (schema and every statement), :mod:`~tulip_memory.store.holographic_fts` (BM25
 candidates) and :mod:`~tulip_memory.store.holographic_vectors` (HRR and embeddings).
 
+Expiry: ``ttl=`` on ``put``, ``put_batch`` and ``put_with_embedding`` stores
+``clock() + ttl`` in the row's ``expires_at``; every statement keeps only the live rows
+(:data:`~tulip_memory.store.holographic_sql.LIVE`, against the clock given as ``clock=``)
+and ``sweep_expired()`` deletes the others.
+
 One connection guarded by a lock serves every thread; each call runs in a worker thread
 (``asyncio.to_thread``), so the store is usable from several event loops at once and never
 blocks one. Several processes may open the same file (SQLite locking, 5 s busy timeout).
@@ -39,14 +44,16 @@ import json
 import sqlite3
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
-from tulip_memory.clock import MonotonicWallClock, from_micros
+from tulip_memory.clock import Clock, MonotonicWallClock, from_micros, to_micros, utc_now
 from tulip_memory.hrr import DEFAULT_DIM, validate_dim
 from tulip_memory.namespaces import Namespace
 from tulip_memory.store import holographic_sql as sql
 from tulip_memory.store.base import (
+    TTL,
     BaseStore,
     BatchItem,
     SemanticSearchResult,
@@ -104,8 +111,12 @@ class HolographicStore(BaseStore):
         *,
         dim: int = DEFAULT_DIM,
         embedding_dim: int | None = None,
+        clock: Clock = utc_now,
     ) -> None:
         validate_dim(dim)
+        if not callable(clock):
+            raise TypeError(f"clock must be a callable returning a datetime, got {clock!r}")
+        self._now = clock
         if embedding_dim is not None and (
             isinstance(embedding_dim, bool)
             or not isinstance(embedding_dim, int)
@@ -129,9 +140,16 @@ class HolographicStore(BaseStore):
 
     def _setup(self, embedding_dim: int | None) -> None:
         conn = self._connection()
+        # The expiry clock of every statement (sql.LIVE), in microseconds.
+        conn.create_function("tulip_now", 0, lambda: to_micros(self._now()))
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.executescript(sql.SCHEMA + sql.FTS_SCHEMA)
+        if conn.execute(sql.HAS_EXPIRY_COLUMN).fetchone() is None:
+            with self._transaction() as cur:  # re-checked: another process may have added it
+                if cur.execute(sql.HAS_EXPIRY_COLUMN).fetchone() is None:
+                    cur.execute(sql.ADD_EXPIRY_COLUMN)
+        conn.execute(sql.EXPIRY_INDEX)
         if sql.FTS_TOKENIZER not in conn.execute(sql.SELECT_FTS_SCHEMA).fetchone()[0]:
             # A file from before stemming: its index holds unstemmed terms. Rebuilt from
             # the rows in one transaction (a concurrent opener at worst rebuilds it twice).
@@ -171,6 +189,7 @@ class HolographicStore(BaseStore):
             search=True,
             semantic_search=True,
             embedding_dimension=self._embedding_dim,
+            ttl=True,
             list_namespaces=True,
             batch_operations=True,
             transactions=True,
@@ -222,17 +241,22 @@ class HolographicStore(BaseStore):
         prepared: PreparedPut,
         encoded: tuple[str, bytes | None],
         embedding: bytes | None,
+        ttl: timedelta | None,
     ) -> None:
         ns = ns_to_text(prepared.namespace)
         content, hrr = encoded
+        expires_at = None if ttl is None else to_micros(self._now() + ttl)
         row = cur.execute(sql.SELECT_WRITE_STATE, (ns, prepared.key)).fetchone()
+        if row is not None and not row[2]:  # expired: the item is gone, written anew
+            cur.execute(sql.DELETE_ITEM, (ns, prepared.key)).fetchall()
+            row = None
         if row is None:
             now = self._clock.tick()
             cur.execute(
                 sql.INSERT_ITEM,
                 (
                     *(ns, prepared.key, prepared.value_json, prepared.metadata_json, now, now),
-                    *(scope_token(ns), content, hrr, embedding),
+                    *(scope_token(ns), content, hrr, embedding, expires_at),
                 ),
             )
         else:
@@ -241,7 +265,7 @@ class HolographicStore(BaseStore):
                 sql.UPDATE_ITEM,
                 (
                     *(prepared.value_json, prepared.metadata_json, now, row[1] + 1),
-                    *(content, hrr, embedding, ns, prepared.key),
+                    *(content, hrr, embedding, expires_at, ns, prepared.key),
                 ),
             )
 
@@ -251,25 +275,29 @@ class HolographicStore(BaseStore):
         key: str,
         value: Any,
         metadata: dict[str, Any] | None = None,
+        *,
+        ttl: TTL = None,
     ) -> None:
         prepared = prepare_put(namespace, key, value, metadata)
+        expiry = self._ttl(ttl)
         [encoded] = await self._encode_all([prepared])
 
         def work() -> None:
             with self._transaction() as cur:
-                self._write(cur, prepared, encoded, None)
+                self._write(cur, prepared, encoded, None, expiry)
 
         await self._run(work)
 
-    async def put_batch(self, items: list[BatchItem]) -> None:
+    async def put_batch(self, items: list[BatchItem], *, ttl: TTL = None) -> None:
         """Every item is validated first, then all are written in one transaction."""
         prepared = prepare_batch(items)
+        expiry = self._ttl(ttl)
         encoded = await self._encode_all(prepared)
 
         def work() -> None:
             with self._transaction() as cur:
                 for one, enc in zip(prepared, encoded, strict=True):
-                    self._write(cur, one, enc, None)
+                    self._write(cur, one, enc, None, expiry)
 
         await self._run(work)
 
@@ -289,10 +317,10 @@ class HolographicStore(BaseStore):
                 for (namespace, key), version in expected.items():
                     row = cur.execute(sql.SELECT_WRITE_STATE, (ns_to_text(namespace), key))
                     state = row.fetchone()
-                    if (None if state is None else state[1]) != version:
+                    if (None if state is None or not state[2] else state[1]) != version:
                         return False
                 for one, enc in zip(prepared, encoded, strict=True):
-                    self._write(cur, one, enc, None)
+                    self._write(cur, one, enc, None, None)
             return True
 
         return await self._run(work)
@@ -304,9 +332,12 @@ class HolographicStore(BaseStore):
         value: Any,
         embedding: list[float],
         metadata: dict[str, Any] | None = None,
+        *,
+        ttl: TTL = None,
     ) -> None:
         prepared = prepare_put(namespace, key, value, metadata)
         vector = validate_embedding(embedding, dimension=self._embedding_dim)
+        expiry = self._ttl(ttl)
         blob = embedding_blob(vector)
         [encoded] = await self._encode_all([prepared])
 
@@ -320,7 +351,7 @@ class HolographicStore(BaseStore):
                         cur.execute(sql.INSERT_META, ("embedding_dim", str(len(vector))))
                     self._embedding_dim = int(width[0]) if width else len(vector)
                     validate_embedding(vector, dimension=self._embedding_dim)
-                self._write(cur, prepared, encoded, blob)
+                self._write(cur, prepared, encoded, blob, expiry)
 
         await self._run(work)
 
@@ -330,8 +361,7 @@ class HolographicStore(BaseStore):
 
         def work() -> bool:
             with self._transaction() as cur:
-                cur.execute(sql.DELETE_ITEM, (ns, key))
-                return cur.rowcount > 0
+                return any(live for (live,) in cur.execute(sql.DELETE_ITEM, (ns, key)))
 
         return await self._run(work)
 
@@ -340,7 +370,16 @@ class HolographicStore(BaseStore):
 
         def work() -> int:
             with self._transaction() as cur:
-                cur.execute(sql.DELETE_NAMESPACE, (ns,))
+                return sum(bool(live) for (live,) in cur.execute(sql.DELETE_NAMESPACE, (ns,)))
+
+        return await self._run(work)
+
+    async def sweep_expired(self) -> int:
+        """Delete the expired rows of the file (one statement, the expiry index); how many."""
+
+        def work() -> int:
+            with self._transaction() as cur:
+                cur.execute(sql.SWEEP_EXPIRED)
                 return cur.rowcount
 
         return await self._run(work)

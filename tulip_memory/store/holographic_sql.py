@@ -13,6 +13,12 @@ exactly as they are, so every store matches the same words), each reduced by FTS
 ``porter`` stemmer (``likes``/``liked`` match ``like``). A file whose FTS table was made
 with another tokenizer (before stemming) has it rebuilt on open (:data:`FTS_TOKENIZER`,
 :data:`REBUILD_FTS`).
+
+Expiry: ``expires_at`` holds the item's expiry in microseconds since the epoch (NULL:
+never). Every read keeps only the rows matching :data:`LIVE`, which compares it with
+``tulip_now()``, a function the store registers on its connection (its clock, in
+microseconds); :data:`SWEEP_EXPIRED` deletes the others. A file from before expiry gets
+the column on open (:data:`HAS_EXPIRY_COLUMN`, :data:`ADD_EXPIRY_COLUMN`).
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import sqlite3
 from typing import Any
 
 __all__ = [
+    "ADD_EXPIRY_COLUMN",
     "BM25_CANDIDATES",
     "COUNT_MATCHES",
     "COUNT_NAMESPACE",
@@ -30,13 +37,16 @@ __all__ = [
     "DELETE_NAMESPACE",
     "DROP_FTS",
     "EMBEDDED_ITEMS",
+    "EXPIRY_INDEX",
     "FTS_SCHEMA",
     "FTS_TOKENIZER",
+    "HAS_EXPIRY_COLUMN",
     "INSERT_ITEM",
     "INSERT_META",
     "ITEM_COLUMNS",
     "LIST_NAMESPACES",
     "LIST_NAMESPACES_UNDER",
+    "LIVE",
     "NAMESPACE_PHASES",
     "NEWEST_ITEMS",
     "NEWEST_KEYS",
@@ -50,6 +60,7 @@ __all__ = [
     "SELECT_META",
     "SELECT_VALUE",
     "SELECT_WRITE_STATE",
+    "SWEEP_EXPIRED",
     "UPDATE_ITEM",
     "Transaction",
     "items_by_rowid",
@@ -76,10 +87,20 @@ CREATE TABLE IF NOT EXISTS tulip_items (
     content TEXT NOT NULL,
     hrr BLOB,
     embedding BLOB,
+    expires_at INTEGER,
     PRIMARY KEY (ns, key)
 );
 CREATE INDEX IF NOT EXISTS tulip_items_recent ON tulip_items (ns, updated_at DESC, key);
 """
+
+# Whether the table has the expiry column (a file from before expiry has not).
+HAS_EXPIRY_COLUMN = "SELECT 1 FROM pragma_table_info('tulip_items') WHERE name = 'expires_at'"
+ADD_EXPIRY_COLUMN = "ALTER TABLE tulip_items ADD COLUMN expires_at INTEGER"
+# The sweep's index: only the rows that expire.
+EXPIRY_INDEX = (
+    "CREATE INDEX IF NOT EXISTS tulip_items_expiry ON tulip_items (expires_at) "
+    "WHERE expires_at IS NOT NULL"
+)
 
 # The FTS5 tokenizer: the package's tokens (already case-folded, NFKC) stemmed by Porter.
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 0"
@@ -130,6 +151,9 @@ def scope_token(ns_text: str) -> str:
 
 # --- statements -------------------------------------------------------------------------
 
+# The rows every read keeps: not expired by the store's clock (``tulip_now()``, µs).
+LIVE = "(tulip_items.expires_at IS NULL OR tulip_items.expires_at > tulip_now())"
+
 # The columns a StoreItem is built from, in HolographicStore._item's order.
 ITEM_COLUMNS = "key, value, metadata, created_at, updated_at, version"
 
@@ -138,43 +162,54 @@ SELECT_EMBEDDING_DIM = "SELECT value FROM tulip_meta WHERE name = 'embedding_dim
 # Parameters: name, value.
 INSERT_META = "INSERT INTO tulip_meta VALUES (?, ?)"
 
-# The row a write updates: its last timestamp and version (parameters: ns, key).
-SELECT_WRITE_STATE = "SELECT updated_at, version FROM tulip_items WHERE ns = ? AND key = ?"
+# The row a write updates: its last timestamp, version and whether it is live (an
+# expired row is written anew: parameters: ns, key).
+SELECT_WRITE_STATE = f"SELECT updated_at, version, {LIVE} FROM tulip_items WHERE ns = ? AND key = ?"
 INSERT_ITEM = (
     "INSERT INTO tulip_items (ns, key, value, metadata, created_at, updated_at, "
-    "version, scope, content, hrr, embedding) "
-    "VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?)"
+    "version, scope, content, hrr, embedding, expires_at) "
+    "VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?)"
 )
 UPDATE_ITEM = (
     "UPDATE tulip_items SET value = ?, metadata = ?, updated_at = ?, version = ?, "
-    "content = ?, hrr = ?, embedding = ? WHERE ns = ? AND key = ?"
+    "content = ?, hrr = ?, embedding = ?, expires_at = ? WHERE ns = ? AND key = ?"
 )
-DELETE_ITEM = "DELETE FROM tulip_items WHERE ns = ? AND key = ?"
-DELETE_NAMESPACE = "DELETE FROM tulip_items WHERE ns = ?"
+# Deletes return whether each deleted row was live (an expired one was already gone).
+# (Written with coalesce: SQLite 3.40 evaluates "expires_at IS NULL" wrongly in RETURNING.)
+_RETURNING_LIVE = "RETURNING coalesce(expires_at > tulip_now(), 1)"
+DELETE_ITEM = f"DELETE FROM tulip_items WHERE ns = ? AND key = ? {_RETURNING_LIVE}"
+DELETE_NAMESPACE = f"DELETE FROM tulip_items WHERE ns = ? {_RETURNING_LIVE}"
+SWEEP_EXPIRED = "DELETE FROM tulip_items WHERE expires_at IS NOT NULL AND expires_at <= tulip_now()"
 
 # One item by (ns, key): all of it, its value, its existence, its embedding.
-SELECT_ITEM = f"SELECT {ITEM_COLUMNS} FROM tulip_items WHERE ns = ? AND key = ?"
-SELECT_VALUE = "SELECT value FROM tulip_items WHERE ns = ? AND key = ?"
-SELECT_EXISTS = "SELECT 1 FROM tulip_items WHERE ns = ? AND key = ?"
-SELECT_EMBEDDING = "SELECT embedding FROM tulip_items WHERE ns = ? AND key = ?"
+SELECT_ITEM = f"SELECT {ITEM_COLUMNS} FROM tulip_items WHERE ns = ? AND key = ? AND {LIVE}"
+SELECT_VALUE = f"SELECT value FROM tulip_items WHERE ns = ? AND key = ? AND {LIVE}"
+SELECT_EXISTS = f"SELECT 1 FROM tulip_items WHERE ns = ? AND key = ? AND {LIVE}"
+SELECT_EMBEDDING = f"SELECT embedding FROM tulip_items WHERE ns = ? AND key = ? AND {LIVE}"
 
 # A namespace's items newest first (the ``tulip_items_recent`` index); parameters: ns, limit.
 NEWEST_ITEMS = (
-    f"SELECT {ITEM_COLUMNS} FROM tulip_items WHERE ns = ? ORDER BY updated_at DESC, key LIMIT ?"
+    f"SELECT {ITEM_COLUMNS} FROM tulip_items WHERE ns = ? AND {LIVE} "
+    "ORDER BY updated_at DESC, key LIMIT ?"
 )
-NEWEST_KEYS = "SELECT key FROM tulip_items WHERE ns = ? ORDER BY updated_at DESC, key LIMIT ?"
+NEWEST_KEYS = (
+    f"SELECT key FROM tulip_items WHERE ns = ? AND {LIVE} ORDER BY updated_at DESC, key LIMIT ?"
+)
 
-LIST_NAMESPACES = "SELECT DISTINCT ns FROM tulip_items"
+LIST_NAMESPACES = f"SELECT DISTINCT ns FROM tulip_items WHERE {LIVE}"
 # Parameters: the prefix's own text, the length and text of what its children start with.
-LIST_NAMESPACES_UNDER = "SELECT DISTINCT ns FROM tulip_items WHERE ns = ? OR substr(ns, 1, ?) = ?"
+LIST_NAMESPACES_UNDER = (
+    f"SELECT DISTINCT ns FROM tulip_items WHERE (ns = ? OR substr(ns, 1, ?) = ?) AND {LIVE}"
+)
 
 # The BM25-best ``limit`` matches of an FTS5 expression, as items with their HRR vector
 # and their BM25 score (higher is better; parameters: MATCH expression, limit). Column 0
 # of the FTS table (the namespace scope) weighs nothing in the score.
 BM25_CANDIDATES = (
     f"SELECT {ITEM_COLUMNS}, hrr, -hits.score FROM ("
-    "SELECT rowid AS id, bm25(tulip_items_fts, 0.0, 1.0) AS score FROM tulip_items_fts "
-    "WHERE tulip_items_fts MATCH ? ORDER BY score LIMIT ?"
+    "SELECT tulip_items_fts.rowid AS id, bm25(tulip_items_fts, 0.0, 1.0) AS score "
+    "FROM tulip_items_fts JOIN tulip_items ON tulip_items.rowid = tulip_items_fts.rowid "
+    f"WHERE tulip_items_fts MATCH ? AND {LIVE} ORDER BY score LIMIT ?"
     ") AS hits JOIN tulip_items ON tulip_items.rowid = hits.id "
     "ORDER BY hits.score, updated_at DESC, key"
 )
@@ -186,10 +221,11 @@ COUNT_MATCHES = (
 )
 
 # Every HRR vector of a namespace, for the exact HRR scan (parameter: ns).
-NAMESPACE_PHASES = "SELECT rowid, hrr FROM tulip_items WHERE ns = ?"
+NAMESPACE_PHASES = f"SELECT rowid, hrr FROM tulip_items WHERE ns = ? AND {LIVE}"
 # Every item of a namespace with a caller's embedding (parameter: ns).
 EMBEDDED_ITEMS = (
-    f"SELECT {ITEM_COLUMNS}, embedding FROM tulip_items WHERE ns = ? AND embedding IS NOT NULL"
+    f"SELECT {ITEM_COLUMNS}, embedding FROM tulip_items "
+    f"WHERE ns = ? AND embedding IS NOT NULL AND {LIVE}"
 )
 
 

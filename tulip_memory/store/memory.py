@@ -18,6 +18,11 @@ to the end), so "newest first" is a reversed walk, an inverted index term -> {ke
 frequency} so a query only looks at items sharing a term, and the running total of the
 items' lengths (BM25's average length).
 
+Expiry: ``put(..., ttl=...)`` (and ``put_batch``, one ttl for the call) stamps the entry
+with ``clock() + ttl``; an entry past it is skipped by every read at once and removed by
+``sweep_expired()`` (or when its key is written again). ``clock`` is a constructor
+argument (:mod:`tulip_memory.clock`), so tests move time by hand.
+
 Locking: no critical section here awaits anything, so a ``threading.Lock`` excludes
 concurrent mutations without binding the store to one event loop (as an ``asyncio.Lock``
 would), and also protects it when several threads (each with its own loop) share it.
@@ -33,14 +38,14 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 import numpy as np
 
-from tulip_memory.clock import MonotonicWallClock
+from tulip_memory.clock import Clock, MonotonicWallClock, utc_now
 from tulip_memory.namespaces import Namespace
-from tulip_memory.store.base import BaseStore, BatchItem, StoreCapabilities, StoreItem
+from tulip_memory.store.base import TTL, BaseStore, BatchItem, StoreCapabilities, StoreItem
 from tulip_memory.store.ranking import (
     MODEL_WEIGHT,
     bm25_idf,
@@ -74,6 +79,10 @@ class _Entry:
     version: int
     terms: Counter[str]  # term -> frequency
     vector: np.ndarray | None  # unit-length embedding (with an embedder)
+    expires_at: datetime | None = None
+
+    def live(self, now: datetime) -> bool:
+        return self.expires_at is None or self.expires_at > now
 
     def to_item(self, namespace: tuple[str, ...], key: str) -> StoreItem:
         return StoreItem(
@@ -107,8 +116,14 @@ class _Namespace:
                 del self.postings[term]
         self.total_length -= terms.total()
 
-    def bm25(self, terms: set[str]) -> dict[str, float]:
-        """The BM25 score of every entry holding one of ``terms``."""
+    def live_count(self, now: datetime) -> int:
+        return sum(entry.live(now) for entry in self.entries.values())
+
+    def has_live(self, now: datetime) -> bool:
+        return any(entry.live(now) for entry in self.entries.values())
+
+    def bm25(self, terms: set[str], now: datetime) -> dict[str, float]:
+        """The BM25 score of every live entry holding one of ``terms``."""
         count = len(self.entries)
         average = self.total_length / max(count, 1)
         scores: dict[str, float] = {}
@@ -118,13 +133,19 @@ class _Namespace:
                 continue
             idf = bm25_idf(count, len(postings))
             for key, tf in postings.items():
+                if not self.entries[key].live(now):
+                    continue
                 length = self.entries[key].terms.total()
                 scores[key] = scores.get(key, 0.0) + idf * bm25_weight(tf, length, average)
         return scores
 
-    def nearest(self, query: np.ndarray, pool: int) -> dict[str, float]:
-        """The cosine similarity of the ``pool`` entries nearest to the unit ``query``."""
-        keys = [key for key, entry in self.entries.items() if entry.vector is not None]
+    def nearest(self, query: np.ndarray, pool: int, now: datetime) -> dict[str, float]:
+        """The cosine similarity of the ``pool`` live entries nearest to the unit ``query``."""
+        keys = [
+            key
+            for key, entry in self.entries.items()
+            if entry.vector is not None and entry.live(now)
+        ]
         if not keys:
             return {}
         matrix = np.stack([self.entries[key].vector for key in keys])  # type: ignore[misc]
@@ -142,12 +163,15 @@ _Encoded = tuple[Counter[str], np.ndarray | None]
 class InMemoryStore(BaseStore):
     """Process-local store; values are kept as JSON text and decoded on every read."""
 
-    def __init__(self, *, embedder: Any | None = None) -> None:
+    def __init__(self, *, embedder: Any | None = None, clock: Clock = utc_now) -> None:
         if embedder is not None and not callable(getattr(embedder, "embed_batch", None)):
             raise TypeError(
                 f"embedder must be a BaseEmbedding (with embed_batch), got {type(embedder)!r}"
             )
+        if not callable(clock):
+            raise TypeError(f"clock must be a callable returning a datetime, got {clock!r}")
         self._embedder = embedder
+        self._now = clock
         self._namespaces: dict[tuple[str, ...], _Namespace] = {}
         self._lock = threading.Lock()
         self._clock = MonotonicWallClock(resolution_ns=1_000)
@@ -155,7 +179,7 @@ class InMemoryStore(BaseStore):
 
     @property
     def capabilities(self) -> StoreCapabilities:
-        return StoreCapabilities(search=True, list_namespaces=True, batch_operations=True)
+        return StoreCapabilities(search=True, ttl=True, list_namespaces=True, batch_operations=True)
 
     async def _locked(self, work: Callable[[], T], size: int) -> T:
         """``work()`` under the lock: inline for small inputs, in a worker thread when
@@ -190,15 +214,27 @@ class InMemoryStore(BaseStore):
         terms = await _terms_of(texts)
         return list(zip(terms, await self._vectors(texts), strict=True))
 
-    def _write(self, prepared: PreparedPut, encoded: _Encoded) -> None:
+    def _write(self, prepared: PreparedPut, encoded: _Encoded, ttl: timedelta | None) -> None:
         namespace = self._namespaces.setdefault(prepared.namespace, _Namespace())
         previous = namespace.entries.pop(prepared.key, None)
-        terms, vector = encoded
-        if previous is None:
-            now = self._clock.tick_datetime()
-            entry = _Entry(prepared.value_json, prepared.metadata_json, now, now, 1, terms, vector)
-        else:
+        if previous is not None:
             namespace.unindex(prepared.key, previous.terms)
+        terms, vector = encoded
+        moment = self._now()
+        expires_at = None if ttl is None else moment + ttl
+        if previous is None or not previous.live(moment):  # an expired item is gone
+            now = self._clock.tick_datetime()
+            entry = _Entry(
+                prepared.value_json,
+                prepared.metadata_json,
+                now,
+                now,
+                1,
+                terms,
+                vector,
+                expires_at,
+            )
+        else:
             entry = _Entry(
                 prepared.value_json,
                 prepared.metadata_json,
@@ -207,6 +243,7 @@ class InMemoryStore(BaseStore):
                 previous.version + 1,
                 terms,
                 vector,
+                expires_at,
             )
         namespace.entries[prepared.key] = entry
         namespace.recency[prepared.key] = next(self._writes)
@@ -218,19 +255,23 @@ class InMemoryStore(BaseStore):
         key: str,
         value: Any,
         metadata: dict[str, Any] | None = None,
+        *,
+        ttl: TTL = None,
     ) -> None:
         prepared = prepare_put(namespace, key, value, metadata)
+        expiry = self._ttl(ttl)
         [encoded] = await self._encode([prepared])
-        await self._locked(lambda: self._write(prepared, encoded), len(prepared.value_json))
+        await self._locked(lambda: self._write(prepared, encoded, expiry), len(prepared.value_json))
 
-    async def put_batch(self, items: list[BatchItem]) -> None:
+    async def put_batch(self, items: list[BatchItem], *, ttl: TTL = None) -> None:
         """All or nothing: every item is validated before the first is written."""
         prepared = prepare_batch(items)
+        expiry = self._ttl(ttl)
         encoded = await self._encode(prepared)
 
         def write() -> None:
             for one, enc in zip(prepared, encoded, strict=True):
-                self._write(one, enc)
+                self._write(one, enc, expiry)
 
         await self._locked(write, sum(len(one.value_json) for one in prepared))
 
@@ -245,13 +286,13 @@ class InMemoryStore(BaseStore):
         encoded = await self._encode(prepared)
 
         def compare_and_write() -> bool:
+            now = self._now()
             for (namespace, key), version in expected.items():
-                space = self._namespaces.get(namespace)
-                entry = None if space is None else space.entries.get(key)
+                entry = self._live_entry(namespace, key, now)
                 if (None if entry is None else entry.version) != version:
                     return False
             for one, enc in zip(prepared, encoded, strict=True):
-                self._write(one, enc)
+                self._write(one, enc, None)
             return True
 
         return await self._locked(compare_and_write, sum(len(p.value_json) for p in prepared))
@@ -260,29 +301,52 @@ class InMemoryStore(BaseStore):
         validate_namespace(namespace)
         validate_key(key)
         with self._lock:
-            space = self._namespaces.get(namespace)
-            entry = None if space is None else space.entries.pop(key, None)
-            if space is None or entry is None:
-                return False
-            space.unindex(key, entry.terms)
-            del space.recency[key]
-            if not space.entries:
-                del self._namespaces[namespace]
-            return True
+            entry = self._remove(namespace, key)
+            return entry is not None and entry.live(self._now())
+
+    def _remove(self, namespace: tuple[str, ...], key: str) -> _Entry | None:
+        """Take ``key`` out of ``namespace`` (expired or not); call under the lock."""
+        space = self._namespaces.get(namespace)
+        entry = None if space is None else space.entries.pop(key, None)
+        if space is None or entry is None:
+            return None
+        space.unindex(key, entry.terms)
+        del space.recency[key]
+        if not space.entries:
+            del self._namespaces[namespace]
+        return entry
 
     async def clear_namespace(self, namespace: tuple[str, ...]) -> int:
         validate_namespace(namespace)
         with self._lock:
             space = self._namespaces.pop(namespace, None)
-        return len(space.entries) if space else 0
+        return space.live_count(self._now()) if space else 0
+
+    async def sweep_expired(self) -> int:
+        """Remove every expired entry; how many."""
+        with self._lock:
+            now = self._now()
+            expired = [
+                (namespace, key)
+                for namespace, space in self._namespaces.items()
+                for key, entry in space.entries.items()
+                if not entry.live(now)
+            ]
+            for namespace, key in expired:
+                self._remove(namespace, key)
+        return len(expired)
 
     # --- reads ------------------------------------------------------------------------
+
+    def _live_entry(self, namespace: tuple[str, ...], key: str, now: datetime) -> _Entry | None:
+        space = self._namespaces.get(namespace)
+        entry = space.entries.get(key) if space else None
+        return entry if entry is not None and entry.live(now) else None
 
     def _entry(self, namespace: tuple[str, ...], key: str) -> _Entry | None:
         validate_namespace(namespace)
         validate_key(key)
-        space = self._namespaces.get(namespace)
-        return space.entries.get(key) if space else None
+        return self._live_entry(namespace, key, self._now())
 
     async def get(self, namespace: tuple[str, ...], key: str) -> Any | None:
         entry = self._entry(namespace, key)
@@ -300,8 +364,11 @@ class InMemoryStore(BaseStore):
             space = self._namespaces.get(namespace)
             if space is None:
                 return []
+            now = self._now()
             newest = []
             for key in reversed(space.entries):
+                if not space.entries[key].live(now):
+                    continue
                 newest.append((key, space.entries[key]))
                 if len(newest) == limit:
                     break
@@ -333,9 +400,11 @@ class InMemoryStore(BaseStore):
             space = self._namespaces.get(namespace)
             if space is None:
                 return []
-            lexical = space.bm25(terms)
+            now = self._now()
+            lexical = space.bm25(terms, now)
             if vector is not None:
-                scores = fuse(lexical, space.nearest(vector, candidate_pool(limit)), MODEL_WEIGHT)
+                nearest = space.nearest(vector, candidate_pool(limit), now)
+                scores = fuse(lexical, nearest, MODEL_WEIGHT)
             else:
                 scores = lexical
             # Best score first, ties newest first.
@@ -352,7 +421,12 @@ class InMemoryStore(BaseStore):
         start = validate_namespace_prefix(prefix)
         limit = validate_limit(limit)
         with self._lock:
-            found = [ns for ns in self._namespaces if ns[: len(start)] == start]
+            now = self._now()
+            found = [
+                ns
+                for ns, space in self._namespaces.items()
+                if ns[: len(start)] == start and space.has_live(now)
+            ]
         return sorted(found)[:limit]
 
 

@@ -27,6 +27,12 @@ written by another encoder — e.g. before an embedder was configured) are still
 their words, with a one-time warning. A query of stop words only lists the newest items
 (HRR), or ranks by the embedder's vector alone.
 
+Expiry: ``ttl=`` (``put``, ``put_batch`` — one ttl for the call —, ``put_with_embedding``)
+sets the row's ``expires_at`` to ``clock() + ttl`` (``clock=``, the application's clock,
+not the database's: tests move it by hand); every statement keeps only the rows not
+expired by that clock, and ``sweep_expired()`` deletes the others, tenant by tenant
+(:mod:`tulip_memory.retention.expiry`).
+
 The tenant pin is transaction-local (``set_config(..., true)``) through the ORM's
 transaction, so a pooled connection never carries a tenant into its next use.
 ``put_batch`` is one bulk upsert statement per tenant (a key repeated in a batch is
@@ -41,18 +47,25 @@ import logging
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 import numpy as np
 from asgiref.sync import sync_to_async
 
+from tulip_memory.clock import Clock, utc_now
 from tulip_memory.embeddings import BaseEmbedding, resolve_embedder
 from tulip_memory.exceptions import ConfigurationError, TenantError
 from tulip_memory.hrr import DEFAULT_DIM
 from tulip_memory.namespaces import Namespace, decode_namespace, encode_namespace
 from tulip_memory.postgresql_operations import PGVECTOR_ANN_MAX_DIM, text_search_config
-from tulip_memory.store.base import BaseStore, SemanticSearchResult, StoreCapabilities, StoreItem
+from tulip_memory.store.base import (
+    TTL,
+    BaseStore,
+    SemanticSearchResult,
+    StoreCapabilities,
+    StoreItem,
+)
 from tulip_memory.store.pg_encoder import DEFAULT_ENCODING_CACHE, EXTERNAL_SOURCE, TextEncoder
 from tulip_memory.store.ranking import BM25_B, BM25_K1, HRR_WEIGHT, MODEL_WEIGHT
 from tulip_memory.store.validation import (
@@ -98,7 +111,8 @@ class PgMemory(BaseStore):
     BYPASSRLS). ``embedder``: ``None`` uses ``TULIP_MEMORY["EMBEDDER"]``, ``"hrr"`` forces
     the HRR encoding, a ``BaseEmbedding`` is used as given. ``dim`` is the HRR width used
     without an embedder (the column is ``2 * dim`` wide); ``encoding_cache`` is how many
-    encodings are kept (LRU keyed by ``(tenant, text)``; 0 turns it off).
+    encodings are kept (LRU keyed by ``(tenant, text)``; 0 turns it off). ``clock`` is
+    what expiry reads the time from (:mod:`tulip_memory.clock`).
     """
 
     def __init__(
@@ -108,8 +122,12 @@ class PgMemory(BaseStore):
         dim: int = DEFAULT_DIM,
         embedder: BaseEmbedding | str | None = None,
         encoding_cache: int = DEFAULT_ENCODING_CACHE,
+        clock: Clock = utc_now,
     ) -> None:
+        if not callable(clock):
+            raise TypeError(f"clock must be a callable returning a datetime, got {clock!r}")
         self.using = using
+        self._now = clock
         self.encoder = TextEncoder(
             dim=dim, embedder=resolve_embedder(embedder), cache_size=encoding_cache
         )
@@ -157,6 +175,7 @@ class PgMemory(BaseStore):
             search=True,
             semantic_search=True,
             embedding_dimension=self.encoder.width,
+            ttl=True,
             list_namespaces=True,
             batch_operations=True,
             transactions=True,
@@ -232,7 +251,14 @@ class PgMemory(BaseStore):
     def _atomic(self, tenant: str) -> Any:
         return tenant_atomic(tenant, using=self.using)
 
-    def _row(self, prepared: PreparedPut, text: str, vector: np.ndarray | None, source: str) -> Any:
+    def _row(
+        self,
+        prepared: PreparedPut,
+        text: str,
+        vector: np.ndarray | None,
+        source: str,
+        ttl: timedelta | None = None,
+    ) -> Any:
         from tulip_memory.models.store import UpsertRow, search_text_of
 
         return UpsertRow(
@@ -244,6 +270,7 @@ class PgMemory(BaseStore):
             search_text=search_text_of(tokenize(text)),
             embedding=vector,
             embedding_source=source if vector is not None else "",
+            expires_at=None if ttl is None else self._now() + ttl,
         )
 
     def _item(self, namespace: Namespace, row: Any) -> StoreItem:
@@ -272,14 +299,16 @@ class PgMemory(BaseStore):
         # lock rows in one global order and cannot deadlock.
         outer = len(rows_by_tenant) > 1 or bool(expected)
         with transaction.atomic(using=self.using) if outer else nullcontext():
-            if expected and not self._versions_match(expected):
+            if expected and not self._versions_match(expected, self._now()):
                 return False
             for tenant, rows in sorted(rows_by_tenant.items()):
                 with self._atomic(tenant):
                     self._upsert_rounds(rows)
         return True
 
-    def _versions_match(self, expected: dict[tuple[Namespace, str], int | None]) -> bool:
+    def _versions_match(
+        self, expected: dict[tuple[Namespace, str], int | None], now: datetime
+    ) -> bool:
         from django.db import connections
 
         # A transaction-scoped advisory lock per key, taken in one global order, serialises
@@ -297,7 +326,8 @@ class PgMemory(BaseStore):
         found: dict[tuple[str, str], int] = {}
         for tenant, pairs in sorted(by_tenant.items()):
             with self._atomic(tenant):
-                rows = self._items().for_keys(pairs).values_list("namespace", "key", "version")
+                live = self._items().for_keys(pairs).live(now)
+                rows = live.values_list("namespace", "key", "version")
                 found.update(((path, key), version) for path, key, version in rows)
         return all(
             found.get((encode_namespace(ns), key)) == version
@@ -314,11 +344,11 @@ class PgMemory(BaseStore):
         for row in rows:
             identity = (row.namespace, row.key)
             if identity in seen:
-                self._items().upsert(run)
+                self._items().upsert(run, self._now())
                 run, seen = [], set()
             run.append(row)
             seen.add(identity)
-        self._items().upsert(run)
+        self._items().upsert(run, self._now())
 
     async def put(
         self,
@@ -326,18 +356,22 @@ class PgMemory(BaseStore):
         key: str,
         value: Any,
         metadata: dict[str, Any] | None = None,
+        *,
+        ttl: TTL = None,
     ) -> None:
         prepared = prepare_put(namespace, key, value, metadata)
         tenant = self._tenant_of(prepared.namespace)
         self._check_indexable(prepared)
+        expiry = self._ttl(ttl)
         text = value_text(json.loads(prepared.value_json))
         vector = await self.encoder.encode(tenant, text)
-        await self._run(
-            self._write_sync, {tenant: [self._row(prepared, text, vector, self.encoder.source)]}
-        )
+        row = self._row(prepared, text, vector, self.encoder.source, expiry)
+        await self._run(self._write_sync, {tenant: [row]})
 
     async def _batch_rows(
-        self, items: list[tuple[tuple[str, ...], str, Any, dict[str, Any] | None]]
+        self,
+        items: list[tuple[tuple[str, ...], str, Any, dict[str, Any] | None]],
+        ttl: timedelta | None = None,
     ) -> dict[str, list[Any]]:
         """The rows of a batch by tenant, every item validated first."""
         prepared = prepare_batch(items)
@@ -349,15 +383,20 @@ class PgMemory(BaseStore):
         rows_by_tenant: dict[str, list[Any]] = defaultdict(list)
         for one, text, vector in zip(prepared, texts, vectors, strict=True):
             rows_by_tenant[one.namespace[0]].append(
-                self._row(one, text, vector, self.encoder.source)
+                self._row(one, text, vector, self.encoder.source, ttl)
             )
         return dict(rows_by_tenant)
 
     async def put_batch(
-        self, items: list[tuple[tuple[str, ...], str, Any, dict[str, Any] | None]]
+        self,
+        items: list[tuple[tuple[str, ...], str, Any, dict[str, Any] | None]],
+        *,
+        ttl: TTL = None,
     ) -> None:
         """All items in one transaction: one bulk upsert statement per tenant."""
-        rows_by_tenant = await self._batch_rows(items)
+        if ttl is not None:
+            prepare_batch(items)  # bad items are named before a bad ttl
+        rows_by_tenant = await self._batch_rows(items, self._ttl(ttl))
         if rows_by_tenant:
             await self._run(self._write_sync, rows_by_tenant)
 
@@ -381,6 +420,8 @@ class PgMemory(BaseStore):
         value: Any,
         embedding: list[float],
         metadata: dict[str, Any] | None = None,
+        *,
+        ttl: TTL = None,
     ) -> None:
         """``put`` with the caller's vector (``capabilities.embedding_dimension`` wide).
 
@@ -392,16 +433,19 @@ class PgMemory(BaseStore):
         tenant = self._tenant_of(prepared.namespace)
         self._check_indexable(prepared)
         vector = self.encoder.checked(embedding, name="embedding")
+        expiry = self._ttl(ttl)
         source = self.encoder.source if self.encoder.embedder is not None else EXTERNAL_SOURCE
         text = value_text(json.loads(prepared.value_json))
-        await self._run(self._write_sync, {tenant: [self._row(prepared, text, vector, source)]})
+        row = self._row(prepared, text, vector, source, expiry)
+        await self._run(self._write_sync, {tenant: [row]})
 
     def _delete_sync(self, namespace: Namespace, key: str | None) -> int:
+        # Expired rows go too, but only the live ones count: an expired item was gone.
         with self._atomic(namespace[0]):
             rows = self._items().for_namespace(namespace)
             if key is not None:
                 rows = rows.filter(key=key)
-            return rows.clear()
+            return rows.clear_live(self._now())
 
     async def delete(self, namespace: tuple[str, ...], key: str) -> bool:
         namespace, key = self._checked_with_key(namespace, key)
@@ -416,7 +460,7 @@ class PgMemory(BaseStore):
 
     def _get_sync(self, namespace: Namespace, key: str) -> StoreItem | None:
         with self._atomic(namespace[0]):
-            row = self._items().for_namespace(namespace).filter(key=key).first()
+            row = self._items().for_namespace(namespace).live(self._now()).filter(key=key).first()
         return None if row is None else self._item(namespace, row)
 
     async def get_item(self, namespace: tuple[str, ...], key: str) -> StoreItem | None:
@@ -429,7 +473,7 @@ class PgMemory(BaseStore):
 
     def _exists_sync(self, namespace: Namespace, key: str) -> bool:
         with self._atomic(namespace[0]):
-            return self._items().for_namespace(namespace).filter(key=key).exists()
+            return self._items().for_namespace(namespace).live(self._now()).filter(key=key).exists()
 
     async def exists(self, namespace: tuple[str, ...], key: str) -> bool:
         namespace, key = self._checked_with_key(namespace, key)
@@ -439,10 +483,12 @@ class PgMemory(BaseStore):
         self, pairs_by_tenant: dict[str, list[tuple[Namespace, str]]]
     ) -> dict[Any, Any]:
         found: dict[tuple[Namespace, str], Any] = {}
+        now = self._now()
         for tenant, pairs in pairs_by_tenant.items():
             wanted = {(encode_namespace(ns), key): (ns, key) for ns, key in pairs}
             with self._atomic(tenant):
-                rows = self._items().for_keys(pairs).values_list("namespace", "key", "value")
+                live = self._items().for_keys(pairs).live(now)
+                rows = live.values_list("namespace", "key", "value")
                 for path, key, value in rows:
                     found[wanted[(path, key)]] = value
         return found
@@ -463,7 +509,12 @@ class PgMemory(BaseStore):
 
     def _list_keys_sync(self, namespace: Namespace, limit: int) -> list[str]:
         with self._atomic(namespace[0]):
-            rows = self._items().for_namespace(namespace).order_by("-updated_at", "key")
+            rows = (
+                self._items()
+                .for_namespace(namespace)
+                .live(self._now())
+                .order_by("-updated_at", "key")
+            )
             return list(rows.values_list("key", flat=True)[:limit])
 
     async def list_keys(self, namespace: tuple[str, ...], limit: int = 100) -> list[str]:
@@ -472,7 +523,8 @@ class PgMemory(BaseStore):
 
     def _list_namespaces_sync(self, tenant: str, prefix: Namespace, limit: int) -> list[Namespace]:
         with self._atomic(tenant):
-            rows = list(self._items().under_prefix(prefix).namespace_paths()[:limit])
+            live = self._items().under_prefix(prefix).live(self._now())
+            rows = list(live.namespace_paths()[:limit])
         return [decode_namespace(path) for path, _sort_key in rows]
 
     async def list_namespaces(
@@ -507,7 +559,11 @@ class PgMemory(BaseStore):
         # winners read in full (MemoryItemQuerySet.search_paths).
         with self._atomic(tenant):
             return self._items().search_paths(
-                tenant, [encode_namespace(ns) for ns in namespaces], limit, **ranking
+                tenant,
+                [encode_namespace(ns) for ns in namespaces],
+                limit,
+                now=self._now(),
+                **ranking,
             )
 
     async def search(
@@ -606,13 +662,31 @@ class PgMemory(BaseStore):
 
     def _get_embedding_sync(self, namespace: Namespace, key: str) -> list[float] | None:
         with self._atomic(namespace[0]):
-            rows = self._items().for_namespace(namespace).filter(key=key)
+            rows = self._items().for_namespace(namespace).live(self._now()).filter(key=key)
             vector = rows.values_list("embedding", flat=True).first()
         return None if vector is None else [float(v) for v in vector]
 
     async def get_embedding(self, namespace: tuple[str, ...], key: str) -> list[float] | None:
         namespace, key = self._checked_with_key(namespace, key)
         return await self._run(self._get_embedding_sync, namespace, key)
+
+    async def sweep_expired(self, *, tenants: Sequence[str] | None = None) -> int:
+        """Delete the expired items of ``tenants`` (default: the tenant bound by
+        ``tenant_context``, else every tenant of the tenant registry), each tenant in its
+        own transaction under its row-level security; how many were deleted."""
+        from tulip_memory.retention.expiry import sweep_expired_items
+
+        if tenants is None:
+            bound = current_tenant()
+            chosen = None if bound is None else [bound]
+        elif isinstance(tenants, str):
+            raise ValueError("tenants must be a list of tenant names, not one string")
+        else:
+            chosen = [self._tenant_of((tenant,), name="tenants") for tenant in tenants]
+        report = await self._run(
+            sweep_expired_items, using=self.using, tenants=chosen, now=self._now()
+        )
+        return sum(report.values())
 
     async def close(self) -> None:
         """Drop the encoding cache; connections belong to Django (``CONN_MAX_AGE``)."""

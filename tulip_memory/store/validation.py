@@ -13,7 +13,9 @@ reaches storage and the message always names the argument and the problem:
 - an embedding is a non-empty sequence of finite real numbers, not all zero, of the
   store's width when the store has one;
 - a limit is an ``int`` >= 1 (:mod:`tulip_memory.paging`), a threshold a finite number
-  in [-1, 1].
+  in [-1, 1];
+- a ttl is ``None`` or a positive, finite number of seconds (``int``/``float``, not
+  ``bool``) or a positive ``timedelta``, at most :data:`MAX_TTL`.
 
 The namespace and limit rules are re-exported from their own modules, so every store
 imports its validators from here. The helpers return the normalised form a store writes
@@ -28,6 +30,7 @@ import json
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import timedelta
 from numbers import Real
 from typing import Any, NamedTuple
 
@@ -53,6 +56,7 @@ __all__ = [
     "validate_namespaces",
     "validate_query",
     "validate_threshold",
+    "validate_ttl",
 ]
 
 
@@ -272,3 +276,39 @@ def validate_metadata_filter(metadata_filter: object) -> dict[str, Any]:
         )
     encode_metadata(metadata_filter, name="metadata_filter")
     return metadata_filter
+
+
+MAX_TTL = timedelta(days=36_500)
+"""The longest ttl a store accepts (about a hundred years)."""
+
+
+def validate_ttl(ttl: object, *, name: str = "ttl") -> timedelta | None:
+    """``None`` (never expires), or the ttl as a positive ``timedelta``.
+
+    Seconds may be an ``int`` or a ``float``; ``bool``, strings, NaN, infinities, zero,
+    negative values and anything over :data:`MAX_TTL` are refused with a ``ValueError``.
+    """
+    if ttl is None:
+        return None
+    if isinstance(ttl, timedelta):
+        step = ttl
+    elif isinstance(ttl, bool) or not isinstance(ttl, Real):
+        raise ValueError(
+            f"{name} must be a number of seconds or a timedelta, got {type(ttl).__name__}"
+        )
+    else:
+        seconds = float(ttl)
+        if not math.isfinite(seconds):
+            raise ValueError(f"{name} must be a finite number of seconds, got {ttl!r}")
+        if seconds <= 0:
+            raise ValueError(f"{name} must be positive, got {ttl!r}")
+        if seconds > MAX_TTL.total_seconds():
+            raise ValueError(f"{name} must be at most {MAX_TTL.days} days, got {ttl!r} seconds")
+        step = timedelta(seconds=seconds)
+    if step <= timedelta(0):
+        raise ValueError(f"{name} must be positive, got {ttl!r}")
+    if step > MAX_TTL:
+        raise ValueError(f"{name} must be at most {MAX_TTL.days} days, got {ttl!r}")
+    if step < timedelta(microseconds=1):
+        raise ValueError(f"{name} must be at least one microsecond, got {ttl!r}")
+    return step

@@ -1,0 +1,77 @@
+"""Periodic Celery tasks, set up one way for every sweep of tulip_memory.
+
+Two ways to run a task every N seconds on the queue the workers consume:
+
+* in settings — :func:`beat_entry` returns a ``CELERY_BEAT_SCHEDULE`` entry;
+* in the database, for a beat running django-celery-beat's ``DatabaseScheduler`` —
+  :func:`schedule_in_database` creates or updates the named ``PeriodicTask`` row
+  (extra ``beat``: ``pip install 'tulip-memory[beat]'``; without it the call raises an
+  ImportError naming the extra).
+
+A message of such a task expires after one interval: while no worker runs, beat's
+messages do not pile up in the broker. :mod:`tulip_memory.sweeps` lists the sweeps.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+__all__ = ["beat_entry", "schedule_in_database", "validate_interval"]
+
+
+def validate_interval(every: object, *, whole: bool) -> float:
+    """``every`` as seconds; ``ValueError`` naming "the sweep interval" when unusable."""
+    kind = "a whole number of seconds >= 1" if whole else "a number of seconds > 0"
+    if (
+        isinstance(every, bool)
+        or not isinstance(every, (int, float))
+        or not math.isfinite(every)
+        or every <= 0
+        or (whole and (every < 1 or every != int(every)))
+    ):
+        raise ValueError(f"the sweep interval must be {kind}, got {every!r}")
+    return float(every)
+
+
+def beat_entry(task: str, every: float, queue: str) -> dict[str, Any]:
+    """A ``CELERY_BEAT_SCHEDULE`` entry running ``task`` every ``every`` seconds on ``queue``."""
+    seconds = validate_interval(every, whole=False)
+    if not isinstance(queue, str) or not queue.strip():
+        raise ValueError(f"queue must be a non-empty string, got {queue!r}")
+    return {"task": task, "schedule": seconds, "options": {"queue": queue, "expires": seconds}}
+
+
+def schedule_in_database(name: str, task: str, every: int, queue: str | None = None) -> Any:
+    """Create or update django-celery-beat's periodic task ``name`` running ``task``.
+
+    ``every``: whole seconds (django-celery-beat's intervals are integers); ``queue``
+    defaults to ``TULIP_MEMORY["CELERY_QUEUE"]``. Idempotent: a second call with another
+    interval updates the row (and replaces a crontab set on it by hand).
+    """
+    from tulip_memory.conf import settings
+    from tulip_memory.optional_dependencies import import_optional
+
+    seconds = int(validate_interval(every, whole=True))
+    entry = beat_entry(task, seconds, settings.CELERY_QUEUE if queue is None else queue)
+    beat = import_optional("django_celery_beat.models", "beat", needed_by="schedule_in_database")
+    interval, _ = beat.IntervalSchedule.objects.get_or_create(
+        every=seconds, period=beat.IntervalSchedule.SECONDS
+    )
+    periodic, _ = beat.PeriodicTask.objects.update_or_create(
+        name=name,
+        defaults={
+            "task": entry["task"],
+            "interval": interval,
+            # One kind of schedule per task: a crontab set on it by hand is replaced.
+            "crontab": None,
+            "solar": None,
+            "clocked": None,
+            "one_off": False,
+            "queue": entry["options"]["queue"],
+            "expires": None,
+            "expire_seconds": seconds,
+            "enabled": True,
+        },
+    )
+    return periodic

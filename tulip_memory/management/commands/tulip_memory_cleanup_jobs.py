@@ -1,0 +1,69 @@
+"""``manage.py tulip_memory_cleanup_jobs``: the retention of finished extraction jobs.
+
+Empties the payload (the conversation) of done jobs finished more than
+``--payload-after-hours`` ago and deletes done and failed jobs finished more than
+``--delete-after-days`` ago, tenant by tenant (:mod:`tulip_memory.retention.jobs`). Each
+option defaults to its setting (``JOB_PAYLOAD_PURGE_AFTER_HOURS``,
+``JOB_DELETE_AFTER_DAYS``); with neither set nor given there is nothing to do, which is an
+error. ``--dry-run`` only counts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import timedelta
+from typing import Any
+
+from django.core.management.base import CommandError, CommandParser
+
+from tulip_memory.exceptions import ConfigurationError
+from tulip_memory.management.sweep_command import SweepCommand
+from tulip_memory.retention.jobs import cleanup_tenant_jobs
+from tulip_memory.retention.policy import RetentionPolicy, retention_policy
+
+
+class Command(SweepCommand):
+    help = (
+        "Purge the payload of finished extraction jobs and delete old finished jobs, tenant "
+        "by tenant (defaults: JOB_PAYLOAD_PURGE_AFTER_HOURS, JOB_DELETE_AFTER_DAYS)."
+    )
+    vendors = ("postgresql",)
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        super().add_arguments(parser)
+        parser.add_argument(
+            "--payload-after-hours",
+            type=float,
+            metavar="HOURS",
+            help="Empty the payload of done jobs finished this long ago (0: all done jobs).",
+        )
+        parser.add_argument(
+            "--delete-after-days",
+            type=float,
+            metavar="DAYS",
+            help="Delete done and failed jobs finished this long ago.",
+        )
+
+    def prepare(self, options: dict[str, Any]) -> None:
+        try:
+            policy = retention_policy()
+        except ConfigurationError as exc:
+            raise CommandError(str(exc)) from None
+        hours, days = options["payload_after_hours"], options["delete_after_days"]
+        for name, value in (("--payload-after-hours", hours), ("--delete-after-days", days)):
+            if value is not None and not value >= 0:
+                raise CommandError(f"{name} must be a number >= 0, got {value}")
+        if hours is not None:
+            policy = replace(policy, job_payload_purge_after=timedelta(hours=hours))
+        if days is not None:
+            policy = replace(policy, job_delete_after=timedelta(days=days))
+        if policy.job_payload_purge_after is None and policy.job_delete_after is None:
+            raise CommandError(
+                "Nothing to do: set TULIP_MEMORY['JOB_PAYLOAD_PURGE_AFTER_HOURS'] or "
+                "['JOB_DELETE_AFTER_DAYS'], or pass --payload-after-hours / --delete-after-days."
+            )
+        self.policy: RetentionPolicy = policy
+
+    def sweep(self, tenant: str, alias: str, dry_run: bool) -> dict[str, int]:
+        report = cleanup_tenant_jobs(tenant, using=alias, policy=self.policy, dry_run=dry_run)
+        return {"payload(s) purged": report.purged, "job(s) deleted": report.deleted}

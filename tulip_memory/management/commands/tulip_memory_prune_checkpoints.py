@@ -1,0 +1,72 @@
+"""``manage.py tulip_memory_prune_checkpoints``: the retention of checkpoints.
+
+Keeps the newest ``--keep-last`` checkpoints of every thread and deletes the threads idle
+for ``--idle-days``, tenant by tenant, for the ORM checkpointers and the ORM delta
+storage (:mod:`tulip_memory.retention.checkpoints`: delta chains are re-based first, so
+every kept checkpoint still loads to the same state). Each option defaults to its setting
+(``CHECKPOINT_KEEP_LAST``, ``CHECKPOINT_IDLE_DAYS``); with neither there is nothing to
+do, which is an error. Works on PostgreSQL and MySQL/MariaDB (``--database``).
+``--dry-run`` only counts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import timedelta
+from typing import Any
+
+from django.core.management.base import CommandError, CommandParser
+
+from tulip_memory.exceptions import ConfigurationError
+from tulip_memory.management.sweep_command import SweepCommand
+from tulip_memory.retention.checkpoints import prune_tenant_checkpoints
+from tulip_memory.retention.policy import RetentionPolicy, retention_policy
+
+
+class Command(SweepCommand):
+    help = (
+        "Keep the newest checkpoints of every thread and delete idle threads, tenant by "
+        "tenant (defaults: CHECKPOINT_KEEP_LAST, CHECKPOINT_IDLE_DAYS); delta chains are "
+        "re-based so that every kept checkpoint still loads."
+    )
+    vendors = ("postgresql", "mysql")
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        super().add_arguments(parser)
+        parser.add_argument(
+            "--keep-last", type=int, metavar="N", help="Checkpoints kept per thread (>= 1)."
+        )
+        parser.add_argument(
+            "--idle-days",
+            type=float,
+            metavar="DAYS",
+            help="Delete the threads without a new checkpoint for this long (> 0).",
+        )
+
+    def prepare(self, options: dict[str, Any]) -> None:
+        try:
+            policy = retention_policy()
+        except ConfigurationError as exc:
+            raise CommandError(str(exc)) from None
+        keep, idle = options["keep_last"], options["idle_days"]
+        if keep is not None:
+            if keep < 1:
+                raise CommandError(
+                    f"--keep-last must be >= 1, got {keep} (to delete whole threads, "
+                    "use --idle-days)"
+                )
+            policy = replace(policy, checkpoint_keep_last=keep)
+        if idle is not None:
+            if not idle > 0:
+                raise CommandError(f"--idle-days must be a number > 0, got {idle}")
+            policy = replace(policy, checkpoint_idle=timedelta(days=idle))
+        if policy.checkpoint_keep_last is None and policy.checkpoint_idle is None:
+            raise CommandError(
+                "Nothing to do: set TULIP_MEMORY['CHECKPOINT_KEEP_LAST'] or "
+                "['CHECKPOINT_IDLE_DAYS'], or pass --keep-last / --idle-days."
+            )
+        self.policy: RetentionPolicy = policy
+
+    def sweep(self, tenant: str, alias: str, dry_run: bool) -> dict[str, int]:
+        report = prune_tenant_checkpoints(tenant, using=alias, policy=self.policy, dry_run=dry_run)
+        return {"checkpoint(s)": report.checkpoints, "idle thread(s)": report.threads}

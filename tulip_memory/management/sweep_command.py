@@ -1,0 +1,62 @@
+"""``SweepCommand``: what the sweep commands (``tulip_memory_sweep_expired``,
+``tulip_memory_cleanup_jobs``, ``tulip_memory_prune_checkpoints``) share.
+
+A :class:`~tulip_memory.management.tenant_command.TenantCommand` (``--tenant``,
+``--tenants-file``, ``--all-tenants``, ``--database``, ``--dry-run``) that runs one
+sweep per tenant, each in its own transaction pinned to the tenant, prints one line per
+tenant and a progress bar, then a total. A tenant that fails stops the command with a
+:class:`~django.core.management.base.CommandError` naming it (exit status 1); the tenants
+swept before it stay swept, so running the command again resumes.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from typing import Any
+
+from django.core.management.base import CommandError
+
+from tulip_memory.management.tenant_command import TenantCommand
+
+__all__ = ["SweepCommand"]
+
+
+class SweepCommand(TenantCommand):
+    """Runs :meth:`sweep` on every named tenant; subclasses say what a sweep does."""
+
+    def prepare(self, options: dict[str, Any]) -> None:
+        """Check the options before any tenant is swept (raise CommandError)."""
+
+    @abstractmethod
+    def sweep(self, tenant: str, alias: str, dry_run: bool) -> dict[str, int]:
+        """Sweep one tenant; what it removed (or would remove), as named counts."""
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        self.prepare(options)
+        alias = options["database"]
+        self.connection(alias)
+        tenants = self.tenants(options)
+        dry_run = options.get("dry_run", False)
+        totals: dict[str, int] = {}
+        for done, tenant in enumerate(tenants, start=1):
+            try:
+                counts = self.sweep(tenant, alias, dry_run)
+            except CommandError:
+                raise
+            except Exception as exc:
+                raise CommandError(
+                    f"Stopped in tenant {tenant!r} ({type(exc).__name__}: {exc}). The tenants "
+                    "before it are done: run the command again to resume."
+                ) from exc
+            for name, count in counts.items():
+                totals[name] = totals.get(name, 0) + count
+            self.stdout.write(f"Tenant {tenant!r}: {self._describe(counts)}")
+            self.progress(done, len(tenants))
+        summary = f"{self._describe(totals)} in {len(tenants)} tenant(s)"
+        if dry_run:
+            self.stdout.write(f"Dry run, nothing written: would remove {summary}.")
+        else:
+            self.stdout.write(self.style.SUCCESS(f"Removed {summary}."))
+
+    def _describe(self, counts: dict[str, int]) -> str:
+        return ", ".join(f"{count} {name}" for name, count in counts.items()) or "nothing"

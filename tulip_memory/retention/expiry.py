@@ -1,0 +1,68 @@
+"""The expiry sweep of PgMemory: delete the items whose ttl has passed.
+
+Reads skip an expired item at once (the store filters every statement); this sweep
+reclaims the rows. Tenant by tenant, each batch of ``batch_size`` rows in its own
+transaction pinned to the tenant (row-level security), through the partial index on
+``expires_at``. It sends ``store.expired.swept`` (tenant, deleted) per tenant that had
+expired items. ``now`` is the time expiry is measured against (the application's clock:
+PgMemory's ``clock``); a dry run only counts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from tulip_memory.clock import utc_now
+from tulip_memory.events import EV_STORE_EXPIRED_SWEPT, emit_sync
+from tulip_memory.retention.tenants import sweep_tenants
+
+__all__ = ["sweep_expired_items", "sweep_expired_tenant"]
+
+BATCH_SIZE = 1000
+
+
+def sweep_expired_tenant(
+    tenant: str,
+    *,
+    using: str = "default",
+    now: datetime | None = None,
+    dry_run: bool = False,
+    batch_size: int = BATCH_SIZE,
+) -> int:
+    """Delete (or, dry, count) ``tenant``'s items expired at ``now``; how many."""
+    from tulip_memory.models import MemoryItem
+    from tulip_memory.tenancy import tenant_atomic
+
+    moment = utc_now() if now is None else now
+    items = MemoryItem.objects.using(using)
+    deleted = 0
+    while True:
+        with tenant_atomic(tenant, using=using):
+            expired = items.filter(tenant=tenant).expired(moment)
+            if dry_run:
+                return expired.count()
+            batch = list(expired.values_list("pk", flat=True)[:batch_size])
+            if batch:
+                deleted += items.filter(pk__in=batch).clear()
+        if len(batch) < batch_size:
+            break
+    if deleted:
+        emit_sync(EV_STORE_EXPIRED_SWEPT, tenant=tenant, deleted=deleted)
+    return deleted
+
+
+def sweep_expired_items(
+    using: str = "default",
+    tenants: Sequence[str] | None = None,
+    *,
+    now: datetime | None = None,
+    dry_run: bool = False,
+) -> dict[str, int]:
+    """:func:`sweep_expired_tenant` for ``tenants`` (default: every tenant); per tenant."""
+
+    moment = utc_now() if now is None else now
+    return {
+        tenant: sweep_expired_tenant(tenant, using=using, now=moment, dry_run=dry_run)
+        for tenant in sweep_tenants(using, tenants)
+    }

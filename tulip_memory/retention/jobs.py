@@ -1,0 +1,78 @@
+"""The retention sweep of the extraction jobs (celery mode).
+
+A finished job keeps the conversation it was given (its ``payload``) and its row. Per
+:mod:`.policy`:
+
+* ``JOB_PAYLOAD_PURGE_AFTER_HOURS`` — the payload of a *done* job is emptied (``{}``)
+  once it finished that long ago (``0``: the worker empties it as it marks the job done,
+  and the sweep catches any left). A failed job keeps its payload: the admin's retry
+  action runs it again;
+* ``JOB_DELETE_AFTER_DAYS`` — done and failed rows finished that long ago are deleted.
+
+Ages are measured by the database's clock, as every time of the queue is. Tenant by
+tenant, each in one transaction pinned to it (row-level security).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tulip_memory.retention.policy import RetentionPolicy, retention_policy
+from tulip_memory.retention.tenants import sweep_tenants
+
+__all__ = ["JobCleanup", "cleanup_jobs", "cleanup_tenant_jobs"]
+
+
+@dataclass
+class JobCleanup:
+    """What the jobs sweep did in one tenant (or would do, in a dry run)."""
+
+    purged: int = 0  # payloads emptied
+    deleted: int = 0  # rows deleted
+
+
+def cleanup_tenant_jobs(
+    tenant: str,
+    *,
+    using: str = "default",
+    policy: RetentionPolicy | None = None,
+    dry_run: bool = False,
+) -> JobCleanup:
+    """Purge payloads and delete rows of ``tenant``'s finished jobs, per ``policy``
+    (default: the settings')."""
+    from tulip_memory.models import ExtractionJob, JobState
+    from tulip_memory.tenancy import tenant_atomic
+
+    policy = retention_policy() if policy is None else policy
+    report = JobCleanup()
+    with tenant_atomic(tenant, using=using):
+        mine = ExtractionJob.objects.using(using).filter(tenant=tenant)
+        if policy.job_delete_after is not None:
+            old = mine.finished_before(policy.job_delete_after.total_seconds())
+            report.deleted = old.count() if dry_run else old.delete()[0]
+            mine = mine.exclude(pk__in=old.values("pk"))  # a dry run counts them once
+        if policy.job_payload_purge_after is not None:
+            done = (
+                mine.finished_before(policy.job_payload_purge_after.total_seconds())
+                .filter(state=JobState.DONE)
+                .with_payload()
+            )
+            report.purged = done.count() if dry_run else done.update(payload={})
+    return report
+
+
+def cleanup_jobs(
+    using: str = "default",
+    tenants: Sequence[str] | None = None,
+    *,
+    policy: RetentionPolicy | None = None,
+    dry_run: bool = False,
+) -> dict[str, JobCleanup]:
+    """:func:`cleanup_tenant_jobs` for ``tenants`` (default: every tenant); per tenant."""
+
+    policy = retention_policy() if policy is None else policy
+    return {
+        tenant: cleanup_tenant_jobs(tenant, using=using, policy=policy, dry_run=dry_run)
+        for tenant in sweep_tenants(using, tenants)
+    }

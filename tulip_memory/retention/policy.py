@@ -1,0 +1,107 @@
+"""The retention settings of ``TULIP_MEMORY``, validated in one place.
+
+* ``JOB_PAYLOAD_PURGE_AFTER_HOURS`` — hours after which a done extraction job's payload
+  (the conversation it was given) is emptied; ``0``: as the job finishes; ``None``: kept;
+* ``JOB_DELETE_AFTER_DAYS`` — days after which finished (done or failed) job rows are
+  deleted; ``None``: kept;
+* ``CHECKPOINT_KEEP_LAST`` — checkpoints kept per thread (the newest); ``None``: all;
+* ``CHECKPOINT_IDLE_DAYS`` — days without a new checkpoint after which a thread's
+  checkpoints are deleted; ``None``: kept;
+* ``SWEEP_INTERVALS`` — seconds between two runs of each periodic sweep.
+
+:func:`retention_policy` raises :class:`~tulip_memory.exceptions.ConfigurationError`
+naming the key and the problem; the system check ``tulip_memory.E090`` reports the same.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from tulip_memory.exceptions import ConfigurationError
+
+__all__ = ["SWEEP_NAMES", "RetentionPolicy", "retention_policy", "sweep_intervals"]
+
+# The periodic sweeps, by their key in SWEEP_INTERVALS.
+SWEEP_NAMES = ("extraction_queues", "expired_items", "extraction_jobs", "checkpoints")
+
+
+@dataclass(frozen=True)
+class RetentionPolicy:
+    """What the retention sweeps remove (``None``: that sweep keeps everything)."""
+
+    job_payload_purge_after: timedelta | None = None
+    job_delete_after: timedelta | None = None
+    checkpoint_keep_last: int | None = None
+    checkpoint_idle: timedelta | None = None
+
+
+def _number(name: str, value: object, *, minimum: float, strict: bool) -> float | None:
+    if value is None:
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or (value <= minimum if strict else value < minimum)
+    ):
+        bound = f"> {minimum:g}" if strict else f">= {minimum:g}"
+        raise ConfigurationError(
+            f"TULIP_MEMORY[{name!r}] must be None or a number {bound}, got {value!r}"
+        )
+    return float(value)
+
+
+def retention_policy() -> RetentionPolicy:
+    """The policy of the ``TULIP_MEMORY`` settings (``ConfigurationError`` if unusable)."""
+    from tulip_memory.conf import settings
+
+    purge = _number(
+        "JOB_PAYLOAD_PURGE_AFTER_HOURS",
+        settings.JOB_PAYLOAD_PURGE_AFTER_HOURS,
+        minimum=0,
+        strict=False,
+    )
+    delete = _number(
+        "JOB_DELETE_AFTER_DAYS", settings.JOB_DELETE_AFTER_DAYS, minimum=0, strict=False
+    )
+    idle = _number("CHECKPOINT_IDLE_DAYS", settings.CHECKPOINT_IDLE_DAYS, minimum=0, strict=True)
+    keep = settings.CHECKPOINT_KEEP_LAST
+    if keep is not None and (isinstance(keep, bool) or not isinstance(keep, int) or keep < 1):
+        raise ConfigurationError(
+            f"TULIP_MEMORY['CHECKPOINT_KEEP_LAST'] must be None or an int >= 1, got {keep!r} "
+            "(to delete whole threads, use CHECKPOINT_IDLE_DAYS)"
+        )
+    return RetentionPolicy(
+        job_payload_purge_after=None if purge is None else timedelta(hours=purge),
+        job_delete_after=None if delete is None else timedelta(days=delete),
+        checkpoint_keep_last=keep,
+        checkpoint_idle=None if idle is None else timedelta(days=idle),
+    )
+
+
+def sweep_intervals() -> dict[str, int]:
+    """``SWEEP_INTERVALS`` with every sweep's default filled in (whole seconds >= 1)."""
+    from tulip_memory.conf import DEFAULTS, settings
+
+    given: Any = settings.SWEEP_INTERVALS
+    if not isinstance(given, dict):
+        raise ConfigurationError(
+            f"TULIP_MEMORY['SWEEP_INTERVALS'] must be a dict, got {type(given).__name__}"
+        )
+    unknown = sorted(set(given) - set(SWEEP_NAMES))
+    if unknown:
+        raise ConfigurationError(
+            f"TULIP_MEMORY['SWEEP_INTERVALS'] has unknown sweeps {unknown}; "
+            f"the sweeps are {list(SWEEP_NAMES)}"
+        )
+    intervals = {**DEFAULTS["SWEEP_INTERVALS"], **given}
+    for name, every in intervals.items():
+        if isinstance(every, bool) or not isinstance(every, int) or every < 1:
+            raise ConfigurationError(
+                f"TULIP_MEMORY['SWEEP_INTERVALS'][{name!r}] must be a whole number of "
+                f"seconds >= 1, got {every!r}"
+            )
+    return intervals

@@ -1,0 +1,113 @@
+"""Every periodic sweep of tulip_memory, and how to schedule them all on Celery beat.
+
+=====================  ======================================  ===========================
+``SWEEP_INTERVALS``    Celery task                             What it does
+=====================  ======================================  ===========================
+``extraction_queues``  ``tulip_memory.sweep_extraction_queues``  re-sends stalled queues
+``expired_items``      ``tulip_memory.sweep_expired_items``      deletes expired items
+``extraction_jobs``    ``tulip_memory.cleanup_extraction_jobs``  purges/deletes old jobs
+``checkpoints``        ``tulip_memory.prune_checkpoints``        prunes checkpoints
+=====================  ======================================  ===========================
+
+:func:`beat_schedule` is the ``CELERY_BEAT_SCHEDULE`` dict of them all;
+:func:`schedule_sweeps_in_database` writes one django-celery-beat ``PeriodicTask`` per
+sweep (what ``manage.py tulip_memory_schedule_sweeps`` runs). Both take the intervals
+from ``TULIP_MEMORY["SWEEP_INTERVALS"]`` and the queue from ``CELERY_QUEUE``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tulip_memory.beat import beat_entry, schedule_in_database
+from tulip_memory.manager.extraction.schedule import SWEEP_PERIODIC_TASK_NAME
+from tulip_memory.manager.extraction.task_names import SWEEP_EXTRACTION_QUEUES
+from tulip_memory.retention.policy import sweep_intervals
+from tulip_memory.retention.task_names import (
+    CLEANUP_EXTRACTION_JOBS,
+    PRUNE_CHECKPOINTS,
+    SWEEP_EXPIRED_ITEMS,
+)
+
+__all__ = ["SWEEPS", "Sweep", "beat_schedule", "chosen_sweeps", "schedule_sweeps_in_database"]
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """One periodic sweep: its ``SWEEP_INTERVALS`` key, task and periodic-task name."""
+
+    key: str
+    task: str
+    periodic_task_name: str
+    summary: str
+
+
+SWEEPS = (
+    Sweep(
+        "extraction_queues",
+        SWEEP_EXTRACTION_QUEUES,
+        SWEEP_PERIODIC_TASK_NAME,
+        "re-send the message of stalled extraction queues",
+    ),
+    Sweep(
+        "expired_items",
+        SWEEP_EXPIRED_ITEMS,
+        "tulip_memory: sweep expired items",
+        "delete the store items whose ttl has passed",
+    ),
+    Sweep(
+        "extraction_jobs",
+        CLEANUP_EXTRACTION_JOBS,
+        "tulip_memory: clean up extraction jobs",
+        "purge finished jobs' payloads, delete old finished jobs",
+    ),
+    Sweep(
+        "checkpoints",
+        PRUNE_CHECKPOINTS,
+        "tulip_memory: prune checkpoints",
+        "keep the newest checkpoints per thread, drop idle threads",
+    ),
+)
+
+
+def _queue(queue: str | None) -> str:
+    from tulip_memory.conf import settings
+
+    return settings.CELERY_QUEUE if queue is None else queue
+
+
+def chosen_sweeps(only: tuple[str, ...] | None = None) -> list[Sweep]:
+    """The sweeps whose keys are in ``only`` (all when None), in :data:`SWEEPS` order."""
+    keys = {sweep.key for sweep in SWEEPS}
+    unknown = sorted(set(only or ()) - keys)
+    if unknown:
+        raise ValueError(f"unknown sweeps {unknown}; the sweeps are {sorted(keys)}")
+    return [sweep for sweep in SWEEPS if only is None or sweep.key in only]
+
+
+def beat_schedule(
+    queue: str | None = None, *, only: tuple[str, ...] | None = None
+) -> dict[str, dict[str, Any]]:
+    """``CELERY_BEAT_SCHEDULE`` entries of the sweeps (``"tulip-memory-<key>"``)."""
+    intervals = sweep_intervals()
+    return {
+        f"tulip-memory-{sweep.key.replace('_', '-')}": beat_entry(
+            sweep.task, intervals[sweep.key], _queue(queue)
+        )
+        for sweep in chosen_sweeps(only)
+    }
+
+
+def schedule_sweeps_in_database(
+    queue: str | None = None, *, only: tuple[str, ...] | None = None
+) -> list[Any]:
+    """Create or update the django-celery-beat periodic task of each sweep (``only``:
+    those keys); the tasks, in :data:`SWEEPS` order. Idempotent."""
+    intervals = sweep_intervals()
+    return [
+        schedule_in_database(
+            sweep.periodic_task_name, sweep.task, intervals[sweep.key], _queue(queue)
+        )
+        for sweep in chosen_sweeps(only)
+    ]
