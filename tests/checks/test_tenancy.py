@@ -32,6 +32,7 @@ def _manage_check(database_url: str) -> subprocess.CompletedProcess[str]:
     env.pop("DATABASE_OWNER_URL", None)
     return subprocess.run(
         [sys.executable, "manage.py", "check"],
+        check=False,
         cwd=ROOT,
         env=env,
         capture_output=True,

@@ -36,6 +36,7 @@ def _manage(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
         environment.pop("DATABASE_OWNER_URL", None)
     return subprocess.run(
         [sys.executable, "manage.py", *args],
+        check=False,
         cwd=ROOT,
         env=environment,
         capture_output=True,
@@ -70,14 +71,14 @@ def test_sets_up_a_fresh_database_idempotently_and_the_two_roles_work(fresh_data
     assert first.returncode == 0, first.stderr
     assert f"({owner!r}, {app!r} created)" in first.stdout
     with psycopg.connect(superuser) as conn:
-        roles = dict(
-            (row[0], row[1:])
+        roles = {
+            row[0]: row[1:]
             for row in conn.execute(
                 "SELECT rolname, rolsuper, rolbypassrls, rolcanlogin, rolpassword IS NOT NULL "
                 "FROM pg_authid WHERE rolname = ANY(%s)",
                 [[owner, app]],
             )
-        )
+        }
         assert roles == {owner: (False, False, True, False), app: (False, False, True, True)}
         assert conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone()
         schema_owner = conn.execute(

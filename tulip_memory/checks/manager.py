@@ -21,6 +21,7 @@ And the caller's side of ``extract_mode="celery"``:
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 from collections.abc import Iterable
 from typing import Any
@@ -178,10 +179,9 @@ def check_celery_app(
 
     from tulip_memory.manager.extraction.modes import extract_modes_in_use
 
-    try:
-        get_resolver().url_patterns  # noqa: B018 - imports the views and their managers
-    except Exception:  # a broken URLconf is Django's own check's finding (urls.E0xx)
-        pass
+    # Import the views and their managers; a broken URLconf is Django's own check's finding.
+    with contextlib.suppress(Exception):
+        get_resolver().url_patterns  # noqa: B018
     if "celery" not in extract_modes_in_use():
         return []
     app = current_app._get_current_object()
