@@ -135,10 +135,3 @@ def test_bad_input_is_refused(args, message):
         _setup_roles(*args)
     with psycopg.connect(os.environ["TULIP_TEST_ADMIN_URL"]) as conn:
         assert not conn.execute("SELECT 1 FROM pg_roles WHERE rolname = 'same'").fetchone()
-
-
-def test_help_names_every_option():
-    result = _manage("tulip_memory_setup_roles", "--help")
-    assert result.returncode == 0
-    for option in ("--owner-role", "--app-role", "--app-password-env", "--dry-run", "--database"):
-        assert option in result.stdout
