@@ -41,6 +41,7 @@ __all__ = [
     "DatabaseUrls",
     "bootstrap_database",
     "database_settings",
+    "drop_database",
     "start_embedded",
 ]
 
@@ -115,6 +116,12 @@ def _exit_cleanly_on_sigterm() -> None:
     signal.signal(signal.SIGTERM, terminate)
 
 
+def _with_database(url: str, dbname: str) -> str:
+    """``url`` (its user and password kept) pointing at database ``dbname``."""
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, f"/{dbname}", parts.query, ""))
+
+
 def _with_user_and_db(url: str, user: str, dbname: str) -> str:
     parts = urlsplit(url)
     host = parts.netloc.rsplit("@", 1)[-1]
@@ -129,13 +136,16 @@ def bootstrap_database(
     app: str = APP_ROLE,
     recreate: bool = False,
     app_can_truncate: bool = False,
+    owner_password: str | None = None,
+    app_password: str | None = None,
 ) -> DatabaseUrls:
     """Create the roles, the database and the vector extension; return both URLs.
 
     ``admin_url`` must connect as a superuser (only a superuser can create ``vector``).
     ``app_can_truncate`` grants TRUNCATE to the application role: test suites need it to
     flush tables between transactional tests; production never should (TRUNCATE is not
-    subject to row-level security).
+    subject to row-level security). A password given is set on its role (created or
+    not); the URLs returned carry none.
     """
     import psycopg
     from psycopg import sql
@@ -143,14 +153,12 @@ def bootstrap_database(
     for name in (dbname, owner, app):
         validate_identifier(name)
     with psycopg.connect(admin_url, autocommit=True) as conn:
-        for role in (owner, app):
+        for role, password in ((owner, owner_password), (app, app_password)):
             exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [role]).fetchone()
-            for statement in role_sql(role, exists=exists is not None):
+            for statement in role_sql(role, exists=exists is not None, password=password):
                 conn.execute(statement)
         if recreate:
-            conn.execute(
-                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(dbname))
-            )
+            drop_database(admin_url, dbname)
         exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [dbname]).fetchone()
         if not exists:
             conn.execute(
@@ -159,7 +167,7 @@ def bootstrap_database(
                 )
             )
     with psycopg.connect(
-        _with_user_and_db(admin_url, urlsplit(admin_url).username or "postgres", dbname),
+        _with_database(admin_url, dbname),
         autocommit=True,
     ) as conn:
         for statement in database_setup_sql(
@@ -170,6 +178,19 @@ def bootstrap_database(
         owner=_with_user_and_db(admin_url, owner, dbname),
         app=_with_user_and_db(admin_url, app, dbname),
     )
+
+
+def drop_database(admin_url: str, dbname: str) -> None:
+    """Drop ``dbname`` (closing its sessions) through the superuser ``admin_url``."""
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
+                sql.Identifier(validate_identifier(dbname))
+            )
+        )
 
 
 def database_settings(url: str, **extra: object) -> dict[str, object]:
