@@ -29,6 +29,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -90,7 +91,9 @@ def _owner_alias(settings_by_alias: dict[str, dict[str, Any]]) -> str:
     return candidates[0]
 
 
-def setup_test_databases(*, verbosity: int = 1, aliases: set[str] | None = None) -> TestDatabases:
+def setup_test_databases(
+    *, verbosity: int = 1, aliases: Iterable[str] | None = None
+) -> TestDatabases:
     """Create and migrate the test database of ``default`` and its owner alias.
 
     ``aliases``: the aliases the tests use (``None``: all); those other than the pair get
@@ -141,7 +144,9 @@ def setup_test_databases(*, verbosity: int = 1, aliases: set[str] | None = None)
         state.saved[alias] = {key: connection.settings_dict.get(key) for key in _REPLACED}
         parsed = database_settings(role_url)
         # A Unix socket's directory comes as ?host=...; HOST takes it as well.
-        parsed["HOST"] = parsed.get("OPTIONS", {}).get("host") or parsed["HOST"]
+        options = parsed.get("OPTIONS")
+        if isinstance(options, dict) and options.get("host"):
+            parsed["HOST"] = options["host"]
         parsed["PASSWORD"] = state.saved[alias]["PASSWORD"] or ""
         connection.settings_dict.update({key: parsed[key] for key in _REPLACED})
     call_command(
@@ -149,7 +154,9 @@ def setup_test_databases(*, verbosity: int = 1, aliases: set[str] | None = None)
     )
     others = {alias for alias in (aliases or set(by_alias)) if alias not in state.saved}
     if others:
-        state.django_config = setup_databases(verbosity, interactive=False, aliases=others)
+        state.django_config = setup_databases(
+            verbosity, interactive=False, aliases=dict.fromkeys(others, False)
+        )
     return state
 
 

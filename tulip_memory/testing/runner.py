@@ -25,8 +25,11 @@ __all__ = ["TulipTestRunner"]
 class TulipTestRunner(DiscoverRunner):
     """A ``DiscoverRunner`` whose PostgreSQL test database has the owner and app roles."""
 
-    def setup_databases(self, **kwargs: Any) -> TestDatabases:
+    # The old config Django passes from one to the other is this runner's own state.
+    def setup_databases(self, **kwargs: Any) -> TestDatabases:  # type: ignore[override]
         return setup_test_databases(verbosity=self.verbosity, aliases=kwargs.get("aliases"))
 
-    def teardown_databases(self, old_config: TestDatabases, **kwargs: Any) -> None:
+    def teardown_databases(  # type: ignore[override]
+        self, old_config: TestDatabases, **kwargs: Any
+    ) -> None:
         teardown_test_databases(old_config, verbosity=self.verbosity)
