@@ -3,7 +3,8 @@
 Databases: ``DATABASE_URL`` (the application role) and ``DATABASE_OWNER_URL`` (the
 role that owns the tables and runs ``migrate --database=owner``; defaults to
 ``DATABASE_URL``) when set. Otherwise an embedded PostgreSQL 18 + pgvector is started
-with its data in ``.pgdata/`` of the checkout (git-ignored, kept across restarts),
+with its data in ``.pgdata/`` of the checkout (or ``TULIP_DEMO_PGDATA``; git-ignored,
+kept across restarts; the server stops when the last process using it exits),
 and the owner and application roles are created there (see tulip_memory.testing.postgres).
 """
 
@@ -65,7 +66,9 @@ def _database_urls() -> tuple[str, str]:
     app_url = os.environ.get("DATABASE_URL")
     if app_url:
         return os.environ.get("DATABASE_OWNER_URL", app_url), app_url
-    admin_url = start_embedded(BASE_DIR / ".pgdata", cleanup="stop")
+    # Stopped when the last process using it exits (also on SIGTERM; see start_embedded).
+    pgdata = os.environ.get("TULIP_DEMO_PGDATA") or BASE_DIR / ".pgdata"
+    admin_url = start_embedded(pgdata, cleanup="stop")
     urls = bootstrap_database(admin_url, os.environ.get("TULIP_DEMO_DB", "tulip_demo"))
     return urls.owner, urls.app
 

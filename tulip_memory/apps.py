@@ -19,23 +19,29 @@ class TulipMemoryConfig(AppConfig):
             check_embedding_sources,
         )
         from tulip_memory.checks.llm import check_llm_settings
-        from tulip_memory.checks.manager import check_manager_settings
+        from tulip_memory.checks.manager import check_celery_app, check_manager_settings
         from tulip_memory.checks.retention import check_retention_settings
         from tulip_memory.checks.search import (
             check_text_search_config,
             check_text_search_databases,
         )
         from tulip_memory.checks.settings import check_settings
-        from tulip_memory.checks.tenancy import check_tenant_databases, check_tenant_resolver
+        from tulip_memory.checks.tenancy import (
+            check_default_tenant_database,
+            check_tenant_databases,
+            check_tenant_resolver,
+        )
 
         checks.register(check_settings)
         checks.register(check_tenant_databases, checks.Tags.database)
+        checks.register(check_default_tenant_database)
         checks.register(check_tenant_resolver, checks.Tags.security, deploy=True)
         checks.register(check_embedder_settings)
         checks.register(check_embedding_sources, checks.Tags.database)
         checks.register(check_checkpointer_settings)
         checks.register(check_manager_settings)
         checks.register(check_retention_settings)
+        checks.register(check_celery_app)
         checks.register(check_llm_settings)
         checks.register(check_text_search_config)
         checks.register(check_text_search_databases, checks.Tags.database)

@@ -26,6 +26,7 @@ def _ids(messages):
     return [m.id for m in messages]
 
 
+@pytest.mark.django_db  # plain check also looks at the default database's RLS
 def test_defaults_and_a_fitting_embedder_pass():
     assert check_embedder_settings() == []
     with override_settings(TULIP_MEMORY=CONFIGURED):

@@ -88,6 +88,7 @@ def test_check_reports_malformed_settings():
     assert error.id == "tulip_memory.E050" and "TIMEOUT" in error.msg
 
 
+@pytest.mark.django_db  # plain check also looks at the default database's RLS
 def test_the_llm_check_is_registered_with_the_app():
     from django.core import checks
     from django.test import override_settings

@@ -273,6 +273,7 @@ async def test_the_default_resolver_works_in_an_async_stack():
     assert response.content == b"acme"
 
 
+@pytest.mark.django_db  # plain check also looks at the default database's RLS
 def test_check_deploy_warns_about_the_header_resolver():
     from django.core import checks
 

@@ -193,9 +193,9 @@ class ExtractionJobAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.Model
         if not failed:
             self.message_user(request, gettext("No failed job was selected."), messages.WARNING)
             return
-        ExtractionJob.objects.using(queryset.db).filter(pk__in=[j.pk for j in failed]).update(
-            state=JobState.PENDING, attempts=0, run_after=None, finished_at=None
-        )
+        ExtractionJob.objects.using(queryset.db).filter(
+            pk__in=[j.pk for j in failed]
+        ).retry_failed()
         for job in failed:
             self.log_change(request, job, gettext("Retried (was failed: %s)") % job.error[:200])
         queues = {(job.tenant, job.queue_id) for job in failed}

@@ -5,11 +5,13 @@ Ids: ``tulip_memory.E001`` and up for errors, ``tulip_memory.W001`` and up for w
 
 * :mod:`.settings` — E001, W001: the ``TULIP_MEMORY`` dict itself;
 * :mod:`.tenancy` — E010-E014, W010: row-level security on the tenant databases
-  (``database`` tag);
+  (``database`` tag, and on ``default`` under plain ``check``); W011 the header resolver
+  (``deploy``);
 * :mod:`.embeddings` — E020-E021: the configured embedder; W020: stored vectors of
   another encoder (``database`` tag);
 * :mod:`.checkpoints` — E030: ``TULIP_MEMORY["CHECKPOINTERS"]``;
 * :mod:`.manager` — E040-E043: what Celery workers build their memory manager from;
+  E044: celery mode without a Celery app that has a broker;
 * :mod:`.llm` — E050-E052: the chat model of ``TULIP_MEMORY["LLM"]``;
 * :mod:`.retention` — E090: the retention settings and ``SWEEP_INTERVALS``.
 """

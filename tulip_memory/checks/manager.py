@@ -8,17 +8,27 @@ or every extraction job would fail at run time, far from the mistake:
 * E042 ``MANAGER_OPTIONS`` is not a dict of ``LLMMemoryManager`` keyword arguments;
 * E043 ``CELERY_QUEUE``, ``EXTRACTION_LEASE_SECONDS``, ``EXTRACTION_MAX_ATTEMPTS``,
   ``EXTRACTION_RETRY_DELAY`` or ``EXTRACTION_RESEND_AFTER`` is out of range.
+
+And the caller's side of ``extract_mode="celery"``:
+
+* E044 a manager of this process uses ``extract_mode="celery"`` but Celery's current app
+  has no broker configured: the project's own Celery app (its ``celery.py``, imported by
+  the project package's ``__init__``) was not loaded, so the job messages would go to
+  Celery's built-in default broker, where no worker of the project listens, and the
+  jobs would stay pending. Managers built at import time are seen: the check imports the
+  URLconf (and so the views) first, as Django's own URL check does.
 """
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 from collections.abc import Iterable
 from typing import Any
 
 from django.core import checks
 
-__all__ = ["check_manager_settings"]
+__all__ = ["check_celery_app", "check_manager_settings"]
 
 # Options a worker's manager may not take from MANAGER_OPTIONS: it sets them itself.
 _WORKER_OWNED = {"store", "extract_fn", "extract_mode"}
@@ -158,3 +168,34 @@ def check_manager_settings(
     from tulip_memory.conf import settings
 
     return [*_check_imports(settings), *_check_options(settings), *_check_queue(settings)]
+
+
+def check_celery_app(
+    app_configs: Iterable[Any] | None = None, **kwargs: Any
+) -> list[checks.CheckMessage]:
+    """E044: celery mode is used, and Celery's current app has no broker configured."""
+    from celery import current_app
+    from django.urls import get_resolver
+
+    from tulip_memory.manager.extraction.modes import extract_modes_in_use
+
+    # Import the views and their managers; a broken URLconf is Django's own check's finding.
+    with contextlib.suppress(Exception):
+        get_resolver().url_patterns  # noqa: B018
+    if "celery" not in extract_modes_in_use():
+        return []
+    app = current_app._get_current_object()
+    if app.conf.broker_url or app.conf.broker_write_url:
+        return []
+    return [
+        _error(
+            "A memory manager uses extract_mode='celery', but Celery's current app "
+            f"({app.main!r}) has no broker_url: the project's Celery app is not loaded, so "
+            "extraction jobs would be sent to Celery's default broker and stay pending.",
+            "Add your project's celery.py (Celery(...), config_from_object("
+            "'django.conf:settings', namespace='CELERY'), autodiscover_tasks()), import its "
+            "app in your project package's __init__.py, and set CELERY_BROKER_URL "
+            "(docs/manager.md, 'Celery in your project').",
+            "E044",
+        )
+    ]

@@ -1,12 +1,19 @@
 """System checks of tenant isolation (ids tulip_memory.E010-E014, W010, W011).
 
-Tagged ``database`` (run by ``check --database`` and ``migrate``), on the aliases of
-``TULIP_MEMORY["TENANT_DATABASES"]``: E010 superuser role, E011 BYPASSRLS role, E012
-tenant table without ENABLE/FORCE row level security, E013 tenant table whose policies
-are not exactly the expected one, E014 vector column narrower or wider than
-``VECTOR_DIMENSIONS``, W010 the role owns tenant tables. The policy itself is created by
-:class:`tulip_memory.rls.EnableTenantRowLevelSecurity`. Tagged ``deploy``
-(``check --deploy``): W011 the tenant resolver reads a request header.
+On the aliases of ``TULIP_MEMORY["TENANT_DATABASES"]``: E010 superuser role, E011
+BYPASSRLS role, E012 tenant table without ENABLE/FORCE row level security, E013 tenant
+table whose policies are not exactly the expected one, E014 vector column narrower or
+wider than ``VECTOR_DIMENSIONS``, W010 the role owns tenant tables. The policy itself is
+created by :class:`tulip_memory.rls.EnableTenantRowLevelSecurity`.
+
+They run in two ways. Tagged ``database``, on the aliases a command names (``check
+--database A``, ``migrate --database A``). And, untagged, on the ``default`` alias when no
+alias is named (plain ``check``, ``runserver``, any command's start-up checks) and it is
+a PostgreSQL tenant database: three catalog queries on one connection. When that
+connection cannot be opened (a build step without a database), plain ``check`` says
+nothing about it; ``check --database default`` reports the connection error.
+
+Tagged ``deploy`` (``check --deploy``): W011 the tenant resolver reads a request header.
 """
 
 from __future__ import annotations
@@ -18,7 +25,12 @@ from django.core import checks
 
 from tulip_memory.rls import POLICY_NAME, tenant_tables
 
-__all__ = ["check_connection", "check_tenant_databases", "check_tenant_resolver"]
+__all__ = [
+    "check_connection",
+    "check_default_tenant_database",
+    "check_tenant_databases",
+    "check_tenant_resolver",
+]
 
 
 def _check_alias(alias: str) -> list[checks.CheckMessage]:
@@ -141,6 +153,32 @@ def check_tenant_databases(
     for alias in wanted:
         errors.extend(_check_alias(alias))
     return errors
+
+
+def check_default_tenant_database(
+    app_configs: Iterable[Any] | None = None, databases: Iterable[str] | None = None, **kwargs: Any
+) -> list[checks.CheckMessage]:
+    """The row-level security checks on ``default`` when no alias was named.
+
+    ``databases`` is ``None`` only when the caller named no database (Django's ``check``
+    without ``--database``, the start-up checks of commands and ``runserver``); a list,
+    even an empty one (``manage.py test`` without database tests), leaves the aliases to
+    :func:`check_tenant_databases`.
+    """
+    from django.db import DEFAULT_DB_ALIAS, OperationalError, connections
+
+    from tulip_memory.conf import settings
+
+    if databases is not None or DEFAULT_DB_ALIAS not in settings.TENANT_DATABASES:
+        return []
+    connection = connections[DEFAULT_DB_ALIAS]
+    if connection.vendor != "postgresql":
+        return []
+    try:
+        connection.ensure_connection()
+    except OperationalError:
+        return []  # no database to look at here; check --database default says why
+    return check_connection(connection, DEFAULT_DB_ALIAS)
 
 
 def check_tenant_resolver(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:

@@ -9,6 +9,8 @@ progress bar for long work:
   standard input, ``#`` starts a comment) name tenants; ``--all-tenants`` takes every
   tenant of the tenant registry (:class:`~tulip_memory.models.tenants.Tenant`, which
   row-level security does not hide). Naming none is an error: a command never guesses.
+  A command that works on no tenant's rows sets ``takes_tenants = False`` (no such
+  options).
 * ``--database ALIAS`` (default ``default``): an alias missing from ``DATABASES``, or of a
   vendor the command does not support (``vendors``), is refused before anything runs.
 * ``--dry-run`` (when the subclass sets ``changes_data``): report, write nothing.
@@ -48,8 +50,24 @@ class TenantCommand(BaseCommand):
     changes_data: ClassVar[bool] = True
     #: Whether naming no tenant is allowed (the command then works on no tenant's rows).
     tenants_optional: ClassVar[bool] = False
+    #: Whether the command works tenant by tenant at all (False: no tenant options).
+    takes_tenants: ClassVar[bool] = True
 
     def add_arguments(self, parser: CommandParser) -> None:
+        if self.takes_tenants:
+            self.add_tenant_arguments(parser)
+        parser.add_argument(
+            "--database", default="default", help="The database alias (default: default)."
+        )
+        if self.changes_data:
+            parser.add_argument(
+                "--dry-run",
+                action="store_true",
+                help="Report what would change; write nothing.",
+            )
+
+    def add_tenant_arguments(self, parser: CommandParser) -> None:
+        """``--tenant``, ``--tenants-file`` and ``--all-tenants``."""
         parser.add_argument(
             "--tenant",
             action="append",
@@ -67,15 +85,6 @@ class TenantCommand(BaseCommand):
             action="store_true",
             help="Every tenant of the tenant registry.",
         )
-        parser.add_argument(
-            "--database", default="default", help="The database alias (default: default)."
-        )
-        if self.changes_data:
-            parser.add_argument(
-                "--dry-run",
-                action="store_true",
-                help="Report what would change; write nothing.",
-            )
 
     def tenants(self, options: dict[str, Any]) -> list[str]:
         """The tenants the options name, validated, in order, without repeats."""

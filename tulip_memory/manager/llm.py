@@ -28,6 +28,7 @@ from tulip_memory.llm.config import LLMConfig
 from tulip_memory.manager.base import BaseMemoryManager, failure_fields
 from tulip_memory.manager.block import strip_memory_blocks
 from tulip_memory.manager.consolidation import LLMExtractor
+from tulip_memory.manager.extraction.modes import note_extract_mode
 from tulip_memory.manager.heuristic import extract_heuristic
 from tulip_memory.manager.history import (
     CONTENT_SINCE,
@@ -150,6 +151,7 @@ class LLMMemoryManager(BaseMemoryManager):
         self.max_memories = max_memories
         self.retrieve_limit = retrieve_limit
         self.extract_mode = extract_mode
+        note_extract_mode(extract_mode)  # what check tulip_memory.E044 looks at
         self.max_concurrent_extractions = max_concurrent_extractions
         self.namespace_resolver = namespace_resolver
         self.keep_history = keep_history

@@ -244,6 +244,14 @@ class ExtractionJobQuerySet(models.QuerySet):
         """Open jobs that may run now (no retry delay pending)."""
         return self.open().filter(Q(run_after__isnull=True) | Q(run_after__lte=Now()))
 
+    def retry_failed(self) -> int:
+        """Put the failed jobs of this queryset back to pending with their attempts reset
+        (their last error stays until they run); how many. The caller sends their
+        queues' run messages once this commits."""
+        return self.filter(state=JobState.FAILED).update(
+            state=JobState.PENDING, attempts=0, run_after=None, finished_at=None
+        )
+
 
 class ExtractionJob(models.Model):
     """One extraction to run: the messages of an ended session, for one namespace."""

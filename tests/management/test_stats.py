@@ -1,0 +1,93 @@
+"""``manage.py tulip_memory_stats`` on PostgreSQL: figures per tenant, table and JSON."""
+
+from __future__ import annotations
+
+import json
+from io import StringIO
+
+import pytest
+from asgiref.sync import async_to_sync
+from django.core.management import CommandError, call_command
+
+from tulip_memory.backends.orm import ORMCheckpointer
+from tulip_memory.delta import DeltaCheckpointer
+from tulip_memory.delta.orm import ORMDeltaStorage
+from tulip_memory.manager.extraction.queue import CeleryExtractions
+from tulip_memory.messages import Message, Role
+from tulip_memory.state import AgentState
+from tulip_memory.store import PgMemory
+
+
+def stats(*args: str) -> str:
+    out = StringIO()
+    call_command("tulip_memory_stats", *args, stdout=out, no_color=True)
+    return out.getvalue()
+
+
+@pytest.fixture
+def rows():
+    store = PgMemory()
+    user = ("acme", "users", "u1")
+    for namespace, key, text in (
+        ((*user, "user"), "location", "Lives in Berlin"),
+        ((*user, "user"), "name", "Ada"),
+        ((*user, "project"), "stack", "Django and PostgreSQL"),
+        ((*user, "_history", "user", "location"), "v1", "Lives in Paris"),
+        ((*user, "notes"), "blank", "?!"),  # no words: no vector
+        (("globex", "users", "u2", "feedback"), "tone", "Be brief"),
+    ):
+        async_to_sync(store.put)(namespace, key, {"text": text})
+    state = AgentState(messages=[Message(Role.USER, "hello " * 50)])
+    async_to_sync(ORMCheckpointer("default", tenant="acme").save)(state, "t1")
+    delta = DeltaCheckpointer(ORMDeltaStorage("default", tenant="acme"))
+    async_to_sync(delta.save)(state, "t2")
+    CeleryExtractions().enqueue(user, [Message(Role.USER, "I live in Berlin.")])
+
+
+@pytest.mark.django_db
+def test_json_has_the_figures_of_each_tenant(rows):
+    figures = json.loads(stats("--tenant", "acme", "--tenant", "globex", "--json"))["tenants"]
+    acme, globex = figures["acme"], figures["globex"]
+    assert acme["store"] == {"items": 5, "history": 1}
+    assert acme["memories"] == {"user": 2, "feedback": 0, "project": 1, "reference": 0}
+    assert acme["checkpoints"]["plain"]["count"] == 1
+    assert acme["checkpoints"]["plain"]["bytes"] > 0
+    delta = acme["checkpoints"]["delta"]
+    assert delta["count"] == 1 and delta["bytes"] > 0 and delta["blocks"] >= 1
+    assert acme["jobs"] == {"pending": 1, "running": 0, "done": 0, "failed": 0}
+    assert acme["embedding_sources"] == {"hrr": 4, "none": 1}
+    assert globex["memories"]["feedback"] == 1 and globex["jobs"]["pending"] == 0
+    assert globex["checkpoints"]["plain"] == {"count": 0, "bytes": 0}
+
+
+@pytest.mark.django_db
+def test_table_has_a_row_per_figure_and_a_column_per_tenant(rows):
+    lines = stats("--tenant", "acme", "--tenant", "globex").splitlines()
+    assert lines[0].split() == ["acme", "globex"]
+    table = {line.split()[0]: line.split()[1:] for line in lines[1:]}
+    assert table["store.items"] == ["5", "1"]
+    assert table["memories.user"] == ["2", "0"]
+    assert table["jobs.pending"] == ["1", "0"]
+    assert table["embedding_sources.none"] == ["1", "0"]  # globex has no such source: 0
+
+
+@pytest.mark.django_db
+def test_a_tenant_without_rows_has_zeros(rows):
+    figures = json.loads(stats("--tenant", "initech", "--json"))["tenants"]["initech"]
+    assert figures["store"] == {"items": 0, "history": 0}
+    assert figures["embedding_sources"] == {}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ((), "Name the tenants with --tenant"),
+        (("--tenant", " "), "Tenant ' ' is not valid"),
+        (("--tenant", "acme", "--database", "mysql"), "mysql; this command works on"),
+        (("--tenant", "acme", "--dry-run"), "unrecognized arguments: --dry-run"),
+    ],
+)
+def test_bad_input_is_refused(args, message):
+    with pytest.raises(CommandError, match=message):
+        stats(*args)

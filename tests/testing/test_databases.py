@@ -1,0 +1,42 @@
+"""tulip_memory.testing.databases refuses what cannot work, changing nothing.
+
+(The good path — a fresh site's tests under the plugin and the runner — is
+tests/testing/test_user_project.py.)
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+from django.db import connections
+
+from tulip_memory.testing.databases import _owner_alias, admin_url, setup_test_databases
+
+
+def test_the_owner_alias_is_the_other_postgresql_alias_of_the_same_database():
+    settings = {alias: connections[alias].settings_dict for alias in connections}
+    assert _owner_alias(settings) == "owner"
+    del settings["owner"]
+    with pytest.raises(ImproperlyConfigured, match="need the table owner's alias"):
+        _owner_alias(settings)
+
+
+def test_the_admin_url_comes_from_the_environment_first(monkeypatch):
+    monkeypatch.setenv("TULIP_TEST_ADMIN_URL", "postgresql://admin@db/postgres")
+    assert admin_url() == "postgresql://admin@db/postgres"
+    monkeypatch.delenv("TULIP_TEST_ADMIN_URL")
+    monkeypatch.setenv("DATABASE_URL", "postgresql://ci@db/postgres")
+    assert admin_url() == "postgresql://ci@db/postgres"
+
+
+@pytest.mark.django_db
+def test_a_server_url_without_superuser_rights_is_refused_and_nothing_changes(monkeypatch):
+    before = {alias: dict(connections[alias].settings_dict) for alias in ("default", "owner")}
+    app_url = os.environ["DATABASE_URL"].replace("tulip_app@", "tulip_app:secret@", 1)
+    monkeypatch.setenv("TULIP_TEST_ADMIN_URL", app_url)
+    with pytest.raises(ImproperlyConfigured, match="must connect as a superuser") as raised:
+        setup_test_databases(verbosity=0)
+    assert "secret" not in str(raised.value)  # the password is not shown
+    assert {alias: dict(connections[alias].settings_dict) for alias in before} == before

@@ -1,0 +1,142 @@
+"""``manage.py tulip_memory_setup_roles``: the owner and application roles of a database.
+
+Run once per PostgreSQL database, through a **superuser** connection to it (``--database``
+names the alias; e.g. ``DATABASE_URL=postgres://postgres@db/app`` for this one command):
+it creates the owner role (``migrate --database=owner``) and the application role (no
+superuser, no BYPASSRLS, not the owner) when they are missing, sets their passwords when
+given, creates the ``vector`` extension, gives the ``public`` schema to the owner and
+grants the application role DML on what the owner creates
+(:mod:`tulip_memory.database_roles`). Every statement is idempotent; they run in one
+transaction. ``--dry-run`` prints the SQL it would run (it reads the catalog to see which
+roles exist, so any role may run it), to hand to a DBA.
+
+It refuses a connection that is not a superuser's, and role names that are not plain
+lower-case identifiers or are the same. It skips the system checks: it is what makes
+them pass (a superuser connection fails ``tulip_memory.E010``).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from django.core.management.base import CommandError, CommandParser
+from django.db import DatabaseError, transaction
+
+from tulip_memory.database_roles import (
+    APP_ROLE,
+    OWNER_ROLE,
+    database_setup_sql,
+    role_sql,
+    validate_identifier,
+)
+from tulip_memory.management.tenant_command import TenantCommand
+
+
+class Command(TenantCommand):
+    help = (
+        "Create the owner and application roles of a PostgreSQL database, the vector "
+        "extension and the grants (idempotent), through a superuser connection; "
+        "--dry-run prints the SQL."
+    )
+    vendors = ("postgresql",)
+    takes_tenants = False
+    requires_system_checks: list[str] = []
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        super().add_arguments(parser)
+        parser.add_argument(
+            "--owner-role",
+            default=OWNER_ROLE,
+            help=f"The role that owns the tables and migrates (default: {OWNER_ROLE}).",
+        )
+        parser.add_argument(
+            "--app-role",
+            default=APP_ROLE,
+            help=f"The role the application connects as (default: {APP_ROLE}).",
+        )
+        for role in ("owner", "app"):
+            parser.add_argument(
+                f"--{role}-password-env",
+                metavar="VARIABLE",
+                help=f"An environment variable holding the {role} role's password (set on "
+                "creation, or changed when the role exists). Without it the role has none.",
+            )
+
+    @staticmethod
+    def _password(variable: str | None) -> str | None:
+        if variable is None:
+            return None
+        value = os.environ.get(variable)
+        if not value:
+            raise CommandError(f"The environment variable {variable} is unset or empty.")
+        return value
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        try:
+            owner = validate_identifier(options["owner_role"])
+            app = validate_identifier(options["app_role"])
+        except ValueError as exc:
+            raise CommandError(f"Role name {exc}") from None
+        if owner == app:
+            raise CommandError(
+                f"--owner-role and --app-role are both {owner!r}: the application role must "
+                "not own the tables row-level security applies to."
+            )
+        passwords = {
+            owner: self._password(options["owner_password_env"]),
+            app: self._password(options["app_password_env"]),
+        }
+        alias = options["database"]
+        connection = self.connection(alias)
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT current_user, rolsuper, current_database() FROM pg_roles "
+                    "WHERE rolname = current_user"
+                )
+                user, superuser, dbname = cursor.fetchone()
+                cursor.execute(
+                    "SELECT rolname FROM pg_roles WHERE rolname = ANY(%s)", [[owner, app]]
+                )
+                existing = {row[0] for row in cursor.fetchall()}
+        except DatabaseError as exc:
+            raise CommandError(f"--database {alias!r} cannot be reached: {exc}") from None
+        try:
+            validate_identifier(dbname)
+        except ValueError as exc:
+            raise CommandError(f"Database name {exc}") from None
+        statements = [
+            statement
+            for role in (owner, app)
+            for statement in role_sql(role, exists=role in existing, password=passwords[role])
+        ] + database_setup_sql(dbname, owner=owner, app=app)
+        raw = connection.connection  # the psycopg connection renders the SQL
+        if options["dry_run"]:
+            self.stdout.write(f"-- As a superuser, in database {dbname!r}:")
+            for statement in statements:
+                self.stdout.write(f"{statement.as_string(raw)};")
+            return
+        if not superuser:
+            raise CommandError(
+                f"--database {alias!r} connects as {user!r}, which is not a superuser: only a "
+                "superuser can create the roles and the vector extension. Run this command "
+                "with a superuser's connection to the same database (e.g. DATABASE_URL="
+                "postgres://postgres@host/" + dbname + "), or print the SQL with --dry-run "
+                "for your database administrator."
+            )
+        try:
+            with transaction.atomic(using=alias), connection.cursor() as cursor:
+                for statement in statements:
+                    cursor.execute(statement.as_string(raw))
+        except DatabaseError as exc:
+            raise CommandError(f"Setting up the roles failed, nothing was changed: {exc}") from None
+        created = [role for role in (owner, app) if role not in existing]
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"Database {dbname!r}: roles {owner!r} (owner) and {app!r} (application) "
+                f"ready ({', '.join(map(repr, created)) or 'none'} created); vector extension "
+                "and grants in place. Migrate with the owner role "
+                "(manage.py migrate --database=owner), run the application as the other."
+            )
+        )

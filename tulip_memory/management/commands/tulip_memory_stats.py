@@ -1,0 +1,142 @@
+"""``manage.py tulip_memory_stats``: what each tenant keeps, as a table or JSON.
+
+Per tenant, in one read-only transaction pinned to it (row-level security shows it
+nothing else), on a PostgreSQL alias:
+
+* ``store.items`` — PgMemory's items; ``store.history`` of them are past versions of
+  memories (under ``.../_history/...``); ``memories.<type>`` the current memories of each
+  :class:`~tulip_memory.manager.types.MemoryType` (items of a namespace ending in it);
+* ``checkpoints.plain.count``/``bytes`` and ``checkpoints.delta.count``/``bytes``,
+  ``checkpoints.delta.blocks``/``block_bytes`` — rows and their stored size
+  (``pg_column_size``: after PostgreSQL's own compression);
+* ``jobs.<state>`` — extraction jobs by state (pending, running, failed, done);
+* ``embedding_sources.<source>`` — items by what computed their vector (``none``: no
+  vector).
+
+The table has a row per figure and a column per tenant; ``--json`` prints
+``{"tenants": {tenant: {...}}}`` with the same figures nested. It changes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.core.management.base import CommandParser
+from django.db.models import BigIntegerField, Count, Func, Q, Sum
+
+from tulip_memory.management.tenant_command import TenantCommand
+from tulip_memory.manager.types import MemoryType
+
+
+class StoredSize(Func):
+    """``pg_column_size(column)``: the bytes a value takes on disk."""
+
+    function = "pg_column_size"
+    output_field = BigIntegerField()
+
+
+def tenant_stats(tenant: str, alias: str) -> dict[str, Any]:
+    """The figures of one tenant (see the module docstring)."""
+    from tulip_memory.manager.history import HISTORY_LABEL
+    from tulip_memory.models import (
+        CheckpointRecord,
+        DeltaBlock,
+        DeltaCheckpointRecord,
+        ExtractionJob,
+        MemoryItem,
+    )
+    from tulip_memory.models.extraction import JobState
+    from tulip_memory.tenancy import tenant_atomic
+
+    history = Q(namespace__contains=f"/{HISTORY_LABEL}/")
+    with tenant_atomic(tenant, using=alias):
+        items = MemoryItem.objects.using(alias)
+        store = items.aggregate(
+            items=Count("pk"),
+            history=Count("pk", filter=history),
+            **{
+                kind.value: Count("pk", filter=Q(namespace__endswith=f"/{kind.value}") & ~history)
+                for kind in MemoryType
+            },
+        )
+        sources = dict(
+            items.order_by()
+            .values_list("embedding_source")
+            .annotate(count=Count("pk"))
+            .values_list("embedding_source", "count")
+        )
+        plain = CheckpointRecord.objects.using(alias).aggregate(
+            count=Count("pk"), bytes=Sum(StoredSize("state"))
+        )
+        delta = DeltaCheckpointRecord.objects.using(alias).aggregate(
+            count=Count("pk"), bytes=Sum(StoredSize("data"))
+        )
+        blocks = DeltaBlock.objects.using(alias).aggregate(
+            blocks=Count("pk"), block_bytes=Sum(StoredSize("data"))
+        )
+        jobs = dict(
+            ExtractionJob.objects.using(alias)
+            .order_by()
+            .values_list("state")
+            .annotate(count=Count("pk"))
+            .values_list("state", "count")
+        )
+    return {
+        "store": {"items": store["items"], "history": store["history"]},
+        "memories": {kind.value: store[kind.value] for kind in MemoryType},
+        "checkpoints": {
+            "plain": {"count": plain["count"], "bytes": plain["bytes"] or 0},
+            "delta": {
+                "count": delta["count"],
+                "bytes": delta["bytes"] or 0,
+                "blocks": blocks["blocks"],
+                "block_bytes": blocks["block_bytes"] or 0,
+            },
+        },
+        "jobs": {state.value: jobs.get(state.value, 0) for state in JobState},
+        "embedding_sources": {source or "none": count for source, count in sorted(sources.items())},
+    }
+
+
+def _flatten(figures: dict[str, Any], prefix: str = "") -> dict[str, int]:
+    flat: dict[str, int] = {}
+    for name, value in figures.items():
+        if isinstance(value, dict):
+            flat.update(_flatten(value, f"{prefix}{name}."))
+        else:
+            flat[f"{prefix}{name}"] = value
+    return flat
+
+
+class Command(TenantCommand):
+    help = (
+        "Per tenant: store items, memories per type, checkpoints (plain/delta) and their "
+        "bytes, extraction jobs by state, embedding sources; a table, or --json."
+    )
+    vendors = ("postgresql",)
+    changes_data = False
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        super().add_arguments(parser)
+        parser.add_argument("--json", action="store_true", help="Print JSON instead of a table.")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        tenants = self.tenants(options)
+        alias = options["database"]
+        self.connection(alias)
+        stats = {tenant: tenant_stats(tenant, alias) for tenant in tenants}
+        if options["json"]:
+            self.stdout.write(json.dumps({"tenants": stats}, indent=2))
+            return
+        columns = {tenant: _flatten(figures) for tenant, figures in stats.items()}
+        rows: list[str] = []
+        for flat in columns.values():
+            rows += [name for name in flat if name not in rows]
+        width = max(len(row) for row in rows)
+        widths = {tenant: max(len(tenant), 8) for tenant in tenants}
+        header = " ".join(tenant.rjust(widths[tenant]) for tenant in tenants)
+        self.stdout.write(f"{'':{width}}  {header}")
+        for row in rows:
+            cells = " ".join(str(columns[t].get(row, 0)).rjust(widths[t]) for t in tenants)
+            self.stdout.write(f"{row:{width}}  {cells}")
