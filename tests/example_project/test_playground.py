@@ -8,12 +8,14 @@ connections, hence ``transactional_db``.
 
 from __future__ import annotations
 
+import time
 from html import escape
 
 import pytest
 from django.test import Client
 from django.urls import reverse
 
+from example_project.playground.management.commands.tulip_playground import broker_problem
 from tulip_memory.models import DeltaCheckpointRecord
 from tulip_memory.tenancy import tenant_atomic
 
@@ -148,3 +150,24 @@ def test_pages_need_a_user_first():
     for name in ("playground:start", "playground:say", "playground:end"):
         assert client.post(reverse(name)).url == reverse("playground:pick")
     assert client.get(reverse("playground:start")).status_code == 405
+
+
+def test_in_background_mode_the_page_shows_the_extraction_running_then_its_memories(settings):
+    settings.PLAYGROUND_EXTRACT_MODE = "background"
+    ada = as_user("acme", "ada")
+    thread = start(ada)
+    say(ada, thread, "I live in Lisbon.")
+    ada.post(reverse("playground:end"), {"thread": thread})
+    deadline = time.monotonic() + 30
+    while "(in-process background task)" not in (shown := page(ada)):
+        assert time.monotonic() < deadline, "the background extraction did not finish"
+        assert 'http-equiv="refresh"' in shown  # the page refreshes while it runs
+        time.sleep(0.1)
+    assert "The user lives in Lisbon." in shown
+    assert 'http-equiv="refresh"' not in shown
+
+
+def test_the_playground_command_tells_a_reachable_broker_from_an_unreachable_one(settings):
+    assert broker_problem(settings.CELERY_BROKER_URL) is None
+    problem = broker_problem("redis://127.0.0.1:1/0", timeout=1.0)
+    assert problem is not None and "Error" in problem
