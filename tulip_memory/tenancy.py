@@ -17,7 +17,7 @@ to the next user of a pooled connection.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -31,6 +31,7 @@ __all__ = [
     "tenant_atomic",
     "tenant_context",
     "validate_tenant",
+    "validate_tenants",
 ]
 
 # Width of the tenant column of every tenant table.
@@ -47,6 +48,21 @@ def validate_tenant(tenant: object) -> str:
     without NUL (PostgreSQL rejects NUL in text) and not only whitespace.
     """
     return validate_identifier(tenant, "tenant", max_length=TENANT_MAX_LENGTH, allow_blank=False)
+
+
+def validate_tenants(tenants: Iterable[object]) -> list[str]:
+    """``tenants`` validated, in order, without repeats; ValueError names the bad one."""
+    if isinstance(tenants, str):
+        raise ValueError("tenants must be a list of tenant names, not one string")
+    valid: list[str] = []
+    for tenant in tenants:
+        try:
+            name = validate_tenant(tenant)
+        except ValueError as exc:
+            raise ValueError(f"Tenant {tenant!r} is not valid: {exc}") from None
+        if name not in valid:
+            valid.append(name)
+    return valid
 
 
 def current_tenant() -> str | None:

@@ -16,7 +16,7 @@ import uuid
 import pytest
 
 from tests.admin.browser import SCREENSHOTS, follow
-from tests.manager.celery_setup import Workers, celery_tulip_memory
+from tests.manager.celery_setup import Workers, celery_tulip_memory, delete_queue_keys
 
 pytestmark = pytest.mark.usefixtures("browser_db")
 
@@ -34,14 +34,7 @@ def playground_worker(django_db_setup, tmp_path_factory):
         yield worker
     finally:
         worker.stop()
-        import redis
-        from django.conf import settings
-
-        client = redis.Redis.from_url(settings.REDIS_URL)
-        leftovers = list(client.scan_iter(match=f"*{queue}*"))
-        if leftovers:
-            client.delete(*leftovers)
-        client.close()
+        delete_queue_keys(queue)
 
 
 @pytest.fixture

@@ -40,6 +40,18 @@ def celery_tulip_memory() -> dict[str, Any]:
     }
 
 
+def delete_queue_keys(queue: str) -> None:
+    """Delete every Redis key of ``queue`` (and kombu's bindings of it): nothing left behind."""
+    import redis
+    from django.conf import settings
+
+    client = redis.Redis.from_url(settings.REDIS_URL)
+    leftovers = list(client.scan_iter(match=f"*{queue}*"))
+    if leftovers:
+        client.delete(*leftovers)
+    client.close()
+
+
 def _descendants(pid: int) -> list[int]:
     """The process ids of ``pid``'s children, grandchildren ... (Linux ``/proc``)."""
     found, todo = [], [pid]

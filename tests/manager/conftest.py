@@ -88,15 +88,9 @@ def celery_env(tmp_path_factory):
     os.environ["TULIP_TEST_CELERY_QUEUE"] = queue
     os.environ["TULIP_TEST_EXTRACTION_LOG"] = str(tmp_path_factory.mktemp("extraction-log"))
     yield queue
-    import redis
-    from django.conf import settings
+    from tests.manager.celery_setup import delete_queue_keys
 
-    client = redis.Redis.from_url(settings.REDIS_URL)
-    # Every queue of the session (and kombu's bindings of them): nothing left behind.
-    leftovers = list(client.scan_iter(match=f"*{queue}*"))
-    if leftovers:
-        client.delete(*leftovers)
-    client.close()
+    delete_queue_keys(queue)  # every queue of the session
 
 
 @pytest.fixture

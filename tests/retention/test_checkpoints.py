@@ -161,5 +161,5 @@ def test_every_tenant_by_default_and_both_rules_at_once():
 def test_bad_tenants_are_refused_before_anything_runs():
     with pytest.raises(ValueError, match="not one string"):
         prune_checkpoints(tenants="acme", policy=RetentionPolicy(checkpoint_keep_last=1))
-    with pytest.raises(ValueError, match="tenant '' is not valid"):
+    with pytest.raises(ValueError, match="Tenant '' is not valid"):
         prune_checkpoints(tenants=[""], policy=RetentionPolicy(checkpoint_keep_last=1))

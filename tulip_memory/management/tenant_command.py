@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from tulip_memory.tenancy import validate_tenant
+from tulip_memory.tenancy import validate_tenants
 
 __all__ = ["TenantCommand", "progress_bar"]
 
@@ -105,15 +105,10 @@ class TenantCommand(BaseCommand):
             raise CommandError(
                 "Name the tenants with --tenant (repeatable), --tenants-file or --all-tenants."
             )
-        tenants: list[str] = []
-        for tenant in given:
-            try:
-                valid = validate_tenant(tenant)
-            except ValueError as exc:
-                raise CommandError(f"Tenant {tenant!r} is not valid: {exc}") from None
-            if valid not in tenants:
-                tenants.append(valid)
-        return tenants
+        try:
+            return validate_tenants(given)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
 
     def connection(self, alias: str) -> Any:
         """The connection of ``alias``, refused when unknown or of an unsupported vendor."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tulip_memory.tenancy import validate_tenant
+from tulip_memory.tenancy import validate_tenants
 
 __all__ = ["sweep_tenants"]
 
@@ -18,14 +18,4 @@ def sweep_tenants(using: str, tenants: Sequence[str] | None) -> list[str]:
         from tulip_memory.models import Tenant
 
         return Tenant.objects.using(using).names()
-    if isinstance(tenants, str):
-        raise ValueError("tenants must be a list of tenant names, not one string")
-    named: list[str] = []
-    for tenant in tenants:
-        try:
-            valid = validate_tenant(tenant)
-        except ValueError as exc:
-            raise ValueError(f"tenant {tenant!r} is not valid: {exc}") from None
-        if valid not in named:
-            named.append(valid)
-    return named
+    return validate_tenants(tenants)
