@@ -91,3 +91,12 @@ def pytest_runtest_protocol(item, nextitem):
             os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
         else:
             os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
+
+
+@pytest.fixture
+def sent_events():
+    """Every ``memory_event`` sent during the test, with its sender."""
+    from tests.event_recorder import recording
+
+    with recording() as recorder:
+        yield recorder

@@ -1,5 +1,6 @@
 """tulip_memory.events: events go through memory_event; failing receivers never break callers."""
 
+import asyncio
 import logging
 
 import pytest
@@ -81,3 +82,56 @@ async def test_a_failing_receiver_is_logged_and_others_still_run(
 async def test_emit_sync_inside_a_running_loop_reaches_async_receivers(async_received):
     events.emit_sync("memory.from-sync-api")  # a sync API called from async code
     assert async_received == ["memory.from-sync-api"]
+
+
+def test_sender_is_passed_to_receivers(sent_events):
+    events.emit_sync("memory.test", sender=int, n=1)
+    assert [(e.sender, e.event, e.payload) for e in sent_events.sent] == [
+        (int, "memory.test", {"n": 1})
+    ]
+
+
+async def test_muted_blocks_send_nothing_in_tasks_and_threads_too(sent_events):
+    from asgiref.sync import sync_to_async
+
+    with events.muted():
+        assert not events.listening()
+        await events.emit("memory.test")
+        await asyncio.gather(events.emit("memory.test"))
+        await sync_to_async(events.emit_sync)("memory.test")
+    await events.emit("memory.after")
+    assert [e.event for e in sent_events.sent] == ["memory.after"]
+
+
+def test_no_receiver_means_not_listening():
+    assert not events.memory_event.receivers or events.listening()
+    receivers = list(events.memory_event.receivers)
+    events.memory_event.receivers.clear()
+    try:
+        assert not events.listening()
+        events.emit_sync("memory.test", n=1)  # nothing to send to: returns at once
+    finally:
+        events.memory_event.receivers.extend(receivers)
+
+
+async def test_the_layers_send_their_own_class(sent_events):
+    from tulip_memory.conversation import SlidingWindowManager
+    from tulip_memory.manager import LLMMemoryManager, Memory, MemoryType
+    from tulip_memory.messages import Message, Role
+    from tulip_memory.state import AgentState
+    from tulip_memory.store.memory import InMemoryStore
+
+    state = AgentState(messages=[Message(Role.USER, f"m{i}") for i in range(5)])
+    await SlidingWindowManager(window_size=2, preserve_first_user=False).async_apply(
+        state.messages
+    )
+    store = InMemoryStore()
+    manager = LLMMemoryManager(store, namespace_prefix=("acme", "users", "u1"))
+    await manager.save([Memory(MemoryType.USER, "role", "The user is a nurse.")])
+    await manager.on_session_start(state)
+    senders = {e.event: e.sender for e in sent_events.sent}
+    assert senders == {
+        events.EV_MEMORY_CONVERSATION_PRUNED: SlidingWindowManager,
+        events.EV_STORE_ITEMS_WRITTEN: InMemoryStore,
+        events.EV_MEMORY_MANAGER_INJECTED: LLMMemoryManager,
+    }

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import sync_to_async
 
-from tulip_memory.events import EV_STORE_SUBJECT_FORGOTTEN, emit_sync
+from tulip_memory.events import EV_STORE_SUBJECT_FORGOTTEN, elapsed_ms, emit_sync
 from tulip_memory.exceptions import ConfigurationError, TenantError
 from tulip_memory.manager.history import HISTORY_LABEL
 from tulip_memory.namespaces import NAMESPACE_SEPARATOR, Namespace, validate_namespace
@@ -217,11 +217,12 @@ def forget_subject(
     if receipt is not None:
         emit_sync(
             EV_STORE_SUBJECT_FORGOTTEN,
+            sender=ErasureReceipt,
             tenant=tenant,
             receipt=receipt.pk,
             counts=dict(counts),
             total=report.total,
-            duration_ms=round((time.perf_counter() - started) * 1000, 3),
+            duration_ms=elapsed_ms(started),
         )
     return report
 

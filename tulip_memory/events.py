@@ -1,7 +1,10 @@
 """Observability events, sent through one Django signal.
 
-Every event goes through :data:`memory_event` with ``event=<name>`` and
-``payload=<dict>``. A receiver that raises is logged and never breaks the caller.
+Every event goes through :data:`memory_event` with ``sender=<the emitting object's
+class>``, ``event=<name>`` and ``payload=<dict>``. Payloads carry identifiers, counts and
+timings, never content (no values, messages or metadata). A receiver that raises is
+logged and never breaks the caller. With no receiver connected an emit costs one check.
+The table of every event and its payload is in docs/events.md.
 Pure: a ``Signal`` needs no configured settings.
 """
 
@@ -9,7 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from django.dispatch import Signal
@@ -23,10 +30,15 @@ EV_MEMORY_COMPACTOR_FAILED = "memory.compactor.failed"
 EV_MEMORY_MANAGER_INJECTED = "memory.manager.injected"
 EV_MEMORY_MANAGER_EXTRACTED = "memory.manager.extracted"
 EV_MEMORY_MANAGER_EXTRACT_FAILED = "memory.manager.extract_failed"
+# Stores: writes and deletes (sent by every BaseStore subclass), erasure and expiry sweeps.
+EV_STORE_ITEMS_WRITTEN = "store.items.written"
+EV_STORE_ITEMS_DELETED = "store.items.deleted"
 EV_STORE_SUBJECT_FORGOTTEN = "store.subject.forgotten"
-# Sent by the expiry sweep (per tenant: how many expired items it deleted) and by the
-# checkpoint retention sweep (per tenant: checkpoints and threads removed). Counts only.
 EV_STORE_EXPIRED_SWEPT = "store.expired.swept"
+# Checkpointers: save, load, delete (every BaseCheckpointer), prune.
+EV_CHECKPOINT_SAVED = "checkpoint.saved"
+EV_CHECKPOINT_LOADED = "checkpoint.loaded"
+EV_CHECKPOINT_DELETED = "checkpoint.deleted"
 EV_CHECKPOINT_PRUNED = "checkpoint.pruned"
 
 memory_event = Signal()
@@ -45,19 +57,52 @@ def _log_failures(name: str, responses: list[tuple[Any, Any]]) -> None:
 _sender_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tulip-memory-events")
 
 
-def emit_sync(name: str, **fields: Any) -> None:
-    """Send event ``name`` with ``fields`` as its payload to every receiver."""
+# True inside muted(): the operations of a sweep that reports itself send nothing.
+_muted: ContextVar[bool] = ContextVar("tulip_memory_events_muted", default=False)
+
+
+def listening() -> bool:
+    """Whether an emit here reaches anyone: a receiver is connected and not muted."""
+    return bool(memory_event.receivers) and not _muted.get()
+
+
+@contextmanager
+def muted() -> Iterator[None]:
+    """Send no event in this block (it follows the context into tasks and sync_to_async).
+
+    For an operation made of others that sends its own summary: the checkpoint retention
+    sweep prunes threads through the checkpointer, and reports per tenant instead.
+    """
+    token = _muted.set(True)
+    try:
+        yield
+    finally:
+        _muted.reset(token)
+
+
+def elapsed_ms(started: float) -> float:
+    """Milliseconds since ``started`` (a ``time.perf_counter()`` reading), for ``duration_ms``."""
+    return round((time.perf_counter() - started) * 1000, 3)
+
+
+def emit_sync(name: str, *, sender: type | None = None, **fields: Any) -> None:
+    """Send event ``name`` from ``sender`` (the emitting object's class) with ``fields``
+    as its payload to every receiver."""
+    if not listening():
+        return
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        responses = memory_event.send_robust(sender=None, event=name, payload=fields)
+        responses = memory_event.send_robust(sender=sender, event=name, payload=fields)
     else:
         responses = _sender_thread.submit(
-            memory_event.send_robust, sender=None, event=name, payload=fields
+            memory_event.send_robust, sender=sender, event=name, payload=fields
         ).result()
     _log_failures(name, responses)
 
 
-async def emit(name: str, **fields: Any) -> None:
+async def emit(name: str, *, sender: type | None = None, **fields: Any) -> None:
     """Async twin of :func:`emit_sync`; async receivers are awaited, sync ones run in a thread."""
-    _log_failures(name, await memory_event.asend_robust(sender=None, event=name, payload=fields))
+    if not listening():
+        return
+    _log_failures(name, await memory_event.asend_robust(sender=sender, event=name, payload=fields))

@@ -71,6 +71,12 @@ class TenantDatabase:
     def __repr__(self) -> str:
         return f"<{type(self).__name__} using={self.using!r}>"
 
+    def event_tenant(self) -> str | None:
+        """The tenant events name: the fixed one, else the bound one (``None``: neither)."""
+        from tulip_memory.tenancy import current_tenant
+
+        return self.tenant if self.tenant is not None else current_tenant()
+
     def _resolve_tenant(self) -> str:
         """The tenant of a call: the fixed one, else the bound one (TenantError if they differ)."""
         from tulip_memory.tenancy import current_tenant

@@ -10,7 +10,7 @@ from asgiref.sync import async_to_sync
 from django.db import connection
 
 from tulip_memory.clock import ManualClock
-from tulip_memory.events import EV_STORE_EXPIRED_SWEPT, memory_event
+from tulip_memory.events import EV_STORE_EXPIRED_SWEPT
 from tulip_memory.models import MemoryItem
 from tulip_memory.retention.expiry import sweep_expired_items, sweep_expired_tenant
 from tulip_memory.store import PgMemory
@@ -20,16 +20,15 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def events():
-    seen = []
+def events(sent_events):
+    """The ``store.expired.swept`` payloads sent so far (without timing), from MemoryItem."""
 
-    def receive(sender, event, payload, **kwargs):
-        if event == EV_STORE_EXPIRED_SWEPT:
-            seen.append(payload)
+    def sent():
+        swept = sent_events.of(EV_STORE_EXPIRED_SWEPT)
+        assert {e.sender for e in swept} <= {MemoryItem}
+        return [e.fields() for e in swept]
 
-    memory_event.connect(receive)
-    yield seen
-    memory_event.disconnect(receive)
+    return sent
 
 
 def _rows(tenant: str) -> list[str]:
@@ -49,13 +48,13 @@ def test_the_sweep_deletes_the_expired_rows_of_every_tenant(events):
     assert async_to_sync(store.list_keys)(("acme", "n")) == ["forever", "long"]  # at once
 
     assert sweep_expired_items(now=clock(), dry_run=True) == {"acme": 5, "globex": 1}
-    assert len(_rows("acme")) == 7 and events == []
+    assert len(_rows("acme")) == 7 and events() == []
 
     assert sweep_expired_tenant("acme", now=clock(), batch_size=2) == 5  # three batches
     assert _rows("acme") == ["forever", "long"]
     assert sweep_expired_items(now=clock()) == {"acme": 0, "globex": 1}
     assert _rows("globex") == ["forever"]
-    assert events == [{"tenant": "acme", "deleted": 5}, {"tenant": "globex", "deleted": 1}]
+    assert events() == [{"tenant": "acme", "deleted": 5}, {"tenant": "globex", "deleted": 1}]
 
 
 def test_pgmemory_sweeps_the_named_tenants_and_refuses_bad_ones():

@@ -12,6 +12,10 @@ time, under a checkpoint id, and gives it back later. The contract:
 * ``delete(thread_id, checkpoint_id=None) -> bool`` deletes one checkpoint, or all of the
   thread; True when something was deleted.
 
+Every ``save``, ``load`` and ``delete`` sends an event (``checkpoint.saved``,
+``checkpoint.loaded``, ``checkpoint.deleted``) with ``sender=<the checkpointer's class>``:
+ids, counts and ``duration_ms``, never the state's content; a call that raises sends none.
+
 Concurrent saves to one thread all persist. Thread and checkpoint ids are validated
 before any storage is touched (:func:`validate_thread_id`, :func:`validate_checkpoint_id`).
 """
@@ -21,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import time
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -29,6 +34,13 @@ from typing import Any, Self, TypeVar
 from urllib.parse import unquote_to_bytes
 
 from tulip_memory.clock import MonotonicWallClock
+from tulip_memory.events import (
+    EV_CHECKPOINT_DELETED,
+    EV_CHECKPOINT_LOADED,
+    EV_CHECKPOINT_SAVED,
+    elapsed_ms,
+    emit,
+)
 from tulip_memory.identifiers import (
     CHECKPOINT_ID_MAX_LENGTH,
     THREAD_ID_MAX_LENGTH,
@@ -147,6 +159,10 @@ class BaseCheckpointer(ABC):
     async def aclose(self) -> None:  # noqa: B027 - optional hook, nothing to release by default
         """Release what the checkpointer holds; this default holds nothing."""
 
+    def event_tenant(self) -> str | None:
+        """The tenant this checkpointer's events name; ``None`` for one without tenants."""
+        return None
+
     async def __aenter__(self) -> Self:
         return self
 
@@ -163,19 +179,41 @@ class BaseCheckpointer(ABC):
     ) -> str:
         validate_state(state)
         validate_thread_id(thread_id)
+        started = time.perf_counter()
         if checkpoint_id is None:
             checkpoint_id = new_checkpoint_id()
             await self._save(state, thread_id, checkpoint_id, may_exist=False)
         else:
             validate_checkpoint_id(checkpoint_id)
             await self._save(state, thread_id, checkpoint_id, may_exist=True)
+        await emit(
+            EV_CHECKPOINT_SAVED,
+            sender=type(self),
+            tenant=self.event_tenant(),
+            thread_id=thread_id,
+            checkpoint_id=checkpoint_id,
+            messages=len(state.messages),
+            duration_ms=elapsed_ms(started),
+        )
         return checkpoint_id
 
     async def load(self, thread_id: str, checkpoint_id: str | None = None) -> AgentState | None:
         validate_thread_id(thread_id)
         if checkpoint_id is not None:
             validate_checkpoint_id(checkpoint_id)
-        return await self._load(thread_id, checkpoint_id)
+        started = time.perf_counter()
+        state = await self._load(thread_id, checkpoint_id)
+        await emit(
+            EV_CHECKPOINT_LOADED,
+            sender=type(self),
+            tenant=self.event_tenant(),
+            thread_id=thread_id,
+            checkpoint_id=checkpoint_id,
+            found=state is not None,
+            messages=0 if state is None else len(state.messages),
+            duration_ms=elapsed_ms(started),
+        )
+        return state
 
     async def list_checkpoints(self, thread_id: str, limit: int = 10) -> list[str]:
         validate_thread_id(thread_id)
@@ -185,7 +223,18 @@ class BaseCheckpointer(ABC):
         validate_thread_id(thread_id)
         if checkpoint_id is not None:
             validate_checkpoint_id(checkpoint_id)
-        return await self._delete(thread_id, checkpoint_id)
+        started = time.perf_counter()
+        deleted = await self._delete(thread_id, checkpoint_id)
+        await emit(
+            EV_CHECKPOINT_DELETED,
+            sender=type(self),
+            tenant=self.event_tenant(),
+            thread_id=thread_id,
+            checkpoint_id=checkpoint_id,
+            deleted=deleted,
+            duration_ms=elapsed_ms(started),
+        )
+        return deleted
 
     @abstractmethod
     async def _save(

@@ -163,30 +163,42 @@ class SummarizingManager(ConversationManager):
         plan = self._plan(messages)
         if isinstance(plan, list):
             return plan
-        emit_sync(EV_MEMORY_COMPACTOR_TRIGGERED, **plan.triggered_fields(self.threshold))
+        emit_sync(
+            EV_MEMORY_COMPACTOR_TRIGGERED,
+            sender=type(self),
+            **plan.triggered_fields(self.threshold),
+        )
         try:
             text = self._summarize(plan.chunk)
         except Exception as error:
             self._log_failure(plan)
-            emit_sync(EV_MEMORY_COMPACTOR_FAILED, **plan.failed_fields(error))
+            emit_sync(EV_MEMORY_COMPACTOR_FAILED, sender=type(self), **plan.failed_fields(error))
             return plan.history
         managed = self._finish(plan, text)
-        emit_sync(EV_MEMORY_COMPACTOR_COMPLETED, **plan.completed_fields(len(managed)))
+        emit_sync(
+            EV_MEMORY_COMPACTOR_COMPLETED, sender=type(self), **plan.completed_fields(len(managed))
+        )
         return managed
 
     async def async_apply(self, messages: list[Message]) -> list[Message]:
         plan = self._plan(messages)
         if isinstance(plan, list):
             return plan
-        await emit(EV_MEMORY_COMPACTOR_TRIGGERED, **plan.triggered_fields(self.threshold))
+        await emit(
+            EV_MEMORY_COMPACTOR_TRIGGERED,
+            sender=type(self),
+            **plan.triggered_fields(self.threshold),
+        )
         try:
             text = await self._async_summarize(plan.chunk)
         except Exception as error:
             self._log_failure(plan)
-            await emit(EV_MEMORY_COMPACTOR_FAILED, **plan.failed_fields(error))
+            await emit(EV_MEMORY_COMPACTOR_FAILED, sender=type(self), **plan.failed_fields(error))
             return plan.history
         managed = self._finish(plan, text)
-        await emit(EV_MEMORY_COMPACTOR_COMPLETED, **plan.completed_fields(len(managed)))
+        await emit(
+            EV_MEMORY_COMPACTOR_COMPLETED, sender=type(self), **plan.completed_fields(len(managed))
+        )
         return managed
 
     def _log_failure(self, plan: _Compaction) -> None:

@@ -68,13 +68,13 @@ class SlidingWindowManager(ConversationManager):
     def apply(self, messages: list[Message]) -> list[Message]:
         pruning = self._prune(messages)
         if pruning.event is not None:
-            emit_sync(EV_MEMORY_CONVERSATION_PRUNED, **pruning.event)
+            emit_sync(EV_MEMORY_CONVERSATION_PRUNED, sender=type(self), **pruning.event)
         return pruning.messages
 
     async def async_apply(self, messages: list[Message]) -> list[Message]:
         pruning = self._prune(messages)
         if pruning.event is not None:
-            await emit(EV_MEMORY_CONVERSATION_PRUNED, **pruning.event)
+            await emit(EV_MEMORY_CONVERSATION_PRUNED, sender=type(self), **pruning.event)
         return pruning.messages
 
     def _prune(self, messages: list[Message]) -> _Pruning:

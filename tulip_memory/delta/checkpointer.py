@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import copy
 import json
+import time
 import zlib
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -70,6 +71,7 @@ from tulip_memory.delta import codec, payload
 from tulip_memory.delta.splice import Splice
 from tulip_memory.delta.storage import DeltaStorage, InMemoryDeltaStorage
 from tulip_memory.delta.types import BlockRef, CheckpointMetadata, DeltaCheckpoint, MessageBlock
+from tulip_memory.events import EV_CHECKPOINT_PRUNED, elapsed_ms, emit
 from tulip_memory.exceptions import CheckpointCorruptError
 from tulip_memory.lru import LRUCache
 from tulip_memory.messages import Message, ToolCall
@@ -505,19 +507,36 @@ class DeltaCheckpointer(BaseCheckpointer):
             "block_bytes": block_stored,
         }
 
+    def event_tenant(self) -> str | None:
+        """The tenant of the storage (fixed, else bound); ``None`` for storage without."""
+        return self.storage.event_tenant()
+
     async def prune(self, thread_id: str, keep_last: int) -> int:
         """Keep the newest ``keep_last`` checkpoints of the thread; return how many went.
 
         Kept checkpoints that depended on a deleted one are re-based first (rewritten
         as full checkpoints), so every kept checkpoint still loads to the same state.
+        Sends ``checkpoint.pruned`` when any went.
         """
         validate_thread_id(thread_id)
         if isinstance(keep_last, bool) or not isinstance(keep_last, int) or keep_last < 0:
             raise ValueError(f"keep_last must be an int >= 0, got {keep_last!r}")
+        started = time.perf_counter()
         async with self.storage.writer_lock(thread_id):
             records = await self.storage.list_checkpoints(thread_id, limit=None)
             doomed = {m.checkpoint_id for m in records[keep_last:]}
-            return await self._remove(thread_id, doomed) if doomed else 0
+            removed = await self._remove(thread_id, doomed) if doomed else 0
+        if removed:
+            await emit(
+                EV_CHECKPOINT_PRUNED,
+                sender=type(self),
+                tenant=self.event_tenant(),
+                thread_id=thread_id,
+                checkpoints=removed,
+                threads=0,
+                duration_ms=elapsed_ms(started),
+            )
+        return removed
 
     async def _remove(self, thread_id: str, doomed: set[str]) -> int:
         """Delete ``doomed`` checkpoints, re-basing the kept ones that depend on them."""

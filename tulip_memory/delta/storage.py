@@ -56,6 +56,10 @@ def root_block_digests(records: list[DeltaCheckpoint]) -> set[str]:
 class DeltaStorage(ABC):
     """Abstract storage of delta checkpoints and message blocks, per thread."""
 
+    def event_tenant(self) -> str | None:
+        """The tenant the checkpointer's events name; ``None`` for storage without tenants."""
+        return None
+
     @abstractmethod
     async def store(self, thread_id: str, checkpoint_id: str, checkpoint: DeltaCheckpoint) -> None:
         """Insert, or replace in place, a checkpoint."""

@@ -99,6 +99,7 @@ class BaseMemoryManager(ABC):
         injected = inject_memory_block(state, memories)
         await emit(
             EV_MEMORY_MANAGER_INJECTED,
+            sender=type(self),
             memory_count=len(memories),
             types=[m.type.value for m in memories],
             **self._event_fields(),
@@ -149,6 +150,7 @@ class BaseMemoryManager(ABC):
             logger.exception("memory extraction failed (%s)", fields or type(self).__name__)
             await emit(
                 EV_MEMORY_MANAGER_EXTRACT_FAILED,
+                sender=type(self),
                 **failure_fields(exc),
                 mode=self.extract_mode,
                 **fields,
@@ -157,7 +159,11 @@ class BaseMemoryManager(ABC):
                 raise
             return
         await emit(
-            EV_MEMORY_MANAGER_EXTRACTED, **outcome.event_fields(), mode=self.extract_mode, **fields
+            EV_MEMORY_MANAGER_EXTRACTED,
+            sender=type(self),
+            **outcome.event_fields(),
+            mode=self.extract_mode,
+            **fields,
         )
 
     def _event_fields(self) -> dict[str, Any]:

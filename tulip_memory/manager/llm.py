@@ -238,6 +238,7 @@ class LLMMemoryManager(BaseMemoryManager):
 
             await emit(
                 EV_MEMORY_MANAGER_EXTRACT_FAILED,
+                sender=type(self),
                 **failure_fields(exc),
                 mode="celery",
                 **self._event_fields(),

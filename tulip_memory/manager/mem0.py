@@ -169,10 +169,16 @@ class Mem0MemoryManager(BaseMemoryManager):
             logger.exception("mem0 add failed")
             await emit(
                 EV_MEMORY_MANAGER_EXTRACT_FAILED,
+                sender=type(self),
                 backend="mem0",
                 error=str(exc),
                 error_type=type(exc).__name__,
                 mode="inline",
             )
             return
-        await emit(EV_MEMORY_MANAGER_EXTRACTED, backend="mem0", message_count=len(conversation))
+        await emit(
+            EV_MEMORY_MANAGER_EXTRACTED,
+            sender=type(self),
+            backend="mem0",
+            message_count=len(conversation),
+        )

@@ -221,6 +221,7 @@ def _record_failure(
         outcome.retried += 1
     emit_sync(
         EV_MEMORY_MANAGER_EXTRACT_FAILED,
+        sender=ExtractionJob,
         **{**failure_fields(exc), "error": error},
         job=job.pk,
         final=final,
@@ -259,6 +260,7 @@ def _run_claimed(
                 outcome.failed += 1
                 emit_sync(
                     EV_MEMORY_MANAGER_EXTRACT_FAILED,
+                    sender=ExtractionJob,
                     error=error,
                     error_type="WorkerLost",
                     job=job.pk,
@@ -303,7 +305,13 @@ def _run_claimed(
                 **({"payload": {}} if settings.JOB_PAYLOAD_PURGE_AFTER_HOURS == 0 else {}),
             )
         outcome.done += 1
-        emit_sync(EV_MEMORY_MANAGER_EXTRACTED, **result.event_fields(), job=job.pk, **fields)
+        emit_sync(
+            EV_MEMORY_MANAGER_EXTRACTED,
+            sender=ExtractionJob,
+            **result.event_fields(),
+            job=job.pk,
+            **fields,
+        )
 
 
 def _release(tenant: str, queue_id: int, owner: str) -> None:

@@ -18,12 +18,15 @@ to exactly the state it loaded to before. Threads are found in one transaction p
 to the tenant; each thread is then pruned in its own.
 
 Idle time is measured against ``now`` (default: the current time) and the checkpoints'
-``created_at``. ``checkpoint.pruned`` (tenant, checkpoints, threads) is sent per tenant
-that lost any.
+``created_at``. Events: one ``checkpoint.pruned`` per tenant and table that lost any
+(``sender`` the model, ``CheckpointRecord`` or ``DeltaCheckpointRecord``;
+``thread_id=None``; the checkpoints and whole threads removed); the checkpointer calls
+it makes on delta threads are :func:`~tulip_memory.events.muted`.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -31,7 +34,7 @@ from datetime import datetime
 from asgiref.sync import async_to_sync
 
 from tulip_memory.clock import utc_now
-from tulip_memory.events import EV_CHECKPOINT_PRUNED, emit_sync
+from tulip_memory.events import EV_CHECKPOINT_PRUNED, elapsed_ms, emit_sync, muted
 from tulip_memory.retention.policy import RetentionPolicy, retention_policy
 from tulip_memory.retention.tenants import sweep_tenants
 
@@ -130,25 +133,39 @@ def prune_tenant_checkpoints(
     dry_run: bool = False,
 ) -> CheckpointPruning:
     """Apply the checkpoint retention of ``policy`` (default: the settings') to ``tenant``."""
+    from tulip_memory.models import CheckpointRecord, DeltaCheckpointRecord
+
     policy = retention_policy() if policy is None else policy
     moment = utc_now() if now is None else now
+    started = time.perf_counter()
     report = _full_snapshots(tenant, using, policy, moment, dry_run)
+    if not dry_run:
+        _report_pruned(CheckpointRecord, tenant, report, started)
+    started = time.perf_counter()
     idle, over = _delta_threads(tenant, using, policy, moment)
-    report.threads += len(idle)
+    delta = CheckpointPruning(threads=len(idle))
     if dry_run:
-        report.checkpoints += sum(idle.values()) + sum(over.values())
+        delta.checkpoints = sum(idle.values()) + sum(over.values())
     else:
-        report.checkpoints += async_to_sync(_prune_delta)(
-            tenant, using, list(idle), list(over), policy.checkpoint_keep_last
-        )
-    if report.checkpoints and not dry_run:
+        with muted():
+            delta.checkpoints = async_to_sync(_prune_delta)(
+                tenant, using, list(idle), list(over), policy.checkpoint_keep_last
+            )
+        _report_pruned(DeltaCheckpointRecord, tenant, delta, started)
+    return CheckpointPruning(report.checkpoints + delta.checkpoints, report.threads + delta.threads)
+
+
+def _report_pruned(sender: type, tenant: str, pruning: CheckpointPruning, started: float) -> None:
+    if pruning.checkpoints:
         emit_sync(
             EV_CHECKPOINT_PRUNED,
+            sender=sender,
             tenant=tenant,
-            checkpoints=report.checkpoints,
-            threads=report.threads,
+            thread_id=None,
+            checkpoints=pruning.checkpoints,
+            threads=pruning.threads,
+            duration_ms=elapsed_ms(started),
         )
-    return report
 
 
 def prune_checkpoints(

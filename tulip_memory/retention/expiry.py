@@ -3,18 +3,19 @@
 Reads skip an expired item at once (the store filters every statement); this sweep
 reclaims the rows. Tenant by tenant, each batch of ``batch_size`` rows in its own
 transaction pinned to the tenant (row-level security), through the partial index on
-``expires_at``. It sends ``store.expired.swept`` (tenant, deleted) per tenant that had
-expired items. ``now`` is the time expiry is measured against (the application's clock:
-PgMemory's ``clock``); a dry run only counts.
+``expires_at``. It sends ``store.expired.swept`` (``sender=MemoryItem``: tenant,
+deleted, duration_ms) per tenant that had expired items. ``now`` is the time expiry is
+measured against (the application's clock: PgMemory's ``clock``); a dry run only counts.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from datetime import datetime
 
 from tulip_memory.clock import utc_now
-from tulip_memory.events import EV_STORE_EXPIRED_SWEPT, emit_sync
+from tulip_memory.events import EV_STORE_EXPIRED_SWEPT, elapsed_ms, emit_sync
 from tulip_memory.retention.tenants import sweep_tenants
 
 __all__ = ["sweep_expired_items", "sweep_expired_tenant"]
@@ -35,6 +36,7 @@ def sweep_expired_tenant(
     from tulip_memory.tenancy import tenant_atomic
 
     moment = utc_now() if now is None else now
+    started = time.perf_counter()
     items = MemoryItem.objects.using(using)
     deleted = 0
     while True:
@@ -48,7 +50,13 @@ def sweep_expired_tenant(
         if len(batch) < batch_size:
             break
     if deleted:
-        emit_sync(EV_STORE_EXPIRED_SWEPT, tenant=tenant, deleted=deleted)
+        emit_sync(
+            EV_STORE_EXPIRED_SWEPT,
+            sender=MemoryItem,
+            tenant=tenant,
+            deleted=deleted,
+            duration_ms=elapsed_ms(started),
+        )
     return deleted
 
 

@@ -58,6 +58,7 @@ from typing import Any, NoReturn
 from tulip_memory.clock import utc_now
 from tulip_memory.exceptions import StoreCapabilityError
 from tulip_memory.namespaces import Namespace
+from tulip_memory.store.instrumentation import observe_methods
 from tulip_memory.store.validation import (
     prepare_batch,
     validate_expected_versions,
@@ -161,7 +162,17 @@ class SemanticSearchResult:
 
 class BaseStore(ABC):
     """Abstract store: subclasses implement ``put``, ``get``, ``delete``, ``list_keys``
-    and advertise the optional methods they override in ``capabilities``."""
+    and advertise the optional methods they override in ``capabilities``.
+
+    Writes and deletes send events (:mod:`tulip_memory.store.instrumentation`): each
+    subclass's own ``put``, ``put_batch``, ``put_with_embedding``,
+    ``compare_and_put_batch``, ``delete`` and ``clear_namespace`` are wrapped when the
+    class is created.
+    """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        observe_methods(cls)
 
     @property
     def capabilities(self) -> StoreCapabilities:
@@ -403,3 +414,6 @@ class BaseStore(ABC):
         Raises StoreCapabilityError unless ``capabilities.semantic_search``.
         """
         self._unsupported("semantic_search", "pick a store with capabilities.semantic_search")
+
+
+observe_methods(BaseStore)

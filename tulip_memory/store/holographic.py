@@ -43,6 +43,7 @@ import asyncio
 import json
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
@@ -76,6 +77,7 @@ from tulip_memory.store.holographic_vectors import (
     hrr_similarities,
     hrr_top,
 )
+from tulip_memory.store.instrumentation import swept
 from tulip_memory.store.ranking import HRR_WEIGHT, candidate_pool, fuse
 from tulip_memory.store.validation import (
     PreparedPut,
@@ -376,13 +378,14 @@ class HolographicStore(BaseStore):
 
     async def sweep_expired(self) -> int:
         """Delete the expired rows of the file (one statement, the expiry index); how many."""
+        started = time.perf_counter()
 
         def work() -> int:
             with self._transaction() as cur:
                 cur.execute(sql.SWEEP_EXPIRED)
                 return cur.rowcount
 
-        return await self._run(work)
+        return await swept(self, await self._run(work), started)
 
     # --- reads ------------------------------------------------------------------------
 

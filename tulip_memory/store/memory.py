@@ -35,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -46,6 +47,7 @@ import numpy as np
 from tulip_memory.clock import Clock, MonotonicWallClock, utc_now
 from tulip_memory.namespaces import Namespace
 from tulip_memory.store.base import TTL, BaseStore, BatchItem, StoreCapabilities, StoreItem
+from tulip_memory.store.instrumentation import swept
 from tulip_memory.store.ranking import (
     MODEL_WEIGHT,
     bm25_idf,
@@ -324,6 +326,7 @@ class InMemoryStore(BaseStore):
 
     async def sweep_expired(self) -> int:
         """Remove every expired entry; how many."""
+        started = time.perf_counter()
         with self._lock:
             now = self._now()
             expired = [
@@ -334,7 +337,7 @@ class InMemoryStore(BaseStore):
             ]
             for namespace, key in expired:
                 self._remove(namespace, key)
-        return len(expired)
+        return await swept(self, len(expired), started)
 
     # --- reads ------------------------------------------------------------------------
 
