@@ -122,9 +122,7 @@ async def test_the_layers_send_their_own_class(sent_events):
     from tulip_memory.store.memory import InMemoryStore
 
     state = AgentState(messages=[Message(Role.USER, f"m{i}") for i in range(5)])
-    await SlidingWindowManager(window_size=2, preserve_first_user=False).async_apply(
-        state.messages
-    )
+    await SlidingWindowManager(window_size=2, preserve_first_user=False).async_apply(state.messages)
     store = InMemoryStore()
     manager = LLMMemoryManager(store, namespace_prefix=("acme", "users", "u1"))
     await manager.save([Memory(MemoryType.USER, "role", "The user is a nurse.")])

@@ -207,3 +207,46 @@ async def test_ttl_as_seconds_or_timedelta(ttl_store, clock, root):
     assert set(await store.list_keys(ns)) == {"float", "delta"}
     clock.advance(0.5)
     assert await store.list_keys(ns) == ["delta"]
+
+
+async def test_the_namespaced_views_pass_ttl_through(ttl_store, clock, root):
+    from tulip_memory.store import NamespacedStore, StoreContext
+
+    store = ttl_store
+    view = NamespacedStore(store, (root, "view"))
+    await view.put("short", 1, ttl=10)
+    await view.put("long", 2, ttl=timedelta(hours=1))
+    context = StoreContext(store, tenant=root, user_id="u1")
+    await context.remember("diet", "vegetarian", ttl=10)
+    await context.set_global("notice", "closed on Friday", ttl=10)
+    await context.remember("name", "Ada")
+    if store.capabilities.semantic_search:
+        width = store.capabilities.embedding_dimension or 4
+        await view.put_with_embedding("vec", 3, [1.0] + [0.0] * (width - 1), ttl=10)
+        await context.remember_with_embedding("v", 4, [1.0] + [0.0] * (width - 1), ttl=10)
+    clock.advance(11)
+    assert await view.get("short") is None and await view.get("vec") is None
+    assert await view.get("long") == 2
+    assert await context.get_user_memory("diet") is None
+    assert await context.get_user_memory("v") is None
+    assert await context.get_global("notice") is None
+    assert await context.get_user_memory("name") == "Ada"
+    with pytest.raises(ValueError, match="ttl"):  # bad ttl: refused, nothing written
+        await view.put("bad", 1, ttl=-1)
+    assert await view.get("bad") is None
+
+
+@pytest.mark.parametrize("backend", sorted(set(STORE_FACTORIES) - set(TTL_BACKENDS)))
+async def test_the_views_of_a_store_without_ttl_refuse_it(request, backend, root):
+    from tulip_memory.store import NamespacedStore, StoreContext
+
+    store = STORE_FACTORIES[backend](request)
+    try:
+        view = NamespacedStore(store, (root, "view"))
+        with pytest.raises(StoreCapabilityError, match="ttl"):
+            await view.put("k", 1, ttl=10)
+        with pytest.raises(StoreCapabilityError, match="ttl"):
+            await StoreContext(store, user_id="u1").remember("k", 1, ttl=10)
+        assert await view.get("k") is None
+    finally:
+        await store.close()

@@ -18,7 +18,7 @@ from typing import Any
 
 from tulip_memory.exceptions import TenantError
 from tulip_memory.identifiers import validate_identifier
-from tulip_memory.store.base import BaseStore, SemanticSearchResult, StoreItem
+from tulip_memory.store.base import TTL, BaseStore, SemanticSearchResult, StoreItem
 from tulip_memory.store.namespaced import NamespacedStore
 
 __all__ = ["StoreContext"]
@@ -102,8 +102,10 @@ class StoreContext:
         namespace = self._memories()
         return None if namespace is None else await self._store.get(namespace, key)
 
-    async def remember(self, key: str, value: Any, metadata: dict[str, Any] | None = None) -> None:
-        await self._store.put(self._require_memories(), key, value, metadata)
+    async def remember(
+        self, key: str, value: Any, metadata: dict[str, Any] | None = None, *, ttl: TTL = None
+    ) -> None:
+        await self._store.put(self._require_memories(), key, value, metadata, ttl=ttl)
 
     async def forget(self, key: str) -> bool:
         namespace = self._memories()
@@ -119,9 +121,11 @@ class StoreContext:
         value: Any,
         embedding: list[float],
         metadata: dict[str, Any] | None = None,
+        *,
+        ttl: TTL = None,
     ) -> None:
         await self._store.put_with_embedding(
-            self._require_memories(), key, value, embedding, metadata
+            self._require_memories(), key, value, embedding, metadata, ttl=ttl
         )
 
     async def search_memories_semantic(
@@ -139,6 +143,6 @@ class StoreContext:
         return await self._store.get(self._global(), key)
 
     async def set_global(
-        self, key: str, value: Any, metadata: dict[str, Any] | None = None
+        self, key: str, value: Any, metadata: dict[str, Any] | None = None, *, ttl: TTL = None
     ) -> None:
-        await self._store.put(self._global(), key, value, metadata)
+        await self._store.put(self._global(), key, value, metadata, ttl=ttl)

@@ -2,14 +2,15 @@
 
 ``NamespacedStore(store, ("users", "u1"))`` forwards every call with that namespace, and
 ``scoped("memories")`` narrows it further (``("users", "u1", "memories")``). The namespace
-is validated once, at construction.
+is validated once, at construction. Writes take the wrapped store's ``ttl=`` (a store
+without ``capabilities.ttl`` refuses it with ``StoreCapabilityError``, as directly).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from tulip_memory.store.base import BaseStore, SemanticSearchResult, StoreItem
+from tulip_memory.store.base import TTL, BaseStore, SemanticSearchResult, StoreItem
 from tulip_memory.store.validation import validate_namespace
 
 __all__ = ["NamespacedStore"]
@@ -39,8 +40,10 @@ class NamespacedStore:
         """A view of ``namespace + suffix`` on the same store."""
         return NamespacedStore(self._store, (*self._namespace, *suffix))
 
-    async def put(self, key: str, value: Any, metadata: dict[str, Any] | None = None) -> None:
-        await self._store.put(self._namespace, key, value, metadata)
+    async def put(
+        self, key: str, value: Any, metadata: dict[str, Any] | None = None, *, ttl: TTL = None
+    ) -> None:
+        await self._store.put(self._namespace, key, value, metadata, ttl=ttl)
 
     async def get(self, key: str) -> Any | None:
         return await self._store.get(self._namespace, key)
@@ -70,8 +73,12 @@ class NamespacedStore:
         value: Any,
         embedding: list[float],
         metadata: dict[str, Any] | None = None,
+        *,
+        ttl: TTL = None,
     ) -> None:
-        await self._store.put_with_embedding(self._namespace, key, value, embedding, metadata)
+        await self._store.put_with_embedding(
+            self._namespace, key, value, embedding, metadata, ttl=ttl
+        )
 
     async def search_by_embedding(
         self,
