@@ -7,16 +7,18 @@ from datetime import timedelta
 
 import pytest
 from asgiref.sync import async_to_sync
+from django.db import connections
 
 from tests.backends.test_contract import make_state
-from tulip_memory.backends import PostgreSQLCheckpointer
+from tulip_memory.backends import MySQLCheckpointer, PostgreSQLCheckpointer
 from tulip_memory.clock import ManualClock, utc_now
-from tulip_memory.models import ExtractionJob, JobState
+from tulip_memory.exceptions import SweepError
+from tulip_memory.models import ExtractionJob, JobState, Tenant
 from tulip_memory.store import HolographicStore, PgMemory
 from tulip_memory.tasks import cleanup_extraction_jobs, prune_checkpoints, sweep_expired_items
 from tulip_memory.tenancy import tenant_atomic
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db(transaction=True, databases=["default", "mysql"])
 
 
 def test_sweep_expired_items_sweeps_pgmemorys_tenants(settings):
@@ -49,8 +51,78 @@ def test_cleanup_extraction_jobs_and_prune_checkpoints_follow_the_settings(setti
     with tenant_atomic("acme"):
         job_id, _ = ExtractionJob.objects.enqueue(("acme", "m"), {"messages": []})
         ExtractionJob.objects.filter(pk=job_id).update(state=JobState.DONE, finished_at=utc_now())
-    assert cleanup_extraction_jobs.apply().get() == {"purged": 1, "deleted": 0}
+    assert cleanup_extraction_jobs.apply().get() == {
+        "purged": 1,
+        "deleted": 0,
+        "databases": {"default": {"purged": 1, "deleted": 0}},
+    }
     checkpointer = PostgreSQLCheckpointer(tenant="acme")
     for turn in range(3):
         async_to_sync(checkpointer.save)(make_state(turn), "t")
-    assert prune_checkpoints.apply().get() == {"checkpoints": 2, "threads": 0}
+    assert prune_checkpoints.apply().get() == {
+        "checkpoints": 2,
+        "threads": 0,
+        "databases": {"default": {"checkpoints": 2, "threads": 0}},
+    }
+
+
+def _three_checkpoints(checkpointer, thread="t"):
+    for turn in range(3):
+        async_to_sync(checkpointer.save)(make_state(turn), thread)
+
+
+def test_the_sweeps_work_on_every_database_of_sweep_databases(settings):
+    settings.TULIP_MEMORY = {"CHECKPOINT_KEEP_LAST": 1, "SWEEP_DATABASES": ["default", "mysql"]}
+    _three_checkpoints(PostgreSQLCheckpointer(tenant="acme"))
+    _three_checkpoints(MySQLCheckpointer("mysql", tenant="acme"))
+    assert prune_checkpoints.apply().get() == {
+        "checkpoints": 4,
+        "threads": 0,
+        "databases": {
+            "default": {"checkpoints": 2, "threads": 0},
+            "mysql": {"checkpoints": 2, "threads": 0},
+        },
+    }
+
+
+def test_a_failing_database_is_reported_and_the_others_are_still_swept(settings, caplog):
+    settings.TULIP_MEMORY = {"CHECKPOINT_KEEP_LAST": 1, "SWEEP_DATABASES": ["mysql", "default"]}
+    _three_checkpoints(PostgreSQLCheckpointer(tenant="acme"))
+    mysql = MySQLCheckpointer("mysql", tenant="acme")
+    _three_checkpoints(mysql)
+    Tenant.objects.using("mysql").get_or_create(name="acme")
+    with connections["mysql"].cursor() as cursor:  # a real failure: the table is not there
+        cursor.execute("RENAME TABLE tulip_memory_checkpoint TO tulip_memory_checkpoint_away")
+    try:
+        with pytest.raises(SweepError) as raised:
+            prune_checkpoints.apply(throw=True)
+    finally:
+        with connections["mysql"].cursor() as cursor:
+            cursor.execute("RENAME TABLE tulip_memory_checkpoint_away TO tulip_memory_checkpoint")
+    assert list(raised.value.failed) == ["mysql"]
+    assert "tulip_memory_checkpoint" in raised.value.failed["mysql"]
+    assert raised.value.done == {"default": {"checkpoints": 2, "threads": 0}}  # still swept
+    assert "the checkpoints sweep failed on database 'mysql'" in caplog.text
+    assert len(async_to_sync(mysql.list_checkpoints)("t")) == 3  # nothing lost there
+
+
+@pytest.mark.parametrize(
+    "value, problem",
+    [
+        ("default", "must be a non-empty list"),
+        ([], "must be a non-empty list"),
+        (["default", "nowhere"], "names ['nowhere']"),
+    ],
+)
+def test_a_bad_sweep_databases_is_named_by_e090_and_the_task_runs_nothing(settings, value, problem):
+    from tulip_memory.checks.retention import check_retention_settings
+    from tulip_memory.exceptions import ConfigurationError
+
+    settings.TULIP_MEMORY = {"CHECKPOINT_KEEP_LAST": 1, "SWEEP_DATABASES": value}
+    checkpointer = PostgreSQLCheckpointer(tenant="acme")
+    _three_checkpoints(checkpointer)
+    [error] = check_retention_settings()
+    assert error.id == "tulip_memory.E090" and problem in error.msg
+    with pytest.raises(ConfigurationError, match="SWEEP_DATABASES"):
+        prune_checkpoints.apply(throw=True)
+    assert len(async_to_sync(checkpointer.list_checkpoints)("t")) == 3

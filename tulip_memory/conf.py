@@ -69,6 +69,9 @@ DEFAULTS: dict[str, Any] = {
     "CHECKPOINT_KEEP_LAST": None,
     # Days without a new checkpoint after which a thread's checkpoints are deleted; None: kept.
     "CHECKPOINT_IDLE_DAYS": None,
+    # The database aliases whose job and checkpoint tables the Celery sweep tasks clean up
+    # (the expiry sweep takes PgMemory's STORE_OPTIONS["using"]).
+    "SWEEP_DATABASES": ("default",),
     # Seconds between two runs of each periodic sweep (tulip_memory_schedule_sweeps).
     "SWEEP_INTERVALS": {
         "extraction_queues": 60,

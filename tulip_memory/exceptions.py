@@ -75,6 +75,21 @@ class LLMError(TulipMemoryError):
         self.status = status
 
 
+class SweepError(TulipMemoryError):
+    """A periodic sweep failed on some of its databases (the others were swept).
+
+    ``failed`` maps each failing alias to its error; ``done`` maps the others to what
+    the sweep removed there.
+    """
+
+    def __init__(self, sweep: str, failed: dict[str, str], done: dict[str, dict[str, int]]):
+        listed = "; ".join(f"{alias}: {error}" for alias, error in failed.items())
+        super().__init__(f"the {sweep} sweep failed on {sorted(failed)} ({listed})")
+        self.sweep = sweep
+        self.failed = failed
+        self.done = done
+
+
 class LeaseLostError(TulipMemoryError):
     """An extraction worker no longer holds its namespace's lease: it expired (a database
     outage kept the heartbeat from renewing it) and another worker claimed it. The worker

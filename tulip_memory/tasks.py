@@ -17,17 +17,23 @@ The periodic sweeps (:mod:`tulip_memory.sweeps` schedules them on Celery beat):
 * ``prune_checkpoints()`` applies the checkpoint retention
   (:mod:`tulip_memory.retention.checkpoints`).
 
-Each sweep returns what it removed, as counts.
+Each sweep returns what it removed, as counts. The job and checkpoint sweeps work on
+every alias of ``TULIP_MEMORY["SWEEP_DATABASES"]`` in turn (totals, and the counts per
+alias under ``"databases"``); an alias that fails is logged and the others are still
+swept, then the task raises :class:`~tulip_memory.exceptions.SweepError` naming it.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from typing import Any
 
 from asgiref.sync import async_to_sync
 from celery import shared_task
 from django.db import InterfaceError, OperationalError
 
+from tulip_memory.exceptions import SweepError
 from tulip_memory.manager.extraction.queue import send_run_task
 from tulip_memory.manager.extraction.sweep import resend_stalled_queues
 from tulip_memory.manager.extraction.task_names import (
@@ -40,6 +46,8 @@ from tulip_memory.retention.task_names import (
     PRUNE_CHECKPOINTS,
     SWEEP_EXPIRED_ITEMS,
 )
+
+logger = logging.getLogger("tulip_memory.tasks")
 
 __all__ = [
     "cleanup_extraction_jobs",
@@ -99,25 +107,53 @@ def sweep_expired_items() -> int:
     return async_to_sync(run)()
 
 
+def _on_each_database(sweep: str, run: Callable[[str], dict[str, int]]) -> dict[str, Any]:
+    """``run(alias)`` on every alias of ``SWEEP_DATABASES``; totals and per-alias counts."""
+    from tulip_memory.retention.policy import sweep_databases
+
+    done: dict[str, dict[str, int]] = {}
+    failed: dict[str, str] = {}
+    for alias in sweep_databases():
+        try:
+            done[alias] = run(alias)
+        except Exception as exc:
+            logger.exception("the %s sweep failed on database %r", sweep, alias)
+            failed[alias] = f"{type(exc).__name__}: {exc}"
+    if failed:
+        raise SweepError(sweep, failed, done)
+    totals = {
+        key: sum(counts[key] for counts in done.values()) for key in next(iter(done.values()))
+    }
+    return {**totals, "databases": done}
+
+
 @shared_task(name=CLEANUP_EXTRACTION_JOBS)
-def cleanup_extraction_jobs() -> dict[str, int]:
-    """Apply the extraction-job retention to every tenant; payloads purged, rows deleted."""
+def cleanup_extraction_jobs() -> dict[str, Any]:
+    """Apply the extraction-job retention to every tenant of each ``SWEEP_DATABASES``
+    alias; payloads purged, rows deleted."""
     from tulip_memory.retention.jobs import cleanup_jobs
 
-    reports = cleanup_jobs().values()
-    return {
-        "purged": sum(r.purged for r in reports),
-        "deleted": sum(r.deleted for r in reports),
-    }
+    def run(alias: str) -> dict[str, int]:
+        reports = cleanup_jobs(alias).values()
+        return {
+            "purged": sum(r.purged for r in reports),
+            "deleted": sum(r.deleted for r in reports),
+        }
+
+    return _on_each_database("extraction jobs", run)
 
 
 @shared_task(name=PRUNE_CHECKPOINTS)
 def prune_checkpoints() -> dict[str, Any]:
-    """Apply the checkpoint retention to every tenant; checkpoints and threads removed."""
+    """Apply the checkpoint retention to every tenant of each ``SWEEP_DATABASES`` alias;
+    checkpoints and threads removed."""
     from tulip_memory.retention.checkpoints import prune_checkpoints as prune
 
-    reports = prune().values()
-    return {
-        "checkpoints": sum(r.checkpoints for r in reports),
-        "threads": sum(r.threads for r in reports),
-    }
+    def run(alias: str) -> dict[str, int]:
+        reports = prune(alias).values()
+        return {
+            "checkpoints": sum(r.checkpoints for r in reports),
+            "threads": sum(r.threads for r in reports),
+        }
+
+    return _on_each_database("checkpoints", run)

@@ -7,15 +7,16 @@ from typing import Any
 from django.core import checks
 
 from tulip_memory.exceptions import ConfigurationError
-from tulip_memory.retention.policy import retention_policy, sweep_intervals
+from tulip_memory.retention.policy import retention_policy, sweep_databases, sweep_intervals
 
 __all__ = ["check_retention_settings"]
 
 
 def check_retention_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
-    """tulip_memory.E090: a retention setting or ``SWEEP_INTERVALS`` is unusable."""
+    """tulip_memory.E090: a retention setting, ``SWEEP_INTERVALS`` or ``SWEEP_DATABASES``
+    is unusable."""
     found: list[checks.CheckMessage] = []
-    for read in (retention_policy, sweep_intervals):
+    for read in (retention_policy, sweep_intervals, sweep_databases):
         try:
             read()
         except ConfigurationError as exc:

@@ -7,7 +7,9 @@
 * ``CHECKPOINT_KEEP_LAST`` — checkpoints kept per thread (the newest); ``None``: all;
 * ``CHECKPOINT_IDLE_DAYS`` — days without a new checkpoint after which a thread's
   checkpoints are deleted; ``None``: kept;
-* ``SWEEP_INTERVALS`` — seconds between two runs of each periodic sweep.
+* ``SWEEP_INTERVALS`` — seconds between two runs of each periodic sweep;
+* ``SWEEP_DATABASES`` — the database aliases the Celery tasks of the job and checkpoint
+  sweeps work on, each in turn.
 
 :func:`retention_policy` raises :class:`~tulip_memory.exceptions.ConfigurationError`
 naming the key and the problem; the system check ``tulip_memory.E090`` reports the same.
@@ -22,7 +24,13 @@ from typing import Any
 
 from tulip_memory.exceptions import ConfigurationError
 
-__all__ = ["SWEEP_NAMES", "RetentionPolicy", "retention_policy", "sweep_intervals"]
+__all__ = [
+    "SWEEP_NAMES",
+    "RetentionPolicy",
+    "retention_policy",
+    "sweep_databases",
+    "sweep_intervals",
+]
 
 # The periodic sweeps, by their key in SWEEP_INTERVALS.
 SWEEP_NAMES = ("extraction_queues", "expired_items", "extraction_jobs", "checkpoints")
@@ -105,3 +113,24 @@ def sweep_intervals() -> dict[str, int]:
                 f"seconds >= 1, got {every!r}"
             )
     return intervals
+
+
+def sweep_databases() -> list[str]:
+    """``SWEEP_DATABASES``: aliases of ``settings.DATABASES``, in order, without repeats."""
+    from django.conf import settings as django_settings
+
+    from tulip_memory.conf import settings
+
+    given: Any = settings.SWEEP_DATABASES
+    if isinstance(given, str) or not isinstance(given, (list, tuple)) or not given:
+        raise ConfigurationError(
+            "TULIP_MEMORY['SWEEP_DATABASES'] must be a non-empty list of database aliases, "
+            f"got {given!r}"
+        )
+    unknown = [alias for alias in given if alias not in django_settings.DATABASES]
+    if unknown:
+        raise ConfigurationError(
+            f"TULIP_MEMORY['SWEEP_DATABASES'] names {unknown}, which settings.DATABASES "
+            f"does not define (it has {sorted(django_settings.DATABASES)})"
+        )
+    return list(dict.fromkeys(given))
