@@ -602,36 +602,54 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         await self._run(self._copy_thread, source_thread_id, target_thread_id)
 
     def _prune(self, tenant: str, thread_ids: Sequence[str], strategy: str) -> None:
-        from django.db.models import Max
-
-        from tulip_memory.models import LangGraphCheckpoint, LangGraphWrite
-
         if strategy not in PRUNE_STRATEGIES:
             raise ValueError(f"strategy must be one of {PRUNE_STRATEGIES}, got {strategy!r}")
         threads = list(thread_ids)
-        if not threads:
-            return
         if strategy == "delete":
             self._delete_threads(tenant, threads)
-            return
+        else:
+            self._keep_newest(tenant, threads, 1)
+
+    def _keep_newest(self, tenant: str, thread_ids: Sequence[str], keep_last: int) -> int:
+        from django.db.models import Exists, F, OuterRef, Window
+        from django.db.models.functions import RowNumber
+
+        from tulip_memory.models import LangGraphCheckpoint, LangGraphWrite
+
+        threads = list(thread_ids)
+        if not threads:
+            return 0
         checkpoints = LangGraphCheckpoint.objects.using(self.using).filter(
             tenant=tenant, thread_id__in=threads
         )
-        latest = {
-            (row["thread_id"], row["checkpoint_ns"]): row["latest"]
-            for row in checkpoints.values("thread_id", "checkpoint_ns").annotate(
-                latest=Max("checkpoint_id")
-            )
-        }
-        writes = LangGraphWrite.objects.using(self.using).filter(
-            tenant=tenant, thread_id__in=threads
+        ranked = list(
+            checkpoints.annotate(
+                rank=Window(
+                    RowNumber(),
+                    partition_by=[F("thread_id"), F("checkpoint_ns")],
+                    order_by=F("checkpoint_id").desc(),
+                )
+            ).values_list("id", "checkpoint_id", "rank")
         )
-        for (thread_id, checkpoint_ns), checkpoint_id in latest.items():
-            scope = {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns}
-            checkpoints.filter(**scope).exclude(checkpoint_id=checkpoint_id).delete()
-            checkpoints.filter(**scope).update(parent_checkpoint_id="")
-            writes.filter(**scope).exclude(checkpoint_id=checkpoint_id).delete()
+        doomed = [(row_id, cid) for row_id, cid, rank in ranked if rank > keep_last]
+        if not doomed:
+            return 0
+        checkpoints.filter(id__in=[row_id for row_id, _ in doomed]).delete()
+        # The oldest kept checkpoint of each namespace has no parent to point to any more.
+        checkpoints.filter(id__in=[i for i, _, rank in ranked if rank == keep_last]).update(
+            parent_checkpoint_id=""
+        )
+        stored = LangGraphCheckpoint.objects.using(self.using).filter(
+            tenant=OuterRef("tenant"),
+            thread_id=OuterRef("thread_id"),
+            checkpoint_ns=OuterRef("checkpoint_ns"),
+            checkpoint_id=OuterRef("checkpoint_id"),
+        )
+        LangGraphWrite.objects.using(self.using).filter(
+            tenant=tenant, thread_id__in=threads, checkpoint_id__in={cid for _, cid in doomed}
+        ).exclude(Exists(stored)).delete()
         self._collect_blobs(tenant, set(threads))
+        return len(doomed)
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         tenant = self._resolve_tenant()
@@ -642,6 +660,17 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         tenant = self._resolve_tenant()
         await self._run(self._prune, thread_ids, strategy)
         self._forget(tenant, thread_ids)
+
+    def keep_newest(self, thread_ids: Sequence[str], keep_last: int) -> int:
+        """Keep the newest ``keep_last`` checkpoints of every namespace of the threads (with
+        their pending writes and every blob they need, splice chains included); how many
+        checkpoints were deleted. The oldest one kept loses its parent link."""
+        if isinstance(keep_last, bool) or not isinstance(keep_last, int) or keep_last < 1:
+            raise ValueError(f"keep_last must be an int >= 1, got {keep_last!r}")
+        tenant = self._resolve_tenant()
+        removed = self._run_sync(self._keep_newest, list(thread_ids), keep_last)
+        self._forget(tenant, thread_ids)
+        return removed
 
     # -- statistics ----------------------------------------------------------------------
 

@@ -8,10 +8,14 @@ Per :mod:`.policy`, for one tenant at a time:
 
 Both apply to the full snapshots of the ORM checkpointers (``PostgreSQLCheckpointer``,
 ``MySQLCheckpointer``: :class:`~tulip_memory.models.CheckpointRecord`, where each row
-stands alone) and to the ORM delta storage
-(:class:`~tulip_memory.models.DeltaCheckpointRecord` and its blocks). A delta thread is
-pruned by :meth:`DeltaCheckpointer.prune <tulip_memory.delta.DeltaCheckpointer.prune>`
-under the thread's writer lock: a kept checkpoint whose parent goes is first rewritten
+stands alone), to the ORM delta storage
+(:class:`~tulip_memory.models.DeltaCheckpointRecord` and its blocks) and, on PostgreSQL,
+to LangGraph's threads (:class:`~tulip_memory.models.LangGraphCheckpoint`, through
+:meth:`DjangoSaver.keep_newest <tulip_memory.langgraph.DjangoSaver.keep_newest>`: the
+newest N of each checkpoint namespace, their pending writes and every blob they need,
+splice chains included; an idle thread goes whole). A delta thread is pruned by
+:meth:`DeltaCheckpointer.prune <tulip_memory.delta.DeltaCheckpointer.prune>` under the
+thread's writer lock: a kept checkpoint whose parent goes is first rewritten
 as a full checkpoint (its descendants re-rooted on it), then the dropped records go,
 then the blocks no full checkpoint refers to any more — so every kept checkpoint loads
 to exactly the state it loaded to before. Threads are found in one transaction pinned
@@ -19,9 +23,9 @@ to the tenant; each thread is then pruned in its own.
 
 Idle time is measured against ``now`` (default: the current time) and the checkpoints'
 ``created_at``. Events: one ``checkpoint.pruned`` per tenant and table that lost any
-(``sender`` the model, ``CheckpointRecord`` or ``DeltaCheckpointRecord``;
-``thread_id=None``; the checkpoints and whole threads removed); the checkpointer calls
-it makes on delta threads are :func:`~tulip_memory.events.muted`.
+(``sender`` the model: ``CheckpointRecord``, ``DeltaCheckpointRecord`` or
+``LangGraphCheckpoint``; ``thread_id=None``; the checkpoints and whole threads removed);
+the checkpointer calls it makes on delta threads are :func:`~tulip_memory.events.muted`.
 """
 
 from __future__ import annotations
@@ -103,6 +107,52 @@ def _delta_threads(
     )
 
 
+def _langgraph(
+    tenant: str, using: str, policy: RetentionPolicy, now: datetime, dry_run: bool
+) -> CheckpointPruning:
+    """The LangGraph threads of :class:`~tulip_memory.langgraph.DjangoSaver` (PostgreSQL)."""
+    from django.db import connections
+    from django.db.models import Count
+
+    from tulip_memory.models import LangGraphCheckpoint
+    from tulip_memory.tenancy import tenant_atomic
+
+    report = CheckpointPruning()
+    if connections[using].vendor != "postgresql":
+        return report  # the LangGraph tables are PostgreSQL's
+    keep = policy.checkpoint_keep_last
+    with tenant_atomic(tenant, using=using):
+        rows = LangGraphCheckpoint.objects.using(using).filter(tenant=tenant)
+        idle: list[str] = []
+        if policy.checkpoint_idle is not None:
+            idle = rows.threads_idle_since(now - policy.checkpoint_idle)
+        over: list[str] = []
+        excess = 0
+        if keep is not None:
+            going = set(idle)
+            over = [t for t in rows.threads_with_more_than(keep) if t not in going]
+            per_namespace = (
+                rows.filter(thread_id__in=over)
+                .values("thread_id", "checkpoint_ns")
+                .annotate(n=Count("id"))
+                .values_list("n", flat=True)
+            )
+            excess = sum(max(0, n - keep) for n in per_namespace)
+        report.threads = len(idle)
+        report.checkpoints = (rows.filter(thread_id__in=idle).count() if idle else 0) + excess
+    if dry_run or not (idle or over):
+        return report
+    from tulip_memory.langgraph import DjangoSaver
+
+    saver = DjangoSaver(using, tenant=tenant)
+    if idle:
+        saver.prune(idle, strategy="delete")
+    if over:
+        assert keep is not None
+        report.checkpoints -= excess - saver.keep_newest(over, keep)
+    return report
+
+
 async def _prune_delta(
     tenant: str, using: str, idle: list[str], over: list[str], keep: int | None
 ) -> int:
@@ -133,7 +183,7 @@ def prune_tenant_checkpoints(
     dry_run: bool = False,
 ) -> CheckpointPruning:
     """Apply the checkpoint retention of ``policy`` (default: the settings') to ``tenant``."""
-    from tulip_memory.models import CheckpointRecord, DeltaCheckpointRecord
+    from tulip_memory.models import CheckpointRecord, DeltaCheckpointRecord, LangGraphCheckpoint
 
     policy = retention_policy() if policy is None else policy
     moment = utc_now() if now is None else now
@@ -152,7 +202,14 @@ def prune_tenant_checkpoints(
                 tenant, using, list(idle), list(over), policy.checkpoint_keep_last
             )
         _report_pruned(DeltaCheckpointRecord, tenant, delta, started)
-    return CheckpointPruning(report.checkpoints + delta.checkpoints, report.threads + delta.threads)
+    started = time.perf_counter()
+    langgraph = _langgraph(tenant, using, policy, moment, dry_run)
+    if not dry_run:
+        _report_pruned(LangGraphCheckpoint, tenant, langgraph, started)
+    return CheckpointPruning(
+        report.checkpoints + delta.checkpoints + langgraph.checkpoints,
+        report.threads + delta.threads + langgraph.threads,
+    )
 
 
 def _report_pruned(sender: type, tenant: str, pruning: CheckpointPruning, started: float) -> None:
