@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import random
+import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar, cast
@@ -44,6 +45,15 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from tulip_memory.events import (
+    EV_CHECKPOINT_DELETED,
+    EV_CHECKPOINT_LOADED,
+    EV_CHECKPOINT_PRUNED,
+    EV_CHECKPOINT_SAVED,
+    elapsed_ms,
+    emit,
+    emit_sync,
+)
 from tulip_memory.identifiers import THREAD_ID_MAX_LENGTH, validate_identifier
 from tulip_memory.langgraph import chains
 from tulip_memory.lru import LRUCache
@@ -94,6 +104,39 @@ def _blob_row(stored: chains.Stored) -> tuple[str, str, str, str, int, str, byte
         stored.type,
         stored.data,
     )
+
+
+def _ids(tenant: str, config: RunnableConfig, started: float) -> dict[str, Any]:
+    """The fields of a ``checkpoint.saved`` event (identifiers and timing only)."""
+    configurable = config["configurable"]
+    return {
+        "tenant": tenant,
+        "thread_id": configurable["thread_id"],
+        "checkpoint_ns": configurable.get("checkpoint_ns", ""),
+        "checkpoint_id": configurable.get("checkpoint_id"),
+        "duration_ms": elapsed_ms(started),
+    }
+
+
+def _loaded(
+    tenant: str, config: RunnableConfig, found: CheckpointTuple | None, started: float
+) -> dict[str, Any]:
+    """``checkpoint.loaded``: what was asked for (``checkpoint_id`` None: the newest)."""
+    return {**_ids(tenant, config, started), "found": found is not None}
+
+
+def _deleted(tenant: str, thread_id: str, checkpoints: int, started: float) -> dict[str, Any]:
+    return {
+        "tenant": tenant,
+        "thread_id": thread_id,
+        "checkpoint_id": None,
+        "deleted": checkpoints > 0,
+        "duration_ms": elapsed_ms(started),
+    }
+
+
+def _pruned(tenant: str, removed: dict[str, int], started: float) -> dict[str, Any]:
+    return {"tenant": tenant, "thread_id": None, **removed, "duration_ms": elapsed_ms(started)}
 
 
 class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
@@ -252,9 +295,11 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
+        started = time.perf_counter()
         tenant = self._resolve_tenant()
         saved, stored = self._run_sync(self._put, config, checkpoint, metadata, new_versions)
         self._remember(tenant, saved, stored)
+        emit_sync(EV_CHECKPOINT_SAVED, sender=type(self), **_ids(tenant, saved, started))
         return saved
 
     async def aput(
@@ -264,9 +309,11 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
+        started = time.perf_counter()
         tenant = self._resolve_tenant()
         saved, stored = await self._run(self._put, config, checkpoint, metadata, new_versions)
         self._remember(tenant, saved, stored)
+        await emit(EV_CHECKPOINT_SAVED, sender=type(self), **_ids(tenant, saved, started))
         return saved
 
     def _put_writes(
@@ -423,10 +470,22 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         return next(iter(found.values()), None)
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return self._run_sync(self._get_tuple, config)
+        started = time.perf_counter()
+        tenant = self._resolve_tenant()
+        found = self._run_sync(self._get_tuple, config)
+        emit_sync(
+            EV_CHECKPOINT_LOADED, sender=type(self), **_loaded(tenant, config, found, started)
+        )
+        return found
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return await self._run(self._get_tuple, config)
+        started = time.perf_counter()
+        tenant = self._resolve_tenant()
+        found = await self._run(self._get_tuple, config)
+        await emit(
+            EV_CHECKPOINT_LOADED, sender=type(self), **_loaded(tenant, config, found, started)
+        )
+        return found
 
     def _list(
         self,
@@ -500,13 +559,17 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         threads = set(thread_ids)
         self._heads.discard_where(lambda key: key[0] == tenant and key[1] in threads)
 
-    def _delete_threads(self, tenant: str, thread_ids: Sequence[str]) -> None:
+    def _delete_threads(self, tenant: str, thread_ids: Sequence[str]) -> int:
+        """Delete the threads' rows; how many checkpoints went."""
         from tulip_memory.models import LangGraphBlob, LangGraphCheckpoint, LangGraphWrite
 
-        for model in (LangGraphCheckpoint, LangGraphWrite, LangGraphBlob):
-            model.objects.using(self.using).filter(
-                tenant=tenant, thread_id__in=list(thread_ids)
-            ).delete()
+        deleted = {
+            model: model.objects.using(self.using)
+            .filter(tenant=tenant, thread_id__in=list(thread_ids))
+            .delete()[0]
+            for model in (LangGraphCheckpoint, LangGraphWrite, LangGraphBlob)
+        }
+        return deleted[LangGraphCheckpoint]
 
     def _collect_blobs(self, tenant: str, thread_ids: set[str]) -> None:
         """Delete the blobs no checkpoint of the threads refers to, directly or as the
@@ -543,14 +606,26 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
             blobs.filter(id__in=doomed).delete()
 
     def delete_thread(self, thread_id: str) -> None:
+        started = time.perf_counter()
         tenant = self._resolve_tenant()
-        self._run_sync(self._delete_threads, [thread_id])
+        deleted = self._run_sync(self._delete_threads, [thread_id])
         self._forget(tenant, [thread_id])
+        emit_sync(
+            EV_CHECKPOINT_DELETED,
+            sender=type(self),
+            **_deleted(tenant, thread_id, deleted, started),
+        )
 
     async def adelete_thread(self, thread_id: str) -> None:
+        started = time.perf_counter()
         tenant = self._resolve_tenant()
-        await self._run(self._delete_threads, [thread_id])
+        deleted = await self._run(self._delete_threads, [thread_id])
         self._forget(tenant, [thread_id])
+        await emit(
+            EV_CHECKPOINT_DELETED,
+            sender=type(self),
+            **_deleted(tenant, thread_id, deleted, started),
+        )
 
     def _delete_for_runs(self, tenant: str, run_ids: Sequence[str]) -> None:
         from django.db.models import Q
@@ -601,14 +676,14 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         await self._run(self._copy_thread, source_thread_id, target_thread_id)
 
-    def _prune(self, tenant: str, thread_ids: Sequence[str], strategy: str) -> None:
+    def _prune(self, tenant: str, thread_ids: Sequence[str], strategy: str) -> dict[str, int]:
+        """Apply ``strategy``; the checkpoints and whole threads removed."""
         if strategy not in PRUNE_STRATEGIES:
             raise ValueError(f"strategy must be one of {PRUNE_STRATEGIES}, got {strategy!r}")
-        threads = list(thread_ids)
+        threads = list(dict.fromkeys(thread_ids))
         if strategy == "delete":
-            self._delete_threads(tenant, threads)
-        else:
-            self._keep_newest(tenant, threads, 1)
+            return {"checkpoints": self._delete_threads(tenant, threads), "threads": len(threads)}
+        return {"checkpoints": self._keep_newest(tenant, threads, 1), "threads": 0}
 
     def _keep_newest(self, tenant: str, thread_ids: Sequence[str], keep_last: int) -> int:
         from django.db.models import Exists, F, OuterRef, Window
@@ -652,25 +727,46 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         return len(doomed)
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        started = time.perf_counter()
         tenant = self._resolve_tenant()
-        self._run_sync(self._prune, thread_ids, strategy)
+        removed = self._run_sync(self._prune, thread_ids, strategy)
         self._forget(tenant, thread_ids)
+        emit_sync(EV_CHECKPOINT_PRUNED, sender=type(self), **_pruned(tenant, removed, started))
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        started = time.perf_counter()
         tenant = self._resolve_tenant()
-        await self._run(self._prune, thread_ids, strategy)
+        removed = await self._run(self._prune, thread_ids, strategy)
         self._forget(tenant, thread_ids)
+        await emit(EV_CHECKPOINT_PRUNED, sender=type(self), **_pruned(tenant, removed, started))
 
     def keep_newest(self, thread_ids: Sequence[str], keep_last: int) -> int:
         """Keep the newest ``keep_last`` checkpoints of every namespace of the threads (with
         their pending writes and every blob they need, splice chains included); how many
         checkpoints were deleted. The oldest one kept loses its parent link."""
+        started, tenant, threads = self._keep_newest_call(thread_ids, keep_last)
+        removed = self._run_sync(self._keep_newest, threads, keep_last)
+        self._kept_newest(tenant, threads, removed, started)
+        return removed
+
+    async def akeep_newest(self, thread_ids: Sequence[str], keep_last: int) -> int:
+        """Async :meth:`keep_newest`."""
+        started, tenant, threads = self._keep_newest_call(thread_ids, keep_last)
+        removed = await self._run(self._keep_newest, threads, keep_last)
+        self._kept_newest(tenant, threads, removed, started)
+        return removed
+
+    def _keep_newest_call(
+        self, thread_ids: Sequence[str], keep_last: int
+    ) -> tuple[float, str, list[str]]:
         if isinstance(keep_last, bool) or not isinstance(keep_last, int) or keep_last < 1:
             raise ValueError(f"keep_last must be an int >= 1, got {keep_last!r}")
-        tenant = self._resolve_tenant()
-        removed = self._run_sync(self._keep_newest, list(thread_ids), keep_last)
-        self._forget(tenant, thread_ids)
-        return removed
+        return time.perf_counter(), self._resolve_tenant(), list(thread_ids)
+
+    def _kept_newest(self, tenant: str, threads: list[str], removed: int, started: float) -> None:
+        self._forget(tenant, threads)
+        counts = {"checkpoints": removed, "threads": 0}
+        emit_sync(EV_CHECKPOINT_PRUNED, sender=type(self), **_pruned(tenant, counts, started))
 
     # -- statistics ----------------------------------------------------------------------
 

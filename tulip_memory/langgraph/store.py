@@ -31,6 +31,7 @@ does not (as in ``PostgresStore``). Items do not expire: ``supports_ttl`` is Fal
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -56,6 +57,13 @@ from langgraph.store.base import (
 )
 
 from tulip_memory.embeddings import BaseEmbedding
+from tulip_memory.events import (
+    EV_STORE_ITEMS_DELETED,
+    EV_STORE_ITEMS_WRITTEN,
+    elapsed_ms,
+    emit,
+    listening,
+)
 from tulip_memory.namespaces import (
     Namespace,
     decode_namespace,
@@ -263,9 +271,26 @@ class DjangoStore(TenantDatabase, BaseStore):
         return await self._abatch(self._resolve_tenant(), list(ops))
 
     async def _abatch(self, tenant: str, ops: list[Op]) -> list[Result]:
+        started = time.perf_counter()
         plan = self._validate(tenant, ops)
         await self._encode(plan)
-        return await sync_to_async(self._in_transaction)(tenant, self._execute, (plan,), None)
+        results = await sync_to_async(self._in_transaction)(tenant, self._execute, (plan,), None)
+        await self._report_writes(tenant, ops, started)
+        return results
+
+    async def _report_writes(self, tenant: str, ops: list[Op], started: float) -> None:
+        """``store.items.written`` / ``store.items.deleted`` for the batch's puts."""
+        puts = [op for op in ops if isinstance(op, PutOp)]
+        if not puts or not listening():
+            return
+        written = sum(op.value is not None for op in puts)
+        fields = {"operation": "batch", "tenant": tenant, "duration_ms": elapsed_ms(started)}
+        if written:
+            await emit(EV_STORE_ITEMS_WRITTEN, sender=type(self), **fields, items=written, ttl=None)
+        if written < len(puts):
+            await emit(
+                EV_STORE_ITEMS_DELETED, sender=type(self), **fields, deleted=len(puts) - written
+            )
 
     # -- validation and encoding (nothing runs until the whole batch is valid) ------------
 

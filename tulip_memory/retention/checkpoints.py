@@ -145,11 +145,12 @@ def _langgraph(
     from tulip_memory.langgraph import DjangoSaver
 
     saver = DjangoSaver(using, tenant=tenant)
-    if idle:
-        saver.prune(idle, strategy="delete")
-    if over:
-        assert keep is not None
-        report.checkpoints -= excess - saver.keep_newest(over, keep)
+    with muted():  # the sweep reports the tenant's total itself
+        if idle:
+            saver.prune(idle, strategy="delete")
+        if over:
+            assert keep is not None
+            report.checkpoints -= excess - saver.keep_newest(over, keep)
     return report
 
 
