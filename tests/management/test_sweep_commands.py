@@ -82,10 +82,10 @@ def test_cleanup_jobs_with_options_and_settings(settings):
     _finished_job("acme", JobState.DONE, 48)
     _finished_job("acme", JobState.FAILED, 24 * 40)
     out = run("tulip_memory_cleanup_jobs", "--tenant", "acme", "--payload-after-hours", "24")
-    assert "Tenant 'acme': 1 payload(s) purged, 0 job(s) deleted" in out
+    assert "Tenant 'acme': 1 payload(s), 0 job row(s)" in out
     settings.TULIP_MEMORY = {"JOB_DELETE_AFTER_DAYS": 30}
     out = run("tulip_memory_cleanup_jobs", "--all-tenants", "--dry-run")
-    assert "would remove 0 payload(s) purged, 1 job(s) deleted in 1 tenant(s)" in out
+    assert "would remove 0 payload(s), 1 job row(s) in 1 tenant(s)" in out
     run("tulip_memory_cleanup_jobs", "--all-tenants")
     with tenant_atomic("acme"):
         assert list(ExtractionJob.objects.values_list("state", "payload")) == [("done", {})]

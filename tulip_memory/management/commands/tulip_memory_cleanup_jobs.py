@@ -66,4 +66,4 @@ class Command(SweepCommand):
 
     def sweep(self, tenant: str, alias: str, dry_run: bool) -> dict[str, int]:
         report = cleanup_tenant_jobs(tenant, using=alias, policy=self.policy, dry_run=dry_run)
-        return {"payload(s) purged": report.purged, "job(s) deleted": report.deleted}
+        return {"payload(s)": report.purged, "job row(s)": report.deleted}
