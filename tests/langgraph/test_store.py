@@ -90,7 +90,7 @@ async def test_a_bad_operation_anywhere_in_a_batch_writes_nothing(stores):
         ([PutOp(("ns",), "a", {"v": 2}), PutOp(("ns",), "b", {"x": float("nan")})], ValueError),
         ([PutOp(("ns",), "a", {"v": 2}), PutOp(("n.s",), "b", {"v": 3})], InvalidNamespaceError),
         ([PutOp(("ns",), "a", {"v": 2}), PutOp((), "b", {"v": 3})], InvalidNamespaceError),
-        ([PutOp(("ns",), "kept", None), PutOp(("ns",), "b", {"v": 3}, ttl=5)], NotImplementedError),
+        ([PutOp(("ns",), "kept", None), PutOp(("ns",), "b", {"v": 3}, ttl=-5)], ValueError),
         ([PutOp(("ns",), "kept", None), SearchOp(("ns",), filter={"v": {"$x": 1}})], ValueError),
         ([PutOp(("ns",), "kept", None), SearchOp(("ns",), limit=-1)], ValueError),
         ([PutOp(("ns",), "kept", None), GetOp(("ns",), "")], ValueError),

@@ -561,49 +561,9 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
 
     def _delete_threads(self, tenant: str, thread_ids: Sequence[str]) -> int:
         """Delete the threads' rows; how many checkpoints went."""
-        from tulip_memory.models import LangGraphBlob, LangGraphCheckpoint, LangGraphWrite
+        from tulip_memory.models import LangGraphCheckpoint
 
-        deleted = {
-            model: model.objects.using(self.using)
-            .filter(tenant=tenant, thread_id__in=list(thread_ids))
-            .delete()[0]
-            for model in (LangGraphCheckpoint, LangGraphWrite, LangGraphBlob)
-        }
-        return deleted[LangGraphCheckpoint]
-
-    def _collect_blobs(self, tenant: str, thread_ids: set[str]) -> None:
-        """Delete the blobs no checkpoint of the threads refers to, directly or as the
-        version a referred-to splice applies to (its chain)."""
-        from tulip_memory.models import LangGraphBlob, LangGraphCheckpoint
-
-        referenced: set[tuple[str, str, str, str]] = set()
-        checkpoints = LangGraphCheckpoint.objects.using(self.using).filter(
-            tenant=tenant, thread_id__in=thread_ids
-        )
-        for thread_id, checkpoint_ns, versions in checkpoints.values_list(
-            "thread_id", "checkpoint_ns", "channel_versions"
-        ):
-            referenced.update((thread_id, checkpoint_ns, c, str(v)) for c, v in versions.items())
-        blobs = LangGraphBlob.objects.using(self.using).filter(
-            tenant=tenant, thread_id__in=thread_ids
-        )
-        parents = {}
-        for row_id, thread_id, ns, channel, version, parent in blobs.values_list(
-            "id", "thread_id", "checkpoint_ns", "channel", "version", "parent_version"
-        ):
-            parents[(thread_id, ns, channel, version)] = (row_id, parent)
-        kept: set[tuple[str, str, str, str]] = set()
-        for start in referenced:
-            key = start
-            while key in parents and key not in kept:
-                kept.add(key)
-                parent = parents[key][1]
-                if not parent:
-                    break
-                key = (*key[:3], parent)
-        doomed = [row_id for key, (row_id, _) in parents.items() if key not in kept]
-        if doomed:
-            blobs.filter(id__in=doomed).delete()
+        return LangGraphCheckpoint.objects.using(self.using).delete_threads(tenant, thread_ids)
 
     def delete_thread(self, thread_id: str) -> None:
         started = time.perf_counter()
@@ -648,7 +608,9 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
             )
         LangGraphWrite.objects.using(self.using).filter(match, tenant=tenant).delete()
         checkpoints.delete()
-        self._collect_blobs(tenant, {thread_id for thread_id, _, _ in doomed})
+        LangGraphCheckpoint.objects.using(self.using).collect_blobs(
+            tenant, {thread_id for thread_id, _, _ in doomed}
+        )
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         self._run_sync(self._delete_for_runs, run_ids)
@@ -686,45 +648,11 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         return {"checkpoints": self._keep_newest(tenant, threads, 1), "threads": 0}
 
     def _keep_newest(self, tenant: str, thread_ids: Sequence[str], keep_last: int) -> int:
-        from django.db.models import Exists, F, OuterRef, Window
-        from django.db.models.functions import RowNumber
+        from tulip_memory.models import LangGraphCheckpoint
 
-        from tulip_memory.models import LangGraphCheckpoint, LangGraphWrite
-
-        threads = list(thread_ids)
-        if not threads:
-            return 0
-        checkpoints = LangGraphCheckpoint.objects.using(self.using).filter(
-            tenant=tenant, thread_id__in=threads
+        return LangGraphCheckpoint.objects.using(self.using).keep_newest(
+            tenant, thread_ids, keep_last
         )
-        ranked = list(
-            checkpoints.annotate(
-                rank=Window(
-                    RowNumber(),
-                    partition_by=[F("thread_id"), F("checkpoint_ns")],
-                    order_by=F("checkpoint_id").desc(),
-                )
-            ).values_list("id", "checkpoint_id", "rank")
-        )
-        doomed = [(row_id, cid) for row_id, cid, rank in ranked if rank > keep_last]
-        if not doomed:
-            return 0
-        checkpoints.filter(id__in=[row_id for row_id, _ in doomed]).delete()
-        # The oldest kept checkpoint of each namespace has no parent to point to any more.
-        checkpoints.filter(id__in=[i for i, _, rank in ranked if rank == keep_last]).update(
-            parent_checkpoint_id=""
-        )
-        stored = LangGraphCheckpoint.objects.using(self.using).filter(
-            tenant=OuterRef("tenant"),
-            thread_id=OuterRef("thread_id"),
-            checkpoint_ns=OuterRef("checkpoint_ns"),
-            checkpoint_id=OuterRef("checkpoint_id"),
-        )
-        LangGraphWrite.objects.using(self.using).filter(
-            tenant=tenant, thread_id__in=threads, checkpoint_id__in={cid for _, cid in doomed}
-        ).exclude(Exists(stored)).delete()
-        self._collect_blobs(tenant, set(threads))
-        return len(doomed)
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         started = time.perf_counter()
@@ -758,12 +686,14 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
 
     def _keep_newest_call(
         self, thread_ids: Sequence[str], keep_last: int
-    ) -> tuple[float, str, list[str]]:
+    ) -> tuple[float, str, Sequence[str]]:
         if isinstance(keep_last, bool) or not isinstance(keep_last, int) or keep_last < 1:
             raise ValueError(f"keep_last must be an int >= 1, got {keep_last!r}")
         return time.perf_counter(), self._resolve_tenant(), list(thread_ids)
 
-    def _kept_newest(self, tenant: str, threads: list[str], removed: int, started: float) -> None:
+    def _kept_newest(
+        self, tenant: str, threads: Sequence[str], removed: int, started: float
+    ) -> None:
         self._forget(tenant, threads)
         counts = {"checkpoints": removed, "threads": 0}
         emit_sync(EV_CHECKPOINT_PRUNED, sender=type(self), **_pruned(tenant, counts, started))

@@ -9,12 +9,12 @@ transaction pinned to it (:class:`~tulip_memory.tenant_database.TenantDatabase`)
 row-level security shows and accepts only that tenant's rows.
 
 A batch is validated whole before anything runs (LangGraph's ``InvalidNamespaceError``
-for bad labels, ``ValueError`` for a bad value, key, filter or limit, ``NotImplementedError``
-for a TTL); then the vectors of its puts and queries are computed (PgMemory's encoder: the
-configured embedder, else HRR), then, in the transaction, its reads in operation order
-(gets: one query; each search: one statement; list-namespaces: one query each) and last
-its writes (the last write of a key wins; deletes in one statement, upserts in one), as
-LangGraph's own stores do.
+for bad labels, ``ValueError`` for a bad value, key, filter, limit or TTL); then the
+vectors of its puts and queries are computed (PgMemory's encoder: the configured
+embedder, else HRR), then, in the transaction, its reads in operation order (gets: one
+query; each search: one statement; list-namespaces: one query each) and last its writes
+(the last write of a key wins; deletes in one statement, upserts in one), as LangGraph's
+own stores do.
 
 ``search`` ranks with PgMemory's hybrid statement (``MemoryItemQuerySet.search_paths``:
 BM25 over the indexed text fused with the vector's cosine), over every namespace under the
@@ -25,7 +25,16 @@ The text of an item (its words and its vector) is taken from the fields of ``ind
 (LangGraph's paths, ``"$"`` = the whole value; per put ``index=[...]`` overrides them),
 joined into one text: one vector per item. ``index=False`` stores the item without text
 or vector: ``get``, ``list`` and a search without a query find it, a search with a query
-does not (as in ``PostgresStore``). Items do not expire: ``supports_ttl`` is False.
+does not (as in ``PostgresStore``).
+
+TTL (``supports_ttl``): ``put(..., ttl=minutes)`` (or ``ttl_config["default_ttl"]``)
+sets the item's expiry from the store's clock (PgMemory's ``clock``) and records the ttl;
+an expired item is invisible at once to ``get``, ``search`` and ``list_namespaces``
+(whatever ``omit_expired`` says) and its row goes with the next sweep
+(:meth:`DjangoStore.sweep_ttl`, the Celery beat task or ``tulip_memory_sweep_expired``).
+A ``get``/``search`` with ``refresh_ttl`` (default ``ttl_config["refresh_on_read"]``,
+else True) sets the expiry of the items it returned to now + their ttl, in the batch's
+transaction: one ``UPDATE`` per batch.
 """
 
 from __future__ import annotations
@@ -35,8 +44,9 @@ import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from numbers import Real
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple, cast
 
 from asgiref.sync import async_to_sync, sync_to_async
 from langgraph.store.base import (
@@ -51,11 +61,13 @@ from langgraph.store.base import (
     Result,
     SearchItem,
     SearchOp,
+    TTLConfig,
     get_text_at_path,
     tokenize_path,
     validate_op_namespace,
 )
 
+from tulip_memory.clock import Clock, utc_now
 from tulip_memory.embeddings import BaseEmbedding
 from tulip_memory.events import (
     EV_STORE_ITEMS_DELETED,
@@ -71,7 +83,7 @@ from tulip_memory.namespaces import (
     validate_namespace,
 )
 from tulip_memory.store.pg import MAX_INDEXED_BYTES, PgMemory
-from tulip_memory.store.validation import encode_value, validate_key
+from tulip_memory.store.validation import encode_value, validate_key, validate_ttl
 from tulip_memory.tenant_database import TenantDatabase
 from tulip_memory.text import tokenize, value_text
 
@@ -95,6 +107,51 @@ def _page(value: object, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= _MAX_PAGE:
         raise ValueError(f"{name} must be an int from 0 to {_MAX_PAGE}, got {value!r}")
     return value
+
+
+def _minutes(value: object, name: str) -> timedelta | None:
+    """A LangGraph ttl (minutes; None: never expires) as a timedelta; ValueError naming it."""
+    if value is None:
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, Real)
+        or not math.isfinite(value)
+        or value <= 0
+    ):
+        raise ValueError(f"{name} must be a positive number of minutes or None, got {value!r}")
+    try:
+        return validate_ttl(float(value) * 60)
+    except ValueError as exc:
+        raise ValueError(f"{name} of {value!r} minutes is refused: {exc}") from None
+
+
+_TTL_CONFIG_KEYS = {"refresh_on_read", "omit_expired", "default_ttl", "sweep_interval_minutes"}
+
+
+def _ttl_config(config: object) -> TTLConfig | None:
+    """``ttl_config`` checked: LangGraph's keys, with values the store can honour."""
+    if config is None:
+        return None
+    if not isinstance(config, dict):
+        raise ValueError(f"ttl_config must be a dict (TTLConfig) or None, got {config!r}")
+    unknown = sorted(set(config) - _TTL_CONFIG_KEYS)
+    if unknown:
+        raise ValueError(
+            f"ttl_config has unknown keys {unknown}; known: {sorted(_TTL_CONFIG_KEYS)}"
+        )
+    for flag in ("refresh_on_read", "omit_expired"):
+        if flag in config and not isinstance(config[flag], bool):
+            raise ValueError(f"ttl_config[{flag!r}] must be a bool, got {config[flag]!r}")
+    _minutes(config.get("default_ttl"), "ttl_config['default_ttl']")
+    if config.get("sweep_interval_minutes") is not None:
+        raise ValueError(
+            "ttl_config['sweep_interval_minutes'] is not run by DjangoStore: expired items are "
+            "invisible at once, and their rows are deleted by the Celery beat task "
+            "tulip_memory.sweep_expired_items, manage.py tulip_memory_sweep_expired or "
+            'DjangoStore.sweep_ttl() (docs/operations.md, "Expiry")'
+        )
+    return cast(TTLConfig, dict(config))
 
 
 def _check_max_depth(value: object) -> None:
@@ -175,6 +232,7 @@ class _Write(NamedTuple):
     key: str
     value: dict[str, Any] | None
     fields: Literal[False] | list[str] | None  # PutOp.index
+    ttl: timedelta | None = None
 
 
 @dataclass
@@ -187,6 +245,7 @@ class _Plan:
     filters: dict[int, ValueFilter] = field(default_factory=dict)
     writes: list[_Write] = field(default_factory=list)
     rows: list[Any] = field(default_factory=list)  # the upserts (UpsertRow), once encoded
+    now: datetime = field(default_factory=utc_now)  # the batch's time, for expiry
 
 
 def _matches(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
@@ -210,7 +269,7 @@ class DjangoStore(TenantDatabase, BaseStore):
     """
 
     vendor = "postgresql"
-    supports_ttl = False
+    supports_ttl = True
 
     def __init__(
         self,
@@ -219,10 +278,14 @@ class DjangoStore(TenantDatabase, BaseStore):
         tenant: str | None = None,
         embedder: BaseEmbedding | str | None = None,
         index: dict[str, Any] | None = None,
+        ttl_config: TTLConfig | None = None,
+        clock: Clock = utc_now,
     ) -> None:
         TenantDatabase.__init__(self, using, tenant=tenant)
-        self.memory = PgMemory(using, embedder=embedder)
+        self.memory = PgMemory(using, embedder=embedder, clock=clock)
+        self._clock = clock
         self.fields = self._index_fields(index)
+        self.ttl_config = _ttl_config(ttl_config)
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tulip-lg-store")
         self._closed = False
 
@@ -295,7 +358,7 @@ class DjangoStore(TenantDatabase, BaseStore):
     # -- validation and encoding (nothing runs until the whole batch is valid) ------------
 
     def _validate(self, tenant: str, ops: list[Op]) -> _Plan:
-        plan = _Plan(tenant, ops)
+        plan = _Plan(tenant, ops, now=self._clock())
         for index, op in enumerate(ops):
             if not isinstance(op, (GetOp, PutOp, SearchOp, ListNamespacesOp)):
                 raise ValueError(f"Unknown operation type: {type(op)}")
@@ -330,11 +393,7 @@ class DjangoStore(TenantDatabase, BaseStore):
                 if not namespace:
                     raise InvalidNamespaceError("Namespace cannot be empty.")
                 key = validate_key(op.key)
-                if op.ttl is not None:
-                    raise NotImplementedError(
-                        f"TTL is not supported by {type(self).__name__}. "
-                        "Use a store implementation that supports TTL or set ttl=None."
-                    )
+                ttl = _minutes(op.ttl, "ttl")
                 value = None
                 if op.value is not None:
                     value = dict(op.value)  # what LangGraph's stores do (and raise)
@@ -348,7 +407,7 @@ class DjangoStore(TenantDatabase, BaseStore):
                         f"namespace and key take {size} bytes of UTF-8 with the tenant, over "
                         f"{MAX_INDEXED_BYTES} (PostgreSQL's btree entry limit)"
                     )
-                last[(full, key)] = _Write(full, key, value, op.index)
+                last[(full, key)] = _Write(full, key, value, op.index, ttl)
         plan.writes = list(last.values())
 
     def _text(self, value: dict[str, Any], index: Any) -> str:
@@ -377,6 +436,8 @@ class DjangoStore(TenantDatabase, BaseStore):
                 search_text=search_text_of(tokenize(text)),
                 embedding=vector,
                 embedding_source=encoder.source if vector is not None else "",
+                expires_at=None if write.ttl is None else plan.now + write.ttl,
+                ttl=write.ttl,
             )
             for write, text, vector in zip(puts, texts, vectors, strict=True)
         ]
@@ -396,74 +457,93 @@ class DjangoStore(TenantDatabase, BaseStore):
 
     def _execute(self, tenant: str, plan: _Plan) -> list[Result]:
         results: list[Result] = [None] * len(plan.ops)
+        refresh: list[tuple[Namespace, str]] = []  # the items read with refresh_ttl
         gets = {i: op for i, op in enumerate(plan.ops) if isinstance(op, GetOp)}
         if gets:
-            found = self._get_many(tenant, [(tenant, *op.namespace) for op in gets.values()], gets)
-            for i in gets:
-                results[i] = found.get(i)
+            found = self._get_many(tenant, gets, plan.now)
+            for i, get in gets.items():
+                item, has_ttl = found.get(i, (None, False))
+                results[i] = item
+                if item is not None and has_ttl and get.refresh_ttl:
+                    refresh.append(((tenant, *item.namespace), item.key))
         for i, op in enumerate(plan.ops):
             if isinstance(op, SearchOp):
-                results[i] = self._search(tenant, op, plan.rankings.get(i), plan.filters.get(i))
+                hits = self._search(tenant, op, plan, i)
+                results[i] = [hit for hit, _ in hits]
+                if op.refresh_ttl:
+                    refresh.extend(
+                        ((tenant, *hit.namespace), hit.key) for hit, has_ttl in hits if has_ttl
+                    )
             elif isinstance(op, ListNamespacesOp):
-                results[i] = self._list_namespaces(tenant, op)
+                results[i] = self._list_namespaces(tenant, op, plan.now)
+        if refresh:
+            self._items().for_keys(list(dict.fromkeys(refresh))).refresh_expiry(plan.now)
         deletes = [(write.namespace, write.key) for write in plan.writes if write.value is None]
         if deletes:
             self._items().for_keys(deletes).clear()
         if plan.rows:
-            self._items().upsert(plan.rows)
+            self._items().upsert(plan.rows, now=plan.now)
         return results
 
     def _get_many(
-        self, tenant: str, namespaces: list[Namespace], gets: dict[int, GetOp]
-    ) -> dict[int, Item]:
+        self, tenant: str, gets: dict[int, GetOp], now: datetime
+    ) -> dict[int, tuple[Item, bool]]:
+        """The items found, by operation index, each with whether it has a ttl."""
+        namespaces = [(tenant, *op.namespace) for op in gets.values()]
         pairs = [(ns, op.key) for ns, op in zip(namespaces, gets.values(), strict=True)]
         rows = (
             self._items()
             .for_keys(pairs)
-            .values("namespace", "key", "value", "created_at", "updated_at")
+            .live(now)
+            .values("namespace", "key", "value", "created_at", "updated_at", "ttl")
         )
         by_identity = {(row["namespace"], row["key"]): row for row in rows}
         out = {}
         for i, (namespace, key) in zip(gets, pairs, strict=True):
             row = by_identity.get((encode_namespace(namespace), key))
             if row is not None:
-                out[i] = Item(
+                item = Item(
                     value=row["value"],
                     key=key,
                     namespace=namespace[1:],
                     created_at=row["created_at"],
                     updated_at=row["updated_at"],
                 )
+                out[i] = (item, row["ttl"] is not None)
         return out
 
     def _search(
-        self,
-        tenant: str,
-        op: SearchOp,
-        ranking: dict[str, Any] | None,
-        value_filter: ValueFilter | None,
-    ) -> list[SearchItem]:
+        self, tenant: str, op: SearchOp, plan: _Plan, index: int
+    ) -> list[tuple[SearchItem, bool]]:
+        """The hits, each with whether it has a ttl."""
+        ranking = plan.rankings.get(index)
         rows = self._items().search_paths(
             tenant,
             [encode_namespace((tenant, *op.namespace_prefix))],
             op.offset + op.limit,
             subtree=True,
-            value_condition=value_filter,
+            value_condition=plan.filters.get(index),
+            now=plan.now,
             **(ranking or {}),
         )
         return [
-            SearchItem(
-                namespace=decode_namespace(row.namespace)[1:],
-                key=row.key,
-                value=row.value,
-                created_at=row.created_at,
-                updated_at=row.updated_at,
-                score=None if ranking is None else -row.rank,
+            (
+                SearchItem(
+                    namespace=decode_namespace(row.namespace)[1:],
+                    key=row.key,
+                    value=row.value,
+                    created_at=row.created_at,
+                    updated_at=row.updated_at,
+                    score=None if ranking is None else -row.rank,
+                ),
+                row.has_ttl,
             )
             for row in rows[op.offset :]
         ]
 
-    def _list_namespaces(self, tenant: str, op: ListNamespacesOp) -> list[tuple[str, ...]]:
+    def _list_namespaces(
+        self, tenant: str, op: ListNamespacesOp, now: datetime
+    ) -> list[tuple[str, ...]]:
         conditions = list(op.match_conditions or ())
         # The rows under the longest literal prefix are read; wildcards and suffixes are
         # matched on the decoded namespaces.
@@ -475,12 +555,22 @@ class DjangoStore(TenantDatabase, BaseStore):
                         break
                     literal.append(label)
                 break
-        paths = self._items().under_prefix((tenant, *literal)).namespace_paths()
+        paths = self._items().under_prefix((tenant, *literal)).live(now).namespace_paths()
         namespaces = {decode_namespace(path)[1:] for path, _sort_key in paths}
         kept = [ns for ns in namespaces if ns and all(_matches(c, ns) for c in conditions)]
         if op.max_depth is not None:
             kept = list({ns[: op.max_depth] for ns in kept})
         return sorted(kept)[op.offset : op.offset + op.limit]
+
+    def sweep_ttl(self) -> int:
+        """Delete the expired items of the store's tenant (PgMemory's sweep); how many."""
+        tenant = self._resolve_tenant()
+        sweep = async_to_sync(self.memory.sweep_expired)
+        return self._worker.submit(sweep, tenants=[tenant]).result()
+
+    async def asweep_ttl(self) -> int:
+        """Async :meth:`sweep_ttl`."""
+        return await self.memory.sweep_expired(tenants=[self._resolve_tenant()])
 
     def close(self) -> None:
         """Close the database connection of the sync API's worker thread and stop it."""

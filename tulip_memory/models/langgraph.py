@@ -15,11 +15,12 @@ row-level security policy (migration ``0007_langgraph``). The tenant leads every
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from typing import Any, Self
 
 from django.db import connections, models
-from django.db.models import Count, Exists, OuterRef, Subquery, Sum, Value
-from django.db.models.functions import Coalesce, Length
+from django.db.models import Count, Exists, F, OuterRef, Subquery, Sum, Value, Window
+from django.db.models.functions import Coalesce, Length, RowNumber
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
@@ -143,6 +144,77 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
         with connection.cursor() as cursor:
             cursor.execute(sql, [tenant, *params, tenant, tenant, tenant])
             return [dict(zip(LOAD_COLUMNS, row, strict=True)) for row in cursor.fetchall()]
+
+    def delete_threads(self, tenant: str, thread_ids: Iterable[str]) -> int:
+        """Delete the threads' checkpoints, pending writes and blobs; how many checkpoints."""
+        threads = list(thread_ids)
+        deleted = self.filter(tenant=tenant, thread_id__in=threads).delete()[0]
+        for model in (LangGraphWrite, LangGraphBlob):
+            model.objects.using(self.db).filter(tenant=tenant, thread_id__in=threads).delete()
+        return deleted
+
+    def keep_newest(self, tenant: str, thread_ids: Sequence[str], keep_last: int) -> int:
+        """Keep the newest ``keep_last`` checkpoints of each namespace of the threads, their
+        pending writes and the blobs they need; how many checkpoints were deleted.
+
+        The oldest checkpoint kept in a namespace loses its parent link (it is gone).
+        """
+        threads = list(thread_ids)
+        checkpoints = self.filter(tenant=tenant, thread_id__in=threads)
+        ranked = list(
+            checkpoints.annotate(
+                rank=Window(
+                    RowNumber(),
+                    partition_by=[F("thread_id"), F("checkpoint_ns")],
+                    order_by=F("checkpoint_id").desc(),
+                )
+            ).values_list("id", "checkpoint_id", "rank")
+        )
+        doomed = [(row_id, cid) for row_id, cid, rank in ranked if rank > keep_last]
+        if not doomed:
+            return 0
+        checkpoints.filter(id__in=[row_id for row_id, _ in doomed]).delete()
+        checkpoints.filter(id__in=[i for i, _, rank in ranked if rank == keep_last]).update(
+            parent_checkpoint_id=""
+        )
+        stored = LangGraphCheckpoint.objects.using(self.db).filter(
+            tenant=OuterRef("tenant"),
+            thread_id=OuterRef("thread_id"),
+            checkpoint_ns=OuterRef("checkpoint_ns"),
+            checkpoint_id=OuterRef("checkpoint_id"),
+        )
+        LangGraphWrite.objects.using(self.db).filter(
+            tenant=tenant, thread_id__in=threads, checkpoint_id__in={cid for _, cid in doomed}
+        ).exclude(Exists(stored)).delete()
+        self.collect_blobs(tenant, set(threads))
+        return len(doomed)
+
+    def collect_blobs(self, tenant: str, thread_ids: set[str]) -> None:
+        """Delete the blobs no checkpoint of the threads refers to, directly or as the
+        version a referred-to splice applies to (its chain)."""
+        referenced: set[tuple[str, str, str, str]] = set()
+        for thread_id, checkpoint_ns, versions in self.filter(
+            tenant=tenant, thread_id__in=thread_ids
+        ).values_list("thread_id", "checkpoint_ns", "channel_versions"):
+            referenced.update((thread_id, checkpoint_ns, c, str(v)) for c, v in versions.items())
+        blobs = LangGraphBlob.objects.using(self.db).filter(tenant=tenant, thread_id__in=thread_ids)
+        parents = {}
+        for row_id, thread_id, ns, channel, version, parent in blobs.values_list(
+            "id", "thread_id", "checkpoint_ns", "channel", "version", "parent_version"
+        ):
+            parents[(thread_id, ns, channel, version)] = (row_id, parent)
+        kept: set[tuple[str, str, str, str]] = set()
+        for start in referenced:
+            key = start
+            while key in parents and key not in kept:
+                kept.add(key)
+                parent = parents[key][1]
+                if not parent:
+                    break
+                key = (*key[:3], parent)
+        doomed = [row_id for key, (row_id, _) in parents.items() if key not in kept]
+        if doomed:
+            blobs.filter(id__in=doomed).delete()
 
     def save_checkpoint(
         self,

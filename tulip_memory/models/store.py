@@ -22,7 +22,7 @@ import json
 import operator
 import weakref
 from collections.abc import Callable, Iterable, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -87,6 +87,7 @@ class UpsertRow(NamedTuple):
     embedding: np.ndarray | None
     embedding_source: str
     expires_at: datetime | None = None
+    ttl: timedelta | None = None
 
 
 class SearchRow(NamedTuple):
@@ -102,6 +103,7 @@ class SearchRow(NamedTuple):
     lexical: bool
     rank: float
     namespace: str = ""
+    has_ttl: bool = False  # written with a ttl (a read may refresh its expiry)
 
 
 # The query's lexemes, once for every namespace of the statement: its tokens analysed by
@@ -160,6 +162,13 @@ class MemoryItemQuerySet(models.QuerySet):
     def live(self, now: datetime) -> MemoryItemQuerySet:
         """Rows not expired at ``now`` (no expiry, or a later one)."""
         return self.filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
+
+    def refresh_expiry(self, now: datetime) -> int:
+        """Set the expiry of the rows written with a ttl to ``now + ttl``; how many."""
+        from django.db.models import DateTimeField, ExpressionWrapper, F, Value
+
+        moved = ExpressionWrapper(Value(now) + F("ttl"), output_field=DateTimeField())
+        return self.filter(ttl__isnull=False).update(expires_at=moved)
 
     def expired(self, now: datetime) -> MemoryItemQuerySet:
         """Rows whose expiry is ``now`` or earlier (what the sweep deletes)."""
@@ -236,19 +245,21 @@ class MemoryItemQuerySet(models.QuerySet):
         embeddings = columns[6] if any(v is not None for v in columns[6]) else []
         # The expiries as text (NULL: none): a list of only None has no type to bind.
         expiries = [None if at is None else at.isoformat() for at in columns[8]]
+        ttls = [None if ttl is None else f"{ttl.total_seconds()} seconds" for ttl in columns[9]]
         expired = f"(i.{n['expires_at']} IS NOT NULL AND i.{n['expires_at']} <= %s::timestamptz)"
         sql = (
             f"INSERT INTO {n['table']} AS i ({n['tenant']}, {n['namespace']}, {n['key']}, "
             f"{n['value']}, {n['metadata']}, {n['search_text']}, {n['embedding']}, "
             f"{n['embedding_source']}, {n['created_at']}, {n['updated_at']}, {n['version']}, "
-            f"{n['expires_at']}) "
+            f"{n['expires_at']}, {n['ttl']}) "
             "SELECT r.tenant, r.namespace, r.key, r.value::jsonb, r.metadata::jsonb, "
             "r.search_text, r.embedding, r.source, c.ts + r.ord * interval "
-            "'1 microsecond', c.ts + r.ord * interval '1 microsecond', 1, r.expires_at "
+            "'1 microsecond', c.ts + r.ord * interval '1 microsecond', 1, r.expires_at, "
+            "r.ttl::interval "
             "FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[], "
-            "%s::text[], %b::vector[], %s::text[], %s::timestamptz[]) WITH ORDINALITY "
-            "AS r(tenant, namespace, key, value, metadata, search_text, embedding, source, "
-            "expires_at, ord) "
+            "%s::text[], %b::vector[], %s::text[], %s::timestamptz[], %s::text[]) "
+            "WITH ORDINALITY AS r(tenant, namespace, key, value, metadata, search_text, "
+            "embedding, source, expires_at, ttl, ord) "
             "CROSS JOIN (SELECT clock_timestamp() AS ts) c "
             # Rows are locked in one global order (not the batch's): two concurrent
             # batches over the same keys in different orders would otherwise deadlock.
@@ -266,11 +277,14 @@ class MemoryItemQuerySet(models.QuerySet):
             f"{n['created_at']} = CASE WHEN {expired} THEN EXCLUDED.{n['created_at']} "
             f"ELSE i.{n['created_at']} END, "
             f"{n['version']} = CASE WHEN {expired} THEN 1 ELSE i.{n['version']} + 1 END, "
-            f"{n['expires_at']} = EXCLUDED.{n['expires_at']}"
+            f"{n['expires_at']} = EXCLUDED.{n['expires_at']}, "
+            f"{n['ttl']} = EXCLUDED.{n['ttl']}"
         )
         moment = (now or datetime.now(UTC)).isoformat()
         with self._binary_cursor() as cursor:
-            cursor.execute(sql, [*columns[:6], embeddings, columns[7], expiries, moment, moment])
+            cursor.execute(
+                sql, [*columns[:6], embeddings, columns[7], expiries, ttls, moment, moment]
+            )
             return cursor.rowcount
 
     def search_paths(
@@ -377,7 +391,7 @@ class MemoryItemQuerySet(models.QuerySet):
         sql = prefix + (
             f"SELECT p.idx, i.{n['key']}, i.{n['value']}, i.{n['metadata']}, "
             f"i.{n['created_at']}, i.{n['updated_at']}, i.{n['version']}, m.lexical, m.rank, "
-            f"i.{n['namespace']} "
+            f"i.{n['namespace']}, i.{n['ttl']} IS NOT NULL "
             "FROM unnest(%(paths)s::text[]) WITH ORDINALITY AS p(path, idx) "
             f"CROSS JOIN LATERAL ({ranked}) m "
             f"JOIN {n['table']} i ON i.{n['id']} = m.id "
@@ -398,8 +412,21 @@ class MemoryItemQuerySet(models.QuerySet):
                 lexical,
                 float(rank),
                 path,
+                has_ttl,
             )
-            for idx, key, value, metadata, created, updated, version, lexical, rank, path in rows
+            for (
+                idx,
+                key,
+                value,
+                metadata,
+                created,
+                updated,
+                version,
+                lexical,
+                rank,
+                path,
+                has_ttl,
+            ) in rows
         ]
 
     def _hybrid(
@@ -522,6 +549,11 @@ class MemoryItem(models.Model):
     version = models.PositiveBigIntegerField(default=1)
     expires_at = models.DateTimeField(
         null=True, blank=True, help_text=_("When the item expires (empty: never)")
+    )
+    ttl = models.DurationField(
+        null=True,
+        blank=True,
+        help_text=_("The ttl of the last write (a read that refreshes it sets the expiry anew)"),
     )
 
     objects = MemoryItemQuerySet.as_manager()

@@ -11,7 +11,7 @@ Both apply to the full snapshots of the ORM checkpointers (``PostgreSQLCheckpoin
 stands alone), to the ORM delta storage
 (:class:`~tulip_memory.models.DeltaCheckpointRecord` and its blocks) and, on PostgreSQL,
 to LangGraph's threads (:class:`~tulip_memory.models.LangGraphCheckpoint`, through
-:meth:`DjangoSaver.keep_newest <tulip_memory.langgraph.DjangoSaver.keep_newest>`: the
+:meth:`LangGraphCheckpointQuerySet.keep_newest`, what ``DjangoSaver.keep_newest`` runs: the
 newest N of each checkpoint namespace, their pending writes and every blob they need,
 splice chains included; an idle thread goes whole). A delta thread is pruned by
 :meth:`DeltaCheckpointer.prune <tulip_memory.delta.DeltaCheckpointer.prune>` under the
@@ -142,15 +142,13 @@ def _langgraph(
         report.checkpoints = (rows.filter(thread_id__in=idle).count() if idle else 0) + excess
     if dry_run or not (idle or over):
         return report
-    from tulip_memory.langgraph import DjangoSaver
-
-    saver = DjangoSaver(using, tenant=tenant)
-    with muted():  # the sweep reports the tenant's total itself
+    with tenant_atomic(tenant, using=using):
+        rows = LangGraphCheckpoint.objects.using(using)
         if idle:
-            saver.prune(idle, strategy="delete")
+            rows.delete_threads(tenant, idle)
         if over:
             assert keep is not None
-            report.checkpoints -= excess - saver.keep_newest(over, keep)
+            report.checkpoints -= excess - rows.keep_newest(tenant, over, keep)
     return report
 
 

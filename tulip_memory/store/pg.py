@@ -271,6 +271,7 @@ class PgMemory(BaseStore):
             embedding=vector,
             embedding_source=source if vector is not None else "",
             expires_at=None if ttl is None else self._now() + ttl,
+            ttl=ttl,
         )
 
     def _item(self, namespace: Namespace, row: Any) -> StoreItem:
