@@ -75,6 +75,7 @@ __all__ = [
     "StoreCapabilities",
     "StoreCapabilityError",
     "StoreItem",
+    "ttl_argument",
 ]
 
 BatchItem = tuple[Namespace, str, Any, dict[str, Any] | None]
@@ -84,6 +85,13 @@ TTL = float | timedelta | None
 _TTL_HINT = (
     "pick a store whose capabilities.ttl is True (InMemoryStore, HolographicStore, PgMemory)"
 )
+
+
+def ttl_argument(ttl: TTL) -> dict[str, TTL]:
+    """``{"ttl": ttl}``, or nothing for ``None``: what a wrapper passes on to a store's
+    write, so that a store whose methods take no ``ttl`` keyword still works without one."""
+    return {} if ttl is None else {"ttl": ttl}
+
 
 # How many keys the default clear_namespace deletes per list_keys round.
 _CLEAR_PAGE = 1000
@@ -282,7 +290,8 @@ class BaseStore(ABC):
         by one (not atomic); stores advertising ``batch_operations`` write all or nothing.
         """
         prepare_batch(items)
-        extra = {} if self._ttl(ttl) is None else {"ttl": ttl}
+        self._ttl(ttl)
+        extra = ttl_argument(ttl)
         for item in items:
             namespace, key, value, *rest = item
             await self.put(namespace, key, value, rest[0] if rest else None, **extra)

@@ -18,7 +18,13 @@ from typing import Any
 
 from tulip_memory.exceptions import TenantError
 from tulip_memory.identifiers import validate_identifier
-from tulip_memory.store.base import TTL, BaseStore, SemanticSearchResult, StoreItem
+from tulip_memory.store.base import (
+    TTL,
+    BaseStore,
+    SemanticSearchResult,
+    StoreItem,
+    ttl_argument,
+)
 from tulip_memory.store.namespaced import NamespacedStore
 
 __all__ = ["StoreContext"]
@@ -105,7 +111,7 @@ class StoreContext:
     async def remember(
         self, key: str, value: Any, metadata: dict[str, Any] | None = None, *, ttl: TTL = None
     ) -> None:
-        await self._store.put(self._require_memories(), key, value, metadata, ttl=ttl)
+        await self._store.put(self._require_memories(), key, value, metadata, **ttl_argument(ttl))
 
     async def forget(self, key: str) -> bool:
         namespace = self._memories()
@@ -125,7 +131,7 @@ class StoreContext:
         ttl: TTL = None,
     ) -> None:
         await self._store.put_with_embedding(
-            self._require_memories(), key, value, embedding, metadata, ttl=ttl
+            self._require_memories(), key, value, embedding, metadata, **ttl_argument(ttl)
         )
 
     async def search_memories_semantic(
@@ -145,4 +151,4 @@ class StoreContext:
     async def set_global(
         self, key: str, value: Any, metadata: dict[str, Any] | None = None, *, ttl: TTL = None
     ) -> None:
-        await self._store.put(self._global(), key, value, metadata, ttl=ttl)
+        await self._store.put(self._global(), key, value, metadata, **ttl_argument(ttl))

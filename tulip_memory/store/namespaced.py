@@ -10,7 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from tulip_memory.store.base import TTL, BaseStore, SemanticSearchResult, StoreItem
+from tulip_memory.store.base import (
+    TTL,
+    BaseStore,
+    SemanticSearchResult,
+    StoreItem,
+    ttl_argument,
+)
 from tulip_memory.store.validation import validate_namespace
 
 __all__ = ["NamespacedStore"]
@@ -43,7 +49,7 @@ class NamespacedStore:
     async def put(
         self, key: str, value: Any, metadata: dict[str, Any] | None = None, *, ttl: TTL = None
     ) -> None:
-        await self._store.put(self._namespace, key, value, metadata, ttl=ttl)
+        await self._store.put(self._namespace, key, value, metadata, **ttl_argument(ttl))
 
     async def get(self, key: str) -> Any | None:
         return await self._store.get(self._namespace, key)
@@ -77,7 +83,7 @@ class NamespacedStore:
         ttl: TTL = None,
     ) -> None:
         await self._store.put_with_embedding(
-            self._namespace, key, value, embedding, metadata, ttl=ttl
+            self._namespace, key, value, embedding, metadata, **ttl_argument(ttl)
         )
 
     async def search_by_embedding(
