@@ -68,10 +68,12 @@ class BrokenStore(InMemoryStore):
 
 @pytest.fixture
 def events():
+    """The memory manager's events (``memory.*``; its store's own are left out)."""
     captured: list[tuple[str, dict[str, Any]]] = []
 
     def receiver(sender: Any, event: str, payload: dict[str, Any], **kwargs: Any) -> None:
-        captured.append((event, payload))
+        if event.startswith("memory."):
+            captured.append((event, payload))
 
     memory_event.connect(receiver, weak=False)
     yield captured
