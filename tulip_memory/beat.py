@@ -42,6 +42,36 @@ def beat_entry(task: str, every: float, queue: str) -> dict[str, Any]:
     return {"task": task, "schedule": seconds, "options": {"queue": queue, "expires": seconds}}
 
 
+def _beat_models() -> Any:
+    """django-celery-beat's models, once it is installed, in ``INSTALLED_APPS`` and
+    migrated; otherwise ImportError (naming the extra) or ConfigurationError (naming the
+    setting or the migration)."""
+    from django.apps import apps
+    from django.db import connections, router
+
+    from tulip_memory.exceptions import ConfigurationError
+    from tulip_memory.optional_dependencies import import_optional
+
+    import_optional("django_celery_beat", "beat", needed_by="schedule_in_database")
+    if not apps.is_installed("django_celery_beat"):
+        raise ConfigurationError(
+            "django-celery-beat is installed but 'django_celery_beat' is not in "
+            "INSTALLED_APPS: add it, run `manage.py migrate django_celery_beat "
+            "--database=owner`, and run beat with `--scheduler "
+            "django_celery_beat.schedulers:DatabaseScheduler`"
+        )
+    beat = import_optional("django_celery_beat.models", "beat", needed_by="schedule_in_database")
+    alias = router.db_for_write(beat.PeriodicTask)
+    table = beat.PeriodicTask._meta.db_table
+    if table not in connections[alias].introspection.table_names():
+        raise ConfigurationError(
+            f"django-celery-beat's tables are missing from database {alias!r} (no {table}): "
+            "run `manage.py migrate django_celery_beat` as the role that owns the tables "
+            "(e.g. --database=owner)"
+        )
+    return beat
+
+
 def schedule_in_database(name: str, task: str, every: int, queue: str | None = None) -> Any:
     """Create or update django-celery-beat's periodic task ``name`` running ``task``.
 
@@ -50,11 +80,10 @@ def schedule_in_database(name: str, task: str, every: int, queue: str | None = N
     interval updates the row (and replaces a crontab set on it by hand).
     """
     from tulip_memory.conf import settings
-    from tulip_memory.optional_dependencies import import_optional
 
     seconds = int(validate_interval(every, whole=True))
     entry = beat_entry(task, seconds, settings.CELERY_QUEUE if queue is None else queue)
-    beat = import_optional("django_celery_beat.models", "beat", needed_by="schedule_in_database")
+    beat = _beat_models()
     interval, _ = beat.IntervalSchedule.objects.get_or_create(
         every=seconds, period=beat.IntervalSchedule.SECONDS
     )

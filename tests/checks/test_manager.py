@@ -59,13 +59,16 @@ def test_celerys_default_app_fails_in_celery_mode(fresh_modes, current):
     (error,) = check_celery_app()
     assert error.id == "tulip_memory.E044"
     assert "'default'" in error.msg and "no broker_url" in error.msg
+    assert "the project's Celery app is not loaded" in error.msg
     assert "celery.py" in error.hint and "CELERY_BROKER_URL" in error.hint
 
 
 def test_a_project_app_without_a_broker_fails(fresh_modes, current):
     current(Celery("project"))
     _celery_manager()
-    assert _ids() == ["tulip_memory.E044"]
+    (error,) = check_celery_app()
+    assert error.id == "tulip_memory.E044"
+    assert "('project') has no broker_url: that app was loaded but given no broker" in error.msg
 
 
 def test_the_check_is_registered_and_the_test_projects_app_passes(fresh_modes, current):

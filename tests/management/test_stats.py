@@ -72,7 +72,10 @@ def test_table_has_a_row_per_figure_and_a_column_per_tenant(rows):
 
 
 @pytest.mark.django_db
-def test_a_tenant_without_rows_has_zeros(rows):
+def test_a_tenant_whose_rows_are_gone_has_zeros(rows):
+    store = PgMemory()
+    async_to_sync(store.put)(("initech", "n"), "k", {"v": 1})
+    async_to_sync(store.delete)(("initech", "n"), "k")
     figures = json.loads(stats("--tenant", "initech", "--json"))["tenants"]["initech"]
     assert figures["store"] == {"items": 0, "history": 0}
     assert figures["embedding_sources"] == {}
@@ -91,3 +94,14 @@ def test_a_tenant_without_rows_has_zeros(rows):
 def test_bad_input_is_refused(args, message):
     with pytest.raises(CommandError, match=message):
         stats(*args)
+
+
+@pytest.mark.django_db
+def test_a_tenant_never_written_is_refused_by_name(rows):
+    with pytest.raises(CommandError) as raised:
+        stats("--tenant", "acme", "--tenant", "acem")
+    message = str(raised.value)
+    assert message.startswith(
+        "Unknown tenant(s) 'acem' on database 'default': no row of theirs was ever written (known: "
+    )
+    assert "'acme'" in message and "'globex'" in message

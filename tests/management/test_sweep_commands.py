@@ -10,6 +10,7 @@ from io import StringIO
 import pytest
 from asgiref.sync import async_to_sync
 from django.core.management import CommandError, call_command
+from django.db import connections
 from django.db.models.functions import Now
 
 from tests.backends.test_contract import make_state
@@ -95,8 +96,10 @@ def test_cleanup_jobs_with_options_and_settings(settings):
     ("tulip_memory", "args", "message"),
     [
         ({}, ("--tenant", "acme"), "Nothing to do"),
-        ({}, ("--tenant", "acme", "--payload-after-hours", "-1"), "must be a number >= 0"),
-        ({}, ("--tenant", "acme", "--delete-after-days", "nan"), "must be a number >= 0"),
+        ({}, ("--tenant", "acme", "--payload-after-hours", "-1"), "of hours >= 0, got -1.0"),
+        ({}, ("--tenant", "acme", "--delete-after-days", "nan"), "of days >= 0, got nan"),
+        ({}, ("--tenant", "acme", "--delete-after-days", "inf"), r"got inf \(at most 36525"),
+        ({}, ("--tenant", "acme", "--payload-after-hours", "1e12"), "at most 876600 hours"),
         ({"JOB_DELETE_AFTER_DAYS": -3}, ("--tenant", "acme"), "JOB_DELETE_AFTER_DAYS"),
         ({}, ("--tenant", "acme", "--database", "mysql", "--delete-after-days", "1"), "mysql"),
     ],
@@ -137,8 +140,10 @@ def test_prune_checkpoints_on_mariadb_and_settings(settings):
     [
         (("--tenant", "acme"), "Nothing to do"),
         (("--tenant", "acme", "--keep-last", "0"), "--keep-last must be >= 1"),
-        (("--tenant", "acme", "--idle-days", "0"), "--idle-days must be a number > 0"),
+        (("--tenant", "acme", "--idle-days", "0"), "--idle-days must be a number of days > 0"),
+        (("--tenant", "acme", "--idle-days", "inf"), r"--idle-days .* got inf \(at most 36525"),
         (("--tenant", "acme", "--keep-last", "x"), "invalid int value"),
+        (("--tenant", "nobody", "--keep-last", "1"), r"Unknown tenant\(s\) 'nobody'"),
     ],
 )
 def test_prune_checkpoints_refuses_bad_input(args, message):
@@ -192,3 +197,44 @@ def test_schedule_sweeps_refuses_bad_input(settings, tulip_memory, args, message
     with pytest.raises(CommandError, match=message):
         run("tulip_memory_schedule_sweeps", *args)
     assert not PeriodicTask.objects.exists()
+
+
+def test_schedule_sweeps_says_when_django_celery_beat_is_not_an_installed_app(settings):
+    installed = settings.INSTALLED_APPS
+    settings.INSTALLED_APPS = [app for app in installed if app != "django_celery_beat"]
+    with pytest.raises(CommandError, match=r"'django_celery_beat' is not in INSTALLED_APPS: add"):
+        run("tulip_memory_schedule_sweeps")
+    out = run("tulip_memory_schedule_sweeps", "--print-settings")  # needs no beat tables
+    assert out.startswith("CELERY_BEAT_SCHEDULE = ")
+
+
+class BeatOnMariaDB:
+    """A database router sending django-celery-beat's models to the ``mysql`` alias."""
+
+    def db_for_write(self, model, **hints):
+        return "mysql" if model._meta.app_label == "django_celery_beat" else None
+
+
+def test_schedule_sweeps_says_which_migration_to_run_when_beats_tables_are_missing(settings):
+    from django_celery_beat.models import PeriodicTask
+
+    settings.DATABASE_ROUTERS = [f"{__name__}.BeatOnMariaDB"]
+    with connections["mysql"].cursor() as cursor:  # a real database without the table
+        cursor.execute(
+            "RENAME TABLE django_celery_beat_periodictask TO django_celery_beat_periodictask_away"
+        )
+    try:
+        with pytest.raises(CommandError) as raised:
+            run("tulip_memory_schedule_sweeps")
+    finally:
+        with connections["mysql"].cursor() as cursor:
+            cursor.execute(
+                "RENAME TABLE django_celery_beat_periodictask_away TO "
+                "django_celery_beat_periodictask"
+            )
+    assert str(raised.value) == (
+        "django-celery-beat's tables are missing from database 'mysql' (no "
+        "django_celery_beat_periodictask): run `manage.py migrate django_celery_beat` as the "
+        "role that owns the tables (e.g. --database=owner)"
+    )
+    assert not PeriodicTask.objects.using("mysql").exists()

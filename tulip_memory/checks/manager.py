@@ -187,11 +187,15 @@ def check_celery_app(
     app = current_app._get_current_object()
     if app.conf.broker_url or app.conf.broker_write_url:
         return []
+    if app.main in (None, "default"):  # Celery's built-in fallback app
+        problem = "the project's Celery app is not loaded"
+    else:
+        problem = "that app was loaded but given no broker (CELERY_BROKER_URL unset?)"
     return [
         _error(
             "A memory manager uses extract_mode='celery', but Celery's current app "
-            f"({app.main!r}) has no broker_url: the project's Celery app is not loaded, so "
-            "extraction jobs would be sent to Celery's default broker and stay pending.",
+            f"({app.main!r}) has no broker_url: {problem}, so extraction jobs would be "
+            "sent to Celery's default broker and stay pending.",
             "Add your project's celery.py (Celery(...), config_from_object("
             "'django.conf:settings', namespace='CELERY'), autodiscover_tasks()), import its "
             "app in your project package's __init__.py, and set CELERY_BROKER_URL "

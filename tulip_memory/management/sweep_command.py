@@ -12,13 +12,23 @@ swept before it stay swept, so running the command again resumes.
 from __future__ import annotations
 
 from abc import abstractmethod
+from datetime import timedelta
 from typing import Any
 
 from django.core.management.base import CommandError
 
 from tulip_memory.management.tenant_command import TenantCommand
+from tulip_memory.retention.policy import retention_period
 
-__all__ = ["SweepCommand"]
+__all__ = ["SweepCommand", "option_period"]
+
+
+def option_period(option: str, value: float, *, unit: str, strict: bool) -> timedelta:
+    """The period an option names (see ``retention_period``); ``CommandError`` if bad."""
+    try:
+        return retention_period(value, unit=unit, strict=strict)
+    except ValueError as exc:
+        raise CommandError(f"{option} {exc}") from None
 
 
 class SweepCommand(TenantCommand):
@@ -36,6 +46,7 @@ class SweepCommand(TenantCommand):
         alias = options["database"]
         self.connection(alias)
         tenants = self.tenants(options)
+        self.require_known(tenants, alias)
         dry_run = options.get("dry_run", False)
         totals: dict[str, int] = {}
         for done, tenant in enumerate(tenants, start=1):

@@ -8,7 +8,9 @@ progress bar for long work:
 * ``--tenant T`` (repeatable) and ``--tenants-file PATH`` (one per line, ``-`` for
   standard input, ``#`` starts a comment) name tenants; ``--all-tenants`` takes every
   tenant of the tenant registry (:class:`~tulip_memory.models.tenants.Tenant`, which
-  row-level security does not hide). Naming none is an error: a command never guesses.
+  row-level security does not hide). Naming none is an error: a command never guesses;
+  naming one the registry does not know is an error too (a typo would otherwise sweep,
+  count or erase nothing and exit 0).
   A command that works on no tenant's rows sets ``takes_tenants = False`` (no such
   options).
 * ``--database ALIAS`` (default ``default``): an alias missing from ``DATABASES``, or of a
@@ -99,6 +101,7 @@ class TenantCommand(BaseCommand):
         if options.get("all_tenants"):
             from tulip_memory.models.tenants import Tenant
 
+            self.connection(options["database"])  # an unknown alias is refused first
             given += Tenant.objects.using(options["database"]).names()
         given = [tenant for tenant in given if tenant]
         if not given and not self.tenants_optional:
@@ -109,6 +112,23 @@ class TenantCommand(BaseCommand):
             return validate_tenants(given)
         except ValueError as exc:
             raise CommandError(str(exc)) from None
+
+    def require_known(self, tenants: list[str], alias: str) -> None:
+        """Refuse tenants the registry of ``alias`` does not know: a typo would otherwise
+        sweep, count or erase nothing and exit 0. Called once the command's own options
+        are checked, before any work."""
+        from tulip_memory.models.tenants import Tenant
+
+        known = Tenant.objects.using(alias).names()
+        unknown = [tenant for tenant in tenants if tenant not in known]
+        if unknown:
+            shown = ", ".join(map(repr, known[:10])) + (" ..." if len(known) > 10 else "")
+            raise CommandError(
+                f"Unknown tenant(s) {', '.join(map(repr, unknown))} on database {alias!r}: "
+                f"no row of theirs was ever written (known: {shown or 'none'}). Check the "
+                "spelling; a tenant written before migration 0008 is added in the admin's "
+                "tenant registry."
+            )
 
     def connection(self, alias: str) -> Any:
         """The connection of ``alias``, refused when unknown or of an unsupported vendor."""

@@ -25,8 +25,10 @@ from typing import Any
 from tulip_memory.exceptions import ConfigurationError
 
 __all__ = [
+    "LONGEST_PERIOD",
     "SWEEP_NAMES",
     "RetentionPolicy",
+    "retention_period",
     "retention_policy",
     "sweep_databases",
     "sweep_intervals",
@@ -46,36 +48,57 @@ class RetentionPolicy:
     checkpoint_idle: timedelta | None = None
 
 
-def _number(name: str, value: object, *, minimum: float, strict: bool) -> float | None:
-    if value is None:
-        return None
+#: The longest period a retention setting or option may name: a sweep compares rows with
+#: ``now`` minus it, which must still be a date.
+LONGEST_PERIOD = timedelta(days=36_525)
+
+
+def retention_period(value: object, *, unit: str, strict: bool) -> timedelta:
+    """``value`` (a number of ``unit``: ``"hours"`` or ``"days"``) as a timedelta.
+
+    A bool, a non-number, NaN, infinity, a value below the bound (``> 0`` when ``strict``,
+    else ``>= 0``) or a period longer than :data:`LONGEST_PERIOD` (100 years) raises
+    ``ValueError`` saying what is accepted.
+    """
+    bound = "> 0" if strict else ">= 0"
+    longest = LONGEST_PERIOD / timedelta(**{unit: 1})
     if (
         isinstance(value, bool)
         or not isinstance(value, (int, float))
         or not math.isfinite(value)
-        or (value <= minimum if strict else value < minimum)
+        or (value <= 0 if strict else value < 0)
+        or value > longest
     ):
-        bound = f"> {minimum:g}" if strict else f">= {minimum:g}"
-        raise ConfigurationError(
-            f"TULIP_MEMORY[{name!r}] must be None or a number {bound}, got {value!r}"
+        raise ValueError(
+            f"must be a number of {unit} {bound}, got {value!r} (at most {longest:g} {unit}: "
+            "100 years)"
         )
-    return float(value)
+    return timedelta(**{unit: value})
+
+
+def _period(name: str, value: object, *, unit: str, strict: bool) -> timedelta | None:
+    if value is None:
+        return None
+    try:
+        return retention_period(value, unit=unit, strict=strict)
+    except ValueError as exc:
+        raise ConfigurationError(f"TULIP_MEMORY[{name!r}] {exc} (or None: keep)") from None
 
 
 def retention_policy() -> RetentionPolicy:
     """The policy of the ``TULIP_MEMORY`` settings (``ConfigurationError`` if unusable)."""
     from tulip_memory.conf import settings
 
-    purge = _number(
+    purge = _period(
         "JOB_PAYLOAD_PURGE_AFTER_HOURS",
         settings.JOB_PAYLOAD_PURGE_AFTER_HOURS,
-        minimum=0,
+        unit="hours",
         strict=False,
     )
-    delete = _number(
-        "JOB_DELETE_AFTER_DAYS", settings.JOB_DELETE_AFTER_DAYS, minimum=0, strict=False
+    delete = _period(
+        "JOB_DELETE_AFTER_DAYS", settings.JOB_DELETE_AFTER_DAYS, unit="days", strict=False
     )
-    idle = _number("CHECKPOINT_IDLE_DAYS", settings.CHECKPOINT_IDLE_DAYS, minimum=0, strict=True)
+    idle = _period("CHECKPOINT_IDLE_DAYS", settings.CHECKPOINT_IDLE_DAYS, unit="days", strict=True)
     keep = settings.CHECKPOINT_KEEP_LAST
     if keep is not None and (isinstance(keep, bool) or not isinstance(keep, int) or keep < 1):
         raise ConfigurationError(
@@ -83,10 +106,10 @@ def retention_policy() -> RetentionPolicy:
             "(to delete whole threads, use CHECKPOINT_IDLE_DAYS)"
         )
     return RetentionPolicy(
-        job_payload_purge_after=None if purge is None else timedelta(hours=purge),
-        job_delete_after=None if delete is None else timedelta(days=delete),
+        job_payload_purge_after=purge,
+        job_delete_after=delete,
         checkpoint_keep_last=keep,
-        checkpoint_idle=None if idle is None else timedelta(days=idle),
+        checkpoint_idle=idle,
     )
 
 

@@ -11,13 +11,12 @@ error. ``--dry-run`` only counts.
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import timedelta
 from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
 
 from tulip_memory.exceptions import ConfigurationError
-from tulip_memory.management.sweep_command import SweepCommand
+from tulip_memory.management.sweep_command import SweepCommand, option_period
 from tulip_memory.retention.jobs import cleanup_tenant_jobs
 from tulip_memory.retention.policy import RetentionPolicy, retention_policy
 
@@ -50,13 +49,12 @@ class Command(SweepCommand):
         except ConfigurationError as exc:
             raise CommandError(str(exc)) from None
         hours, days = options["payload_after_hours"], options["delete_after_days"]
-        for name, value in (("--payload-after-hours", hours), ("--delete-after-days", days)):
-            if value is not None and not value >= 0:
-                raise CommandError(f"{name} must be a number >= 0, got {value}")
         if hours is not None:
-            policy = replace(policy, job_payload_purge_after=timedelta(hours=hours))
+            purge = option_period("--payload-after-hours", hours, unit="hours", strict=False)
+            policy = replace(policy, job_payload_purge_after=purge)
         if days is not None:
-            policy = replace(policy, job_delete_after=timedelta(days=days))
+            delete = option_period("--delete-after-days", days, unit="days", strict=False)
+            policy = replace(policy, job_delete_after=delete)
         if policy.job_payload_purge_after is None and policy.job_delete_after is None:
             raise CommandError(
                 "Nothing to do: set TULIP_MEMORY['JOB_PAYLOAD_PURGE_AFTER_HOURS'] or "

@@ -22,6 +22,7 @@ from tulip_memory.erasure import ErasureReport, forget_subject
 from tulip_memory.exceptions import TulipMemoryError
 from tulip_memory.management.tenant_command import TenantCommand
 from tulip_memory.namespaces import decode_namespace
+from tulip_memory.subjects import validate_subject
 
 
 def _default_actor() -> str:
@@ -73,6 +74,11 @@ class Command(TenantCommand):
                 )
             prefixes.append(labels)
         actor = options["actor"] if options["actor"] is not None else _default_actor()
+        try:
+            validate_subject(options["subject"])
+        except ValueError as exc:
+            raise CommandError(f"{exc}. Nothing was erased.") from exc
+        self.require_known(tenants, alias)
         try:
             report = forget_subject(
                 tenants[0],

@@ -12,13 +12,12 @@ do, which is an error. Works on PostgreSQL and MySQL/MariaDB (``--database``).
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import timedelta
 from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
 
 from tulip_memory.exceptions import ConfigurationError
-from tulip_memory.management.sweep_command import SweepCommand
+from tulip_memory.management.sweep_command import SweepCommand, option_period
 from tulip_memory.retention.checkpoints import prune_tenant_checkpoints
 from tulip_memory.retention.policy import RetentionPolicy, retention_policy
 
@@ -57,9 +56,8 @@ class Command(SweepCommand):
                 )
             policy = replace(policy, checkpoint_keep_last=keep)
         if idle is not None:
-            if not idle > 0:
-                raise CommandError(f"--idle-days must be a number > 0, got {idle}")
-            policy = replace(policy, checkpoint_idle=timedelta(days=idle))
+            idle_period = option_period("--idle-days", idle, unit="days", strict=True)
+            policy = replace(policy, checkpoint_idle=idle_period)
         if policy.checkpoint_keep_last is None and policy.checkpoint_idle is None:
             raise CommandError(
                 "Nothing to do: set TULIP_MEMORY['CHECKPOINT_KEEP_LAST'] or "

@@ -95,6 +95,7 @@ class Command(TenantCommand):
         connection = self.connection(alias)
         encoder = self._encoder()
         self._check_width(encoder, connection, alias)
+        self.require_known(tenants, alias)
         loop = asyncio.new_event_loop()
         try:
             worker = Reembedder(encoder, using=alias, batch_size=batch_size, loop=loop)

@@ -77,6 +77,7 @@ class Command(TenantCommand):
                     f"the tenants named ({', '.join(map(repr, tenants))})."
                 )
             namespaces.setdefault(tenant, []).append(path)
+        self.require_known(tenants, alias)
         dry_run = options["dry_run"]
         only = options["only"]
         totals = [0, 0, 0]

@@ -125,6 +125,7 @@ class Command(TenantCommand):
         tenants = self.tenants(options)
         alias = options["database"]
         self.connection(alias)
+        self.require_known(tenants, alias)
         stats = {tenant: tenant_stats(tenant, alias) for tenant in tenants}
         if options["json"]:
             self.stdout.write(json.dumps({"tenants": stats}, indent=2))
