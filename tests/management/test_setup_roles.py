@@ -114,6 +114,7 @@ def test_dry_run_prints_the_sql_through_any_connection():
         'CREATE ROLE "someone_new" LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE;' in lines
     )
     assert not any('CREATE ROLE "tulip_owner"' in line for line in lines)  # it exists
+    assert "-- role 'tulip_owner' exists: kept as it is" in lines
     assert "CREATE EXTENSION IF NOT EXISTS vector;" in lines
     assert 'GRANT CONNECT ON DATABASE "tulip_test" TO "someone_new";' in lines
 
@@ -128,6 +129,7 @@ def test_dry_run_prints_the_sql_through_any_connection():
         (("--app-password-env", "TULIP_NO_SUCH_VARIABLE"), "TULIP_NO_SUCH_VARIABLE is unset"),
         (("--database", "mysql"), "mysql; this command works on postgresql"),
         (("--tenant", "acme"), "unrecognized arguments: --tenant"),
+        (("--app-role", "postgres", "--dry-run"), "'postgres' exists and is a superuser or"),
     ],
 )
 def test_bad_input_is_refused(args, message):

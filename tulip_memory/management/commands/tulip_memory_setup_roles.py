@@ -97,15 +97,24 @@ class Command(TenantCommand):
                 )
                 user, superuser, dbname = cursor.fetchone()
                 cursor.execute(
-                    "SELECT rolname FROM pg_roles WHERE rolname = ANY(%s)", [[owner, app]]
+                    "SELECT rolname, rolsuper OR rolbypassrls FROM pg_roles "
+                    "WHERE rolname = ANY(%s)",
+                    [[owner, app]],
                 )
-                existing = {row[0] for row in cursor.fetchall()}
+                existing = dict(cursor.fetchall())
         except DatabaseError as exc:
             raise CommandError(f"--database {alias!r} cannot be reached: {exc}") from None
         try:
             validate_identifier(dbname)
         except ValueError as exc:
             raise CommandError(f"Database name {exc}") from None
+        if existing.get(app):
+            raise CommandError(
+                f"The role {app!r} exists and is a superuser or has BYPASSRLS: row-level "
+                "security never applies to it, so it cannot be the application role. As a "
+                f'superuser run ALTER ROLE "{app}" NOSUPERUSER NOBYPASSRLS, or name another '
+                "--app-role."
+            )
         statements = [
             statement
             for role in (owner, app)
@@ -114,6 +123,9 @@ class Command(TenantCommand):
         raw = connection.connection  # the psycopg connection renders the SQL
         if options["dry_run"]:
             self.stdout.write(f"-- As a superuser, in database {dbname!r}:")
+            for role in (owner, app):
+                if role in existing and passwords[role] is None:
+                    self.stdout.write(f"-- role {role!r} exists: kept as it is")
             for statement in statements:
                 self.stdout.write(f"{statement.as_string(raw)};")
             return
