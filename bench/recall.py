@@ -10,7 +10,9 @@ of its evidence ids among the first k keys, averaged over the questions.
 
 Configurations that need PostgreSQL run in a child process per vector width (the width of
 PgMemory's vector column is fixed when the migrations run): an embedded PostgreSQL 18 +
-pgvector in a temporary folder, Django on it (``embedded_django.setup_django``).
+pgvector in a temporary folder, Django on it (``embedded_django.setup_django``). Once a
+configuration's items are loaded, its database is ``ANALYZE``d (as autovacuum would a
+live table), then the questions are timed.
 ``bench/recall_prototypes`` holds the ranking prototypes measured next to today's stores.
 
     .venv/bin/python bench/recall.py [--only NAME ...] [--plot docs/recall-latency.png]
@@ -364,14 +366,25 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
+def analyze(url: str) -> None:
+    """``ANALYZE`` the database at ``url`` (the tables that role owns): what autovacuum
+    does to a live table soon after a load. Without it the planner sees the just-loaded
+    tables as nearly empty, and every PostgreSQL store is timed on plans no deployment
+    keeps for long."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("ANALYZE")
+
+
 async def measure(
     config: Config, ctx: Context, conversations: list[Conversation]
 ) -> dict[str, Any]:
     subject = config.make(ctx)
     for conv in conversations:
         await subject.load(conv.namespace, conv.items)
-    if hasattr(subject, "prepare"):
-        await subject.prepare()
+    if ctx.admin_url is not None:
+        analyze(ctx.admin_url)
     await subject.search(conversations[0].namespace, conversations[0].questions[0][0], LIMIT)
     hits: dict[int, list[float]] = {1: [], 5: [], 10: []}
     timings: list[float] = []
