@@ -7,6 +7,8 @@ InMemorySaver as the reference: the state after every turn must be equal.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -203,3 +205,22 @@ async def test_bad_input_is_refused_with_what_is_wrong():
     for bad in (-1, True, "5"):
         with pytest.raises(ValueError, match="max_chain_depth"):
             DjangoSaver(tenant="acme", max_chain_depth=bad)
+
+
+def test_versions_are_short_sort_in_counter_order_and_follow_postgres_savers():
+    saver = DjangoSaver(tenant="acme")
+    first = saver.get_next_version(None, None)
+    assert re.fullmatch(r"000000000001\.[0-9a-f]{8}", first)
+    versions = [first]
+    for _ in range(12):
+        versions.append(saver.get_next_version(versions[-1], None))
+    assert versions == sorted(versions) and len(set(versions)) == len(versions)
+    assert saver.get_next_version(7, None).startswith("000000000008.")
+    # A thread written with PostgresSaver's versions goes on, still in order.
+    theirs = "00000000000000000000000000000999.0.14364237311299288"
+    ours = saver.get_next_version(theirs, None)
+    assert ours.startswith("000000001000.") and ours > theirs
+    # Two forks at one counter get different versions.
+    assert len({saver.get_next_version(theirs, None) for _ in range(50)}) == 50
+    with pytest.raises(ValueError, match="reached 999999999999 versions"):
+        saver.get_next_version("999999999999.00000000", "messages")
