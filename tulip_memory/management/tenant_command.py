@@ -9,8 +9,9 @@ progress bar for long work:
   standard input, ``#`` starts a comment) name tenants; ``--all-tenants`` takes every
   tenant of the tenant registry (:class:`~tulip_memory.models.tenants.Tenant`, which
   row-level security does not hide). Naming none is an error: a command never guesses;
-  naming one the registry does not know is an error too (a typo would otherwise sweep,
-  count or erase nothing and exit 0).
+  naming one the registry does not know is an error too (:meth:`TenantCommand.require_known`,
+  which each command calls once its own options are checked: a typo would otherwise
+  sweep, count or erase nothing and exit 0).
   A command that works on no tenant's rows sets ``takes_tenants = False`` (no such
   options).
 * ``--database ALIAS`` (default ``default``): an alias missing from ``DATABASES``, or of a
