@@ -78,9 +78,16 @@ def test_rows_of_another_encoder_are_counted_as_w020():
         assert check_sources_on(admin, "tulip_admin", "hrr") == []
         with override_settings(TULIP_MEMORY=CONFIGURED):
             [message] = check_sources_on(admin, "tulip_admin", CONFIGURED_SOURCE)
-            # Through the application role row-level security hides every tenant's rows.
-            assert check_embedding_sources(databases=["default"]) == []
+            # The application role sees no row without a pinned tenant: it counts tenant
+            # by tenant (the registry's), each in a transaction pinned to it.
+            [through_app] = check_embedding_sources(databases=["default"])
             assert check_embedding_sources(databases=None) == []
     assert message.id == "tulip_memory.W020"
     assert "6 stored item(s)" in message.msg and "6 of 'hrr'" in message.msg
     assert "tulip_memory_reembed --database tulip_admin" in message.hint
+    assert through_app.id == "tulip_memory.W020"
+    assert "'default': 6 stored item(s) of 2 tenant(s) ('acme', 'globex')" in through_app.msg
+    assert "(6 of 'hrr')" in through_app.msg
+    assert (
+        "tulip_memory_reembed --database default --tenant acme --tenant globex " in through_app.hint
+    )

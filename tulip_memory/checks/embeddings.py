@@ -12,14 +12,16 @@
   rebuilds them. A warning, not an error: nothing is lost or wrong, recall is degraded,
   and ``migrate`` (which runs database checks) must not be blocked mid-change.
 
-Row-level security shows an application role no row without a pinned tenant, so W020
-counts what the alias's role sees: every tenant through a role with BYPASSRLS (or a
-superuser), nothing through the application role. ``tulip_memory_reembed --dry-run
---tenant <t>`` counts one tenant under its own binding.
+Row-level security shows an application role no row without a pinned tenant, so through
+such a role (the application role, or the owner under FORCE ROW LEVEL SECURITY) W020
+counts tenant by tenant: one transaction pinned to each tenant of the registry (a
+statement each; a second or so per thousand tenants). A role with BYPASSRLS (or a
+superuser) sees every row: one statement.
 """
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Iterable
 from typing import Any
 
@@ -70,26 +72,62 @@ def check_embedder_settings(
 
 
 def check_sources_on(connection: Any, alias: str, source: str) -> list[checks.CheckMessage]:
-    """W020 for the rows ``connection`` sees, against the configured ``source``."""
-    from tulip_memory.store.pg_reembed import column_width, foreign_sources
+    """W020 for the rows of ``alias`` (its ``connection``), against the configured ``source``."""
+    from tulip_memory.store.pg_reembed import (
+        bypasses_row_level_security,
+        column_width,
+        foreign_sources,
+    )
 
     if column_width(connection) is None:
         return []  # not migrated yet
-    found = foreign_sources(connection, source)
+    tenants: list[str] = []
+    if bypasses_row_level_security(connection):
+        found = foreign_sources(connection, source)
+    else:
+        found, tenants = _foreign_sources_tenant_by_tenant(connection, alias, source)
     if not found:
         return []
     total = sum(found.values())
     by_source = ", ".join(f"{count} of {name!r}" for name, count in found.items())
+    where, which = "", "--tenant <tenant> ..."
+    if tenants:
+        more = ", ..." if len(tenants) > 5 else ""
+        where = f" of {len(tenants)} tenant(s) ({', '.join(map(repr, tenants[:5]))}{more})"
+        which = " ".join(f"--tenant {shlex.quote(t)}" for t in tenants[:5]) + more[1:]
     return [
         checks.Warning(
-            f"Database alias {alias!r}: {total} stored item(s) carry vectors of another "
+            f"Database alias {alias!r}: {total} stored item(s){where} carry vectors of another "
             f"encoder than the configured {source!r} ({by_source}); searches find them by "
             "their words only.",
-            hint="Run python manage.py tulip_memory_reembed --database "
-            f"{alias} --tenant <tenant> ... to re-embed them.",
+            hint=f"Run python manage.py tulip_memory_reembed --database {alias} {which} "
+            "to re-embed them.",
             id="tulip_memory.W020",
         )
     ]
+
+
+def _foreign_sources_tenant_by_tenant(
+    connection: Any, alias: str, source: str
+) -> tuple[dict[str, int], list[str]]:
+    """:func:`foreign_sources` summed over the registry's tenants, each in a transaction
+    pinned to it; and the tenants that have such rows."""
+    from tulip_memory.models.tenants import Tenant
+    from tulip_memory.store.pg_reembed import foreign_sources
+    from tulip_memory.tenancy import tenant_atomic
+
+    if Tenant._meta.db_table not in connection.introspection.table_names():
+        return {}, []  # migrated before the registry: no tenant to visit
+    found: dict[str, int] = {}
+    tenants = []
+    for tenant in Tenant.objects.using(alias).names():
+        with tenant_atomic(tenant, using=alias):
+            counts = foreign_sources(connection, source)
+        if counts:
+            tenants.append(tenant)
+        for name, count in counts.items():
+            found[name] = found.get(name, 0) + count
+    return dict(sorted(found.items())), tenants
 
 
 def check_embedding_sources(
