@@ -87,6 +87,14 @@ def _run_jobs(
         )
 
 
+def _event_line(event: str, payload: dict[str, Any]) -> str:
+    """``memory.manager.extracted (5 memories)``: an event and how many memories it moved."""
+    count = payload.get("memory_count")
+    if count is None:
+        return event
+    return f"{event} ({count} {'memory' if count == 1 else 'memories'})"
+
+
 async def manager_scene(out: TextIO) -> None:
     from tulip_memory.store import PgMemory
 
@@ -96,7 +104,7 @@ async def manager_scene(out: TextIO) -> None:
 
     def on_event(sender: Any, event: str, payload: dict[str, Any], **kwargs: Any) -> None:
         if event.startswith("memory.manager."):
-            events.append(f"{event} {payload.get('memory_count', '')}".rstrip())
+            events.append(_event_line(event, payload))
 
     memory_event.connect(on_event, weak=False)
     try:
@@ -193,6 +201,6 @@ async def manager_scene(out: TextIO) -> None:
         with manager.scoped(ADA):
             location = [m.content for m in await manager.retrieve() if m.key == "location"]
         out.write(f"Ada's location after both jobs, in order: {location[0]}\n")
-        out.write(f"\nEvents: {', '.join(events)}\n")
+        out.write("\nThe manager's events, in order:\n" + "".join(f"  {e}\n" for e in events))
     finally:
         memory_event.disconnect(on_event)
