@@ -224,3 +224,32 @@ def test_versions_are_short_sort_in_counter_order_and_follow_postgres_savers():
     assert len({saver.get_next_version(theirs, None) for _ in range(50)}) == 50
     with pytest.raises(ValueError, match="reached 999999999999 versions"):
         saver.get_next_version("999999999999.00000000", "messages")
+
+
+async def test_bad_thread_and_run_ids_are_refused_before_anything_is_deleted_or_copied():
+    saver = DjangoSaver(tenant="acme")
+    await build_agent(saver).ainvoke(user_turn(0), _config("123"))
+    stored = len([t async for t in saver.alist(_config("123"))])
+    refusals = [
+        (saver.adelete_thread({"x": 1}), r"^thread_id must be a str, got dict$"),
+        (saver.adelete_thread(123), r"^thread_id must be a str, got int$"),
+        (saver.adelete_thread("1\x0023"), r"^thread_id must not contain a NUL character$"),
+        (saver.acopy_thread(123, "copy"), r"^source_thread_id must be a str, got int$"),
+        (saver.acopy_thread("123", "c" * 256), r"^target_thread_id is 256 characters long, over"),
+        (saver.aprune("123"), r"^thread_ids must be a sequence of thread ids, got '123'$"),
+        (saver.aprune(["123", 7]), r"^thread_ids\[1\] must be a str, got int$"),
+        (saver.adelete_for_runs("run-1"), r"^run_ids must be a sequence of run ids"),
+        (saver.akeep_newest("123", 1), r"^thread_ids must be a sequence of thread ids"),
+        (saver.astorage_bytes(None), r"^thread_id must be a str, got NoneType$"),
+    ]
+    for call, message in refusals:
+        with pytest.raises(ValueError, match=message):
+            await call
+    assert len([t async for t in saver.alist(_config("123"))]) == stored
+    assert [t async for t in saver.alist(_config("c" * 255))] == []
+    sync = DjangoSaver(tenant="acme")
+    with pytest.raises(ValueError, match=r"^thread_id must be a str, got dict$"):
+        sync.delete_thread({"x": 1})
+    with pytest.raises(ValueError, match=r"^source_thread_id must be a str, got int$"):
+        sync.copy_thread(123, "copy")
+    assert len([t async for t in saver.alist(_config("123"))]) == stored

@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import random
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar, cast
 
@@ -85,6 +85,28 @@ def _configurable(config: RunnableConfig) -> tuple[str, str, str | None]:
     if not isinstance(checkpoint_ns, str):
         raise ValueError(f"checkpoint_ns must be a string, got {checkpoint_ns!r}")
     return thread_id, checkpoint_ns, get_checkpoint_id(config)
+
+
+def _thread_id(value: object, what: str = "thread_id") -> str:
+    """``value`` if it is a valid thread id (a str, not empty, no NUL, at most
+    ``THREAD_ID_MAX_LENGTH`` characters), else ValueError naming ``what``: checked before
+    anything is read or deleted, as ``get_tuple`` checks the config's."""
+    return validate_identifier(value, what, max_length=THREAD_ID_MAX_LENGTH)
+
+
+def _thread_ids(values: object, what: str = "thread_ids") -> list[str]:
+    """A sequence of thread ids (not one str, whose characters would pass for ids)."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise ValueError(f"{what} must be a sequence of thread ids, got {values!r}")
+    return [_thread_id(value, f"{what}[{i}]") for i, value in enumerate(values)]
+
+
+def _run_ids(values: object) -> list[str]:
+    """Run ids as text (LangGraph's are UUIDs or their text); not one str, whose
+    characters would pass for ids."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise ValueError(f"run_ids must be a sequence of run ids, got {values!r}")
+    return [str(value) for value in values]
 
 
 def _config(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> RunnableConfig:
@@ -592,6 +614,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
 
     def delete_thread(self, thread_id: str) -> None:
         started = time.perf_counter()
+        thread_id = _thread_id(thread_id)
         tenant = self._resolve_tenant()
         deleted = self._run_sync(self._delete_threads, [thread_id])
         self._forget(tenant, [thread_id])
@@ -603,6 +626,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
 
     async def adelete_thread(self, thread_id: str) -> None:
         started = time.perf_counter()
+        thread_id = _thread_id(thread_id)
         tenant = self._resolve_tenant()
         deleted = await self._run(self._delete_threads, [thread_id])
         self._forget(tenant, [thread_id])
@@ -617,7 +641,6 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
 
         from tulip_memory.models import LangGraphCheckpoint, LangGraphWrite
 
-        run_ids = [str(r) for r in run_ids]
         if not run_ids:
             return
         checkpoints = LangGraphCheckpoint.objects.using(self.using).filter(
@@ -638,15 +661,14 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         )
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
-        self._run_sync(self._delete_for_runs, run_ids)
+        self._run_sync(self._delete_for_runs, _run_ids(run_ids))
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
-        await self._run(self._delete_for_runs, run_ids)
+        await self._run(self._delete_for_runs, _run_ids(run_ids))
 
     def _copy_thread(self, tenant: str, source: str, target: str) -> None:
         from tulip_memory.models import LangGraphBlob, LangGraphCheckpoint, LangGraphWrite
 
-        validate_identifier(target, "thread_id")
         models: tuple[type[Any], ...] = (LangGraphBlob, LangGraphCheckpoint, LangGraphWrite)
         for model in models:
             manager = model.objects.using(self.using)
@@ -658,10 +680,14 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
             manager.bulk_create(copies, ignore_conflicts=True, batch_size=500)
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        self._run_sync(self._copy_thread, source_thread_id, target_thread_id)
+        source = _thread_id(source_thread_id, "source_thread_id")
+        target = _thread_id(target_thread_id, "target_thread_id")
+        self._run_sync(self._copy_thread, source, target)
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        await self._run(self._copy_thread, source_thread_id, target_thread_id)
+        source = _thread_id(source_thread_id, "source_thread_id")
+        target = _thread_id(target_thread_id, "target_thread_id")
+        await self._run(self._copy_thread, source, target)
 
     def _prune(self, tenant: str, thread_ids: Sequence[str], strategy: str) -> dict[str, int]:
         """Apply ``strategy``; the checkpoints and whole threads removed."""
@@ -681,6 +707,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         started = time.perf_counter()
+        thread_ids = _thread_ids(thread_ids)
         tenant = self._resolve_tenant()
         removed = self._run_sync(self._prune, thread_ids, strategy)
         self._forget(tenant, thread_ids)
@@ -688,6 +715,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         started = time.perf_counter()
+        thread_ids = _thread_ids(thread_ids)
         tenant = self._resolve_tenant()
         removed = await self._run(self._prune, thread_ids, strategy)
         self._forget(tenant, thread_ids)
@@ -714,7 +742,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
     ) -> tuple[float, str, Sequence[str]]:
         if isinstance(keep_last, bool) or not isinstance(keep_last, int) or keep_last < 1:
             raise ValueError(f"keep_last must be an int >= 1, got {keep_last!r}")
-        return time.perf_counter(), self._resolve_tenant(), list(thread_ids)
+        return time.perf_counter(), self._resolve_tenant(), _thread_ids(thread_ids)
 
     def _kept_newest(
         self, tenant: str, threads: Sequence[str], removed: int, started: float
@@ -727,11 +755,11 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
 
     async def astorage_bytes(self, thread_id: str) -> int:
         """Bytes of the thread's stored values (checkpoints, metadata, blobs, writes)."""
-        return await self._run(self._storage_bytes, thread_id)
+        return await self._run(self._storage_bytes, _thread_id(thread_id))
 
     def storage_bytes(self, thread_id: str) -> int:
         """Bytes of the thread's stored values (checkpoints, metadata, blobs, writes)."""
-        return self._run_sync(self._storage_bytes, thread_id)
+        return self._run_sync(self._storage_bytes, _thread_id(thread_id))
 
     def _storage_bytes(self, tenant: str, thread_id: str) -> int:
         from django.db.models import Sum
