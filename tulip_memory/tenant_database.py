@@ -26,12 +26,36 @@ from asgiref.sync import sync_to_async
 from tulip_memory.exceptions import CheckpointError, ConfigurationError, TenantError
 from tulip_memory.optional_dependencies import import_optional
 
-__all__ = ["TenantDatabase"]
+__all__ = ["TenantDatabase", "on_worker_thread"]
 
 T = TypeVar("T")
 
 # How long a writer waits for a thread another writer holds before giving up.
 _LOCK_WAIT_SECONDS = 60
+
+
+def on_worker_thread(using: str, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Run ``func`` on a long-lived worker thread of its own (the LangGraph saver's and
+    store's sync API) after checking the thread's connection to ``using``.
+
+    Django checks a connection as each request starts and ends; no request reaches such a
+    thread, so a connection the server dropped (a restart, an idle timeout) would fail the
+    next call. Checked as Django does at a request's start: a connection that saw an error,
+    or any connection when the alias sets ``CONN_HEALTH_CHECKS``, is tested (``SELECT 1``)
+    and closed if unusable, so that the call reconnects. Unlike
+    ``close_old_connections``, a healthy connection is kept whatever ``CONN_MAX_AGE``: the
+    thread exists to keep it.
+    """
+    from django.db import connections
+
+    connection = connections[using]
+    suspect = connection.errors_occurred or connection.settings_dict.get("CONN_HEALTH_CHECKS")
+    if connection.connection is not None and not connection.in_atomic_block and suspect:
+        if connection.is_usable():
+            connection.errors_occurred = False
+        else:
+            connection.close()
+    return func(*args, **kwargs)
 
 
 class TenantDatabase:

@@ -7,8 +7,10 @@ InMemorySaver as the reference: the state after every turn must be equal.
 
 from __future__ import annotations
 
+import os
 import re
 
+import psycopg
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -16,7 +18,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from tulip_memory.exceptions import CheckpointCorruptError, TenantError
-from tulip_memory.langgraph import DjangoSaver
+from tulip_memory.langgraph import DjangoSaver, DjangoStore
 from tulip_memory.tenancy import tenant_context
 from tulip_memory.testing.langgraph_agent import build_agent, user_turn
 
@@ -253,3 +255,44 @@ async def test_bad_thread_and_run_ids_are_refused_before_anything_is_deleted_or_
     with pytest.raises(ValueError, match=r"^source_thread_id must be a str, got int$"):
         sync.copy_thread(123, "copy")
     assert len([t async for t in saver.alist(_config("123"))]) == stored
+
+
+def _drop_the_workers_connection(worker) -> None:
+    """The server ends the backend of the worker thread's connection (as a restart would)."""
+    from django.db import connections
+
+    def backend_pid() -> int:
+        with connections["default"].cursor() as cursor:
+            cursor.execute("SELECT pg_backend_pid()")
+            return cursor.fetchone()[0]
+
+    pid = worker.submit(backend_pid).result()
+    with psycopg.connect(os.environ["TULIP_TEST_ADMIN_URL"], autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", [pid])
+
+
+def test_the_sync_api_reconnects_after_the_server_dropped_its_connection():
+    from django.db import OperationalError, connections
+
+    saver = DjangoSaver(tenant="acme")
+    config = _config("dropped")
+    build_agent(saver).invoke(user_turn(0), config)
+    # As Django's requests: the call that meets the dead connection fails, the next
+    # reconnects.
+    _drop_the_workers_connection(saver._worker)
+    with pytest.raises(OperationalError):
+        saver.get_tuple(config)
+    assert saver.get_tuple(config) is not None
+    # With CONN_HEALTH_CHECKS the connection is tested before each call: none fails.
+    settings = connections.settings["default"]
+    settings["CONN_HEALTH_CHECKS"] = True
+    try:
+        _drop_the_workers_connection(saver._worker)
+        assert saver.get_tuple(config) is not None
+        store = DjangoStore(tenant="acme")
+        store.put(("users", "u1"), "k", {"text": "tea"})
+        _drop_the_workers_connection(store._worker)
+        assert store.get(("users", "u1"), "k").value == {"text": "tea"}
+        store.close()
+    finally:
+        settings["CONN_HEALTH_CHECKS"] = False

@@ -7,6 +7,7 @@ import asyncio
 import logging
 import textwrap
 
+import pytest
 from asgiref.sync import async_to_sync
 
 from tests.processes import run_python
@@ -119,3 +120,26 @@ def test_pending_extractions_are_drained_at_interpreter_exit():
     done = run_python(script, django_settings=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["main done 1", "event memory.manager.extracted"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_sync_code_submits_to_pgmemory_and_the_memory_is_saved():
+    # A sync view: async_to_sync around the manager (sync_facade does the same). Its
+    # thread's executor is gone when the job runs; the job's ORM calls must not need it.
+    from tulip_memory.store import PgMemory
+    from tulip_memory.sync_facade import sync_facade
+
+    store = PgMemory()
+    manager = LLMMemoryManager(
+        store, namespace_prefix=NS, extract_fn=_slow_extractor, extract_mode="background"
+    )
+    async_to_sync(manager.on_session_end)(_state("I live in Porto."))
+    async_to_sync(manager.drain)()
+    facade = sync_facade(manager)
+    with manager.scoped(("acme", "users", "u3")):
+        facade.on_session_end(_state("I live in Faro."))
+    facade.drain()
+    assert manager.pending_extractions == 0
+    for namespace, said in ((NS, "I live in Porto."), (("acme", "users", "u3"), "I live in Faro.")):
+        item = async_to_sync(store.get_item)((*namespace, "user"), "said")
+        assert item is not None and item.value["content"] == said

@@ -58,7 +58,7 @@ from tulip_memory.identifiers import THREAD_ID_MAX_LENGTH, validate_identifier
 from tulip_memory.langgraph import chains
 from tulip_memory.lru import LRUCache
 from tulip_memory.subjects import subject_of
-from tulip_memory.tenant_database import TenantDatabase
+from tulip_memory.tenant_database import TenantDatabase, on_worker_thread
 
 __all__ = ["DjangoSaver"]
 
@@ -211,7 +211,9 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         The tenant is resolved here, in the caller's context (where it may be bound).
         """
         tenant = self._resolve_tenant()
-        return self._worker.submit(self._in_transaction, tenant, func, args, lock).result()
+        return self._worker.submit(
+            on_worker_thread, self.using, self._in_transaction, tenant, func, args, lock
+        ).result()
 
     # -- versions ----------------------------------------------------------------------
 

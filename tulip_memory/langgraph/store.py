@@ -84,7 +84,7 @@ from tulip_memory.namespaces import (
 )
 from tulip_memory.store.pg import MAX_INDEXED_BYTES, PgMemory
 from tulip_memory.store.validation import encode_value, validate_key, validate_ttl
-from tulip_memory.tenant_database import TenantDatabase
+from tulip_memory.tenant_database import TenantDatabase, on_worker_thread
 from tulip_memory.text import tokenize, value_text
 
 __all__ = ["DjangoStore"]
@@ -328,7 +328,9 @@ class DjangoStore(TenantDatabase, BaseStore):
         connection stays open); the tenant is resolved in the caller's context."""
         tenant = self._resolve_tenant()
         ops = list(ops)
-        return self._worker.submit(async_to_sync(self._abatch), tenant, ops).result()
+        return self._worker.submit(
+            on_worker_thread, self.using, async_to_sync(self._abatch), tenant, ops
+        ).result()
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         return await self._abatch(self._resolve_tenant(), list(ops))
@@ -566,7 +568,7 @@ class DjangoStore(TenantDatabase, BaseStore):
         """Delete the expired items of the store's tenant (PgMemory's sweep); how many."""
         tenant = self._resolve_tenant()
         sweep = async_to_sync(self.memory.sweep_expired)
-        return self._worker.submit(sweep, tenants=[tenant]).result()
+        return self._worker.submit(on_worker_thread, self.using, sweep, tenants=[tenant]).result()
 
     async def asweep_ttl(self) -> int:
         """Async :meth:`sweep_ttl`."""

@@ -3,7 +3,8 @@
 The jobs run on one process-wide event loop in a daemon thread, not on the caller's loop:
 a request served under ``asyncio.run`` or ``async_to_sync`` ends its loop when it returns,
 and a job living there would be cancelled with it — silently lost. Each job runs in a copy
-of the submitter's context (the manager's scope and the bound tenant follow it).
+of the submitter's context (the manager's scope and the bound tenant follow it), without
+asgiref's record of the submitter's thread (see ``_leave_the_callers_thread``).
 
 Jobs of one key (a namespace) run one at a time in submission order (each waits for the
 one submitted before it); at most ``max_concurrent`` jobs of one
@@ -65,6 +66,25 @@ class _ExtractionLoop:
 _extraction_loop = _ExtractionLoop()
 
 
+def _leave_the_callers_thread() -> None:
+    """In a job's copy of the submitter's context: forget asgiref's record of the
+    submitter's thread.
+
+    A submitter under ``async_to_sync`` (a sync view, ``sync_facade``) leaves in the
+    context the executor of its own thread, where ``sync_to_async(thread_sensitive=True)``
+    sends ORM calls; that executor quits when ``async_to_sync`` returns, and every ORM call
+    of the job would then fail ("CurrentThreadExecutor already quit"). Without it the
+    job's ORM calls run on asgiref's process-wide thread-sensitive executor.
+    """
+    try:
+        from asgiref.sync import AsyncToSync, SyncToAsync
+    except ImportError:  # pragma: no cover - asgiref comes with Django
+        return
+    AsyncToSync.executors.current = None
+    SyncToAsync.thread_sensitive_context.set(None)  # type: ignore[arg-type]
+    SyncToAsync.deadlock_context.set(False)
+
+
 class BackgroundExtractions:
     """Ordered-per-key, bounded background jobs of one manager."""
 
@@ -89,6 +109,7 @@ class BackgroundExtractions:
     def submit(self, key: Hashable, job: Job) -> None:
         """Schedule ``job`` after every job submitted earlier under ``key``."""
         context = contextvars.copy_context()
+        context.run(_leave_the_callers_thread)
         with self._pending_lock:
             self._pending += 1
         _extraction_loop.get().call_soon_threadsafe(self._schedule, key, job, context)
