@@ -287,7 +287,9 @@ def test_lease_heartbeat_survives_a_dropped_database_connection(celery_settings)
             assert not ExtractionQueue.objects.claim(queue_id, "other-worker", 1.5)
 
 
-def test_a_task_message_that_cannot_be_sent_never_breaks_the_callers_commit(celery_settings):
+def test_a_task_message_that_cannot_be_sent_never_breaks_the_callers_commit(
+    celery_settings, caplog
+):
     # The job row is committed with the caller's transaction; a failure to send its task
     # message afterwards (broker down, bad serializer) must not surface as an exception
     # at the caller's commit (on_session_end never raises), and loses nothing: the job
@@ -308,6 +310,29 @@ def test_a_task_message_that_cannot_be_sent_never_breaks_the_callers_commit(cele
         run_extraction_queue._exec_options = None
     assert manager.pending_extractions == 1
     assert [(s, st) for s, st, _, _ in _jobs("acme")] == [(1, JobState.PENDING)]
+    # One line that says what happened and what happens next, not a traceback.
+    [record] = [r for r in caplog.records if "could not be sent" in r.getMessage()]
+    assert record.levelname == "WARNING" and record.exc_info is None
+    assert "is stored but its Celery message could not be sent" in record.getMessage()
+    assert "the sweep re-sends it once the broker answers" in record.getMessage()
+
+
+def test_celery_mode_refuses_a_namespace_of_another_tenant_than_the_bound_one(
+    celery_settings, caplog
+):
+    # Inline, PgMemory refuses it; queued, the worker would write into that tenant.
+    from tulip_memory.tenancy import tenant_context
+
+    manager = _manager()
+    state = AgentState(messages=[Message(Role.USER, "I live in Oslo.")])
+    with tenant_context("globex"), manager.scoped(("acme", "planted")):
+        async_to_sync(manager.on_session_end)(state)
+    assert manager.pending_extractions == 0
+    assert _jobs("acme") == [] and _jobs("globex") == []
+    assert "namespace[0] is tenant 'acme' but tenant 'globex' is bound" in caplog.text
+    with tenant_context("acme"), manager.scoped(("acme", "own")):
+        async_to_sync(manager.on_session_end)(state)
+    assert manager.pending_extractions == 1
 
 
 def test_a_worker_that_lost_its_lease_stops_before_its_next_job(celery_settings, monkeypatch):
@@ -356,3 +381,21 @@ def test_a_worker_that_lost_its_lease_stops_before_its_next_job(celery_settings,
     assert run_queue("acme", queue_id, owner="worker-b").done == 2
     assert [line.split()[0] for line in read_log("q15")] == ["start", "0", "start", "0", "1"]
     assert [(s, st, a) for s, st, a, _ in _jobs("acme")] == [(1, "done", 2), (2, "done", 1)]
+
+
+def test_a_send_through_celerys_default_app_is_logged_as_an_error(caplog):
+    from celery import Celery, current_app
+
+    from tulip_memory.manager.extraction.queue import _warn_without_a_project_app
+
+    previous = current_app._get_current_object()
+    _warn_without_a_project_app()  # the test project's app, with its broker: nothing
+    assert caplog.records == []
+    Celery("default", fixups=[], set_as_current=False, loader="default").set_current()
+    try:
+        _warn_without_a_project_app()
+    finally:
+        previous.set_current()
+    [record] = caplog.records
+    assert record.levelname == "ERROR"
+    assert "the project's Celery app is not loaded" in record.getMessage()

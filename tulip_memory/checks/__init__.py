@@ -1,12 +1,13 @@
 """System checks of tulip_memory (``manage.py check``), one module per concern.
 
 All are registered in one place, :meth:`tulip_memory.apps.TulipMemoryConfig.ready`.
-Ids: ``tulip_memory.E001`` and up for errors, ``tulip_memory.W001`` and up for warnings.
+Ids: ``tulip_memory.E001`` and up for errors, ``tulip_memory.W001`` and up for warnings,
+``tulip_memory.I010`` for what a check could not look at.
 
 * :mod:`.settings` — E001, W001: the ``TULIP_MEMORY`` dict itself;
 * :mod:`.tenancy` — E010-E014, W010: row-level security on the tenant databases
-  (``database`` tag, and on ``default`` under plain ``check``); W011 the header resolver
-  (``deploy``);
+  (``database`` tag, and on ``default`` under plain ``check``; I010 when ``default``
+  cannot be reached then); W011 the header resolver (``deploy``);
 * :mod:`.embeddings` — E020-E021: the configured embedder; W020: stored vectors of
   another encoder (``database`` tag);
 * :mod:`.checkpoints` — E030: ``TULIP_MEMORY["CHECKPOINTERS"]``;

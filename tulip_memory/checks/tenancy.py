@@ -1,4 +1,4 @@
-"""System checks of tenant isolation (ids tulip_memory.E010-E014, W010, W011).
+"""System checks of tenant isolation (ids tulip_memory.E010-E014, W010, W011, I010).
 
 On the aliases of ``TULIP_MEMORY["TENANT_DATABASES"]``: E010 superuser role, E011
 BYPASSRLS role, E012 tenant table without ENABLE/FORCE row level security, E013 tenant
@@ -10,8 +10,9 @@ They run in two ways. Tagged ``database``, on the aliases a command names (``che
 --database A``, ``migrate --database A``). And, untagged, on the ``default`` alias when no
 alias is named (plain ``check``, ``runserver``, any command's start-up checks) and it is
 a PostgreSQL tenant database: three catalog queries on one connection. When that
-connection cannot be opened (a build step without a database), plain ``check`` says
-nothing about it; ``check --database default`` reports the connection error.
+connection cannot be opened (a build step without a database), plain ``check`` says so
+with I010, an Info that fails no ``--fail-level`` in use; ``check --database default``
+reports the connection error.
 
 Tagged ``deploy`` (``check --deploy``): W011 the tenant resolver reads a request header.
 """
@@ -176,8 +177,18 @@ def check_default_tenant_database(
         return []
     try:
         connection.ensure_connection()
-    except OperationalError:
-        return []  # no database to look at here; check --database default says why
+    except OperationalError as exc:
+        # An Info, not a Warning: commands run at build time without a database
+        # (collectstatic in an image build) run these checks too.
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return [
+            checks.Info(
+                f"The row-level security of database 'default' was not checked: it cannot "
+                f"be reached ({first_line}).",
+                hint="Run manage.py check --database default where the database answers.",
+                id="tulip_memory.I010",
+            )
+        ]
     return check_connection(connection, DEFAULT_DB_ALIAS)
 
 

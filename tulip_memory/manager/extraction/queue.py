@@ -69,6 +69,22 @@ def send_run_task(
     )
 
 
+def _warn_without_a_project_app() -> None:
+    """Log an error when the message would go through Celery's built-in default app:
+    the project's Celery app is not loaded (check tulip_memory.E044 says so at start-up
+    only for managers built while the URLconf loads)."""
+    from celery import current_app
+
+    app = current_app._get_current_object()
+    if app.main in (None, "default") and not (app.conf.broker_url or app.conf.broker_write_url):
+        logger.error(
+            "Sending an extraction job through Celery's default app: the project's Celery "
+            "app is not loaded (import it in your project's __init__.py; docs/manager.md, "
+            "'Celery in your project'), so the message goes to Celery's default broker "
+            "and no worker of the project may ever run it."
+        )
+
+
 class CeleryExtractions:
     """The Celery jobs one manager enqueued, and how to wait for them."""
 
@@ -100,22 +116,40 @@ class CeleryExtractions:
         """
         from django.db import transaction
 
+        from tulip_memory.exceptions import TenantError
         from tulip_memory.models import ExtractionJob
-        from tulip_memory.tenancy import tenant_atomic
+        from tulip_memory.tenancy import current_tenant, tenant_atomic
 
         tenant = namespace[0]
+        bound = current_tenant()
+        if bound is not None and tenant != bound:
+            # What PgMemory refuses inline: the worker would write into that tenant.
+            raise TenantError(
+                f"namespace[0] is tenant {tenant!r} but tenant {bound!r} is bound: "
+                "a call for one tenant may not touch another's rows"
+            )
         payload = {"messages": [message.to_dict() for message in messages]}
         with tenant_atomic(tenant, using=self.using):
             job_id, queue_id = ExtractionJob.objects.using(self.using).enqueue(namespace, payload)
 
             def committed() -> None:
                 self._pending[job_id] = (tenant, queue_id)
-                send_run_task(tenant, queue_id)
+                _warn_without_a_project_app()
+                try:
+                    send_run_task(tenant, queue_id)
+                except Exception as exc:
+                    # The job row is committed: it is not lost. The sweep (and drain())
+                    # re-send the message of a queue nobody works on.
+                    logger.warning(
+                        "Extraction job %s of %r is stored but its Celery message could not "
+                        "be sent (%s: %s); the sweep re-sends it once the broker answers.",
+                        job_id,
+                        namespace,
+                        type(exc).__name__,
+                        exc,
+                    )
 
-            # robust: the job row is committed by now, so a failure to send its message
-            # (broker down) is logged, never raised into the caller's commit; the job is
-            # not lost (drain() re-sends the message of an idle queue).
-            transaction.on_commit(committed, using=self.using, robust=True)
+            transaction.on_commit(committed, using=self.using)
         return job_id
 
     def _poll(self, kick: bool) -> None:
