@@ -399,3 +399,21 @@ def test_a_send_through_celerys_default_app_is_logged_as_an_error(caplog):
     [record] = caplog.records
     assert record.levelname == "ERROR"
     assert "the project's Celery app is not loaded" in record.getMessage()
+
+
+@pytest.mark.django_db
+def test_celery_mode_says_which_of_the_managers_settings_the_workers_do_not_use(
+    settings, caplog
+):
+    settings.TULIP_MEMORY = {"MANAGER_OPTIONS": {"max_memories": 10}}
+    LLMMemoryManager(PgMemory(), extract_mode="celery", max_memories=10)
+    assert caplog.records == []  # what the workers build: nothing to say
+    LLMMemoryManager(InMemoryStore(), extract_mode="celery", max_memories=1, keep_history=False)
+    [record] = caplog.records
+    assert record.levelname == "WARNING"
+    assert record.getMessage() == (
+        "extract_mode='celery': the workers extract with the manager they build from "
+        "TULIP_MEMORY['STORE'] and ['MANAGER_OPTIONS'], not with this one's store "
+        "InMemoryStore (workers: PgMemory), max_memories=1 (workers: 10), "
+        "keep_history=False (workers: True); set them there."
+    )

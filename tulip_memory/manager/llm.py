@@ -57,6 +57,39 @@ __all__ = ["LLMMemoryManager", "NamespaceResolver"]
 
 logger = logging.getLogger("tulip_memory.manager")
 
+
+def _warn_about_what_workers_ignore(manager: LLMMemoryManager) -> None:
+    """In celery mode the workers extract with the manager they build from ``STORE``
+    (+ ``STORE_OPTIONS``) and ``MANAGER_OPTIONS``: log what of this manager's store and
+    extraction options they will not use, so that a difference is not silent."""
+    from tulip_memory.conf import settings
+
+    options = settings.MANAGER_OPTIONS
+    differences = []
+    try:
+        store_class = settings.import_setting("STORE")
+    except Exception:  # reported by the checks of the STORE setting
+        store_class = None
+    if isinstance(store_class, type) and not isinstance(manager.store, store_class):
+        differences.append(
+            f"store {type(manager.store).__name__} (workers: {store_class.__name__})"
+        )
+    alias = getattr(manager.store, "using", None)
+    if alias is not None and alias != settings.STORE_OPTIONS.get("using", "default"):
+        differences.append(f"database {alias!r} (workers: STORE_OPTIONS['using'])")
+    for name, default in (("max_memories", 50), ("keep_history", True)):
+        wanted = options.get(name, default)
+        if getattr(manager, name) != wanted:
+            differences.append(f"{name}={getattr(manager, name)!r} (workers: {wanted!r})")
+    if differences:
+        logger.warning(
+            "extract_mode='celery': the workers extract with the manager they build from "
+            "TULIP_MEMORY['STORE'] and ['MANAGER_OPTIONS'], not with this one's %s; set "
+            "them there.",
+            ", ".join(differences),
+        )
+
+
 NamespaceResolver = Callable[[RunInfo], "Namespace | MemoryScope | None"]
 
 # list_keys page used when pruning a type down to max_memories.
@@ -156,6 +189,8 @@ class LLMMemoryManager(BaseMemoryManager):
         self.namespace_resolver = namespace_resolver
         self.keep_history = keep_history
         self._history = MemoryHistory(store)
+        if extract_mode == "celery":
+            _warn_about_what_workers_ignore(self)
 
     # --- scope ----------------------------------------------------------------------------
 
