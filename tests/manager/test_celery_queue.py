@@ -402,9 +402,7 @@ def test_a_send_through_celerys_default_app_is_logged_as_an_error(caplog):
 
 
 @pytest.mark.django_db
-def test_celery_mode_says_which_of_the_managers_settings_the_workers_do_not_use(
-    settings, caplog
-):
+def test_celery_mode_says_which_of_the_managers_settings_the_workers_do_not_use(settings, caplog):
     settings.TULIP_MEMORY = {"MANAGER_OPTIONS": {"max_memories": 10}}
     LLMMemoryManager(PgMemory(), extract_mode="celery", max_memories=10)
     assert caplog.records == []  # what the workers build: nothing to say
