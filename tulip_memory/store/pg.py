@@ -166,7 +166,9 @@ class PgMemory(BaseStore):
             raise ConfigurationError(
                 f"TULIP_MEMORY['VECTOR_DIMENSIONS'] is {configured} (the width of the vector "
                 f"column), but {origin}. Set VECTOR_DIMENSIONS = {width} before running "
-                "the migrations" + (f", or pass dim={configured // 2}." if hrr else ".")
+                "the migrations (already migrated: also change the column and re-embed, as "
+                "check tulip_memory.E014 says)"
+                + (f", or pass dim={configured // 2}." if hrr else ".")
             )
 
     @property
