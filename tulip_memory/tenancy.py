@@ -70,6 +70,18 @@ def current_tenant() -> str | None:
     return _bound_tenants.top()
 
 
+def refuse_another_tenant(tenant: str, what: str = "namespace[0]") -> None:
+    """Raise :class:`TenantError` when a tenant other than ``tenant`` is bound: a call for
+    one tenant may not touch another's rows (row-level security would allow it, the
+    transaction being pinned to ``tenant``). ``what`` names where ``tenant`` came from."""
+    bound = current_tenant()
+    if bound is not None and tenant != bound:
+        raise TenantError(
+            f"{what} is tenant {tenant!r} but tenant {bound!r} is bound: "
+            "a call for one tenant may not touch another's rows"
+        )
+
+
 # Lower-case: used like a function, as contextlib helpers are.
 class tenant_context(ContextBinding[str]):
     """Bind ``tenant`` for a ``with`` block, or for every call of a decorated function.

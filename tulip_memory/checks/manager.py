@@ -174,20 +174,21 @@ def check_celery_app(
     app_configs: Iterable[Any] | None = None, **kwargs: Any
 ) -> list[checks.CheckMessage]:
     """E044: celery mode is used, and Celery's current app has no broker configured."""
-    from celery import current_app
     from django.urls import get_resolver
 
     from tulip_memory.manager.extraction.modes import extract_modes_in_use
+    from tulip_memory.manager.extraction.queue import app_without_a_broker
 
     # Import the views and their managers; a broken URLconf is Django's own check's finding.
     with contextlib.suppress(Exception):
         get_resolver().url_patterns  # noqa: B018
     if "celery" not in extract_modes_in_use():
         return []
-    app = current_app._get_current_object()
-    if app.conf.broker_url or app.conf.broker_write_url:
+    missing = app_without_a_broker()
+    if missing is None:
         return []
-    if app.main in (None, "default"):  # Celery's built-in fallback app
+    app, builtin = missing
+    if builtin:
         problem = "the project's Celery app is not loaded"
     else:
         problem = "that app was loaded but given no broker (CELERY_BROKER_URL unset?)"

@@ -17,6 +17,7 @@ project (its job rows are models), imported only when that mode is used.
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import Callable, Hashable, Sequence
 from datetime import UTC, datetime
@@ -77,8 +78,9 @@ def _warn_about_what_workers_ignore(manager: LLMMemoryManager) -> None:
     alias = getattr(manager.store, "using", None)
     if alias is not None and alias != settings.STORE_OPTIONS.get("using", "default"):
         differences.append(f"database {alias!r} (workers: STORE_OPTIONS['using'])")
-    for name, default in (("max_memories", 50), ("keep_history", True)):
-        wanted = options.get(name, default)
+    defaults = inspect.signature(LLMMemoryManager).parameters
+    for name in ("max_memories", "keep_history"):
+        wanted = options.get(name, defaults[name].default)
         if getattr(manager, name) != wanted:
             differences.append(f"{name}={getattr(manager, name)!r} (workers: {wanted!r})")
     if differences:

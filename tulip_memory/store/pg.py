@@ -83,7 +83,12 @@ from tulip_memory.store.validation import (
     validate_query,
     validate_threshold,
 )
-from tulip_memory.tenancy import current_tenant, tenant_atomic, validate_tenant
+from tulip_memory.tenancy import (
+    current_tenant,
+    refuse_another_tenant,
+    tenant_atomic,
+    validate_tenant,
+)
 from tulip_memory.text import search_terms, tokenize, value_text
 
 __all__ = ["DEFAULT_DIM", "DEFAULT_ENCODING_CACHE", "PGVECTOR_ANN_MAX_DIM", "PgMemory"]
@@ -223,12 +228,7 @@ class PgMemory(BaseStore):
             tenant = validate_tenant(namespace[0])
         except ValueError as exc:
             raise ValueError(f"{name}[0] is the tenant: {exc}") from None
-        bound = current_tenant()
-        if bound is not None and tenant != bound:
-            raise TenantError(
-                f"{name}[0] is tenant {tenant!r} but tenant {bound!r} is bound: "
-                "a call for one tenant may not touch another's rows"
-            )
+        refuse_another_tenant(tenant, f"{name}[0]")
         return tenant
 
     @classmethod

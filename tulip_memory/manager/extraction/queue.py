@@ -22,6 +22,7 @@ import asyncio
 import logging
 import time
 from collections import defaultdict
+from typing import Any
 
 from asgiref.sync import sync_to_async
 
@@ -69,14 +70,24 @@ def send_run_task(
     )
 
 
+def app_without_a_broker() -> tuple[Any, bool] | None:
+    """Celery's current app when no broker is configured for it, with whether it is
+    Celery's built-in fallback (no project app loaded); ``None`` when it has a broker.
+    What check tulip_memory.E044 and each send look at."""
+    from celery import current_app
+
+    app = current_app._get_current_object()
+    if app.conf.broker_url or app.conf.broker_write_url:
+        return None
+    return app, app.main in (None, "default")
+
+
 def _warn_without_a_project_app() -> None:
     """Log an error when the message would go through Celery's built-in default app:
     the project's Celery app is not loaded (check tulip_memory.E044 says so at start-up
     only for managers built while the URLconf loads)."""
-    from celery import current_app
-
-    app = current_app._get_current_object()
-    if app.main in (None, "default") and not (app.conf.broker_url or app.conf.broker_write_url):
+    missing = app_without_a_broker()
+    if missing is not None and missing[1]:
         logger.error(
             "Sending an extraction job through Celery's default app: the project's Celery "
             "app is not loaded (import it in your project's __init__.py; docs/manager.md, "
@@ -116,18 +127,11 @@ class CeleryExtractions:
         """
         from django.db import transaction
 
-        from tulip_memory.exceptions import TenantError
         from tulip_memory.models import ExtractionJob
-        from tulip_memory.tenancy import current_tenant, tenant_atomic
+        from tulip_memory.tenancy import refuse_another_tenant, tenant_atomic
 
         tenant = namespace[0]
-        bound = current_tenant()
-        if bound is not None and tenant != bound:
-            # What PgMemory refuses inline: the worker would write into that tenant.
-            raise TenantError(
-                f"namespace[0] is tenant {tenant!r} but tenant {bound!r} is bound: "
-                "a call for one tenant may not touch another's rows"
-            )
+        refuse_another_tenant(tenant)  # as PgMemory inline: the worker would write there
         payload = {"messages": [message.to_dict() for message in messages]}
         with tenant_atomic(tenant, using=self.using):
             job_id, queue_id = ExtractionJob.objects.using(self.using).enqueue(namespace, payload)
