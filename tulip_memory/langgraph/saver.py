@@ -73,20 +73,6 @@ PRUNE_STRATEGIES = ("keep_latest", "delete")
 _HeadKey = tuple[str, str, str, str]
 
 
-def _configurable(config: RunnableConfig) -> tuple[str, str, str | None]:
-    """(thread_id, checkpoint_ns, checkpoint_id or None) of a config; ValueError if bad."""
-    configurable = config.get("configurable") or {}
-    thread_id = validate_identifier(
-        configurable.get("thread_id"),
-        "config['configurable']['thread_id']",
-        max_length=THREAD_ID_MAX_LENGTH,
-    )
-    checkpoint_ns = configurable.get("checkpoint_ns") or ""
-    if not isinstance(checkpoint_ns, str):
-        raise ValueError(f"checkpoint_ns must be a string, got {checkpoint_ns!r}")
-    return thread_id, checkpoint_ns, get_checkpoint_id(config)
-
-
 def _thread_id(value: object, what: str = "thread_id") -> str:
     """``value`` if it is a valid thread id (a str, not empty, no NUL, at most
     ``THREAD_ID_MAX_LENGTH`` characters), else ValueError naming ``what``: checked before
@@ -94,19 +80,33 @@ def _thread_id(value: object, what: str = "thread_id") -> str:
     return validate_identifier(value, what, max_length=THREAD_ID_MAX_LENGTH)
 
 
-def _thread_ids(values: object, what: str = "thread_ids") -> list[str]:
-    """A sequence of thread ids (not one str, whose characters would pass for ids)."""
+def _configurable(config: RunnableConfig) -> tuple[str, str, str | None]:
+    """(thread_id, checkpoint_ns, checkpoint_id or None) of a config; ValueError if bad."""
+    configurable = config.get("configurable") or {}
+    thread_id = _thread_id(configurable.get("thread_id"), "config['configurable']['thread_id']")
+    checkpoint_ns = configurable.get("checkpoint_ns") or ""
+    if not isinstance(checkpoint_ns, str):
+        raise ValueError(f"checkpoint_ns must be a string, got {checkpoint_ns!r}")
+    return thread_id, checkpoint_ns, get_checkpoint_id(config)
+
+
+def _id_list(values: object, what: str, kind: str) -> list[object]:
+    """``values`` as a list: a sequence of ids, not one str (whose characters would pass
+    for ids)."""
     if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
-        raise ValueError(f"{what} must be a sequence of thread ids, got {values!r}")
-    return [_thread_id(value, f"{what}[{i}]") for i, value in enumerate(values)]
+        raise ValueError(f"{what} must be a sequence of {kind}, got {values!r}")
+    return list(values)
+
+
+def _thread_ids(values: object, what: str = "thread_ids") -> list[str]:
+    """A sequence of valid thread ids (see :func:`_thread_id`)."""
+    ids = _id_list(values, what, "thread ids")
+    return [_thread_id(value, f"{what}[{i}]") for i, value in enumerate(ids)]
 
 
 def _run_ids(values: object) -> list[str]:
-    """Run ids as text (LangGraph's are UUIDs or their text); not one str, whose
-    characters would pass for ids."""
-    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
-        raise ValueError(f"run_ids must be a sequence of run ids, got {values!r}")
-    return [str(value) for value in values]
+    """Run ids as text (LangGraph's are UUIDs or their text)."""
+    return [str(value) for value in _id_list(values, "run_ids", "run ids")]
 
 
 def _config(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> RunnableConfig:
