@@ -64,10 +64,33 @@ def django_db_setup(django_db_blocker):
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
-    """Keep each phase's report on the test item (the browser tests screenshot failures)."""
+    """Keep each phase's report on the test item (the browser tests screenshot failures);
+    after a failed teardown, lift the database blocks it left."""
     outcome = yield
     report = outcome.get_result()
     setattr(item, f"rep_{report.when}", report)
+    if report.when == "teardown" and report.failed:
+        _lift_database_blocks()
+
+
+def _lift_database_blocks() -> None:
+    """One failed test stays one failure.
+
+    Django blocks the databases a test did not declare by wrapping their connections'
+    methods, and lifts the blocks in ``tearDownClass``, which pytest-django calls only
+    after the flush of the test's tables. When that flush raises (a worker process still
+    writing, a deadlock), the blocks stay on this thread's connections and every later
+    test on those databases fails with ``DatabaseOperationForbidden``.
+    """
+    from django.test.testcases import _DatabaseFailure
+
+    for connection in connections.all(initialized_only=True):
+        for name, value in list(vars(connection).items()):
+            method = value
+            while isinstance(method, _DatabaseFailure):
+                method = method.wrapped
+            if method is not value:
+                setattr(connection, name, method)
 
 
 @pytest.hookimpl(hookwrapper=True)
