@@ -215,6 +215,10 @@ async def test_save_refuses_bad_input_and_writes_nothing():
         await manager.save([Memory(MemoryType.USER, "a", "ok"), {"type": "user"}])
     with pytest.raises(ValueError, match="list"):
         await manager.save(Memory(MemoryType.USER, "a", "ok"))
+    emptied = Memory(MemoryType.USER, "b", "ok")
+    emptied.content = " "  # a dataclass's fields can be reassigned: save() checks again
+    with pytest.raises(ValueError, match=r"memories\[1\]: Memory.content is blank"):
+        await manager.save([Memory(MemoryType.USER, "a", "ok"), emptied])
     assert await store.list_namespaces() == []
 
 
@@ -227,11 +231,16 @@ def test_memory_validates_its_fields():
         Memory(MemoryType.USER, "k" * 201, "c")
     with pytest.raises(ValueError, match="content"):
         Memory(MemoryType.USER, "k", None)
+    for blank in ("", " \n\t"):
+        with pytest.raises(ValueError, match=r"Memory\.content is blank"):
+            Memory(MemoryType.USER, "k", blank)
     assert Memory("user", "k", "c").type is MemoryType.USER
     memory = Memory(MemoryType.PROJECT, "k", "c", {"x": 1})
     assert Memory.from_store_value(memory.to_store_value()) == memory
     with pytest.raises(ValueError, match="content"):
         Memory.from_store_value({"type": "user", "key": "k"})
+    with pytest.raises(ValueError, match="blank"):  # recall skips such a row with a warning
+        Memory.from_store_value({"type": "user", "key": "k", "content": ""})
 
 
 @pytest.mark.parametrize(

@@ -163,3 +163,18 @@ async def test_extract_is_empty_and_an_empty_conversation_is_not_sent():
     assert await manager.extract([Message(Role.USER, "I love hiking")]) == []
     await manager.on_session_end(AgentState(messages=[Message(Role.SYSTEM, "only system")]))
     assert client.calls == []
+
+
+async def test_save_checks_every_memory_before_the_first_add_and_blank_rows_are_not_recalled():
+    client = InProcessMem0()
+    manager = Mem0MemoryManager(client=client, user_id="u1")
+    emptied = Memory(MemoryType.USER, "b", "ok")
+    emptied.content = ""
+    with pytest.raises(ValueError, match=r"memories\[1\]: Memory\.content is blank"):
+        await manager.save([Memory(MemoryType.USER, "a", "ok"), emptied])
+    with pytest.raises(ValueError, match=r"memories\[0\] must be a Memory"):
+        await manager.save(["likes tea"])
+    assert client.calls == []  # nothing was handed to mem0
+    await manager.save([Memory(MemoryType.USER, "tea", "likes tea")])
+    client.rows.append({**client.rows[0], "id": "blank", "memory": "  "})
+    assert [m.content for m in await manager.retrieve()] == ["likes tea"]

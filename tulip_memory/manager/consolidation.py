@@ -57,7 +57,12 @@ from tulip_memory.llm.structured import StructuredOutput
 from tulip_memory.llm.transcript import render_messages
 from tulip_memory.llm.usage import Usage
 from tulip_memory.manager.history import MemoryHistory
-from tulip_memory.manager.types import MEMORY_KEY_MAX_LENGTH, Memory, MemoryType
+from tulip_memory.manager.types import (
+    MEMORY_KEY_MAX_LENGTH,
+    Memory,
+    MemoryType,
+    validate_memory_key,
+)
 from tulip_memory.messages import Message
 
 if TYPE_CHECKING:
@@ -448,7 +453,7 @@ class LLMExtractor:
             return self._refuse(report, f"facts[{index}] has the unknown type {fact['type']!r}")
         key = fact["key"].strip()
         try:
-            Memory(memory_type, key, "")
+            validate_memory_key(key)
         except ValueError as error:
             return self._refuse(report, f"facts[{index}] has an invalid key: {error}")
         if self.redactor.redact(key).kinds or any(secret in key for secret in secrets):

@@ -45,6 +45,8 @@ from tulip_memory.manager.types import (
     ExtractMode,
     Memory,
     MemoryType,
+    check_memories,
+    validate_memory_key,
 )
 from tulip_memory.messages import Message
 from tulip_memory.namespaces import Namespace, validate_namespace
@@ -420,11 +422,7 @@ class LLMMemoryManager(BaseMemoryManager):
         the history when it changed. ``updated_at`` is stamped on a copy: the caller's
         Memory objects are not modified. Every item is checked before the first write.
         """
-        if isinstance(memories, Memory) or not isinstance(memories, Sequence):
-            raise ValueError("save() takes a list of Memory objects")
-        for index, memory in enumerate(memories):
-            if not isinstance(memory, Memory):
-                raise ValueError(f"memories[{index}] must be a Memory, got {type(memory).__name__}")
+        check_memories(memories)
         latest: dict[tuple[MemoryType, str], Memory] = {}
         for memory in memories:  # within one call, the last memory of a (type, key) wins
             latest.pop((memory.type, memory.key), None)
@@ -513,9 +511,8 @@ class LLMMemoryManager(BaseMemoryManager):
             raise ValueError(
                 f"memory_type must be one of {[t.value for t in MemoryType]}, got {memory_type!r}"
             ) from None
-        probe = Memory(type=kind, key=key, content="")  # validates the key
         prefix = self.active_namespace if namespace is None else validate_namespace(namespace)
-        return probe.type, probe.key, prefix
+        return kind, validate_memory_key(key), prefix
 
 
 def _extractor_from_settings() -> LLMExtractor | None:

@@ -27,7 +27,7 @@ from typing import Any
 from tulip_memory.events import EV_MEMORY_MANAGER_EXTRACT_FAILED, EV_MEMORY_MANAGER_EXTRACTED, emit
 from tulip_memory.manager.base import BaseMemoryManager
 from tulip_memory.manager.block import strip_memory_blocks
-from tulip_memory.manager.types import Memory, MemoryType
+from tulip_memory.manager.types import Memory, MemoryType, check_memories
 from tulip_memory.messages import Message, Role
 from tulip_memory.state import AgentState
 
@@ -121,7 +121,7 @@ class Mem0MemoryManager(BaseMemoryManager):
         memories: list[Memory] = []
         for row in self._rows(response)[:top]:
             text = row.get("memory") or row.get("text") or ""
-            if not text:
+            if not isinstance(text, str) or not text.strip():
                 continue
             metadata = dict(row.get("metadata") or {})
             try:
@@ -135,9 +135,7 @@ class Mem0MemoryManager(BaseMemoryManager):
 
     async def save(self, memories: list[Memory]) -> None:
         """Hand explicit memories to mem0, one ``add`` each, with their type and key."""
-        for index, memory in enumerate(memories):
-            if not isinstance(memory, Memory):
-                raise ValueError(f"memories[{index}] must be a Memory, got {type(memory).__name__}")
+        check_memories(memories)
         if not memories:
             return
         client = await self._get_client()

@@ -6,7 +6,7 @@ Pure Python: importable without Django settings.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
@@ -51,11 +51,18 @@ class Memory:
                 raise ValueError(
                     f"Memory.type must be one of {[t.value for t in MemoryType]}, got {self.type!r}"
                 ) from None
-        validate_identifier(
-            self.key, "Memory.key", max_length=MEMORY_KEY_MAX_LENGTH, allow_blank=False
-        )
+        self.check()
+
+    def check(self) -> None:
+        """Raise ``ValueError`` naming the first field that is not valid (the fields of a
+        dataclass can be reassigned after it was built: ``save()`` checks again)."""
+        if not isinstance(self.type, MemoryType):
+            raise ValueError(f"Memory.type must be a MemoryType, got {self.type!r}")
+        validate_memory_key(self.key)
         if not isinstance(self.content, str):
             raise ValueError(f"Memory.content must be a str, got {type(self.content).__name__}")
+        if not self.content.strip():
+            raise ValueError("Memory.content is blank: a memory must state something")
         if not isinstance(self.metadata, dict):
             raise ValueError(f"Memory.metadata must be a dict, got {type(self.metadata).__name__}")
 
@@ -81,6 +88,28 @@ class Memory:
             )
         except KeyError as exc:
             raise ValueError(f"a stored memory lacks the field {exc.args[0]!r}") from None
+
+
+def validate_memory_key(key: object) -> str:
+    """``key`` if it can name a memory (a non-blank identifier of at most
+    ``MEMORY_KEY_MAX_LENGTH`` characters), else ``ValueError`` naming the problem."""
+    return validate_identifier(
+        key, "Memory.key", max_length=MEMORY_KEY_MAX_LENGTH, allow_blank=False
+    )
+
+
+def check_memories(memories: object) -> None:
+    """Raise ``ValueError`` unless ``memories`` is a list of valid :class:`Memory` objects,
+    naming the first one that is not (what every manager's ``save`` checks before writing)."""
+    if isinstance(memories, Memory) or not isinstance(memories, Sequence):
+        raise ValueError("save() takes a list of Memory objects")
+    for index, memory in enumerate(memories):
+        if not isinstance(memory, Memory):
+            raise ValueError(f"memories[{index}] must be a Memory, got {type(memory).__name__}")
+        try:
+            memory.check()
+        except ValueError as error:
+            raise ValueError(f"memories[{index}]: {error}") from None
 
 
 @dataclass
