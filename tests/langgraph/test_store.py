@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TypedDict
 
 import pytest
+from asgiref.sync import async_to_sync, sync_to_async
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from langgraph.checkpoint.memory import InMemorySaver
@@ -107,6 +108,28 @@ async def test_a_bad_operation_anywhere_in_a_batch_writes_nothing(stores):
     assert (await store.aget(("ns",), "kept")).value == {"v": 1}
 
 
+async def test_a_key_that_is_not_text_is_refused_not_turned_into_text(stores):
+    """LangGraph's own stores write ``str(key)``: ``put(ns, 1, ...)`` would silently be the
+    item ``"1"``. DjangoStore refuses it in every item method, and in a batch."""
+    store = stores(tenant="acme")
+    await store.aput(("ns",), "1", {"v": 1})
+    calls = [
+        lambda: store.put(("ns",), 1, {"v": 2}),
+        lambda: store.get(("ns",), 1),
+        lambda: store.delete(("ns",), 1),
+        lambda: async_to_sync(store.aput)(("ns",), 1, {"v": 2}),
+        lambda: async_to_sync(store.aget)(("ns",), 1),
+        lambda: async_to_sync(store.adelete)(("ns",), 1),
+    ]
+    for call in calls:
+        with pytest.raises(ValueError, match=r"key must be a str, got int 1; .*str\(key\)"):
+            await sync_to_async(call)()
+    for ops in ([PutOp(("ns",), 1, {"v": 2})], [PutOp(("ns",), 1, None)], [GetOp(("ns",), 1)]):
+        with pytest.raises(ValueError, match="key must be a str, got int"):
+            await store.abatch(ops)
+    assert (await store.aget(("ns",), "1")).value == {"v": 1}  # nothing written or deleted
+
+
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
@@ -173,7 +196,6 @@ def test_a_batch_is_one_transaction_with_one_statement_per_kind(stores):
     ]
     with CaptureQueriesContext(connection) as captured:
         # The async API runs its statements on this thread's connection.
-        from asgiref.sync import async_to_sync
 
         results = async_to_sync(store.abatch)(ops)
     statements = [q["sql"].split()[0].upper() for q in captured.captured_queries]
@@ -261,7 +283,6 @@ def test_the_sync_api_runs_the_graph_too(stores):
 
 def test_a_celery_style_task_binds_the_tenant_around_an_async_graph(stores):
     # docs/langgraph.md's task: no request, the tenant bound around async_to_sync(ainvoke).
-    from asgiref.sync import async_to_sync
 
     store = stores()
     graph = _build_graph(DjangoSaver(), store)

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -50,12 +50,14 @@ from typing import Any, Literal, NamedTuple, cast
 
 from asgiref.sync import async_to_sync, sync_to_async
 from langgraph.store.base import (
+    NOT_PROVIDED,
     BaseStore,
     GetOp,
     InvalidNamespaceError,
     Item,
     ListNamespacesOp,
     MatchCondition,
+    NotProvided,
     Op,
     PutOp,
     Result,
@@ -101,6 +103,17 @@ def _namespace_of(raw: object, name: str) -> tuple[str, ...]:
     if not isinstance(raw, tuple):
         raise InvalidNamespaceError(f"{name} must be a tuple of strings, got {raw!r:.80}")
     return raw
+
+
+def _text_key(key: object) -> str:
+    """``key`` if it is text: LangGraph's ``BaseStore`` would store ``str(key)``, so that
+    ``put(ns, 1, ...)`` and ``put(ns, "1", ...)`` wrote the same item without a word."""
+    if not isinstance(key, str):
+        raise ValueError(
+            f"key must be a str, got {type(key).__name__} {key!r}; DjangoStore does not "
+            "turn it into text: pass str(key) if that is the key you mean"
+        )
+    return key
 
 
 def _page(value: object, name: str) -> int:
@@ -334,6 +347,46 @@ class DjangoStore(TenantDatabase, BaseStore):
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         return await self._abatch(self._resolve_tenant(), list(ops))
+
+    # LangGraph's item methods, refusing a key that is not text (see ``_text_key``).
+
+    def get(
+        self, namespace: tuple[str, ...], key: str, *, refresh_ttl: bool | None = None
+    ) -> Item | None:
+        return super().get(namespace, _text_key(key), refresh_ttl=refresh_ttl)
+
+    async def aget(
+        self, namespace: tuple[str, ...], key: str, *, refresh_ttl: bool | None = None
+    ) -> Item | None:
+        return await super().aget(namespace, _text_key(key), refresh_ttl=refresh_ttl)
+
+    def put(
+        self,
+        namespace: tuple[str, ...],
+        key: str,
+        value: Mapping[str, Any],
+        index: Literal[False] | list[str] | None = None,
+        *,
+        ttl: float | NotProvided | None = NOT_PROVIDED,
+    ) -> None:
+        super().put(namespace, _text_key(key), value, index, ttl=ttl)
+
+    async def aput(
+        self,
+        namespace: tuple[str, ...],
+        key: str,
+        value: Mapping[str, Any],
+        index: Literal[False] | list[str] | None = None,
+        *,
+        ttl: float | NotProvided | None = NOT_PROVIDED,
+    ) -> None:
+        await super().aput(namespace, _text_key(key), value, index, ttl=ttl)
+
+    def delete(self, namespace: tuple[str, ...], key: str) -> None:
+        super().delete(namespace, _text_key(key))
+
+    async def adelete(self, namespace: tuple[str, ...], key: str) -> None:
+        await super().adelete(namespace, _text_key(key))
 
     async def _abatch(self, tenant: str, ops: list[Op]) -> list[Result]:
         started = time.perf_counter()
