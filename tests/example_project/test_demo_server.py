@@ -1,7 +1,7 @@
 """The demo's embedded PostgreSQL stops when the last process using it exits.
 
 Child processes on the example project's own settings (no ``DATABASE_URL``), with their
-data directory in a temporary folder (``TULIP_DEMO_PGDATA``): ``migrate``, a process
+data directory in a temporary folder (``TULIP_DEMO_PGDATA``): ``migrate``, ``dbshell``, a process
 ended by SIGTERM after a killed process left its id behind, and ``tulip_demo``. After
 each, no postgres process of that data directory remains.
 """
@@ -57,6 +57,14 @@ def test_the_demo_server_stops_after_each_run_even_after_signals(tmp_path):
     pgdata = tmp_path / "pgdata"
     migrated = _manage(pgdata, "migrate", "--database=owner", "--verbosity=0")
     assert migrated.returncode == 0, migrated.stderr
+    assert _servers(pgdata) == []
+
+    # dbshell opens psql on the embedded server (PostgreSQL 18), not the machine's own.
+    query = "SELECT current_user, current_database(), current_setting('server_version_num')"
+    shell = _manage(pgdata, "dbshell", "--database=owner", "--", "-Atc", query)
+    assert shell.returncode == 0, shell.stderr
+    user, database, version = shell.stdout.strip().split("|")
+    assert (user, database, version[:2]) == ("tulip_owner", "tulip_demo", "18")
     assert _servers(pgdata) == []
 
     # A process killed outright (SIGKILL runs nothing) left its id in the list of users.

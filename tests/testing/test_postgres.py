@@ -44,3 +44,18 @@ def test_owner_role_owns_the_schema():
     with connections["owner"].cursor() as cursor:
         cursor.execute("SELECT current_user, rolsuper FROM pg_roles WHERE rolname = current_user")
         assert cursor.fetchone() == ("tulip_owner", False)
+
+
+def test_database_settings_put_a_socket_directory_and_port_where_dbshell_reads_them():
+    from django.db.backends.postgresql.client import DatabaseClient
+
+    from tulip_memory.testing.postgres import database_settings
+
+    config = database_settings("postgresql://owner@/demo?host=/tmp/pg%20data&port=5499")
+    assert (config["HOST"], config["PORT"], config["OPTIONS"]) == ("/tmp/pg data", "5499", {})
+    args, _env = DatabaseClient.settings_to_cmd_args_env(config, [])
+    assert args == ["psql", "-U", "owner", "-h", "/tmp/pg data", "-p", "5499", "demo"]
+    # A host in the URL's authority wins; a bad URL is dj-database-url's clear error.
+    assert database_settings("postgresql://u@db:5433/x?host=/tmp/s")["HOST"] == "db"
+    with pytest.raises(ValueError, match="scheme"):
+        database_settings("nosuchscheme://u@h/x")

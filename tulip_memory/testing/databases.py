@@ -143,10 +143,6 @@ def setup_test_databases(
         connection.close()
         state.saved[alias] = {key: connection.settings_dict.get(key) for key in _REPLACED}
         parsed = database_settings(role_url)
-        # A Unix socket's directory comes as ?host=...; HOST takes it as well.
-        options = parsed.get("OPTIONS")
-        if isinstance(options, dict) and options.get("host"):
-            parsed["HOST"] = options["host"]
         parsed["PASSWORD"] = state.saved[alias]["PASSWORD"] or ""
         connection.settings_dict.update({key: parsed[key] for key in _REPLACED})
     call_command(

@@ -194,9 +194,20 @@ def drop_database(admin_url: str, dbname: str) -> None:
 
 
 def database_settings(url: str, **extra: object) -> dict[str, object]:
-    """A Django ``DATABASES`` entry for ``url`` (parsed by dj-database-url)."""
+    """A Django ``DATABASES`` entry for ``url`` (parsed by dj-database-url).
+
+    A Unix socket's directory (``?host=/path``, as the embedded server's URLs carry it)
+    and a ``?port=`` go to ``HOST`` and ``PORT``, not only to ``OPTIONS``: the connection
+    would find the server either way, but ``dbshell`` reads only ``HOST`` and ``PORT``
+    and would otherwise open the machine's default server.
+    """
     import dj_database_url
 
     config: dict[str, object] = dict(dj_database_url.parse(url))
+    options = config.get("OPTIONS")
+    if isinstance(options, dict):
+        for option, key in (("host", "HOST"), ("port", "PORT")):
+            if options.get(option) and not config.get(key):
+                config[key] = str(options.pop(option))
     config.update(extra)
     return config
