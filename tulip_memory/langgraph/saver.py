@@ -378,43 +378,22 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         thread_id, checkpoint_ns, checkpoint_id = _configurable(config)
         if checkpoint_id is None:
             raise ValueError("put_writes needs config['configurable']['checkpoint_id']")
-        rows = []
-        for idx, (channel, value) in enumerate(writes):
-            type_, data = self.serde.dumps_typed(value)
-            rows.append(
-                LangGraphWrite(
-                    tenant=tenant,
-                    thread_id=thread_id,
-                    checkpoint_ns=checkpoint_ns,
-                    checkpoint_id=checkpoint_id,
-                    task_id=task_id,
-                    task_path=task_path,
-                    idx=WRITES_IDX_MAP.get(channel, idx),
-                    channel=channel,
-                    type=type_,
-                    data=data,
-                )
+        rows = [
+            (WRITES_IDX_MAP.get(channel, idx), channel, *self.serde.dumps_typed(value))
+            for idx, (channel, value) in enumerate(writes)
+        ]
+        if rows:
+            LangGraphWrite.objects.using(self.using).save_writes(
+                tenant,
+                thread_id=thread_id,
+                checkpoint_ns=checkpoint_ns,
+                checkpoint_id=checkpoint_id,
+                task_id=task_id,
+                task_path=task_path,
+                writes=rows,
+                # Special writes (errors, interrupts...) replace the task's earlier ones.
+                replace=all(channel in WRITES_IDX_MAP for channel, _ in writes),
             )
-        if not rows:
-            return
-        manager = LangGraphWrite.objects.using(self.using)
-        if all(channel in WRITES_IDX_MAP for channel, _ in writes):
-            # Special writes (errors, interrupts...) replace the task's earlier ones.
-            manager.bulk_create(
-                rows,
-                update_conflicts=True,
-                unique_fields=[
-                    "tenant",
-                    "thread_id",
-                    "checkpoint_ns",
-                    "checkpoint_id",
-                    "task_id",
-                    "idx",
-                ],
-                update_fields=["channel", "type", "data", "task_path"],
-            )
-        else:
-            manager.bulk_create(rows, ignore_conflicts=True)
 
     def put_writes(
         self,

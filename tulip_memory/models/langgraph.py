@@ -364,6 +364,43 @@ class LangGraphBlob(ThreadRow):
 class LangGraphWriteQuerySet(ThreadRowsQuerySet):
     """Pending writes of a tenant's thread."""
 
+    def save_writes(
+        self,
+        tenant: str,
+        *,
+        thread_id: str,
+        checkpoint_ns: str,
+        checkpoint_id: str,
+        task_id: str,
+        task_path: str,
+        writes: Sequence[tuple[int, str, str, bytes]],
+        replace: bool,
+    ) -> None:
+        """Insert a task's ``writes`` (``(idx, channel, type, data)``): ONE statement.
+
+        A write whose ``idx`` the task already stored is kept as it is, or replaced when
+        ``replace`` (LangGraph's special writes: errors, interrupts...).
+        """
+        connection = connections[self.db]
+        quote = connection.ops.quote_name
+        columns = ("tenant", "thread_id", "checkpoint_ns", "checkpoint_id", "task_id")
+        names = [*columns, "task_path", "idx", "channel", "type", "data"]
+        row = "(%s, %s, %s, %s, %s, %s, %s::integer, %s, %s, %s::bytea)"
+        on_conflict = "DO NOTHING"
+        if replace:
+            updates = ("channel", "type", "data", "task_path")
+            on_conflict = "DO UPDATE SET " + ", ".join(
+                f"{quote(n)} = EXCLUDED.{quote(n)}" for n in updates
+            )
+        sql = (
+            f"INSERT INTO {quote(LangGraphWrite._meta.db_table)} "
+            f"({', '.join(quote(n) for n in names)}) VALUES {', '.join([row] * len(writes))} "
+            f"ON CONFLICT ({', '.join(quote(n) for n in (*columns, 'idx'))}) {on_conflict}"
+        )
+        scope = (tenant, thread_id, checkpoint_ns, checkpoint_id, task_id, task_path)
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [value for write in writes for value in (*scope, *write)])
+
 
 class LangGraphWrite(ThreadRow):
     """A pending write of a task, stored against the checkpoint it follows."""
