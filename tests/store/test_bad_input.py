@@ -102,3 +102,17 @@ async def test_a_bad_metadata_filter_is_refused_by_name(store, root, metadata_fi
         await store.search_by_embedding(ns, [1.0] * width, metadata_filter=metadata_filter)
     assert "metadata_filter" in str(caught.value)
     assert [hit.item.key for hit in await store.search_by_embedding(ns, [1.0] * width)] == ["k"]
+
+
+async def test_a_value_with_a_megabyte_of_distinct_words_is_stored_whole_and_found(store, root):
+    """Over PostgreSQL's 1 MB tsvector limit if every word were indexed: PgMemory keeps the
+    value whole and indexes the words of its first 256 KiB (SEARCH_TEXT_MAX_BYTES)."""
+    ns = (root, "big")
+    text = " ".join(f"w{i}" for i in range(150_000))  # 1.09 MB, 150,000 distinct words
+    await store.put(ns, "big", {"text": text})
+    await store.put(ns, "small", {"text": "w7 again"})
+    assert (await store.get(ns, "big")) == {"text": text}
+    if store.capabilities.search:
+        assert {item.key for item in await store.search(ns, "w7", limit=5)} == {"big", "small"}
+    await store.put(ns, "big", {"text": text + " tail"})  # an update of such a value
+    assert (await store.get(ns, "big"))["text"].endswith(" tail")

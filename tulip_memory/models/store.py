@@ -35,6 +35,7 @@ from tulip_memory.namespaces import NAMESPACE_SEPARATOR, encode_namespace
 from tulip_memory.tenancy import TENANT_MAX_LENGTH
 
 __all__ = [
+    "SEARCH_TEXT_MAX_BYTES",
     "EmbeddingField",
     "MemoryItem",
     "MemoryItemQuerySet",
@@ -121,9 +122,23 @@ def live_predicate(alias: str, column: str, parameter: str = "now") -> str:
     return f"({alias}.{column} IS NULL OR {alias}.{column} > %({parameter})s)"
 
 
+# The most UTF-8 bytes of an item's tokens the search text keeps. PostgreSQL refuses a
+# tsvector over 1 MB, and a tsvector takes up to about three times the bytes of the text
+# it was made from (an entry and a position per lexeme): a value with more text is
+# stored whole, and found by the words of its first 256 KiB.
+SEARCH_TEXT_MAX_BYTES = 256 * 1024
+
+
 def search_text_of(tokens: Iterable[str]) -> str:
-    """The stored search text: the tokens between spaces, so ``' tea '`` matches a token."""
-    return " " + " ".join(tokens) + " "
+    """The stored search text: the tokens between spaces, so ``' tea '`` matches a token;
+    the first tokens only, up to :data:`SEARCH_TEXT_MAX_BYTES`."""
+    kept, size = [], 2
+    for token in tokens:
+        size += len(token.encode()) + 1
+        if size > SEARCH_TEXT_MAX_BYTES:
+            break
+        kept.append(token)
+    return " " + " ".join(kept) + " "
 
 
 def namespace_prefix_condition(prefixes: Iterable[tuple[str, ...]]) -> Q:
