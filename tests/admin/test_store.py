@@ -72,11 +72,26 @@ def test_filters_by_namespace_prefix_and_memory_type(memories, root_client):
     assert "0 memories" in page
 
 
+def _scores(page: str) -> dict[str, float]:
+    """Each listed memory's content → its score, from a ranked changelist."""
+    rows = page[page.index("<tbody>") : page.index("</tbody>")].split("<tr")[1:]
+    found = {}
+    for row in rows:
+        score = float(re.search(r'field-score">(-?[0-9.]+)<', row)[1])
+        content = re.search(r'field-content">([^<]*)<', row)[1]
+        found[content] = score
+    return found
+
+
 def test_search_ranks_with_the_store_and_shows_the_score(memories, root_client):
     pick_tenant(root_client, "alpha")
     page = root_client.get(reverse(CHANGELIST), {"q": "green tea"}).content.decode()
     assert "green tea" in page and "column-score" in page
-    assert page.index("green tea") < page.index("Django 5") if "Django 5" in page else True
+    scores = _scores(page)
+    # The fused score the agent ranks by: the best word match's BM25 share (1) plus the
+    # vector's part; a memory sharing no word with the query has the vector's part only.
+    assert scores["alpha likes green tea"] >= 1.0
+    assert scores.get("the app runs Django 5", 0.0) < 0.5
 
 
 def test_while_searching_the_list_says_it_is_ranked_and_its_columns_do_not_sort(
@@ -91,7 +106,7 @@ def test_while_searching_the_list_says_it_is_ranked_and_its_columns_do_not_sort(
         head = page[page.index("<thead>") : page.index("</thead>")]
         assert "sortable" not in head and "sortoptions" not in head
         rows = page[page.index("<tbody>") :]
-        scores = [float(s) for s in re.findall(r'field-score">([0-9.]+)<', rows)]
+        scores = [float(s) for s in re.findall(r'field-score">(-?[0-9.]+)<', rows)]
         assert len(scores) >= 2 and scores == sorted(scores, reverse=True), params
         assert rows.index("alpha likes green tea") < rows.index("Django 5")
 

@@ -186,7 +186,9 @@ class MemoryItemAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdm
         return queryset.filter(pk__in=list(scores)), False
 
     def _ranked(self, tenant: str, queryset: QuerySet, query: str) -> dict[int, float]:
-        """pk → score (1 - the store's rank) of the top hits, as PgMemory.search ranks."""
+        """pk → score of the top hits, as PgMemory.search ranks them: with words to rank
+        by, the fused score (the rank is minus it); else the cosine similarity (the rank
+        is the cosine distance)."""
         from tulip_memory.store.pg import PgMemory
 
         store = PgMemory(queryset.db)
@@ -196,6 +198,7 @@ class MemoryItemAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdm
             tenant, paths, SEARCH_LIMIT, **ranking
         )
         rows = sorted(rows, key=lambda row: row.rank)[:SEARCH_LIMIT]
+        fused = ranking.get("terms") is not None
         found = queryset.filter(
             tenant=tenant,
             namespace__in={paths[row.position] for row in rows},
@@ -203,7 +206,7 @@ class MemoryItemAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdm
         ).values_list("pk", "namespace", "key")
         pk_of = {(namespace, key): pk for pk, namespace, key in found}
         return {
-            pk_of[paths[row.position], row.key]: round(1.0 - row.rank, 4)
+            pk_of[paths[row.position], row.key]: round(-row.rank if fused else 1.0 - row.rank, 4)
             for row in rows
             if (paths[row.position], row.key) in pk_of
         }
