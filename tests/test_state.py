@@ -47,3 +47,17 @@ def test_run_info_from_state_copies_metadata():
     assert info == RunInfo(thread_id="thread-1", metadata=state.metadata)
     state.metadata["user_id"] = "u2"
     assert info.metadata["user_id"] == "u1"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"messages": [{"role": "user", "content": "hi"}]}, r"messages\[0\] must be a Message"),
+        ({"messages": (Message(Role.USER, "hi"),)}, "messages must be a list, got tuple"),
+        ({"metadata": [("user_id", "ada")]}, "metadata must be a dict, got list"),
+        ({"thread_id": 7}, "thread_id must be a str or None, got int"),
+    ],
+)
+def test_a_state_is_refused_at_once_when_a_field_has_the_wrong_type(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        AgentState(**kwargs)

@@ -5,6 +5,7 @@ Pure Python: importable without Django settings.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -87,3 +88,25 @@ class Message:
             name=data.get("name"),
             metadata=dict(metadata) if metadata else {},
         )
+
+
+def _without_nul(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.replace("\x00", "")
+    if isinstance(value, list):
+        return [_without_nul(item) for item in value]
+    if isinstance(value, dict):
+        return {_without_nul(key): _without_nul(item) for key, item in value.items()}
+    return value
+
+
+def without_nul(messages: Iterable[Message]) -> list[Message]:
+    """``messages`` with every NUL character removed from their texts (content, tool calls,
+    names, metadata): what memory extraction reads. A NUL carries nothing in a chat, and
+    PostgreSQL's text and JSON types cannot hold it."""
+    cleaned = []
+    for message in messages:
+        data = message.to_dict()
+        stripped = _without_nul(data)
+        cleaned.append(message if stripped == data else Message.from_dict(stripped))
+    return cleaned

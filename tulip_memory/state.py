@@ -22,6 +22,26 @@ class AgentState:
     metadata: dict[str, Any] = field(default_factory=dict)
     thread_id: str | None = None
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.messages, list):
+            raise ValueError(
+                f"AgentState.messages must be a list, got {type(self.messages).__name__}"
+            )
+        for index, message in enumerate(self.messages):
+            if not isinstance(message, Message):
+                raise ValueError(
+                    f"AgentState.messages[{index}] must be a Message, got "
+                    f"{type(message).__name__} (Message.from_dict() reads a dict)"
+                )
+        if not isinstance(self.metadata, dict):
+            raise ValueError(
+                f"AgentState.metadata must be a dict, got {type(self.metadata).__name__}"
+            )
+        if self.thread_id is not None and not isinstance(self.thread_id, str):
+            raise ValueError(
+                f"AgentState.thread_id must be a str or None, got {type(self.thread_id).__name__}"
+            )
+
     def to_checkpoint(self) -> dict[str, Any]:
         """A JSON-serialisable snapshot; ``from_checkpoint`` rebuilds an equal state."""
         return {
@@ -52,3 +72,10 @@ class RunInfo:
     @classmethod
     def from_state(cls, state: AgentState) -> RunInfo:
         return cls(thread_id=state.thread_id, metadata=dict(state.metadata))
+
+
+def checked_state(state: object, caller: str) -> AgentState:
+    """``state`` if it is an :class:`AgentState`, else ``ValueError`` naming ``caller``."""
+    if not isinstance(state, AgentState):
+        raise ValueError(f"{caller}() takes an AgentState, got {type(state).__name__}")
+    return state

@@ -15,7 +15,7 @@ from django.db import transaction
 from tests.manager.extractors import read_log
 from tulip_memory.manager import LLMMemoryManager
 from tulip_memory.manager.worker import run_queue
-from tulip_memory.messages import Message, Role
+from tulip_memory.messages import Message, Role, ToolCall
 from tulip_memory.models import ExtractionJob, ExtractionQueue, JobState
 from tulip_memory.state import AgentState
 from tulip_memory.store import InMemoryStore, PgMemory
@@ -76,6 +76,32 @@ def test_payload_is_the_conversation_without_the_memory_block(celery_settings):
         (queue,) = ExtractionQueue.objects.all()
     assert payload == {"messages": [{"role": "user", "content": "q3 0"}]}
     assert queue.namespace_tuple == ("acme", "q3") and queue.tenant == "acme"
+
+
+def test_a_nul_character_anywhere_in_the_conversation_is_dropped_not_the_session(
+    celery_settings,
+):
+    """PostgreSQL's JSON cannot hold NUL: without it the job could not be recorded at all.
+    Every mode extracts from the same text without it (tests/manager/test_manager.py)."""
+    manager = _manager()
+    call = ToolCall(id="c1", name="look\x00up", arguments={"q\x00": "Ber\x00lin"})
+    state = AgentState(
+        messages=[
+            Message(Role.USER, "I live in Ber\x00lin.", metadata={"note": "a\x00"}),
+            Message(Role.ASSISTANT, "", tool_calls=[call]),
+        ]
+    )
+    with manager.scoped(("acme", "nul")):
+        asyncio.run(manager.on_session_end(state))
+    with tenant_atomic("acme"):
+        (payload,) = ExtractionJob.objects.values_list("payload", flat=True)
+    assert payload["messages"][0] == {
+        "role": "user",
+        "content": "I live in Berlin.",
+        "metadata": {"note": "a"},
+    }
+    assert payload["messages"][1]["tool_calls"][0]["name"] == "lookup"
+    assert payload["messages"][1]["tool_calls"][0]["arguments"] == {"q": "Berlin"}
 
 
 def test_job_is_part_of_the_callers_transaction(celery_settings):

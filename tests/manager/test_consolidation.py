@@ -161,6 +161,7 @@ async def test_unknown_types_keys_and_events_are_refused_and_logged(
             ("user", "role", "The user is a surgeon."),
             ("user", "age", "The user is 40.", 1.5),
             ("user", "mood", "The user is tired.", 0.2),  # below MIN_CONFIDENCE: dropped
+            ("user", "city", "The user lives in Ber\x00lin."),
         ),
         decisions(
             (0, "UPDATE", "user", "name", "The user is Sam."),  # not shown for that fact
@@ -170,8 +171,9 @@ async def test_unknown_types_keys_and_events_are_refused_and_logged(
     )
     with caplog.at_level(logging.WARNING, logger="tulip_memory.manager"):
         report = await extractor.run(conversation("I'm a surgeon now."), manager)
-    assert report.refused == 6
+    assert report.refused == 7
     refusals = [r.getMessage() for r in caplog.records if "refused" in r.getMessage()]
+    assert any("facts[5] has a NUL character" in line for line in refusals)
     assert any("unknown type 'hobby'" in line for line in refusals)
     assert any("invalid key" in line for line in refusals)
     assert any("confidence 1.5" in line for line in refusals)

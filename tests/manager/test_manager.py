@@ -222,6 +222,23 @@ async def test_save_refuses_bad_input_and_writes_nothing():
     assert await store.list_namespaces() == []
 
 
+async def test_a_nul_character_in_the_conversation_is_dropped_before_extraction():
+    store = InMemoryStore()
+    manager = LLMMemoryManager(store, namespace_prefix=NS)
+    await manager.on_session_end(_state(_user("I live in Ber\x00lin.")))
+    (memory,) = await manager.retrieve()
+    assert (memory.key, memory.content) == ("location", "The user lives in Berlin.")
+
+
+@pytest.mark.parametrize("hook", ["on_session_start", "on_session_end"])
+@pytest.mark.parametrize("state", [None, {"messages": []}, [Message(Role.USER, "hi")]])
+async def test_the_session_hooks_refuse_what_is_not_an_agent_state(hook, state, caplog):
+    manager = LLMMemoryManager(InMemoryStore(), namespace_resolver=lambda run: NS)
+    with pytest.raises(ValueError, match=rf"{hook}\(\) takes an AgentState, got"):
+        await getattr(manager, hook)(state)
+    assert "namespace_resolver failed" not in caplog.text
+
+
 def test_memory_validates_its_fields():
     with pytest.raises(ValueError, match="type"):
         Memory("opinion", "k", "c")
@@ -234,6 +251,17 @@ def test_memory_validates_its_fields():
     for blank in ("", " \n\t"):
         with pytest.raises(ValueError, match=r"Memory\.content is blank"):
             Memory(MemoryType.USER, "k", blank)
+    with pytest.raises(ValueError, match=r"Memory\.content must not contain a NUL"):
+        Memory(MemoryType.USER, "k", "Ber\x00lin")
+    for metadata, problem in (
+        ({"x": float("nan")}, "is not JSON-serialisable: Out of range float"),
+        ({"x": {1, 2}}, "is not JSON-serialisable: Object of type set"),
+        ({"x": ["a\x00"]}, "must not contain a NUL"),
+        ({"k\x00": 1}, "must not contain a NUL"),
+    ):
+        with pytest.raises(ValueError, match=rf"Memory\.metadata {problem}"):
+            Memory(MemoryType.USER, "k", "c", metadata)
+    assert Memory(MemoryType.USER, "k", "c", {"x": "\\u0000"}).metadata == {"x": "\\u0000"}
     assert Memory("user", "k", "c").type is MemoryType.USER
     memory = Memory(MemoryType.PROJECT, "k", "c", {"x": 1})
     assert Memory.from_store_value(memory.to_store_value()) == memory

@@ -28,8 +28,8 @@ from tulip_memory.llm.usage import Usage
 from tulip_memory.manager.block import inject_memory_block, latest_user_text, strip_memory_blocks
 from tulip_memory.manager.extraction.background import BackgroundExtractions
 from tulip_memory.manager.types import ExtractionOutcome, ExtractMode, Memory
-from tulip_memory.messages import Message
-from tulip_memory.state import AgentState
+from tulip_memory.messages import Message, without_nul
+from tulip_memory.state import AgentState, checked_state
 
 __all__ = ["BaseMemoryManager", "NoopMemoryManager", "failure_fields"]
 
@@ -93,7 +93,9 @@ class BaseMemoryManager(ABC):
         The block replaces one injected by an earlier turn; with nothing to inject, an
         old block is removed (its memories may have been deleted since).
         """
-        memories = await self.retrieve_relevant(latest_user_text(state))
+        memories = await self.retrieve_relevant(
+            latest_user_text(checked_state(state, "on_session_start"))
+        )
         if not memories:
             return strip_memory_blocks(state)
         injected = inject_memory_block(state, memories)
@@ -112,7 +114,7 @@ class BaseMemoryManager(ABC):
         The memory block is stripped first, so recalled memories are not extracted again
         as if the user had just said them.
         """
-        messages = list(strip_memory_blocks(state).messages)
+        messages = without_nul(strip_memory_blocks(checked_state(state, "on_session_end")).messages)
         await self._submit_extraction(messages)
 
     async def _submit_extraction(self, messages: list[Message]) -> None:

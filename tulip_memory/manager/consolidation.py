@@ -465,6 +465,8 @@ class LLMExtractor:
             )
         if not fact["content"].strip():
             return self._refuse(report, f"facts[{index}] has no content")
+        if "\x00" in fact["content"]:
+            return self._refuse(report, f"facts[{index}] has a NUL character in its content")
         if confidence < self.config.min_confidence:
             logger.debug(
                 "facts[%d] %s/%s dropped: confidence %.2f",

@@ -50,7 +50,7 @@ from tulip_memory.manager.types import (
 )
 from tulip_memory.messages import Message
 from tulip_memory.namespaces import Namespace, validate_namespace
-from tulip_memory.state import AgentState, RunInfo
+from tulip_memory.state import AgentState, RunInfo, checked_state
 
 if TYPE_CHECKING:
     from tulip_memory.manager.extraction.queue import CeleryExtractions
@@ -251,7 +251,7 @@ class LLMMemoryManager(BaseMemoryManager):
 
     async def on_session_start(self, state: AgentState) -> AgentState:
         """Inject the run's memories (its namespace and read-only recall namespaces)."""
-        scope = self._resolve_scope(state)
+        scope = self._resolve_scope(checked_state(state, "on_session_start"))
         if scope is None:
             return strip_memory_blocks(state)
         with self.scoped(scope.namespace, recall=scope.recall):
@@ -259,7 +259,7 @@ class LLMMemoryManager(BaseMemoryManager):
 
     async def on_session_end(self, state: AgentState) -> None:
         """Extract and save into the run's own namespace (never into a recall namespace)."""
-        scope = self._resolve_scope(state)
+        scope = self._resolve_scope(checked_state(state, "on_session_end"))
         if scope is None:
             return
         with self.scoped(scope.namespace):

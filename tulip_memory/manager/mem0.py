@@ -28,8 +28,8 @@ from tulip_memory.events import EV_MEMORY_MANAGER_EXTRACT_FAILED, EV_MEMORY_MANA
 from tulip_memory.manager.base import BaseMemoryManager
 from tulip_memory.manager.block import strip_memory_blocks
 from tulip_memory.manager.types import Memory, MemoryType, check_memories
-from tulip_memory.messages import Message, Role
-from tulip_memory.state import AgentState
+from tulip_memory.messages import Message, Role, without_nul
+from tulip_memory.state import AgentState, checked_state
 
 __all__ = ["Mem0MemoryManager"]
 
@@ -156,8 +156,11 @@ class Mem0MemoryManager(BaseMemoryManager):
         ]
 
     async def on_session_end(self, state: AgentState) -> None:
-        """Hand the conversation (without the memory block) to ``client.add``; never raises."""
-        conversation = self._to_mem0_messages(strip_memory_blocks(state).messages)
+        """Hand the conversation (without the memory block) to ``client.add``; a failure of
+        mem0 is logged and emitted, never raised (a ``state`` that is not an AgentState is
+        refused with ``ValueError``)."""
+        state = checked_state(state, "on_session_end")
+        conversation = self._to_mem0_messages(without_nul(strip_memory_blocks(state).messages))
         if not conversation:
             return
         try:

