@@ -4,7 +4,9 @@
 (``TULIP_TEST_EXTRACTION_LOG``), so a test can check order and loss across processes.
 The last user message says what to do: ``"<label> <number>"`` logs and returns a memory;
 with ``slow`` it first logs ``start <number> <pid>`` and sleeps (``TULIP_TEST_SLOW_SECONDS``,
-3 s); with ``nap`` it sleeps 0.15 s first (jobs that take a while, no extra log line);
+3 s); with ``doomed`` it logs ``start <number> <pid>`` too and, the first time only, sleeps
+two minutes (a job to be killed mid-run: the test has all the time it needs); with ``nap``
+it sleeps 0.15 s first (jobs that take a while, no extra log line);
 with ``fail`` it raises; with ``drop`` (the first time only: it logs ``drop <number>
 <pid>``) the database ends this process's connection first, as a server restart does,
 so that the job's save fails on it; with ``steal`` (first time only: it logs ``steal
@@ -77,6 +79,11 @@ async def logging_extractor(messages: list[Message]) -> list[Memory]:
     if "slow" in flags:
         _append(label, f"start {number} {os.getpid()}")
         await asyncio.sleep(float(os.environ.get("TULIP_TEST_SLOW_SECONDS", "3")))
+    if "doomed" in flags:
+        first = _first_time(label, "start", number)
+        _append(label, f"start {number} {os.getpid()}")
+        if first:
+            await asyncio.sleep(120)  # until the test kills this process
     if "nap" in flags:
         await asyncio.sleep(0.15)
     if "fail" in flags:

@@ -113,7 +113,7 @@ def _queue_ids(tenant: str) -> list[int]:
 
 async def test_sigkilled_worker_loses_nothing(workers, celery_settings):
     manager = _manager()
-    await _end(manager, ("acme", "kill"), "kill 0 slow")
+    await _end(manager, ("acme", "kill"), "kill 0 doomed")
     await _end(manager, ("acme", "kill"), "kill 1")
     deadline = time.monotonic() + 30
     while not any(line.startswith("start 0") for line in read_log("kill")):
