@@ -37,6 +37,11 @@ async def _memories() -> None:
     await store.put(("acme", "u1", "user"), "drink", {"content": "likes green tea"})
     await store.put(("acme", "u1", "project"), "stack", {"content": "the app runs Django 5"})
     await store.put(
+        ("acme", "u1", "project"),
+        "decision:decided-use-postgresql-project",
+        {"content": "Project: we decided to use PostgreSQL. " + "1" * 400},
+    )
+    await store.put(
         ("acme", "u1", "_history", "user", "drink"),
         "000000000001",
         {
@@ -76,6 +81,12 @@ def test_superuser_switches_filters_reads_versions_and_forgets(page, live_server
     content = page.content()
     assert "likes green tea" in content and "globex" not in page.inner_text("#result_list")
     assert "black coffee" not in content  # past versions are not live memories
+    # A long key keeps a readable column; a long unbroken value is cut and wraps in its own.
+    key = page.locator("#result_list .field-key", has_text="decision:decided")
+    assert key.bounding_box()["width"] >= 140
+    cell = page.locator("#result_list td.field-content", has_text="PostgreSQL")
+    assert cell.inner_text().endswith("…") and len(cell.inner_text()) == 200
+    assert cell.bounding_box()["width"] <= page.locator("#result_list").bounding_box()["width"] / 2
     shoot("memories")
 
     follow(page, "#changelist-filter a:text-is('project')")

@@ -46,7 +46,7 @@ __all__ = ["MemoryItemAdmin"]
 SEARCH_LIMIT = 50
 _MAX_QUERY_TOKENS = 64
 # Characters of a memory's content shown in the list (the page shows all of it).
-LIST_CONTENT_CHARS = 300
+LIST_CONTENT_CHARS = 200
 _HISTORY_MARK = f"{NAMESPACE_SEPARATOR}{HISTORY_LABEL}{NAMESPACE_SEPARATOR}"
 
 
