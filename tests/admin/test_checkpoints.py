@@ -12,6 +12,7 @@ from tulip_memory.delta import DeltaCheckpointer, ORMDeltaStorage
 from tulip_memory.messages import Message, Role, ToolCall
 from tulip_memory.models import CheckpointRecord, DeltaCheckpointRecord
 from tulip_memory.state import AgentState
+from tulip_memory.tenancy import tenant_atomic
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -91,3 +92,21 @@ def test_another_tenant_cannot_open_a_checkpoint(root_client):
     pk = checkpoint_pk(DeltaCheckpointRecord, "acme", ids[0])
     url = reverse("admin:tulip_memory_deltacheckpointrecord_change", args=[pk])
     assert root_client.get(url).status_code == 302  # not found under globex: back to the list
+
+
+def _damage(model, tenant: str, **where_and_values) -> None:
+    values = where_and_values.pop("values")
+    with tenant_atomic(tenant):
+        assert model.objects.filter(**where_and_values).update(**values) == 1
+
+
+def test_a_damaged_plain_checkpoint_has_no_message_count_in_the_list(root_client):
+    _save_chain("acme", "chat-1", 2)
+    _damage(CheckpointRecord, "acme", checkpoint_id="snapshot-1", values={"state": {"messages": 5}})
+    pick_tenant(root_client, "acme")
+    changelist = root_client.get(reverse("admin:tulip_memory_checkpointrecord_changelist"))
+    assert changelist.status_code == 200
+    rows = changelist.content.decode()
+    damaged_row = rows[rows.index(">snapshot-1<") :].split("</tr>", 1)[0]
+    assert '<td class="field-message_count">-</td>' in damaged_row
+    assert '<td class="field-message_count">4</td>' in rows  # snapshot-2 is fine

@@ -161,8 +161,9 @@ class CheckpointRecordAdmin(
     readonly_fields = fields
 
     @admin.display(description=_("messages"))
-    def message_count(self, obj: CheckpointRecord) -> int:
-        return len(obj.state.get("messages", ())) if isinstance(obj.state, dict) else 0
+    def message_count(self, obj: CheckpointRecord) -> int | str:
+        messages = obj.state.get("messages") if isinstance(obj.state, dict) else None
+        return len(messages) if isinstance(messages, list) else "-"
 
     def _parent(self, obj: CheckpointRecord) -> CheckpointRecord | None:
         return (
