@@ -39,6 +39,19 @@ def test_from_checkpoint_rejects_bad_input():
         AgentState.from_checkpoint({"messages": "nope"})
     with pytest.raises(ValueError, match="messages"):
         AgentState.from_checkpoint(["not", "a", "dict"])  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="'messages' list, got a dict without one"):
+        AgentState.from_checkpoint({"bogus": 1})
+    with pytest.raises(ValueError, match="'messages' list, got 'messages' of type int"):
+        AgentState.from_checkpoint({"messages": 5})
+    with pytest.raises(ValueError, match="'metadata' to be a dict, got list"):
+        AgentState.from_checkpoint({"messages": [], "metadata": ["x"]})
+
+
+def test_an_empty_state_round_trips():
+    snapshot = AgentState().to_checkpoint()
+    assert snapshot["messages"] == []
+    assert AgentState.from_checkpoint(snapshot) == AgentState()
+    assert AgentState.from_checkpoint({"messages": [], "metadata": None}) == AgentState()
 
 
 def test_run_info_from_state_copies_metadata():

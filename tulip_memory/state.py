@@ -53,13 +53,35 @@ class AgentState:
 
     @classmethod
     def from_checkpoint(cls, data: dict[str, Any]) -> AgentState:
-        if not isinstance(data, dict) or not isinstance(data.get("messages", []), list):
-            raise ValueError("AgentState.from_checkpoint needs a dict with a 'messages' list")
+        """The state ``data`` (what :meth:`to_checkpoint` wrote) holds.
+
+        ``ValueError`` when ``data`` is not a dict with a ``messages`` list (an empty
+        state's snapshot has one too) and, when present, a ``metadata`` dict; a malformed
+        message raises ``ValueError``, ``TypeError`` or ``KeyError``.
+        """
+        if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
+            raise ValueError(
+                "AgentState.from_checkpoint needs a dict with a 'messages' list, got "
+                + _described(data)
+            )
+        if not isinstance(data.get("metadata") or {}, dict):
+            raise ValueError(
+                "AgentState.from_checkpoint needs 'metadata' to be a dict, got "
+                f"{type(data['metadata']).__name__}"
+            )
         return cls(
-            messages=[Message.from_dict(m) for m in data.get("messages", [])],
+            messages=[Message.from_dict(m) for m in data["messages"]],
             metadata=copy.deepcopy(data.get("metadata") or {}),
             thread_id=data.get("thread_id"),
         )
+
+
+def _described(data: object) -> str:
+    if not isinstance(data, dict):
+        return f"a {type(data).__name__}"
+    if "messages" not in data:
+        return "a dict without one"
+    return f"'messages' of type {type(data['messages']).__name__}"
 
 
 @dataclass(frozen=True)

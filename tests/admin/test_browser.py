@@ -189,6 +189,24 @@ def test_a_checkpoint_chain_is_followed_by_its_parent_links(page, live_server, s
     assert re.search(r"hello", page.inner_text("#tulip-conversation"))
 
 
+def test_a_damaged_delta_checkpoint_says_why_it_cannot_be_read(page, live_server, shoot, superuser):
+    ids = off_the_loop(_chain)
+    with tenant_atomic("acme"):
+        damaged = DeltaCheckpointRecord.objects.filter(checkpoint_id=ids[1])
+        assert damaged.update(data=bytes.fromhex("deadbeef")) == 1
+    login(page, live_server, "root")
+    open_list_of_tenant(
+        page, live_server, "admin:tulip_memory_deltacheckpointrecord_changelist", "acme"
+    )
+    follow(page, f"#result_list a:text-is('{ids[-1]}')")
+    shoot("damaged")
+    reason = page.inner_text(".field-conversation .tulip-unread")
+    assert reason.startswith("the checkpoint could not be read: ")
+    assert ids[1] in reason and "bad delta" in reason
+    assert ids[0] in page.inner_text("#tulip-thread-timeline")
+    assert "3 checkpoints" in page.inner_text(".field-thread_storage")
+
+
 def _langgraph_threads() -> list[str]:
     """Two turns of the LangGraph agent on DjangoSaver (acme) and one of globex's."""
     from tests.admin.test_langgraph import run_graph

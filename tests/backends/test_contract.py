@@ -210,3 +210,43 @@ async def test_closed_redis_checkpointer_released_its_connection_pool(redis_pref
         assert await connections_named() == 0
     finally:
         await observer.aclose()
+
+
+def _state_with_nul() -> AgentState:
+    return AgentState(
+        messages=[
+            Message(Role.USER, "before\x00after"),
+            Message(
+                Role.ASSISTANT,
+                "",
+                tool_calls=[ToolCall(id="c\x00", name="lookup", arguments={"k\x00": ["v\x00"]})],
+                metadata={"raw": "\x00"},
+            ),
+        ],
+        metadata={"note\x00": "x"},
+        thread_id="th\x00",
+    )
+
+
+async def test_states_holding_nul_characters(checkpointer):
+    """NUL is valid in JSON text; only JSONB (PostgreSQLCheckpointer) cannot hold it."""
+    from tulip_memory.backends import PostgreSQLCheckpointer
+
+    kept = await checkpointer.save(make_state(1), "t")
+    if isinstance(checkpointer, PostgreSQLCheckpointer):
+        with pytest.raises(ValueError, match=r"^state\.thread_id contains a NUL.*DeltaCheck"):
+            await checkpointer.save(_state_with_nul(), "t", kept)
+        for state, where in (
+            (AgentState(messages=[Message(Role.USER, "a\x00")]), "state.messages[0].content"),
+            (AgentState(metadata={"a b": {"\x00": 1}}), "state.metadata['a b']['\\x00'] (the key)"),
+        ):
+            with pytest.raises(ValueError) as refused:
+                await checkpointer.save(state, "t")
+            assert str(refused.value).startswith(f"{where} contains a NUL character")
+        assert await checkpointer.list_checkpoints("t") == [kept]
+        assert await checkpointer.load("t") == make_state(1)
+        return
+    checkpoint_id = await checkpointer.save(_state_with_nul(), "t")
+    assert await checkpointer.load("t", checkpoint_id) == _state_with_nul()
+    assert await checkpointer.load("t") == _state_with_nul()
+    assert await checkpointer.load("t", kept) == make_state(1)

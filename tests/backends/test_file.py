@@ -214,3 +214,58 @@ def test_saves_recreate_the_folder_of_a_thread_deleted_meanwhile(tmp_path):
     assert run_in_threads(work, 4) == []
     for checkpoint_id in asyncio.run(checkpointer.list_checkpoints("t", limit=1000)):
         assert asyncio.run(checkpointer.load("t", checkpoint_id)) == make_state(1)
+
+
+@pytest.mark.parametrize(
+    ("content", "cause", "problem"),
+    [
+        (b'{"thread_id": "t", "checkpoint_id": "cp", "sta', "JSONDecodeError", "not a checkpoint"),
+        (b'{"foo": 1}', "KeyError", "not a checkpoint file"),
+        (b"[]", "TypeError", "holds a JSON list"),
+        (b'{"state": "\xff"}', "UnicodeDecodeError", "not a checkpoint file"),
+        (b'{"state": {"bogus": true}}', "ValueError", "'messages' list"),
+        (b'{"state": {"messages": [5]}}', "ValueError", "Message.from_dict"),
+    ],
+)
+async def test_a_damaged_file_raises_checkpoint_corrupt_error_naming_it(
+    tmp_path, content, cause, problem
+):
+    from tulip_memory.exceptions import CheckpointCorruptError
+
+    checkpointer = FileCheckpointer(tmp_path)
+    await checkpointer.save(make_state(1), "t", "older")
+    await checkpointer.save(make_state(2), "t", "cp")
+    [path] = [p for p in _all_files(tmp_path) if p.name.endswith(".t-cp.json")]
+    path.write_bytes(content)
+    for checkpoint_id in (None, "cp"):
+        with pytest.raises(CheckpointCorruptError) as raised:
+            await checkpointer.load("t", checkpoint_id)
+        message = str(raised.value)
+        assert message.startswith(f"checkpoint 'cp' of thread 't' ({path}) cannot be read: ")
+        assert problem in message
+        assert type(raised.value.__cause__).__name__ == cause
+    # The other checkpoints are untouched, listed, loadable; the damaged one can be deleted.
+    assert await checkpointer.list_checkpoints("t") == ["cp", "older"]
+    assert await checkpointer.load("t", "older") == make_state(1)
+    assert await checkpointer.delete("t", "cp") is True
+    assert await checkpointer.load("t") == make_state(1)
+
+
+async def test_a_damaged_file_with_a_hashed_name_is_reported_by_list_and_load(tmp_path):
+    from tulip_memory.exceptions import CheckpointCorruptError
+
+    checkpointer = FileCheckpointer(tmp_path)
+    long_id = "é" * 100  # hashed: its id is read from the file
+    await checkpointer.save(make_state(1), "t", long_id)
+    await checkpointer.save(make_state(2), "t", "kept")
+    [path] = [p for p in _all_files(tmp_path) if ".h-" in p.name]
+    path.write_bytes(b"garbage")
+    with pytest.raises(CheckpointCorruptError, match=r"^a checkpoint of thread 't' \(.*\.h-"):
+        await checkpointer.list_checkpoints("t")
+    with pytest.raises(CheckpointCorruptError, match=rf"^checkpoint '{long_id}' of thread 't'"):
+        await checkpointer.load("t", long_id)
+    assert await checkpointer.list_checkpoints("t", limit=1) == ["kept"]  # the newest only
+    assert await checkpointer.load("t") == make_state(2)
+    await checkpointer.save(make_state(3), "t", "another")
+    assert await checkpointer.delete("t", long_id) is True
+    assert await checkpointer.list_checkpoints("t") == ["another", "kept"]

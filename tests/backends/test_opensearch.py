@@ -47,3 +47,19 @@ async def test_only_the_documented_endpoints_are_used(opensearch_fake):
 def test_index_name_is_validated(bad):
     with pytest.raises(ValueError, match="index must be"):
         OpenSearchCheckpointer("http://127.0.0.1:1", index=bad)
+
+
+async def test_a_document_holding_no_state_raises_checkpoint_corrupt_error(opensearch_fake):
+    from tulip_memory.exceptions import CheckpointCorruptError
+
+    checkpointer = OpenSearchCheckpointer(opensearch_fake.url, index=f"ckpt-{uuid.uuid4().hex[:8]}")
+    await checkpointer.save(make_state(1), "t", "cp")
+    checkpointer.client.index(
+        index=checkpointer.index,
+        id=checkpointer._doc_id("t", "cp"),
+        body={"thread_id": "t", "checkpoint_id": "cp", "order": 1, "state": {"bogus": 1}},
+        refresh=True,
+    )
+    for checkpoint_id in (None, "cp"):
+        with pytest.raises(CheckpointCorruptError, match=r"^checkpoint 'cp' of thread 't' cannot"):
+            await checkpointer.load("t", checkpoint_id)

@@ -192,3 +192,43 @@ async def test_processes_resaving_one_explicit_id_keep_one_row(make, alias):
     checkpointer = make(alias, tenant="a")
     assert await checkpointer.list_checkpoints("t") == ["cp"]
     assert await checkpointer.load("t", "cp") == make_state(40)
+
+
+def _set_state(model, alias: str, tenant: str, checkpoint_id: str, state) -> None:
+    with tenant_atomic(tenant, using=alias):
+        model.objects.using(alias).filter(checkpoint_id=checkpoint_id).update(state=state)
+
+
+@BOTH
+@pytest.mark.parametrize(
+    ("make", "alias"),
+    [(PostgreSQLCheckpointer, "default"), (MySQLCheckpointer, "mysql")],
+    ids=["postgresql", "mysql"],
+)
+@pytest.mark.parametrize(
+    ("stored", "problem"),
+    [
+        ({"bogus": True}, "got a dict without one"),
+        ({"messages": 5}, "got 'messages' of type int"),
+        ([1, 2], "got a list"),
+        ({"messages": [{"content": "no role"}]}, "needs a dict with a 'role'"),
+    ],
+    ids=["no-messages", "messages-not-a-list", "not-an-object", "bad-message"],
+)
+async def test_a_row_holding_no_state_raises_checkpoint_corrupt_error(make, alias, stored, problem):
+    from tulip_memory.exceptions import CheckpointCorruptError
+    from tulip_memory.models import CheckpointRecord
+
+    checkpointer = make(alias, tenant="a")
+    await checkpointer.save(make_state(1), "t", "older")
+    await checkpointer.save(make_state(2), "t", "cp")
+    await sync_to_async(_set_state)(CheckpointRecord, alias, "a", "cp", stored)
+    for checkpoint_id in (None, "cp"):
+        with pytest.raises(CheckpointCorruptError) as raised:
+            await checkpointer.load("t", checkpoint_id)
+        assert str(raised.value).startswith("checkpoint 'cp' of thread 't' cannot be read: ")
+        assert problem in str(raised.value)
+    assert await checkpointer.load("t", "older") == make_state(1)
+    assert await checkpointer.list_checkpoints("t") == ["cp", "older"]
+    assert await checkpointer.delete("t", "cp") is True
+    assert await checkpointer.load("t") == make_state(1)

@@ -32,3 +32,35 @@ async def test_deleting_a_thread_leaves_no_key_behind(redis_prefix):
         assert await checkpointer.list_checkpoints("all-at-once") == [second, first]
     finally:
         await checkpointer.aclose()
+
+
+async def test_damaged_values_raise_checkpoint_corrupt_error_naming_the_checkpoint(redis_prefix):
+    import pytest
+
+    from tests.backends.test_contract import make_state
+    from tulip_memory.exceptions import CheckpointCorruptError
+
+    checkpointer = RedisCheckpointer(REDIS_URL, prefix=redis_prefix)
+    try:
+        older = await checkpointer.save(make_state(1), "t")
+        newest = await checkpointer.save(make_state(2), "t")
+        _, data, _ = checkpointer._keys("t")
+        for garbage, cause in (
+            (b"\xff\x00garbage", "UnicodeDecodeError"),
+            (b'{"messages": [', "JSONDecodeError"),
+            (b'{"bogus": true}', "ValueError"),
+        ):
+            await checkpointer.client.hset(data, newest, garbage)
+            for checkpoint_id in (None, newest):
+                with pytest.raises(CheckpointCorruptError) as raised:
+                    await checkpointer.load("t", checkpoint_id)
+                assert str(raised.value).startswith(
+                    f"checkpoint {newest!r} of thread 't' cannot be read: "
+                )
+                assert type(raised.value.__cause__).__name__ == cause
+        assert await checkpointer.load("t", older) == make_state(1)
+        assert await checkpointer.list_checkpoints("t") == [newest, older]
+        assert await checkpointer.delete("t", newest) is True
+        assert await checkpointer.load("t") == make_state(1)
+    finally:
+        await checkpointer.aclose()

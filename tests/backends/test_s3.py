@@ -31,3 +31,18 @@ async def test_keys_are_encoded_under_the_prefix(s3_endpoint):
     ]
     assert sorted(k.split("/")[2] for k in keys) == ["data", "order"]
     assert all(k.startswith("p/t-%2E%2E%2Fa%20b/") for k in keys)
+
+
+async def test_a_damaged_object_raises_checkpoint_corrupt_error(s3_endpoint):
+    import pytest
+
+    from tulip_memory.exceptions import CheckpointCorruptError
+
+    backend = s3_backend(s3_endpoint)
+    await backend.save(make_state(1), "t", "cp")
+    key = backend._data_key("t", "cp")
+    metadata = backend.client.head_object(Bucket=backend.bucket, Key=key)["Metadata"]
+    backend.client.put_object(Bucket=backend.bucket, Key=key, Body=b"\xff", Metadata=metadata)
+    for checkpoint_id in (None, "cp"):
+        with pytest.raises(CheckpointCorruptError, match=r"^checkpoint 'cp' of thread 't' cannot"):
+            await backend.load("t", checkpoint_id)

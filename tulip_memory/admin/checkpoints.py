@@ -4,10 +4,12 @@ Every checkpoint — a delta checkpoint (rebuilt by
 :class:`~tulip_memory.delta.DeltaCheckpointer` from its chain) or a plain one — opens to
 the conversation it holds, rendered like a chat (roles, tool calls and results,
 metadata), with what changed since its parent (the previous checkpoint of the thread
-for plain ones). Its page also shows the thread's checkpoints as a timeline (kind,
-depth, bytes, created; each a link), the thread's storage totals, and links to the
-parent and children. Links point at primary keys and the tenant lives in the session
-(:mod:`tulip_memory.admin.tenancy`), so following them never loses it.
+for plain ones); one that cannot be read says why. A delta checkpoint's page also shows
+the thread's checkpoints as a timeline (kind, depth, bytes, created; each a link), the
+thread's storage totals, and links to the parent and children; a plain checkpoint's
+page links to the previous checkpoint of the thread. Links point at primary keys and
+the tenant lives in the session (:mod:`tulip_memory.admin.tenancy`), so following them
+never loses it.
 
 Registered on the default site and meant to be subclassed (unregister, then register
 your subclass). Read-only and tenant scoping:
@@ -32,9 +34,14 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from tulip_memory.admin.tenancy import ReadOnlyAdminMixin, TenantScopedAdminMixin
+from tulip_memory.exceptions import CheckpointCorruptError
 from tulip_memory.messages import Message
 from tulip_memory.models import CheckpointRecord, DeltaBlock, DeltaCheckpointRecord
 from tulip_memory.state import AgentState
+
+# A checkpoint as the admin read it: its state, or None and why it could not be read.
+Read = tuple[AgentState | None, str]
+NOT_READ: Read = (None, "")
 
 __all__ = [
     "CheckpointRecordAdmin",
@@ -55,15 +62,34 @@ def change_link(model: type[models.Model], pk: Any, label: str) -> str:
     return format_html('<a href="{}">{}</a>', url, label)
 
 
-def render_conversation(state: AgentState | None, parent: AgentState | None) -> str:
-    """``state``'s messages as a chat; those not in ``parent`` marked as added."""
-    if state is None:
-        return gettext("(the checkpoint could not be read)")
-    return render_chat(
-        [_message_view(m) for m in state.messages],
-        [_message_view(m) for m in parent.messages] if parent is not None else None,
-        json.dumps(state.metadata, ensure_ascii=False, indent=2) if state.metadata else "",
+def render_conversation(state: Read, parent: Read, parent_name: str = "") -> str:
+    """``state``'s messages as a chat; those not in ``parent`` marked as added.
+
+    Each is an (AgentState or None, why it could not be read) pair. An unreadable
+    ``state`` renders as the reason; an unreadable ``parent`` (named ``parent_name``) as
+    the reason above a chat without a diff.
+    """
+    found, problem = state
+    if found is None:
+        return _unreadable(gettext("the checkpoint could not be read: %s") % problem)
+    before, parent_problem = parent
+    chat = render_chat(
+        [_message_view(m) for m in found.messages],
+        [_message_view(m) for m in before.messages] if before is not None else None,
+        json.dumps(found.metadata, ensure_ascii=False, indent=2) if found.metadata else "",
+        diff=not parent_problem,
     )
+    if not parent_problem:
+        return chat
+    note = gettext("its %(parent)s could not be read: %(problem)s") % {
+        "parent": parent_name or gettext("parent"),
+        "problem": parent_problem,
+    }
+    return format_html("{}{}", _unreadable(note), chat)
+
+
+def _unreadable(reason: str) -> str:
+    return format_html('<p class="tulip-meta tulip-unread">{}</p>', reason)
 
 
 def render_chat(
@@ -161,8 +187,9 @@ class CheckpointRecordAdmin(
     readonly_fields = fields
 
     @admin.display(description=_("messages"))
-    def message_count(self, obj: CheckpointRecord) -> int:
-        return len(obj.state.get("messages", ())) if isinstance(obj.state, dict) else 0
+    def message_count(self, obj: CheckpointRecord) -> int | str:
+        messages = obj.state.get("messages") if isinstance(obj.state, dict) else None
+        return len(messages) if isinstance(messages, list) else "-"
 
     def _parent(self, obj: CheckpointRecord) -> CheckpointRecord | None:
         return (
@@ -182,15 +209,17 @@ class CheckpointRecordAdmin(
     def conversation(self, obj: CheckpointRecord) -> str:
         parent = self._parent(obj)
         return render_conversation(
-            _state_of(obj.state), _state_of(parent.state) if parent is not None else None
+            _state_of(obj.state),
+            _state_of(parent.state) if parent is not None else NOT_READ,
+            gettext("predecessor"),
         )
 
 
-def _state_of(data: Any) -> AgentState | None:
+def _state_of(data: Any) -> Read:
     try:
-        return AgentState.from_checkpoint(data)
-    except (TypeError, ValueError, KeyError):
-        return None
+        return AgentState.from_checkpoint(data), ""
+    except (TypeError, ValueError, KeyError) as exc:
+        return None, str(exc)
 
 
 @admin.register(DeltaCheckpointRecord)
@@ -283,10 +312,18 @@ class DeltaCheckpointRecordAdmin(
     @admin.display(description=_("conversation"))
     def conversation(self, obj: DeltaCheckpointRecord) -> str:
         checkpointer = self._checkpointer(obj)
-        load = async_to_sync(checkpointer.load)
-        state = load(obj.thread_id, obj.checkpoint_id)
-        parent = load(obj.thread_id, obj.parent_id) if obj.parent_id else None
-        return render_conversation(state, parent)
+
+        def read(checkpoint_id: str) -> Read:
+            """NOT_READ when the checkpoint is gone (deleted meanwhile)."""
+            try:
+                return async_to_sync(checkpointer.load)(obj.thread_id, checkpoint_id), ""
+            except (CheckpointCorruptError, TypeError, ValueError) as exc:
+                return None, str(exc)
+
+        state = read(obj.checkpoint_id)
+        if state == NOT_READ:
+            state = (None, gettext("it is gone"))
+        return render_conversation(state, read(obj.parent_id) if obj.parent_id else NOT_READ)
 
     @admin.display(description=_("the thread's checkpoints (oldest first)"))
     def thread_timeline(self, obj: DeltaCheckpointRecord) -> str:

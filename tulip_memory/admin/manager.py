@@ -30,7 +30,7 @@ from django.utils.html import format_html
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
-from tulip_memory.admin.checkpoints import render_conversation
+from tulip_memory.admin.checkpoints import NOT_READ, Read, render_conversation
 from tulip_memory.admin.tenancy import ReadOnlyAdminMixin, TenantScopedAdminMixin
 from tulip_memory.models import ExtractionJob, ExtractionQueue
 from tulip_memory.models.extraction import JobState
@@ -180,10 +180,13 @@ class ExtractionJobAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.Model
     def conversation(self, job: ExtractionJob) -> str:
         payload = job.payload if isinstance(job.payload, dict) else {}
         try:
-            state = AgentState.from_checkpoint({"messages": payload.get("messages") or []})
-        except (TypeError, ValueError, KeyError):
-            state = None
-        return render_conversation(state, None)
+            state: Read = (
+                AgentState.from_checkpoint({"messages": payload.get("messages") or []}),
+                "",
+            )
+        except (TypeError, ValueError, KeyError) as exc:
+            state = (None, str(exc))
+        return render_conversation(state, NOT_READ)
 
     @admin.action(description=_("Retry the selected failed jobs"), permissions=["retry"])
     def retry_jobs(self, request: Any, queryset: QuerySet) -> None:

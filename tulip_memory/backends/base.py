@@ -18,6 +18,9 @@ ids, counts and ``duration_ms``, never the state's content; a call that raises s
 
 Concurrent saves to one thread all persist. Thread and checkpoint ids are validated
 before any storage is touched (:func:`validate_thread_id`, :func:`validate_checkpoint_id`).
+Stored data that does not hold a state raises
+:class:`~tulip_memory.exceptions.CheckpointCorruptError` naming the thread and the
+checkpoint (:func:`corrupt_checkpoint`, :func:`decode_state`, :func:`state_from_snapshot`).
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from tulip_memory.events import (
     elapsed_ms,
     emit,
 )
+from tulip_memory.exceptions import CheckpointCorruptError
 from tulip_memory.identifiers import (
     CHECKPOINT_ID_MAX_LENGTH,
     THREAD_ID_MAX_LENGTH,
@@ -53,6 +57,7 @@ from tulip_memory.state import AgentState
 __all__ = [
     "BaseCheckpointer",
     "BlockingCheckpointer",
+    "corrupt_checkpoint",
     "decode_name",
     "decode_state",
     "encode_name",
@@ -60,6 +65,7 @@ __all__ = [
     "import_optional",
     "new_checkpoint_id",
     "save_order_key",
+    "state_from_snapshot",
     "validate_checkpoint_id",
     "validate_state",
     "validate_thread_id",
@@ -107,8 +113,45 @@ def encode_state(state: AgentState) -> bytes:
     return json.dumps(state.to_checkpoint(), separators=(",", ":"), ensure_ascii=False).encode()
 
 
-def decode_state(data: bytes | str) -> AgentState:
-    return AgentState.from_checkpoint(json.loads(data))
+def corrupt_checkpoint(
+    thread_id: str, checkpoint_id: str | None, problem: str, *, where: str = ""
+) -> CheckpointCorruptError:
+    """The error for stored data of a checkpoint that cannot be read.
+
+    ``checkpoint_id`` None: a checkpoint whose id cannot be read either; ``where``: the
+    file or key holding it.
+    """
+    which = "a checkpoint" if checkpoint_id is None else f"checkpoint {checkpoint_id!r}"
+    location = f" ({where})" if where else ""
+    return CheckpointCorruptError(
+        f"{which} of thread {thread_id!r}{location} cannot be read: {problem}"
+    )
+
+
+def state_from_snapshot(
+    snapshot: Any, thread_id: str, checkpoint_id: str | None, *, where: str = ""
+) -> AgentState:
+    """The state a stored snapshot holds; ``CheckpointCorruptError`` when it holds none."""
+    try:
+        return AgentState.from_checkpoint(snapshot)
+    except (ValueError, TypeError, KeyError) as exc:
+        raise corrupt_checkpoint(thread_id, checkpoint_id, _problem(exc), where=where) from exc
+
+
+def decode_state(
+    data: bytes | str, thread_id: str, checkpoint_id: str, *, where: str = ""
+) -> AgentState:
+    """The state :func:`encode_state` encoded; ``CheckpointCorruptError`` for other data."""
+    try:
+        snapshot = json.loads(data)
+    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        problem = f"not UTF-8 JSON ({_problem(exc)})"
+        raise corrupt_checkpoint(thread_id, checkpoint_id, problem, where=where) from exc
+    return state_from_snapshot(snapshot, thread_id, checkpoint_id, where=where)
+
+
+def _problem(exc: Exception) -> str:
+    return f"{type(exc).__name__}: {exc}"
 
 
 _SAFE_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")

@@ -21,6 +21,11 @@ flushed and fsynced, then renamed into place (and the directory fsynced). A cras
 point leaves either the previous files or the complete new one, never a torn file;
 temporary files of an interrupted write are ignored, and removed by a later save once
 they are an hour old (younger ones may belong to a write still in progress).
+
+A file that holds no checkpoint (damaged or edited by hand) makes ``load`` of it — and
+``list_checkpoints`` when the file's name does not hold its id — raise
+:class:`~tulip_memory.exceptions.CheckpointCorruptError` naming the thread, the
+checkpoint and the file; saves and deletes of other ids are not hindered by it.
 """
 
 from __future__ import annotations
@@ -35,12 +40,15 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, NamedTuple
 
 from tulip_memory.backends.base import (
     BlockingCheckpointer,
+    corrupt_checkpoint,
     decode_name,
     encode_name,
     save_order_key,
+    state_from_snapshot,
 )
 from tulip_memory.exceptions import CheckpointError
 from tulip_memory.state import AgentState
@@ -98,19 +106,18 @@ class FileCheckpointer(BlockingCheckpointer):
             raise ValueError(f"thread_id {thread_id!r} does not map inside base_dir")
         return path
 
-    def _entries(
-        self, thread_dir: Path, *, every_file: bool = False
-    ) -> list[tuple[int, str, Path]]:
-        """(order, checkpoint id, path) of the thread's checkpoints, newest first.
+    def _entries(self, thread_dir: Path, *, every_file: bool = False) -> list[_Entry]:
+        """The thread's checkpoints, newest first.
 
         One entry per checkpoint id (its newest file), or with ``every_file`` every file:
-        a save or delete interrupted by a crash may leave an older file of an id.
+        a save or delete interrupted by a crash may leave an older file of an id. The id
+        of a file with a hashed name is read from the file: None when it cannot be.
         """
         try:
             names = os.listdir(thread_dir)
         except FileNotFoundError:
             return []
-        entries: list[tuple[int, str, Path]] = []
+        entries: list[_Entry] = []
         for name in names:
             if name.startswith(_TEMP_PREFIX) or not name.endswith(_SUFFIX):
                 continue
@@ -121,18 +128,22 @@ class FileCheckpointer(BlockingCheckpointer):
             checkpoint_id = decode_name(encoded)
             if checkpoint_id is None:
                 try:
-                    checkpoint_id = json.loads(path.read_bytes())["checkpoint_id"]
-                except (OSError, ValueError, KeyError):
-                    continue
-            entries.append((int(order), checkpoint_id, path))
-        entries.sort(key=lambda entry: entry[0], reverse=True)
+                    checkpoint_id = _read_document(path)["checkpoint_id"]
+                except FileNotFoundError:
+                    continue  # deleted or replaced meanwhile
+                except (OSError, ValueError, KeyError, TypeError):
+                    checkpoint_id = None
+                if not isinstance(checkpoint_id, str):
+                    checkpoint_id = None
+            entries.append(_Entry(int(order), checkpoint_id, path, encoded))
+        entries.sort(key=lambda entry: entry.order, reverse=True)
         if every_file:
             return entries
         seen: set[str] = set()
         newest = []
         for entry in entries:
-            if entry[1] not in seen:
-                seen.add(entry[1])
+            if entry.encoded not in seen:
+                seen.add(entry.encoded)
                 newest.append(entry)
         return newest
 
@@ -149,18 +160,19 @@ class FileCheckpointer(BlockingCheckpointer):
             separators=(",", ":"),
             ensure_ascii=False,
         ).encode()
-        name = f"{save_order_key():020d}.{encode_name(checkpoint_id, fold_safe=True)}{_SUFFIX}"
+        encoded = encode_name(checkpoint_id, fold_safe=True)
+        name = f"{save_order_key():020d}.{encoded}{_SUFFIX}"
         with self._writer_lock(thread_id):
             previous = (
-                [e for e in self._entries(thread_dir, every_file=True) if e[1] == checkpoint_id]
+                [e for e in self._entries(thread_dir, every_file=True) if e.encoded == encoded]
                 if may_exist
                 else []
             )
             thread_dir.mkdir(parents=True, exist_ok=True)
             _atomic_write(thread_dir / name, payload)
-            for _, _, path in previous:
+            for entry in previous:
                 with contextlib.suppress(FileNotFoundError):
-                    path.unlink()
+                    entry.path.unlink()
             _remove_stale_temp_files(thread_dir)
 
     def _load_sync(self, thread_id: str, checkpoint_id: str | None) -> AgentState | None:
@@ -177,10 +189,10 @@ class FileCheckpointer(BlockingCheckpointer):
         )
 
     def _load_listed(self, thread_id: str, checkpoint_id: str | None) -> AgentState | None:
-        for _, entry_id, path in self._entries(self._thread_dir(thread_id)):
-            if checkpoint_id is None or entry_id == checkpoint_id:
-                document = json.loads(path.read_bytes())
-                return AgentState.from_checkpoint(document["state"])
+        wanted = None if checkpoint_id is None else encode_name(checkpoint_id, fold_safe=True)
+        for entry in self._entries(self._thread_dir(thread_id)):
+            if wanted is None or entry.encoded == wanted:
+                return _read_state(entry.path, thread_id, checkpoint_id or entry.checkpoint_id)
         return None
 
     def _delete_sync(self, thread_id: str, checkpoint_id: str | None) -> bool:
@@ -193,17 +205,59 @@ class FileCheckpointer(BlockingCheckpointer):
                 shutil.rmtree(thread_dir, ignore_errors=True)
                 return found
             deleted = False
-            for _, entry_id, path in self._entries(thread_dir, every_file=True):
-                if entry_id == checkpoint_id:
+            encoded = encode_name(checkpoint_id, fold_safe=True)
+            for entry in self._entries(thread_dir, every_file=True):
+                if entry.encoded == encoded:
                     with contextlib.suppress(FileNotFoundError):
-                        path.unlink()
+                        entry.path.unlink()
                         deleted = True
             with contextlib.suppress(OSError):
                 thread_dir.rmdir()  # only succeeds when empty
             return deleted
 
     def _list_sync(self, thread_id: str, limit: int) -> list[str]:
-        return [entry[1] for entry in self._entries(self._thread_dir(thread_id))[:limit]]
+        ids = []
+        for entry in self._entries(self._thread_dir(thread_id))[:limit]:
+            if entry.checkpoint_id is None:
+                _read_state(entry.path, thread_id, None)  # raises, naming the file
+            else:
+                ids.append(entry.checkpoint_id)
+        return ids
+
+
+class _Entry(NamedTuple):
+    """A checkpoint file: its save order, checkpoint id (None: unreadable), path, and
+    the encoded id its name holds."""
+
+    order: int
+    checkpoint_id: str | None
+    path: Path
+    encoded: str
+
+
+def _read_document(path: Path) -> dict[str, Any]:
+    """The JSON object in ``path`` (FileNotFoundError, OSError, ValueError, TypeError)."""
+    document = json.loads(path.read_bytes())
+    if not isinstance(document, dict):
+        raise TypeError(f"the file holds a JSON {type(document).__name__}, not an object")
+    return document
+
+
+def _read_state(path: Path, thread_id: str, checkpoint_id: str | None) -> AgentState:
+    """The state in ``path``; CheckpointCorruptError naming it when it holds none.
+
+    FileNotFoundError passes through (the file was replaced or deleted meanwhile).
+    """
+    where = str(path)
+    try:
+        document = _read_document(path)
+        snapshot = document["state"]
+    except FileNotFoundError:
+        raise
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        problem = f"not a checkpoint file ({type(exc).__name__}: {exc})"
+        raise corrupt_checkpoint(thread_id, checkpoint_id, problem, where=where) from exc
+    return state_from_snapshot(snapshot, thread_id, checkpoint_id, where=where)
 
 
 def _atomic_write(path: Path, payload: bytes) -> None:

@@ -19,7 +19,12 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from tulip_memory.backends.base import BlockingCheckpointer, import_optional, save_order_key
+from tulip_memory.backends.base import (
+    BlockingCheckpointer,
+    import_optional,
+    save_order_key,
+    state_from_snapshot,
+)
 from tulip_memory.state import AgentState
 
 __all__ = ["OpenSearchCheckpointer"]
@@ -118,13 +123,20 @@ class OpenSearchCheckpointer(BlockingCheckpointer):
     def _load_sync(self, thread_id: str, checkpoint_id: str | None) -> AgentState | None:
         self._ensure_index()
         if checkpoint_id is None:
-            hits = self._search(thread_id, 1, ["state"])
-            return AgentState.from_checkpoint(hits[0]["state"]) if hits else None
-        try:
-            document = self.client.get(index=self.index, id=self._doc_id(thread_id, checkpoint_id))
-        except self._not_found:
-            return None
-        return AgentState.from_checkpoint(document["_source"]["state"])
+            hits = self._search(thread_id, 1, ["checkpoint_id", "state"])
+            if not hits:
+                return None
+            source = hits[0]
+            checkpoint_id = str(source.get("checkpoint_id"))
+        else:
+            try:
+                document = self.client.get(
+                    index=self.index, id=self._doc_id(thread_id, checkpoint_id)
+                )
+            except self._not_found:
+                return None
+            source = document.get("_source") or {}
+        return state_from_snapshot(source.get("state"), thread_id, checkpoint_id)
 
     def _list_sync(self, thread_id: str, limit: int) -> list[str]:
         self._ensure_index()

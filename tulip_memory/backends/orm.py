@@ -11,7 +11,9 @@ transaction is pinned to it, so row-level security shows and accepts only that t
 rows. Queries filter on the tenant as well, so the isolation holds on MariaDB too (where
 there is no row-level security). Saves that may replace an existing id are serialised
 per thread by a database lock (see :meth:`TenantDatabase._writer_lock
-<tulip_memory.tenant_database.TenantDatabase._writer_lock>`), across processes.
+<tulip_memory.tenant_database.TenantDatabase._writer_lock>`), across processes. A row
+whose ``state`` holds no state raises
+:class:`~tulip_memory.exceptions.CheckpointCorruptError` naming it.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from tulip_memory.backends.base import BlockingCheckpointer
+from tulip_memory.backends.base import BlockingCheckpointer, state_from_snapshot
 from tulip_memory.state import AgentState
 from tulip_memory.subjects import subject_of
 from tulip_memory.tenant_database import TenantDatabase
@@ -93,8 +95,8 @@ class ORMCheckpointer(TenantDatabase, BlockingCheckpointer):
         rows = self._rows(thread_id)
         if checkpoint_id is not None:
             rows = rows.filter(checkpoint_id=checkpoint_id)
-        snapshot = rows.newest_first().values_list("state", flat=True).first()
-        return None if snapshot is None else AgentState.from_checkpoint(snapshot)
+        found = rows.newest_first().values_list("checkpoint_id", "state").first()
+        return None if found is None else state_from_snapshot(found[1], thread_id, found[0])
 
     def _list_sync(self, thread_id: str, limit: int) -> list[str]:
         rows = self._rows(thread_id).newest_first()

@@ -31,7 +31,9 @@ return order
 _LOAD_LATEST = """
 local ids = redis.call('ZREVRANGE', KEYS[1], 0, 0)
 if #ids == 0 then return false end
-return redis.call('HGET', KEYS[2], ids[1])
+local state = redis.call('HGET', KEYS[2], ids[1])
+if not state then return false end
+return {ids[1], state}
 """
 
 # The save counter goes too: after a thread is deleted no key names it (and, deleted in
@@ -97,10 +99,14 @@ class RedisCheckpointer(BaseCheckpointer):
     async def _load(self, thread_id: str, checkpoint_id: str | None) -> AgentState | None:
         index, data, _ = self._keys(thread_id)
         if checkpoint_id is None:
-            payload = await self._load_latest_script(keys=[index, data])
+            found = await self._load_latest_script(keys=[index, data])
+            if found is None:
+                return None
+            newest, payload = found
+            checkpoint_id = newest.decode() if isinstance(newest, bytes) else newest
         else:
             payload = await self.client.hget(data, checkpoint_id)
-        return None if payload is None else decode_state(payload)
+        return None if payload is None else decode_state(payload, thread_id, checkpoint_id)
 
     async def _list(self, thread_id: str, limit: int) -> list[str]:
         index, _, _ = self._keys(thread_id)

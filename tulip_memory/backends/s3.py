@@ -171,10 +171,10 @@ class S3Checkpointer(BlockingCheckpointer):
             for live_id, _, _ in self._live_markers(thread_id):
                 found = self._get(self._data_key(thread_id, live_id))
                 if found is not None:
-                    return decode_state(found[0])
+                    return decode_state(found[0], thread_id, live_id)
             return None
         found = self._get(self._data_key(thread_id, checkpoint_id))
-        return None if found is None else decode_state(found[0])
+        return None if found is None else decode_state(found[0], thread_id, checkpoint_id)
 
     def _list_sync(self, thread_id: str, limit: int) -> list[str]:
         ids: list[str] = []
