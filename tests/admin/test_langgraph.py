@@ -98,6 +98,20 @@ def test_a_checkpoint_shows_its_chat_timeline_and_thread_rebuilt_from_splices(ro
     assert history.status_code == 302 and history["Location"] == reverse(CHANGE, args=[1])
 
 
+def test_a_checkpoint_whose_chain_lost_a_value_still_shows_its_metadata(root_client):
+    ids = run_graph("acme", "chat-d", 2)
+    with tenant_atomic("acme"):  # the chain's base: every later version splices onto it
+        LangGraphBlob.objects.filter(channel="messages", parent_version="").delete()
+    pick_tenant(root_client, "acme")
+    response = root_client.get(reverse(CHANGE, args=[_pk("acme", ids[0])]))
+    page = response.content.decode()
+    assert response.status_code == 200
+    assert page.count("the checkpoint could not be read") == 2  # values, pending writes
+    metadata = page[page.index("field-pretty_metadata") :]
+    assert "&quot;source&quot;: &quot;loop&quot;" in metadata[: metadata.index("</pre>")]
+    assert re.search(r'field-step">.*?<div class="readonly">\d+</div>', page, re.S)
+
+
 def test_pending_writes_of_an_interrupted_run_are_shown(root_client):
     ids = run_graph("acme", "chat-i", 1, approve=True)
     pick_tenant(root_client, "acme")

@@ -236,20 +236,28 @@ class LangGraphCheckpointAdmin(
             obj._tulip_loaded = cached  # type: ignore[attr-defined]
         return cached
 
-    def _metadata(self, obj: LangGraphCheckpoint) -> dict[str, Any]:
+    def _metadata(self, obj: LangGraphCheckpoint) -> dict[str, Any] | None:
+        """The checkpoint's metadata: from its tuple, else decoded from its own column (a
+        damaged channel value leaves it readable); None when that fails too."""
         found = self._loaded(obj)[0]
-        return dict(found.metadata) if found is not None else {}
+        if found is not None:
+            return dict(found.metadata)
+        try:
+            decoded = self.saver(obj).serde.loads_typed((obj.metadata_type, bytes(obj.metadata)))
+        except Exception:  # any failure of a serializer on damaged bytes
+            return None
+        return dict(decoded) if isinstance(decoded, dict) else None
 
     def _unreadable(self, obj: LangGraphCheckpoint) -> str:
         return format_html('<p class="tulip-meta tulip-unread">{}</p>', self._loaded(obj)[2])
 
     @admin.display(description=_("step"))
     def step(self, obj: LangGraphCheckpoint) -> Any:
-        return self._metadata(obj).get("step", "-")
+        return (self._metadata(obj) or {}).get("step", "-")
 
     @admin.display(description=_("source"))
     def source(self, obj: LangGraphCheckpoint) -> Any:
-        return self._metadata(obj).get("source", "-")
+        return (self._metadata(obj) or {}).get("source", "-")
 
     @admin.display(description=_("children"))
     def children_links(self, obj: LangGraphCheckpoint) -> str:
@@ -301,10 +309,10 @@ class LangGraphCheckpointAdmin(
 
     @admin.display(description=_("metadata"))
     def pretty_metadata(self, obj: LangGraphCheckpoint) -> str:
-        found = self._loaded(obj)[0]
-        if found is None:
+        metadata = self._metadata(obj)
+        if metadata is None:
             return self._unreadable(obj)
-        return format_html('<pre class="tulip-pre">{}</pre>', _json(found.metadata))
+        return format_html('<pre class="tulip-pre">{}</pre>', _json(metadata))
 
     # --- the thread -----------------------------------------------------------------------
 
