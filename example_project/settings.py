@@ -95,7 +95,9 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # `celery -A example_project beat`: the extraction sweep re-sends what a broker outage or a
 # dead worker host left behind (docs/manager.md, Operations); the queue is CELERY_QUEUE's.
-CELERY_BEAT_SCHEDULE = {"tulip-memory-sweep": beat_schedule_entry(every=60.0, queue="tulip_memory")}
+CELERY_BEAT_SCHEDULE = {
+    "tulip-memory-extraction-queues": beat_schedule_entry(every=60.0, queue="tulip_memory")
+}
 
 TULIP_MEMORY: dict[str, object] = {}
 

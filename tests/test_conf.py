@@ -4,7 +4,7 @@ import pytest
 from django.test import override_settings
 
 from tulip_memory.checks.settings import check_settings
-from tulip_memory.conf import DEFAULTS, settings
+from tulip_memory.conf import DEFAULTS, IMPORT_STRINGS, settings
 
 
 def test_defaults_are_returned_when_the_project_says_nothing():
@@ -50,3 +50,16 @@ def test_app_config_pins_the_auto_field():
     from django.apps import apps
 
     assert apps.get_app_config("tulip_memory").default_auto_field == "django.db.models.BigAutoField"
+
+
+@pytest.mark.parametrize("name", sorted(IMPORT_STRINGS))
+def test_every_dotted_path_setting_that_does_not_import_is_a_system_check_error(settings, name):
+    from django.core import checks
+
+    settings.TULIP_MEMORY = {name: "tulip_memory.no_such_module.thing"}
+    errors = [
+        message
+        for message in checks.run_checks(include_deployment_checks=True, databases=[])
+        if message.level >= checks.ERROR and f"TULIP_MEMORY[{name!r}]" in message.msg
+    ]
+    assert errors, f"no check reports an unimportable {name}"

@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
+from tulip_memory.exceptions import ConfigurationError
 from tulip_memory.sweeps import SWEEPS, beat_schedule, schedule_sweeps_in_database
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_the_beat_schedule_of_every_sweep(settings):
@@ -62,3 +71,46 @@ def test_the_sweeps_kept_in_django_celery_beat(settings):
     assert (again.pk, again.interval.every) == (tasks[1].pk, 30)
     with pytest.raises(ValueError, match="unknown sweeps"):
         schedule_sweeps_in_database(only=("nope",))
+
+
+def _load_beat_settings(**env: str) -> subprocess.CompletedProcess[str]:
+    """Django's settings from tests/beat_settings.py, loaded as Django loads them."""
+    code = (
+        "import json; from django.conf import settings; "
+        "print(json.dumps(settings.CELERY_BEAT_SCHEDULE))"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        check=False,
+        cwd=ROOT,
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "tests.beat_settings", **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_the_beat_schedule_built_in_settings_py_takes_the_projects_queue_and_intervals():
+    result = _load_beat_settings()
+    assert result.returncode == 0, result.stderr
+    schedule = json.loads(result.stdout)
+    assert {entry["options"]["queue"] for entry in schedule.values()} == {"trial_ops_mem"}
+    assert schedule["tulip-memory-expired-items"]["schedule"] == 30.0
+    assert schedule["tulip-memory-checkpoints"]["schedule"] == 3600.0  # the default
+
+
+def test_the_beat_schedule_refuses_to_guess_before_the_settings_are_configured():
+    result = _load_beat_settings(TULIP_BEAT_CALL="bare")
+    assert result.returncode == 1
+    assert "ConfigurationError: beat_schedule() cannot read TULIP_MEMORY before Django's" in (
+        result.stderr
+    )
+    assert "beat_schedule(tulip_memory=TULIP_MEMORY)" in result.stderr
+
+
+def test_the_beat_schedule_of_a_given_dict(settings):
+    settings.TULIP_MEMORY = {"CELERY_QUEUE": "configured"}
+    schedule = beat_schedule(tulip_memory={"CELERY_QUEUE": "given"})
+    assert {entry["options"]["queue"] for entry in schedule.values()} == {"given"}
+    with pytest.raises(ConfigurationError, match="must be a dict, got list"):
+        beat_schedule(tulip_memory=[])  # type: ignore[arg-type]

@@ -27,13 +27,17 @@ class TulipMemoryConfig(AppConfig):
         )
         from tulip_memory.checks.settings import check_settings
         from tulip_memory.checks.tenancy import (
+            check_database_connections,
             check_default_tenant_database,
             check_tenant_databases,
             check_tenant_resolver,
+            check_tenant_resolver_setting,
         )
 
         checks.register(check_settings)
+        checks.register(check_database_connections, checks.Tags.database)
         checks.register(check_tenant_databases, checks.Tags.database)
+        checks.register(check_tenant_resolver_setting)
         checks.register(check_default_tenant_database)
         checks.register(check_tenant_resolver, checks.Tags.security, deploy=True)
         checks.register(check_embedder_settings)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["beat_entry", "schedule_in_database", "validate_interval"]
+__all__ = ["beat_entry", "beat_models", "schedule_in_database", "validate_interval"]
 
 
 def validate_interval(every: object, *, whole: bool) -> float:
@@ -42,10 +42,10 @@ def beat_entry(task: str, every: float, queue: str) -> dict[str, Any]:
     return {"task": task, "schedule": seconds, "options": {"queue": queue, "expires": seconds}}
 
 
-def _beat_models() -> Any:
+def beat_models() -> Any:
     """django-celery-beat's models, once it is installed, in ``INSTALLED_APPS`` and
     migrated; otherwise ImportError (naming the extra) or ConfigurationError (naming the
-    setting or the migration)."""
+    setting or the migration). Reads the catalog only: a dry run makes the same checks."""
     from django.apps import apps
     from django.db import connections, router
 
@@ -83,7 +83,7 @@ def schedule_in_database(name: str, task: str, every: int, queue: str | None = N
 
     seconds = int(validate_interval(every, whole=True))
     entry = beat_entry(task, seconds, settings.CELERY_QUEUE if queue is None else queue)
-    beat = _beat_models()
+    beat = beat_models()
     interval, _ = beat.IntervalSchedule.objects.get_or_create(
         every=seconds, period=beat.IntervalSchedule.SECONDS
     )

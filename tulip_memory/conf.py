@@ -3,7 +3,9 @@
 ``tulip_memory.conf.settings.STORE`` returns the project's value or the documented
 default below. The cache is dropped on ``setting_changed`` (``override_settings`` in
 tests). Without configured Django settings the defaults are returned, so that the
-pure layers work in plain Python.
+pure layers work in plain Python. A helper called from settings.py itself (where
+Django's settings are not configured yet) reads the project's dict through
+:func:`settings_of` instead.
 """
 
 from __future__ import annotations
@@ -104,9 +106,11 @@ IMPORT_STRINGS = frozenset({"EMBEDDER", "TENANT_RESOLVER", "STORE", "EXTRACTOR"}
 class TulipMemorySettings:
     """Lazy view over ``settings.TULIP_MEMORY`` with defaults."""
 
-    def __init__(self, defaults: dict[str, Any]) -> None:
+    def __init__(self, defaults: dict[str, Any], user: object = None) -> None:
         self._defaults = defaults
-        self._user: dict[str, Any] | None = None
+        # Given (settings_of): that dict, for good; otherwise read from Django's settings.
+        self._fixed = user is not None
+        self._user: dict[str, Any] | None = _as_dict(user) if self._fixed else None
 
     def _user_settings(self) -> dict[str, Any]:
         if self._user is None:
@@ -114,12 +118,7 @@ class TulipMemorySettings:
 
             if not django_settings.configured:
                 return {}
-            value = getattr(django_settings, SETTINGS_NAME, {}) or {}
-            if not isinstance(value, dict):
-                raise TypeError(
-                    f"settings.{SETTINGS_NAME} must be a dict, got {type(value).__name__}"
-                )
-            self._user = dict(value)
+            self._user = _as_dict(getattr(django_settings, SETTINGS_NAME, {}) or {})
         return self._user
 
     def __getattr__(self, name: str) -> Any:
@@ -141,10 +140,24 @@ class TulipMemorySettings:
         return import_string(value)
 
     def reload(self) -> None:
-        self._user = None
+        if not self._fixed:
+            self._user = None
+
+
+def _as_dict(value: object) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise TypeError(f"settings.{SETTINGS_NAME} must be a dict, got {type(value).__name__}")
+    return dict(value)
 
 
 settings = TulipMemorySettings(DEFAULTS)
+
+
+def settings_of(tulip_memory: object) -> TulipMemorySettings:
+    """A view like :data:`settings` over the ``TULIP_MEMORY`` dict given, with the same
+    defaults: for helpers called from settings.py, where Django's settings are not
+    configured yet (``TypeError`` when it is not a dict)."""
+    return TulipMemorySettings(DEFAULTS, _as_dict(tulip_memory))
 
 
 @receiver(setting_changed)

@@ -20,7 +20,10 @@ security confines every statement to that tenant, elsewhere each query filters o
 
 It then stores an :class:`~tulip_memory.models.ErasureReceipt` (counts per kind, when,
 by whom, a keyed hash of the subject; no content) in the same transaction, and after
-the commit sends the event ``store.subject.forgotten`` (counts only). A dry run counts
+the commit sends the event ``store.subject.forgotten`` (counts only). Called inside the
+caller's own ``transaction.atomic()``, the commit is that transaction's: the event is
+sent when it commits, and never if it rolls back (the report and its receipt, returned
+at once, then describe an erasure that did not happen). A dry run counts
 what would go and writes nothing (no receipt, no event). A second run finds nothing
 left and stores a receipt of zeros: each request is on record.
 """
@@ -34,12 +37,12 @@ from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import sync_to_async
 
-from tulip_memory.events import EV_STORE_SUBJECT_FORGOTTEN, elapsed_ms, emit_sync
+from tulip_memory.events import EV_STORE_SUBJECT_FORGOTTEN, elapsed_ms
 from tulip_memory.exceptions import ConfigurationError, TenantError
 from tulip_memory.manager.history import HISTORY_LABEL
 from tulip_memory.namespaces import NAMESPACE_SEPARATOR, Namespace, validate_namespace
 from tulip_memory.subjects import subject_namespace, validate_subject
-from tulip_memory.tenancy import current_tenant, tenant_atomic, validate_tenant
+from tulip_memory.tenancy import current_tenant, emit_on_commit, tenant_atomic, validate_tenant
 
 if TYPE_CHECKING:
     from tulip_memory.models import ErasureReceipt
@@ -215,7 +218,8 @@ def forget_subject(
             )
     report = ErasureReport(tenant, reference, counts, prefixes, dry_run, receipt)
     if receipt is not None:
-        emit_sync(
+        emit_on_commit(
+            using,
             EV_STORE_SUBJECT_FORGOTTEN,
             sender=ErasureReceipt,
             tenant=tenant,

@@ -61,12 +61,24 @@ def resolve_tenant_from_header(request: Any) -> str | None:
     Any client can send a header: only use this behind a gateway that authenticates the
     caller and sets (or strips) the header itself. ``check --deploy`` warns about it
     (``tulip_memory.W011``).
+
+    A blank header names no tenant. A value with whitespace around it (``" acme "``) is
+    refused with ``ValueError`` (TenantMiddleware: 400): surrounding whitespace is part of
+    a tenant's name (``validate_tenant``), so ``" acme "`` is not ``"acme"``, and HTTP
+    does not carry it in a header value (RFC 9110 strips it): the sender meant something
+    else, and no tenant is guessed.
     """
     from tulip_memory.conf import settings
 
-    value = request.headers.get(settings.TENANT_HEADER)
+    header = settings.TENANT_HEADER
+    value = request.headers.get(header)
     if value is None or not value.strip():
         return None
+    if value != value.strip():
+        raise ValueError(
+            f"the {header} header {value!r} has whitespace around the tenant; send the "
+            "tenant's name alone"
+        )
     return value
 
 

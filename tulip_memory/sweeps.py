@@ -12,7 +12,10 @@
 :func:`beat_schedule` is the ``CELERY_BEAT_SCHEDULE`` dict of them all;
 :func:`schedule_sweeps_in_database` writes one django-celery-beat ``PeriodicTask`` per
 sweep (what ``manage.py tulip_memory_schedule_sweeps`` runs). Both take the intervals
-from ``TULIP_MEMORY["SWEEP_INTERVALS"]`` and the queue from ``CELERY_QUEUE``.
+from ``TULIP_MEMORY["SWEEP_INTERVALS"]`` and the queue from ``CELERY_QUEUE``. In
+settings.py, where Django's settings are not configured yet, pass the dict:
+``beat_schedule(tulip_memory=TULIP_MEMORY)``; without it there, :func:`beat_schedule`
+raises ``ConfigurationError`` rather than schedule the defaults.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tulip_memory.beat import beat_entry, schedule_in_database
+from tulip_memory.exceptions import ConfigurationError
 from tulip_memory.manager.extraction.schedule import SWEEP_PERIODIC_TASK_NAME
 from tulip_memory.manager.extraction.task_names import SWEEP_EXTRACTION_QUEUES
 from tulip_memory.retention.policy import sweep_intervals
@@ -71,10 +75,32 @@ SWEEPS = (
 )
 
 
-def _queue(queue: str | None) -> str:
+def _queue(queue: str | None, source: Any = None) -> str:
     from tulip_memory.conf import settings
 
-    return settings.CELERY_QUEUE if queue is None else queue
+    return (settings if source is None else source).CELERY_QUEUE if queue is None else queue
+
+
+def _settings_for_beat(tulip_memory: dict[str, Any] | None) -> Any:
+    """The settings :func:`beat_schedule` reads: the dict given, or the project's once
+    Django's settings are configured (refused before: they would be the defaults)."""
+    from django.conf import settings as django_settings
+
+    from tulip_memory.conf import settings, settings_of
+
+    if tulip_memory is not None:
+        try:
+            return settings_of(tulip_memory)
+        except TypeError as exc:
+            raise ConfigurationError(f"beat_schedule(tulip_memory=...): {exc}") from None
+    if not django_settings.configured:
+        raise ConfigurationError(
+            "beat_schedule() cannot read TULIP_MEMORY before Django's settings are "
+            "configured (it was called from settings.py, or outside Django): its queue and "
+            "intervals would be the defaults. Pass the dict: "
+            "CELERY_BEAT_SCHEDULE = beat_schedule(tulip_memory=TULIP_MEMORY)."
+        )
+    return settings
 
 
 def chosen_sweeps(only: tuple[str, ...] | None = None) -> list[Sweep]:
@@ -87,13 +113,23 @@ def chosen_sweeps(only: tuple[str, ...] | None = None) -> list[Sweep]:
 
 
 def beat_schedule(
-    queue: str | None = None, *, only: tuple[str, ...] | None = None
+    queue: str | None = None,
+    *,
+    only: tuple[str, ...] | None = None,
+    tulip_memory: dict[str, Any] | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """``CELERY_BEAT_SCHEDULE`` entries of the sweeps (``"tulip-memory-<key>"``)."""
-    intervals = sweep_intervals()
+    """``CELERY_BEAT_SCHEDULE`` entries of the sweeps (``"tulip-memory-<key>"``).
+
+    The queue and intervals come from ``tulip_memory`` (the project's ``TULIP_MEMORY``
+    dict: pass it in settings.py, where Django's settings are not configured yet), else
+    from the configured settings; called before they are configured without it, raises
+    ``ConfigurationError`` (the defaults would send the sweeps to a queue no worker of
+    the project may read)."""
+    source = _settings_for_beat(tulip_memory)
+    intervals = sweep_intervals(source)
     return {
         f"tulip-memory-{sweep.key.replace('_', '-')}": beat_entry(
-            sweep.task, intervals[sweep.key], _queue(queue)
+            sweep.task, intervals[sweep.key], _queue(queue, source)
         )
         for sweep in chosen_sweeps(only)
     }

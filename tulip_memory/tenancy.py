@@ -11,6 +11,8 @@ to the next user of a pooled connection.
 * :func:`current_tenant` reads it;
 * :func:`tenant_atomic` opens a transaction pinned to a tenant (the explicit one, else
   the bound one) — every ORM query on a tenant table must run inside one;
+* :func:`emit_on_commit` sends the event reporting such work once it is committed (the
+  caller's own ``atomic()`` around it may still roll it back);
 * :class:`~tulip_memory.middleware.TenantMiddleware` (in :mod:`tulip_memory.middleware`,
   also importable from here) binds each request's tenant.
 """
@@ -28,6 +30,7 @@ from tulip_memory.identifiers import validate_identifier
 __all__ = [
     "TENANT_MAX_LENGTH",
     "current_tenant",
+    "emit_on_commit",
     "tenant_atomic",
     "tenant_context",
     "validate_tenant",
@@ -148,6 +151,20 @@ def tenant_atomic(tenant: str | None = None, using: str = "default") -> Iterator
         if nested and previous != tenant and not connection.needs_rollback:
             with connection.cursor() as cursor:
                 cursor.execute("SELECT set_config(%s, %s, true)", [setting, previous or ""])
+
+
+def emit_on_commit(using: str, name: str, *, sender: type | None = None, **fields: Any) -> None:
+    """Send event ``name`` (:func:`~tulip_memory.events.emit_sync`) when the transaction of
+    ``using`` commits: at once outside a transaction, never if it rolls back. For the
+    event of work done in a :func:`tenant_atomic` block inside the caller's ``atomic()``:
+    the work is not done until that outer transaction commits."""
+    from functools import partial
+
+    from django.db import transaction
+
+    from tulip_memory.events import emit_sync
+
+    transaction.on_commit(partial(emit_sync, name, sender=sender, **fields), using=using)
 
 
 def __getattr__(name: str) -> Any:

@@ -16,7 +16,11 @@ import pytest
 from django.core import checks
 
 from tests.migration_connections import with_database
-from tulip_memory.checks.tenancy import check_default_tenant_database
+from tulip_memory.checks.tenancy import (
+    check_default_tenant_database,
+    check_tenant_resolver,
+    check_tenant_resolver_setting,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -27,11 +31,11 @@ def _rls_ids(messages) -> list[str]:
     )
 
 
-def _manage_check(database_url: str) -> subprocess.CompletedProcess[str]:
+def _manage_check(database_url: str, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "DATABASE_URL": database_url, "DJANGO_SETTINGS_MODULE": "tests.settings"}
     env.pop("DATABASE_OWNER_URL", None)
     return subprocess.run(
-        [sys.executable, "manage.py", "check"],
+        [sys.executable, "manage.py", "check", *args],
         check=False,
         cwd=ROOT,
         env=env,
@@ -87,3 +91,34 @@ def test_manage_py_check_passes_without_a_reachable_database_and_says_what_it_sk
     assert "?: (tulip_memory.I010) The row-level security of database 'default' was not " in output
     assert "checked: it cannot be reached (" in output
     assert "System check identified 1 issue (0 silenced)." in output
+
+
+def _unreachable_url() -> str:
+    with socket.socket() as probe:  # a port of 127.0.0.1 nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"postgres://nobody@127.0.0.1:{port}/nothing"
+
+
+def test_check_database_reports_an_unreachable_database_as_an_error_not_a_traceback():
+    result = _manage_check(_unreachable_url(), "--database", "default")
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert "?: (tulip_memory.E015) Database alias 'default' cannot be reached (" in result.stderr
+    assert result.stderr.count("tulip_memory.E015") == 1  # once, not once per check
+
+
+def test_a_tenant_resolver_that_does_not_import_is_an_error(settings):
+    settings.TULIP_MEMORY = {"TENANT_RESOLVER": "tulip_memory.middleware.nope"}
+    [error] = check_tenant_resolver_setting()
+    assert error.id == "tulip_memory.E016"
+    assert error.msg.startswith(
+        "TULIP_MEMORY['TENANT_RESOLVER'] ('tulip_memory.middleware.nope') cannot be imported: "
+        'ImportError: Module "tulip_memory.middleware" does not define a "nope" attribute'
+    )
+    assert check_tenant_resolver() == []  # W011 leaves it to E016
+    settings.TULIP_MEMORY = {"TENANT_RESOLVER": "tulip_memory.conf.DEFAULTS"}
+    [error] = check_tenant_resolver_setting()
+    assert "is not callable (it is dict)" in error.msg
+    settings.TULIP_MEMORY = {}
+    assert check_tenant_resolver_setting() == []

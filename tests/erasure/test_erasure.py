@@ -250,3 +250,24 @@ def test_an_erased_pending_job_runs_on_no_messages_and_saves_nothing(world):
         assert (outcome.done, outcome.failed) == (jobs, 0)
     assert items("alice") == 0
     assert items("bob") > bob_before  # bob's job still had its conversation ("I live in Berlin")
+
+
+class _RolledBack(Exception):
+    pass
+
+
+def test_inside_an_outer_transaction_the_event_waits_for_its_commit(world, sent_events):
+    from django.db import transaction
+
+    with pytest.raises(_RolledBack), transaction.atomic():
+        forget_subject("acme", "alice")
+        assert sent_events.of(EV_STORE_SUBJECT_FORGOTTEN) == []  # not committed yet
+        raise _RolledBack
+    assert sent_events.of(EV_STORE_SUBJECT_FORGOTTEN) == []  # rolled back: never erased
+    assert rows("default", "acme")["receipts"] == []
+
+    with transaction.atomic():
+        report = forget_subject("acme", "alice")
+        assert sent_events.of(EV_STORE_SUBJECT_FORGOTTEN) == []
+    [sent] = sent_events.of(EV_STORE_SUBJECT_FORGOTTEN)  # sent on the commit
+    assert report.receipt is not None and sent.fields()["receipt"] == report.receipt.pk

@@ -61,7 +61,7 @@ def test_namespace_prefixes_are_labels_after_the_tenant():
 @pytest.mark.parametrize(
     ("args", "problem"),
     [
-        (["alice"], "Name the tenants with --tenant"),
+        (["alice"], "the following arguments are required: --tenant"),
         (["alice", "--tenant", "acme", "--tenant", "globex"], "Name exactly one tenant"),
         (["alice", "--tenant", " "], "Tenant ' ' is not valid"),
         (

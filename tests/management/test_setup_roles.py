@@ -130,6 +130,8 @@ def test_dry_run_prints_the_sql_through_any_connection():
         (("--database", "mysql"), "mysql; this command works on postgresql"),
         (("--tenant", "acme"), "unrecognized arguments: --tenant"),
         (("--app-role", "postgres", "--dry-run"), "'postgres' exists and is a superuser or"),
+        (("--owner-role", "postgres"), "'postgres' exists .* cannot be the owner role"),
+        (("--owner-role", "postgres", "--dry-run"), "'postgres' exists .* cannot be the owner"),
     ],
 )
 def test_bad_input_is_refused(args, message):

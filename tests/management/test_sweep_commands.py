@@ -202,8 +202,9 @@ def test_schedule_sweeps_refuses_bad_input(settings, tulip_memory, args, message
 def test_schedule_sweeps_says_when_django_celery_beat_is_not_an_installed_app(settings):
     installed = settings.INSTALLED_APPS
     settings.INSTALLED_APPS = [app for app in installed if app != "django_celery_beat"]
-    with pytest.raises(CommandError, match=r"'django_celery_beat' is not in INSTALLED_APPS: add"):
-        run("tulip_memory_schedule_sweeps")
+    for dry_run in ((), ("--dry-run",)):  # the dry run makes the real run's checks
+        with pytest.raises(CommandError, match=r"'django_celery_beat' is not in INSTALLED_APPS"):
+            run("tulip_memory_schedule_sweeps", *dry_run)
     out = run("tulip_memory_schedule_sweeps", "--print-settings")  # needs no beat tables
     assert out.startswith("CELERY_BEAT_SCHEDULE = ")
 
@@ -226,6 +227,8 @@ def test_schedule_sweeps_says_which_migration_to_run_when_beats_tables_are_missi
     try:
         with pytest.raises(CommandError) as raised:
             run("tulip_memory_schedule_sweeps")
+        with pytest.raises(CommandError) as dry:
+            run("tulip_memory_schedule_sweeps", "--dry-run")
     finally:
         with connections["mysql"].cursor() as cursor:
             cursor.execute(
@@ -237,4 +240,5 @@ def test_schedule_sweeps_says_which_migration_to_run_when_beats_tables_are_missi
         "django_celery_beat_periodictask): run `manage.py migrate django_celery_beat` as the "
         "role that owns the tables (e.g. --database=owner)"
     )
+    assert str(dry.value) == str(raised.value)
     assert not PeriodicTask.objects.using("mysql").exists()

@@ -165,3 +165,24 @@ def test_bad_tenants_are_refused_before_anything_runs():
         prune_checkpoints(tenants="acme", policy=RetentionPolicy(checkpoint_keep_last=1))
     with pytest.raises(ValueError, match="Tenant '' is not valid"):
         prune_checkpoints(tenants=[""], policy=RetentionPolicy(checkpoint_keep_last=1))
+
+
+class _RolledBack(Exception):
+    pass
+
+
+def test_inside_an_outer_transaction_the_event_waits_for_its_commit(events):
+    from django.db import transaction
+
+    acme = PostgreSQLCheckpointer("default", tenant="acme")
+    _save(acme, "t", 3)
+    policy = RetentionPolicy(checkpoint_keep_last=1)
+    with pytest.raises(_RolledBack), transaction.atomic():
+        assert prune_tenant_checkpoints("acme", policy=policy).checkpoints == 2
+        assert events() == []  # not committed yet
+        raise _RolledBack
+    assert events() == [] and len(_listed(acme, "t")) == 3  # rolled back: nothing pruned
+    with transaction.atomic():
+        prune_tenant_checkpoints("acme", policy=policy)
+        assert events() == []
+    assert events() == [("CheckpointRecord", _pruned("acme", 2, 0))]

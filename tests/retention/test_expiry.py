@@ -86,3 +86,24 @@ def test_the_expiry_column_and_its_partial_index():
         )
         (definition,) = cursor.fetchone()
     assert "(tenant, expires_at)" in definition and "expires_at IS NOT NULL" in definition
+
+
+class _RolledBack(Exception):
+    pass
+
+
+def test_inside_an_outer_transaction_the_event_waits_for_its_commit(events):
+    from django.db import transaction
+
+    clock = ManualClock()
+    async_to_sync(PgMemory(clock=clock).put)(("acme", "n"), "k", 1, ttl=1)
+    clock.advance(2)
+    with pytest.raises(_RolledBack), transaction.atomic():
+        assert sweep_expired_tenant("acme", now=clock()) == 1
+        assert events() == []  # not committed yet
+        raise _RolledBack
+    assert events() == [] and _rows("acme") == ["k"]  # rolled back: nothing was swept
+    with transaction.atomic():
+        assert sweep_expired_tenant("acme", now=clock()) == 1
+        assert events() == []
+    assert events() == [{"tenant": "acme", "deleted": 1}]

@@ -180,6 +180,14 @@ def test_middleware_rejects_an_invalid_tenant():
     assert TenantMiddleware(_view)(request).status_code == 400
 
 
+@HEADER_RESOLVER
+def test_a_header_tenant_with_whitespace_around_it_is_refused_not_bound():
+    response = TenantMiddleware(_view)(RequestFactory().get("/", HTTP_X_TENANT=" acme "))
+    assert response.status_code == 400
+    assert b"X-Tenant header ' acme ' has whitespace around the tenant" in response.content
+    assert current_tenant() is None
+
+
 async def test_middleware_async():
     async def view(request):
         return HttpResponse(current_tenant())

@@ -59,3 +59,32 @@ def test_database_settings_put_a_socket_directory_and_port_where_dbshell_reads_t
     assert database_settings("postgresql://u@db:5433/x?host=/tmp/s")["HOST"] == "db"
     with pytest.raises(ValueError, match="scheme"):
         database_settings("nosuchscheme://u@h/x")
+
+
+def test_bootstrap_refuses_a_url_that_is_not_a_superusers_before_changing_anything():
+    import os
+
+    import psycopg
+
+    from tests.management.test_setup_roles import _as_role
+    from tulip_memory.exceptions import ConfigurationError
+    from tulip_memory.testing.postgres import bootstrap_database
+
+    admin = os.environ["TULIP_TEST_ADMIN_URL"]
+    suffix = os.getpid()
+    creator, owner, app, name = (f"{kind}_{suffix}" for kind in ("creator", "bo", "ba", "bdb"))
+    made = f"SELECT rolname FROM pg_roles WHERE rolname IN ('{owner}', '{app}')"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE {creator} LOGIN CREATEROLE CREATEDB")  # not a superuser
+    try:
+        with pytest.raises(ConfigurationError, match=f"connects as '{creator}', which is not a"):
+            bootstrap_database(_as_role(admin, creator), name, owner=owner, app=app)
+        with psycopg.connect(admin) as conn:
+            assert conn.execute(made).fetchall() == []  # no role created
+            exists = "SELECT 1 FROM pg_database WHERE datname = %s"
+            assert conn.execute(exists, [name]).fetchone() is None
+    finally:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {name}")
+            for role in (owner, app, creator):
+                conn.execute(f"DROP ROLE IF EXISTS {role}")

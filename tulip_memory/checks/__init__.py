@@ -7,7 +7,9 @@ Ids: ``tulip_memory.E001`` and up for errors, ``tulip_memory.W001`` and up for w
 * :mod:`.settings` — E001, W001: the ``TULIP_MEMORY`` dict itself;
 * :mod:`.tenancy` — E010-E014, W010: row-level security on the tenant databases
   (``database`` tag, and on ``default`` under plain ``check``; I010 when ``default``
-  cannot be reached then); W011 the header resolver (``deploy``);
+  cannot be reached then); E015 a PostgreSQL alias named by ``check --database`` cannot
+  be reached; E016 ``TENANT_RESOLVER`` cannot be imported; W011 the header resolver
+  (``deploy``);
 * :mod:`.embeddings` — E020-E021: the configured embedder; W020: stored vectors of
   another encoder (``database`` tag);
 * :mod:`.checkpoints` — E030: ``TULIP_MEMORY["CHECKPOINTERS"]``;

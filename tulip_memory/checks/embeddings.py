@@ -136,6 +136,7 @@ def check_embedding_sources(
     """W020 on the PostgreSQL aliases asked for (``check --database``)."""
     from django.db import connections
 
+    from tulip_memory.checks.tenancy import connection_problem
     from tulip_memory.store.pg_reembed import settings_encoder
 
     if not databases:
@@ -147,6 +148,7 @@ def check_embedding_sources(
     messages: list[checks.CheckMessage] = []
     for alias in databases:
         connection = connections[alias]
-        if connection.vendor == "postgresql":
+        # An alias that cannot be reached is reported once, by E015.
+        if connection.vendor == "postgresql" and connection_problem(connection) is None:
             messages.extend(check_sources_on(connection, alias, source))
     return messages

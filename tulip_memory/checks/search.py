@@ -42,11 +42,12 @@ def check_text_search_config(
 def _check_alias(alias: str, config: str) -> list[checks.CheckMessage]:
     from django.db import connections
 
+    from tulip_memory.checks.tenancy import connection_problem
     from tulip_memory.models.store import MemoryItem
 
     connection = connections[alias]
-    if connection.vendor != "postgresql":
-        return []
+    if connection.vendor != "postgresql" or connection_problem(connection) is not None:
+        return []  # an unreachable alias: E015
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT EXISTS (SELECT 1 FROM pg_ts_config WHERE cfgname = %s)",

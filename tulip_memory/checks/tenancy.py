@@ -1,4 +1,4 @@
-"""System checks of tenant isolation (ids tulip_memory.E010-E014, W010, W011, I010).
+"""System checks of tenant isolation (ids tulip_memory.E010-E016, W010, W011, I010).
 
 On the aliases of ``TULIP_MEMORY["TENANT_DATABASES"]``: E010 superuser role, E011
 BYPASSRLS role, E012 tenant table without ENABLE/FORCE row level security, E013 tenant
@@ -11,10 +11,13 @@ They run in two ways. Tagged ``database``, on the aliases a command names (``che
 alias is named (plain ``check``, ``runserver``, any command's start-up checks) and it is
 a PostgreSQL tenant database: three catalog queries on one connection. When that
 connection cannot be opened (a build step without a database), plain ``check`` says so
-with I010, an Info that fails no ``--fail-level`` in use; ``check --database default``
-reports the connection error.
+with I010, an Info that fails no ``--fail-level`` in use; ``check --database A`` reports
+E015 for a PostgreSQL alias named that cannot be reached (every check of tulip_memory
+tagged ``database`` then skips it: :func:`connection_problem`).
 
-Tagged ``deploy`` (``check --deploy``): W011 the tenant resolver reads a request header.
+E016 (always): ``TENANT_RESOLVER`` cannot be imported — TenantMiddleware would fail every
+request. Tagged ``deploy`` (``check --deploy``): W011 the tenant resolver reads a request
+header.
 """
 
 from __future__ import annotations
@@ -28,18 +31,61 @@ from tulip_memory.rls import POLICY_NAME, tenant_tables
 
 __all__ = [
     "check_connection",
+    "check_database_connections",
     "check_default_tenant_database",
     "check_tenant_databases",
     "check_tenant_resolver",
+    "check_tenant_resolver_setting",
+    "connection_problem",
 ]
+
+
+def connection_problem(connection: Any) -> str | None:
+    """Why ``connection`` cannot be opened (the first line of the driver's error), or
+    None when it can."""
+    from django.db import OperationalError
+
+    try:
+        connection.ensure_connection()
+    except OperationalError as exc:
+        text = str(exc).strip()
+        return text.splitlines()[0] if text else type(exc).__name__
+    return None
+
+
+def check_database_connections(
+    app_configs: Iterable[Any] | None = None, databases: Iterable[str] | None = None, **kwargs: Any
+) -> list[checks.CheckMessage]:
+    """E015: a PostgreSQL alias named (``check --database``) cannot be reached, so the
+    database checks of tulip_memory could not look at it."""
+    from django.db import connections
+
+    errors: list[checks.CheckMessage] = []
+    for alias in databases or ():
+        connection = connections[alias]
+        if connection.vendor != "postgresql":
+            continue
+        problem = connection_problem(connection)
+        if problem is not None:
+            errors.append(
+                checks.Error(
+                    f"Database alias {alias!r} cannot be reached ({problem}): its row-level "
+                    "security, vector width, stored vectors and text search configuration "
+                    "were not checked.",
+                    hint=f"Check settings.DATABASES[{alias!r}] and that the server answers, "
+                    "then run the check again.",
+                    id="tulip_memory.E015",
+                )
+            )
+    return errors
 
 
 def _check_alias(alias: str) -> list[checks.CheckMessage]:
     from django.db import connections
 
     connection = connections[alias]
-    if connection.vendor != "postgresql":
-        return []
+    if connection.vendor != "postgresql" or connection_problem(connection) is not None:
+        return []  # an unreachable alias: E015
     return check_connection(connection, alias)
 
 
@@ -166,7 +212,7 @@ def check_default_tenant_database(
     even an empty one (``manage.py test`` without database tests), leaves the aliases to
     :func:`check_tenant_databases`.
     """
-    from django.db import DEFAULT_DB_ALIAS, OperationalError, connections
+    from django.db import DEFAULT_DB_ALIAS, connections
 
     from tulip_memory.conf import settings
 
@@ -175,21 +221,47 @@ def check_default_tenant_database(
     connection = connections[DEFAULT_DB_ALIAS]
     if connection.vendor != "postgresql":
         return []
-    try:
-        connection.ensure_connection()
-    except OperationalError as exc:
+    problem = connection_problem(connection)
+    if problem is not None:
         # An Info, not a Warning: commands run at build time without a database
         # (collectstatic in an image build) run these checks too.
-        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         return [
             checks.Info(
                 f"The row-level security of database 'default' was not checked: it cannot "
-                f"be reached ({first_line}).",
+                f"be reached ({problem}).",
                 hint="Run manage.py check --database default where the database answers.",
                 id="tulip_memory.I010",
             )
         ]
     return check_connection(connection, DEFAULT_DB_ALIAS)
+
+
+def check_tenant_resolver_setting(
+    app_configs: Any = None, **kwargs: Any
+) -> list[checks.CheckMessage]:
+    """E016: ``TENANT_RESOLVER`` cannot be imported, or is not callable."""
+    from tulip_memory.conf import settings
+
+    hint = (
+        "Name a callable(request) -> str | None by dotted path, e.g. the default "
+        "tulip_memory.middleware.resolve_tenant_from_membership."
+    )
+    try:
+        resolver = settings.import_setting("TENANT_RESOLVER")
+    except ImportError as exc:
+        problem = f"cannot be imported: {type(exc).__name__}: {exc}"
+    else:
+        if callable(resolver):
+            return []
+        problem = f"is not callable (it is {type(resolver).__name__})"
+    return [
+        checks.Error(
+            f"TULIP_MEMORY['TENANT_RESOLVER'] ({settings.TENANT_RESOLVER!r}) {problem}: "
+            "TenantMiddleware would fail every request.",
+            hint=hint,
+            id="tulip_memory.E016",
+        )
+    ]
 
 
 def check_tenant_resolver(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
@@ -200,7 +272,7 @@ def check_tenant_resolver(app_configs: Any = None, **kwargs: Any) -> list[checks
     try:
         resolver = settings.import_setting("TENANT_RESOLVER")
     except ImportError:
-        return []  # reported by the settings check
+        return []  # reported by E016 (check_tenant_resolver_setting)
     if resolver is not resolve_tenant_from_header:
         return []
     return [

@@ -8,27 +8,37 @@ progress bar for long work:
 * ``--tenant T`` (repeatable) and ``--tenants-file PATH`` (one per line, ``-`` for
   standard input, ``#`` starts a comment) name tenants; ``--all-tenants`` takes every
   tenant of the tenant registry (:class:`~tulip_memory.models.tenants.Tenant`, which
-  row-level security does not hide). Naming none is an error: a command never guesses;
-  naming one the registry does not know is an error too (:meth:`TenantCommand.require_known`,
-  which each command calls once its own options are checked: a typo would otherwise
-  sweep, count or erase nothing and exit 0).
+  row-level security does not hide), and cannot be combined with the other two. Naming
+  none is an error (a command never guesses), and so is a tenants file naming none;
+  naming one the registry does not know is an error too
+  (:meth:`TenantCommand.require_known`, which each command calls once its own options are
+  checked: a typo would otherwise sweep, count or erase nothing and exit 0). With
+  ``--all-tenants`` and a registry that has no tenant yet, ``require_known`` ends the
+  command there: it says so and exits 0 (a cron job on a new database).
   A command that works on no tenant's rows sets ``takes_tenants = False`` (no such
-  options).
+  options); one that works on exactly one tenant sets ``single_tenant = True`` (only a
+  required ``--tenant``).
 * ``--database ALIAS`` (default ``default``): an alias missing from ``DATABASES``, or of a
-  vendor the command does not support (``vendors``), is refused before anything runs.
+  vendor the command does not support (``vendors``), is refused before anything runs;
+  one that cannot be reached stops the command with a one-line error
+  (:meth:`TenantCommand.reaching`), not a traceback.
 * ``--dry-run`` (when the subclass sets ``changes_data``): report, write nothing.
 
 A failure raises :class:`~django.core.management.base.CommandError`, so the process exits
-with status 1 and the message on standard error.
+with status 1 and the message on standard error (argparse's usage errors, such as an
+unknown or missing option, exit with status 2).
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ClassVar
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import DatabaseError, OperationalError
 
 from tulip_memory.tenancy import validate_tenants
 
@@ -44,6 +54,10 @@ def progress_bar(done: int, total: int) -> str:
     return f"[{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {done}/{total}"
 
 
+class NoTenants(Exception):
+    """``--all-tenants`` on a registry without tenants: nothing to do (exit status 0)."""
+
+
 class TenantCommand(BaseCommand):
     """A management command that works tenant by tenant on one database alias."""
 
@@ -55,6 +69,15 @@ class TenantCommand(BaseCommand):
     tenants_optional: ClassVar[bool] = False
     #: Whether the command works tenant by tenant at all (False: no tenant options).
     takes_tenants: ClassVar[bool] = True
+    #: Whether the command works on exactly one tenant (only a required ``--tenant``).
+    single_tenant: ClassVar[bool] = False
+
+    def execute(self, *args: Any, **options: Any) -> Any:
+        try:
+            return super().execute(*args, **options)
+        except NoTenants as empty:
+            self.stdout.write(str(empty))
+            return None
 
     def add_arguments(self, parser: CommandParser) -> None:
         if self.takes_tenants:
@@ -70,7 +93,17 @@ class TenantCommand(BaseCommand):
             )
 
     def add_tenant_arguments(self, parser: CommandParser) -> None:
-        """``--tenant``, ``--tenants-file`` and ``--all-tenants``."""
+        """``--tenant``, ``--tenants-file`` and ``--all-tenants`` (``--tenant`` alone, and
+        required, for a ``single_tenant`` command)."""
+        if self.single_tenant:
+            parser.add_argument(
+                "--tenant",
+                action="append",
+                required=True,
+                metavar="TENANT",
+                help="The tenant to work on (exactly one).",
+            )
+            return
         parser.add_argument(
             "--tenant",
             action="append",
@@ -90,22 +123,38 @@ class TenantCommand(BaseCommand):
         )
 
     def tenants(self, options: dict[str, Any]) -> list[str]:
-        """The tenants the options name, validated, in order, without repeats."""
+        """The tenants the options name, validated, in order, without repeats.
+
+        With ``--all-tenants`` and no tenant in the registry: an empty list, which
+        :meth:`require_known` turns into "nothing to do" once the command's options are
+        checked."""
         given = list(options.get("tenant") or [])
         path = options.get("tenants_file")
-        if path:
+        if options.get("all_tenants"):
+            if given or path:
+                raise CommandError(
+                    "--all-tenants takes every tenant of the registry: do not name tenants "
+                    "with --tenant or --tenants-file as well."
+                )
+            from tulip_memory.models.tenants import Tenant
+
+            alias = options["database"]
+            self.connection(alias)  # an unknown alias is refused first
+            with self.reaching(alias):
+                given = Tenant.objects.using(alias).names()
+        elif path:
             try:
                 text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
             except OSError as exc:
                 raise CommandError(f"--tenants-file {path!r} cannot be read: {exc}") from None
-            given += [line.split("#", 1)[0].strip() for line in text.splitlines()]
-        if options.get("all_tenants"):
-            from tulip_memory.models.tenants import Tenant
-
-            self.connection(options["database"])  # an unknown alias is refused first
-            given += Tenant.objects.using(options["database"]).names()
+            named = [line.split("#", 1)[0].strip() for line in text.splitlines()]
+            if not any(named):
+                raise CommandError(f"--tenants-file {path!r} names no tenant.")
+            given += named
         given = [tenant for tenant in given if tenant]
-        if not given and not self.tenants_optional:
+        if not given and not self.tenants_optional and not options.get("all_tenants"):
+            if self.single_tenant:
+                raise CommandError("Name the tenant with --tenant.")
             raise CommandError(
                 "Name the tenants with --tenant (repeatable), --tenants-file or --all-tenants."
             )
@@ -117,10 +166,16 @@ class TenantCommand(BaseCommand):
     def require_known(self, tenants: list[str], alias: str) -> None:
         """Refuse tenants the registry of ``alias`` does not know: a typo would otherwise
         sweep, count or erase nothing and exit 0. Called once the command's own options
-        are checked, before any work."""
+        are checked, before any work. No tenant at all (``--all-tenants`` on a registry
+        without tenants) ends the command: it says so and exits 0."""
         from tulip_memory.models.tenants import Tenant
 
-        known = Tenant.objects.using(alias).names()
+        if not tenants and not self.tenants_optional:
+            raise NoTenants(
+                f"No tenant in the tenant registry of database {alias!r} yet: nothing to do."
+            )
+        with self.reaching(alias):
+            known = Tenant.objects.using(alias).names()
         unknown = [tenant for tenant in tenants if tenant not in known]
         if unknown:
             shown = ", ".join(map(repr, known[:10])) + (" ..." if len(known) > 10 else "")
@@ -130,6 +185,20 @@ class TenantCommand(BaseCommand):
                 "spelling; a tenant written before migration 0008 is added in the admin's "
                 "tenant registry."
             )
+
+    @contextmanager
+    def reaching(self, alias: str) -> Iterator[None]:
+        """Turn a database error of the block into a one-line ``CommandError`` naming
+        ``alias`` ("cannot be reached" when the connection fails), not a traceback."""
+        try:
+            yield
+        except OperationalError as exc:
+            raise CommandError(f"--database {alias!r} cannot be reached: {exc}") from None
+        except DatabaseError as exc:
+            raise CommandError(
+                f"--database {alias!r} could not be read ({type(exc).__name__}: {exc}); "
+                "is it migrated?"
+            ) from None
 
     def connection(self, alias: str) -> Any:
         """The connection of ``alias``, refused when unknown or of an unsupported vendor."""

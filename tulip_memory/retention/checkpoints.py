@@ -24,7 +24,8 @@ to the tenant; each thread is then pruned in its own.
 Idle time is measured against ``now`` (default: the current time) and the checkpoints'
 ``created_at``. Events: one ``checkpoint.pruned`` per tenant and table that lost any
 (``sender`` the model: ``CheckpointRecord``, ``DeltaCheckpointRecord`` or
-``LangGraphCheckpoint``; ``thread_id=None``; the checkpoints and whole threads removed);
+``LangGraphCheckpoint``; ``thread_id=None``; the checkpoints and whole threads removed),
+sent once committed (inside the caller's own transaction: when that commits);
 the checkpointer calls it makes on delta threads are :func:`~tulip_memory.events.muted`.
 """
 
@@ -38,7 +39,7 @@ from datetime import datetime
 from asgiref.sync import async_to_sync
 
 from tulip_memory.clock import utc_now
-from tulip_memory.events import EV_CHECKPOINT_PRUNED, elapsed_ms, emit_sync, muted
+from tulip_memory.events import EV_CHECKPOINT_PRUNED, elapsed_ms, muted
 from tulip_memory.retention.policy import RetentionPolicy, retention_policy
 from tulip_memory.retention.tenants import sweep_tenants
 
@@ -189,7 +190,7 @@ def prune_tenant_checkpoints(
     started = time.perf_counter()
     report = _full_snapshots(tenant, using, policy, moment, dry_run)
     if not dry_run:
-        _report_pruned(CheckpointRecord, tenant, report, started)
+        _report_pruned(CheckpointRecord, tenant, using, report, started)
     started = time.perf_counter()
     idle, over = _delta_threads(tenant, using, policy, moment)
     delta = CheckpointPruning(threads=len(idle))
@@ -200,20 +201,25 @@ def prune_tenant_checkpoints(
             delta.checkpoints = async_to_sync(_prune_delta)(
                 tenant, using, list(idle), list(over), policy.checkpoint_keep_last
             )
-        _report_pruned(DeltaCheckpointRecord, tenant, delta, started)
+        _report_pruned(DeltaCheckpointRecord, tenant, using, delta, started)
     started = time.perf_counter()
     langgraph = _langgraph(tenant, using, policy, moment, dry_run)
     if not dry_run:
-        _report_pruned(LangGraphCheckpoint, tenant, langgraph, started)
+        _report_pruned(LangGraphCheckpoint, tenant, using, langgraph, started)
     return CheckpointPruning(
         report.checkpoints + delta.checkpoints + langgraph.checkpoints,
         report.threads + delta.threads + langgraph.threads,
     )
 
 
-def _report_pruned(sender: type, tenant: str, pruning: CheckpointPruning, started: float) -> None:
+def _report_pruned(
+    sender: type, tenant: str, using: str, pruning: CheckpointPruning, started: float
+) -> None:
+    from tulip_memory.tenancy import emit_on_commit
+
     if pruning.checkpoints:
-        emit_sync(
+        emit_on_commit(
+            using,
             EV_CHECKPOINT_PRUNED,
             sender=sender,
             tenant=tenant,

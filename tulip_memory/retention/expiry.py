@@ -4,7 +4,8 @@ Reads skip an expired item at once (the store filters every statement); this swe
 reclaims the rows. Tenant by tenant, each batch of ``batch_size`` rows in its own
 transaction pinned to the tenant (row-level security), through the partial index on
 ``expires_at``. It sends ``store.expired.swept`` (``sender=MemoryItem``: tenant,
-deleted, duration_ms) per tenant that had expired items. ``now`` is the time expiry is
+deleted, duration_ms) per tenant that had expired items, once committed (inside the
+caller's own transaction: when that commits). ``now`` is the time expiry is
 measured against (the application's clock: PgMemory's ``clock``); a dry run only counts.
 """
 
@@ -15,7 +16,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from tulip_memory.clock import utc_now
-from tulip_memory.events import EV_STORE_EXPIRED_SWEPT, elapsed_ms, emit_sync
+from tulip_memory.events import EV_STORE_EXPIRED_SWEPT, elapsed_ms
 from tulip_memory.retention.tenants import sweep_tenants
 
 __all__ = ["sweep_expired_items", "sweep_expired_tenant"]
@@ -33,7 +34,7 @@ def sweep_expired_tenant(
 ) -> int:
     """Delete (or, dry, count) ``tenant``'s items expired at ``now``; how many."""
     from tulip_memory.models import MemoryItem
-    from tulip_memory.tenancy import tenant_atomic
+    from tulip_memory.tenancy import emit_on_commit, tenant_atomic
 
     moment = utc_now() if now is None else now
     started = time.perf_counter()
@@ -50,7 +51,8 @@ def sweep_expired_tenant(
         if len(batch) < batch_size:
             break
     if deleted:
-        emit_sync(
+        emit_on_commit(
+            using,
             EV_STORE_EXPIRED_SWEPT,
             sender=MemoryItem,
             tenant=tenant,

@@ -20,9 +20,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tulip_memory.exceptions import ConfigurationError
+
+if TYPE_CHECKING:
+    from tulip_memory.conf import TulipMemorySettings
 
 __all__ = [
     "LONGEST_PERIOD",
@@ -113,11 +116,12 @@ def retention_policy() -> RetentionPolicy:
     )
 
 
-def sweep_intervals() -> dict[str, int]:
-    """``SWEEP_INTERVALS`` with every sweep's default filled in (whole seconds >= 1)."""
+def sweep_intervals(source: TulipMemorySettings | None = None) -> dict[str, int]:
+    """``SWEEP_INTERVALS`` with every sweep's default filled in (whole seconds >= 1);
+    ``source``: the settings to read (default: the project's)."""
     from tulip_memory.conf import DEFAULTS, settings
 
-    given: Any = settings.SWEEP_INTERVALS
+    given: Any = (settings if source is None else source).SWEEP_INTERVALS
     if not isinstance(given, dict):
         raise ConfigurationError(
             f"TULIP_MEMORY['SWEEP_INTERVALS'] must be a dict, got {type(given).__name__}"

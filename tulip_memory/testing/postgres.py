@@ -22,6 +22,7 @@ import threading
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
 from tulip_memory.database_roles import (
@@ -141,7 +142,9 @@ def bootstrap_database(
 ) -> DatabaseUrls:
     """Create the roles, the database and the vector extension; return both URLs.
 
-    ``admin_url`` must connect as a superuser (only a superuser can create ``vector``).
+    ``admin_url`` must connect as a superuser (only a superuser can create ``vector``):
+    that is checked first, with one read-only query, and another role is refused with
+    :class:`~tulip_memory.exceptions.ConfigurationError` before anything is changed.
     ``app_can_truncate`` grants TRUNCATE to the application role: test suites need it to
     flush tables between transactional tests; production never should (TRUNCATE is not
     subject to row-level security). A password given is set on its role (created or
@@ -153,6 +156,7 @@ def bootstrap_database(
     for name in (dbname, owner, app):
         validate_identifier(name)
     with psycopg.connect(admin_url, autocommit=True) as conn:
+        _require_superuser(conn)
         for role, password in ((owner, owner_password), (app, app_password)):
             exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [role]).fetchone()
             for statement in role_sql(role, exists=exists is not None, password=password):
@@ -178,6 +182,20 @@ def bootstrap_database(
         owner=_with_user_and_db(admin_url, owner, dbname),
         app=_with_user_and_db(admin_url, app, dbname),
     )
+
+
+def _require_superuser(conn: Any) -> None:
+    """Refuse a connection that is not a superuser's, having changed nothing."""
+    from tulip_memory.exceptions import ConfigurationError
+
+    user, superuser = conn.execute(
+        "SELECT current_user, rolsuper FROM pg_roles WHERE rolname = current_user"
+    ).fetchone()
+    if not superuser:
+        raise ConfigurationError(
+            f"the server URL connects as {user!r}, which is not a superuser: only a superuser "
+            "can create the vector extension and the roles (nothing was changed)"
+        )
 
 
 def drop_database(admin_url: str, dbname: str) -> None:

@@ -40,6 +40,7 @@ class Command(TenantCommand):
         "store and print a receipt (no content)."
     )
     vendors = ("postgresql", "mysql")
+    single_tenant = True
 
     def add_arguments(self, parser: CommandParser) -> None:
         super().add_arguments(parser)

@@ -5,7 +5,8 @@ Creates or updates one django-celery-beat ``PeriodicTask`` per sweep
 on ``CELERY_QUEUE`` (or ``--queue``); ``--only`` picks sweeps. Idempotent: run it on every
 deploy. ``--print-settings`` prints the equivalent ``CELERY_BEAT_SCHEDULE`` instead (for a
 beat without django-celery-beat) and writes nothing; ``--dry-run`` lists what it would
-write. Needs the ``beat`` extra to write.
+write, after the same checks as the real run (the ``beat`` extra, ``django_celery_beat``
+in ``INSTALLED_APPS``, its tables). Needs the ``beat`` extra to write.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from tulip_memory.beat import beat_models
 from tulip_memory.exceptions import ConfigurationError
 from tulip_memory.retention.policy import sweep_intervals
 from tulip_memory.sweeps import (
@@ -58,6 +60,7 @@ class Command(BaseCommand):
                 self.stdout.write("CELERY_BEAT_SCHEDULE = " + pprint.pformat(schedule))
                 return
             if options["dry_run"]:
+                beat_models()  # what the real run needs, checked without writing
                 for sweep in chosen_sweeps(only):
                     self.stdout.write(
                         f"Would schedule {sweep.periodic_task_name!r}: {sweep.task} every "

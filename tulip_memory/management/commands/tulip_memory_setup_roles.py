@@ -10,8 +10,9 @@ grants the application role DML on what the owner creates
 transaction. ``--dry-run`` prints the SQL it would run (it reads the catalog to see which
 roles exist, so any role may run it), to hand to a DBA.
 
-It refuses a connection that is not a superuser's, and role names that are not plain
-lower-case identifiers or are the same. It skips the system checks: it is what makes
+It refuses a connection that is not a superuser's, role names that are not plain
+lower-case identifiers or are the same, and an existing role (owner or application) that
+is a superuser or has BYPASSRLS. It skips the system checks: it is what makes
 them pass (a superuser connection fails ``tulip_memory.E010``).
 """
 
@@ -89,32 +90,30 @@ class Command(TenantCommand):
         }
         alias = options["database"]
         connection = self.connection(alias)
-        try:
-            with connection.cursor() as cursor:
-                cursor.execute(
-                    "SELECT current_user, rolsuper, current_database() FROM pg_roles "
-                    "WHERE rolname = current_user"
-                )
-                user, superuser, dbname = cursor.fetchone()
-                cursor.execute(
-                    "SELECT rolname, rolsuper OR rolbypassrls FROM pg_roles "
-                    "WHERE rolname = ANY(%s)",
-                    [[owner, app]],
-                )
-                existing = dict(cursor.fetchall())
-        except DatabaseError as exc:
-            raise CommandError(f"--database {alias!r} cannot be reached: {exc}") from None
+        with self.reaching(alias), connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT current_user, rolsuper, current_database() FROM pg_roles "
+                "WHERE rolname = current_user"
+            )
+            user, superuser, dbname = cursor.fetchone()
+            cursor.execute(
+                "SELECT rolname, rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = ANY(%s)",
+                [[owner, app]],
+            )
+            existing = dict(cursor.fetchall())
         try:
             validate_identifier(dbname)
         except ValueError as exc:
             raise CommandError(f"Database name {exc}") from None
-        if existing.get(app):
-            raise CommandError(
-                f"The role {app!r} exists and is a superuser or has BYPASSRLS: row-level "
-                "security never applies to it, so it cannot be the application role. As a "
-                f'superuser run ALTER ROLE "{app}" NOSUPERUSER NOBYPASSRLS, or name another '
-                "--app-role."
-            )
+        for role, kind, label in ((app, "app", "application"), (owner, "owner", "owner")):
+            if existing.get(role):
+                raise CommandError(
+                    f"The role {role!r} exists and is a superuser or has BYPASSRLS: row-level "
+                    f"security never applies to it, so it cannot be the {label} role (both roles "
+                    "must be subject to it). As a superuser run "
+                    f'ALTER ROLE "{role}" NOSUPERUSER NOBYPASSRLS, or name another '
+                    f"--{kind}-role."
+                )
         statements = [
             statement
             for role in (owner, app)
