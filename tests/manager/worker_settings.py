@@ -16,7 +16,7 @@ TULIP_MEMORY = celery_tulip_memory()
 
 if os.environ.get("TULIP_TEST_SWEEP_EVERY"):
     CELERY_BEAT_SCHEDULE = {
-        "tulip-memory-sweep": beat_schedule_entry(
+        "tulip-memory-extraction-queues": beat_schedule_entry(
             every=float(os.environ["TULIP_TEST_SWEEP_EVERY"]), queue=TULIP_MEMORY["CELERY_QUEUE"]
         )
     }

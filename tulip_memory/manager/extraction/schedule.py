@@ -5,7 +5,7 @@ Two ways, both naming the task ``tulip_memory.sweep_extraction_queues``
 
 * in settings — :func:`beat_schedule_entry` returns the ``CELERY_BEAT_SCHEDULE`` entry::
 
-      CELERY_BEAT_SCHEDULE = {"tulip-memory-sweep": beat_schedule_entry(every=60.0)}
+      CELERY_BEAT_SCHEDULE = {"tulip-memory-extraction-queues": beat_schedule_entry(every=60.0)}
 
   (the literal dict is in docs/manager.md);
 * in the database, for projects whose beat runs django-celery-beat's
