@@ -307,6 +307,7 @@ CONFIGS: list[Config] = [
     Config("HolographicStore-lexical", store("HolographicStore", mode="lexical")),
     Config("HolographicStore-hrr", store("HolographicStore", mode="hrr")),
     Config("InMemoryStore-WordLlama", store("InMemoryStore", wordllama=True)),
+    Config("HolographicStore-WordLlama", store("HolographicStore", wordllama=True)),
     Config("PgMemory-lexical", pg_part("lexical"), HRR),
     Config("PgMemory-HRR-vector", pg_part("vector"), HRR),
     Config("PgMemory-WordLlama-vector", pg_part("vector", wordllama=True), WL),

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.processes import run_in_threads
+from tests.store.concepts import ConceptEmbedding
 from tulip_memory import hrr
 from tulip_memory.store import HolographicStore, StoreCapabilityError
 from tulip_memory.text import tokenize, value_text
@@ -245,3 +246,44 @@ async def test_embeddings_must_survive_float32():
 
 async def test_capability_error_is_not_implemented_error():
     assert issubclass(StoreCapabilityError, NotImplementedError)
+
+
+class _FailingEmbedding(ConceptEmbedding):
+    async def embed_batch(self, texts):
+        raise RuntimeError("embedding service down")
+
+
+async def test_an_embedder_embeds_every_write_into_the_file_and_fixes_its_width(path):
+    store = HolographicStore(path, embedder=ConceptEmbedding(16))
+    await store.put(NS, "cat", "Luna is my cat")
+    await store.put_batch([(NS, "car", "a red sedan", None), (NS, "none", "", None)])
+    assert len(await store.get_embedding(NS, "cat")) == 16
+    assert await store.get_embedding(NS, "none") is None  # no words: no vector
+    assert store.capabilities.embedding_dimension == 16
+    kitten = await ConceptEmbedding(16).embed("kitten")
+    [hit] = await store.search_by_embedding(NS, kitten, limit=1)
+    assert hit.item.key == "cat"
+    await store.close()
+    with pytest.raises(ValueError, match="embeddings of width 16"):
+        HolographicStore(path, embedder=ConceptEmbedding(32))
+    with pytest.raises(ValueError, match="embedding_dim=8 but the embedder's vectors are 16"):
+        HolographicStore(path, embedding_dim=8, embedder=ConceptEmbedding(16))
+    reopened = HolographicStore(path)  # without the embedder: words only, vectors kept
+    assert [i.key for i in await reopened.search(NS, "kitten")] == []
+    with pytest.raises(ValueError, match='mode="hybrid" needs'):
+        await reopened.search(NS, "kitten", mode="hybrid")
+    await reopened.close()
+
+
+async def test_a_failing_embedder_fails_the_write_and_keeps_what_was_stored(path):
+    store = HolographicStore(path, embedder=ConceptEmbedding(16))
+    await store.put(NS, "cat", "Luna is my cat")
+    await store.close()
+    failing = HolographicStore(path, embedder=_FailingEmbedding(16))
+    with pytest.raises(RuntimeError, match="embedding service down"):
+        await failing.put(NS, "cat", "Luna is a dog now")
+    with pytest.raises(RuntimeError, match="embedding service down"):
+        await failing.put_batch([(NS, "new", "something", None)])
+    assert await failing.get(NS, "cat") == "Luna is my cat"
+    assert await failing.list_keys(NS) == ["cat"]
+    await failing.close()

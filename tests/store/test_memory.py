@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
-
 from tests.processes import run_in_threads
-from tests.store.concepts import ConceptEmbedding
 from tulip_memory.store import InMemoryStore
 
 NS = ("t", "notes")
@@ -85,34 +82,3 @@ def test_threads_with_their_own_event_loops():
             assert len(await store.list_keys(("t", f"w{n}"), limit=1000)) == 200
 
     asyncio.run(check())
-
-
-async def _hybrid_store() -> InMemoryStore:
-    store = InMemoryStore(embedder=ConceptEmbedding(64))
-    await store.put_batch(
-        [(NS, f"filler{i}", f"note {i} about weather and trains", None) for i in range(60)]
-    )
-    await store.put(NS, "meaning", "Luna is my cat")  # no word of the query below
-    await store.put(NS, "word", "the zebra crossing by the station")
-    return store
-
-
-async def test_with_an_embedder_a_word_only_and_a_meaning_only_match_are_both_found():
-    store = await _hybrid_store()
-    found = [i.key for i in await store.search(NS, "kitten zebra", limit=2)]
-    assert sorted(found) == ["meaning", "word"]
-    # Without the embedder only the word match can be found.
-    lexical = InMemoryStore()
-    await lexical.put(NS, "meaning", "Luna is my cat")
-    await lexical.put(NS, "word", "the zebra crossing by the station")
-    assert [i.key for i in await lexical.search(NS, "kitten zebra")] == ["word"]
-
-
-async def test_with_an_embedder_a_stop_word_query_ranks_by_meaning_and_bad_embedders_are_refused():
-    store = await _hybrid_store()
-    # "what is it" has no term; its vector is near nothing in particular, so the search
-    # still answers (no error) with `limit` items.
-    assert len(await store.search(NS, "what is it?", limit=5)) == 5
-    assert [i.key for i in await store.search(NS, "a feline?", limit=1)] == ["meaning"]
-    with pytest.raises(TypeError, match="embedder must be a BaseEmbedding"):
-        InMemoryStore(embedder="wordllama")

@@ -18,6 +18,10 @@ the namespace. In a namespace of more than ``ROW_BUDGET`` (4000) items the candi
 search leaves out the query's most common terms. This keeps a search at 100k items in one
 namespace under 50 ms (see ``bench/store.py``).
 
+With ``embedder=`` every plain write is embedded into the same file and ``search``
+defaults to ``mode="hybrid"``: BM25's candidates and the embedder's nearest items (an exact
+cosine scan), fused as InMemoryStore fuses them (docs/store.md, "HolographicStore").
+
 Semantic search stores the caller's embedding as float32 and ranks by an exact cosine scan
 with numpy. Its width is fixed by the first embedding written to the file (or
 ``embedding_dim=``) and kept in the file's ``tulip_meta`` table with the HRR ``dim``; a
@@ -47,7 +51,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from tulip_memory.clock import Clock, MonotonicWallClock, from_micros, to_micros, utc_now
 from tulip_memory.hrr import DEFAULT_DIM, validate_dim
@@ -78,12 +82,13 @@ from tulip_memory.store.holographic_vectors import (
     hrr_top,
 )
 from tulip_memory.store.instrumentation import swept
-from tulip_memory.store.ranking import HRR_WEIGHT, candidate_pool, fuse
+from tulip_memory.store.ranking import HRR_WEIGHT, MODEL_WEIGHT, candidate_pool, fuse
 from tulip_memory.store.validation import (
     PreparedPut,
     decode_json,
     prepare_batch,
     prepare_put,
+    validate_embedder,
     validate_embedding,
     validate_expected_versions,
     validate_key,
@@ -97,11 +102,14 @@ from tulip_memory.store.validation import (
 )
 from tulip_memory.text import LONG_TEXT_CHARS, STOP_WORDS, tokenize, value_text
 
+if TYPE_CHECKING:
+    from tulip_memory.embeddings import BaseEmbedding
+
 __all__ = ["HolographicStore"]
 
 T = TypeVar("T")
 
-SEARCH_MODES = ("fused", "lexical", "hrr")
+SEARCH_MODES = ("lexical", "hybrid", "fused", "hrr")
 
 
 class HolographicStore(BaseStore):
@@ -113,6 +121,7 @@ class HolographicStore(BaseStore):
         *,
         dim: int = DEFAULT_DIM,
         embedding_dim: int | None = None,
+        embedder: BaseEmbedding | None = None,
         clock: Clock = utc_now,
     ) -> None:
         validate_dim(dim)
@@ -125,6 +134,14 @@ class HolographicStore(BaseStore):
             or embedding_dim < 1
         ):
             raise ValueError(f"embedding_dim must be an int >= 1 or None, got {embedding_dim!r}")
+        self._embedder = validate_embedder(embedder)
+        if embedder is not None:
+            width = int(embedder.dimension)
+            if embedding_dim is not None and embedding_dim != width:
+                raise ValueError(
+                    f"embedding_dim={embedding_dim} but the embedder's vectors are {width} wide"
+                )
+            embedding_dim = width
         self._dim = dim
         self._path = str(path)
         self._lock = threading.Lock()
@@ -237,6 +254,25 @@ class HolographicStore(BaseStore):
             return [self._encode(one) for one in prepared]
         return await asyncio.to_thread(lambda: [self._encode(one) for one in prepared])
 
+    async def _embed(self, prepared: list[PreparedPut]) -> list[bytes | None]:
+        """The embedder's vector of each write's text (None without an embedder, or for a
+        value without words), computed before the lock is taken."""
+        embeddings: list[bytes | None] = [None] * len(prepared)
+        if self._embedder is None:
+            return embeddings
+        texts = [value_text(decode_json(one.value_json)) for one in prepared]
+        wanted = [i for i, text in enumerate(texts) if text.strip()]
+        if wanted:
+            vectors = await self._embedder.embed_batch([texts[i] for i in wanted])
+            for i, vector in zip(wanted, vectors, strict=True):
+                values = [float(x) for x in vector]
+                if any(values):  # an all-zero vector ranks nothing: stored without one
+                    checked = validate_embedding(
+                        values, dimension=self._embedding_dim, name="the embedder's vector"
+                    )
+                    embeddings[i] = embedding_blob(checked)
+        return embeddings
+
     def _write(
         self,
         cur: sqlite3.Cursor,
@@ -283,10 +319,11 @@ class HolographicStore(BaseStore):
         prepared = prepare_put(namespace, key, value, metadata)
         expiry = self._ttl(ttl)
         [encoded] = await self._encode_all([prepared])
+        [embedding] = await self._embed([prepared])
 
         def work() -> None:
             with self._transaction() as cur:
-                self._write(cur, prepared, encoded, None, expiry)
+                self._write(cur, prepared, encoded, embedding, expiry)
 
         await self._run(work)
 
@@ -295,11 +332,12 @@ class HolographicStore(BaseStore):
         prepared = prepare_batch(items)
         expiry = self._ttl(ttl)
         encoded = await self._encode_all(prepared)
+        embeddings = await self._embed(prepared)
 
         def work() -> None:
             with self._transaction() as cur:
-                for one, enc in zip(prepared, encoded, strict=True):
-                    self._write(cur, one, enc, None, expiry)
+                for one, enc, embedding in zip(prepared, encoded, embeddings, strict=True):
+                    self._write(cur, one, enc, embedding, expiry)
 
         await self._run(work)
 
@@ -313,6 +351,7 @@ class HolographicStore(BaseStore):
         prepared = prepare_batch(items)
         expected = validate_expected_versions(expected_versions)
         encoded = await self._encode_all(prepared)
+        embeddings = await self._embed(prepared)
 
         def work() -> bool:
             with self._transaction() as cur:
@@ -321,8 +360,8 @@ class HolographicStore(BaseStore):
                     state = row.fetchone()
                     if (None if state is None or not state[2] else state[1]) != version:
                         return False
-                for one, enc in zip(prepared, encoded, strict=True):
-                    self._write(cur, one, enc, None, None)
+                for one, enc, embedding in zip(prepared, encoded, embeddings, strict=True):
+                    self._write(cur, one, enc, embedding, None)
             return True
 
         return await self._run(work)
@@ -451,14 +490,21 @@ class HolographicStore(BaseStore):
     # --- search -----------------------------------------------------------------------
 
     def _search_one(
-        self, namespace: tuple[str, ...], query: str, limit: int, mode: str
+        self,
+        namespace: tuple[str, ...],
+        query: str,
+        limit: int,
+        mode: str,
+        vector: list[float] | None = None,
     ) -> list[StoreItem]:
         conn = self._connection()
         ns = ns_to_text(namespace)
         tokens = sorted(set(tokenize(query)))
         # FTS5 stems (porter) but has no stop list: the query drops the stop words.
         words = [token for token in tokens if token not in STOP_WORDS]
-        if mode == "hrr" and tokens:
+        if mode == "hybrid" and vector is not None:
+            rows = self._hybrid(conn, ns, words, vector, limit)
+        elif mode == "hrr" and tokens:
             wanted = hrr_top(conn, ns, tokens, self._dim, limit)
             by_id = {
                 row[0]: row[1:]
@@ -478,23 +524,69 @@ class HolographicStore(BaseStore):
             rows = [candidates[i] for i in sorted(scores, key=lambda i: (-scores[i], i))[:limit]]
         return [self._item(namespace, row) for row in rows]
 
+    def _hybrid(
+        self, conn: sqlite3.Connection, ns: str, words: list[str], vector: list[float], limit: int
+    ) -> list[Sequence[Any]]:
+        """BM25's best and the embedder's nearest (exact cosine over the namespace's
+        vectors), ``candidate_pool(limit)`` of each, fused as InMemoryStore fuses them."""
+        pool = candidate_pool(limit)
+        rows: dict[str, Sequence[Any]] = {}
+        lexical: dict[str, float] = {}
+        for row in bm25_candidates(conn, ns, words, pool) if words else []:
+            rows[row[0]], lexical[row[0]] = row, row[7]
+        vectors = conn.execute(sql.NAMESPACE_EMBEDDINGS, (ns,)).fetchall()
+        nearest: dict[str, float] = {}
+        if vectors:
+            top = embedding_top([blob for _, blob in vectors], vector, pool, None)
+            wanted = [vectors[i][0] for i, _ in top]
+            fetched = {
+                row[0]: row[1:]
+                for row in conn.execute(sql.items_by_rowid(len(wanted)), wanted).fetchall()
+            }
+            for (_, cosine), rowid in zip(top, wanted, strict=True):
+                row = fetched[rowid]
+                rows.setdefault(row[0], row)
+                nearest[row[0]] = cosine
+        scores = fuse(lexical, nearest, MODEL_WEIGHT)
+        newest = sorted(scores, key=lambda key: (-scores[key], -rows[key][4], key))
+        return [rows[key] for key in newest[:limit]]
+
+    def _mode(self, mode: str | None) -> str:
+        if mode is None:
+            return "hybrid" if self._embedder is not None else "lexical"
+        if mode not in SEARCH_MODES:
+            raise ValueError(f"mode must be one of {SEARCH_MODES}, got {mode!r}")
+        if mode == "hybrid" and self._embedder is None:
+            raise ValueError('mode="hybrid" needs HolographicStore(..., embedder=...)')
+        return mode
+
+    async def _query_vector(self, query: str | None, mode: str) -> list[float] | None:
+        if mode != "hybrid" or not query or not query.strip():
+            return None
+        assert self._embedder is not None
+        vector = [float(x) for x in await self._embedder.embed(query)]
+        return vector if any(vector) else None
+
     async def search(
         self,
         namespace: tuple[str, ...],
         query: str | None = None,
         limit: int = 10,
         *,
-        mode: str = "lexical",
+        mode: str | None = None,
     ) -> list[StoreItem]:
-        """Items ranked for ``query``: ``mode`` is ``"lexical"`` (BM25, the default),
-        ``"fused"`` (BM25's candidates re-scored with HRR) or ``"hrr"`` (exact HRR scan);
-        see the module docstring."""
+        """Items ranked for ``query``: ``mode`` is ``"lexical"`` (BM25; the default without
+        an embedder), ``"hybrid"`` (BM25 fused with the embedder's cosine; the default with
+        one), ``"fused"`` (BM25's candidates re-scored with HRR) or ``"hrr"`` (exact HRR
+        scan); see the module docstring."""
         validate_namespace(namespace)
         validate_query(query)
         limit = validate_limit(limit)
-        if mode not in SEARCH_MODES:
-            raise ValueError(f"mode must be one of {SEARCH_MODES}, got {mode!r}")
-        return await self._run(lambda: self._search_one(namespace, query or "", limit, mode))
+        mode = self._mode(mode)
+        vector = await self._query_vector(query, mode)
+        return await self._run(
+            lambda: self._search_one(namespace, query or "", limit, mode, vector)
+        )
 
     async def search_many(
         self,
@@ -506,8 +598,10 @@ class HolographicStore(BaseStore):
         checked = validate_namespaces(namespaces)
         validate_query(query)
         limit = validate_limit(limit)
+        mode = self._mode(None)
+        vector = await self._query_vector(query, mode)
         return await self._run(
-            lambda: [self._search_one(ns, query or "", limit, "lexical") for ns in checked]
+            lambda: [self._search_one(ns, query or "", limit, mode, vector) for ns in checked]
         )
 
     async def search_by_embedding(

@@ -47,6 +47,7 @@ __all__ = [
     "LIST_NAMESPACES",
     "LIST_NAMESPACES_UNDER",
     "LIVE",
+    "NAMESPACE_EMBEDDINGS",
     "NAMESPACE_PHASES",
     "NEWEST_ITEMS",
     "NEWEST_KEYS",
@@ -226,6 +227,10 @@ NAMESPACE_PHASES = f"SELECT rowid, hrr FROM tulip_items WHERE ns = ? AND {LIVE}"
 EMBEDDED_ITEMS = (
     f"SELECT {ITEM_COLUMNS}, embedding FROM tulip_items "
     f"WHERE ns = ? AND embedding IS NOT NULL AND {LIVE}"
+)
+# Only the rowid and the vector of each: what an exact scan reads before the top rows.
+NAMESPACE_EMBEDDINGS = (
+    f"SELECT rowid, embedding FROM tulip_items WHERE ns = ? AND embedding IS NOT NULL AND {LIVE}"
 )
 
 

@@ -60,6 +60,7 @@ from tulip_memory.store.validation import (
     decode_json,
     prepare_batch,
     prepare_put,
+    validate_embedder,
     validate_expected_versions,
     validate_key,
     validate_limit,
@@ -166,10 +167,7 @@ class InMemoryStore(BaseStore):
     """Process-local store; values are kept as JSON text and decoded on every read."""
 
     def __init__(self, *, embedder: Any | None = None, clock: Clock = utc_now) -> None:
-        if embedder is not None and not callable(getattr(embedder, "embed_batch", None)):
-            raise TypeError(
-                f"embedder must be a BaseEmbedding (with embed_batch), got {type(embedder)!r}"
-            )
+        validate_embedder(embedder)
         if not callable(clock):
             raise TypeError(f"clock must be a callable returning a datetime, got {clock!r}")
         self._embedder = embedder

@@ -45,6 +45,7 @@ __all__ = [
     "encode_value",
     "prepare_batch",
     "prepare_put",
+    "validate_embedder",
     "validate_embedding",
     "validate_expected_versions",
     "validate_key",
@@ -220,6 +221,15 @@ def prepare_batch(items: object) -> list[PreparedPut]:
         metadata = rest[0] if rest else None
         prepared.append(prepare_put(namespace, key, value, metadata, where=f"items[{index}] "))
     return prepared
+
+
+def validate_embedder(embedder: Any) -> Any:
+    """``embedder`` if it is None or a ``BaseEmbedding`` (anything with ``embed_batch``)."""
+    if embedder is not None and not callable(getattr(embedder, "embed_batch", None)):
+        raise TypeError(
+            f"embedder must be a BaseEmbedding (with embed_batch), got {type(embedder)!r}"
+        )
+    return embedder
 
 
 def validate_embedding(

@@ -1,0 +1,56 @@
+"""The stores that take ``embedder=`` (InMemoryStore, HolographicStore): BM25 fused with
+the embedder's cosine, so a query finds an item by a word or by its meaning."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.store.concepts import ConceptEmbedding
+from tulip_memory.store import HolographicStore, InMemoryStore
+
+NS = ("t", "notes")
+
+STORES = {
+    "memory": lambda embedder: InMemoryStore(embedder=embedder),
+    "holographic": lambda embedder: HolographicStore(embedder=embedder),
+}
+
+
+@pytest.fixture(params=sorted(STORES))
+def make(request):
+    return STORES[request.param]
+
+
+async def _hybrid_store(make):
+    store = make(ConceptEmbedding(64))
+    await store.put_batch(
+        [(NS, f"filler{i}", f"note {i} about weather and trains", None) for i in range(60)]
+    )
+    await store.put(NS, "meaning", "Luna is my cat")  # no word of the query below
+    await store.put(NS, "word", "the zebra crossing by the station")
+    return store
+
+
+async def test_with_an_embedder_a_word_only_and_a_meaning_only_match_are_both_found(make):
+    store = await _hybrid_store(make)
+    found = [i.key for i in await store.search(NS, "kitten zebra", limit=2)]
+    assert sorted(found) == ["meaning", "word"]
+    [many] = await store.search_many([NS], "kitten zebra", limit=2)
+    assert sorted(i.key for i in many) == ["meaning", "word"]
+    # Without the embedder only the word match can be found.
+    lexical = make(None)
+    await lexical.put(NS, "meaning", "Luna is my cat")
+    await lexical.put(NS, "word", "the zebra crossing by the station")
+    assert [i.key for i in await lexical.search(NS, "kitten zebra")] == ["word"]
+
+
+async def test_with_an_embedder_a_stop_word_query_ranks_by_meaning_and_bad_embedders_are_refused(
+    make,
+):
+    store = await _hybrid_store(make)
+    # "what is it" has no term; its vector is near nothing in particular, so the search
+    # still answers (no error) with `limit` items.
+    assert len(await store.search(NS, "what is it?", limit=5)) == 5
+    assert [i.key for i in await store.search(NS, "a feline?", limit=1)] == ["meaning"]
+    with pytest.raises(TypeError, match="embedder must be a BaseEmbedding"):
+        make("wordllama")
