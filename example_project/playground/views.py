@@ -19,6 +19,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from example_project.playground import agent
 from example_project.playground.runtime import extract_mode, run, runtime
+from tulip_memory.exceptions import LLMError
 from tulip_memory.messages import Message, Role
 from tulip_memory.models import ExtractionJob
 from tulip_memory.models.extraction import OPEN_STATES
@@ -141,6 +142,12 @@ def say(request: HttpRequest) -> HttpResponse:
         run(visit.tenant, lambda: _turn(visit, thread, text))
     except BadInput as exc:
         return chat(request, str(exc), status=400)
+    except LLMError as exc:  # the turn's checkpoint is saved only after an answer
+        return chat(
+            request,
+            f"The chat model did not answer ({exc}); your message was not added.",
+            status=502,
+        )
     return redirect("playground:chat")
 
 

@@ -171,3 +171,40 @@ def test_the_playground_command_tells_a_reachable_broker_from_an_unreachable_one
     assert broker_problem(settings.CELERY_BROKER_URL) is None
     problem = broker_problem("redis://127.0.0.1:1/0", timeout=1.0)
     assert problem is not None and "Error" in problem
+
+
+def test_a_chat_model_that_fails_is_said_on_the_page_and_the_message_is_not_added(settings):
+    from tests.llm.chat_server import ChatServerDouble, Reply
+
+    with ChatServerDouble() as server:
+        settings.TULIP_MEMORY = {
+            **settings.TULIP_MEMORY,
+            "LLM": {"BASE_URL": server.url, "MODEL": "m", "RETRY_BACKOFF": 0.01, "TIMEOUT": 5.0},
+        }
+        server.add(*[Reply(status=500, content="scripted outage")] * 4)
+        ada = as_user("acme", "ada")
+        thread = start(ada)
+        response = say(ada, thread, "I live in Berlin.")
+    assert response.status_code == 502
+    shown = response.content.decode()
+    assert "The chat model did not answer" in shown and "HTTP 500" in shown
+    assert "your message was not added" in shown
+    with tenant_atomic("acme"):
+        assert not DeltaCheckpointRecord.objects.filter(thread_id=thread).exists()
+
+
+def test_in_celery_mode_a_failing_extraction_says_why(settings):
+    from tulip_memory.models import ExtractionJob
+
+    settings.PLAYGROUND_EXTRACT_MODE = "celery"
+    ada = as_user("acme", "ada")
+    with tenant_atomic("acme"):
+        ExtractionJob.objects.enqueue(("acme", "users", "ada"), {"messages": []})
+        ExtractionJob.objects.update(
+            state="pending", attempts=2, error="LLMError: the model server answered HTTP 500"
+        )
+    shown = page(ada)
+    assert "last attempt failed, retried: LLMError: the model server answered HTTP 500" in shown
+    with tenant_atomic("acme"):
+        ExtractionJob.objects.update(state="failed", attempts=3)
+    assert "failed: LLMError: the model server answered HTTP 500" in page(ada)
