@@ -1,4 +1,4 @@
-"""System checks of the configured embedder: E020-E021, and W020 on stored rows."""
+"""System checks of the configured embedder: E020-E022, and W020 on stored rows."""
 
 from __future__ import annotations
 
@@ -64,6 +64,33 @@ def test_a_width_that_differs_from_vector_dimensions_is_e021():
         TULIP_MEMORY={"STORE": "tulip_memory.store.InMemoryStore", "VECTOR_DIMENSIONS": 384}
     ):
         assert check_embedder_settings() == []  # HRR and no PgMemory: nothing to compare
+
+
+def test_an_embedder_of_a_hosted_service_without_its_key_is_e022(monkeypatch):
+    hosted = {
+        "EMBEDDER": "tulip_memory.embeddings.OpenAIEmbedding",
+        "EMBEDDER_OPTIONS": {
+            "model": "m",
+            "dimension": 1024,
+            "base_url": "https://api.example.com/v1",
+            "api_key_env": "TULIP_TEST_EMBEDDING_KEY",
+        },
+    }
+    monkeypatch.delenv("TULIP_TEST_EMBEDDING_KEY", raising=False)
+    with override_settings(TULIP_MEMORY=hosted):
+        [message] = check_embedder_settings()
+        assert message.id == "tulip_memory.E022"
+        assert "no API key for https://api.example.com/v1" in message.msg
+        assert "TULIP_TEST_EMBEDDING_KEY" in message.msg
+        monkeypatch.setenv("TULIP_TEST_EMBEDDING_KEY", "k")
+        assert check_embedder_settings() == []
+    local = {**hosted["EMBEDDER_OPTIONS"], "base_url": "http://127.0.0.1:11434/v1"}
+    monkeypatch.delenv("TULIP_TEST_EMBEDDING_KEY")
+    with override_settings(TULIP_MEMORY={**hosted, "EMBEDDER_OPTIONS": local}):
+        assert check_embedder_settings() == []  # a local server needs no key
+    wide = {**hosted["EMBEDDER_OPTIONS"], "dimension": 64}
+    with override_settings(TULIP_MEMORY={**hosted, "EMBEDDER_OPTIONS": wide}):
+        assert _ids(check_embedder_settings()) == ["tulip_memory.E022", "tulip_memory.E021"]
 
 
 @pytest.mark.django_db(transaction=True)

@@ -10,7 +10,7 @@ Ids: ``tulip_memory.E001`` and up for errors, ``tulip_memory.W001`` and up for w
   cannot be reached then); E015 a PostgreSQL alias named by ``check --database`` cannot
   be reached; E016 ``TENANT_RESOLVER`` cannot be imported; W011 the header resolver
   (``deploy``);
-* :mod:`.embeddings` — E020-E021: the configured embedder; W020: stored vectors of
+* :mod:`.embeddings` — E020-E022: the configured embedder; W020: stored vectors of
   another encoder (``database`` tag);
 * :mod:`.checkpoints` — E030: ``TULIP_MEMORY["CHECKPOINTERS"]``;
 * :mod:`.manager` — E040-E043: what Celery workers build their memory manager from;

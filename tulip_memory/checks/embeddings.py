@@ -1,4 +1,4 @@
-"""System checks of the configured embedder (ids tulip_memory.E020-E021, W020).
+"""System checks of the configured embedder (ids tulip_memory.E020-E022, W020).
 
 * E020 ``EMBEDDER`` cannot be built: not importable, ``EMBEDDER_OPTIONS`` not a dict of
   its keyword arguments, or it builds something that is not a ``BaseEmbedding``;
@@ -6,6 +6,8 @@
   ``2 * STORE_OPTIONS["dim"]`` when ``STORE`` is PgMemory) differs from
   ``VECTOR_DIMENSIONS``, the width of PgMemory's vector column: ``PgMemory()`` would
   refuse to start, and so would every worker;
+* E022 the embedder says what it lacks to work (``BaseEmbedding.configuration_problem``):
+  ``OpenAIEmbedding`` of a non-local server without its API key in the environment;
 * W020 (tagged ``database``: ``check --database <alias>``) stored rows carry vectors of
   another encoder than the configured one — written before the embedder changed — counted
   by source; they are found by their words only until ``manage.py tulip_memory_reembed``
@@ -33,7 +35,7 @@ __all__ = ["check_embedder_settings", "check_embedding_sources", "check_sources_
 def check_embedder_settings(
     app_configs: Iterable[Any] | None = None, **kwargs: Any
 ) -> list[checks.CheckMessage]:
-    """E020-E021: the embedder of ``TULIP_MEMORY`` can be built and fits the column."""
+    """E020-E022: the embedder of ``TULIP_MEMORY`` can be built, works and fits the column."""
     from tulip_memory.conf import settings
     from tulip_memory.store.pg_reembed import settings_encoder, stores_hrr_in_pg
 
@@ -49,17 +51,29 @@ def check_embedder_settings(
                 id="tulip_memory.E020",
             )
         ]
+    found: list[checks.CheckMessage] = []
+    problem = encoder.embedder.configuration_problem() if encoder.embedder is not None else None
+    if problem is not None:
+        found.append(
+            checks.Error(
+                f"TULIP_MEMORY['EMBEDDER'] ({settings.EMBEDDER!r}) cannot work: {problem}",
+                hint="Set that variable in the environment of every process (web, Celery "
+                "workers), or point the embedder at a local server (docs/store.md).",
+                id="tulip_memory.E022",
+            )
+        )
     if encoder.embedder is None and not stores_hrr_in_pg():
-        return []
+        return found
     wanted = settings.VECTOR_DIMENSIONS
     if encoder.width == wanted:
-        return []
+        return found
     origin = (
         f"the HRR encoding of PgMemory(dim={encoder.dim}) is {encoder.width} wide"
         if encoder.embedder is None
         else f"the embedder {settings.EMBEDDER!r} is {encoder.width} dimensions wide"
     )
     return [
+        *found,
         checks.Error(
             f"TULIP_MEMORY['VECTOR_DIMENSIONS'] is {wanted!r}, but {origin}: PgMemory() "
             "and the Celery workers would refuse to start.",
@@ -67,7 +81,7 @@ def check_embedder_settings(
             "then altered to that width (tulip_memory.E014 says how) and its rows "
             "re-embedded with manage.py tulip_memory_reembed.",
             id="tulip_memory.E021",
-        )
+        ),
     ]
 
 

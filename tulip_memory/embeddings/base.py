@@ -30,6 +30,11 @@ class BaseEmbedding(ABC):
         """The vector of one text."""
         return (await self.embed_batch([text]))[0]
 
+    def configuration_problem(self) -> str | None:
+        """What this embedder lacks to work (a credential its service needs), said before
+        its first call (system check ``tulip_memory.E022``); None when nothing is missing."""
+        return None
+
     @staticmethod
     def check_texts(texts: Sequence[str]) -> list[str]:
         """``texts`` as a list, or ``ValueError`` naming the first one that is not usable."""

@@ -152,13 +152,18 @@ class OpenAIEmbedding(BaseEmbedding):
         if client is not None:
             await client.close()
 
+    def configuration_problem(self) -> str | None:
+        if is_local_url(self.base_url) or self._api_key() is not None:
+            return None
+        if self.api_key_env is None:
+            return f"no API key for {self.base_url}: api_key_env is None"
+        return f"no API key for {self.base_url}: set the environment variable {self.api_key_env}"
+
     async def embed_batch(self, texts: list[str]) -> list[list[float]]:
         checked = self.check_texts(texts)
-        if checked and not is_local_url(self.base_url) and self._api_key() is None:
-            raise EmbeddingError(
-                f"no API key for {self.base_url}: set the environment variable {self.api_key_env}",
-                kind="configuration",
-            )
+        problem = self.configuration_problem() if checked else None
+        if problem is not None:
+            raise EmbeddingError(problem, kind="configuration")
         vectors: list[list[float]] = []
         for start in range(0, len(checked), self.batch_size):
             vectors.extend(await self._request(checked[start : start + self.batch_size]))
