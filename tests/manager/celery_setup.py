@@ -52,6 +52,24 @@ def delete_queue_keys(queue: str) -> None:
     client.close()
 
 
+def drop_waiting_messages(queue: str) -> int:
+    """Delete the messages of ``queue`` no worker has taken yet (its Redis lists, one per
+    priority step; kombu's bindings stay, so later messages still reach the queue)."""
+    import redis
+    from django.conf import settings
+
+    client = redis.Redis.from_url(settings.REDIS_URL)
+    try:
+        lists = [
+            key
+            for key in client.scan_iter(match=f"{queue}*")
+            if key.decode() == queue or key.decode().startswith(queue + "\x06\x16")
+        ]
+        return int(client.delete(*lists)) if lists else 0
+    finally:
+        client.close()
+
+
 def _descendants(pid: int) -> list[int]:
     """The process ids of ``pid``'s children, grandchildren ... (Linux ``/proc``)."""
     found, todo = [], [pid]

@@ -12,9 +12,11 @@ from datetime import timedelta
 
 import pytest
 from asgiref.sync import sync_to_async
+from django.core.management import CommandError, call_command
 from django.db.models import Q
 from django.db.models.functions import Now
 
+from tests.manager.celery_setup import drop_waiting_messages
 from tests.manager.extractors import read_log
 from tulip_memory.manager import LLMMemoryManager
 from tulip_memory.manager.extraction.queue import send_run_task
@@ -28,13 +30,20 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 
 @pytest.fixture(autouse=True)
-def _workers_quiet_before_flush(transactional_db):
-    """After each test, wait until no worker holds a lease and the follow-up messages booked
-    at lease expiries (``recheck_at``) have run: the flush between tests (TRUNCATE) would
-    otherwise race a late follow-up's run (a deadlock that fails the flush and leaves this
-    test's rows to the next one)."""
+def _workers_quiet_before_flush(transactional_db, celery_env):
+    """After each test, let the workers go quiet before the flush between tests (TRUNCATE):
+    a worker's transaction running into it is a deadlock that fails the flush and leaves
+    this test's rows to the next test.
+
+    The messages no worker took yet are dropped (duplicates a test sent, follow-ups); then
+    no lease may be held and no follow-up booked (``recheck_at``) for one second in a row
+    — a claim in progress is invisible until it commits — and the tables are emptied here,
+    retried on a deadlock, before pytest-django's own flush.
+    """
     yield
+    drop_waiting_messages(celery_env)
     deadline = time.monotonic() + 60
+    quiet_since = None
     while True:
         with tenant_atomic("acme"):
             busy = list(
@@ -42,13 +51,28 @@ def _workers_quiet_before_flush(transactional_db):
                     Q(lease_owner__gt="") | Q(recheck_at__gt=Now() - timedelta(seconds=0.5))
                 ).values_list("namespace", "lease_owner", "recheck_at")
             )
-        if not busy:
-            return
-        if time.monotonic() > deadline:
+        now = time.monotonic()
+        if busy:
+            quiet_since = None
+        elif quiet_since is None:
+            quiet_since = now
+        elif now - quiet_since >= 1.0:
+            break
+        if now > deadline:
             # Fail here rather than flush under a running worker (which would leave this
             # test's rows, or a deadlock, to the next test).
             pytest.fail(f"workers still busy 60 s after the test: {busy}")
         time.sleep(0.1)
+    for attempt in range(5):
+        try:
+            call_command(
+                "flush", database="default", interactive=False, verbosity=0, reset_sequences=False
+            )
+            return
+        except CommandError:
+            if attempt == 4:
+                raise
+            time.sleep(0.5)
 
 
 def _manager() -> LLMMemoryManager:
