@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from tulip_memory import nul_characters
+
 
 class Role(StrEnum):
     SYSTEM = "system"
@@ -90,16 +92,6 @@ class Message:
         )
 
 
-def _without_nul(value: Any) -> Any:
-    if isinstance(value, str):
-        return value.replace("\x00", "")
-    if isinstance(value, list):
-        return [_without_nul(item) for item in value]
-    if isinstance(value, dict):
-        return {_without_nul(key): _without_nul(item) for key, item in value.items()}
-    return value
-
-
 def without_nul(messages: Iterable[Message]) -> list[Message]:
     """``messages`` with every NUL character removed from their texts (content, tool calls,
     names, metadata): what memory extraction reads. A NUL carries nothing in a chat, and
@@ -107,6 +99,6 @@ def without_nul(messages: Iterable[Message]) -> list[Message]:
     cleaned = []
     for message in messages:
         data = message.to_dict()
-        stripped = _without_nul(data)
+        stripped = nul_characters.without_nul(data)
         cleaned.append(message if stripped == data else Message.from_dict(stripped))
     return cleaned

@@ -76,9 +76,14 @@ class ORMCheckpointer(TenantDatabase, BlockingCheckpointer):
 
         return CheckpointRecord.objects.using(self.using).of_thread(self._tenant(), thread_id)
 
+    def _check_snapshot(self, snapshot: dict[str, Any]) -> None:
+        """Refuse (``ValueError``) a snapshot the vendor's column cannot store; none here."""
+
     def _save_sync(
         self, state: AgentState, thread_id: str, checkpoint_id: str, may_exist: bool
     ) -> None:
+        snapshot = state.to_checkpoint()
+        self._check_snapshot(snapshot)  # before any statement of the save
         subject = subject_of(state.metadata)
         rows = self._rows(thread_id)
         if may_exist:
@@ -87,7 +92,7 @@ class ORMCheckpointer(TenantDatabase, BlockingCheckpointer):
             tenant=self._tenant(),
             thread_id=thread_id,
             checkpoint_id=checkpoint_id,
-            state=state.to_checkpoint(),
+            state=snapshot,
             subject=subject,
         )
 

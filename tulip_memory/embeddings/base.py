@@ -11,7 +11,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
-__all__ = ["BaseEmbedding"]
+__all__ = ["BaseEmbedding", "embed_texts"]
 
 
 class BaseEmbedding(ABC):
@@ -46,3 +46,16 @@ class BaseEmbedding(ABC):
             if not text.strip():
                 raise ValueError(f"texts[{index}] is empty: there is nothing to embed")
         return list(texts)
+
+
+async def embed_texts(embedder: BaseEmbedding, texts: Sequence[str]) -> list[list[float] | None]:
+    """The vector of each text that has words, None for a blank one, in one
+    ``embed_batch`` call: what a store writes for a batch of values (a value without
+    words is stored without a vector instead of being refused)."""
+    wanted = [i for i, text in enumerate(texts) if text.strip()]
+    vectors: list[list[float] | None] = [None] * len(texts)
+    if wanted:
+        embedded = await embedder.embed_batch([texts[i] for i in wanted])
+        for i, vector in zip(wanted, embedded, strict=True):
+            vectors[i] = vector
+    return vectors

@@ -15,6 +15,7 @@ from typing import Any, Literal
 from tulip_memory.identifiers import validate_identifier
 from tulip_memory.llm.usage import Usage
 from tulip_memory.messages import Message
+from tulip_memory.nul_characters import nul_at
 
 __all__ = ["ExtractFn", "ExtractMode", "ExtractionOutcome", "Memory", "MemoryType"]
 
@@ -72,8 +73,9 @@ class Memory:
             json.dumps(self.metadata, allow_nan=False)
         except (TypeError, ValueError) as error:
             raise ValueError(f"Memory.metadata is not JSON-serialisable: {error}") from None
-        if _holds_nul(self.metadata):
-            raise ValueError("Memory.metadata must not contain a NUL character")
+        where = nul_at(self.metadata, "Memory.metadata")
+        if where is not None:
+            raise ValueError(f"Memory.metadata must not contain a NUL character (at {where})")
 
     def to_store_value(self) -> dict[str, Any]:
         """A JSON-serialisable dict, as kept in the store (metadata copied)."""
@@ -97,17 +99,6 @@ class Memory:
             )
         except KeyError as exc:
             raise ValueError(f"a stored memory lacks the field {exc.args[0]!r}") from None
-
-
-def _holds_nul(value: Any) -> bool:
-    """Whether a string of the JSON value ``value`` (a key too) holds a NUL character."""
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any(_holds_nul(key) or _holds_nul(item) for key, item in value.items())
-    if isinstance(value, (list, tuple)):
-        return any(_holds_nul(item) for item in value)
-    return False
 
 
 def validate_memory_key(key: object) -> str:

@@ -54,6 +54,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from tulip_memory.clock import Clock, MonotonicWallClock, from_micros, to_micros, utc_now
+from tulip_memory.embeddings.base import embed_texts
 from tulip_memory.hrr import DEFAULT_DIM, validate_dim
 from tulip_memory.namespaces import Namespace
 from tulip_memory.store import holographic_sql as sql
@@ -257,20 +258,19 @@ class HolographicStore(BaseStore):
     async def _embed(self, prepared: list[PreparedPut]) -> list[bytes | None]:
         """The embedder's vector of each write's text (None without an embedder, or for a
         value without words), computed before the lock is taken."""
-        embeddings: list[bytes | None] = [None] * len(prepared)
         if self._embedder is None:
-            return embeddings
+            return [None] * len(prepared)
         texts = [value_text(decode_json(one.value_json)) for one in prepared]
-        wanted = [i for i, text in enumerate(texts) if text.strip()]
-        if wanted:
-            vectors = await self._embedder.embed_batch([texts[i] for i in wanted])
-            for i, vector in zip(wanted, vectors, strict=True):
-                values = [float(x) for x in vector]
-                if any(values):  # an all-zero vector ranks nothing: stored without one
-                    checked = validate_embedding(
-                        values, dimension=self._embedding_dim, name="the embedder's vector"
-                    )
-                    embeddings[i] = embedding_blob(checked)
+        embeddings: list[bytes | None] = []
+        for vector in await embed_texts(self._embedder, texts):
+            values = None if vector is None else [float(x) for x in vector]
+            if values is None or not any(values):  # an all-zero vector ranks nothing
+                embeddings.append(None)
+                continue
+            checked = validate_embedding(
+                values, dimension=self._embedding_dim, name="the embedder's vector"
+            )
+            embeddings.append(embedding_blob(checked))
         return embeddings
 
     def _write(

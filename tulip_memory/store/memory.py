@@ -45,6 +45,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from tulip_memory.clock import Clock, MonotonicWallClock, utc_now
+from tulip_memory.embeddings.base import embed_texts
 from tulip_memory.namespaces import Namespace
 from tulip_memory.store.base import TTL, BaseStore, BatchItem, StoreCapabilities, StoreItem
 from tulip_memory.store.instrumentation import swept
@@ -199,13 +200,8 @@ class InMemoryStore(BaseStore):
         every text without an embedder); computed before the lock is taken."""
         if self._embedder is None:
             return [None] * len(texts)
-        wanted = [i for i, text in enumerate(texts) if text.strip()]
-        vectors: list[np.ndarray | None] = [None] * len(texts)
-        if wanted:
-            embedded = await self._embedder.embed_batch([texts[i] for i in wanted])
-            for i, vector in zip(wanted, embedded, strict=True):
-                vectors[i] = _unit(vector)
-        return vectors
+        embedded = await embed_texts(self._embedder, texts)
+        return [None if vector is None else _unit(vector) for vector in embedded]
 
     async def _encode(self, prepared: list[PreparedPut]) -> list[_Encoded]:
         """The terms and vector of each write, before the lock is taken (the terms in a
