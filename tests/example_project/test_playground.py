@@ -57,6 +57,7 @@ def test_a_second_session_recalls_what_the_first_one_said():
     assert "Nothing: no memory of ada matched yet." in shown
     assert "Noted: “I live in Berlin and I love hiking.” I don" in shown
     assert "full" in shown  # the first checkpoint of a thread
+    assert "1 checkpoint (1 full, 0 deltas)" in shown
     assert ada.post(reverse("playground:end"), {"thread": first}).status_code == 302
     shown = page(ada)
     assert "The user lives in Berlin." in shown and "The user loves hiking." in shown
