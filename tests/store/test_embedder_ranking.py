@@ -54,3 +54,16 @@ async def test_with_an_embedder_a_stop_word_query_ranks_by_meaning_and_bad_embed
     assert [i.key for i in await store.search(NS, "a feline?", limit=1)] == ["meaning"]
     with pytest.raises(TypeError, match="embedder must be a BaseEmbedding"):
         make("wordllama")
+
+
+async def test_a_word_match_outside_the_nearest_pool_still_counts_its_meaning(make):
+    """Each candidate is fused with both its scores: two items with the same BM25 that are
+    not among the embedder's nearest ``max(50, 5 * limit)`` are ordered by their cosine,
+    not left tied at a vector part of 0 (which would put the newer one first)."""
+    store = make(ConceptEmbedding(64))
+    # 60 items nearer to the query by meaning than either word match, sharing no word.
+    await store.put_batch([(NS, f"feline{i}", "feline feline", None) for i in range(60)])
+    await store.put(NS, "cat", "zebra cat alpha beta gamma")  # cosine 0.63 to the query
+    await store.put(NS, "dog", "zebra dog alpha beta gamma")  # 0.32, same BM25, newer
+    found = [i.key for i in await store.search(NS, "zebra kitten", limit=2)]
+    assert found == ["cat", "dog"]

@@ -5,7 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tulip_memory.store.ranking import bm25_idf, bm25_weight, candidate_pool, cosine_top, fuse
+from tulip_memory.store.ranking import (
+    bm25_idf,
+    bm25_weight,
+    candidate_pool,
+    cosine_top,
+    fuse,
+    nearest_and_scored,
+)
 
 
 def test_bm25_parts():
@@ -36,3 +43,11 @@ def test_cosine_top():
     assert cosine_top(matrix, [1.0, 0.0], limit=10, threshold=None)[-1][1] == pytest.approx(-1)
     with pytest.raises(ValueError, match="has 3 dimensions, the store holds 2"):
         cosine_top(matrix, [1.0, 0.0, 0.0], limit=1, threshold=None)
+
+
+def test_nearest_and_scored_gives_the_pool_and_the_scored_keys_their_similarity():
+    keys = ["a", "b", "c", "d"]
+    similarity = np.array([0.1, 0.9, 0.5, 0.7])
+    assert nearest_and_scored(keys, similarity, 2, []) == {"b": 0.9, "d": 0.7}
+    # A scored key outside the pool gets its own similarity; one without a vector none.
+    assert nearest_and_scored(keys, similarity, 2, ["a", "zz"]) == {"b": 0.9, "d": 0.7, "a": 0.1}

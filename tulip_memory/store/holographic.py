@@ -20,7 +20,8 @@ namespace under 50 ms (see ``bench/store.py``).
 
 With ``embedder=`` every plain write is embedded into the same file and ``search``
 defaults to ``mode="hybrid"``: BM25's candidates and the embedder's nearest items (an exact
-cosine scan), fused as InMemoryStore fuses them (docs/store.md, "HolographicStore").
+cosine scan), each with its BM25 and its cosine, fused as InMemoryStore fuses them
+(docs/store.md, "HolographicStore").
 
 Semantic search stores the caller's embedding as float32 and ranks by an exact cosine scan
 with numpy. Its width is fixed by the first embedding written to the file (or
@@ -77,13 +78,20 @@ from tulip_memory.store.holographic_sql import (
 from tulip_memory.store.holographic_vectors import (
     embedding_blob,
     embedding_from_blob,
+    embedding_similarities,
     embedding_top,
     hrr_blob,
     hrr_similarities,
     hrr_top,
 )
 from tulip_memory.store.instrumentation import swept
-from tulip_memory.store.ranking import HRR_WEIGHT, MODEL_WEIGHT, candidate_pool, fuse
+from tulip_memory.store.ranking import (
+    HRR_WEIGHT,
+    MODEL_WEIGHT,
+    candidate_pool,
+    fuse,
+    nearest_and_scored,
+)
 from tulip_memory.store.validation import (
     PreparedPut,
     decode_json,
@@ -528,7 +536,8 @@ class HolographicStore(BaseStore):
         self, conn: sqlite3.Connection, ns: str, words: list[str], vector: list[float], limit: int
     ) -> list[Sequence[Any]]:
         """BM25's best and the embedder's nearest (exact cosine over the namespace's
-        vectors), ``candidate_pool(limit)`` of each, fused as InMemoryStore fuses them."""
+        vectors), ``candidate_pool(limit)`` of each, fused as InMemoryStore fuses them:
+        each candidate with its cosine, whichever ranking brought it."""
         pool = candidate_pool(limit)
         rows: dict[str, Sequence[Any]] = {}
         lexical: dict[str, float] = {}
@@ -537,16 +546,13 @@ class HolographicStore(BaseStore):
         vectors = conn.execute(sql.NAMESPACE_EMBEDDINGS, (ns,)).fetchall()
         nearest: dict[str, float] = {}
         if vectors:
-            top = embedding_top([blob for _, blob in vectors], vector, pool, None)
-            wanted = [vectors[i][0] for i, _ in top]
-            fetched = {
-                row[0]: row[1:]
-                for row in conn.execute(sql.items_by_rowid(len(wanted)), wanted).fetchall()
-            }
-            for (_, cosine), rowid in zip(top, wanted, strict=True):
-                row = fetched[rowid]
-                rows.setdefault(row[0], row)
-                nearest[row[0]] = cosine
+            keys = [key for _, key, _ in vectors]
+            similarity = embedding_similarities([blob for _, _, blob in vectors], vector)
+            nearest = nearest_and_scored(keys, similarity, pool, lexical)
+            rowids = {key: rowid for rowid, key, _ in vectors}
+            wanted = [rowids[key] for key in nearest.keys() - rows.keys()]
+            for row in conn.execute(sql.items_by_rowid(len(wanted)), wanted).fetchall():
+                rows[row[1]] = row[1:]
         scores = fuse(lexical, nearest, MODEL_WEIGHT)
         newest = sorted(scores, key=lambda key: (-scores[key], -rows[key][4], key))
         return [rows[key] for key in newest[:limit]]

@@ -228,9 +228,10 @@ EMBEDDED_ITEMS = (
     f"SELECT {ITEM_COLUMNS}, embedding FROM tulip_items "
     f"WHERE ns = ? AND embedding IS NOT NULL AND {LIVE}"
 )
-# Only the rowid and the vector of each: what an exact scan reads before the top rows.
+# Only the rowid, key and vector of each: what an exact scan reads before the top rows.
 NAMESPACE_EMBEDDINGS = (
-    f"SELECT rowid, embedding FROM tulip_items WHERE ns = ? AND embedding IS NOT NULL AND {LIVE}"
+    "SELECT rowid, key, embedding FROM tulip_items "
+    f"WHERE ns = ? AND embedding IS NOT NULL AND {LIVE}"
 )
 
 

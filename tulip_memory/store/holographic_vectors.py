@@ -15,11 +15,12 @@ import numpy as np
 
 from tulip_memory import hrr
 from tulip_memory.store.holographic_sql import NAMESPACE_PHASES
-from tulip_memory.store.ranking import cosine_top
+from tulip_memory.store.ranking import cosine_similarities, cosine_top
 
 __all__ = [
     "embedding_blob",
     "embedding_from_blob",
+    "embedding_similarities",
     "embedding_top",
     "hrr_blob",
     "hrr_similarities",
@@ -88,9 +89,17 @@ def embedding_from_blob(blob: bytes) -> list[float]:
     return np.frombuffer(blob, dtype="<f4").astype(float).tolist()
 
 
+def _embedding_matrix(blobs: Sequence[bytes]) -> np.ndarray:
+    return np.stack([np.frombuffer(blob, dtype="<f4") for blob in blobs])
+
+
+def embedding_similarities(blobs: Sequence[bytes], query: list[float]) -> np.ndarray:
+    """The cosine similarity of each stored embedding to ``query``."""
+    return cosine_similarities(_embedding_matrix(blobs), query)
+
+
 def embedding_top(
     blobs: Sequence[bytes], query: list[float], limit: int, threshold: float | None
 ) -> list[tuple[int, float]]:
     """``(position, cosine)`` of the ``limit`` embeddings most similar to ``query``."""
-    matrix = np.stack([np.frombuffer(blob, dtype="<f4") for blob in blobs])
-    return cosine_top(matrix, query, limit, threshold)
+    return cosine_top(_embedding_matrix(blobs), query, limit, threshold)

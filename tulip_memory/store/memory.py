@@ -8,10 +8,10 @@ HolographicStore or PgMemory for that.
 Ranking (docs/store.md, "Ranking"): Okapi BM25 (k1 1.2, b 0.75) over the value's terms
 (:func:`tulip_memory.text.search_terms`: stop words dropped, Snowball-stemmed), ties newest
 first. With ``embedder=`` (a ``BaseEmbedding``) each value is embedded on write and a query
-ranks the BM25 matches plus the ``max(50, 5 * limit)`` nearest items by cosine, fused as
-``bm25 / best_bm25 + 0.5 * cosine``: an item sharing no word with the query is still found
-by meaning. A query without terms (empty, or stop words only) lists the newest items, or
-ranks by cosine alone with an embedder.
+ranks the BM25 matches plus the ``max(50, 5 * limit)`` nearest items by cosine, each of
+them fused as ``bm25 / best_bm25 + 0.5 * cosine`` with its own BM25 and cosine: an item
+sharing no word with the query is still found by meaning. A query without terms (empty,
+or stop words only) lists the newest items, or ranks by cosine alone with an embedder.
 
 Each namespace keeps its items in a dict ordered by last write (an update moves the item
 to the end), so "newest first" is a reversed walk, an inverted index term -> {key: term
@@ -37,7 +37,7 @@ import itertools
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
@@ -55,6 +55,7 @@ from tulip_memory.store.ranking import (
     bm25_weight,
     candidate_pool,
     fuse,
+    nearest_and_scored,
 )
 from tulip_memory.store.validation import (
     PreparedPut,
@@ -143,8 +144,11 @@ class _Namespace:
                 scores[key] = scores.get(key, 0.0) + idf * bm25_weight(tf, length, average)
         return scores
 
-    def nearest(self, query: np.ndarray, pool: int, now: datetime) -> dict[str, float]:
-        """The cosine similarity of the ``pool`` live entries nearest to the unit ``query``."""
+    def nearest(
+        self, query: np.ndarray, pool: int, now: datetime, scored: Iterable[str]
+    ) -> dict[str, float]:
+        """The cosine similarity to the unit ``query`` of the ``pool`` live entries nearest
+        to it and of the live entries of ``scored`` that have a vector."""
         keys = [
             key
             for key, entry in self.entries.items()
@@ -153,9 +157,7 @@ class _Namespace:
         if not keys:
             return {}
         matrix = np.stack([self.entries[key].vector for key in keys])  # type: ignore[misc]
-        similarity = matrix @ query
-        best = np.argsort(-similarity, kind="stable")[:pool]
-        return {keys[i]: float(similarity[i]) for i in best}
+        return nearest_and_scored(keys, matrix @ query, pool, scored)
 
 
 T = TypeVar("T")
@@ -400,7 +402,7 @@ class InMemoryStore(BaseStore):
             now = self._now()
             lexical = space.bm25(terms, now)
             if vector is not None:
-                nearest = space.nearest(vector, candidate_pool(limit), now)
+                nearest = space.nearest(vector, candidate_pool(limit), now, lexical)
                 scores = fuse(lexical, nearest, MODEL_WEIGHT)
             else:
                 scores = lexical

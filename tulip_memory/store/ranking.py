@@ -3,17 +3,18 @@
 Pure functions over numbers and numpy arrays, so they are tested without a database.
 
 Fusion (docs/store.md, "Ranking"): a hybrid score is ``lexical / best_lexical + weight *
-vector_similarity``. Dividing by the query's best BM25 puts the lexical part in [0, 1]
-whatever the query's length or the collection's size, so one ``weight`` serves every
-query; the vector part then breaks near-ties and brings in matches by meaning. Fusing
-scores keeps BM25's margins: reciprocal-rank fusion gives a much weaker ranking half the
-vote and measured below BM25 alone (docs/recall-design.md).
+vector_similarity``, each candidate scored by both parts whichever ranking brought it.
+Dividing by the query's best BM25 puts the lexical part in [0, 1] whatever the query's
+length or the collection's size, so one ``weight`` serves every query; the vector part
+then breaks near-ties and brings in matches by meaning. Fusing scores keeps BM25's
+margins: reciprocal-rank fusion gives a much weaker ranking half the vote and measured
+below BM25 alone (docs/recall-design.md).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
@@ -26,8 +27,10 @@ __all__ = [
     "bm25_idf",
     "bm25_weight",
     "candidate_pool",
+    "cosine_similarities",
     "cosine_top",
     "fuse",
+    "nearest_and_scored",
 ]
 
 K = TypeVar("K", bound=Hashable)
@@ -69,17 +72,36 @@ def fuse(lexical: Mapping[K, float], vector: Mapping[K, float], weight: float) -
     }
 
 
-def cosine_top(
-    matrix: Any, query: Any, limit: int, threshold: float | None
-) -> list[tuple[int, float]]:
-    """``(row, cosine)`` of the ``limit`` rows of ``matrix`` most similar to ``query``,
-    best first, keeping only ``cosine >= threshold`` when a threshold is given."""
+def cosine_similarities(matrix: Any, query: Any) -> Any:
+    """The cosine similarity of each row of ``matrix`` to ``query`` (a numpy array)."""
     if matrix.shape[1] != len(query):
         raise ValueError(
             f"query_embedding has {len(query)} dimensions, the store holds {matrix.shape[1]}"
         )
     vector = np.asarray(query, dtype=np.float64)
-    scores = (matrix @ vector) / (np.linalg.norm(matrix, axis=1) * np.linalg.norm(vector))
+    return (matrix @ vector) / (np.linalg.norm(matrix, axis=1) * np.linalg.norm(vector))
+
+
+def nearest_and_scored(
+    keys: Sequence[K], similarity: Any, pool: int, scored: Iterable[K]
+) -> dict[K, float]:
+    """The similarity of the ``pool`` keys most similar (``similarity[i]`` is ``keys[i]``'s)
+    and of every key of ``scored`` that has one: each candidate of a fusion gets its vector
+    part, whichever ranking brought it."""
+    best = np.argsort(-similarity, kind="stable")[:pool]
+    found = {keys[i]: float(similarity[i]) for i in best}
+    wanted = set(scored) - found.keys()
+    if wanted:
+        found.update({key: float(similarity[i]) for i, key in enumerate(keys) if key in wanted})
+    return found
+
+
+def cosine_top(
+    matrix: Any, query: Any, limit: int, threshold: float | None
+) -> list[tuple[int, float]]:
+    """``(row, cosine)`` of the ``limit`` rows of ``matrix`` most similar to ``query``,
+    best first, keeping only ``cosine >= threshold`` when a threshold is given."""
+    scores = cosine_similarities(matrix, query)
     top: list[tuple[int, float]] = []
     for i in np.argsort(-scores, kind="stable")[:limit]:
         score = float(np.clip(scores[i], -1.0, 1.0))
