@@ -35,6 +35,8 @@ def test_settings_are_read():
         ({"STRUCTURED_OUTPUT": "xml"}, r"\['STRUCTURED_OUTPUT'\] must be one of"),
         ({"MIN_CONFIDENCE": 2}, r"\['MIN_CONFIDENCE'\] must be a number in \[0, 1\]"),
         ({"REDACTION": []}, r"\['REDACTION'\] must be a dict"),
+        ({"MAX_FACTS": 0}, r"\['MAX_FACTS'\] must be an int > 0"),
+        ({"MAX_FACT_CHARS": 1.5}, r"\['MAX_FACT_CHARS'\] must be an int > 0"),
     ],
 )
 def test_bad_values_name_the_key(options, message):

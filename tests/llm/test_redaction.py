@@ -82,3 +82,14 @@ def test_policy_from_settings_options():
 def test_bad_policy_options(options, message):
     with pytest.raises(ValueError, match=message):
         RedactionPolicy.from_options(options)
+
+
+def test_stub_in_finds_what_the_policy_puts_in_place_of_a_secret():
+    assert REDACTOR.stub_in("The user's password is [REDACTED:password].") == (
+        "[REDACTED:password]"
+    )
+    assert REDACTOR.stub_in("the run's own [REDACTED:secret] too") == "[REDACTED:secret]"
+    assert REDACTOR.stub_in("no stub, [REDACTED] alone or [REDACTED:unknown]") is None
+    custom = Redactor(RedactionPolicy(detectors=("password",), replacement="<{kind}>"))
+    assert custom.stub_in("is <password>") == "<password>" and custom.stub_in("<b>") is None
+    assert Redactor(RedactionPolicy(replacement="")).stub_in("anything") is None

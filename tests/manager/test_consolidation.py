@@ -184,6 +184,40 @@ async def test_unknown_types_keys_and_events_are_refused_and_logged(
     assert await state(manager) == {("user", "role"): "The user is a nurse."}
 
 
+async def test_an_answer_is_bounded_and_facts_of_redacted_secrets_are_refused(
+    server, manager, caplog
+):
+    """MAX_FACTS facts of one answer at most, MAX_FACT_CHARS characters per content, and no
+    memory holding a redaction's replacement (from a fact or an UPDATE decision)."""
+    extractor = LLMExtractor(make_client(server, MAX_FACTS=4, MAX_FACT_CHARS=60))
+    await manager.save([Memory(MemoryType.USER, "role", "The user is a nurse.")])
+    server.add(
+        facts(
+            ("user", "password", "The user's password is [REDACTED:password]."),
+            ("user", "bio", "The user " + "really " * 20 + "likes tea."),
+            ("user", "role", "The user is a surgeon."),
+            ("user", "city", "The user lives in Lyon."),
+            ("user", "pet", "The user has a dog."),  # the fifth: over MAX_FACTS
+            ("user", "food", "The user likes pho."),
+        ),
+        decisions(
+            (0, "UPDATE", "user", "role", "The user [REDACTED:password] is a surgeon."),
+            (1, "ADD"),
+        ),
+    )
+    with caplog.at_level(logging.WARNING, logger="tulip_memory.manager"):
+        report = await extractor.run(conversation("My password is hunter2 ..."), manager)
+    assert report.refused == 5
+    assert "facts[0] holds the redacted text [REDACTED:password]" in caplog.text
+    assert "facts[1] has 159 characters of content, over MAX_FACT_CHARS 60" in caplog.text
+    assert "refused facts[4:], the answer held 6 facts, over MAX_FACTS 4" in caplog.text
+    assert "the UPDATE's content holds the redacted text [REDACTED:password]" in caplog.text
+    assert await state(manager) == {
+        ("user", "role"): "The user is a nurse.",
+        ("user", "city"): "The user lives in Lyon.",
+    }
+
+
 async def test_a_redelivered_run_applies_nothing_twice(server, manager, extractor):
     await manager.save([Memory(MemoryType.USER, "role", "The user is a nurse.")])
     messages = conversation("I became a surgeon.")

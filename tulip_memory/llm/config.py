@@ -51,6 +51,10 @@ LLM_DEFAULTS: dict[str, Any] = {
     "RELATED_MEMORIES": 5,
     # Candidates below this confidence are dropped before consolidation.
     "MIN_CONFIDENCE": 0.5,
+    # Facts one extraction answer may add (the rest are refused) and characters per fact
+    # (a longer one is refused): bounds on what one model answer can write.
+    "MAX_FACTS": 30,
+    "MAX_FACT_CHARS": 1000,
     # tulip_memory.llm.redaction.RedactionPolicy options (DETECTORS, EXTRA_PATTERNS, ALLOW,
     # REPLACEMENT).
     "REDACTION": {},
@@ -86,6 +90,8 @@ class LLMConfig:
     summary_max_tokens: int = LLM_DEFAULTS["SUMMARY_MAX_TOKENS"]
     related_memories: int = LLM_DEFAULTS["RELATED_MEMORIES"]
     min_confidence: float = LLM_DEFAULTS["MIN_CONFIDENCE"]
+    max_facts: int = LLM_DEFAULTS["MAX_FACTS"]
+    max_fact_chars: int = LLM_DEFAULTS["MAX_FACT_CHARS"]
     redaction: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -123,6 +129,8 @@ class LLMConfig:
         _positive("EXTRACTION_MAX_TOKENS", self.extraction_max_tokens, integer=True)
         _positive("SUMMARY_MAX_TOKENS", self.summary_max_tokens, integer=True)
         _positive("RELATED_MEMORIES", self.related_memories, integer=True, zero=True)
+        _positive("MAX_FACTS", self.max_facts, integer=True)
+        _positive("MAX_FACT_CHARS", self.max_fact_chars, integer=True)
         if not isinstance(self.min_confidence, (int, float)) or not 0 <= self.min_confidence <= 1:
             raise ValueError(
                 "TULIP_MEMORY['LLM']['MIN_CONFIDENCE'] must be a number in [0, 1], "

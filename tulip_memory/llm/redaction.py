@@ -218,6 +218,18 @@ class Redactor:
             compiled = re.compile(pattern)
             self._rules.append((kind, (compiled, 1 if compiled.groups else 0, None)))
         self._allow = [re.compile(pattern) for pattern in self.policy.allow]
+        # "secret": the kind of a string taken out because an earlier redaction found it.
+        kinds = {kind for kind, _ in self._rules} | {"secret"}
+        stubs = {self.policy.replacement.format(kind=kind) for kind in kinds} - {""}
+        ordered = sorted(stubs, key=lambda stub: (-len(stub), stub))
+        self._stub = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+
+    def stub_in(self, text: str) -> str | None:
+        """The first replacement this policy puts in place of a secret that ``text``
+        holds (e.g. ``"[REDACTED:password]"``), or ``None`` (always with an empty
+        replacement)."""
+        found = self._stub.search(text) if self._stub is not None else None
+        return found.group() if found else None
 
     def redact(self, text: str) -> Redaction:
         """``text`` with every finding replaced."""

@@ -5,9 +5,10 @@
 1. **Extract.** The conversation, secrets redacted (:mod:`.redaction`) and cut to the token
    budget (:mod:`.budget`, oldest messages first), goes to the model, which answers
    candidate facts: ``type`` (a :class:`MemoryType`), a stable ``key``, ``content`` and a
-   ``confidence``. Unknown types, invalid keys and keys holding a secret are refused and
-   logged; candidates below ``MIN_CONFIDENCE`` are dropped; within one run the last
-   candidate of a ``(type, key)`` wins.
+   ``confidence``. Unknown types, invalid keys, keys holding a secret, contents over
+   ``MAX_FACT_CHARS`` or holding a redaction's replacement, and the facts after the first
+   ``MAX_FACTS`` are refused and logged; candidates below ``MIN_CONFIDENCE`` are dropped;
+   within one run the last candidate of a ``(type, key)`` wins.
 2. **Consolidate.** For each candidate the scope's most related memories are recalled
    (``search_many`` over every type, with the candidate's content as the query, plus the
    memory stored under the candidate's own key). Candidates with nothing related are
@@ -106,8 +107,9 @@ gets the same key;
 - "content": the fact as one sentence about "the user" (e.g. "The user is a data engineer \
 at Acme.");
 - "confidence": 0 to 1, how sure you are that the user means it durably.
-Never include passwords, keys, tokens or card numbers, even partly. Return {{"facts": []}} \
-when there is nothing durable."""
+Never include passwords, keys, tokens or card numbers, even partly, nor a fact about a \
+value the conversation shows as redacted. Return {{"facts": []}} when there is nothing \
+durable."""
 
 DECISION_PROMPT = """You keep an assistant's long-term memory consistent. For each new fact \
 you get the existing memories most related to it. Decide, per fact:
@@ -436,8 +438,19 @@ class LLMExtractor:
             max_tokens=self.config.extraction_max_tokens,
         )
         report.usage += result.usage
+        facts = result.value["facts"]
+        if len(facts) > self.config.max_facts:
+            report.refused += len(facts) - self.config.max_facts
+            logger.warning(
+                "llm extraction run %s: refused facts[%d:], the answer held %d facts, "
+                "over MAX_FACTS %d",
+                report.run_id,
+                self.config.max_facts,
+                len(facts),
+                self.config.max_facts,
+            )
         found: dict[tuple[MemoryType, str], Candidate] = {}
-        for index, fact in enumerate(result.value["facts"]):
+        for index, fact in enumerate(facts[: self.config.max_facts]):
             candidate = self._candidate(fact, index, report, secrets)
             if candidate is not None:
                 found.pop((candidate.type, candidate.key), None)
@@ -463,10 +476,9 @@ class LLMExtractor:
             return self._refuse(
                 report, f"facts[{index}] has the confidence {confidence!r}, not in [0, 1]"
             )
-        if not fact["content"].strip():
-            return self._refuse(report, f"facts[{index}] has no content")
-        if "\x00" in fact["content"]:
-            return self._refuse(report, f"facts[{index}] has a NUL character in its content")
+        problem = self._content_problem(fact["content"])
+        if problem is not None:
+            return self._refuse(report, f"facts[{index}] {problem}")
         if confidence < self.config.min_confidence:
             logger.debug(
                 "facts[%d] %s/%s dropped: confidence %.2f",
@@ -477,6 +489,22 @@ class LLMExtractor:
             )
             return None
         return Candidate(memory_type, key, fact["content"].strip(), float(confidence))
+
+    def _content_problem(self, content: str) -> str | None:
+        """Why the model's ``content`` for a memory cannot be stored, or ``None``."""
+        if not content.strip():
+            return "has no content"
+        if "\x00" in content:
+            return "has a NUL character in its content"
+        if len(content.strip()) > self.config.max_fact_chars:
+            return (
+                f"has {len(content.strip())} characters of content, over MAX_FACT_CHARS "
+                f"{self.config.max_fact_chars}"
+            )
+        stub = self.redactor.stub_in(content)
+        if stub is not None:
+            return f"holds the redacted text {stub}: a memory of a secret that was not kept"
+        return None
 
     @staticmethod
     def _refuse(report: ExtractionReport, why: str) -> None:
@@ -568,6 +596,10 @@ class LLMExtractor:
         content = decision["content"] if event == "UPDATE" else ""
         if event == "UPDATE" and not (content or "").strip():
             content = candidate.content
+        elif event == "UPDATE":
+            problem = self._content_problem(content)
+            if problem is not None:
+                return self._refuse(report, f"{where}: the UPDATE's content {problem}")
         return self._operation(
             report.run_id,
             event,
