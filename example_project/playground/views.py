@@ -95,6 +95,9 @@ def pick(request: HttpRequest) -> HttpResponse:
         except BadInput as exc:
             error = str(exc)
         else:
+            previous = _visit(request)
+            if previous is not None:
+                _close_session(previous)
             Visit(tenant, user).save(request)
             return redirect("playground:chat")
     return render(
@@ -119,8 +122,7 @@ def start(request: HttpRequest) -> HttpResponse:
     visit = _visit(request)
     if visit is None:
         return redirect("playground:pick")
-    if visit.thread:
-        visit.ended.append(visit.thread)
+    _close_session(visit)
     visit.session_no += 1
     visit.thread = f"{visit.user}-{uuid.uuid4().hex[:12]}"
     visit.save(request)
@@ -167,6 +169,17 @@ def end(request: HttpRequest) -> HttpResponse:
     visit.thread = None
     visit.save(request)
     return redirect("playground:chat")
+
+
+def _close_session(visit: Visit) -> None:
+    """End ``visit``'s open session, if any, as the End button does: picking another user
+    or starting a new session does not lose what the open one said."""
+    if not visit.thread:
+        return
+    thread = visit.thread
+    if run(visit.tenant, lambda: _end(visit, thread)):
+        visit.ended.append(thread)
+    visit.thread = None
 
 
 # --- the memory layer's work -----------------------------------------------------------------

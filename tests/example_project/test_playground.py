@@ -78,6 +78,29 @@ def test_a_second_session_recalls_what_the_first_one_said():
         assert DeltaCheckpointRecord.objects.filter(thread_id=second).count() == 5
 
 
+def test_picking_another_user_or_starting_a_session_ends_the_open_one_first():
+    ada = as_user("acme", "ada")
+    thread = start(ada)
+    say(ada, thread, "I live in Berlin.")
+    # Ada's browser picks bob: ada's open session is extracted, not dropped.
+    assert (
+        ada.post(reverse("playground:pick"), {"tenant": "acme", "user": "bob"}).status_code == 302
+    )
+    ada = as_user("acme", "ada")
+    start(ada)
+    assert "The user lives in Berlin." in page(ada)
+    # A new session over an open one ends the open one first.
+    current = ada.session["playground"]["thread"]
+    say(ada, current, "I love hiking.")
+    newer = start(ada)
+    assert newer != current and "The user loves hiking." in page(ada)
+    # Picking a user with an open session that said nothing extracts nothing, and works.
+    assert (
+        ada.post(reverse("playground:pick"), {"tenant": "globex", "user": "carol"}).status_code
+        == 302
+    )
+
+
 def test_another_tenants_user_sees_nothing_of_it():
     ada = as_user("acme", "ada")
     thread = start(ada)
