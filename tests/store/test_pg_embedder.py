@@ -89,3 +89,35 @@ def test_stores_built_from_settings_get_the_configured_embedder():
     with override_settings(TULIP_MEMORY=CONFIGURED):
         store = build_memory_manager_from_settings().store
         assert isinstance(store, PgMemory) and store.encoder.source == CONFIGURED_SOURCE
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_embedding_outage_ranks_queries_by_words_and_refuses_writes(caplog):
+    """OpenAIEmbedding against the embeddings TEST DOUBLE (tests/embeddings), answering 503
+    while "down": a search still answers, by words; a write fails and stores nothing."""
+    from tests.embeddings.embeddings_server import EmbeddingServerDouble
+    from tests.llm.chat_server import Reply
+    from tulip_memory.embeddings import OpenAIEmbedding
+    from tulip_memory.exceptions import EmbeddingError
+
+    ns = ("acme", "notes")
+    with EmbeddingServerDouble(width=1024) as server:
+        embedder = OpenAIEmbedding(
+            "test-embed", 1024, base_url=server.url, max_retries=0, retry_backoff=0.01
+        )
+        store = PgMemory(embedder=embedder, encoding_cache=0)
+        sync(store.put)(ns, "tea", {"text": "likes green tea"})
+        sync(store.put)(ns, "mode", {"text": "prefers dark mode"})
+        server.add(Reply(status=503), Reply(status=503))
+        with caplog.at_level("WARNING", logger="tulip_memory.store.pg"):
+            found = [item.key for item in sync(store.search)(ns, query="green tea")]
+        assert found == ["tea"]
+        assert "the embedder failed on a query" in caplog.text and "HTTP 503" in caplog.text
+        assert "re-put them" not in caplog.text  # not the warning about rows without vectors
+        with pytest.raises(EmbeddingError, match="HTTP 503"):
+            sync(store.put)(ns, "tea", {"text": "likes black tea"})
+        assert sync(store.get)(ns, "tea") == {"text": "likes green tea"}
+        # Back up: ranked by words and vectors again (both items, the second by vector).
+        caplog.clear()
+        assert [item.key for item in sync(store.search)(ns, query="green tea")] == ["tea", "mode"]
+        assert "the embedder failed" not in caplog.text

@@ -16,16 +16,19 @@ Search plan, chosen on purpose: one statement for ``search``, ``search_many`` an
 ``search_by_embedding`` (``MemoryItemQuerySet.search_paths``), ranking ids first and
 reading only the k winners in full. A text query is ranked by words and vector fused
 (docs/pg_store.md, "Ranking"): Okapi BM25 over the ``search_vector`` tsvector PostgreSQL
-generates with ``TULIP_MEMORY["TEXT_SEARCH_CONFIG"]`` (migration 0006; a query lexeme's
-rows of the namespace come from its GIN index), and the exact cosine distance to the
-query's vector over the namespace (the ``(tenant, namespace)`` btree; an HNSW scan under a
-selective tenant/namespace filter returns too few or wrong rows), fused as ``bm25 /
+generates with ``TULIP_MEMORY["TEXT_SEARCH_CONFIG"]`` (migration 0006; matched over the
+namespace's rows: row-level security keeps a GIN index out of reach, docs/pg_store.md),
+and the exact cosine distance to the query's vector over the namespace (the ``(tenant,
+namespace)`` btree; an HNSW scan under a selective tenant/namespace filter returns too few
+or wrong rows), fused as ``bm25 /
 best_bm25 + weight * cosine`` with weight 0.3 for HRR vectors and 0.5 for an embedder's.
 The vectors live in the heap row (STORAGE MAIN, set by the migration), not in TOAST, so no
 distance has to detoast. Rows without a vector from this store's encoder (no text, or
 written by another encoder — e.g. before an embedder was configured) are still found by
 their words, with a one-time warning. A query of stop words only lists the newest items
-(HRR), or ranks by the embedder's vector alone.
+(HRR), or ranks by the embedder's vector alone. When the embedder fails on a query
+(``EmbeddingError``: an embedding service down), the search ranks by words alone and logs
+a warning, so recall survives the outage; a write fails with the error and stores nothing.
 
 Expiry: ``ttl=`` (``put``, ``put_batch`` — one ttl for the call —, ``put_with_embedding``)
 sets the row's ``expires_at`` to ``clock() + ttl`` (``clock=``, the application's clock,
@@ -55,7 +58,7 @@ from asgiref.sync import sync_to_async
 
 from tulip_memory.clock import Clock, utc_now
 from tulip_memory.embeddings import BaseEmbedding, resolve_embedder
-from tulip_memory.exceptions import ConfigurationError, TenantError
+from tulip_memory.exceptions import ConfigurationError, EmbeddingError, TenantError
 from tulip_memory.hrr import DEFAULT_DIM
 from tulip_memory.namespaces import Namespace, decode_namespace, encode_namespace
 from tulip_memory.postgresql_operations import PGVECTOR_ANN_MAX_DIM, text_search_config
@@ -588,7 +591,16 @@ class PgMemory(BaseStore):
         # those stop words) means nothing either, so it lists the newest items, as no
         # query does. A model embedder's vector still carries meaning: it ranks alone.
         ranked = bool(tokens) and (not hrr or bool(search_terms(" ".join(tokens))))
-        encoded = await self.encoder.encode(tenant, query) if ranked and query else None
+        encoded = None
+        if ranked and query:
+            try:
+                encoded = await self.encoder.encode(tenant, query)
+            except EmbeddingError as error:
+                logger.warning(
+                    "PgMemory: the embedder failed on a query (%s); this search ranks by "
+                    "words only",
+                    error,
+                )
         return {
             "vector": encoded,
             "source": self.encoder.source,
@@ -623,7 +635,7 @@ class PgMemory(BaseStore):
         for row in rows:
             out[row.position].append(self._item(namespaces[row.position], row))
             lexical = lexical or row.lexical
-        if lexical and not self._lexical_warned:
+        if lexical and ranking["vector"] is not None and not self._lexical_warned:
             self._lexical_warned = True
             logger.warning(
                 "PgMemory: search ranked rows without a %s vector by their words only "
