@@ -20,8 +20,8 @@ generates with ``TULIP_MEMORY["TEXT_SEARCH_CONFIG"]`` (migration 0006; matched o
 namespace's rows: row-level security keeps a GIN index out of reach, docs/pg_store.md),
 and the exact cosine distance to the query's vector over the namespace (the ``(tenant,
 namespace)`` btree; an HNSW scan under a selective tenant/namespace filter returns too few
-or wrong rows), fused as ``bm25 /
-best_bm25 + weight * cosine`` with weight 0.3 for HRR vectors and 0.5 for an embedder's.
+or wrong rows), fused as ``bm25 / best_bm25 + weight * cosine`` with weight 0.3 for HRR
+vectors and 0.5 for an embedder's.
 The vectors live in the heap row (STORAGE MAIN, set by the migration), not in TOAST, so no
 distance has to detoast. Rows without a vector from this store's encoder (no text, or
 written by another encoder — e.g. before an embedder was configured) are still found by
