@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.store.concepts import ConceptEmbedding
+from tulip_memory.exceptions import EmbeddingError
 from tulip_memory.store import HolographicStore, InMemoryStore
 
 NS = ("t", "notes")
@@ -21,8 +22,8 @@ def make(request):
     return STORES[request.param]
 
 
-async def _hybrid_store(make):
-    store = make(ConceptEmbedding(64))
+async def _hybrid_store(make, embedder=None):
+    store = make(embedder or ConceptEmbedding(64))
     await store.put_batch(
         [(NS, f"filler{i}", f"note {i} about weather and trains", None) for i in range(60)]
     )
@@ -67,3 +68,32 @@ async def test_a_word_match_outside_the_nearest_pool_still_counts_its_meaning(ma
     await store.put(NS, "dog", "zebra dog alpha beta gamma")  # 0.32, same BM25, newer
     found = [i.key for i in await store.search(NS, "zebra kitten", limit=2)]
     assert found == ["cat", "dog"]
+
+
+async def test_an_embedder_that_fails_on_a_query_leaves_the_search_to_words(make, caplog):
+    """An embedding service that is down (EmbeddingError) does not fail a search: it ranks
+    by BM25 alone, with a warning; once back, by meaning too."""
+    embedder = FailingConcepts(64)
+    store = await _hybrid_store(make, embedder)
+    embedder.down = True
+    with caplog.at_level("WARNING", logger="tulip_memory.store"):
+        found = [i.key for i in await store.search(NS, "kitten zebra", limit=2)]
+        [many] = await store.search_many([NS], "kitten zebra", limit=2)
+    assert found == ["word"] and [i.key for i in many] == ["word"]
+    assert "the embedder failed on a query (service down)" in caplog.text
+    embedder.down = False
+    assert sorted(i.key for i in await store.search(NS, "kitten zebra", limit=2)) == [
+        "meaning",
+        "word",
+    ]
+
+
+class FailingConcepts(ConceptEmbedding):
+    """ConceptEmbedding whose queries fail while ``down`` (its writes are done before)."""
+
+    down = False
+
+    async def embed_batch(self, texts: list[str]) -> list[list[float]]:
+        if self.down:
+            raise EmbeddingError("service down", kind="server_error")
+        return await super().embed_batch(texts)

@@ -109,7 +109,7 @@ def test_an_embedding_outage_ranks_queries_by_words_and_refuses_writes(caplog):
         sync(store.put)(ns, "tea", {"text": "likes green tea"})
         sync(store.put)(ns, "mode", {"text": "prefers dark mode"})
         server.add(Reply(status=503), Reply(status=503))
-        with caplog.at_level("WARNING", logger="tulip_memory.store.pg"):
+        with caplog.at_level("WARNING", logger="tulip_memory.store"):
             found = [item.key for item in sync(store.search)(ns, query="green tea")]
         assert found == ["tea"]
         assert "the embedder failed on a query" in caplog.text and "HTTP 503" in caplog.text

@@ -8,10 +8,16 @@ it has no meaning to embed, and a zero vector would make every cosine similarity
 
 from __future__ import annotations
 
+import logging
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TypeVar
 
-__all__ = ["BaseEmbedding", "embed_texts"]
+from tulip_memory.exceptions import EmbeddingError
+
+__all__ = ["BaseEmbedding", "embed_texts", "query_vector_or_none"]
+
+T = TypeVar("T")
 
 
 class BaseEmbedding(ABC):
@@ -59,3 +65,18 @@ async def embed_texts(embedder: BaseEmbedding, texts: Sequence[str]) -> list[lis
         for i, vector in zip(wanted, embedded, strict=True):
             vectors[i] = vector
     return vectors
+
+
+async def query_vector_or_none(embed: Callable[[], Awaitable[T]], store: str) -> T | None:
+    """The query's vector from ``embed()``, or ``None`` when the embedder fails with
+    :class:`~tulip_memory.exceptions.EmbeddingError` (its service down): the search then
+    ranks by words alone, and a warning names the error and the ``store``."""
+    try:
+        return await embed()
+    except EmbeddingError as error:
+        logging.getLogger("tulip_memory.store").warning(
+            "%s: the embedder failed on a query (%s); this search ranks by words only",
+            store,
+            error,
+        )
+        return None

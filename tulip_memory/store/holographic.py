@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from tulip_memory.clock import Clock, MonotonicWallClock, from_micros, to_micros, utc_now
-from tulip_memory.embeddings.base import embed_texts
+from tulip_memory.embeddings.base import embed_texts, query_vector_or_none
 from tulip_memory.hrr import DEFAULT_DIM, validate_dim
 from tulip_memory.namespaces import Namespace
 from tulip_memory.store import holographic_sql as sql
@@ -521,7 +521,7 @@ class HolographicStore(BaseStore):
             rows = [by_id[row_id] for row_id in wanted]
         elif not words:
             rows = conn.execute(sql.NEWEST_ITEMS, (ns, limit)).fetchall()
-        elif mode == "lexical":
+        elif mode in ("lexical", "hybrid"):  # hybrid without a query vector: words alone
             rows = bm25_candidates(conn, ns, words, limit)
         else:
             # HRR only re-orders BM25's candidates (it encodes the same words, without IDF).
@@ -569,9 +569,10 @@ class HolographicStore(BaseStore):
     async def _query_vector(self, query: str | None, mode: str) -> list[float] | None:
         if mode != "hybrid" or not query or not query.strip():
             return None
-        assert self._embedder is not None
-        vector = [float(x) for x in await self._embedder.embed(query)]
-        return vector if any(vector) else None
+        embedder = self._embedder
+        assert embedder is not None
+        vector = await query_vector_or_none(lambda: embedder.embed(query), "HolographicStore")
+        return [float(x) for x in vector] if vector and any(vector) else None
 
     async def search(
         self,

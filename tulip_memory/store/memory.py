@@ -45,7 +45,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from tulip_memory.clock import Clock, MonotonicWallClock, utc_now
-from tulip_memory.embeddings.base import embed_texts
+from tulip_memory.embeddings.base import embed_texts, query_vector_or_none
 from tulip_memory.namespaces import Namespace
 from tulip_memory.store.base import TTL, BaseStore, BatchItem, StoreCapabilities, StoreItem
 from tulip_memory.store.instrumentation import swept
@@ -390,8 +390,11 @@ class InMemoryStore(BaseStore):
         [query_terms] = await _terms_of([query or ""])
         terms = set(query_terms)
         vector = None
-        if self._embedder is not None and query and query.strip():
-            vector = _unit(await self._embedder.embed(query))
+        embedder = self._embedder
+        if embedder is not None and query and query.strip():
+            vector = _unit(
+                await query_vector_or_none(lambda: embedder.embed(query), "InMemoryStore")
+            )
         if not terms and vector is None:
             return [entry.to_item(namespace, key) for key, entry in self._newest(namespace, limit)]
 
@@ -437,7 +440,9 @@ async def _terms_of(texts: list[str]) -> list[Counter[str]]:
 
 
 def _unit(vector: Any) -> np.ndarray | None:
-    """``vector`` as a float64 array of length 1 (None when it is all zeros)."""
+    """``vector`` as a float64 array of length 1 (None when it is all zeros, or None)."""
+    if vector is None:
+        return None
     array = np.asarray(vector, dtype=np.float64)
     norm = float(np.linalg.norm(array))
     return None if norm == 0.0 or not np.isfinite(norm) else array / norm

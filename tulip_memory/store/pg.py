@@ -58,7 +58,8 @@ from asgiref.sync import sync_to_async
 
 from tulip_memory.clock import Clock, utc_now
 from tulip_memory.embeddings import BaseEmbedding, resolve_embedder
-from tulip_memory.exceptions import ConfigurationError, EmbeddingError, TenantError
+from tulip_memory.embeddings.base import query_vector_or_none
+from tulip_memory.exceptions import ConfigurationError, TenantError
 from tulip_memory.hrr import DEFAULT_DIM
 from tulip_memory.namespaces import Namespace, decode_namespace, encode_namespace
 from tulip_memory.postgresql_operations import PGVECTOR_ANN_MAX_DIM, text_search_config
@@ -593,14 +594,9 @@ class PgMemory(BaseStore):
         ranked = bool(tokens) and (not hrr or bool(search_terms(" ".join(tokens))))
         encoded = None
         if ranked and query:
-            try:
-                encoded = await self.encoder.encode(tenant, query)
-            except EmbeddingError as error:
-                logger.warning(
-                    "PgMemory: the embedder failed on a query (%s); this search ranks by "
-                    "words only",
-                    error,
-                )
+            encoded = await query_vector_or_none(
+                lambda: self.encoder.encode(tenant, query), "PgMemory"
+            )
         return {
             "vector": encoded,
             "source": self.encoder.source,
