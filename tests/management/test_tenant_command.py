@@ -41,6 +41,12 @@ def test_all_tenants_on_an_empty_registry_does_nothing_and_says_so(command):
     assert out == "No tenant in the tenant registry of database 'default' yet: nothing to do.\n"
 
 
+@pytest.mark.django_db(transaction=True)
+def test_retry_jobs_of_a_namespace_on_an_empty_registry_does_nothing_and_says_so():
+    out = run("tulip_memory_retry_jobs", "--all-tenants", "--namespace", "acme/users/ada")
+    assert out == "No tenant in the tenant registry of database 'default' yet: nothing to do.\n"
+
+
 @pytest.mark.django_db
 @pytest.mark.parametrize("command", TENANT_COMMANDS, ids=lambda command: command[0])
 def test_all_tenants_with_named_tenants_is_refused(command, tmp_path):

@@ -68,6 +68,7 @@ class Command(TenantCommand):
             stuck_after = float(settings.EXTRACTION_RESEND_AFTER)
         if not stuck_after > 0:
             raise CommandError(f"--stuck-after must be > 0 seconds, got {stuck_after}")
+        self.require_known(tenants, alias)
         namespaces: dict[str, list[str]] = {}
         for path in options["namespace"]:
             tenant = decode_namespace(path)[0]
@@ -77,7 +78,6 @@ class Command(TenantCommand):
                     f"the tenants named ({', '.join(map(repr, tenants))})."
                 )
             namespaces.setdefault(tenant, []).append(path)
-        self.require_known(tenants, alias)
         dry_run = options["dry_run"]
         only = options["only"]
         totals = [0, 0, 0]
