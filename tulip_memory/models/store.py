@@ -330,7 +330,8 @@ class MemoryItemQuerySet(models.QuerySet):
         the ranking, ``bm25`` is its ``(k1, b)``, ``weight`` the vector's part): words and
         vector fused, rank = minus the fused score. Only ids and
         ranks are computed over the namespace; the k best are kept (an exact sort: the
-        true top-k, never an ANN approximation) and only those k rows are read in full.
+        true top-k, never an ANN approximation) and only those k rows are read in full
+        (with a query, the tie-break columns of the candidate pools too).
         Ties: newest-updated first, then key.
 
         ``max_distance`` keeps the rows whose distance is at most it; ``metadata`` the rows
@@ -460,7 +461,8 @@ class MemoryItemQuerySet(models.QuerySet):
         part: the ``pool`` nearest rows by exact cosine distance among those with a
         usable vector. Fused over the union of both pools: ``bm25 / best_bm25 + weight *
         (1 - distance)`` (a row without a usable vector gets 0 for the second term, and
-        is flagged ``lexical``). Without a query vector the lexical part ranks alone.
+        is flagged ``lexical``). Without a query vector the lexical part ranks alone. The
+        tie-break columns (``updated_at``, ``key``) are read for the pooled rows only.
 
         Why the btree and not the GIN index of ``search_vector``: under row-level
         security the planner may only use an index for a leakproof operator, and ``@@``
@@ -475,9 +477,8 @@ class MemoryItemQuerySet(models.QuerySet):
         parts = [
             # ONE pass over the namespace's rows: each row's length, its tsvector when it
             # matches a query lexeme, its distance when it has a usable vector. Nothing
-            # else: every column this pass keeps is copied for every row (about 7% of the
-            # statement at 10k rows for the tie-break columns, read below for the pooled
-            # rows only), and the query comes as a one-time parameter, not a join per row.
+            # else: each column kept here is copied for every row, at every read of the
+            # CTE. The query's tsquery is a one-time parameter, not a join per row.
             f"scan AS MATERIALIZED (SELECT c.{id_} AS id, c.search_length AS dl, "
             "CASE WHEN c.search_vector @@ (SELECT tsq FROM q) THEN c.search_vector END AS sv, "
             f"{distance} AS distance FROM {table} c WHERE {where})",
@@ -503,19 +504,24 @@ class MemoryItemQuerySet(models.QuerySet):
             "pooled AS MATERIALIZED (SELECT b.id, max(b.score) AS score, min(b.distance) AS "
             "distance FROM (SELECT id, score, distance FROM lexical UNION ALL "
             "SELECT id, NULL, distance FROM semantic) b GROUP BY b.id)",
+            # The fused score of each pooled row, computed once: the cut below compares
+            # these very values.
+            "fused AS MATERIALIZED (SELECT u.id, u.distance IS NULL AS lexical, "
+            "coalesce(u.score / nullif(max(u.score) OVER (), 0), 0) "
+            "+ %(weight)s * coalesce(1.0 - u.distance, 0.0) AS score FROM pooled u)",
         ]
         return (
             f"WITH {', '.join(parts)} "
-            "SELECT f.id, -f.score AS rank, f.lexical FROM ("
-            "SELECT u.id, t.updated_at, t.key, u.distance IS NULL AS lexical, "
-            "coalesce(u.score / nullif(max(u.score) OVER (), 0), 0) "
-            "+ %(weight)s * coalesce(1.0 - u.distance, 0.0) AS score FROM pooled u "
-            # The tie-break columns of the pooled rows, each looked up by its primary key
-            # (LIMIT 1: a lookup per row, never a join the planner could turn into a
-            # whole-table scan).
+            "SELECT f.id, -f.score AS rank, f.lexical FROM fused f "
+            # The tie-break columns, looked up by primary key (LIMIT 1: one lookup per
+            # row, never a join the planner could turn into a whole-table scan), for the
+            # rows scoring at least the limit-th best score only: a row below it cannot
+            # make the top ``limit``, whatever its tie-break.
             f"CROSS JOIN LATERAL (SELECT r.{n['updated_at']} AS updated_at, r.{n['key']} AS key "
-            f"FROM {table} r WHERE r.{id_} = u.id LIMIT 1) t"
-            ") f ORDER BY f.score DESC, f.updated_at DESC, f.key LIMIT %(limit)s"
+            f"FROM {table} r WHERE r.{id_} = f.id LIMIT 1) t "
+            "WHERE f.score >= (SELECT min(x.score) FROM (SELECT score FROM fused "
+            "ORDER BY score DESC LIMIT %(limit)s) x) "
+            "ORDER BY f.score DESC, t.updated_at DESC, t.key LIMIT %(limit)s"
         )
 
     def namespace_paths(self) -> models.QuerySet[Any, tuple[str, str]]:
