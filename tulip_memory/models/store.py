@@ -455,14 +455,15 @@ class MemoryItemQuerySet(models.QuerySet):
         query vector if it has a usable one; the rest works on that pass's result.
         Lexical part: Okapi BM25 over the generated ``search_vector`` (migration 0006).
         The namespace's rows matching any query lexeme (``_QUERY_LEXEMES``) are its hits;
-        each hit's tf is the number of positions of a lexeme in its tsvector (1 when
-        stripped), df the number of hits holding it,
+        each hit's tf is the number of positions of a lexeme in its tsvector (which
+        ``to_tsvector`` always records), df the number of hits holding it,
         N and the average length are the namespace's; the ``pool`` best are kept. Vector
         part: the ``pool`` nearest rows by exact cosine distance among those with a
         usable vector. Fused over the union of both pools: ``bm25 / best_bm25 + weight *
         (1 - distance)`` (a row without a usable vector gets 0 for the second term, and
         is flagged ``lexical``). Without a query vector the lexical part ranks alone. The
-        tie-break columns (``updated_at``, ``key``) are read for the pooled rows only.
+        tie-break columns (``updated_at``, ``key``) are read only for the pooled rows
+        that can still make the top ``limit``.
 
         Why the btree and not the GIN index of ``search_vector``: under row-level
         security the planner may only use an index for a leakproof operator, and ``@@``
@@ -485,10 +486,10 @@ class MemoryItemQuerySet(models.QuerySet):
             "stats AS MATERIALIZED (SELECT count(*)::float8 AS n, "
             "coalesce(avg(dl), 1)::float8 AS avgdl FROM scan)",
             # Each hit's tsvector cut to the query's lexemes (weighted A, then only the A
-            # lexemes kept: a generated search_vector has weight D only), unnested in the
-            # select list: one lexeme of the query per row, with its positions.
+            # positions kept: the generated search_vector has positions, all of weight D),
+            # unnested in the select list: one lexeme of the query per row.
             "hits AS MATERIALIZED (SELECT h.id, (h.u).lexeme AS lexeme, h.dl, h.distance, "
-            "coalesce(array_length((h.u).positions, 1), 1) AS tf FROM (SELECT s.id, s.dl, "
+            "array_length((h.u).positions, 1) AS tf FROM (SELECT s.id, s.dl, "
             "s.distance, unnest(ts_filter(setweight(s.sv, 'A', (SELECT lexemes FROM q)), "
             "'{a}')) AS u FROM scan s WHERE s.sv IS NOT NULL) h)",
             "df AS MATERIALIZED (SELECT lexeme, count(*)::float8 AS df FROM hits GROUP BY lexeme)",
