@@ -330,7 +330,8 @@ class MemoryItemQuerySet(models.QuerySet):
         the ranking, ``bm25`` is its ``(k1, b)``, ``weight`` the vector's part): words and
         vector fused, rank = minus the fused score. Only ids and
         ranks are computed over the namespace; the k best are kept (an exact sort: the
-        true top-k, never an ANN approximation) and only those k rows are read in full.
+        true top-k, never an ANN approximation) and only those k rows are read in full
+        (with a query, the tie-break columns of the candidate pools too).
         Ties: newest-updated first, then key.
 
         ``max_distance`` keeps the rows whose distance is at most it; ``metadata`` the rows
@@ -454,13 +455,15 @@ class MemoryItemQuerySet(models.QuerySet):
         query vector if it has a usable one; the rest works on that pass's result.
         Lexical part: Okapi BM25 over the generated ``search_vector`` (migration 0006).
         The namespace's rows matching any query lexeme (``_QUERY_LEXEMES``) are its hits;
-        each hit's tf is the number of positions of a lexeme in its tsvector (1 when
-        stripped), df the number of hits holding it,
+        each hit's tf is the number of positions of a lexeme in its tsvector (which
+        ``to_tsvector`` always records), df the number of hits holding it,
         N and the average length are the namespace's; the ``pool`` best are kept. Vector
         part: the ``pool`` nearest rows by exact cosine distance among those with a
         usable vector. Fused over the union of both pools: ``bm25 / best_bm25 + weight *
         (1 - distance)`` (a row without a usable vector gets 0 for the second term, and
-        is flagged ``lexical``). Without a query vector the lexical part ranks alone.
+        is flagged ``lexical``). Without a query vector the lexical part ranks alone. The
+        tie-break columns (``updated_at``, ``key``) are read only for the pooled rows
+        that can still make the top ``limit``.
 
         Why the btree and not the GIN index of ``search_vector``: under row-level
         security the planner may only use an index for a leakproof operator, and ``@@``
@@ -474,44 +477,52 @@ class MemoryItemQuerySet(models.QuerySet):
             distance = f"CASE WHEN {usable} THEN c.{n['embedding']} <=> %(vector)s::vector END"
         parts = [
             # ONE pass over the namespace's rows: each row's length, its tsvector when it
-            # matches a query lexeme, its distance when it has a usable vector.
+            # matches a query lexeme, its distance when it has a usable vector. Nothing
+            # else: each column kept here is copied for every row, at every read of the
+            # CTE. The query's tsquery is a one-time parameter, not a join per row.
             f"scan AS MATERIALIZED (SELECT c.{id_} AS id, c.search_length AS dl, "
-            "CASE WHEN c.search_vector @@ q.tsq THEN c.search_vector END AS sv, "
-            f"{distance} AS distance, c.{n['updated_at']} AS updated_at, c.{n['key']} AS key "
-            f"FROM {table} c CROSS JOIN q WHERE {where})",
+            "CASE WHEN c.search_vector @@ (SELECT tsq FROM q) THEN c.search_vector END AS sv, "
+            f"{distance} AS distance FROM {table} c WHERE {where})",
             "stats AS MATERIALIZED (SELECT count(*)::float8 AS n, "
             "coalesce(avg(dl), 1)::float8 AS avgdl FROM scan)",
-            "hits AS MATERIALIZED (SELECT h.id, u.lexeme, h.dl, h.distance, h.updated_at, "
-            "h.key, "
-            "coalesce(array_length(u.positions, 1), 1) AS tf FROM scan h CROSS JOIN q "
-            # The row's tsvector cut to the query's lexemes (its other lexemes deleted)
-            # before it is unnested: about a tenth of the statement's time at 10k rows
-            # saved against unnesting every lexeme and filtering.
-            "CROSS JOIN LATERAL unnest(ts_delete(h.sv, tsvector_to_array("
-            "ts_delete(h.sv, q.lexemes)))) u WHERE h.sv IS NOT NULL)",
+            # Each hit's tsvector cut to the query's lexemes (weighted A, then only the A
+            # positions kept: the generated search_vector has positions, all of weight D),
+            # unnested in the select list: one lexeme of the query per row.
+            "hits AS MATERIALIZED (SELECT h.id, (h.u).lexeme AS lexeme, h.dl, h.distance, "
+            "array_length((h.u).positions, 1) AS tf FROM (SELECT s.id, s.dl, "
+            "s.distance, unnest(ts_filter(setweight(s.sv, 'A', (SELECT lexemes FROM q)), "
+            "'{a}')) AS u FROM scan s WHERE s.sv IS NOT NULL) h)",
             "df AS MATERIALIZED (SELECT lexeme, count(*)::float8 AS df FROM hits GROUP BY lexeme)",
             "lexical AS MATERIALIZED (SELECT h.id, min(h.distance) AS distance, "
-            "min(h.updated_at) AS updated_at, min(h.key) AS key, "
             "sum(ln(1 + (st.n - df.df + 0.5) "
             "/ (df.df + 0.5)) * h.tf * (%(k1)s + 1) / (h.tf + %(k1)s * (1 - %(b)s + %(b)s "
             "* h.dl / st.avgdl))) AS score FROM hits h JOIN df USING (lexeme) "
             "CROSS JOIN stats st GROUP BY h.id ORDER BY score DESC LIMIT %(pool)s)",
-            "semantic AS (SELECT id, distance, updated_at, key FROM scan "
+            "semantic AS (SELECT id, distance FROM scan "
             "WHERE distance IS NOT NULL ORDER BY distance LIMIT %(pool)s)",
             # Both pools, one row per item: its BM25 (NULL outside the lexical pool) and
             # its distance (NULL without a usable vector).
-            "pooled AS MATERIALIZED (SELECT id, max(score) AS score, min(distance) AS "
-            "distance, min(updated_at) AS updated_at, min(key) AS key FROM ("
-            "SELECT id, score, distance, updated_at, key FROM lexical UNION ALL "
-            "SELECT id, NULL, distance, updated_at, key FROM semantic) b GROUP BY id)",
+            "pooled AS MATERIALIZED (SELECT b.id, max(b.score) AS score, min(b.distance) AS "
+            "distance FROM (SELECT id, score, distance FROM lexical UNION ALL "
+            "SELECT id, NULL, distance FROM semantic) b GROUP BY b.id)",
+            # The fused score of each pooled row, computed once: the cut below compares
+            # these very values.
+            "fused AS MATERIALIZED (SELECT u.id, u.distance IS NULL AS lexical, "
+            "coalesce(u.score / nullif(max(u.score) OVER (), 0), 0) "
+            "+ %(weight)s * coalesce(1.0 - u.distance, 0.0) AS score FROM pooled u)",
         ]
         return (
             f"WITH {', '.join(parts)} "
-            "SELECT f.id, -f.score AS rank, f.lexical FROM ("
-            "SELECT u.id, u.updated_at, u.key, u.distance IS NULL AS lexical, "
-            "coalesce(u.score / nullif(max(u.score) OVER (), 0), 0) "
-            "+ %(weight)s * coalesce(1.0 - u.distance, 0.0) AS score FROM pooled u"
-            ") f ORDER BY f.score DESC, f.updated_at DESC, f.key LIMIT %(limit)s"
+            "SELECT f.id, -f.score AS rank, f.lexical FROM fused f "
+            # The tie-break columns, looked up by primary key (LIMIT 1: one lookup per
+            # row, never a join the planner could turn into a whole-table scan), for the
+            # rows scoring at least the limit-th best score only: a row below it cannot
+            # make the top ``limit``, whatever its tie-break.
+            f"CROSS JOIN LATERAL (SELECT r.{n['updated_at']} AS updated_at, r.{n['key']} AS key "
+            f"FROM {table} r WHERE r.{id_} = f.id LIMIT 1) t "
+            "WHERE f.score >= (SELECT min(x.score) FROM (SELECT score FROM fused "
+            "ORDER BY score DESC LIMIT %(limit)s) x) "
+            "ORDER BY f.score DESC, t.updated_at DESC, t.key LIMIT %(limit)s"
         )
 
     def namespace_paths(self) -> models.QuerySet[Any, tuple[str, str]]:
