@@ -39,6 +39,7 @@ from tulip_memory.admin.checkpoints import (
 )
 from tulip_memory.admin.tenancy import ReadOnlyAdminMixin, TenantScopedAdminMixin
 from tulip_memory.exceptions import CheckpointCorruptError
+from tulip_memory.langgraph_rows import unpack_record
 from tulip_memory.models import LangGraphCheckpoint
 
 __all__ = ["LangGraphCheckpointAdmin", "ThreadsOrCheckpointsFilter"]
@@ -178,9 +179,7 @@ class LangGraphCheckpointAdmin(
 
     def get_queryset(self, request: Any) -> Any:
         parent = sibling_pk(LangGraphCheckpoint, "parent_checkpoint_id", "checkpoint_ns")
-        return (
-            super().get_queryset(request).defer("checkpoint", "metadata").annotate(parent_pk=parent)
-        )
+        return super().get_queryset(request).defer("data", "writes").annotate(parent_pk=parent)
 
     def get_list_display(self, request: Any) -> Any:
         return self.thread_list_display if _shows_threads(request) else self.list_display
@@ -237,13 +236,14 @@ class LangGraphCheckpointAdmin(
         return cached
 
     def _metadata(self, obj: LangGraphCheckpoint) -> dict[str, Any] | None:
-        """The checkpoint's metadata: from its tuple, else decoded from its own column (a
+        """The checkpoint's metadata: from its tuple, else decoded from its own row (a
         damaged channel value leaves it readable); None when that fails too."""
         found = self._loaded(obj)[0]
         if found is not None:
             return dict(found.metadata)
         try:
-            decoded = self.saver(obj).serde.loads_typed((obj.metadata_type, bytes(obj.metadata)))
+            record = obj.record()
+            decoded = self.saver(obj).serde.loads_typed((record.metadata_type, record.metadata))
         except Exception:  # any failure of a serializer on damaged bytes
             return None
         return dict(decoded) if isinstance(decoded, dict) else None
@@ -331,8 +331,7 @@ class LangGraphCheckpointAdmin(
                 "checkpoint_ns",
                 "checkpoint_id",
                 "parent_checkpoint_id",
-                "metadata_type",
-                "metadata",
+                "data",
                 "created_at",
             )
         )
@@ -342,8 +341,11 @@ class LangGraphCheckpointAdmin(
         except ImportError:
             loads = None
         entries = []
-        for pk, ns, checkpoint_id, parent_id, metadata_type, metadata, created in rows:
-            decoded = loads((metadata_type, bytes(metadata))) if loads is not None else {}
+        for pk, ns, checkpoint_id, parent_id, data, created in rows:
+            decoded = {}
+            if loads is not None:
+                record = unpack_record(bytes(data), f"checkpoint {checkpoint_id!r}")
+                decoded = loads((record.metadata_type, record.metadata))
             entries.append(
                 {
                     "link": change_link(LangGraphCheckpoint, pk, checkpoint_id),

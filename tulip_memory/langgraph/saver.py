@@ -1,22 +1,24 @@
 """DjangoSaver: LangGraph's checkpoint saver on this app's tables, per tenant, delta-compressed.
 
-Rows (:mod:`tulip_memory.models.langgraph`): a checkpoint without its channel values, one
-blob per channel version, the pending writes — laid out like ``PostgresSaver``'s, with
-three differences:
+Rows (:mod:`tulip_memory.models.langgraph`): one per checkpoint, holding compressed
+(:mod:`tulip_memory.langgraph_rows`) the checkpoint, its metadata, the channel values it
+adds and its pending writes:
 
 * **Tenants.** Every row carries its tenant and every call runs in one transaction
   pinned to it (:class:`~tulip_memory.tenant_database.TenantDatabase`): row-level
   security shows and accepts only that tenant's rows. The tenant is the saver's
   ``tenant`` argument, else the one bound by :func:`~tulip_memory.tenancy.tenant_context`
   (or ``TenantMiddleware``) at call time — never anything from the graph's config.
-* **Splices.** A list channel's new version (a message list one turn longer) is stored
-  as a splice against the version of that channel this saver wrote or read last (see
-  :mod:`tulip_memory.langgraph.chains`), the whole list every ``max_chain_depth``
-  versions. The version spliced on is locked (``FOR UPDATE``) in the transaction that
-  writes the splice; if it is gone the value is stored whole.
-* **Loads.** ``get_tuple`` is ONE statement: the checkpoint, the blob chains of its
-  channel versions and its pending writes (``LangGraphCheckpointQuerySet.load_rows``).
-  ``list`` is two: the matching checkpoints' ids and metadata, then the same load.
+* **Deltas.** A checkpoint whose parent this saver wrote last (in this process) stores
+  only the values that changed, a list channel's new version (a message list one turn
+  longer) as a splice of the parent's (:mod:`tulip_memory.langgraph.chains`); the rest
+  are read from its parents. Every ``max_chain_depth`` checkpoints, and whenever the
+  parent is not the one this saver wrote last, a checkpoint stores every value whole.
+  The parent is locked (``FOR KEY SHARE``) by the statement storing a delta; if it is
+  gone the values are stored whole.
+* **Loads.** ``get_tuple`` is ONE statement: the checkpoint with its pending writes and
+  the parents its values are read from (``LangGraphCheckpointQuerySet.load_rows``).
+  ``list`` is two: the matching checkpoints' ids (and metadata, to filter), then the load.
 
 Values and metadata go through the saver's serializer (``serde``) as in every LangGraph
 saver. Sync methods run in the caller's thread; async ones off the event loop.
@@ -24,11 +26,11 @@ saver. Sync methods run in the caller's thread; async ones off the event loop.
 
 from __future__ import annotations
 
-import json
 import random
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
 from langchain_core.runnables import RunnableConfig
@@ -54,8 +56,18 @@ from tulip_memory.events import (
     emit,
     emit_sync,
 )
+from tulip_memory.exceptions import CheckpointCorruptError
 from tulip_memory.identifiers import THREAD_ID_MAX_LENGTH, validate_identifier
 from tulip_memory.langgraph import chains
+from tulip_memory.langgraph_rows import (
+    Entry,
+    Record,
+    chain_rows,
+    pack_record,
+    pack_writes,
+    unpack_record,
+    unpack_writes,
+)
 from tulip_memory.lru import LRUCache
 from tulip_memory.subjects import subject_of
 from tulip_memory.tenant_database import TenantDatabase, on_worker_thread
@@ -71,6 +83,8 @@ PRUNE_STRATEGIES = ("keep_latest", "delete")
 
 # A list channel's head in this process: (tenant, thread, namespace, channel) -> Head.
 _HeadKey = tuple[str, str, str, str]
+# A namespace's tip in this process: (tenant, thread, namespace) -> _Tip.
+_TipKey = tuple[str, str, str]
 
 
 def _thread_id(value: object, what: str = "thread_id") -> str:
@@ -119,26 +133,13 @@ def _config(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> RunnableC
     }
 
 
-def _blob_rows(
-    stored: Sequence[chains.Stored],
-) -> list[tuple[str, str, str, str, int, str, bytes | None]]:
-    """The blob rows of ``stored``. A version without a value (LangGraph's trigger
-    channels: most new versions of a tool-calling loop) gets no row: a load skips a
-    version without a row as it skips an empty one, and the row would cost more than the
-    checkpoint's own bytes."""
-    return [
-        (
-            s.channel,
-            s.version,
-            s.parent_version,
-            s.base_version or s.version,
-            s.depth,
-            s.type,
-            s.data,
-        )
-        for s in stored
-        if s.type != chains.EMPTY
-    ]
+@dataclass(frozen=True)
+class _Tip:
+    """The checkpoint this saver wrote last in a namespace of a thread."""
+
+    checkpoint_id: str
+    versions: dict[str, Any]
+    depth: int
 
 
 def _ids(tenant: str, config: RunnableConfig, started: float) -> dict[str, Any]:
@@ -203,6 +204,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         BaseCheckpointSaver.__init__(self, serde=serde)
         self.max_chain_depth = max_chain_depth
         self._heads: LRUCache[_HeadKey, chains.Head] = LRUCache(cache_size, name="cache_size")
+        self._tips: LRUCache[_TipKey, _Tip] = LRUCache(cache_size, name="cache_size")
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tulip-langgraph")
 
     def _run_sync(self, func: Callable[..., T], *args: Any, lock: str | None = None) -> T:
@@ -243,29 +245,24 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
 
     # -- writing -----------------------------------------------------------------------
 
-    def _encode_blobs(
+    def _entries(
         self,
-        tenant: str,
-        thread_id: str,
-        checkpoint_ns: str,
+        key: _TipKey,
         values: dict[str, Any],
-        new_versions: ChannelVersions,
+        versions: ChannelVersions,
+        parent: _Tip | None,
     ) -> list[chains.Stored]:
+        """How the values of ``versions`` are stored: against ``parent`` (a list as a
+        splice of its version there, when this saver holds it), or whole."""
         stored = []
-        for channel, version in new_versions.items():
+        for channel, version in versions.items():
             if channel not in values:
-                stored.append(chains.Stored(channel, str(version), chains.EMPTY, None))
-                continue
-            head = self._heads.get((tenant, thread_id, checkpoint_ns, channel))
+                continue  # a version without a value (a trigger channel): nothing to store
+            head = self._heads.get((*key, channel))
+            if parent is None or head is None or head.version != str(parent.versions.get(channel)):
+                head = None
             stored.append(
-                chains.encode(
-                    channel,
-                    str(version),
-                    values[channel],
-                    head,
-                    max_chain_depth=self.max_chain_depth,
-                    dumps=self.serde.dumps_typed,
-                )
+                chains.encode(channel, str(version), values[channel], head, self.serde.dumps_typed)
             )
         return stored
 
@@ -276,59 +273,69 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
-    ) -> tuple[RunnableConfig, list[chains.Stored]]:
+    ) -> tuple[RunnableConfig, list[chains.Stored], _Tip]:
         from tulip_memory.models import LangGraphCheckpoint
 
         thread_id, checkpoint_ns, parent_id = _configurable(config)
         validate_identifier(checkpoint["id"], "checkpoint id")
         body = dict(checkpoint)
         values = cast(dict[str, Any], body.pop("channel_values", {}) or {})
-        channel_versions = body.pop("channel_versions", {}) or {}
+        versions = body.pop("channel_versions", {}) or {}
         checkpoint_type, checkpoint_data = self.serde.dumps_typed(body)
         serializable = get_serializable_checkpoint_metadata(config, metadata)
         metadata_type, metadata_data = self.serde.dumps_typed(serializable)
         run_id = serializable.get("run_id")
-
-        stored = self._encode_blobs(tenant, thread_id, checkpoint_ns, values, new_versions)
+        key = (tenant, thread_id, checkpoint_ns)
+        # Stored against the parent when this saver wrote it last, and every version the
+        # checkpoint refers to is new or the parent's (so its parents hold it).
+        parent = self._tips.get(key)
+        if parent is not None and not (
+            parent.checkpoint_id == parent_id
+            and parent.depth < self.max_chain_depth
+            and all(
+                channel in new_versions or parent.versions.get(channel) == version
+                for channel, version in versions.items()
+            )
+        ):
+            parent = None
         rows = LangGraphCheckpoint.objects.using(self.using)
-        refused = rows.save_checkpoint(
-            tenant,
-            thread_id,
-            checkpoint_ns,
-            {
+        while True:
+            stored = self._entries(key, values, new_versions if parent else versions, parent)
+            record = Record(
+                checkpoint_type,
+                checkpoint_data,
+                metadata_type,
+                metadata_data,
+                dict(versions),
+                tuple(
+                    Entry(s.channel, s.version, s.type, s.data, s.parent_version) for s in stored
+                ),
+            )
+            depth = parent.depth + 1 if parent else 0
+            row = {
+                "thread_id": thread_id,
+                "checkpoint_ns": checkpoint_ns,
                 "checkpoint_id": checkpoint["id"],
                 "parent_checkpoint_id": parent_id or "",
                 "run_id": str(run_id) if run_id is not None else "",
-                "checkpoint_type": checkpoint_type,
-                "checkpoint": checkpoint_data,
-                "channel_versions": channel_versions,
-                "metadata_type": metadata_type,
-                "metadata": metadata_data,
                 "subject": subject_of(serializable),
-            },
-            _blob_rows(stored),
-        )
-        if refused:
-            # The version a splice applies to was deleted meanwhile: store the value whole.
-            whole = [
-                chains.encode(
-                    s.channel,
-                    s.version,
-                    values[s.channel],
-                    None,
-                    max_chain_depth=0,
-                    dumps=self.serde.dumps_typed,
-                )
-                for s in stored
-                if (s.channel, s.version) in refused
-            ]
-            rows.save_checkpoint(tenant, thread_id, checkpoint_ns, None, _blob_rows(whole))
-            stored = [s for s in stored if (s.channel, s.version) not in refused] + whole
-        return _config(thread_id, checkpoint_ns, checkpoint["id"]), stored
+                "depth": depth,
+                "data": pack_record(record),
+            }
+            # The parent was deleted meanwhile: store every value.
+            if rows.save_checkpoint(tenant, row) or parent is None:
+                break
+            parent = None
+        tip = _Tip(checkpoint["id"], dict(versions), depth)
+        return _config(thread_id, checkpoint_ns, checkpoint["id"]), stored, tip
 
-    def _remember(self, tenant: str, config: RunnableConfig, stored: list[chains.Stored]) -> None:
-        """After the commit: the written list versions become the channels' heads."""
+    def _remember(
+        self, tenant: str, config: RunnableConfig, stored: list[chains.Stored], tip: _Tip
+    ) -> None:
+        """After the commit: the checkpoint becomes the namespace's tip, the written list
+        versions the channels' heads."""
         thread_id, checkpoint_ns, _ = _configurable(config)
+        self._tips.put((tenant, thread_id, checkpoint_ns), tip)
         for s in stored:
             key = (tenant, thread_id, checkpoint_ns, s.channel)
             head = chains.next_head(s, self._heads.get(key), self.serde.loads_typed)
@@ -346,8 +353,8 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
     ) -> RunnableConfig:
         started = time.perf_counter()
         tenant = self._resolve_tenant()
-        saved, stored = self._run_sync(self._put, config, checkpoint, metadata, new_versions)
-        self._remember(tenant, saved, stored)
+        saved, stored, tip = self._run_sync(self._put, config, checkpoint, metadata, new_versions)
+        self._remember(tenant, saved, stored, tip)
         emit_sync(EV_CHECKPOINT_SAVED, sender=type(self), **_ids(tenant, saved, started))
         return saved
 
@@ -360,8 +367,8 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
     ) -> RunnableConfig:
         started = time.perf_counter()
         tenant = self._resolve_tenant()
-        saved, stored = await self._run(self._put, config, checkpoint, metadata, new_versions)
-        self._remember(tenant, saved, stored)
+        saved, stored, tip = await self._run(self._put, config, checkpoint, metadata, new_versions)
+        self._remember(tenant, saved, stored, tip)
         await emit(EV_CHECKPOINT_SAVED, sender=type(self), **_ids(tenant, saved, started))
         return saved
 
@@ -373,7 +380,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         task_id: str,
         task_path: str,
     ) -> None:
-        from tulip_memory.models import LangGraphWrite
+        from tulip_memory.models import LangGraphCheckpoint
 
         thread_id, checkpoint_ns, checkpoint_id = _configurable(config)
         if checkpoint_id is None:
@@ -383,16 +390,14 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
             for idx, (channel, value) in enumerate(writes)
         ]
         if rows:
-            LangGraphWrite.objects.using(self.using).save_writes(
+            # Special writes (errors, interrupts...) replace the task's earlier ones.
+            replace = all(channel in WRITES_IDX_MAP for channel, _ in writes)
+            LangGraphCheckpoint.objects.using(self.using).save_writes(
                 tenant,
-                thread_id=thread_id,
-                checkpoint_ns=checkpoint_ns,
-                checkpoint_id=checkpoint_id,
-                task_id=task_id,
-                task_path=task_path,
-                writes=rows,
-                # Special writes (errors, interrupts...) replace the task's earlier ones.
-                replace=all(channel in WRITES_IDX_MAP for channel, _ in writes),
+                thread_id,
+                checkpoint_ns,
+                checkpoint_id,
+                pack_writes(task_id, task_path, replace, rows),
             )
 
     def put_writes(
@@ -417,56 +422,54 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
 
     def _tuples(self, rows: list[dict[str, Any]]) -> dict[int, CheckpointTuple]:
         """The checkpoint tuples of ``load_rows``' rows, by checkpoint row id."""
-        blobs: dict[tuple[str, str, str], dict[str, tuple[str, str, bytes | None]]] = {}
-        writes: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
-        checkpoints = []
-        for row in rows:
-            if row["part"] == 0:
-                checkpoints.append(row)
-            elif row["part"] == 1:
-                key = (row["thread_id"], row["checkpoint_ns"], row["a"])
-                data = None if row["data"] is None else bytes(row["data"])
-                blobs.setdefault(key, {})[row["b"]] = (row["type"], row["c"], data)
-            else:
-                key = (row["thread_id"], row["checkpoint_ns"], row["a"])
-                writes.setdefault(key, []).append(row)
-        memos: dict[tuple[str, str, str], dict[str, Any]] = {}
+        from tulip_memory.models.langgraph import walks
+
+        records: dict[int, Record] = {}
+        memos: dict[tuple[str, str, str], dict[tuple[str, str], Any]] = {}
         found = {}
-        for row in checkpoints:
+        for row_id, walk in walks(rows).items():
+            row = walk[0] if walk else next(r for r in rows if r["id"] == row_id)
             thread_id, checkpoint_ns, checkpoint_id = (
                 row["thread_id"],
                 row["checkpoint_ns"],
-                row["a"],
+                row["checkpoint_id"],
             )
-            versions = json.loads(row["c"])
-            values = {}
-            for channel, version in versions.items():
-                key = (thread_id, checkpoint_ns, channel)
-                chain = blobs.get(key, {})
-                stored = chain.get(str(version))
-                if stored is None or stored[0] == chains.EMPTY:
-                    continue
-                values[channel] = chains.rebuild(
-                    chain,
-                    str(version),
-                    self.serde.loads_typed,
-                    memos.setdefault(key, {}),
-                    f"channel {channel!r} of checkpoint {checkpoint_id!r} of thread {thread_id!r}",
+            where = f"checkpoint {checkpoint_id!r} of thread {thread_id!r}"
+            if walk is None:
+                raise CheckpointCorruptError(
+                    f"{where}: a checkpoint its values are stored against is missing"
                 )
-            checkpoint = self.serde.loads_typed((row["type"], bytes(row["data"])))
+            for r in walk:
+                if r["id"] not in records:
+                    records[r["id"]] = unpack_record(bytes(r["data"]), where)
+            record = records[row_id]
+            chain = chain_rows([records[r["id"]] for r in walk])
+            values = {}
+            for channel, version in record.versions.items():
+                versions = chain.get(channel, {})
+                if str(version) in versions:
+                    values[channel] = chains.rebuild(
+                        versions,
+                        str(version),
+                        self.serde.loads_typed,
+                        memos.setdefault((thread_id, checkpoint_ns, channel), {}),
+                        f"channel {channel!r} of {where}",
+                    )
+            checkpoint = self.serde.loads_typed((record.checkpoint_type, record.checkpoint))
             checkpoint["channel_values"] = values
-            checkpoint["channel_versions"] = versions
+            checkpoint["channel_versions"] = dict(record.versions)
             pending = sorted(
-                writes.get((thread_id, checkpoint_ns, checkpoint_id), ()),
-                key=lambda w: writes_sort_key(w["c"], w["b"], w["n"]),
+                unpack_writes(bytes(row["writes"] or b""), where),
+                key=lambda w: writes_sort_key(w.task_path, w.task_id, w.idx),
             )
-            found[row["id"]] = CheckpointTuple(
+            parent_id = row["parent_checkpoint_id"]
+            found[row_id] = CheckpointTuple(
                 config=_config(thread_id, checkpoint_ns, checkpoint_id),
                 checkpoint=checkpoint,
-                metadata=self.serde.loads_typed((row["d"], bytes(row["data2"]))),
-                parent_config=(_config(thread_id, checkpoint_ns, row["b"]) if row["b"] else None),
+                metadata=self.serde.loads_typed((record.metadata_type, record.metadata)),
+                parent_config=_config(thread_id, checkpoint_ns, parent_id) if parent_id else None,
                 pending_writes=[
-                    (w["b"], w["d"], self.serde.loads_typed((w["type"], bytes(w["data"]))))
+                    (w.task_id, w.channel, self.serde.loads_typed((w.type, w.data)))
                     for w in pending
                 ],
             )
@@ -545,13 +548,14 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         if not filter and limit is not None:
             rows = rows[: max(limit, 0)]
         ids: list[int] = []
-        for row_id, metadata_type, metadata in rows.values_list(
-            "id", "metadata_type", "metadata"
+        for row_id, checkpoint_id, data in rows.values_list(
+            "id", "checkpoint_id", "data" if filter else "id"
         ).iterator(chunk_size=500):
             if limit is not None and len(ids) >= limit:
                 break
             if filter:
-                decoded = self.serde.loads_typed((metadata_type, bytes(metadata)))
+                record = unpack_record(bytes(data), f"checkpoint {checkpoint_id!r}")
+                decoded = self.serde.loads_typed((record.metadata_type, record.metadata))
                 if any(decoded.get(key) != value for key, value in filter.items()):
                     continue
             ids.append(row_id)
@@ -586,6 +590,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
     def _forget(self, tenant: str, thread_ids: Sequence[str]) -> None:
         threads = set(thread_ids)
         self._heads.discard_where(lambda key: key[0] == tenant and key[1] in threads)
+        self._tips.discard_where(lambda key: key[0] == tenant and key[1] in threads)
 
     def _delete_threads(self, tenant: str, thread_ids: Sequence[str]) -> int:
         """Delete the threads' rows; how many checkpoints went."""
@@ -618,28 +623,9 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         )
 
     def _delete_for_runs(self, tenant: str, run_ids: Sequence[str]) -> None:
-        from django.db.models import Q
+        from tulip_memory.models import LangGraphCheckpoint
 
-        from tulip_memory.models import LangGraphCheckpoint, LangGraphWrite
-
-        if not run_ids:
-            return
-        checkpoints = LangGraphCheckpoint.objects.using(self.using).filter(
-            tenant=tenant, run_id__in=run_ids
-        )
-        doomed = list(checkpoints.values_list("thread_id", "checkpoint_ns", "checkpoint_id"))
-        if not doomed:
-            return
-        match = Q()
-        for thread_id, checkpoint_ns, checkpoint_id in doomed:
-            match |= Q(
-                thread_id=thread_id, checkpoint_ns=checkpoint_ns, checkpoint_id=checkpoint_id
-            )
-        LangGraphWrite.objects.using(self.using).filter(match, tenant=tenant).delete()
-        checkpoints.delete()
-        LangGraphCheckpoint.objects.using(self.using).collect_blobs(
-            tenant, {thread_id for thread_id, _, _ in doomed}
-        )
+        LangGraphCheckpoint.objects.using(self.using).delete_runs(tenant, run_ids)
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         self._run_sync(self._delete_for_runs, _run_ids(run_ids))
@@ -648,17 +634,9 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         await self._run(self._delete_for_runs, _run_ids(run_ids))
 
     def _copy_thread(self, tenant: str, source: str, target: str) -> None:
-        from tulip_memory.models import LangGraphBlob, LangGraphCheckpoint, LangGraphWrite
+        from tulip_memory.models import LangGraphCheckpoint
 
-        models: tuple[type[Any], ...] = (LangGraphBlob, LangGraphCheckpoint, LangGraphWrite)
-        for model in models:
-            manager = model.objects.using(self.using)
-            copies = []
-            for row in manager.filter(tenant=tenant, thread_id=source).order_by("id"):
-                row.pk = None
-                row.thread_id = target
-                copies.append(row)
-            manager.bulk_create(copies, ignore_conflicts=True, batch_size=500)
+        LangGraphCheckpoint.rows.using(self.using).copy_thread(tenant, source, target)
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         source = _thread_id(source_thread_id, "source_thread_id")
@@ -735,26 +713,15 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
     # -- statistics ----------------------------------------------------------------------
 
     async def astorage_bytes(self, thread_id: str) -> int:
-        """Bytes of the thread's stored values (checkpoints, metadata, blobs, writes)."""
+        """Compressed bytes of the thread's checkpoints, metadata, values and writes."""
         return await self._run(self._storage_bytes, _thread_id(thread_id))
 
     def storage_bytes(self, thread_id: str) -> int:
-        """Bytes of the thread's stored values (checkpoints, metadata, blobs, writes)."""
+        """Compressed bytes of the thread's checkpoints, metadata, values and writes."""
         return self._run_sync(self._storage_bytes, _thread_id(thread_id))
 
     def _storage_bytes(self, tenant: str, thread_id: str) -> int:
-        from django.db.models import Sum
-        from django.db.models.functions import Coalesce, Length
+        from tulip_memory.models import LangGraphCheckpoint
 
-        from tulip_memory.models import LangGraphBlob, LangGraphCheckpoint, LangGraphWrite
-
-        total = 0
-        for model, fields in (
-            (LangGraphCheckpoint, ("checkpoint", "metadata")),
-            (LangGraphBlob, ("data",)),
-            (LangGraphWrite, ("data",)),
-        ):
-            rows = model.objects.using(self.using).filter(tenant=tenant, thread_id=thread_id)
-            for field in fields:
-                total += rows.aggregate(n=Coalesce(Sum(Length(field)), 0))["n"]
-        return total
+        rows = LangGraphCheckpoint.rows.using(self.using)
+        return rows.filter(tenant=tenant, thread_id=thread_id).stored_bytes()
