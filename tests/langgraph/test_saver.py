@@ -167,7 +167,7 @@ async def test_a_checkpoint_whose_parents_are_gone_is_an_error_naming_it():
     assert await sync_to_async(_damage)("damaged") == 1
     with pytest.raises(
         CheckpointCorruptError,
-        match="checkpoint '.*' of thread 'damaged': a checkpoint its values are stored against",
+        match=r"checkpoint '.*' of thread 'damaged': a checkpoint its values are stored against",
     ):
         await DjangoSaver(tenant="acme").aget_tuple(config)
 

@@ -98,9 +98,9 @@ def rebuild(
     """The value of ``version`` from ``rows`` ({version: (type, parent_version, data)}).
 
     ``decoded`` keeps the versions already decoded, by version and the version it is
-    spliced on (of this channel, for the other versions a ``list`` rebuilds); each value is rebuilt on its own copy of the chain's whole
-    list. A missing version or a splice that does not fit raises
-    CheckpointCorruptError naming ``where``.
+    spliced on (of this channel, for the other versions a ``list`` rebuilds); each value
+    is rebuilt on its own copy of the chain's whole list. A missing version or a splice
+    that does not fit raises CheckpointCorruptError naming ``where``.
     """
     path = [version]
     while True:

@@ -280,7 +280,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         validate_identifier(checkpoint["id"], "checkpoint id")
         body = dict(checkpoint)
         values = cast(dict[str, Any], body.pop("channel_values", {}) or {})
-        versions = body.pop("channel_versions", {}) or {}
+        versions = cast(ChannelVersions, body.pop("channel_versions", {}) or {})
         checkpoint_type, checkpoint_data = self.serde.dumps_typed(body)
         serializable = get_serializable_checkpoint_metadata(config, metadata)
         metadata_type, metadata_data = self.serde.dumps_typed(serializable)

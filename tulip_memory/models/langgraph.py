@@ -221,7 +221,7 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
         connection = connections[self.db]
         quote = connection.ops.quote_name
         columns = [
-            f.column
+            str(f.column)
             for f in LangGraphCheckpoint._meta.concrete_fields
             if f.column not in ("id", "thread_id")
         ]
