@@ -9,17 +9,22 @@ each holding a task's pending writes (:func:`pack_writes`, :func:`unpack_writes`
 Both are a JSON header, then the serialized values it gives the lengths of, compressed:
 raw deflate with a preset dictionary of what LangGraph's serializer writes for messages
 and checkpoints (a row holds a few hundred bytes, too few for deflate to find their
-repeats alone), or raw LZMA2 when that is smaller (a whole message list). The first byte
-names the codec. No Django here: the models and the saver do the I/O.
+repeats alone), or raw LZMA2 when that is smaller (a whole message list). A record stored
+against its parent is deflated with the parent's checkpoint, metadata and versions and
+the first pending writes stored with the parent in the dictionary too: most of a
+checkpoint repeats its parent's, and the message a task wrote is the one its child's
+list adds. The first byte names the codec. No Django here: the models and the saver do
+the I/O.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import lzma
 import struct
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -34,14 +39,17 @@ __all__ = [
     "pack_writes",
     "self_contained",
     "unpack_record",
+    "unpack_walk",
     "unpack_writes",
 ]
 
 DEFLATE = 1  # raw deflate with ZDICT
 LZMA = 2  # raw LZMA2
+ON_PARENT = 3  # raw deflate with ZDICT and the parent's (see _parent_dictionary)
 LZMA_FROM = 2048  # an encoded value at least this long is tried with LZMA2 too
 _LZMA_FILTERS = [{"id": lzma.FILTER_LZMA2, "preset": 9}]
 _FRAME_LENGTH = struct.Struct(">I")
+_FRAMES_USED = struct.Struct(">H")
 
 # What LangGraph's default serializer (msgpack) writes for the LangChain messages and a
 # checkpoint, and the JSON of a row's header: the preset dictionary of every row. Stored
@@ -108,9 +116,19 @@ class Write:
     data: bytes
 
 
-def _compress(raw: bytes) -> bytes:
-    deflate = zlib.compressobj(9, zlib.DEFLATED, -15, 9, zlib.Z_DEFAULT_STRATEGY, ZDICT)
-    packed = bytes([DEFLATE]) + deflate.compress(raw) + deflate.flush()
+def _deflate(raw: bytes, dictionary: bytes) -> bytes:
+    deflate = zlib.compressobj(9, zlib.DEFLATED, -15, 9, zlib.Z_DEFAULT_STRATEGY, dictionary)
+    return deflate.compress(raw) + deflate.flush()
+
+
+def _compress(raw: bytes, parent: tuple[bytes, int] | None = None) -> bytes:
+    """``raw`` compressed; ``parent``: a parent's dictionary and the frames of pending
+    writes it holds, to deflate against."""
+    if parent is None:
+        packed = bytes([DEFLATE]) + _deflate(raw, ZDICT)
+    else:
+        dictionary, frames = parent
+        packed = bytes([ON_PARENT]) + _FRAMES_USED.pack(frames) + _deflate(raw, dictionary)
     if len(raw) >= LZMA_FROM:
         other = bytes([LZMA]) + lzma.compress(raw, lzma.FORMAT_RAW, filters=_LZMA_FILTERS)
         if len(other) < len(packed):
@@ -118,30 +136,57 @@ def _compress(raw: bytes) -> bytes:
     return packed
 
 
-def _decompress(packed: bytes) -> bytes:
-    codec, body = packed[:1], packed[1:]
-    if codec == bytes([DEFLATE]):
-        inflate = zlib.decompressobj(-15, ZDICT)
-        return inflate.decompress(body) + inflate.flush()
-    if codec == bytes([LZMA]):
-        return lzma.decompress(body, lzma.FORMAT_RAW, filters=_LZMA_FILTERS)
-    raise ValueError(f"unknown codec {codec!r}")
+def _decompress(packed: bytes, dictionary: bytes) -> bytes:
+    codec = packed[0]
+    if codec == LZMA:
+        return lzma.decompress(packed[1:], lzma.FORMAT_RAW, filters=_LZMA_FILTERS)
+    if codec == DEFLATE:
+        body = packed[1:]
+    elif codec == ON_PARENT:
+        body = packed[1 + _FRAMES_USED.size :]
+    else:
+        raise ValueError(f"unknown codec {codec}")
+    inflate = zlib.decompressobj(-15, dictionary)
+    return inflate.decompress(body) + inflate.flush()
 
 
-def _pack(header: list[Any], parts: Sequence[bytes]) -> bytes:
+def _pack(header: list[Any], parts: Sequence[bytes], parent: tuple[bytes, int] | None) -> bytes:
     text = json.dumps(header, ensure_ascii=False, separators=(",", ":"))
-    return _compress(text.encode() + b"\n" + b"".join(parts))
+    return _compress(text.encode() + b"\n" + b"".join(parts), parent)
 
 
-def _unpack(packed: bytes, where: str) -> tuple[list[Any], bytes, int]:
+def _unpack(packed: bytes, where: str, dictionary: bytes = ZDICT) -> tuple[list[Any], bytes, int]:
     """The header, the raw bytes and where the parts start."""
     try:
-        raw = _decompress(packed)
+        raw = _decompress(packed, dictionary)
         end = raw.index(b"\n")
         header = json.loads(raw[:end])
-    except (ValueError, zlib.error, lzma.LZMAError) as exc:
+    except (IndexError, ValueError, zlib.error, lzma.LZMAError) as exc:
         raise CheckpointCorruptError(f"{where}: unreadable stored data ({exc})") from exc
     return header, raw, end + 1
+
+
+def _frames(frames: bytes, where: str) -> Iterator[bytes]:
+    """The compressed frames of a row's ``writes``."""
+    at = 0
+    while at < len(frames):
+        if at + _FRAME_LENGTH.size > len(frames):
+            raise CheckpointCorruptError(f"{where}: its pending writes are cut short")
+        (length,) = _FRAME_LENGTH.unpack_from(frames, at)
+        at += _FRAME_LENGTH.size
+        yield frames[at : at + length]
+        at += length
+
+
+def _parent_dictionary(
+    record: Record, frames: bytes, where: str, count: int | None = None
+) -> bytes:
+    """What a record stored against ``record`` (with ``frames``, its row's pending writes)
+    is deflated with: ZDICT, the record without its values, the first ``count`` frames
+    (all when None) decompressed."""
+    versions = json.dumps(record.versions, separators=(",", ":")).encode()
+    writes = [_unpack(frame, where)[1] for frame in itertools.islice(_frames(frames, where), count)]
+    return b"".join([ZDICT, record.checkpoint, record.metadata, versions, *writes])
 
 
 def _split(raw: bytes, start: int, lengths: Iterable[int], where: str) -> list[bytes]:
@@ -154,8 +199,9 @@ def _split(raw: bytes, start: int, lengths: Iterable[int], where: str) -> list[b
     return parts
 
 
-def pack_record(record: Record) -> bytes:
-    """``data`` of a row holding ``record``."""
+def pack_record(record: Record, parent: tuple[Record, bytes] | None = None) -> bytes:
+    """``data`` of a row holding ``record``; ``parent``: the record and the pending writes
+    (``writes``) of the row it is stored against."""
     entries = [
         [e.channel, e.version, e.parent_version, e.type, len(e.data)] for e in record.entries
     ]
@@ -167,19 +213,35 @@ def pack_record(record: Record) -> bytes:
         record.versions,
         entries,
     ]
-    return _pack(header, [record.checkpoint, record.metadata, *(e.data for e in record.entries)])
+    on_parent = None
+    if parent is not None:
+        where = "the pending writes of a parent"
+        frames = sum(1 for _ in _frames(parent[1], where))
+        on_parent = (_parent_dictionary(parent[0], parent[1], where), frames)
+    parts = [record.checkpoint, record.metadata, *(e.data for e in record.entries)]
+    return _pack(header, parts, on_parent)
 
 
-def unpack_record(packed: bytes, where: str) -> Record:
-    """The record of a row's ``data``; CheckpointCorruptError naming ``where`` if damaged."""
-    header, raw, start = _unpack(packed, where)
+def unpack_record(packed: bytes, where: str, parent: tuple[Record, bytes] | None = None) -> Record:
+    """The record of a row's ``data``; CheckpointCorruptError naming ``where`` if damaged.
+
+    ``parent``: the record and the pending writes of the row it is stored against, which
+    a record packed against them needs.
+    """
+    dictionary = ZDICT
+    if packed[:1] == bytes([ON_PARENT]):
+        if parent is None:
+            raise CheckpointCorruptError(f"{where}: stored against a parent it is read without")
+        (frames,) = _FRAMES_USED.unpack_from(packed, 1)
+        dictionary = _parent_dictionary(parent[0], parent[1], where, frames)
+    header, raw, start = _unpack(packed, where, dictionary)
     try:
         checkpoint_type, checkpoint_length, metadata_type, metadata_length, versions, rows = header
         lengths = [checkpoint_length, metadata_length, *(row[4] for row in rows)]
         checkpoint, metadata, *datas = _split(raw, start, lengths, where)
         entries = tuple(
-            Entry(channel, version, type_, data, parent)
-            for (channel, version, parent, type_, _), data in zip(rows, datas, strict=True)
+            Entry(channel, version, type_, data, spliced_on)
+            for (channel, version, spliced_on, type_, _), data in zip(rows, datas, strict=True)
         )
     except (TypeError, ValueError) as exc:
         raise CheckpointCorruptError(f"{where}: unreadable stored data ({exc})") from exc
@@ -200,21 +262,15 @@ def pack_writes(
         replace,
         [[idx, channel, type_, len(data)] for idx, channel, type_, data in writes],
     ]
-    packed = _pack(header, [data for *_, data in writes])
+    packed = _pack(header, [data for *_, data in writes], None)
     return _FRAME_LENGTH.pack(len(packed)) + packed
 
 
 def unpack_writes(frames: bytes, where: str) -> list[Write]:
     """The pending writes of a row's ``writes``, the effective one per (task, index)."""
     found: dict[tuple[str, int], Write] = {}
-    at = 0
-    while at < len(frames):
-        if at + _FRAME_LENGTH.size > len(frames):
-            raise CheckpointCorruptError(f"{where}: its pending writes are cut short")
-        (length,) = _FRAME_LENGTH.unpack_from(frames, at)
-        at += _FRAME_LENGTH.size
-        header, raw, start = _unpack(frames[at : at + length], where)
-        at += length
+    for frame in _frames(frames, where):
+        header, raw, start = _unpack(frame, where)
         try:
             task_id, task_path, replaces, rows = header
             datas = _split(raw, start, (row[3] for row in rows), where)
@@ -225,6 +281,20 @@ def unpack_writes(frames: bytes, where: str) -> list[Write]:
         except (TypeError, ValueError) as exc:
             raise CheckpointCorruptError(f"{where}: unreadable pending writes ({exc})") from exc
     return list(found.values())
+
+
+def unpack_walk(
+    walk: Sequence[tuple[int, bytes, bytes]], where: str, memo: dict[int, Record]
+) -> list[Record]:
+    """The records of a walk: ``(row id, data, writes)`` of a row, its parent... up to a
+    row holding every value; decoded from the last (each may be stored against the next).
+    ``memo`` keeps the records decoded, by row id."""
+    parent: tuple[Record, bytes] | None = None
+    for row_id, data, writes in reversed(walk):
+        if row_id not in memo:
+            memo[row_id] = unpack_record(data, where, parent)
+        parent = (memo[row_id], writes)
+    return [memo[row_id] for row_id, _, _ in walk]
 
 
 def chain_rows(walk: Sequence[Record]) -> dict[str, dict[str, tuple[str, str, bytes]]]:

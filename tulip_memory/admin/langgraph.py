@@ -39,7 +39,6 @@ from tulip_memory.admin.checkpoints import (
 )
 from tulip_memory.admin.tenancy import ReadOnlyAdminMixin, TenantScopedAdminMixin
 from tulip_memory.exceptions import CheckpointCorruptError
-from tulip_memory.langgraph_rows import unpack_record
 from tulip_memory.models import LangGraphCheckpoint
 
 __all__ = ["LangGraphCheckpointAdmin", "ThreadsOrCheckpointsFilter"]
@@ -236,13 +235,15 @@ class LangGraphCheckpointAdmin(
         return cached
 
     def _metadata(self, obj: LangGraphCheckpoint) -> dict[str, Any] | None:
-        """The checkpoint's metadata: from its tuple, else decoded from its own row (a
-        damaged channel value leaves it readable); None when that fails too."""
+        """The checkpoint's metadata: from its tuple, else decoded from its row (a damaged
+        channel value leaves it readable); None when that fails too."""
         found = self._loaded(obj)[0]
         if found is not None:
             return dict(found.metadata)
+        record = self._thread(obj).records().get(obj.pk)
+        if record is None:
+            return None
         try:
-            record = obj.record()
             decoded = self.saver(obj).serde.loads_typed((record.metadata_type, record.metadata))
         except Exception:  # any failure of a serializer on damaged bytes
             return None
@@ -325,26 +326,22 @@ class LangGraphCheckpointAdmin(
 
     @admin.display(description=_("the thread's checkpoints (oldest first)"))
     def thread_timeline(self, obj: LangGraphCheckpoint) -> str:
+        thread = self._thread(obj)
         rows = list(
-            self._thread(obj).values_list(
-                "pk",
-                "checkpoint_ns",
-                "checkpoint_id",
-                "parent_checkpoint_id",
-                "data",
-                "created_at",
+            thread.values_list(
+                "pk", "checkpoint_ns", "checkpoint_id", "parent_checkpoint_id", "created_at"
             )
         )
         pk_of = {(ns, checkpoint_id): pk for pk, ns, checkpoint_id, *_ in rows}
         try:
             loads = self.saver(obj).serde.loads_typed
+            records = thread.records()
         except ImportError:
-            loads = None
+            loads, records = None, {}
         entries = []
-        for pk, ns, checkpoint_id, parent_id, data, created in rows:
+        for pk, ns, checkpoint_id, parent_id, created in rows:
             decoded = {}
-            if loads is not None:
-                record = unpack_record(bytes(data), f"checkpoint {checkpoint_id!r}")
+            if loads is not None and (record := records.get(pk)) is not None:
                 decoded = loads((record.metadata_type, record.metadata))
             entries.append(
                 {

@@ -30,7 +30,7 @@ import random
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar, cast
 
 from langchain_core.runnables import RunnableConfig
@@ -65,7 +65,7 @@ from tulip_memory.langgraph_rows import (
     chain_rows,
     pack_record,
     pack_writes,
-    unpack_record,
+    unpack_walk,
     unpack_writes,
 )
 from tulip_memory.lru import LRUCache
@@ -135,11 +135,14 @@ def _config(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> RunnableC
 
 @dataclass(frozen=True)
 class _Tip:
-    """The checkpoint this saver wrote last in a namespace of a thread."""
+    """The checkpoint this saver wrote last in a namespace of a thread: its record
+    without values and the pending writes this saver stored with it since (``writes``),
+    what a child is compressed against."""
 
     checkpoint_id: str
-    versions: dict[str, Any]
+    record: Record
     depth: int
+    writes: bytes = b""
 
 
 def _ids(tenant: str, config: RunnableConfig, started: float) -> dict[str, Any]:
@@ -259,7 +262,8 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
             if channel not in values:
                 continue  # a version without a value (a trigger channel): nothing to store
             head = self._heads.get((*key, channel))
-            if parent is None or head is None or head.version != str(parent.versions.get(channel)):
+            known = parent.record.versions.get(channel) if parent else None
+            if head is None or head.version != str(known):
                 head = None
             stored.append(
                 chains.encode(channel, str(version), values[channel], head, self.serde.dumps_typed)
@@ -293,7 +297,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
             parent.checkpoint_id == parent_id
             and parent.depth < self.max_chain_depth
             and all(
-                channel in new_versions or parent.versions.get(channel) == version
+                channel in new_versions or parent.record.versions.get(channel) == version
                 for channel, version in versions.items()
             )
         ):
@@ -320,13 +324,14 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
                 "run_id": str(run_id) if run_id is not None else "",
                 "subject": subject_of(serializable),
                 "depth": depth,
-                "data": pack_record(record),
+                "data": pack_record(record, (parent.record, parent.writes) if parent else None),
             }
-            # The parent was deleted meanwhile: store every value.
-            if rows.save_checkpoint(tenant, row) or parent is None:
+            # The parent was deleted (or given writes by another process) meanwhile: store
+            # every value.
+            if rows.save_checkpoint(tenant, row, parent.writes if parent else b"") or not parent:
                 break
             parent = None
-        tip = _Tip(checkpoint["id"], dict(versions), depth)
+        tip = _Tip(checkpoint["id"], replace(record, entries=()), depth)
         return _config(thread_id, checkpoint_ns, checkpoint["id"]), stored, tip
 
     def _remember(
@@ -379,7 +384,8 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         writes: Sequence[tuple[str, Any]],
         task_id: str,
         task_path: str,
-    ) -> None:
+    ) -> bytes:
+        """Store the writes; the frame appended to the checkpoint's pending writes."""
         from tulip_memory.models import LangGraphCheckpoint
 
         thread_id, checkpoint_ns, checkpoint_id = _configurable(config)
@@ -389,16 +395,23 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
             (WRITES_IDX_MAP.get(channel, idx), channel, *self.serde.dumps_typed(value))
             for idx, (channel, value) in enumerate(writes)
         ]
-        if rows:
-            # Special writes (errors, interrupts...) replace the task's earlier ones.
-            replace = all(channel in WRITES_IDX_MAP for channel, _ in writes)
-            LangGraphCheckpoint.objects.using(self.using).save_writes(
-                tenant,
-                thread_id,
-                checkpoint_ns,
-                checkpoint_id,
-                pack_writes(task_id, task_path, replace, rows),
-            )
+        if not rows:
+            return b""
+        # Special writes (errors, interrupts...) replace the task's earlier ones.
+        special = all(channel in WRITES_IDX_MAP for channel, _ in writes)
+        frame = pack_writes(task_id, task_path, special, rows)
+        LangGraphCheckpoint.objects.using(self.using).save_writes(
+            tenant, thread_id, checkpoint_ns, checkpoint_id, frame
+        )
+        return frame
+
+    def _wrote(self, tenant: str, config: RunnableConfig, frame: bytes) -> None:
+        """After the commit: pending writes of the namespace's tip join it."""
+        thread_id, checkpoint_ns, checkpoint_id = _configurable(config)
+        key = (tenant, thread_id, checkpoint_ns)
+        tip = self._tips.get(key)
+        if frame and tip is not None and tip.checkpoint_id == checkpoint_id:
+            self._tips.put(key, replace(tip, writes=tip.writes + frame))
 
     def put_writes(
         self,
@@ -407,7 +420,9 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        self._run_sync(self._put_writes, config, writes, task_id, task_path)
+        tenant = self._resolve_tenant()
+        frame = self._run_sync(self._put_writes, config, writes, task_id, task_path)
+        self._wrote(tenant, config, frame)
 
     async def aput_writes(
         self,
@@ -416,34 +431,53 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        await self._run(self._put_writes, config, writes, task_id, task_path)
+        tenant = self._resolve_tenant()
+        frame = await self._run(self._put_writes, config, writes, task_id, task_path)
+        self._wrote(tenant, config, frame)
 
     # -- reading -----------------------------------------------------------------------
 
-    def _tuples(self, rows: list[dict[str, Any]]) -> dict[int, CheckpointTuple]:
-        """The checkpoint tuples of ``load_rows``' rows, by checkpoint row id."""
+    @staticmethod
+    def _walks(rows: list[dict[str, Any]]) -> dict[int, list[Record]]:
+        """The records of each checkpoint of ``load_rows``' rows and of its parents, by
+        checkpoint row id (CheckpointCorruptError if a parent is missing)."""
         from tulip_memory.models.langgraph import walks
 
-        records: dict[int, Record] = {}
-        memos: dict[tuple[str, str, str], dict[tuple[str, str], Any]] = {}
+        memo: dict[int, Record] = {}
         found = {}
         for row_id, walk in walks(rows).items():
-            row = walk[0] if walk else next(r for r in rows if r["id"] == row_id)
+            row = next(r for r in rows if r["id"] == row_id) if walk is None else walk[0]
+            where = f"checkpoint {row['checkpoint_id']!r} of thread {row['thread_id']!r}"
+            if walk is None:
+                raise CheckpointCorruptError(
+                    f"{where}: a checkpoint its values are stored against is missing"
+                )
+            stored = [(r["id"], bytes(r["data"]), bytes(r["writes"])) for r in walk]
+            found[row_id] = unpack_walk(stored, where, memo)
+        return found
+
+    def _records(self, rows: list[dict[str, Any]]) -> dict[int, Record]:
+        """The record of each checkpoint of ``load_rows``' rows, by row id."""
+        return {row_id: walk[0] for row_id, walk in self._walks(rows).items()}
+
+    def _tuples(
+        self, rows: list[dict[str, Any]], only: set[int] | None = None
+    ) -> dict[int, CheckpointTuple]:
+        """The checkpoint tuples of ``load_rows``' rows (of those in ``only``), by row id."""
+        by_id = {row["id"]: row for row in rows if row["selected"]}
+        memos: dict[tuple[str, str, str], dict[tuple[str, str], Any]] = {}
+        found = {}
+        for row_id, walk in self._walks(rows).items():
+            if only is not None and row_id not in only:
+                continue
+            row, record = by_id[row_id], walk[0]
             thread_id, checkpoint_ns, checkpoint_id = (
                 row["thread_id"],
                 row["checkpoint_ns"],
                 row["checkpoint_id"],
             )
             where = f"checkpoint {checkpoint_id!r} of thread {thread_id!r}"
-            if walk is None:
-                raise CheckpointCorruptError(
-                    f"{where}: a checkpoint its values are stored against is missing"
-                )
-            for r in walk:
-                if r["id"] not in records:
-                    records[r["id"]] = unpack_record(bytes(r["data"]), where)
-            record = records[row_id]
-            chain = chain_rows([records[r["id"]] for r in walk])
+            chain = chain_rows(walk)
             values = {}
             for channel, version in record.versions.items():
                 versions = chain.get(channel, {})
@@ -459,7 +493,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
             checkpoint["channel_values"] = values
             checkpoint["channel_versions"] = dict(record.versions)
             pending = sorted(
-                unpack_writes(bytes(row["writes"] or b""), where),
+                unpack_writes(bytes(row["writes"]), where),
                 key=lambda w: writes_sort_key(w.task_path, w.task_id, w.idx),
             )
             parent_id = row["parent_checkpoint_id"]
@@ -547,21 +581,23 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         rows = rows.order_by("-checkpoint_id", "-id")
         if not filter and limit is not None:
             rows = rows[: max(limit, 0)]
-        ids: list[int] = []
-        for row_id, checkpoint_id, data in rows.values_list(
-            "id", "checkpoint_id", "data" if filter else "id"
-        ).iterator(chunk_size=500):
-            if limit is not None and len(ids) >= limit:
-                break
-            if filter:
-                record = unpack_record(bytes(data), f"checkpoint {checkpoint_id!r}")
-                decoded = self.serde.loads_typed((record.metadata_type, record.metadata))
-                if any(decoded.get(key) != value for key, value in filter.items()):
-                    continue
-            ids.append(row_id)
+        ids = list(rows.values_list("id", flat=True))
         if not ids:
             return []
-        found = self._tuples(manager.load_rows(tenant, "AND id = ANY(%s)", [ids]))
+        loaded = manager.load_rows(tenant, "AND id = ANY(%s)", [ids])
+        if filter:
+            metadata = {
+                row_id: self.serde.loads_typed((record.metadata_type, record.metadata))
+                for row_id, record in self._records(loaded).items()
+            }
+            ids = [
+                row_id
+                for row_id in ids
+                if all(metadata[row_id].get(key) == value for key, value in filter.items())
+            ]
+            if limit is not None:
+                ids = ids[: max(limit, 0)]
+        found = self._tuples(loaded, set(ids))
         return [found[row_id] for row_id in ids if row_id in found]
 
     def list(

@@ -2,9 +2,9 @@
 the checkpoint, its metadata, the channel values it adds and its pending writes.
 
 The rows of ``0007_langgraph``'s three tables are converted: each checkpoint keeps the
-values that changed since its parent (the splices as they were), or all of them when its
-parent is not there or ``DEPTH_LIMIT`` checkpoints separate it from one holding all of
-them; its pending writes become one frame per task. Pending writes of a checkpoint that
+values that changed since its parent (the splices as they were), compressed against the
+parent, or all of them when its parent is not there or ``DEPTH_LIMIT`` checkpoints
+separate it from one holding all of them; its pending writes become one frame per task. Pending writes of a checkpoint that
 was never stored are dropped (no load could reach them). Then the blob and write tables
 go. Going back empties the saver's table (its rows cannot be read by the older code).
 
@@ -15,6 +15,7 @@ tables exist nowhere else.
 
 import json
 from collections import defaultdict
+from dataclasses import replace
 from typing import Any
 
 from django.db import migrations, models
@@ -68,7 +69,8 @@ def _convert_thread(cursor: Any, tenant: str, thread_id: str) -> None:
         "WHERE tenant = %s AND thread_id = %s ORDER BY checkpoint_ns, checkpoint_id",
         [tenant, thread_id],
     )
-    converted: dict[tuple[str, str], tuple[dict[str, Any], int]] = {}
+    # (namespace, checkpoint id) -> its record without values, depth and pending writes
+    converted: dict[tuple[str, str], tuple[Record, int, bytes]] = {}
     updates = []
     for (
         row_id,
@@ -87,7 +89,7 @@ def _convert_thread(cursor: Any, tenant: str, thread_id: str) -> None:
             parent = None
         entries: list[Entry] = []
         for channel, version in versions.items():
-            known = parent[0].get(channel) if parent else None
+            known = parent[0].versions.get(channel) if parent else None
             if parent and known == version:
                 continue
             stop = str(known) if parent and known is not None else ""
@@ -96,13 +98,14 @@ def _convert_thread(cursor: Any, tenant: str, thread_id: str) -> None:
                 for e in _path(blobs[(ns, channel)], str(version), stop)
             )
         depth = parent[1] + 1 if parent else 0
-        converted[(ns, checkpoint_id)] = (versions, depth)
         record = Record(ctype, bytes(checkpoint), mtype, bytes(meta), versions, tuple(entries))
         frames = b"".join(
             pack_writes(task_id, task_path, False, rows)
             for (task_id, task_path), rows in writes.get((ns, checkpoint_id), {}).items()
         )
-        updates.append((pack_record(record), depth, frames, row_id))
+        converted[(ns, checkpoint_id)] = (replace(record, entries=()), depth, frames)
+        data = pack_record(record, (parent[0], parent[2]) if parent else None)
+        updates.append((data, depth, frames, row_id))
     cursor.executemany(
         f"UPDATE {CHECKPOINTS} SET data = %s, depth = %s, writes = %s WHERE id = %s", updates
     )

@@ -17,6 +17,7 @@ the rows of a run and of a subject.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable, Sequence
 from typing import Any, Self
 
@@ -26,8 +27,14 @@ from django.db.models.functions import Coalesce, Length, RowNumber
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from tulip_memory.exceptions import CheckpointCorruptError
 from tulip_memory.identifiers import CHECKPOINT_ID_MAX_LENGTH, THREAD_ID_MAX_LENGTH
-from tulip_memory.langgraph_rows import Record, pack_record, self_contained, unpack_record
+from tulip_memory.langgraph_rows import (
+    Record,
+    pack_record,
+    self_contained,
+    unpack_walk,
+)
 from tulip_memory.models.checkpoints import SubjectRowsQuerySet, SubjectThreadRow
 
 __all__ = ["LangGraphCheckpoint", "LangGraphCheckpointQuerySet", "walks"]
@@ -74,6 +81,12 @@ def walks(rows: Iterable[dict[str, Any]]) -> dict[int, list[dict[str, Any]] | No
     return found
 
 
+def _unpack_walk(walk: list[dict[str, Any]], memo: dict[int, Record]) -> list[Record]:
+    where = f"checkpoint {walk[0]['checkpoint_id']!r} of thread {walk[0]['thread_id']!r}"
+    rows = [(r["id"], bytes(r["data"]), bytes(r["writes"] or b"")) for r in walk]
+    return unpack_walk(rows, where, memo)
+
+
 class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
     def newest_of_threads(self) -> Self:
         """The newest checkpoint of each thread, annotated with the thread's totals.
@@ -101,6 +114,20 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
             .order_by()
         )
 
+    def records(self) -> dict[int, Record | None]:
+        """The records of the rows (of whole threads: each is read with its parents), by
+        row id; None for one that cannot be read (a parent missing, damaged data)."""
+        columns = ["id", *LOAD_COLUMNS[1:-1]]
+        rows = [{**row, "selected": True} for row in self.values(*columns)]
+        memo: dict[int, Record] = {}
+        found: dict[int, Record | None] = {}
+        for row_id, walk in walks(rows).items():
+            found[row_id] = None
+            if walk is not None:
+                with contextlib.suppress(CheckpointCorruptError):
+                    found[row_id] = _unpack_walk(walk, memo)[0]
+        return found
+
     def stored_bytes(self) -> int:
         """The compressed bytes of the rows' checkpoints, values and pending writes."""
         return self.aggregate(n=Coalesce(Sum(Length("data") + Length("writes")), 0))["n"]
@@ -109,8 +136,8 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
         """Checkpoints and the rows their values are read from: ONE statement (PostgreSQL).
 
         ``selection`` is the WHERE/ORDER/LIMIT tail choosing the checkpoints (with its
-        ``params``); each comes with ``selected`` true and its pending writes, followed
-        by its parents up to one of depth 0 (one index lookup each). Rows are dicts of
+        ``params``); each comes with ``selected`` true, followed by its parents up to one
+        of depth 0 (one index lookup each). Rows are dicts of
         :data:`LOAD_COLUMNS`; :func:`walks` puts them in order.
         """
         connection = connections[self.db]
@@ -127,7 +154,7 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
             "AND thread_id = w.thread_id AND checkpoint_ns = w.checkpoint_ns "
             "AND checkpoint_id = w.parent AND data IS NOT NULL OFFSET 0) p WHERE w.depth > 0) "
             "SELECT t.id, t.thread_id, t.checkpoint_ns, t.checkpoint_id, t.parent_checkpoint_id, "
-            "t.depth, t.data, CASE WHEN w.selected THEN t.writes END, w.selected "
+            "t.depth, t.data, t.writes, w.selected "
             f"FROM w JOIN {table} t ON t.id = w.id"
         )
         with connection.cursor() as cursor:
@@ -175,10 +202,9 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
         if not row_ids:
             return
         rows = self.load_rows(tenant, "AND id = ANY(%s)", [list(row_ids)])
+        memo: dict[int, Record] = {}
         records = {
-            row_id: self_contained(
-                [unpack_record(bytes(r["data"]), str(r["checkpoint_id"])) for r in walk]
-            )
+            row_id: self_contained(_unpack_walk(walk, memo))
             for row_id, walk in walks(rows).items()
             if walk is not None
         }
@@ -235,12 +261,13 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
         with connection.cursor() as cursor:
             cursor.execute(sql, [target, tenant, source])
 
-    def save_checkpoint(self, tenant: str, row: dict[str, Any]) -> bool:
+    def save_checkpoint(self, tenant: str, row: dict[str, Any], parent_writes: bytes) -> bool:
         """Upsert a checkpoint row (``row`` maps the columns after the tenant to their
         values): ONE statement. A row of depth above 0 is stored only if its parent is
-        there, which it locks (``FOR KEY SHARE``) until the transaction ends; False when
-        it is not (the caller stores every value instead). Pending writes stored before
-        are kept."""
+        there and its pending writes start with ``parent_writes`` (what the row was
+        compressed against), the parent locked (``FOR KEY SHARE``) until the transaction
+        ends; False when it is not (the caller stores every value instead). Pending
+        writes stored before are kept."""
         connection = connections[self.db]
         quote = connection.ops.quote_name
         table = quote(LangGraphCheckpoint._meta.db_table)
@@ -256,12 +283,20 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
             f"INSERT INTO {table} ({', '.join(quote(n) for n in names)}, writes) "
             f"SELECT {', '.join(['%s'] * len(names))}, ''::bytea "
             f"WHERE %s = 0 OR EXISTS (SELECT 1 FROM {table} WHERE tenant = %s AND thread_id = %s "
-            "AND checkpoint_ns = %s AND checkpoint_id = %s AND data IS NOT NULL FOR KEY SHARE) "
+            "AND checkpoint_ns = %s AND checkpoint_id = %s AND data IS NOT NULL "
+            "AND substring(writes from 1 for %s) = %s FOR KEY SHARE) "
             "ON CONFLICT (tenant, thread_id, checkpoint_ns, checkpoint_id) "
             f"DO UPDATE SET {updates} RETURNING 1"
         )
         params = [fields[n].get_db_prep_save(v, connection) for n, v in values.items()]
-        parent = [tenant, row["thread_id"], row["checkpoint_ns"], row["parent_checkpoint_id"]]
+        parent = [
+            tenant,
+            row["thread_id"],
+            row["checkpoint_ns"],
+            row["parent_checkpoint_id"],
+            len(parent_writes),
+            parent_writes,
+        ]
         with connection.cursor() as cursor:
             cursor.execute(sql, [*params, row["depth"], *parent])
             return cursor.fetchone() is not None
@@ -336,7 +371,3 @@ class LangGraphCheckpoint(SubjectThreadRow):
 
     def __str__(self) -> str:
         return f"{self.thread_id}/{self.checkpoint_ns}/{self.checkpoint_id}"
-
-    def record(self) -> Record:
-        """What ``data`` holds (CheckpointCorruptError if it is damaged)."""
-        return unpack_record(bytes(self.data or b""), str(self))
