@@ -215,6 +215,29 @@ async def test_a_delta_on_a_checkpoint_another_saver_deleted_is_stored_whole():
     assert await sync_to_async(depths)() == [0]
 
 
+async def test_pending_writes_sent_before_their_checkpoint_wait_for_it():
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    saver = DjangoSaver(tenant="acme")
+    checkpoint = empty_checkpoint()
+    config = _config("writes-first", checkpoint_ns="", checkpoint_id=checkpoint["id"])
+    await saver.aput_writes(config, [("messages", ["early"])], "task-1", "~a")
+    # Held in a row without a checkpoint: nothing to load, list or count yet.
+    assert await saver.aget_tuple(_config("writes-first")) is None
+    assert [t async for t in saver.alist(_config("writes-first"))] == []
+    assert await saver.astorage_bytes("writes-first") > 0
+    await saver.aput(_config("writes-first"), checkpoint, {"step": -1}, {})
+    await saver.aput_writes(config, [("messages", ["late"])], "task-2", "~b")
+    found = await saver.aget_tuple(_config("writes-first"))
+    assert found.checkpoint["id"] == checkpoint["id"]
+    assert found.pending_writes == [
+        ("task-1", "messages", ["early"]),
+        ("task-2", "messages", ["late"]),
+    ]
+    await saver.adelete_thread("writes-first")
+    assert await saver.astorage_bytes("writes-first") == 0
+
+
 async def test_bad_input_is_refused_with_what_is_wrong():
     saver = DjangoSaver(tenant="acme")
     with pytest.raises(ValueError, match="thread_id"):

@@ -74,6 +74,8 @@ def next_head(stored: Stored, head: Head | None, loads: Loads) -> Head | None:
     """The cached head after ``stored`` is written (private copies: decoded from its data)."""
     if not stored.is_list:
         return None
+    if head is not None and head.version == stored.version:
+        return head  # the same version stored again (whole, with every value)
     decoded = loads((stored.type, stored.data))
     if stored.parent_version:
         assert head is not None

@@ -302,7 +302,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
             )
         ):
             parent = None
-        rows = LangGraphCheckpoint.objects.using(self.using)
+        rows = LangGraphCheckpoint.rows.using(self.using)
         while True:
             stored = self._entries(key, values, new_versions if parent else versions, parent)
             record = Record(
@@ -400,7 +400,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         # Special writes (errors, interrupts...) replace the task's earlier ones.
         special = all(channel in WRITES_IDX_MAP for channel, _ in writes)
         frame = pack_writes(task_id, task_path, special, rows)
-        LangGraphCheckpoint.objects.using(self.using).save_writes(
+        LangGraphCheckpoint.rows.using(self.using).save_writes(
             tenant, thread_id, checkpoint_ns, checkpoint_id, frame
         )
         return frame
@@ -517,7 +517,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         """
         from tulip_memory.models import LangGraphCheckpoint
 
-        rows = LangGraphCheckpoint.objects.using(self.using)
+        rows = LangGraphCheckpoint.rows.using(self.using)
         return self._tuples(rows.load_rows(tenant, "AND id = ANY(%s)", [list(row_ids)]))
 
     def _get_tuple(self, tenant: str, config: RunnableConfig) -> CheckpointTuple | None:
@@ -530,7 +530,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
             selection += "AND checkpoint_id = %s "
             params.append(checkpoint_id)
         selection += "ORDER BY checkpoint_id DESC LIMIT 1"
-        rows = LangGraphCheckpoint.objects.using(self.using).load_rows(tenant, selection, params)
+        rows = LangGraphCheckpoint.rows.using(self.using).load_rows(tenant, selection, params)
         found = self._tuples(rows)
         return next(iter(found.values()), None)
 

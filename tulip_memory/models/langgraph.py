@@ -81,6 +81,11 @@ def walks(rows: Iterable[dict[str, Any]]) -> dict[int, list[dict[str, Any]] | No
     return found
 
 
+def _row_bytes() -> Any:
+    """The compressed bytes of a row (``data`` is NULL in a row of pending writes only)."""
+    return Coalesce(Length("data"), 0) + Length("writes")
+
+
 def _unpack_walk(walk: list[dict[str, Any]], memo: dict[int, Record]) -> list[Record]:
     where = f"checkpoint {walk[0]['checkpoint_id']!r} of thread {walk[0]['thread_id']!r}"
     rows = [(r["id"], bytes(r["data"]), bytes(r["writes"] or b"")) for r in walk]
@@ -109,7 +114,7 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
             self.filter(~Exists(newer))
             .annotate(
                 checkpoint_total=total(Count("id")),
-                stored_bytes=total(Sum(Length("data") + Length("writes"))),
+                stored_bytes=total(Sum(_row_bytes())),
             )
             .order_by()
         )
@@ -130,7 +135,7 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
 
     def stored_bytes(self) -> int:
         """The compressed bytes of the rows' checkpoints, values and pending writes."""
-        return self.aggregate(n=Coalesce(Sum(Length("data") + Length("writes")), 0))["n"]
+        return self.aggregate(n=Coalesce(Sum(_row_bytes()), 0))["n"]
 
     def load_rows(self, tenant: str, selection: str, params: list[Any]) -> list[dict[str, Any]]:
         """Checkpoints and the rows their values are read from: ONE statement (PostgreSQL).
@@ -304,19 +309,27 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
     def save_writes(
         self, tenant: str, thread_id: str, checkpoint_ns: str, checkpoint_id: str, frame: bytes
     ) -> None:
-        """Append a frame of pending writes to a checkpoint's row (a row without its
-        checkpoint yet if there is none): ONE statement."""
+        """Append a frame of pending writes to a checkpoint's row: ONE statement, or two
+        when the row is not there yet (a row without its checkpoint is then inserted)."""
         connection = connections[self.db]
         table = connection.ops.quote_name(LangGraphCheckpoint._meta.db_table)
-        sql = (
-            f"INSERT INTO {table} AS t (tenant, thread_id, checkpoint_ns, checkpoint_id, "
-            "parent_checkpoint_id, run_id, subject, depth, writes, created_at) "
-            "VALUES (%s, %s, %s, %s, '', '', '', 0, %s, now()) "
-            "ON CONFLICT (tenant, thread_id, checkpoint_ns, checkpoint_id) "
-            "DO UPDATE SET writes = t.writes || EXCLUDED.writes"
-        )
+        key = [tenant, thread_id, checkpoint_ns, checkpoint_id]
         with connection.cursor() as cursor:
-            cursor.execute(sql, [tenant, thread_id, checkpoint_ns, checkpoint_id, frame])
+            cursor.execute(
+                f"UPDATE {table} SET writes = writes || %s WHERE tenant = %s "
+                "AND thread_id = %s AND checkpoint_ns = %s AND checkpoint_id = %s",
+                [frame, *key],
+            )
+            if cursor.rowcount:
+                return
+            cursor.execute(
+                f"INSERT INTO {table} AS t (tenant, thread_id, checkpoint_ns, checkpoint_id, "
+                "parent_checkpoint_id, run_id, subject, depth, writes, created_at) "
+                "VALUES (%s, %s, %s, %s, '', '', '', 0, %s, now()) "
+                "ON CONFLICT (tenant, thread_id, checkpoint_ns, checkpoint_id) "
+                "DO UPDATE SET writes = t.writes || EXCLUDED.writes",
+                [*key, frame],
+            )
 
 
 class StoredCheckpoints(models.Manager.from_queryset(LangGraphCheckpointQuerySet)):  # type: ignore[misc]
