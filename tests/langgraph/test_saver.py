@@ -157,6 +157,23 @@ def _damage(thread_id: str, **changes: Any) -> int:
         return rows.update(**changes) if changes else rows.delete()[0]
 
 
+def test_the_tenant_is_pinned_for_a_calls_statements_only():
+    from tulip_memory.conf import settings
+
+    saver = DjangoSaver(tenant="acme")
+    build_agent(saver).invoke(user_turn(0), _config("pinned"))  # puts, writes, reads
+
+    def setting_after() -> object:
+        with connection.cursor() as cursor:  # the worker thread's connection
+            cursor.execute("SELECT current_setting(%s, true)", [settings.TENANT_SETTING])
+            return cursor.fetchone()[0]
+
+    assert saver._worker.submit(setting_after).result() in ("", None)
+    with tenant_context("globex"), pytest.raises(TenantError):
+        saver.get_tuple(_config("pinned"))
+    assert DjangoSaver(tenant="globex").get_tuple(_config("pinned")) is None
+
+
 async def test_a_checkpoint_whose_parents_are_gone_is_an_error_naming_it():
     from asgiref.sync import sync_to_async
 

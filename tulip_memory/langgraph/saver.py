@@ -4,9 +4,11 @@ Rows (:mod:`tulip_memory.models.langgraph`): one per checkpoint, holding compres
 (:mod:`tulip_memory.langgraph_rows`) the checkpoint, its metadata, the channel values it
 adds and its pending writes:
 
-* **Tenants.** Every row carries its tenant and every call runs in one transaction
-  pinned to it (:class:`~tulip_memory.tenant_database.TenantDatabase`): row-level
-  security shows and accepts only that tenant's rows. The tenant is the saver's
+* **Tenants.** Every row carries its tenant and every statement runs pinned to it: in
+  a tenant transaction (:class:`~tulip_memory.tenant_database.TenantDatabase`), or —
+  ``put``, ``put_writes``, ``get_tuple`` — sent with the setting in one query that
+  PostgreSQL runs as one transaction (:meth:`DjangoSaver._pinned`): row-level security
+  shows and accepts only that tenant's rows. The tenant is the saver's
   ``tenant`` argument, else the one bound by :func:`~tulip_memory.tenancy.tenant_context`
   (or ``TenantMiddleware``) at call time — never anything from the graph's config.
 * **Deltas.** A checkpoint whose parent this saver wrote last (in this process) stores
@@ -21,7 +23,7 @@ adds and its pending writes:
   ``list`` is two: the matching checkpoints' ids (and metadata, to filter), then the load.
 
 Values and metadata go through the saver's serializer (``serde``) as in every LangGraph
-saver. Sync methods run in the caller's thread; async ones off the event loop.
+saver. Sync methods run on the saver's worker thread; async ones off the event loop.
 """
 
 from __future__ import annotations
@@ -183,7 +185,8 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
 
     ``tenant`` fixes the tenant (else the bound one is used at call time); ``serde`` is
     LangGraph's serializer (its default when None); ``max_chain_depth`` bounds the
-    splices a load applies per channel; ``cache_size`` bounds the list heads kept.
+    parents a load reads (and the splices it applies per channel); ``cache_size`` bounds
+    the threads' newest checkpoints and the list heads kept.
     """
 
     vendor = "postgresql"
@@ -219,6 +222,45 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         return self._worker.submit(
             on_worker_thread, self.using, self._in_transaction, tenant, func, args, lock
         ).result()
+
+    def _pinned(self, tenant: str, func: Callable[..., T], args: tuple[Any, ...]) -> T:
+        """Run ``func(tenant, *args, pin=...)``, whose work is one statement or a few that
+        each stand alone, with the fewest round trips.
+
+        Outside a transaction, on a connection sending queries whole (psycopg's
+        client-side binding: Django's default), ``pin`` is the tenant: each statement
+        goes with ``set_config`` of the tenant in one query, whose statements PostgreSQL
+        runs as one transaction (the setting ends with it) — one round trip instead of
+        four (BEGIN, the setting, the statement, COMMIT). Else ``pin`` is None and the
+        call runs in a tenant transaction (``tenant_atomic``).
+        """
+        import psycopg
+        from django.db import connections
+
+        from tulip_memory.tenancy import tenant_atomic
+
+        connection = connections[self.using]
+        connection.ensure_connection()
+        factory = connection.connection.cursor_factory
+        autocommit = connection.get_autocommit() and not connection.in_atomic_block
+        if autocommit and issubclass(factory, psycopg.ClientCursor):
+            return func(tenant, *args, pin=tenant)
+        with tenant_atomic(tenant, using=self.using):
+            return func(tenant, *args, pin=None)
+
+    def _run_pinned_sync(self, func: Callable[..., T], *args: Any) -> T:
+        """:meth:`_pinned` on the saver's worker thread."""
+        tenant = self._resolve_tenant()
+        return self._worker.submit(
+            on_worker_thread, self.using, self._pinned, tenant, func, args
+        ).result()
+
+    async def _run_pinned(self, func: Callable[..., T], *args: Any) -> T:
+        """:meth:`_pinned` off the event loop."""
+        from asgiref.sync import sync_to_async
+
+        tenant = self._resolve_tenant()
+        return await sync_to_async(self._pinned)(tenant, func, args)
 
     # -- versions ----------------------------------------------------------------------
 
@@ -277,7 +319,9 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
-    ) -> tuple[RunnableConfig, list[chains.Stored], _Tip]:
+        *,
+        pin: str | None,
+    ) -> tuple[RunnableConfig, list[chains.Stored]]:
         from tulip_memory.models import LangGraphCheckpoint
 
         thread_id, checkpoint_ns, parent_id = _configurable(config)
@@ -328,19 +372,21 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
             }
             # The parent was deleted (or given writes by another process) meanwhile: store
             # every value.
-            if rows.save_checkpoint(tenant, row, parent.writes if parent else b"") or not parent:
+            if (
+                rows.save_checkpoint(tenant, row, parent.writes if parent else b"", pin=pin)
+                or not parent
+            ):
                 break
             parent = None
-        tip = _Tip(checkpoint["id"], replace(record, entries=()), depth)
-        return _config(thread_id, checkpoint_ns, checkpoint["id"]), stored, tip
+        # The namespace's tip, set here on the saver's one thread (where the writes of its
+        # tasks join it) in the order of the statements. Should the transaction not
+        # commit, the next delta is refused by its statement and stored whole.
+        self._tips.put(key, _Tip(checkpoint["id"], replace(record, entries=()), depth))
+        return _config(thread_id, checkpoint_ns, checkpoint["id"]), stored
 
-    def _remember(
-        self, tenant: str, config: RunnableConfig, stored: list[chains.Stored], tip: _Tip
-    ) -> None:
-        """After the commit: the checkpoint becomes the namespace's tip, the written list
-        versions the channels' heads."""
+    def _remember(self, tenant: str, config: RunnableConfig, stored: list[chains.Stored]) -> None:
+        """After the commit: the written list versions become the channels' heads."""
         thread_id, checkpoint_ns, _ = _configurable(config)
-        self._tips.put((tenant, thread_id, checkpoint_ns), tip)
         for s in stored:
             key = (tenant, thread_id, checkpoint_ns, s.channel)
             head = chains.next_head(s, self._heads.get(key), self.serde.loads_typed)
@@ -358,8 +404,8 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
     ) -> RunnableConfig:
         started = time.perf_counter()
         tenant = self._resolve_tenant()
-        saved, stored, tip = self._run_sync(self._put, config, checkpoint, metadata, new_versions)
-        self._remember(tenant, saved, stored, tip)
+        saved, stored = self._run_pinned_sync(self._put, config, checkpoint, metadata, new_versions)
+        self._remember(tenant, saved, stored)
         emit_sync(EV_CHECKPOINT_SAVED, sender=type(self), **_ids(tenant, saved, started))
         return saved
 
@@ -372,8 +418,10 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
     ) -> RunnableConfig:
         started = time.perf_counter()
         tenant = self._resolve_tenant()
-        saved, stored, tip = await self._run(self._put, config, checkpoint, metadata, new_versions)
-        self._remember(tenant, saved, stored, tip)
+        saved, stored = await self._run_pinned(
+            self._put, config, checkpoint, metadata, new_versions
+        )
+        self._remember(tenant, saved, stored)
         await emit(EV_CHECKPOINT_SAVED, sender=type(self), **_ids(tenant, saved, started))
         return saved
 
@@ -384,8 +432,9 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         writes: Sequence[tuple[str, Any]],
         task_id: str,
         task_path: str,
-    ) -> bytes:
-        """Store the writes; the frame appended to the checkpoint's pending writes."""
+        *,
+        pin: str | None,
+    ) -> None:
         from tulip_memory.models import LangGraphCheckpoint
 
         thread_id, checkpoint_ns, checkpoint_id = _configurable(config)
@@ -396,21 +445,17 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
             for idx, (channel, value) in enumerate(writes)
         ]
         if not rows:
-            return b""
+            return
         # Special writes (errors, interrupts...) replace the task's earlier ones.
         special = all(channel in WRITES_IDX_MAP for channel, _ in writes)
         frame = pack_writes(task_id, task_path, special, rows)
         LangGraphCheckpoint.rows.using(self.using).save_writes(
-            tenant, thread_id, checkpoint_ns, checkpoint_id, frame
+            tenant, thread_id, checkpoint_ns, checkpoint_id, frame, pin=pin
         )
-        return frame
-
-    def _wrote(self, tenant: str, config: RunnableConfig, frame: bytes) -> None:
-        """After the commit: pending writes of the namespace's tip join it."""
-        thread_id, checkpoint_ns, checkpoint_id = _configurable(config)
+        # Pending writes of the namespace's tip join it (see _put).
         key = (tenant, thread_id, checkpoint_ns)
         tip = self._tips.get(key)
-        if frame and tip is not None and tip.checkpoint_id == checkpoint_id:
+        if tip is not None and tip.checkpoint_id == checkpoint_id:
             self._tips.put(key, replace(tip, writes=tip.writes + frame))
 
     def put_writes(
@@ -420,9 +465,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        tenant = self._resolve_tenant()
-        frame = self._run_sync(self._put_writes, config, writes, task_id, task_path)
-        self._wrote(tenant, config, frame)
+        self._run_pinned_sync(self._put_writes, config, writes, task_id, task_path)
 
     async def aput_writes(
         self,
@@ -431,9 +474,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        tenant = self._resolve_tenant()
-        frame = await self._run(self._put_writes, config, writes, task_id, task_path)
-        self._wrote(tenant, config, frame)
+        await self._run_pinned(self._put_writes, config, writes, task_id, task_path)
 
     # -- reading -----------------------------------------------------------------------
 
@@ -520,7 +561,9 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         rows = LangGraphCheckpoint.rows.using(self.using)
         return self._tuples(rows.load_rows(tenant, "AND id = ANY(%s)", [list(row_ids)]))
 
-    def _get_tuple(self, tenant: str, config: RunnableConfig) -> CheckpointTuple | None:
+    def _get_tuple(
+        self, tenant: str, config: RunnableConfig, *, pin: str | None = None
+    ) -> CheckpointTuple | None:
         from tulip_memory.models import LangGraphCheckpoint
 
         thread_id, checkpoint_ns, checkpoint_id = _configurable(config)
@@ -530,14 +573,16 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
             selection += "AND checkpoint_id = %s "
             params.append(checkpoint_id)
         selection += "ORDER BY checkpoint_id DESC LIMIT 1"
-        rows = LangGraphCheckpoint.rows.using(self.using).load_rows(tenant, selection, params)
+        rows = LangGraphCheckpoint.rows.using(self.using).load_rows(
+            tenant, selection, params, pin=pin
+        )
         found = self._tuples(rows)
         return next(iter(found.values()), None)
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         started = time.perf_counter()
         tenant = self._resolve_tenant()
-        found = self._run_sync(self._get_tuple, config)
+        found = self._run_pinned_sync(self._get_tuple, config)
         emit_sync(
             EV_CHECKPOINT_LOADED, sender=type(self), **_loaded(tenant, config, found, started)
         )
@@ -546,7 +591,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         started = time.perf_counter()
         tenant = self._resolve_tenant()
-        found = await self._run(self._get_tuple, config)
+        found = await self._run_pinned(self._get_tuple, config)
         await emit(
             EV_CHECKPOINT_LOADED, sender=type(self), **_loaded(tenant, config, found, started)
         )

@@ -81,6 +81,20 @@ def walks(rows: Iterable[dict[str, Any]]) -> dict[int, list[dict[str, Any]] | No
     return found
 
 
+def _execute(cursor: Any, sql: str, params: Sequence[Any], pin: str | None) -> None:
+    """Run ``sql``; with ``pin`` (a tenant), in one round trip after the statement pinning
+    its implicit transaction to the tenant (see ``DjangoSaver._pinned``)."""
+    if pin is None:
+        cursor.execute(sql, params)
+        return
+    from tulip_memory.conf import settings
+
+    cursor.execute(
+        f"SELECT set_config(%s, %s, true); {sql}", [settings.TENANT_SETTING, pin, *params]
+    )
+    cursor.nextset()
+
+
 def _row_bytes() -> Any:
     """The compressed bytes of a row (``data`` is NULL in a row of pending writes only)."""
     return Coalesce(Length("data"), 0) + Length("writes")
@@ -137,13 +151,15 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
         """The compressed bytes of the rows' checkpoints, values and pending writes."""
         return self.aggregate(n=Coalesce(Sum(_row_bytes()), 0))["n"]
 
-    def load_rows(self, tenant: str, selection: str, params: list[Any]) -> list[dict[str, Any]]:
+    def load_rows(
+        self, tenant: str, selection: str, params: list[Any], *, pin: str | None = None
+    ) -> list[dict[str, Any]]:
         """Checkpoints and the rows their values are read from: ONE statement (PostgreSQL).
 
         ``selection`` is the WHERE/ORDER/LIMIT tail choosing the checkpoints (with its
         ``params``); each comes with ``selected`` true, followed by its parents up to one
         of depth 0 (one index lookup each). Rows are dicts of
-        :data:`LOAD_COLUMNS`; :func:`walks` puts them in order.
+        :data:`LOAD_COLUMNS`; :func:`walks` puts them in order. ``pin``: see :func:`_execute`.
         """
         connection = connections[self.db]
         table = connection.ops.quote_name(LangGraphCheckpoint._meta.db_table)
@@ -163,7 +179,7 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
             f"FROM w JOIN {table} t ON t.id = w.id"
         )
         with connection.cursor() as cursor:
-            cursor.execute(sql, [tenant, *params, tenant])
+            _execute(cursor, sql, [tenant, *params, tenant], pin)
             return [dict(zip(LOAD_COLUMNS, row, strict=True)) for row in cursor.fetchall()]
 
     def delete_threads(self, tenant: str, thread_ids: Iterable[str]) -> int:
@@ -266,13 +282,15 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
         with connection.cursor() as cursor:
             cursor.execute(sql, [target, tenant, source])
 
-    def save_checkpoint(self, tenant: str, row: dict[str, Any], parent_writes: bytes) -> bool:
+    def save_checkpoint(
+        self, tenant: str, row: dict[str, Any], parent_writes: bytes, *, pin: str | None = None
+    ) -> bool:
         """Upsert a checkpoint row (``row`` maps the columns after the tenant to their
         values): ONE statement. A row of depth above 0 is stored only if its parent is
         there and its pending writes start with ``parent_writes`` (what the row was
         compressed against), the parent locked (``FOR KEY SHARE``) until the transaction
         ends; False when it is not (the caller stores every value instead). Pending
-        writes stored before are kept."""
+        writes stored before are kept. ``pin``: see :func:`_execute`."""
         connection = connections[self.db]
         quote = connection.ops.quote_name
         table = quote(LangGraphCheckpoint._meta.db_table)
@@ -303,32 +321,44 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
             parent_writes,
         ]
         with connection.cursor() as cursor:
-            cursor.execute(sql, [*params, row["depth"], *parent])
+            _execute(cursor, sql, [*params, row["depth"], *parent], pin)
             return cursor.fetchone() is not None
 
     def save_writes(
-        self, tenant: str, thread_id: str, checkpoint_ns: str, checkpoint_id: str, frame: bytes
+        self,
+        tenant: str,
+        thread_id: str,
+        checkpoint_ns: str,
+        checkpoint_id: str,
+        frame: bytes,
+        *,
+        pin: str | None = None,
     ) -> None:
         """Append a frame of pending writes to a checkpoint's row: ONE statement, or two
-        when the row is not there yet (a row without its checkpoint is then inserted)."""
+        when the row is not there yet (a row without its checkpoint is then inserted).
+        ``pin``: see :func:`_execute`."""
         connection = connections[self.db]
         table = connection.ops.quote_name(LangGraphCheckpoint._meta.db_table)
         key = [tenant, thread_id, checkpoint_ns, checkpoint_id]
         with connection.cursor() as cursor:
-            cursor.execute(
+            _execute(
+                cursor,
                 f"UPDATE {table} SET writes = writes || %s WHERE tenant = %s "
                 "AND thread_id = %s AND checkpoint_ns = %s AND checkpoint_id = %s",
                 [frame, *key],
+                pin,
             )
             if cursor.rowcount:
                 return
-            cursor.execute(
+            _execute(
+                cursor,
                 f"INSERT INTO {table} AS t (tenant, thread_id, checkpoint_ns, checkpoint_id, "
                 "parent_checkpoint_id, run_id, subject, depth, writes, created_at) "
                 "VALUES (%s, %s, %s, %s, '', '', '', 0, %s, now()) "
                 "ON CONFLICT (tenant, thread_id, checkpoint_ns, checkpoint_id) "
                 "DO UPDATE SET writes = t.writes || EXCLUDED.writes",
                 [*key, frame],
+                pin,
             )
 
 
