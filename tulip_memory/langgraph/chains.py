@@ -15,6 +15,7 @@ from typing import Any
 
 from tulip_memory.delta.splice import Splice
 from tulip_memory.exceptions import CheckpointCorruptError
+from tulip_memory.langgraph_rows import Entry
 
 __all__ = ["Head", "Stored", "encode", "next_head", "rebuild"]
 
@@ -32,13 +33,9 @@ class Head:
 
 @dataclass(frozen=True)
 class Stored:
-    """One version of a channel's value, as stored."""
+    """One version of a channel's value as stored, and what its cached head needs."""
 
-    channel: str
-    version: str
-    type: str
-    data: bytes
-    parent_version: str = ""  # a splice of this version's list; "" for a whole value
+    entry: Entry
     splice_at: int = 0  # where the splice starts (to rebuild the cached head)
     splice_removed: int = 0
     is_list: bool = False  # a list's version: the channel's next head
@@ -57,27 +54,24 @@ def encode(
         if len(splice.inserted) < len(value):
             type_, data = dumps([splice.at, splice.removed, splice.inserted])
             return Stored(
-                channel,
-                version,
-                type_,
-                data,
-                parent_version=head.version,
+                Entry(channel, version, type_, data, head.version),
                 splice_at=splice.at,
                 splice_removed=splice.removed,
                 is_list=True,
             )
     type_, data = dumps(value)
-    return Stored(channel, version, type_, data, is_list=isinstance(value, list))
+    return Stored(Entry(channel, version, type_, data), is_list=isinstance(value, list))
 
 
 def next_head(stored: Stored, head: Head | None, loads: Loads) -> Head | None:
     """The cached head after ``stored`` is written (private copies: decoded from its data)."""
     if not stored.is_list:
         return None
-    if head is not None and head.version == stored.version:
+    entry = stored.entry
+    if head is not None and head.version == entry.version:
         return head  # the same version stored again (whole, with every value)
-    decoded = loads((stored.type, stored.data))
-    if stored.parent_version:
+    decoded = loads((entry.type, entry.data))
+    if entry.parent_version:
         assert head is not None
         _, _, inserted = decoded
         items = (
@@ -87,7 +81,7 @@ def next_head(stored: Stored, head: Head | None, loads: Loads) -> Head | None:
         )
     else:
         items = tuple(decoded)
-    return Head(stored.version, items)
+    return Head(entry.version, items)
 
 
 def rebuild(

@@ -62,7 +62,6 @@ from tulip_memory.exceptions import CheckpointCorruptError
 from tulip_memory.identifiers import THREAD_ID_MAX_LENGTH, validate_identifier
 from tulip_memory.langgraph import chains
 from tulip_memory.langgraph_rows import (
-    Entry,
     Record,
     chain_rows,
     pack_record,
@@ -355,9 +354,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
                 metadata_type,
                 metadata_data,
                 dict(versions),
-                tuple(
-                    Entry(s.channel, s.version, s.type, s.data, s.parent_version) for s in stored
-                ),
+                tuple(s.entry for s in stored),
             )
             depth = parent.depth + 1 if parent else 0
             row = {
@@ -388,7 +385,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         """After the commit: the written list versions become the channels' heads."""
         thread_id, checkpoint_ns, _ = _configurable(config)
         for s in stored:
-            key = (tenant, thread_id, checkpoint_ns, s.channel)
+            key = (tenant, thread_id, checkpoint_ns, s.entry.channel)
             head = chains.next_head(s, self._heads.get(key), self.serde.loads_typed)
             if head is None:
                 self._heads.pop(key)
