@@ -62,6 +62,7 @@ from tulip_memory.exceptions import CheckpointCorruptError
 from tulip_memory.identifiers import THREAD_ID_MAX_LENGTH, validate_identifier
 from tulip_memory.langgraph import chains
 from tulip_memory.langgraph_rows import (
+    MAX_DEPTH,
     Record,
     chain_rows,
     pack_record,
@@ -200,7 +201,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         cache_size: int = 1024,
     ) -> None:
         for name, value, low, high in (
-            ("max_chain_depth", max_chain_depth, 0, 10_000),
+            ("max_chain_depth", max_chain_depth, 0, MAX_DEPTH),
             ("cache_size", cache_size, 0, 10_000_000),
         ):
             if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:

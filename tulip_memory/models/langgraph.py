@@ -30,6 +30,7 @@ from django.utils.translation import gettext_lazy as _
 from tulip_memory.exceptions import CheckpointCorruptError
 from tulip_memory.identifiers import CHECKPOINT_ID_MAX_LENGTH, THREAD_ID_MAX_LENGTH
 from tulip_memory.langgraph_rows import (
+    MAX_DEPTH,
     Record,
     pack_record,
     self_contained,
@@ -152,32 +153,47 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
         return self.aggregate(n=Coalesce(Sum(_row_bytes()), 0))["n"]
 
     def load_rows(
-        self, tenant: str, selection: str, params: list[Any], *, pin: str | None = None
+        self,
+        tenant: str,
+        selection: str,
+        params: list[Any],
+        *,
+        one: bool = False,
+        pin: str | None = None,
     ) -> list[dict[str, Any]]:
         """Checkpoints and the rows their values are read from: ONE statement (PostgreSQL).
 
         ``selection`` is the WHERE/ORDER/LIMIT tail choosing the checkpoints (with its
         ``params``); each comes with ``selected`` true, followed by its parents up to one
-        of depth 0 (one index lookup each). Rows are dicts of
-        :data:`LOAD_COLUMNS`; :func:`walks` puts them in order. ``pin``: see :func:`_execute`.
+        of depth 0 (one index lookup each). Rows are dicts of :data:`LOAD_COLUMNS`;
+        :func:`walks` puts them in order. ``one``: the selection chooses one checkpoint,
+        whose rows are read as the walk goes (checkpoints that share parents have them
+        read once, then joined). ``pin``: see :func:`_execute`.
         """
         connection = connections[self.db]
         table = connection.ops.quote_name(LangGraphCheckpoint._meta.db_table)
+        walked = "id, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, depth"
+        carried = f"{walked}, data, writes" if one else walked
         # The parent lookup is a LATERAL subquery kept from being flattened into a join
-        # by ``OFFSET 0``: one index lookup per step, whatever the row estimates.
+        # by ``OFFSET 0``: one index lookup per step, whatever the row estimates. ``n``
+        # stops a walk that goes round (damaged rows) after the deepest chain there can be.
         sql = (
-            "WITH RECURSIVE w (id, thread_id, checkpoint_ns, parent, depth, selected) AS ("
-            "SELECT * FROM (SELECT id, thread_id, checkpoint_ns, parent_checkpoint_id, depth, "
-            f"true FROM {table} WHERE tenant = %s AND data IS NOT NULL {selection}) s "
-            "UNION SELECT p.id, p.thread_id, p.checkpoint_ns, p.parent_checkpoint_id, p.depth, "
-            "false FROM w CROSS JOIN LATERAL (SELECT id, thread_id, checkpoint_ns, "
-            f"parent_checkpoint_id, depth FROM {table} WHERE tenant = %s "
+            f"WITH RECURSIVE w AS (SELECT * FROM (SELECT {carried}, true AS selected, 0 AS n "
+            f"FROM {table} WHERE tenant = %s AND data IS NOT NULL {selection}) s "
+            f"{'UNION ALL' if one else 'UNION'} SELECT p.*, false, w.n + 1 FROM w "
+            f"CROSS JOIN LATERAL (SELECT {carried} FROM {table} WHERE tenant = %s "
             "AND thread_id = w.thread_id AND checkpoint_ns = w.checkpoint_ns "
-            "AND checkpoint_id = w.parent AND data IS NOT NULL OFFSET 0) p WHERE w.depth > 0) "
-            "SELECT t.id, t.thread_id, t.checkpoint_ns, t.checkpoint_id, t.parent_checkpoint_id, "
-            "t.depth, t.data, t.writes, w.selected "
-            f"FROM w JOIN {table} t ON t.id = w.id"
+            "AND checkpoint_id = w.parent_checkpoint_id AND data IS NOT NULL OFFSET 0) p "
+            f"WHERE w.depth > 0 AND w.n <= {MAX_DEPTH}) "
         )
+        if one:
+            sql += f"SELECT {carried}, selected FROM w"
+        else:
+            sql += (
+                "SELECT t.id, t.thread_id, t.checkpoint_ns, t.checkpoint_id, "
+                "t.parent_checkpoint_id, t.depth, t.data, t.writes, w.selected "
+                f"FROM w JOIN {table} t ON t.id = w.id"
+            )
         with connection.cursor() as cursor:
             _execute(cursor, sql, [tenant, *params, tenant], pin)
             return [dict(zip(LOAD_COLUMNS, row, strict=True)) for row in cursor.fetchall()]
