@@ -191,14 +191,7 @@ def run_savers(urls: Any, turns: int, max_chain_depth: int | None) -> None:
         DjangoSaver(tenant="bench", **options), DjangoSaver(tenant="bench"), turns
     )
     ours["payload"] = DjangoSaver(tenant="bench").storage_bytes(THREAD)
-    ours["tables"] = table_bytes(
-        urls.owner,
-        [
-            "tulip_memory_langgraph_checkpoint",
-            "tulip_memory_langgraph_blob",
-            "tulip_memory_langgraph_write",
-        ],
-    )
+    ours["tables"] = table_bytes(urls.owner, ["tulip_memory_langgraph_checkpoint"])
     results["DjangoSaver (tulip_memory)"] = ours
     with (
         PostgresSaver.from_conn_string(urls.owner) as saver,

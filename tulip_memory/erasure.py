@@ -124,9 +124,7 @@ def _erase(
         DeltaCheckpointRecord,
         ExtractionJob,
         ExtractionQueue,
-        LangGraphBlob,
         LangGraphCheckpoint,
-        LangGraphWrite,
         MemoryItem,
         namespace_prefix_condition,
     )
@@ -159,22 +157,14 @@ def _erase(
         ),
     ]
     if _connection_vendor(using) == "postgresql":  # the LangGraph tables are PostgreSQL's
-        tables.append(
-            (
-                LangGraphCheckpoint,
-                (
-                    ("langgraph_checkpoints", LangGraphCheckpoint),
-                    ("langgraph_blobs", LangGraphBlob),
-                    ("langgraph_writes", LangGraphWrite),
-                ),
-            )
-        )
+        tables.append((LangGraphCheckpoint, (("langgraph_checkpoints", LangGraphCheckpoint),)))
     for tagged, parts in tables:
         threads = tagged.objects.using(using).threads_of_subject(tenant, subject)
         if not threads:
             continue
         for key, model in parts:
-            rows = model.objects.using(using).of_threads(tenant, threads)
+            # The base manager: every row, a LangGraph row holding only pending writes too.
+            rows = model._base_manager.using(using).filter(tenant=tenant, thread_id__in=threads)
             counts[key] = rows.count() if dry_run else rows.delete()[0]
     return counts
 

@@ -14,7 +14,7 @@ from django.urls import reverse
 
 from tests.admin.conftest import checkpoint_pk, make_staff, pick_tenant
 from tulip_memory.langgraph import DjangoSaver
-from tulip_memory.models import LangGraphBlob, LangGraphCheckpoint
+from tulip_memory.models import LangGraphCheckpoint
 from tulip_memory.tenancy import tenant_atomic
 from tulip_memory.testing.langgraph_agent import build_agent, user_turn
 
@@ -71,8 +71,8 @@ def test_every_checkpoint_lists_them_all_with_working_parent_links(root_client):
 def test_a_checkpoint_shows_its_chat_timeline_and_thread_rebuilt_from_splices(root_client):
     ids = run_graph("acme", "chat-a", 3)
     with tenant_atomic("acme"):
-        # The message list is stored as splices: the page must still show it whole.
-        assert LangGraphBlob.objects.filter(channel="messages").exclude(parent_version="")
+        # Stored against its parents (the messages as splices): the page shows it whole.
+        assert LangGraphCheckpoint.objects.get(checkpoint_id=ids[0]).depth > 0
     pick_tenant(root_client, "acme")
     url = reverse(CHANGE, args=[_pk("acme", ids[0])])
     response = root_client.get(url)
@@ -98,18 +98,19 @@ def test_a_checkpoint_shows_its_chat_timeline_and_thread_rebuilt_from_splices(ro
     assert history.status_code == 302 and history["Location"] == reverse(CHANGE, args=[1])
 
 
-def test_a_checkpoint_whose_chain_lost_a_value_still_shows_its_metadata(root_client):
+def test_a_checkpoint_whose_parents_are_gone_says_so_and_the_page_still_opens(root_client):
     ids = run_graph("acme", "chat-d", 2)
-    with tenant_atomic("acme"):  # the chain's base: every later version splices onto it
-        LangGraphBlob.objects.filter(channel="messages", parent_version="").delete()
+    with tenant_atomic("acme"):  # the rows holding every value: the later ones need them
+        LangGraphCheckpoint.objects.filter(depth=0).delete()
     pick_tenant(root_client, "acme")
     response = root_client.get(reverse(CHANGE, args=[_pk("acme", ids[0])]))
     page = response.content.decode()
     assert response.status_code == 200
-    assert page.count("the checkpoint could not be read") == 2  # values, pending writes
-    metadata = page[page.index("field-pretty_metadata") :]
-    assert "&quot;source&quot;: &quot;loop&quot;" in metadata[: metadata.index("</pre>")]
-    assert re.search(r'field-step">.*?<div class="readonly">\d+</div>', page, re.S)
+    # Values, pending writes, metadata: compressed against the parents, none can be read.
+    assert page.count("the checkpoint could not be read") == 3
+    assert "a checkpoint its values are stored against is missing" in page
+    assert re.search(r'field-step">.*?<div class="readonly">-</div>', page, re.S)
+    assert ids[0] in page[page.index('id="tulip-thread-timeline"') :]
 
 
 def test_pending_writes_of_an_interrupted_run_are_shown(root_client):

@@ -27,9 +27,7 @@ from tulip_memory.models import (
     ErasureReceipt,
     ExtractionJob,
     ExtractionQueue,
-    LangGraphBlob,
     LangGraphCheckpoint,
-    LangGraphWrite,
     MemoryItem,
 )
 from tulip_memory.namespaces import encode_namespace
@@ -142,8 +140,6 @@ THREAD_MODELS = {
     "delta_checkpoints": DeltaCheckpointRecord,
     "delta_blocks": DeltaBlock,
     "langgraph_checkpoints": LangGraphCheckpoint,
-    "langgraph_blobs": LangGraphBlob,
-    "langgraph_writes": LangGraphWrite,
 }
 
 

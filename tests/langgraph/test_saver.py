@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+from typing import Any
 
 import psycopg
 import pytest
@@ -46,6 +47,9 @@ async def test_200_turns_give_the_state_in_memory_saver_gives_after_every_turn()
     # A fresh saver (a new process: nothing cached) reads the same state back.
     fresh = await build_agent(DjangoSaver(tenant="acme")).aget_state(config)
     assert fresh.values == expected.values
+    # Every checkpoint, each read with the parents its values are stored against.
+    history = [s.values async for s in ours.aget_state_history(config)]
+    assert history == [s.values async for s in reference.aget_state_history(config)]
     # Splices: far fewer bytes than the whole list at every version would take.
     whole = sum(
         [
@@ -66,6 +70,9 @@ def test_the_sync_api_runs_a_graph_too():
         assert ours.get_state(config).values == reference.get_state(config).values
     ours_history = [s.values for s in ours.get_state_history(config)]
     assert ours_history == [s.values for s in reference.get_state_history(config)]
+    # The newest 7 checkpoints kept: those stored against a deleted one get all their values.
+    assert ours.checkpointer.keep_newest(["sync-chat"], 7) == len(ours_history) - 7
+    assert [s.values for s in ours.get_state_history(config)] == ours_history[:7]
 
 
 async def test_time_travel_resumes_from_an_older_checkpoint():
@@ -139,34 +146,69 @@ def test_get_tuple_is_one_statement():
     assert len(reads) == 1, reads
 
 
-async def test_a_splice_whose_version_is_gone_is_an_error_naming_it():
-    from tulip_memory.models import LangGraphBlob
+def _damage(thread_id: str, **changes: Any) -> int:
+    """Change the thread's rows of depth 0 of tenant acme (as someone editing them by hand
+    would): delete them (no ``changes``) or update them; how many."""
+    from tulip_memory.models import LangGraphCheckpoint
     from tulip_memory.tenancy import tenant_atomic
+
+    with tenant_atomic("acme"):
+        rows = LangGraphCheckpoint.objects.filter(tenant="acme", thread_id=thread_id, depth=0)
+        return rows.update(**changes) if changes else rows.delete()[0]
+
+
+def test_the_tenant_is_pinned_for_a_calls_statements_only():
+    from tulip_memory.conf import settings
+
+    saver = DjangoSaver(tenant="acme")
+    build_agent(saver).invoke(user_turn(0), _config("pinned"))  # puts, writes, reads
+
+    def setting_after() -> object:
+        with connection.cursor() as cursor:  # the worker thread's connection
+            cursor.execute("SELECT current_setting(%s, true)", [settings.TENANT_SETTING])
+            return cursor.fetchone()[0]
+
+    assert saver._worker.submit(setting_after).result() in ("", None)
+    with tenant_context("globex"), pytest.raises(TenantError):
+        saver.get_tuple(_config("pinned"))
+    assert DjangoSaver(tenant="globex").get_tuple(_config("pinned")) is None
+
+
+async def test_a_checkpoint_whose_parents_are_gone_is_an_error_naming_it():
+    from asgiref.sync import sync_to_async
 
     saver = DjangoSaver(tenant="acme")
     config = _config("damaged")
     for turn in range(2):
         await build_agent(saver).ainvoke(user_turn(turn), config)
+    assert await sync_to_async(_damage)("damaged") == 1
+    with pytest.raises(
+        CheckpointCorruptError,
+        match=r"checkpoint '.*' of thread 'damaged': a checkpoint its values are stored against",
+    ):
+        await DjangoSaver(tenant="acme").aget_tuple(config)
 
-    def drop_the_whole_lists():
-        with tenant_atomic("acme"):
-            LangGraphBlob.objects.filter(
-                tenant="acme", thread_id="damaged", channel="messages", parent_version=""
-            ).delete()
 
+async def test_damaged_stored_data_is_an_error_naming_the_checkpoint():
     from asgiref.sync import sync_to_async
 
-    await sync_to_async(drop_the_whole_lists)()
-    with pytest.raises(CheckpointCorruptError, match="channel 'messages' of checkpoint"):
+    saver = DjangoSaver(tenant="acme")
+    config = _config("garbled")
+    await build_agent(saver).ainvoke(user_turn(0), config)
+    assert await sync_to_async(_damage)("garbled", data=b"\x01garbage") == 1
+    with pytest.raises(CheckpointCorruptError, match="of thread 'garbled': unreadable stored data"):
         await saver.aget_tuple(config)
 
 
-async def test_a_splice_on_a_version_another_saver_deleted_is_stored_whole():
+async def test_a_delta_on_a_checkpoint_another_saver_deleted_is_stored_whole():
+    from asgiref.sync import sync_to_async
+
     writer, other = DjangoSaver(tenant="acme"), DjangoSaver(tenant="acme")
     config = _config("deleted-meanwhile")
     await build_agent(writer).ainvoke(user_turn(0), config)
-    await other.adelete_thread("deleted-meanwhile")  # the writer's cached head is gone
-    # The same list again, one turn longer: the writer would splice it on its head.
+    newest = (await writer.aget_tuple(config)).config
+    await other.adelete_thread("deleted-meanwhile")  # the writer's cached tip is gone
+    # The same list again, one turn longer, put on the writer's tip: a splice of it.
     reference = build_agent(InMemorySaver())
     for turn in range(2):
         await reference.ainvoke(user_turn(turn), config)
@@ -175,21 +217,42 @@ async def test_a_splice_on_a_version_another_saver_deleted_is_stored_whole():
     checkpoint = (await reference.checkpointer.aget_tuple(config)).checkpoint
     checkpoint = {**checkpoint, "channel_versions": {"messages": version}}
     metadata = {"source": "update", "step": 1, "parents": {}}
-    await writer.aput(config, checkpoint, metadata, {"messages": version})
+    await writer.aput(newest, checkpoint, metadata, {"messages": version})
     found = await other.aget_tuple(config)
     assert found.checkpoint["channel_values"]["messages"] == expected["messages"]
 
-    def stored_whole() -> bool:
-        from tulip_memory.models import LangGraphBlob
+    def depths() -> list[int]:
+        from tulip_memory.models import LangGraphCheckpoint
         from tulip_memory.tenancy import tenant_atomic
 
         with tenant_atomic("acme"):
-            row = LangGraphBlob.objects.get(tenant="acme", version=version)
-            return row.parent_version == "" and row.base_version == version
+            rows = LangGraphCheckpoint.objects.filter(tenant="acme", thread_id="deleted-meanwhile")
+            return list(rows.values_list("depth", flat=True))
 
-    from asgiref.sync import sync_to_async
+    assert await sync_to_async(depths)() == [0]
 
-    assert await sync_to_async(stored_whole)()
+
+async def test_pending_writes_sent_before_their_checkpoint_wait_for_it():
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    saver = DjangoSaver(tenant="acme")
+    checkpoint = empty_checkpoint()
+    config = _config("writes-first", checkpoint_ns="", checkpoint_id=checkpoint["id"])
+    await saver.aput_writes(config, [("messages", ["early"])], "task-1", "~a")
+    # Held in a row without a checkpoint: nothing to load, list or count yet.
+    assert await saver.aget_tuple(_config("writes-first")) is None
+    assert [t async for t in saver.alist(_config("writes-first"))] == []
+    assert await saver.astorage_bytes("writes-first") > 0
+    await saver.aput(_config("writes-first"), checkpoint, {"step": -1}, {})
+    await saver.aput_writes(config, [("messages", ["late"])], "task-2", "~b")
+    found = await saver.aget_tuple(_config("writes-first"))
+    assert found.checkpoint["id"] == checkpoint["id"]
+    assert found.pending_writes == [
+        ("task-1", "messages", ["early"]),
+        ("task-2", "messages", ["late"]),
+    ]
+    await saver.adelete_thread("writes-first")
+    assert await saver.astorage_bytes("writes-first") == 0
 
 
 async def test_bad_input_is_refused_with_what_is_wrong():

@@ -11,7 +11,7 @@ import pytest
 from tulip_memory.clock import utc_now
 from tulip_memory.events import EV_CHECKPOINT_PRUNED
 from tulip_memory.langgraph import DjangoSaver
-from tulip_memory.models import LangGraphBlob, LangGraphCheckpoint, LangGraphWrite
+from tulip_memory.models import LangGraphCheckpoint
 from tulip_memory.retention.checkpoints import prune_checkpoints, prune_tenant_checkpoints
 from tulip_memory.retention.policy import RetentionPolicy
 from tulip_memory.tenancy import tenant_atomic
@@ -86,7 +86,7 @@ def test_keep_last_keeps_the_newest_of_a_langgraph_thread_exactly(sent_events):
     }
 
 
-def test_idle_langgraph_threads_go_whole_with_their_blobs_and_writes():
+def test_idle_langgraph_threads_go_whole_with_their_values_and_writes():
     _chat("acme", "old", 2)
     _chat("acme", "fresh", 1)
     with tenant_atomic("acme"):
@@ -102,8 +102,7 @@ def test_idle_langgraph_threads_go_whole_with_their_blobs_and_writes():
 
     report = prune_tenant_checkpoints("acme", policy=policy)
     assert (report.checkpoints, report.threads) == (count, 1)
-    for model in (LangGraphCheckpoint, LangGraphBlob, LangGraphWrite):
-        assert _rows(model, "acme", "old") == 0
+    assert _rows(LangGraphCheckpoint, "acme", "old") == 0
     assert _history("acme", "fresh") == fresh
 
 

@@ -178,9 +178,7 @@ class LangGraphCheckpointAdmin(
 
     def get_queryset(self, request: Any) -> Any:
         parent = sibling_pk(LangGraphCheckpoint, "parent_checkpoint_id", "checkpoint_ns")
-        return (
-            super().get_queryset(request).defer("checkpoint", "metadata").annotate(parent_pk=parent)
-        )
+        return super().get_queryset(request).defer("data", "writes").annotate(parent_pk=parent)
 
     def get_list_display(self, request: Any) -> Any:
         return self.thread_list_display if _shows_threads(request) else self.list_display
@@ -237,13 +235,16 @@ class LangGraphCheckpointAdmin(
         return cached
 
     def _metadata(self, obj: LangGraphCheckpoint) -> dict[str, Any] | None:
-        """The checkpoint's metadata: from its tuple, else decoded from its own column (a
-        damaged channel value leaves it readable); None when that fails too."""
+        """The checkpoint's metadata: from its tuple, else decoded from its row (a damaged
+        channel value leaves it readable); None when that fails too."""
         found = self._loaded(obj)[0]
         if found is not None:
             return dict(found.metadata)
+        record = self._thread(obj).records().get(obj.pk)
+        if record is None:
+            return None
         try:
-            decoded = self.saver(obj).serde.loads_typed((obj.metadata_type, bytes(obj.metadata)))
+            decoded = self.saver(obj).serde.loads_typed((record.metadata_type, record.metadata))
         except Exception:  # any failure of a serializer on damaged bytes
             return None
         return dict(decoded) if isinstance(decoded, dict) else None
@@ -325,25 +326,23 @@ class LangGraphCheckpointAdmin(
 
     @admin.display(description=_("the thread's checkpoints (oldest first)"))
     def thread_timeline(self, obj: LangGraphCheckpoint) -> str:
+        thread = self._thread(obj)
         rows = list(
-            self._thread(obj).values_list(
-                "pk",
-                "checkpoint_ns",
-                "checkpoint_id",
-                "parent_checkpoint_id",
-                "metadata_type",
-                "metadata",
-                "created_at",
+            thread.values_list(
+                "pk", "checkpoint_ns", "checkpoint_id", "parent_checkpoint_id", "created_at"
             )
         )
         pk_of = {(ns, checkpoint_id): pk for pk, ns, checkpoint_id, *_ in rows}
         try:
             loads = self.saver(obj).serde.loads_typed
+            records = thread.records()
         except ImportError:
-            loads = None
+            loads, records = None, {}
         entries = []
-        for pk, ns, checkpoint_id, parent_id, metadata_type, metadata, created in rows:
-            decoded = loads((metadata_type, bytes(metadata))) if loads is not None else {}
+        for pk, ns, checkpoint_id, parent_id, created in rows:
+            decoded = {}
+            if loads is not None and (record := records.get(pk)) is not None:
+                decoded = loads((record.metadata_type, record.metadata))
             entries.append(
                 {
                     "link": change_link(LangGraphCheckpoint, pk, checkpoint_id),

@@ -1,25 +1,23 @@
 """Channel values stored as chains of splices, encoded by LangGraph's serializer.
 
 A version of a list-valued channel (a message list that grew by a turn) is stored as
-one :class:`~tulip_memory.delta.splice.Splice` against an earlier version of the same
-channel — the one this process wrote or read last — instead of the whole list; every
-``max_chain_depth`` versions the whole list is stored again, so a load applies at most
-that many splices. :class:`Stored` is one row's worth; :func:`rebuild` turns the rows of
-a chain back into values. No Django here: the saver does the I/O.
+one :class:`~tulip_memory.delta.splice.Splice` against the version of the same channel
+in the parent checkpoint — when this process wrote that one and still holds it — instead
+of the whole list. :class:`Stored` is one value's worth; :func:`rebuild` turns the
+versions of a chain back into values. No Django here: the saver does the I/O.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from tulip_memory.delta.splice import Splice
 from tulip_memory.exceptions import CheckpointCorruptError
+from tulip_memory.langgraph_rows import Entry
 
-__all__ = ["EMPTY", "Head", "Stored", "encode", "next_head", "rebuild"]
-
-EMPTY = "empty"  # the type of a version without a value (LangGraph's own marker)
+__all__ = ["Head", "Stored", "encode", "next_head", "rebuild"]
 
 Dumps = Callable[[Any], tuple[str, bytes]]
 Loads = Callable[[tuple[str, bytes]], Any]
@@ -31,21 +29,13 @@ class Head:
 
     version: str
     items: tuple[Any, ...]
-    base_version: str
-    depth: int
 
 
 @dataclass(frozen=True)
 class Stored:
-    """What one blob row holds."""
+    """One version of a channel's value as stored, and what its cached head needs."""
 
-    channel: str
-    version: str
-    type: str
-    data: bytes | None
-    parent_version: str = ""  # a splice of this version's list; "" for a whole value
-    base_version: str = ""
-    depth: int = 0
+    entry: Entry
     splice_at: int = 0  # where the splice starts (to rebuild the cached head)
     splice_removed: int = 0
     is_list: bool = False  # a list's version: the channel's next head
@@ -56,39 +46,32 @@ def encode(
     version: str,
     value: Any,
     head: Head | None,
-    *,
-    max_chain_depth: int,
     dumps: Dumps,
 ) -> Stored:
-    """The row of ``value``: a splice on ``head`` when that is smaller, else whole."""
-    if isinstance(value, list) and head is not None and head.depth < max_chain_depth:
+    """How ``value`` is stored: a splice on ``head`` when that is smaller, else whole."""
+    if isinstance(value, list) and head is not None:
         splice = Splice.between(head.items, value)
         if len(splice.inserted) < len(value):
             type_, data = dumps([splice.at, splice.removed, splice.inserted])
             return Stored(
-                channel,
-                version,
-                type_,
-                data,
-                parent_version=head.version,
-                base_version=head.base_version,
-                depth=head.depth + 1,
+                Entry(channel, version, type_, data, head.version),
                 splice_at=splice.at,
                 splice_removed=splice.removed,
                 is_list=True,
             )
     type_, data = dumps(value)
-    return Stored(
-        channel, version, type_, data, base_version=version, is_list=isinstance(value, list)
-    )
+    return Stored(Entry(channel, version, type_, data), is_list=isinstance(value, list))
 
 
 def next_head(stored: Stored, head: Head | None, loads: Loads) -> Head | None:
     """The cached head after ``stored`` is written (private copies: decoded from its data)."""
-    if not stored.is_list or stored.data is None:
+    if not stored.is_list:
         return None
-    decoded = loads((stored.type, stored.data))
-    if stored.parent_version:
+    entry = stored.entry
+    if head is not None and head.version == entry.version:
+        return head  # the same version stored again (whole, with every value)
+    decoded = loads((entry.type, entry.data))
+    if entry.parent_version:
         assert head is not None
         _, _, inserted = decoded
         items = (
@@ -98,22 +81,22 @@ def next_head(stored: Stored, head: Head | None, loads: Loads) -> Head | None:
         )
     else:
         items = tuple(decoded)
-    return Head(stored.version, items, stored.base_version, stored.depth)
+    return Head(entry.version, items)
 
 
 def rebuild(
-    rows: Mapping[str, tuple[str, str, bytes | None]],
+    rows: Mapping[str, tuple[str, str, bytes]],
     version: str,
     loads: Loads,
-    decoded: dict[str, Any],
+    decoded: dict[tuple[str, str], Any],
     where: str,
 ) -> Any:
     """The value of ``version`` from ``rows`` ({version: (type, parent_version, data)}).
 
-    ``decoded`` keeps the rows already decoded (of this channel, for the other versions
-    a ``list`` rebuilds); each value is rebuilt on its own copy of the chain's whole
-    list. A missing version or a splice that does not fit raises
-    CheckpointCorruptError naming ``where``.
+    ``decoded`` keeps the versions already decoded, by version and the version it is
+    spliced on (of this channel, for the other versions a ``list`` rebuilds); each value
+    is rebuilt on its own copy of the chain's whole list. A missing version or a splice
+    that does not fit raises CheckpointCorruptError naming ``where``.
     """
     path = [version]
     while True:
@@ -129,10 +112,12 @@ def rebuild(
         path.append(row[1])
 
     def payload(step: str) -> Any:
-        if step not in decoded:
-            type_, _, data = rows[step]
-            decoded[step] = loads((type_, cast(bytes, data)))  # None: an empty channel
-        return decoded[step]
+        type_, parent, data = rows[step]
+        # A version may be stored twice: a splice, and whole again in a later row.
+        key = (step, parent)
+        if key not in decoded:
+            decoded[key] = loads((type_, data))
+        return decoded[key]
 
     base = payload(path[-1])
     if len(path) == 1:

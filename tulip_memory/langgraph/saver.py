@@ -1,34 +1,38 @@
 """DjangoSaver: LangGraph's checkpoint saver on this app's tables, per tenant, delta-compressed.
 
-Rows (:mod:`tulip_memory.models.langgraph`): a checkpoint without its channel values, one
-blob per channel version, the pending writes — laid out like ``PostgresSaver``'s, with
-three differences:
+Rows (:mod:`tulip_memory.models.langgraph`): one per checkpoint, holding compressed
+(:mod:`tulip_memory.langgraph_rows`) the checkpoint, its metadata, the channel values it
+adds and its pending writes:
 
-* **Tenants.** Every row carries its tenant and every call runs in one transaction
-  pinned to it (:class:`~tulip_memory.tenant_database.TenantDatabase`): row-level
-  security shows and accepts only that tenant's rows. The tenant is the saver's
+* **Tenants.** Every row carries its tenant and every statement runs pinned to it: in
+  a tenant transaction (:class:`~tulip_memory.tenant_database.TenantDatabase`), or —
+  ``put``, ``put_writes``, ``get_tuple`` — sent with the setting in one query that
+  PostgreSQL runs as one transaction (:meth:`DjangoSaver._pinned`): row-level security
+  shows and accepts only that tenant's rows. The tenant is the saver's
   ``tenant`` argument, else the one bound by :func:`~tulip_memory.tenancy.tenant_context`
   (or ``TenantMiddleware``) at call time — never anything from the graph's config.
-* **Splices.** A list channel's new version (a message list one turn longer) is stored
-  as a splice against the version of that channel this saver wrote or read last (see
-  :mod:`tulip_memory.langgraph.chains`), the whole list every ``max_chain_depth``
-  versions. The version spliced on is locked (``FOR UPDATE``) in the transaction that
-  writes the splice; if it is gone the value is stored whole.
-* **Loads.** ``get_tuple`` is ONE statement: the checkpoint, the blob chains of its
-  channel versions and its pending writes (``LangGraphCheckpointQuerySet.load_rows``).
-  ``list`` is two: the matching checkpoints' ids and metadata, then the same load.
+* **Deltas.** A checkpoint whose parent this saver wrote last (in this process) stores
+  only the values that changed, a list channel's new version (a message list one turn
+  longer) as a splice of the parent's (:mod:`tulip_memory.langgraph.chains`); the rest
+  are read from its parents. Every ``max_chain_depth`` checkpoints, and whenever the
+  parent is not the one this saver wrote last, a checkpoint stores every value whole.
+  The parent is locked (``FOR KEY SHARE``) by the statement storing a delta; if it is
+  gone the values are stored whole.
+* **Loads.** ``get_tuple`` is ONE statement: the checkpoint with its pending writes and
+  the parents its values are read from (``LangGraphCheckpointQuerySet.load_rows``).
+  ``list`` is two: the matching checkpoints' ids (and metadata, to filter), then the load.
 
 Values and metadata go through the saver's serializer (``serde``) as in every LangGraph
-saver. Sync methods run in the caller's thread; async ones off the event loop.
+saver. Sync methods run on the saver's worker thread; async ones off the event loop.
 """
 
 from __future__ import annotations
 
-import json
 import random
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar, cast
 
 from langchain_core.runnables import RunnableConfig
@@ -54,8 +58,18 @@ from tulip_memory.events import (
     emit,
     emit_sync,
 )
+from tulip_memory.exceptions import CheckpointCorruptError
 from tulip_memory.identifiers import THREAD_ID_MAX_LENGTH, validate_identifier
 from tulip_memory.langgraph import chains
+from tulip_memory.langgraph_rows import (
+    MAX_DEPTH,
+    Record,
+    chain_rows,
+    pack_record,
+    pack_writes,
+    unpack_walk,
+    unpack_writes,
+)
 from tulip_memory.lru import LRUCache
 from tulip_memory.subjects import subject_of
 from tulip_memory.tenant_database import TenantDatabase, on_worker_thread
@@ -71,6 +85,8 @@ PRUNE_STRATEGIES = ("keep_latest", "delete")
 
 # A list channel's head in this process: (tenant, thread, namespace, channel) -> Head.
 _HeadKey = tuple[str, str, str, str]
+# A namespace's tip in this process: (tenant, thread, namespace) -> _Tip.
+_TipKey = tuple[str, str, str]
 
 
 def _thread_id(value: object, what: str = "thread_id") -> str:
@@ -119,26 +135,16 @@ def _config(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> RunnableC
     }
 
 
-def _blob_rows(
-    stored: Sequence[chains.Stored],
-) -> list[tuple[str, str, str, str, int, str, bytes | None]]:
-    """The blob rows of ``stored``. A version without a value (LangGraph's trigger
-    channels: most new versions of a tool-calling loop) gets no row: a load skips a
-    version without a row as it skips an empty one, and the row would cost more than the
-    checkpoint's own bytes."""
-    return [
-        (
-            s.channel,
-            s.version,
-            s.parent_version,
-            s.base_version or s.version,
-            s.depth,
-            s.type,
-            s.data,
-        )
-        for s in stored
-        if s.type != chains.EMPTY
-    ]
+@dataclass(frozen=True)
+class _Tip:
+    """The checkpoint this saver wrote last in a namespace of a thread: its record
+    without values and the pending writes this saver stored with it since (``writes``),
+    what a child is compressed against."""
+
+    checkpoint_id: str
+    record: Record
+    depth: int
+    writes: bytes = b""
 
 
 def _ids(tenant: str, config: RunnableConfig, started: float) -> dict[str, Any]:
@@ -179,7 +185,8 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
 
     ``tenant`` fixes the tenant (else the bound one is used at call time); ``serde`` is
     LangGraph's serializer (its default when None); ``max_chain_depth`` bounds the
-    splices a load applies per channel; ``cache_size`` bounds the list heads kept.
+    parents a load reads (and the splices it applies per channel); ``cache_size`` bounds
+    the threads' newest checkpoints and the list heads kept.
     """
 
     vendor = "postgresql"
@@ -194,7 +201,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         cache_size: int = 1024,
     ) -> None:
         for name, value, low, high in (
-            ("max_chain_depth", max_chain_depth, 0, 10_000),
+            ("max_chain_depth", max_chain_depth, 0, MAX_DEPTH),
             ("cache_size", cache_size, 0, 10_000_000),
         ):
             if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
@@ -203,6 +210,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         BaseCheckpointSaver.__init__(self, serde=serde)
         self.max_chain_depth = max_chain_depth
         self._heads: LRUCache[_HeadKey, chains.Head] = LRUCache(cache_size, name="cache_size")
+        self._tips: LRUCache[_TipKey, _Tip] = LRUCache(cache_size, name="cache_size")
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tulip-langgraph")
 
     def _run_sync(self, func: Callable[..., T], *args: Any, lock: str | None = None) -> T:
@@ -214,6 +222,45 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         return self._worker.submit(
             on_worker_thread, self.using, self._in_transaction, tenant, func, args, lock
         ).result()
+
+    def _pinned(self, tenant: str, func: Callable[..., T], args: tuple[Any, ...]) -> T:
+        """Run ``func(tenant, *args, pin=...)``, whose work is one statement or a few that
+        each stand alone, with the fewest round trips.
+
+        Outside a transaction, on a connection sending queries whole (psycopg's
+        client-side binding: Django's default), ``pin`` is the tenant: each statement
+        goes with ``set_config`` of the tenant in one query, whose statements PostgreSQL
+        runs as one transaction (the setting ends with it) — one round trip instead of
+        four (BEGIN, the setting, the statement, COMMIT). Else ``pin`` is None and the
+        call runs in a tenant transaction (``tenant_atomic``).
+        """
+        import psycopg
+        from django.db import connections
+
+        from tulip_memory.tenancy import tenant_atomic
+
+        connection = connections[self.using]
+        connection.ensure_connection()
+        factory = connection.connection.cursor_factory
+        autocommit = connection.get_autocommit() and not connection.in_atomic_block
+        if autocommit and issubclass(factory, psycopg.ClientCursor):
+            return func(tenant, *args, pin=tenant)
+        with tenant_atomic(tenant, using=self.using):
+            return func(tenant, *args, pin=None)
+
+    def _run_pinned_sync(self, func: Callable[..., T], *args: Any) -> T:
+        """:meth:`_pinned` on the saver's worker thread."""
+        tenant = self._resolve_tenant()
+        return self._worker.submit(
+            on_worker_thread, self.using, self._pinned, tenant, func, args
+        ).result()
+
+    async def _run_pinned(self, func: Callable[..., T], *args: Any) -> T:
+        """:meth:`_pinned` off the event loop."""
+        from asgiref.sync import sync_to_async
+
+        tenant = self._resolve_tenant()
+        return await sync_to_async(self._pinned)(tenant, func, args)
 
     # -- versions ----------------------------------------------------------------------
 
@@ -243,29 +290,25 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
 
     # -- writing -----------------------------------------------------------------------
 
-    def _encode_blobs(
+    def _entries(
         self,
-        tenant: str,
-        thread_id: str,
-        checkpoint_ns: str,
+        key: _TipKey,
         values: dict[str, Any],
-        new_versions: ChannelVersions,
+        versions: ChannelVersions,
+        parent: _Tip | None,
     ) -> list[chains.Stored]:
+        """How the values of ``versions`` are stored: against ``parent`` (a list as a
+        splice of its version there, when this saver holds it), or whole."""
         stored = []
-        for channel, version in new_versions.items():
+        for channel, version in versions.items():
             if channel not in values:
-                stored.append(chains.Stored(channel, str(version), chains.EMPTY, None))
-                continue
-            head = self._heads.get((tenant, thread_id, checkpoint_ns, channel))
+                continue  # a version without a value (a trigger channel): nothing to store
+            head = self._heads.get((*key, channel))
+            known = parent.record.versions.get(channel) if parent else None
+            if head is None or head.version != str(known):
+                head = None
             stored.append(
-                chains.encode(
-                    channel,
-                    str(version),
-                    values[channel],
-                    head,
-                    max_chain_depth=self.max_chain_depth,
-                    dumps=self.serde.dumps_typed,
-                )
+                chains.encode(channel, str(version), values[channel], head, self.serde.dumps_typed)
             )
         return stored
 
@@ -276,6 +319,8 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
+        *,
+        pin: str | None,
     ) -> tuple[RunnableConfig, list[chains.Stored]]:
         from tulip_memory.models import LangGraphCheckpoint
 
@@ -283,54 +328,65 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         validate_identifier(checkpoint["id"], "checkpoint id")
         body = dict(checkpoint)
         values = cast(dict[str, Any], body.pop("channel_values", {}) or {})
-        channel_versions = body.pop("channel_versions", {}) or {}
+        versions = cast(ChannelVersions, body.pop("channel_versions", {}) or {})
         checkpoint_type, checkpoint_data = self.serde.dumps_typed(body)
         serializable = get_serializable_checkpoint_metadata(config, metadata)
         metadata_type, metadata_data = self.serde.dumps_typed(serializable)
         run_id = serializable.get("run_id")
-
-        stored = self._encode_blobs(tenant, thread_id, checkpoint_ns, values, new_versions)
-        rows = LangGraphCheckpoint.objects.using(self.using)
-        refused = rows.save_checkpoint(
-            tenant,
-            thread_id,
-            checkpoint_ns,
-            {
+        key = (tenant, thread_id, checkpoint_ns)
+        # Stored against the parent when this saver wrote it last, and every version the
+        # checkpoint refers to is new or the parent's (so its parents hold it).
+        parent = self._tips.get(key)
+        if parent is not None and not (
+            parent.checkpoint_id == parent_id
+            and parent.depth < self.max_chain_depth
+            and all(
+                channel in new_versions or parent.record.versions.get(channel) == version
+                for channel, version in versions.items()
+            )
+        ):
+            parent = None
+        rows = LangGraphCheckpoint.rows.using(self.using)
+        while True:
+            stored = self._entries(key, values, new_versions if parent else versions, parent)
+            record = Record(
+                checkpoint_type,
+                checkpoint_data,
+                metadata_type,
+                metadata_data,
+                dict(versions),
+                tuple(s.entry for s in stored),
+            )
+            depth = parent.depth + 1 if parent else 0
+            row = {
+                "thread_id": thread_id,
+                "checkpoint_ns": checkpoint_ns,
                 "checkpoint_id": checkpoint["id"],
                 "parent_checkpoint_id": parent_id or "",
                 "run_id": str(run_id) if run_id is not None else "",
-                "checkpoint_type": checkpoint_type,
-                "checkpoint": checkpoint_data,
-                "channel_versions": channel_versions,
-                "metadata_type": metadata_type,
-                "metadata": metadata_data,
                 "subject": subject_of(serializable),
-            },
-            _blob_rows(stored),
-        )
-        if refused:
-            # The version a splice applies to was deleted meanwhile: store the value whole.
-            whole = [
-                chains.encode(
-                    s.channel,
-                    s.version,
-                    values[s.channel],
-                    None,
-                    max_chain_depth=0,
-                    dumps=self.serde.dumps_typed,
-                )
-                for s in stored
-                if (s.channel, s.version) in refused
-            ]
-            rows.save_checkpoint(tenant, thread_id, checkpoint_ns, None, _blob_rows(whole))
-            stored = [s for s in stored if (s.channel, s.version) not in refused] + whole
+                "depth": depth,
+                "data": pack_record(record, (parent.record, parent.writes) if parent else None),
+            }
+            # The parent was deleted (or given writes by another process) meanwhile: store
+            # every value.
+            if (
+                rows.save_checkpoint(tenant, row, parent.writes if parent else b"", pin=pin)
+                or not parent
+            ):
+                break
+            parent = None
+        # The namespace's tip, set here on the saver's one thread (where the writes of its
+        # tasks join it) in the order of the statements. Should the transaction not
+        # commit, the next delta is refused by its statement and stored whole.
+        self._tips.put(key, _Tip(checkpoint["id"], replace(record, entries=()), depth))
         return _config(thread_id, checkpoint_ns, checkpoint["id"]), stored
 
     def _remember(self, tenant: str, config: RunnableConfig, stored: list[chains.Stored]) -> None:
         """After the commit: the written list versions become the channels' heads."""
         thread_id, checkpoint_ns, _ = _configurable(config)
         for s in stored:
-            key = (tenant, thread_id, checkpoint_ns, s.channel)
+            key = (tenant, thread_id, checkpoint_ns, s.entry.channel)
             head = chains.next_head(s, self._heads.get(key), self.serde.loads_typed)
             if head is None:
                 self._heads.pop(key)
@@ -346,7 +402,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
     ) -> RunnableConfig:
         started = time.perf_counter()
         tenant = self._resolve_tenant()
-        saved, stored = self._run_sync(self._put, config, checkpoint, metadata, new_versions)
+        saved, stored = self._run_pinned_sync(self._put, config, checkpoint, metadata, new_versions)
         self._remember(tenant, saved, stored)
         emit_sync(EV_CHECKPOINT_SAVED, sender=type(self), **_ids(tenant, saved, started))
         return saved
@@ -360,7 +416,9 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
     ) -> RunnableConfig:
         started = time.perf_counter()
         tenant = self._resolve_tenant()
-        saved, stored = await self._run(self._put, config, checkpoint, metadata, new_versions)
+        saved, stored = await self._run_pinned(
+            self._put, config, checkpoint, metadata, new_versions
+        )
         self._remember(tenant, saved, stored)
         await emit(EV_CHECKPOINT_SAVED, sender=type(self), **_ids(tenant, saved, started))
         return saved
@@ -372,8 +430,10 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         writes: Sequence[tuple[str, Any]],
         task_id: str,
         task_path: str,
+        *,
+        pin: str | None,
     ) -> None:
-        from tulip_memory.models import LangGraphWrite
+        from tulip_memory.models import LangGraphCheckpoint
 
         thread_id, checkpoint_ns, checkpoint_id = _configurable(config)
         if checkpoint_id is None:
@@ -382,18 +442,19 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
             (WRITES_IDX_MAP.get(channel, idx), channel, *self.serde.dumps_typed(value))
             for idx, (channel, value) in enumerate(writes)
         ]
-        if rows:
-            LangGraphWrite.objects.using(self.using).save_writes(
-                tenant,
-                thread_id=thread_id,
-                checkpoint_ns=checkpoint_ns,
-                checkpoint_id=checkpoint_id,
-                task_id=task_id,
-                task_path=task_path,
-                writes=rows,
-                # Special writes (errors, interrupts...) replace the task's earlier ones.
-                replace=all(channel in WRITES_IDX_MAP for channel, _ in writes),
-            )
+        if not rows:
+            return
+        # Special writes (errors, interrupts...) replace the task's earlier ones.
+        special = all(channel in WRITES_IDX_MAP for channel, _ in writes)
+        frame = pack_writes(task_id, task_path, special, rows)
+        LangGraphCheckpoint.rows.using(self.using).save_writes(
+            tenant, thread_id, checkpoint_ns, checkpoint_id, frame, pin=pin
+        )
+        # Pending writes of the namespace's tip join it (see _put).
+        key = (tenant, thread_id, checkpoint_ns)
+        tip = self._tips.get(key)
+        if tip is not None and tip.checkpoint_id == checkpoint_id:
+            self._tips.put(key, replace(tip, writes=tip.writes + frame))
 
     def put_writes(
         self,
@@ -402,7 +463,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        self._run_sync(self._put_writes, config, writes, task_id, task_path)
+        self._run_pinned_sync(self._put_writes, config, writes, task_id, task_path)
 
     async def aput_writes(
         self,
@@ -411,62 +472,77 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        await self._run(self._put_writes, config, writes, task_id, task_path)
+        await self._run_pinned(self._put_writes, config, writes, task_id, task_path)
 
     # -- reading -----------------------------------------------------------------------
 
-    def _tuples(self, rows: list[dict[str, Any]]) -> dict[int, CheckpointTuple]:
-        """The checkpoint tuples of ``load_rows``' rows, by checkpoint row id."""
-        blobs: dict[tuple[str, str, str], dict[str, tuple[str, str, bytes | None]]] = {}
-        writes: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
-        checkpoints = []
-        for row in rows:
-            if row["part"] == 0:
-                checkpoints.append(row)
-            elif row["part"] == 1:
-                key = (row["thread_id"], row["checkpoint_ns"], row["a"])
-                data = None if row["data"] is None else bytes(row["data"])
-                blobs.setdefault(key, {})[row["b"]] = (row["type"], row["c"], data)
-            else:
-                key = (row["thread_id"], row["checkpoint_ns"], row["a"])
-                writes.setdefault(key, []).append(row)
-        memos: dict[tuple[str, str, str], dict[str, Any]] = {}
+    @staticmethod
+    def _walks(rows: list[dict[str, Any]]) -> dict[int, list[Record]]:
+        """The records of each checkpoint of ``load_rows``' rows and of its parents, by
+        checkpoint row id (CheckpointCorruptError if a parent is missing)."""
+        from tulip_memory.models.langgraph import walks
+
+        memo: dict[int, Record] = {}
         found = {}
-        for row in checkpoints:
+        for row_id, walk in walks(rows).items():
+            row = next(r for r in rows if r["id"] == row_id) if walk is None else walk[0]
+            where = f"checkpoint {row['checkpoint_id']!r} of thread {row['thread_id']!r}"
+            if walk is None:
+                raise CheckpointCorruptError(
+                    f"{where}: a checkpoint its values are stored against is missing"
+                )
+            stored = [(r["id"], bytes(r["data"]), bytes(r["writes"])) for r in walk]
+            found[row_id] = unpack_walk(stored, where, memo)
+        return found
+
+    def _records(self, rows: list[dict[str, Any]]) -> dict[int, Record]:
+        """The record of each checkpoint of ``load_rows``' rows, by row id."""
+        return {row_id: walk[0] for row_id, walk in self._walks(rows).items()}
+
+    def _tuples(
+        self, rows: list[dict[str, Any]], only: set[int] | None = None
+    ) -> dict[int, CheckpointTuple]:
+        """The checkpoint tuples of ``load_rows``' rows (of those in ``only``), by row id."""
+        by_id = {row["id"]: row for row in rows if row["selected"]}
+        memos: dict[tuple[str, str, str], dict[tuple[str, str], Any]] = {}
+        found = {}
+        for row_id, walk in self._walks(rows).items():
+            if only is not None and row_id not in only:
+                continue
+            row, record = by_id[row_id], walk[0]
             thread_id, checkpoint_ns, checkpoint_id = (
                 row["thread_id"],
                 row["checkpoint_ns"],
-                row["a"],
+                row["checkpoint_id"],
             )
-            versions = json.loads(row["c"])
+            where = f"checkpoint {checkpoint_id!r} of thread {thread_id!r}"
+            chain = chain_rows(walk)
             values = {}
-            for channel, version in versions.items():
-                key = (thread_id, checkpoint_ns, channel)
-                chain = blobs.get(key, {})
-                stored = chain.get(str(version))
-                if stored is None or stored[0] == chains.EMPTY:
-                    continue
-                values[channel] = chains.rebuild(
-                    chain,
-                    str(version),
-                    self.serde.loads_typed,
-                    memos.setdefault(key, {}),
-                    f"channel {channel!r} of checkpoint {checkpoint_id!r} of thread {thread_id!r}",
-                )
-            checkpoint = self.serde.loads_typed((row["type"], bytes(row["data"])))
+            for channel, version in record.versions.items():
+                versions = chain.get(channel, {})
+                if str(version) in versions:
+                    values[channel] = chains.rebuild(
+                        versions,
+                        str(version),
+                        self.serde.loads_typed,
+                        memos.setdefault((thread_id, checkpoint_ns, channel), {}),
+                        f"channel {channel!r} of {where}",
+                    )
+            checkpoint = self.serde.loads_typed((record.checkpoint_type, record.checkpoint))
             checkpoint["channel_values"] = values
-            checkpoint["channel_versions"] = versions
+            checkpoint["channel_versions"] = dict(record.versions)
             pending = sorted(
-                writes.get((thread_id, checkpoint_ns, checkpoint_id), ()),
-                key=lambda w: writes_sort_key(w["c"], w["b"], w["n"]),
+                unpack_writes(bytes(row["writes"]), where),
+                key=lambda w: writes_sort_key(w.task_path, w.task_id, w.idx),
             )
-            found[row["id"]] = CheckpointTuple(
+            parent_id = row["parent_checkpoint_id"]
+            found[row_id] = CheckpointTuple(
                 config=_config(thread_id, checkpoint_ns, checkpoint_id),
                 checkpoint=checkpoint,
-                metadata=self.serde.loads_typed((row["d"], bytes(row["data2"]))),
-                parent_config=(_config(thread_id, checkpoint_ns, row["b"]) if row["b"] else None),
+                metadata=self.serde.loads_typed((record.metadata_type, record.metadata)),
+                parent_config=_config(thread_id, checkpoint_ns, parent_id) if parent_id else None,
                 pending_writes=[
-                    (w["b"], w["d"], self.serde.loads_typed((w["type"], bytes(w["data"]))))
+                    (w.task_id, w.channel, self.serde.loads_typed((w.type, w.data)))
                     for w in pending
                 ],
             )
@@ -480,10 +556,12 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         """
         from tulip_memory.models import LangGraphCheckpoint
 
-        rows = LangGraphCheckpoint.objects.using(self.using)
+        rows = LangGraphCheckpoint.rows.using(self.using)
         return self._tuples(rows.load_rows(tenant, "AND id = ANY(%s)", [list(row_ids)]))
 
-    def _get_tuple(self, tenant: str, config: RunnableConfig) -> CheckpointTuple | None:
+    def _get_tuple(
+        self, tenant: str, config: RunnableConfig, *, pin: str | None = None
+    ) -> CheckpointTuple | None:
         from tulip_memory.models import LangGraphCheckpoint
 
         thread_id, checkpoint_ns, checkpoint_id = _configurable(config)
@@ -493,14 +571,16 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
             selection += "AND checkpoint_id = %s "
             params.append(checkpoint_id)
         selection += "ORDER BY checkpoint_id DESC LIMIT 1"
-        rows = LangGraphCheckpoint.objects.using(self.using).load_rows(tenant, selection, params)
+        rows = LangGraphCheckpoint.rows.using(self.using).load_rows(
+            tenant, selection, params, pin=pin
+        )
         found = self._tuples(rows)
         return next(iter(found.values()), None)
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         started = time.perf_counter()
         tenant = self._resolve_tenant()
-        found = self._run_sync(self._get_tuple, config)
+        found = self._run_pinned_sync(self._get_tuple, config)
         emit_sync(
             EV_CHECKPOINT_LOADED, sender=type(self), **_loaded(tenant, config, found, started)
         )
@@ -509,7 +589,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         started = time.perf_counter()
         tenant = self._resolve_tenant()
-        found = await self._run(self._get_tuple, config)
+        found = await self._run_pinned(self._get_tuple, config)
         await emit(
             EV_CHECKPOINT_LOADED, sender=type(self), **_loaded(tenant, config, found, started)
         )
@@ -544,20 +624,23 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         rows = rows.order_by("-checkpoint_id", "-id")
         if not filter and limit is not None:
             rows = rows[: max(limit, 0)]
-        ids: list[int] = []
-        for row_id, metadata_type, metadata in rows.values_list(
-            "id", "metadata_type", "metadata"
-        ).iterator(chunk_size=500):
-            if limit is not None and len(ids) >= limit:
-                break
-            if filter:
-                decoded = self.serde.loads_typed((metadata_type, bytes(metadata)))
-                if any(decoded.get(key) != value for key, value in filter.items()):
-                    continue
-            ids.append(row_id)
+        ids = list(rows.values_list("id", flat=True))
         if not ids:
             return []
-        found = self._tuples(manager.load_rows(tenant, "AND id = ANY(%s)", [ids]))
+        loaded = manager.load_rows(tenant, "AND id = ANY(%s)", [ids])
+        if filter:
+            metadata = {
+                row_id: self.serde.loads_typed((record.metadata_type, record.metadata))
+                for row_id, record in self._records(loaded).items()
+            }
+            ids = [
+                row_id
+                for row_id in ids
+                if all(metadata[row_id].get(key) == value for key, value in filter.items())
+            ]
+            if limit is not None:
+                ids = ids[: max(limit, 0)]
+        found = self._tuples(loaded, set(ids))
         return [found[row_id] for row_id in ids if row_id in found]
 
     def list(
@@ -586,6 +669,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
     def _forget(self, tenant: str, thread_ids: Sequence[str]) -> None:
         threads = set(thread_ids)
         self._heads.discard_where(lambda key: key[0] == tenant and key[1] in threads)
+        self._tips.discard_where(lambda key: key[0] == tenant and key[1] in threads)
 
     def _delete_threads(self, tenant: str, thread_ids: Sequence[str]) -> int:
         """Delete the threads' rows; how many checkpoints went."""
@@ -618,28 +702,9 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         )
 
     def _delete_for_runs(self, tenant: str, run_ids: Sequence[str]) -> None:
-        from django.db.models import Q
+        from tulip_memory.models import LangGraphCheckpoint
 
-        from tulip_memory.models import LangGraphCheckpoint, LangGraphWrite
-
-        if not run_ids:
-            return
-        checkpoints = LangGraphCheckpoint.objects.using(self.using).filter(
-            tenant=tenant, run_id__in=run_ids
-        )
-        doomed = list(checkpoints.values_list("thread_id", "checkpoint_ns", "checkpoint_id"))
-        if not doomed:
-            return
-        match = Q()
-        for thread_id, checkpoint_ns, checkpoint_id in doomed:
-            match |= Q(
-                thread_id=thread_id, checkpoint_ns=checkpoint_ns, checkpoint_id=checkpoint_id
-            )
-        LangGraphWrite.objects.using(self.using).filter(match, tenant=tenant).delete()
-        checkpoints.delete()
-        LangGraphCheckpoint.objects.using(self.using).collect_blobs(
-            tenant, {thread_id for thread_id, _, _ in doomed}
-        )
+        LangGraphCheckpoint.objects.using(self.using).delete_runs(tenant, run_ids)
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         self._run_sync(self._delete_for_runs, _run_ids(run_ids))
@@ -648,17 +713,9 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         await self._run(self._delete_for_runs, _run_ids(run_ids))
 
     def _copy_thread(self, tenant: str, source: str, target: str) -> None:
-        from tulip_memory.models import LangGraphBlob, LangGraphCheckpoint, LangGraphWrite
+        from tulip_memory.models import LangGraphCheckpoint
 
-        models: tuple[type[Any], ...] = (LangGraphBlob, LangGraphCheckpoint, LangGraphWrite)
-        for model in models:
-            manager = model.objects.using(self.using)
-            copies = []
-            for row in manager.filter(tenant=tenant, thread_id=source).order_by("id"):
-                row.pk = None
-                row.thread_id = target
-                copies.append(row)
-            manager.bulk_create(copies, ignore_conflicts=True, batch_size=500)
+        LangGraphCheckpoint.rows.using(self.using).copy_thread(tenant, source, target)
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         source = _thread_id(source_thread_id, "source_thread_id")
@@ -735,26 +792,15 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
     # -- statistics ----------------------------------------------------------------------
 
     async def astorage_bytes(self, thread_id: str) -> int:
-        """Bytes of the thread's stored values (checkpoints, metadata, blobs, writes)."""
+        """Compressed bytes of the thread's checkpoints, metadata, values and writes."""
         return await self._run(self._storage_bytes, _thread_id(thread_id))
 
     def storage_bytes(self, thread_id: str) -> int:
-        """Bytes of the thread's stored values (checkpoints, metadata, blobs, writes)."""
+        """Compressed bytes of the thread's checkpoints, metadata, values and writes."""
         return self._run_sync(self._storage_bytes, _thread_id(thread_id))
 
     def _storage_bytes(self, tenant: str, thread_id: str) -> int:
-        from django.db.models import Sum
-        from django.db.models.functions import Coalesce, Length
+        from tulip_memory.models import LangGraphCheckpoint
 
-        from tulip_memory.models import LangGraphBlob, LangGraphCheckpoint, LangGraphWrite
-
-        total = 0
-        for model, fields in (
-            (LangGraphCheckpoint, ("checkpoint", "metadata")),
-            (LangGraphBlob, ("data",)),
-            (LangGraphWrite, ("data",)),
-        ):
-            rows = model.objects.using(self.using).filter(tenant=tenant, thread_id=thread_id)
-            for field in fields:
-                total += rows.aggregate(n=Coalesce(Sum(Length(field)), 0))["n"]
-        return total
+        rows = LangGraphCheckpoint.rows.using(self.using)
+        return rows.filter(tenant=tenant, thread_id=thread_id).stored_bytes()

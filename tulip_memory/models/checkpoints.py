@@ -50,10 +50,6 @@ class ThreadRowsQuerySet(models.QuerySet):
     def newest_first(self) -> Self:
         return self.order_by("-id")
 
-    def of_threads(self, tenant: str, thread_ids: list[str]) -> Self:
-        """Rows of any of ``thread_ids`` of ``tenant``."""
-        return self.filter(tenant=tenant, thread_id__in=thread_ids)
-
     def threads_idle_since(self, before: datetime) -> list[str]:
         """Threads whose newest row was created before ``before`` (rows with ``created_at``)."""
         rows = (

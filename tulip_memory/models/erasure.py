@@ -32,8 +32,6 @@ COUNT_KEYS = (
     "delta_checkpoints",
     "delta_blocks",
     "langgraph_checkpoints",
-    "langgraph_blobs",
-    "langgraph_writes",
 )
 
 # The HMAC's key salt: a reference is only comparable with references of this purpose.

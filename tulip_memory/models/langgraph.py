@@ -1,64 +1,110 @@
 """Models of the LangGraph checkpoint saver (:class:`tulip_memory.langgraph.DjangoSaver`).
 
-* :class:`LangGraphCheckpoint` — one LangGraph checkpoint (without its channel values)
-  with its metadata, both encoded by the saver's serializer, its ``channel_versions``
-  as JSON (the load statement joins them with the blobs) and its ``run_id``.
-* :class:`LangGraphBlob` — one version of one channel's value. A list that grew from an
-  earlier version of the channel is stored as a splice against that version
-  (``parent_version``); ``base_version`` names the full value its chain starts from, so
-  that a load reads a whole chain by one index lookup.
-* :class:`LangGraphWrite` — the pending writes of a checkpoint's tasks.
+:class:`LangGraphCheckpoint` is one LangGraph checkpoint, in one row: ``data`` holds,
+compressed (:mod:`tulip_memory.langgraph_rows`), the checkpoint, its metadata, its channel
+versions and the channel values it adds — whole, or a splice of its parent's list — and
+``writes`` its tasks' pending writes. A row whose ``depth`` is 0 holds every value it
+refers to; any other row holds the values that changed since its parent and is read
+with its parents, up to one whose depth is 0 (at most ``max_chain_depth`` of them).
+``data`` is NULL in a row whose pending writes came before its checkpoint (LangGraph may
+send them concurrently): the default manager leaves such rows out.
 
-Every row carries its ``tenant``; on PostgreSQL the tables are under the tenant
-row-level security policy (migration ``0007_langgraph``). The tenant leads every index.
+Every row carries its ``tenant``; on PostgreSQL the table is under the tenant row-level
+security policy (migration ``0007_langgraph``). One index, ``(tenant, thread_id,
+checkpoint_ns, checkpoint_id)``, finds a checkpoint and its parent; two partial ones find
+the rows of a run and of a subject.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable, Sequence
 from typing import Any, Self
 
 from django.db import connections, models
-from django.db.models import Count, Exists, F, OuterRef, Subquery, Sum, Value, Window
+from django.db.models import Count, Exists, F, OuterRef, Q, Subquery, Sum, Value, Window
 from django.db.models.functions import Coalesce, Length, RowNumber
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from tulip_memory.exceptions import CheckpointCorruptError
 from tulip_memory.identifiers import CHECKPOINT_ID_MAX_LENGTH, THREAD_ID_MAX_LENGTH
-from tulip_memory.models.checkpoints import (
-    SubjectRowsQuerySet,
-    SubjectThreadRow,
-    ThreadRow,
-    ThreadRowsQuerySet,
+from tulip_memory.langgraph_rows import (
+    MAX_DEPTH,
+    Record,
+    pack_record,
+    self_contained,
+    unpack_walk,
 )
+from tulip_memory.models.checkpoints import SubjectRowsQuerySet, SubjectThreadRow
 
-__all__ = [
-    "LangGraphBlob",
-    "LangGraphCheckpoint",
-    "LangGraphCheckpointQuerySet",
-    "LangGraphWrite",
-]
+__all__ = ["LangGraphCheckpoint", "LangGraphCheckpointQuerySet", "walks"]
 
-# LangGraph's channel names, value versions, task ids and serializer type names.
+# LangGraph's run ids.
 NAME_MAX_LENGTH = 255
-TYPE_MAX_LENGTH = 64
 
-
-# The columns of the load statement's rows: what each part puts in them.
+# The columns of the load statement's rows.
 LOAD_COLUMNS = (
-    "part",
     "id",
     "thread_id",
     "checkpoint_ns",
-    "a",
-    "b",
-    "c",
-    "type",
+    "checkpoint_id",
+    "parent_checkpoint_id",
+    "depth",
     "data",
-    "d",
-    "data2",
-    "n",
+    "writes",
+    "selected",
 )
+
+_Key = tuple[str, str, str]
+
+
+def walks(rows: Iterable[dict[str, Any]]) -> dict[int, list[dict[str, Any]] | None]:
+    """The walk of each selected row of ``load_rows``, by row id: the row, its parent...
+    up to a row of depth 0; None for a walk that meets a missing parent (rows of the
+    thread deleted by hand) or goes round."""
+    by_key: dict[_Key, dict[str, Any]] = {}
+    selected: dict[int, dict[str, Any]] = {}
+    for row in rows:
+        by_key.setdefault((row["thread_id"], row["checkpoint_ns"], row["checkpoint_id"]), row)
+        if row["selected"]:
+            selected[row["id"]] = row
+    found: dict[int, list[dict[str, Any]] | None] = {}
+    for row_id, row in selected.items():
+        walk: list[dict[str, Any]] | None = [row]
+        while walk is not None and walk[-1]["depth"] > 0:
+            last = walk[-1]
+            parent = by_key.get(
+                (last["thread_id"], last["checkpoint_ns"], last["parent_checkpoint_id"])
+            )
+            walk = None if parent is None or len(walk) > len(by_key) else [*walk, parent]
+        found[row_id] = walk
+    return found
+
+
+def _execute(cursor: Any, sql: str, params: Sequence[Any], pin: str | None) -> None:
+    """Run ``sql``; with ``pin`` (a tenant), in one round trip after the statement pinning
+    its implicit transaction to the tenant (see ``DjangoSaver._pinned``)."""
+    if pin is None:
+        cursor.execute(sql, params)
+        return
+    from tulip_memory.conf import settings
+
+    cursor.execute(
+        f"SELECT set_config(%s, %s, true); {sql}", [settings.TENANT_SETTING, pin, *params]
+    )
+    cursor.nextset()
+
+
+def _row_bytes() -> Any:
+    """The compressed bytes of a row (``data`` is NULL in a row of pending writes only)."""
+    return Coalesce(Length("data"), 0) + Length("writes")
+
+
+def _unpack_walk(walk: list[dict[str, Any]], memo: dict[int, Record]) -> list[Record]:
+    where = f"checkpoint {walk[0]['checkpoint_id']!r} of thread {walk[0]['thread_id']!r}"
+    rows = [(r["id"], bytes(r["data"]), bytes(r["writes"] or b"")) for r in walk]
+    return unpack_walk(rows, where, memo)
 
 
 class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
@@ -66,101 +112,147 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
         """The newest checkpoint of each thread, annotated with the thread's totals.
 
         ``checkpoint_total`` counts the thread's checkpoints (every namespace);
-        ``stored_bytes`` adds up its checkpoints, metadata, channel values and pending
-        writes — what :meth:`~tulip_memory.langgraph.DjangoSaver.storage_bytes` counts.
+        ``stored_bytes`` adds up their compressed checkpoints, metadata, channel values
+        and pending writes — what :meth:`~tulip_memory.langgraph.DjangoSaver.storage_bytes`
+        counts.
         """
+        of_thread = LangGraphCheckpoint.objects.filter(
+            tenant=OuterRef("tenant"), thread_id=OuterRef("thread_id")
+        ).order_by()
 
-        def of_thread(model: type[models.Model]) -> Any:
-            return model._default_manager.filter(
-                tenant=OuterRef("tenant"), thread_id=OuterRef("thread_id")
-            ).order_by()
-
-        def total(model: type[models.Model], expression: Any) -> Coalesce:
-            rows = of_thread(model).values("thread_id").annotate(n=expression).values("n")
+        def total(expression: Any) -> Coalesce:
+            rows = of_thread.values("thread_id").annotate(n=expression).values("n")
             return Coalesce(Subquery(rows[:1]), Value(0))
 
-        newer = of_thread(LangGraphCheckpoint).filter(checkpoint_id__gt=OuterRef("checkpoint_id"))
+        newer = of_thread.filter(checkpoint_id__gt=OuterRef("checkpoint_id"))
         return (
             self.filter(~Exists(newer))
             .annotate(
-                checkpoint_total=total(LangGraphCheckpoint, Count("id")),
-                stored_bytes=total(
-                    LangGraphCheckpoint, Sum(Length("checkpoint") + Length("metadata"))
-                )
-                + total(LangGraphBlob, Sum(Length("data")))
-                + total(LangGraphWrite, Sum(Length("data"))),
+                checkpoint_total=total(Count("id")),
+                stored_bytes=total(Sum(_row_bytes())),
             )
             .order_by()
         )
 
-    def load_rows(self, tenant: str, selection: str, params: list[Any]) -> list[dict[str, Any]]:
-        """Checkpoints, the blob chains of their channel versions and their pending writes.
+    def records(self) -> dict[int, Record | None]:
+        """The records of the rows (of whole threads: each is read with its parents), by
+        row id; None for one that cannot be read (a parent missing, damaged data)."""
+        columns = ["id", *LOAD_COLUMNS[1:-1]]
+        rows = [{**row, "selected": True} for row in self.values(*columns)]
+        memo: dict[int, Record] = {}
+        found: dict[int, Record | None] = {}
+        for row_id, walk in walks(rows).items():
+            found[row_id] = None
+            if walk is not None:
+                with contextlib.suppress(CheckpointCorruptError):
+                    found[row_id] = _unpack_walk(walk, memo)[0]
+        return found
 
-        ONE statement (PostgreSQL). ``selection`` is the WHERE/ORDER/LIMIT tail choosing
-        the checkpoints (with its ``params``). Rows are dicts of :data:`LOAD_COLUMNS`:
+    def stored_bytes(self) -> int:
+        """The compressed bytes of the rows' checkpoints, values and pending writes."""
+        return self.aggregate(n=Coalesce(Sum(_row_bytes()), 0))["n"]
 
-        * part 0, a checkpoint: ``a`` its id, ``b`` its parent's, ``c`` its channel
-          versions (JSON text), ``type``/``data`` the checkpoint, ``d``/``data2`` the
-          metadata;
-        * part 1, a blob: ``a`` its channel, ``b`` its version, ``c`` its parent version,
-          ``type``/``data`` its value — every blob sharing the chain root of a version a
-          checkpoint refers to, no deeper in the chain than that version (a chain's depth
-          grows by one per splice: what lies deeper is on no path to it);
-        * part 2, a write: ``a`` its checkpoint id, ``b`` its task id, ``c`` its task path,
-          ``d`` its channel, ``n`` its index, ``type``/``data`` its value.
+    def load_rows(
+        self,
+        tenant: str,
+        selection: str,
+        params: list[Any],
+        *,
+        one: bool = False,
+        pin: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """Checkpoints and the rows their values are read from: ONE statement (PostgreSQL).
+
+        ``selection`` is the WHERE/ORDER/LIMIT tail choosing the checkpoints (with its
+        ``params``); each comes with ``selected`` true, followed by its parents up to one
+        of depth 0 (one index lookup each). Rows are dicts of :data:`LOAD_COLUMNS`;
+        :func:`walks` puts them in order. ``one``: the selection chooses one checkpoint,
+        whose rows are read as the walk goes (checkpoints that share parents have them
+        read once, then joined). ``pin``: see :func:`_execute`.
         """
         connection = connections[self.db]
-        quote = connection.ops.quote_name
-        checkpoints = quote(LangGraphCheckpoint._meta.db_table)
-        blobs = quote(LangGraphBlob._meta.db_table)
-        writes = quote(LangGraphWrite._meta.db_table)
-        # Every lookup is a LATERAL subquery on an index, kept from being flattened into
-        # a join by ``OFFSET 0`` (PostgresSaver's correlated subqueries do the same): a
-        # join is planned from row estimates, which are worst right after a thread grew.
+        table = connection.ops.quote_name(LangGraphCheckpoint._meta.db_table)
+        walked = "id, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, depth"
+        carried = f"{walked}, data, writes" if one else walked
+        # The parent lookup is a LATERAL subquery kept from being flattened into a join
+        # by ``OFFSET 0``: one index lookup per step, whatever the row estimates. ``n``
+        # stops a walk that goes round (damaged rows) after the deepest chain there can be.
         sql = (
-            f"WITH c AS (SELECT * FROM {checkpoints} WHERE tenant = %s {selection}), "
-            "r AS (SELECT c.thread_id, c.checkpoint_ns, e.key AS channel, t.base_version, "
-            "max(t.depth) AS depth "
-            "FROM c CROSS JOIN LATERAL jsonb_each_text(c.channel_versions) e "
-            f"CROSS JOIN LATERAL (SELECT base_version, depth FROM {blobs} WHERE tenant = %s "
-            "AND thread_id = c.thread_id AND checkpoint_ns = c.checkpoint_ns "
-            "AND channel = e.key AND version = e.value OFFSET 0) t "
-            "GROUP BY c.thread_id, c.checkpoint_ns, e.key, t.base_version) "
-            "SELECT 0, c.id, c.thread_id, c.checkpoint_ns, c.checkpoint_id, "
-            "c.parent_checkpoint_id, c.channel_versions::text, c.checkpoint_type, c.checkpoint, "
-            "c.metadata_type, c.metadata, NULL::integer FROM c "
-            "UNION ALL SELECT 1, b.id, r.thread_id, r.checkpoint_ns, r.channel, b.version, "
-            "b.parent_version, b.type, b.data, NULL, NULL, NULL FROM r CROSS JOIN LATERAL ("
-            f"SELECT id, version, parent_version, type, data FROM {blobs} WHERE tenant = %s "
-            "AND thread_id = r.thread_id AND checkpoint_ns = r.checkpoint_ns "
-            "AND channel = r.channel AND base_version = r.base_version "
-            "AND depth <= r.depth OFFSET 0) b "
-            "UNION ALL SELECT 2, w.id, c.thread_id, c.checkpoint_ns, c.checkpoint_id, w.task_id, "
-            "w.task_path, w.type, w.data, w.channel, NULL, w.idx FROM c CROSS JOIN LATERAL ("
-            f"SELECT id, task_id, task_path, type, data, channel, idx FROM {writes} "
-            "WHERE tenant = %s AND thread_id = c.thread_id AND checkpoint_ns = c.checkpoint_ns "
-            "AND checkpoint_id = c.checkpoint_id OFFSET 0) w"
+            f"WITH RECURSIVE w AS (SELECT * FROM (SELECT {carried}, true AS selected, 0 AS n "
+            f"FROM {table} WHERE tenant = %s AND data IS NOT NULL {selection}) s "
+            f"{'UNION ALL' if one else 'UNION'} SELECT p.*, false, w.n + 1 FROM w "
+            f"CROSS JOIN LATERAL (SELECT {carried} FROM {table} WHERE tenant = %s "
+            "AND thread_id = w.thread_id AND checkpoint_ns = w.checkpoint_ns "
+            "AND checkpoint_id = w.parent_checkpoint_id AND data IS NOT NULL OFFSET 0) p "
+            f"WHERE w.depth > 0 AND w.n <= {MAX_DEPTH}) "
         )
+        if one:
+            sql += f"SELECT {carried}, selected FROM w"
+        else:
+            sql += (
+                "SELECT t.id, t.thread_id, t.checkpoint_ns, t.checkpoint_id, "
+                "t.parent_checkpoint_id, t.depth, t.data, t.writes, w.selected "
+                f"FROM w JOIN {table} t ON t.id = w.id"
+            )
         with connection.cursor() as cursor:
-            cursor.execute(sql, [tenant, *params, tenant, tenant, tenant])
+            _execute(cursor, sql, [tenant, *params, tenant], pin)
             return [dict(zip(LOAD_COLUMNS, row, strict=True)) for row in cursor.fetchall()]
 
     def delete_threads(self, tenant: str, thread_ids: Iterable[str]) -> int:
-        """Delete the threads' checkpoints, pending writes and blobs; how many checkpoints."""
-        threads = list(thread_ids)
-        deleted = self.filter(tenant=tenant, thread_id__in=threads).delete()[0]
-        for model in (LangGraphWrite, LangGraphBlob):
-            model.objects.using(self.db).filter(tenant=tenant, thread_id__in=threads).delete()
-        return deleted
+        """Delete the threads' rows (pending writes without a checkpoint too); how many
+        checkpoints."""
+        rows = LangGraphCheckpoint.rows.using(self.db).filter(
+            tenant=tenant, thread_id__in=list(thread_ids)
+        )
+        checkpoints = rows.filter(data__isnull=False).count()
+        rows.delete()
+        return checkpoints
+
+    def remove(self, tenant: str, row_ids: Sequence[int]) -> int:
+        """Delete the checkpoint rows ``row_ids``; how many. A remaining row stored against
+        one of them (its parent) first gets every value it needs (depth 0)."""
+        doomed = list(
+            self.filter(tenant=tenant, id__in=list(row_ids)).values_list(
+                "id", "thread_id", "checkpoint_ns", "checkpoint_id"
+            )
+        )
+        if not doomed:
+            return 0
+        ids = {row_id for row_id, *_ in doomed}
+        keys = {tuple(key) for _, *key in doomed}
+        dependents = [
+            row_id
+            for row_id, *key in self.filter(
+                tenant=tenant,
+                thread_id__in={key[0] for key in keys},
+                parent_checkpoint_id__in={key[2] for key in keys},
+                depth__gt=0,
+            ).values_list("id", "thread_id", "checkpoint_ns", "parent_checkpoint_id")
+            if row_id not in ids and tuple(key) in keys
+        ]
+        self.make_self_contained(tenant, dependents)
+        return self.filter(tenant=tenant, id__in=ids).delete()[0]
+
+    def make_self_contained(self, tenant: str, row_ids: Sequence[int]) -> None:
+        """Store in each of the rows every value it refers to (depth 0). A row whose walk
+        is already broken is left as it is (its loads raise CheckpointCorruptError)."""
+        if not row_ids:
+            return
+        rows = self.load_rows(tenant, "AND id = ANY(%s)", [list(row_ids)])
+        memo: dict[int, Record] = {}
+        records = {
+            row_id: self_contained(_unpack_walk(walk, memo))
+            for row_id, walk in walks(rows).items()
+            if walk is not None
+        }
+        for row_id, record in records.items():
+            self.filter(tenant=tenant, id=row_id).update(data=pack_record(record), depth=0)
 
     def keep_newest(self, tenant: str, thread_ids: Sequence[str], keep_last: int) -> int:
-        """Keep the newest ``keep_last`` checkpoints of each namespace of the threads, their
-        pending writes and the blobs they need; how many checkpoints were deleted.
-
-        The oldest checkpoint kept in a namespace loses its parent link (it is gone).
-        """
-        threads = list(thread_ids)
-        checkpoints = self.filter(tenant=tenant, thread_id__in=threads)
+        """Keep the newest ``keep_last`` checkpoints of each namespace of the threads;
+        how many checkpoints were deleted. The oldest checkpoint kept in a namespace loses
+        its parent link (it is gone)."""
+        checkpoints = self.filter(tenant=tenant, thread_id__in=list(thread_ids))
         ranked = list(
             checkpoints.annotate(
                 rank=Window(
@@ -168,120 +260,133 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
                     partition_by=[F("thread_id"), F("checkpoint_ns")],
                     order_by=F("checkpoint_id").desc(),
                 )
-            ).values_list("id", "checkpoint_id", "rank")
+            ).values_list("id", "rank")
         )
-        doomed = [(row_id, cid) for row_id, cid, rank in ranked if rank > keep_last]
+        doomed = [row_id for row_id, rank in ranked if rank > keep_last]
         if not doomed:
             return 0
-        checkpoints.filter(id__in=[row_id for row_id, _ in doomed]).delete()
-        checkpoints.filter(id__in=[i for i, _, rank in ranked if rank == keep_last]).update(
+        removed = self.remove(tenant, doomed)
+        checkpoints.filter(id__in=[row_id for row_id, rank in ranked if rank == keep_last]).update(
             parent_checkpoint_id=""
         )
-        stored = LangGraphCheckpoint.objects.using(self.db).filter(
-            tenant=OuterRef("tenant"),
-            thread_id=OuterRef("thread_id"),
-            checkpoint_ns=OuterRef("checkpoint_ns"),
-            checkpoint_id=OuterRef("checkpoint_id"),
-        )
-        LangGraphWrite.objects.using(self.db).filter(
-            tenant=tenant, thread_id__in=threads, checkpoint_id__in={cid for _, cid in doomed}
-        ).exclude(Exists(stored)).delete()
-        self.collect_blobs(tenant, set(threads))
-        return len(doomed)
+        return removed
 
-    def collect_blobs(self, tenant: str, thread_ids: set[str]) -> None:
-        """Delete the blobs no checkpoint of the threads refers to, directly or as the
-        version a referred-to splice applies to (its chain)."""
-        referenced: set[tuple[str, str, str, str]] = set()
-        for thread_id, checkpoint_ns, versions in self.filter(
-            tenant=tenant, thread_id__in=thread_ids
-        ).values_list("thread_id", "checkpoint_ns", "channel_versions"):
-            referenced.update((thread_id, checkpoint_ns, c, str(v)) for c, v in versions.items())
-        blobs = LangGraphBlob.objects.using(self.db).filter(tenant=tenant, thread_id__in=thread_ids)
-        parents = {}
-        for row_id, thread_id, ns, channel, version, parent in blobs.values_list(
-            "id", "thread_id", "checkpoint_ns", "channel", "version", "parent_version"
-        ):
-            parents[(thread_id, ns, channel, version)] = (row_id, parent)
-        kept: set[tuple[str, str, str, str]] = set()
-        for start in referenced:
-            key = start
-            while key in parents and key not in kept:
-                kept.add(key)
-                parent = parents[key][1]
-                if not parent:
-                    break
-                key = (*key[:3], parent)
-        doomed = [row_id for key, (row_id, _) in parents.items() if key not in kept]
-        if doomed:
-            blobs.filter(id__in=doomed).delete()
+    def delete_runs(self, tenant: str, run_ids: Sequence[str]) -> int:
+        """Delete the checkpoints of the runs (and their pending writes); how many."""
+        if not run_ids:
+            return 0
+        doomed = self.filter(tenant=tenant, run_id__in=list(run_ids)).values_list("id", flat=True)
+        return self.remove(tenant, list(doomed))
+
+    def copy_thread(self, tenant: str, source: str, target: str) -> None:
+        """Copy the rows of thread ``source`` to thread ``target`` (kept where the target
+        has the same checkpoint): ONE statement."""
+        connection = connections[self.db]
+        quote = connection.ops.quote_name
+        columns = [
+            str(f.column)
+            for f in LangGraphCheckpoint._meta.concrete_fields
+            if f.column not in ("id", "thread_id")
+        ]
+        names = ", ".join(quote(c) for c in columns)
+        sql = (
+            f"INSERT INTO {quote(LangGraphCheckpoint._meta.db_table)} (thread_id, {names}) "
+            f"SELECT %s, {names} FROM {quote(LangGraphCheckpoint._meta.db_table)} "
+            "WHERE tenant = %s AND thread_id = %s ORDER BY id "
+            "ON CONFLICT (tenant, thread_id, checkpoint_ns, checkpoint_id) DO NOTHING"
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [target, tenant, source])
 
     def save_checkpoint(
+        self, tenant: str, row: dict[str, Any], parent_writes: bytes, *, pin: str | None = None
+    ) -> bool:
+        """Upsert a checkpoint row (``row`` maps the columns after the tenant to their
+        values): ONE statement. A row of depth above 0 is stored only if its parent is
+        there and its pending writes start with ``parent_writes`` (what the row was
+        compressed against), the parent locked (``FOR KEY SHARE``) until the transaction
+        ends; False when it is not (the caller stores every value instead). Pending
+        writes stored before are kept. ``pin``: see :func:`_execute`."""
+        connection = connections[self.db]
+        quote = connection.ops.quote_name
+        table = quote(LangGraphCheckpoint._meta.db_table)
+        fields = {f.name: f for f in LangGraphCheckpoint._meta.concrete_fields}
+        values = {"tenant": tenant, **row, "created_at": timezone.now()}
+        names = list(values)
+        updates = ", ".join(
+            f"{quote(n)} = EXCLUDED.{quote(n)}"
+            for n in names
+            if n not in ("tenant", "thread_id", "checkpoint_ns", "checkpoint_id")
+        )
+        sql = (
+            f"INSERT INTO {table} ({', '.join(quote(n) for n in names)}, writes) "
+            f"SELECT {', '.join(['%s'] * len(names))}, ''::bytea "
+            f"WHERE %s = 0 OR EXISTS (SELECT 1 FROM {table} WHERE tenant = %s AND thread_id = %s "
+            "AND checkpoint_ns = %s AND checkpoint_id = %s AND data IS NOT NULL "
+            "AND substring(writes from 1 for %s) = %s FOR KEY SHARE) "
+            "ON CONFLICT (tenant, thread_id, checkpoint_ns, checkpoint_id) "
+            f"DO UPDATE SET {updates} RETURNING 1"
+        )
+        params = [fields[n].get_db_prep_save(v, connection) for n, v in values.items()]
+        parent = [
+            tenant,
+            row["thread_id"],
+            row["checkpoint_ns"],
+            row["parent_checkpoint_id"],
+            len(parent_writes),
+            parent_writes,
+        ]
+        with connection.cursor() as cursor:
+            _execute(cursor, sql, [*params, row["depth"], *parent], pin)
+            return cursor.fetchone() is not None
+
+    def save_writes(
         self,
         tenant: str,
         thread_id: str,
         checkpoint_ns: str,
-        checkpoint: dict[str, Any] | None,
-        blobs: list[tuple[str, str, str, str, int, str, bytes | None]],
-    ) -> set[tuple[str, str]]:
-        """Insert the blobs (unless stored) and upsert the checkpoint: ONE statement.
-
-        ``checkpoint`` maps the checkpoint columns after the first three to their values
-        (None: only blobs); ``blobs`` are ``(channel, version, parent_version,
-        base_version, depth, type, data)``. A splice is inserted only if the version it
-        applies to is there, which it locks (``FOR KEY SHARE``) until the transaction
-        ends; returns the ``(channel, version)`` of the splices refused that way.
-        """
+        checkpoint_id: str,
+        frame: bytes,
+        *,
+        pin: str | None = None,
+    ) -> None:
+        """Append a frame of pending writes to a checkpoint's row: ONE statement, or two
+        when the row is not there yet (a row without its checkpoint is then inserted).
+        ``pin``: see :func:`_execute`."""
         connection = connections[self.db]
-        quote = connection.ops.quote_name
-        table = quote(LangGraphCheckpoint._meta.db_table)
-        blob_table = quote(LangGraphBlob._meta.db_table)
-        upsert, values = "", []
-        if checkpoint:
-            names = ["tenant", "thread_id", "checkpoint_ns", *checkpoint, "created_at"]
-            fields = {f.name: f for f in LangGraphCheckpoint._meta.concrete_fields}
-            values = [
-                fields[name].get_db_prep_save(value, connection)
-                for name, value in zip(
-                    names,
-                    [tenant, thread_id, checkpoint_ns, *checkpoint.values(), timezone.now()],
-                    strict=True,
-                )
-            ]
-            updates = ", ".join(f"{quote(n)} = EXCLUDED.{quote(n)}" for n in checkpoint)
-            upsert = (
-                f"INSERT INTO {table} ({', '.join(quote(n) for n in names)}) "
-                f"VALUES ({', '.join(['%s'] * len(names))}) ON CONFLICT "
-                f"(tenant, thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET {updates}"
-            )
-        if not blobs:
-            if upsert:
-                with connection.cursor() as cursor:
-                    cursor.execute(upsert, values)
-            return set()
-        rows = ", ".join(["(%s, %s, %s, %s, %s::integer, %s, %s::bytea)"] * len(blobs))
-        sql = (
-            f"WITH v (channel, version, parent_version, base_version, depth, type, data) "
-            f"AS (VALUES {rows}), "
-            "ok AS (SELECT * FROM v WHERE v.parent_version = '' OR EXISTS (SELECT 1 FROM "
-            f"{blob_table} p WHERE p.tenant = %s AND p.thread_id = %s AND p.checkpoint_ns = %s "
-            "AND p.channel = v.channel AND p.version = v.parent_version FOR KEY SHARE)), "
-            f"b AS (INSERT INTO {blob_table} (tenant, thread_id, checkpoint_ns, channel, "
-            "version, parent_version, base_version, depth, type, data) "
-            "SELECT %s, %s, %s, ok.* FROM ok "
-            "ON CONFLICT (tenant, thread_id, checkpoint_ns, channel, version) DO NOTHING)"
-            f"{', ' if upsert else ' '}"
-            f"{f'c AS ({upsert}) ' if upsert else ''}"
-            "SELECT channel, version FROM v EXCEPT SELECT channel, version FROM ok"
-        )
-        scope = [tenant, thread_id, checkpoint_ns]
+        table = connection.ops.quote_name(LangGraphCheckpoint._meta.db_table)
+        key = [tenant, thread_id, checkpoint_ns, checkpoint_id]
         with connection.cursor() as cursor:
-            cursor.execute(sql, [*(x for blob in blobs for x in blob), *scope, *scope, *values])
-            return {(channel, version) for channel, version in cursor.fetchall()}
+            _execute(
+                cursor,
+                f"UPDATE {table} SET writes = writes || %s WHERE tenant = %s "
+                "AND thread_id = %s AND checkpoint_ns = %s AND checkpoint_id = %s",
+                [frame, *key],
+                pin,
+            )
+            if cursor.rowcount:
+                return
+            _execute(
+                cursor,
+                f"INSERT INTO {table} AS t (tenant, thread_id, checkpoint_ns, checkpoint_id, "
+                "parent_checkpoint_id, run_id, subject, depth, writes, created_at) "
+                "VALUES (%s, %s, %s, %s, '', '', '', 0, %s, now()) "
+                "ON CONFLICT (tenant, thread_id, checkpoint_ns, checkpoint_id) "
+                "DO UPDATE SET writes = t.writes || EXCLUDED.writes",
+                [*key, frame],
+                pin,
+            )
+
+
+class StoredCheckpoints(models.Manager.from_queryset(LangGraphCheckpointQuerySet)):  # type: ignore[misc]
+    """The rows that hold a checkpoint (not pending writes waiting for theirs)."""
+
+    def get_queryset(self) -> LangGraphCheckpointQuerySet:
+        return super().get_queryset().filter(data__isnull=False)
 
 
 class LangGraphCheckpoint(SubjectThreadRow):
-    """A LangGraph checkpoint; its channel values are :class:`LangGraphBlob` rows."""
+    """A LangGraph checkpoint with the values it adds and its pending writes."""
 
     checkpoint_ns = models.CharField(max_length=THREAD_ID_MAX_LENGTH, blank=True, default="")
     checkpoint_id = models.CharField(max_length=CHECKPOINT_ID_MAX_LENGTH)
@@ -289,18 +394,23 @@ class LangGraphCheckpoint(SubjectThreadRow):
         max_length=CHECKPOINT_ID_MAX_LENGTH, blank=True, default=""
     )
     run_id = models.CharField(max_length=NAME_MAX_LENGTH, blank=True, default="")
-    checkpoint_type = models.CharField(max_length=TYPE_MAX_LENGTH)
-    checkpoint = models.BinaryField(help_text=_("The checkpoint without its channel values"))
-    channel_versions = models.JSONField(default=dict)
-    metadata_type = models.CharField(max_length=TYPE_MAX_LENGTH)
-    metadata = models.BinaryField()
+    depth = models.PositiveSmallIntegerField(
+        default=0, help_text=_("How many parents a load reads: 0 when it holds every value")
+    )
+    data = models.BinaryField(
+        null=True,
+        help_text=_("The checkpoint, its metadata and the values it adds, compressed"),
+    )
+    writes = models.BinaryField(default=b"", help_text=_("Its pending writes, compressed"))
     created_at = models.DateTimeField(default=timezone.now)
 
-    objects = LangGraphCheckpointQuerySet.as_manager()
+    objects = StoredCheckpoints()
+    rows = LangGraphCheckpointQuerySet.as_manager()
 
     class Meta:
         db_table = "tulip_memory_langgraph_checkpoint"
         verbose_name = _("LangGraph checkpoint")
+        base_manager_name = "rows"
         constraints = [
             models.UniqueConstraint(
                 fields=["tenant", "thread_id", "checkpoint_ns", "checkpoint_id"],
@@ -308,123 +418,15 @@ class LangGraphCheckpoint(SubjectThreadRow):
             )
         ]
         indexes = [
-            models.Index(fields=["tenant", "run_id"], name="tulip_lgckpt_run_idx"),
-            models.Index(fields=["tenant", "subject"], name="tulip_lgckpt_subject_idx"),
+            models.Index(
+                fields=["tenant", "run_id"], name="tulip_lgckpt_run_idx", condition=~Q(run_id="")
+            ),
+            models.Index(
+                fields=["tenant", "subject"],
+                name="tulip_lgckpt_subject_idx",
+                condition=~Q(subject=""),
+            ),
         ]
 
     def __str__(self) -> str:
         return f"{self.thread_id}/{self.checkpoint_ns}/{self.checkpoint_id}"
-
-
-class LangGraphBlobQuerySet(ThreadRowsQuerySet):
-    """Channel value versions of a tenant's thread."""
-
-
-class LangGraphBlob(ThreadRow):
-    """One version of a channel's value: whole, or a splice of ``parent_version``'s list."""
-
-    checkpoint_ns = models.CharField(max_length=THREAD_ID_MAX_LENGTH, blank=True, default="")
-    channel = models.CharField(max_length=NAME_MAX_LENGTH)
-    version = models.CharField(max_length=NAME_MAX_LENGTH)
-    parent_version = models.CharField(
-        max_length=NAME_MAX_LENGTH,
-        blank=True,
-        default="",
-        help_text=_("The version this splice applies to; empty for a whole value"),
-    )
-    base_version = models.CharField(
-        max_length=NAME_MAX_LENGTH, help_text=_("The whole value its chain starts from")
-    )
-    depth = models.PositiveIntegerField(default=0)
-    type = models.CharField(max_length=TYPE_MAX_LENGTH)
-    data = models.BinaryField(null=True)
-
-    objects = LangGraphBlobQuerySet.as_manager()
-
-    class Meta:
-        db_table = "tulip_memory_langgraph_blob"
-        verbose_name = _("LangGraph channel value")
-        constraints = [
-            models.UniqueConstraint(
-                fields=["tenant", "thread_id", "checkpoint_ns", "channel", "version"],
-                name="tulip_lgblob_version_uniq",
-            )
-        ]
-        indexes = [
-            models.Index(
-                fields=["tenant", "thread_id", "checkpoint_ns", "channel", "base_version"],
-                name="tulip_lgblob_chain_idx",
-            )
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.thread_id}/{self.checkpoint_ns}/{self.channel}@{self.version}"
-
-
-class LangGraphWriteQuerySet(ThreadRowsQuerySet):
-    """Pending writes of a tenant's thread."""
-
-    def save_writes(
-        self,
-        tenant: str,
-        *,
-        thread_id: str,
-        checkpoint_ns: str,
-        checkpoint_id: str,
-        task_id: str,
-        task_path: str,
-        writes: Sequence[tuple[int, str, str, bytes]],
-        replace: bool,
-    ) -> None:
-        """Insert a task's ``writes`` (``(idx, channel, type, data)``): ONE statement.
-
-        A write whose ``idx`` the task already stored is kept as it is, or replaced when
-        ``replace`` (LangGraph's special writes: errors, interrupts...).
-        """
-        connection = connections[self.db]
-        quote = connection.ops.quote_name
-        columns = ("tenant", "thread_id", "checkpoint_ns", "checkpoint_id", "task_id")
-        names = [*columns, "task_path", "idx", "channel", "type", "data"]
-        row = "(%s, %s, %s, %s, %s, %s, %s::integer, %s, %s, %s::bytea)"
-        on_conflict = "DO NOTHING"
-        if replace:
-            updates = ("channel", "type", "data", "task_path")
-            on_conflict = "DO UPDATE SET " + ", ".join(
-                f"{quote(n)} = EXCLUDED.{quote(n)}" for n in updates
-            )
-        sql = (
-            f"INSERT INTO {quote(LangGraphWrite._meta.db_table)} "
-            f"({', '.join(quote(n) for n in names)}) VALUES {', '.join([row] * len(writes))} "
-            f"ON CONFLICT ({', '.join(quote(n) for n in (*columns, 'idx'))}) {on_conflict}"
-        )
-        scope = (tenant, thread_id, checkpoint_ns, checkpoint_id, task_id, task_path)
-        with connection.cursor() as cursor:
-            cursor.execute(sql, [value for write in writes for value in (*scope, *write)])
-
-
-class LangGraphWrite(ThreadRow):
-    """A pending write of a task, stored against the checkpoint it follows."""
-
-    checkpoint_ns = models.CharField(max_length=THREAD_ID_MAX_LENGTH, blank=True, default="")
-    checkpoint_id = models.CharField(max_length=CHECKPOINT_ID_MAX_LENGTH)
-    task_id = models.CharField(max_length=NAME_MAX_LENGTH)
-    task_path = models.CharField(max_length=NAME_MAX_LENGTH, blank=True, default="")
-    idx = models.IntegerField()
-    channel = models.CharField(max_length=NAME_MAX_LENGTH)
-    type = models.CharField(max_length=TYPE_MAX_LENGTH)
-    data = models.BinaryField(null=True)
-
-    objects = LangGraphWriteQuerySet.as_manager()
-
-    class Meta:
-        db_table = "tulip_memory_langgraph_write"
-        verbose_name = _("LangGraph pending write")
-        constraints = [
-            models.UniqueConstraint(
-                fields=["tenant", "thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx"],
-                name="tulip_lgwrite_uniq",
-            )
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.thread_id}/{self.checkpoint_id}/{self.task_id}[{self.idx}]"

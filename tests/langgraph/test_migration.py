@@ -1,0 +1,112 @@
+"""Migration 0012 turns the rows of the saver's three tables into one row per checkpoint,
+and DjangoSaver reads them back as they were."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.db import connections
+from django.db.migrations.executor import MigrationExecutor
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+from tulip_memory.langgraph import DjangoSaver
+from tulip_memory.tenancy import tenant_atomic
+
+pytestmark = pytest.mark.django_db(transaction=True, databases=["default", "owner"])
+
+BEFORE, AFTER = "0011_store_item_ttl", "0012_langgraph_rows"
+IDS = [f"1f000000-0000-6000-8000-00000000000{i}" for i in (1, 2, 3)]
+MESSAGES = [HumanMessage("hello", id="m1"), AIMessage("hi", id="m2"), HumanMessage("bye", id="m3")]
+
+
+def _migrate(target: str) -> None:
+    executor = MigrationExecutor(connections["owner"])
+    executor.migrate([("tulip_memory", target)])
+
+
+def _store_a_thread_as_the_three_tables_held_it() -> None:
+    """Three checkpoints: the messages whole, then two splices; pending writes on the
+    newest and on a checkpoint that was never stored; a version without a value."""
+    serde = JsonPlusSerializer()
+    with tenant_atomic("acme", using="owner"), connections["owner"].cursor() as cursor:
+        for i, checkpoint_id in enumerate(IDS):
+            body = {"v": 4, "id": checkpoint_id, "ts": f"2026-01-0{i + 1}T00:00:00+00:00"}
+            body |= {"versions_seen": {}, "updated_channels": ["messages"]}
+            metadata = {"source": "loop", "step": i, "parents": {}, "run_id": "run-1"}
+            cursor.execute(
+                "INSERT INTO tulip_memory_langgraph_checkpoint (tenant, thread_id, "
+                "checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id, checkpoint_type, "
+                "checkpoint, channel_versions, metadata_type, metadata, created_at, subject) "
+                "VALUES ('acme', 'old', '', %s, %s, 'run-1', %s, %s, %s, %s, %s, now(), '')",
+                [
+                    checkpoint_id,
+                    IDS[i - 1] if i else "",
+                    *serde.dumps_typed(body),
+                    json.dumps({"messages": f"v{i + 1}", "__start__": "s1"}),
+                    *serde.dumps_typed(metadata),
+                ],
+            )
+        blobs = [
+            ("messages", "v1", "", "v1", 0, serde.dumps_typed(MESSAGES[:1])),
+            ("messages", "v2", "v1", "v1", 1, serde.dumps_typed([1, 0, MESSAGES[1:2]])),
+            ("messages", "v3", "v2", "v1", 2, serde.dumps_typed([2, 0, MESSAGES[2:]])),
+            ("__start__", "s1", "", "s1", 0, ("empty", None)),
+        ]
+        for channel, version, parent, base, depth, (type_, data) in blobs:
+            cursor.execute(
+                "INSERT INTO tulip_memory_langgraph_blob (tenant, thread_id, checkpoint_ns, "
+                "channel, version, parent_version, base_version, depth, type, data) "
+                "VALUES ('acme', 'old', '', %s, %s, %s, %s, %s, %s, %s)",
+                [channel, version, parent, base, depth, type_, data],
+            )
+        writes = [
+            (IDS[2], "task-1", 0, "messages", [AIMessage("sure", id="m4")]),
+            (IDS[2], "task-1", 1, "branch:to:agent", None),
+            ("1f000000-0000-6000-8000-000000000009", "task-2", 0, "messages", []),
+        ]
+        for checkpoint_id, task_id, idx, channel, value in writes:
+            cursor.execute(
+                "INSERT INTO tulip_memory_langgraph_write (tenant, thread_id, checkpoint_ns, "
+                "checkpoint_id, task_id, task_path, idx, channel, type, data) "
+                "VALUES ('acme', 'old', '', %s, %s, '~p', %s, %s, %s, %s)",
+                [checkpoint_id, task_id, idx, channel, *serde.dumps_typed(value)],
+            )
+
+
+def test_0012_converts_the_stored_checkpoints_values_and_pending_writes():
+    _migrate(BEFORE)
+    try:
+        _store_a_thread_as_the_three_tables_held_it()
+    finally:
+        _migrate(AFTER)
+    saver = DjangoSaver(tenant="acme")
+    config = {"configurable": {"thread_id": "old"}}
+    newest = saver.get_tuple(config)
+    assert newest.checkpoint["id"] == IDS[2]
+    assert newest.checkpoint["channel_values"] == {"messages": MESSAGES}
+    assert newest.checkpoint["channel_versions"] == {"messages": "v3", "__start__": "s1"}
+    assert newest.metadata["step"] == 2
+    assert newest.parent_config["configurable"]["checkpoint_id"] == IDS[1]
+    assert newest.pending_writes == [
+        ("task-1", "messages", [AIMessage("sure", id="m4")]),
+        ("task-1", "branch:to:agent", None),
+    ]
+    history = list(saver.list(config))
+    assert [t.checkpoint["id"] for t in history] == IDS[::-1]
+    assert [t.checkpoint["channel_values"]["messages"] for t in history] == [
+        MESSAGES,
+        MESSAGES[:2],
+        MESSAGES[:1],
+    ]
+    assert [t.pending_writes for t in history[1:]] == [[], []]
+    # Stored against their parents: the values they add, not the whole list again.
+    from tulip_memory.models import LangGraphCheckpoint
+
+    with tenant_atomic("acme"):
+        rows = LangGraphCheckpoint.objects.filter(thread_id="old").order_by("checkpoint_id")
+        assert list(rows.values_list("depth", flat=True)) == [0, 1, 2]
+        assert LangGraphCheckpoint.rows.filter(thread_id="old").count() == 3
+    saver.delete_for_runs(["run-1"])
+    assert saver.get_tuple(config) is None
