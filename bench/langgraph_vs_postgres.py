@@ -26,7 +26,8 @@ into LangGraph's ``AsyncPostgresStore`` (owner role, its ``setup()``; its defaul
 cosine index), both embedding the ``text`` field with WordLlama (256 dimensions). Both
 are driven through their async API, one search at a time.
 
-    PYTHONPATH=$PWD .venv/bin/python bench/langgraph.py [--turns 200] [--part saver|store|all]
+    PYTHONPATH=$PWD .venv/bin/python bench/langgraph_vs_postgres.py [--turns 200] \
+        [--part saver|store|all]
 """
 
 from __future__ import annotations
@@ -34,24 +35,17 @@ from __future__ import annotations
 import argparse
 import random
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-# LangGraph is a namespace package, which this script's name would hide: import it with
-# the script's folder off the path, then put the folder back (for embedded_django).
-_BENCH = sys.path.pop(0)
-import langgraph.checkpoint.postgres  # noqa: E402
-import langgraph.graph  # noqa: E402
-
-sys.path.insert(0, _BENCH)
-
-from embedded_django import setup_django  # noqa: E402
-from recall import WORDLLAMA_DIM, Config, Context, LangGraphSubject, load_conversations  # noqa: E402
-from recall import measure as measure_recall  # noqa: E402
+import langgraph.checkpoint.postgres
+import langgraph.graph
+from embedded_django import setup_django
+from recall import WORDLLAMA_DIM, Config, Context, LangGraphSubject, load_conversations
+from recall import measure as measure_recall
 
 THREAD = "bench"
 CONFIG = {"configurable": {"thread_id": THREAD}}
