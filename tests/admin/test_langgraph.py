@@ -148,3 +148,31 @@ def test_without_langgraph_the_pages_open_and_name_the_extra(root_client, monkey
     assert "pip install &#x27;tulip-memory[langgraph]&#x27;" in page
     timeline = page[page.index('id="tulip-thread-timeline"') :]
     assert all(checkpoint_id in timeline for checkpoint_id in ids)
+
+
+def test_the_timeline_and_the_list_order_checkpoints_by_time_not_by_row(root_client):
+    """Pending writes may arrive before their checkpoint (LangGraph's async durability):
+    they create the checkpoint's row early, so row ids are not in checkpoint order."""
+    from langgraph.checkpoint.base import create_checkpoint, empty_checkpoint
+
+    saver = DjangoSaver(tenant="acme")
+    first = empty_checkpoint()
+    second = create_checkpoint(first, None, 1)
+    third = create_checkpoint(second, None, 2)
+    config = {"configurable": {"thread_id": "early", "checkpoint_ns": ""}}
+    saved = saver.put(config, first, {"step": 0}, {})
+    # The third checkpoint's writes come first: its row is created before the second's.
+    third_config = {"configurable": {**config["configurable"], "checkpoint_id": third["id"]}}
+    saver.put_writes(third_config, [("messages", ["early"])], "task-3")
+    saved = saver.put(saved, second, {"step": 1}, {})
+    saver.put(saved, third, {"step": 2}, {})
+    ids = [first["id"], second["id"], third["id"]]
+    with tenant_atomic("acme"):
+        rows = LangGraphCheckpoint.objects.filter(thread_id="early").order_by("id")
+        assert list(rows.values_list("checkpoint_id", flat=True)) == [ids[0], ids[2], ids[1]]
+    pick_tenant(root_client, "acme")
+    page = root_client.get(reverse(CHANGE, args=[_pk("acme", ids[2])])).content.decode()
+    timeline = page[page.index('id="tulip-thread-timeline"') :]
+    assert [timeline.index(i) for i in ids] == sorted(timeline.index(i) for i in ids)
+    listing = root_client.get(reverse(CHANGELIST), {"show": "checkpoints"}).content.decode()
+    assert [listing.index(i) for i in reversed(ids)] == sorted(listing.index(i) for i in ids)

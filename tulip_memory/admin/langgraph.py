@@ -156,7 +156,8 @@ class LangGraphCheckpointAdmin(
     list_filter = (ThreadsOrCheckpointsFilter,)
     search_fields = ("thread_id", "checkpoint_id")
     show_full_result_count = False  # the full count is of checkpoints, not of threads
-    ordering = ("-id",)
+    # Checkpoint ids sort in time order (newest first); row ids need not (see _thread).
+    ordering = ("-checkpoint_id", "-id")
     fields = (
         "thread_id",
         "checkpoint_ns",
@@ -321,7 +322,9 @@ class LangGraphCheckpointAdmin(
         return (
             LangGraphCheckpoint.objects.using(obj._state.db)
             .of_thread(obj.tenant, obj.thread_id)
-            .order_by("id")
+            # Checkpoint ids sort in time order; row ids do not: a row may be created by
+            # pending writes that arrive before their checkpoint.
+            .order_by("checkpoint_id", "checkpoint_ns")
         )
 
     @admin.display(description=_("the thread's checkpoints (oldest first)"))
