@@ -67,7 +67,6 @@ from tulip_memory.langgraph_rows import (
     chain_rows,
     pack_record,
     pack_writes,
-    unpack_walk,
     unpack_writes,
 )
 from tulip_memory.lru import LRUCache
@@ -480,35 +479,29 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
     def _walks(rows: list[dict[str, Any]]) -> dict[int, list[Record]]:
         """The records of each checkpoint of ``load_rows``' rows and of its parents, by
         checkpoint row id (CheckpointCorruptError if a parent is missing)."""
-        from tulip_memory.models.langgraph import walks
+        from tulip_memory.models.langgraph import walk_records, walks
 
         memo: dict[int, Record] = {}
         found = {}
         for row_id, walk in walks(rows).items():
-            row = next(r for r in rows if r["id"] == row_id) if walk is None else walk[0]
-            where = f"checkpoint {row['checkpoint_id']!r} of thread {row['thread_id']!r}"
             if walk is None:
+                row = next(r for r in rows if r["id"] == row_id)
                 raise CheckpointCorruptError(
-                    f"{where}: a checkpoint its values are stored against is missing"
+                    f"checkpoint {row['checkpoint_id']!r} of thread {row['thread_id']!r}: a "
+                    "checkpoint its values are stored against is missing"
                 )
-            stored = [(r["id"], bytes(r["data"]), bytes(r["writes"])) for r in walk]
-            found[row_id] = unpack_walk(stored, where, memo)
+            found[row_id] = walk_records(walk, memo)
         return found
 
-    def _records(self, rows: list[dict[str, Any]]) -> dict[int, Record]:
-        """The record of each checkpoint of ``load_rows``' rows, by row id."""
-        return {row_id: walk[0] for row_id, walk in self._walks(rows).items()}
-
     def _tuples(
-        self, rows: list[dict[str, Any]], only: set[int] | None = None
+        self, rows: list[dict[str, Any]], walked: dict[int, list[Record]]
     ) -> dict[int, CheckpointTuple]:
-        """The checkpoint tuples of ``load_rows``' rows (of those in ``only``), by row id."""
+        """The checkpoint tuples of the ``walked`` checkpoints (:meth:`_walks` of
+        ``load_rows``' ``rows``), by row id."""
         by_id = {row["id"]: row for row in rows if row["selected"]}
         memos: dict[tuple[str, str, str], dict[tuple[str, str], Any]] = {}
         found = {}
-        for row_id, walk in self._walks(rows).items():
-            if only is not None and row_id not in only:
-                continue
+        for row_id, walk in walked.items():
             row, record = by_id[row_id], walk[0]
             thread_id, checkpoint_ns, checkpoint_id = (
                 row["thread_id"],
@@ -557,7 +550,8 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         from tulip_memory.models import LangGraphCheckpoint
 
         rows = LangGraphCheckpoint.rows.using(self.using)
-        return self._tuples(rows.load_rows(tenant, "AND id = ANY(%s)", [list(row_ids)]))
+        loaded = rows.load_rows(tenant, "AND id = ANY(%s)", [list(row_ids)])
+        return self._tuples(loaded, self._walks(loaded))
 
     def _get_tuple(
         self, tenant: str, config: RunnableConfig, *, pin: str | None = None
@@ -574,7 +568,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         rows = LangGraphCheckpoint.rows.using(self.using).load_rows(
             tenant, selection, params, pin=pin
         )
-        found = self._tuples(rows)
+        found = self._tuples(rows, self._walks(rows))
         return next(iter(found.values()), None)
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
@@ -628,10 +622,11 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         if not ids:
             return []
         loaded = manager.load_rows(tenant, "AND id = ANY(%s)", [ids])
+        walked = self._walks(loaded)
         if filter:
             metadata = {
-                row_id: self.serde.loads_typed((record.metadata_type, record.metadata))
-                for row_id, record in self._records(loaded).items()
+                row_id: self.serde.loads_typed((walk[0].metadata_type, walk[0].metadata))
+                for row_id, walk in walked.items()
             }
             ids = [
                 row_id
@@ -640,7 +635,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
             ]
             if limit is not None:
                 ids = ids[: max(limit, 0)]
-        found = self._tuples(loaded, set(ids))
+        found = self._tuples(loaded, {i: walked[i] for i in ids if i in walked})
         return [found[row_id] for row_id in ids if row_id in found]
 
     def list(

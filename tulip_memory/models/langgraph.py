@@ -38,7 +38,7 @@ from tulip_memory.langgraph_rows import (
 )
 from tulip_memory.models.checkpoints import SubjectRowsQuerySet, SubjectThreadRow
 
-__all__ = ["LangGraphCheckpoint", "LangGraphCheckpointQuerySet", "walks"]
+__all__ = ["LangGraphCheckpoint", "LangGraphCheckpointQuerySet", "walk_records", "walks"]
 
 # LangGraph's run ids.
 NAME_MAX_LENGTH = 255
@@ -101,7 +101,9 @@ def _row_bytes() -> Any:
     return Coalesce(Length("data"), 0) + Length("writes")
 
 
-def _unpack_walk(walk: list[dict[str, Any]], memo: dict[int, Record]) -> list[Record]:
+def walk_records(walk: list[dict[str, Any]], memo: dict[int, Record]) -> list[Record]:
+    """The records of a walk of :func:`walks` (the checkpoint's first, then its parents'),
+    unpacked with ``memo`` (records already unpacked, by row id, shared by walks)."""
     where = f"checkpoint {walk[0]['checkpoint_id']!r} of thread {walk[0]['thread_id']!r}"
     rows = [(r["id"], bytes(r["data"]), bytes(r["writes"] or b"")) for r in walk]
     return unpack_walk(rows, where, memo)
@@ -145,7 +147,7 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
             found[row_id] = None
             if walk is not None:
                 with contextlib.suppress(CheckpointCorruptError):
-                    found[row_id] = _unpack_walk(walk, memo)[0]
+                    found[row_id] = walk_records(walk, memo)[0]
         return found
 
     def stored_bytes(self) -> int:
@@ -241,7 +243,7 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
         rows = self.load_rows(tenant, "AND id = ANY(%s)", [list(row_ids)])
         memo: dict[int, Record] = {}
         records = {
-            row_id: self_contained(_unpack_walk(walk, memo))
+            row_id: self_contained(walk_records(walk, memo))
             for row_id, walk in walks(rows).items()
             if walk is not None
         }
@@ -350,22 +352,12 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
         *,
         pin: str | None = None,
     ) -> None:
-        """Append a frame of pending writes to a checkpoint's row: ONE statement, or two
-        when the row is not there yet (a row without its checkpoint is then inserted).
-        ``pin``: see :func:`_execute`."""
+        """Append a frame of pending writes to a checkpoint's row: ONE statement (a row
+        without its checkpoint is inserted when the writes come first). ``pin``: see
+        :func:`_execute`."""
         connection = connections[self.db]
         table = connection.ops.quote_name(LangGraphCheckpoint._meta.db_table)
-        key = [tenant, thread_id, checkpoint_ns, checkpoint_id]
         with connection.cursor() as cursor:
-            _execute(
-                cursor,
-                f"UPDATE {table} SET writes = writes || %s WHERE tenant = %s "
-                "AND thread_id = %s AND checkpoint_ns = %s AND checkpoint_id = %s",
-                [frame, *key],
-                pin,
-            )
-            if cursor.rowcount:
-                return
             _execute(
                 cursor,
                 f"INSERT INTO {table} AS t (tenant, thread_id, checkpoint_ns, checkpoint_id, "
@@ -373,7 +365,7 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
                 "VALUES (%s, %s, %s, %s, '', '', '', 0, %s, now()) "
                 "ON CONFLICT (tenant, thread_id, checkpoint_ns, checkpoint_id) "
                 "DO UPDATE SET writes = t.writes || EXCLUDED.writes",
-                [*key, frame],
+                [tenant, thread_id, checkpoint_ns, checkpoint_id, frame],
                 pin,
             )
 
