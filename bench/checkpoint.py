@@ -44,7 +44,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-from embedded_django import setup_django
+from embedded_django import setup_django, table_bytes
 
 from tulip_memory.backends.base import encode_state
 from tulip_memory.delta import DeltaCheckpointer, InMemoryDeltaStorage
@@ -225,18 +225,6 @@ async def in_memory(turns_list: list[int]) -> None:
 
 
 # -- PostgreSQL ----------------------------------------------------------------------------
-
-
-def table_bytes(url: str, tables: list[str]) -> int:
-    import psycopg
-    from psycopg import sql
-
-    with psycopg.connect(url, autocommit=True) as conn:
-        for table in tables:
-            conn.execute(sql.SQL("VACUUM ANALYZE {}").format(sql.Identifier(table)))
-        return sum(
-            conn.execute("SELECT pg_total_relation_size(%s)", [t]).fetchone()[0] for t in tables
-        )
 
 
 async def orm_scheme(name: str, checkpointer: Any, states: list[AgentState], fresh: Any) -> dict:

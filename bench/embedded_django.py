@@ -47,3 +47,17 @@ def setup_django(workdir: Path, **tulip_memory: Any) -> BenchDatabase:
     parts = urlsplit(server_url)
     admin = urlunsplit((parts.scheme, parts.netloc, f"/{DATABASE}", parts.query, ""))
     return BenchDatabase(admin=admin, owner=urls.owner, app=urls.app)
+
+
+def table_bytes(url: str, tables: list[str]) -> int:
+    """``pg_total_relation_size`` of ``tables`` (heap, TOAST, indexes) after VACUUM ANALYZE,
+    added up; ``url`` is a role that may vacuum them (their owner)."""
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        for table in tables:
+            conn.execute(sql.SQL("VACUUM ANALYZE {}").format(sql.Identifier(table)))
+        return sum(
+            conn.execute("SELECT pg_total_relation_size(%s)", [t]).fetchone()[0] for t in tables
+        )

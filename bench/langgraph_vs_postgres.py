@@ -43,7 +43,7 @@ from typing import Any
 
 import langgraph.checkpoint.postgres
 import langgraph.graph
-from embedded_django import setup_django
+from embedded_django import setup_django, table_bytes
 from recall import WORDLLAMA_DIM, Config, Context, LangGraphSubject, load_conversations
 from recall import measure as measure_recall
 
@@ -95,18 +95,6 @@ def run(saver: Any, fresh: Any, turns: int) -> tuple[dict[str, Any], Any]:
         "get_tuple newest": quantiles_ms(latest),
         "get_tuple by id": quantiles_ms(by_id),
     }, state
-
-
-def table_bytes(url: str, tables: list[str]) -> int:
-    import psycopg
-    from psycopg import sql
-
-    with psycopg.connect(url, autocommit=True) as conn:
-        for table in tables:
-            conn.execute(sql.SQL("VACUUM ANALYZE {}").format(sql.Identifier(table)))
-        return sum(
-            conn.execute("SELECT pg_total_relation_size(%s)", [t]).fetchone()[0] for t in tables
-        )
 
 
 def postgres_payload_bytes(url: str) -> int:
