@@ -24,13 +24,25 @@ Tokens of other scripts pass through the stemmer unchanged. Measured on LoCoMo
 
 from __future__ import annotations
 
+import asyncio
 import re
 import unicodedata
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import snowballstemmer
 
-__all__ = ["LONG_TEXT_CHARS", "STOP_WORDS", "search_terms", "stem", "tokenize", "value_text"]
+__all__ = [
+    "LONG_TEXT_CHARS",
+    "STOP_WORDS",
+    "off_loop_when_long",
+    "search_terms",
+    "stem",
+    "tokenize",
+    "value_text",
+]
+
+T = TypeVar("T")
 
 LONG_TEXT_CHARS = 2000
 """Texts at least this long are encoded in a worker thread by the async stores.
@@ -39,6 +51,17 @@ Encoding costs up to ~30 µs per distinct word; below this length it takes a few
 milliseconds at most and runs inline (a thread hop would cost more than it saves), above it
 the event loop stays free for other tasks while the text is encoded.
 """
+
+
+async def off_loop_when_long(chars: int, work: Callable[[], T]) -> T:
+    """``work()``, inline when it handles fewer than :data:`LONG_TEXT_CHARS` characters of
+    text, else in a worker thread (``asyncio.to_thread``): what the async stores do with
+    every step that tokenises or encodes a value's text, so that a long one never stalls
+    the event loop."""
+    if chars < LONG_TEXT_CHARS:
+        return work()
+    return await asyncio.to_thread(work)
+
 
 _CJK = "[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f]"
 _TOKEN = re.compile(rf"{_CJK}|(?:(?!{_CJK})[^\W_])+")

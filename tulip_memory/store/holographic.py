@@ -109,7 +109,7 @@ from tulip_memory.store.validation import (
     validate_query,
     validate_threshold,
 )
-from tulip_memory.text import LONG_TEXT_CHARS, STOP_WORDS, tokenize, value_text
+from tulip_memory.text import STOP_WORDS, off_loop_when_long, tokenize, value_text
 
 if TYPE_CHECKING:
     from tulip_memory.embeddings import BaseEmbedding
@@ -259,9 +259,10 @@ class HolographicStore(BaseStore):
 
     async def _encode_all(self, prepared: list[PreparedPut]) -> list[tuple[str, bytes | None]]:
         """:meth:`_encode` of each write; in a worker thread when the values are long."""
-        if sum(len(one.value_json) for one in prepared) < LONG_TEXT_CHARS:
-            return [self._encode(one) for one in prepared]
-        return await asyncio.to_thread(lambda: [self._encode(one) for one in prepared])
+        return await off_loop_when_long(
+            sum(len(one.value_json) for one in prepared),
+            lambda: [self._encode(one) for one in prepared],
+        )
 
     async def _embed(self, prepared: list[PreparedPut]) -> list[bytes | None]:
         """The embedder's vector of each write's text (None without an embedder, or for a

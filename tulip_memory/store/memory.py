@@ -32,7 +32,6 @@ same lock), so the event loop stays free.
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import threading
 import time
@@ -70,7 +69,7 @@ from tulip_memory.store.validation import (
     validate_namespace_prefix,
     validate_query,
 )
-from tulip_memory.text import LONG_TEXT_CHARS, search_terms, value_text
+from tulip_memory.text import off_loop_when_long, search_terms, value_text
 
 __all__ = ["InMemoryStore"]
 
@@ -193,7 +192,7 @@ class InMemoryStore(BaseStore):
             with self._lock:
                 return work()
 
-        return locked() if size < LONG_TEXT_CHARS else await asyncio.to_thread(locked)
+        return await off_loop_when_long(size, locked)
 
     # --- writes -----------------------------------------------------------------------
 
@@ -434,9 +433,9 @@ class InMemoryStore(BaseStore):
 
 async def _terms_of(texts: list[str]) -> list[Counter[str]]:
     """The term counts of ``texts``; in a worker thread when they are long."""
-    if sum(len(text) for text in texts) < LONG_TEXT_CHARS:
-        return [Counter(search_terms(text)) for text in texts]
-    return await asyncio.to_thread(lambda: [Counter(search_terms(text)) for text in texts])
+    return await off_loop_when_long(
+        sum(map(len, texts)), lambda: [Counter(search_terms(text)) for text in texts]
+    )
 
 
 def _unit(vector: Any) -> np.ndarray | None:

@@ -93,7 +93,7 @@ from tulip_memory.tenancy import (
     tenant_atomic,
     validate_tenant,
 )
-from tulip_memory.text import search_terms, tokenize, value_text
+from tulip_memory.text import off_loop_when_long, search_terms, tokenize, value_text
 
 __all__ = ["DEFAULT_DIM", "DEFAULT_ENCODING_CACHE", "PGVECTOR_ANN_MAX_DIM", "PgMemory"]
 
@@ -372,7 +372,10 @@ class PgMemory(BaseStore):
         expiry = self._ttl(ttl)
         text = value_text(json.loads(prepared.value_json))
         vector = await self.encoder.encode(tenant, text)
-        row = self._row(prepared, text, vector, self.encoder.source, expiry)
+        source = self.encoder.source
+        row = await off_loop_when_long(
+            len(text), lambda: self._row(prepared, text, vector, source, expiry)
+        )
         await self._run(self._write_sync, {tenant: [row]})
 
     async def _batch_rows(
@@ -387,12 +390,16 @@ class PgMemory(BaseStore):
             self._check_indexable(one, where=f"items[{index}] ")
         texts = [value_text(json.loads(one.value_json)) for one in prepared]
         vectors = await self.encoder.encode_many(texts) if prepared else []
-        rows_by_tenant: dict[str, list[Any]] = defaultdict(list)
-        for one, text, vector in zip(prepared, texts, vectors, strict=True):
-            rows_by_tenant[one.namespace[0]].append(
-                self._row(one, text, vector, self.encoder.source, ttl)
-            )
-        return dict(rows_by_tenant)
+
+        def rows() -> dict[str, list[Any]]:
+            by_tenant: dict[str, list[Any]] = defaultdict(list)
+            for one, text, vector in zip(prepared, texts, vectors, strict=True):
+                by_tenant[one.namespace[0]].append(
+                    self._row(one, text, vector, self.encoder.source, ttl)
+                )
+            return dict(by_tenant)
+
+        return await off_loop_when_long(sum(map(len, texts)), rows)
 
     async def put_batch(
         self,
@@ -443,7 +450,9 @@ class PgMemory(BaseStore):
         expiry = self._ttl(ttl)
         source = self.encoder.source if self.encoder.embedder is not None else EXTERNAL_SOURCE
         text = value_text(json.loads(prepared.value_json))
-        row = self._row(prepared, text, vector, source, expiry)
+        row = await off_loop_when_long(
+            len(text), lambda: self._row(prepared, text, vector, source, expiry)
+        )
         await self._run(self._write_sync, {tenant: [row]})
 
     def _delete_sync(self, namespace: Namespace, key: str | None) -> int:

@@ -18,7 +18,6 @@ vectors of another encoder are never ranked against this one's.
 
 from __future__ import annotations
 
-import asyncio
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -30,7 +29,7 @@ from tulip_memory.hrr import DEFAULT_DIM
 from tulip_memory.lru import LRUCache
 from tulip_memory.postgresql_operations import PGVECTOR_ANN_MAX_DIM
 from tulip_memory.store.validation import validate_embedding
-from tulip_memory.text import LONG_TEXT_CHARS, tokenize
+from tulip_memory.text import off_loop_when_long, tokenize
 
 __all__ = ["DEFAULT_ENCODING_CACHE", "EXTERNAL_SOURCE", "TextEncoder"]
 
@@ -152,9 +151,9 @@ class TextEncoder:
 
     async def _hrr_all(self, texts: Sequence[str]) -> list[np.ndarray | None]:
         """:meth:`_hrr` of each text; in a worker thread when the texts are long."""
-        if sum(map(len, texts)) < LONG_TEXT_CHARS:
-            return [self._hrr(text) for text in texts]
-        return await asyncio.to_thread(lambda: [self._hrr(text) for text in texts])
+        return await off_loop_when_long(
+            sum(map(len, texts)), lambda: [self._hrr(text) for text in texts]
+        )
 
     async def encode_many(self, texts: Sequence[str]) -> list[np.ndarray | None]:
         """The vector of each text (one ``embed_batch`` call), uncached: the write path."""
