@@ -16,7 +16,8 @@ Reported per saver:
 * table bytes — ``pg_total_relation_size`` of its tables after VACUUM (heap, TOAST with
   its compression, indexes);
 * ``put`` p50/p95 over the run, and ``get_tuple`` p50/p95 of the newest checkpoint and of
-  100 random checkpoints of the thread (by id), from a fresh saver.
+  100 random checkpoints of the thread (by id), from a fresh saver; the two savers read
+  in turns, call by call, so that the machine's drift during the run weighs on both.
 
 **Stores.** The LoCoMo dev conversations (``bench/recall.py``'s loader and measure: one
 item per turn under ``("locomo", "conv<id>")``, value ``{"text", "date"}``, each question
@@ -67,7 +68,8 @@ def timed(samples: list[float], method: Callable[..., Any]) -> Callable[..., Any
     return call
 
 
-def run(saver: Any, fresh: Any, turns: int) -> tuple[dict[str, Any], Any]:
+def write(saver: Any, turns: int) -> tuple[list[float], Any]:
+    """Run the agent ``turns`` turns on ``saver``; its ``put`` times and the final state."""
     from tulip_memory.testing.langgraph_agent import build_agent, user_turn
 
     puts: list[float] = []
@@ -75,26 +77,41 @@ def run(saver: Any, fresh: Any, turns: int) -> tuple[dict[str, Any], Any]:
     graph = build_agent(saver)
     for turn in range(turns):
         graph.invoke(user_turn(turn), CONFIG, durability="sync")
-    state = graph.get_state(CONFIG).values
-    ids = [t.config["configurable"]["checkpoint_id"] for t in fresh.list(CONFIG)]
-    latest, by_id = [], []
+    return puts, graph.get_state(CONFIG).values
+
+
+def read(fresh: dict[str, Any], states: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """``get_tuple`` times of each fresh saver: the newest checkpoint 100 times, then 100
+    random checkpoints by id (the same positions in each thread), the savers taking turns
+    call by call so that the machine's drift weighs on both alike."""
+    ids = {
+        name: [t.config["configurable"]["checkpoint_id"] for t in saver.list(CONFIG)]
+        for name, saver in fresh.items()
+    }
+    found: dict[str, dict[str, Any]] = {
+        name: {"checkpoints": len(ids[name]), "newest": [], "by id": []} for name in fresh
+    }
     for _ in range(100):
-        start = time.perf_counter()
-        newest = fresh.get_tuple(CONFIG)
-        latest.append(time.perf_counter() - start)
-    assert newest.checkpoint["channel_values"]["messages"] == state["messages"]
-    rng = random.Random(7)
-    for checkpoint_id in rng.sample(ids, min(100, len(ids))):
-        config = {"configurable": {"thread_id": THREAD, "checkpoint_id": checkpoint_id}}
-        start = time.perf_counter()
-        assert fresh.get_tuple(config) is not None
-        by_id.append(time.perf_counter() - start)
+        for name, saver in fresh.items():
+            start = time.perf_counter()
+            newest = saver.get_tuple(CONFIG)
+            found[name]["newest"].append(time.perf_counter() - start)
+            assert newest.checkpoint["channel_values"]["messages"] == states[name]["messages"]
+    count = min(len(checkpoints) for checkpoints in ids.values())
+    for position in random.Random(7).sample(range(count), min(100, count)):
+        for name, saver in fresh.items():
+            config = {"configurable": {"thread_id": THREAD, "checkpoint_id": ids[name][position]}}
+            start = time.perf_counter()
+            assert saver.get_tuple(config) is not None
+            found[name]["by id"].append(time.perf_counter() - start)
     return {
-        "checkpoints": len(ids),
-        "put": quantiles_ms(puts),
-        "get_tuple newest": quantiles_ms(latest),
-        "get_tuple by id": quantiles_ms(by_id),
-    }, state
+        name: {
+            "checkpoints": r["checkpoints"],
+            "get_tuple newest": quantiles_ms(r["newest"]),
+            "get_tuple by id": quantiles_ms(r["by id"]),
+        }
+        for name, r in found.items()
+    }
 
 
 def postgres_payload_bytes(url: str) -> int:
@@ -168,30 +185,29 @@ def run_savers(urls: Any, turns: int, max_chain_depth: int | None) -> None:
 
     PostgresSaver = langgraph.checkpoint.postgres.PostgresSaver
 
-    results = {}
-    ours, our_state = run(
-        DjangoSaver(tenant="bench", **options), DjangoSaver(tenant="bench"), turns
-    )
-    ours["payload"] = DjangoSaver(tenant="bench").storage_bytes(THREAD)
-    ours["tables"] = table_bytes(urls.owner, ["tulip_memory_langgraph_checkpoint"])
-    results["DjangoSaver (tulip_memory)"] = ours
+    ours, theirs = "DjangoSaver (tulip_memory)", "PostgresSaver (langgraph)"
+    puts, states = {}, {}
+    puts[ours], states[ours] = write(DjangoSaver(tenant="bench", **options), turns)
     with (
         PostgresSaver.from_conn_string(urls.owner) as saver,
         PostgresSaver.from_conn_string(urls.owner) as fresh,
     ):
         saver.setup()
-        theirs, their_state = run(saver, fresh, turns)
-    assert our_state == their_state
-    theirs["payload"] = postgres_payload_bytes(urls.owner)
-    theirs["tables"] = table_bytes(
+        puts[theirs], states[theirs] = write(saver, turns)
+        assert states[ours] == states[theirs]
+        results = read({ours: DjangoSaver(tenant="bench"), theirs: fresh}, states)
+    for name in results:
+        results[name]["put"] = quantiles_ms(puts[name])
+    results[ours]["payload"] = DjangoSaver(tenant="bench").storage_bytes(THREAD)
+    results[ours]["tables"] = table_bytes(urls.owner, ["tulip_memory_langgraph_checkpoint"])
+    results[theirs]["payload"] = postgres_payload_bytes(urls.owner)
+    results[theirs]["tables"] = table_bytes(
         urls.owner, ["checkpoints", "checkpoint_blobs", "checkpoint_writes"]
     )
-    results["PostgresSaver (langgraph)"] = theirs
-
-    base = results["PostgresSaver (langgraph)"]
+    base = results[theirs]
     print(
-        f"\n{turns} turns, {len(our_state['messages'])} messages, "
-        f"{ours['checkpoints']} checkpoints per saver (ms; bytes)"
+        f"\n{turns} turns, {len(states[ours]['messages'])} messages, "
+        f"{results[ours]['checkpoints']} checkpoints per saver (ms; bytes)"
     )
     print(
         f"{'saver':<28} {'payload':>10} {'ratio':>6} {'tables':>10} {'ratio':>6} "

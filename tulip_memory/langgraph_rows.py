@@ -38,6 +38,7 @@ __all__ = [
     "chain_rows",
     "pack_record",
     "pack_writes",
+    "record_bytes",
     "self_contained",
     "unpack_record",
     "unpack_walk",
@@ -291,6 +292,15 @@ def unpack_writes(frames: bytes, where: str) -> list[Write]:
         except (TypeError, ValueError) as exc:
             raise CheckpointCorruptError(f"{where}: unreadable pending writes ({exc})") from exc
     return list(found.values())
+
+
+def record_bytes(record: Record) -> int:
+    """The bytes a record holds (its checkpoint, metadata and values, as serialized)."""
+    return (
+        len(record.checkpoint)
+        + len(record.metadata)
+        + sum(len(entry.data) for entry in record.entries)
+    )
 
 
 def unpack_walk(

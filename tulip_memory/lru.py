@@ -1,8 +1,10 @@
 """A bounded, thread-safe least-recently-used mapping.
 
 Several layers keep a small cache of values that are expensive to rebuild (reconstructed
-checkpoint heads, text encodings, summaries). They all share this one implementation: a
-``maxsize`` of 0 disables caching, so callers need no special case for "no cache".
+checkpoint heads, text encodings, summaries, unpacked checkpoint rows). They all share
+this one implementation: a ``maxsize`` of 0 disables caching, so callers need no special
+case for "no cache". With ``weigh``, ``maxsize`` bounds the entries' total weight (bytes,
+say) instead of their number.
 """
 
 from __future__ import annotations
@@ -21,9 +23,13 @@ _MISSING = object()
 
 
 class LRUCache(Generic[K, V]):
-    """At most ``maxsize`` entries; the least recently read or written one goes first."""
+    """At most ``maxsize`` entries (of at most ``maxsize`` total weight, with ``weigh``);
+    the least recently read or written one goes first. A value heavier than ``maxsize``
+    alone is not kept."""
 
-    def __init__(self, maxsize: int, *, name: str = "maxsize") -> None:
+    def __init__(
+        self, maxsize: int, *, name: str = "maxsize", weigh: Callable[[V], int] | None = None
+    ) -> None:
         if isinstance(maxsize, bool) or not isinstance(maxsize, int):
             raise ValueError(f"{name} must be an int, got {maxsize!r}")
         if maxsize < 0:
@@ -31,6 +37,9 @@ class LRUCache(Generic[K, V]):
         self.maxsize = maxsize
         self._data: OrderedDict[K, V] = OrderedDict()
         self._lock = threading.Lock()
+        self._weigh = weigh
+        self._weights: dict[K, int] = {}
+        self.weight = 0  # the entries' total weight (their number without ``weigh``)
 
     def __len__(self) -> int:
         return len(self._data)
@@ -61,21 +70,32 @@ class LRUCache(Generic[K, V]):
         """Store ``value`` as the most recently used entry, evicting beyond ``maxsize``."""
         if not self.maxsize:
             return
+        weight = 1 if self._weigh is None else self._weigh(value)
         with self._lock:
+            self._remove(key)
+            if weight > self.maxsize:
+                return
             self._data[key] = value
-            self._data.move_to_end(key)
-            while len(self._data) > self.maxsize:
-                self._data.popitem(last=False)
+            self._weights[key] = weight
+            self.weight += weight
+            while self.weight > self.maxsize:
+                self._remove(next(iter(self._data)))
+
+    def _remove(self, key: K) -> V | None:
+        """Drop ``key``'s entry (the lock held); its value, or None."""
+        value = self._data.pop(key, None)
+        self.weight -= self._weights.pop(key, 0)
+        return value
 
     def pop(self, key: K) -> V | None:
         with self._lock:
-            return self._data.pop(key, None)
+            return self._remove(key)
 
     def discard_where(self, predicate: Callable[[K], bool]) -> None:
         """Drop every entry whose key satisfies ``predicate``."""
         with self._lock:
             for key in [k for k in self._data if predicate(k)]:
-                del self._data[key]
+                self._remove(key)
 
     def keys(self) -> list[K]:
         """The keys, least recently used first."""
@@ -85,3 +105,5 @@ class LRUCache(Generic[K, V]):
     def clear(self) -> None:
         with self._lock:
             self._data.clear()
+            self._weights.clear()
+            self.weight = 0

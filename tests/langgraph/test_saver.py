@@ -146,6 +146,37 @@ def test_get_tuple_is_one_statement():
     assert len(reads) == 1, reads
 
 
+def test_loads_unpack_an_unchanged_row_once_and_a_changed_row_again(monkeypatch):
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    import tulip_memory.langgraph_rows as rows
+
+    unpacked = []
+    unpack_record = rows.unpack_record
+    monkeypatch.setattr(
+        rows, "unpack_record", lambda *args: unpacked.append(1) or unpack_record(*args)
+    )
+    writer = DjangoSaver(tenant="acme")
+    for turn in range(3):
+        build_agent(writer).invoke(user_turn(turn), _config("cached"))
+    reader, uncached = DjangoSaver(tenant="acme"), DjangoSaver(tenant="acme", record_cache_bytes=0)
+    expected = writer.get_tuple(_config("cached")).checkpoint
+    for saver, second_read in ((reader, 0), (uncached, None)):
+        unpacked.clear()
+        assert saver.get_tuple(_config("cached")).checkpoint == expected
+        first_read = len(unpacked)
+        assert first_read > 1  # the checkpoint and the parents its values are read from
+        assert saver.get_tuple(_config("cached")).checkpoint == expected
+        assert len(unpacked) - first_read == (first_read if second_read is None else second_read)
+
+    # A row stored again under the same checkpoint id is a new row version: read anew.
+    checkpoint = empty_checkpoint()
+    config = writer.put(_config("rewritten"), checkpoint, {"step": 1, "note": "first"}, {})
+    assert reader.get_tuple(config).metadata["note"] == "first"
+    writer.put(_config("rewritten"), checkpoint, {"step": 1, "note": "second"}, {})
+    assert reader.get_tuple(config).metadata["note"] == "second"
+
+
 def _damage(thread_id: str, **changes: Any) -> int:
     """Change the thread's rows of depth 0 of tenant acme (as someone editing them by hand
     would): delete them (no ``changes``) or update them; how many."""
@@ -270,6 +301,8 @@ async def test_bad_input_is_refused_with_what_is_wrong():
     for bad in (-1, True, "5"):
         with pytest.raises(ValueError, match="max_chain_depth"):
             DjangoSaver(tenant="acme", max_chain_depth=bad)
+        with pytest.raises(ValueError, match="record_cache_bytes"):
+            DjangoSaver(tenant="acme", record_cache_bytes=bad)
 
 
 def test_versions_are_short_sort_in_counter_order_and_follow_postgres_savers():

@@ -67,6 +67,7 @@ from tulip_memory.langgraph_rows import (
     chain_rows,
     pack_record,
     pack_writes,
+    record_bytes,
     unpack_writes,
 )
 from tulip_memory.lru import LRUCache
@@ -185,7 +186,8 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
     ``tenant`` fixes the tenant (else the bound one is used at call time); ``serde`` is
     LangGraph's serializer (its default when None); ``max_chain_depth`` bounds the
     parents a load reads (and the splices it applies per channel); ``cache_size`` bounds
-    the threads' newest checkpoints and the list heads kept.
+    the threads' newest checkpoints and the list heads kept; ``record_cache_bytes`` the
+    unpacked rows kept for later loads (0: none).
     """
 
     vendor = "postgresql"
@@ -198,10 +200,12 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         serde: SerializerProtocol | None = None,
         max_chain_depth: int = 32,
         cache_size: int = 1024,
+        record_cache_bytes: int = 16 * 2**20,
     ) -> None:
         for name, value, low, high in (
             ("max_chain_depth", max_chain_depth, 0, MAX_DEPTH),
             ("cache_size", cache_size, 0, 10_000_000),
+            ("record_cache_bytes", record_cache_bytes, 0, 2**40),
         ):
             if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
                 raise ValueError(f"{name} must be an int from {low} to {high}, got {value!r}")
@@ -210,6 +214,11 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         self.max_chain_depth = max_chain_depth
         self._heads: LRUCache[_HeadKey, chains.Head] = LRUCache(cache_size, name="cache_size")
         self._tips: LRUCache[_TipKey, _Tip] = LRUCache(cache_size, name="cache_size")
+        # Rows unpacked by loads, by row id and row version: a row's record is unpacked
+        # once while it is unchanged, however many loads walk through it.
+        self._records: LRUCache[tuple[int, str], Record] = LRUCache(
+            record_cache_bytes, name="record_cache_bytes", weigh=record_bytes
+        )
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tulip-langgraph")
 
     def _run_sync(self, func: Callable[..., T], *args: Any, lock: str | None = None) -> T:
@@ -475,13 +484,17 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
 
     # -- reading -----------------------------------------------------------------------
 
-    @staticmethod
-    def _walks(rows: list[dict[str, Any]]) -> dict[int, list[Record]]:
+    def _walks(self, rows: list[dict[str, Any]]) -> dict[int, list[Record]]:
         """The records of each checkpoint of ``load_rows``' rows and of its parents, by
-        checkpoint row id (CheckpointCorruptError if a parent is missing)."""
+        checkpoint row id (CheckpointCorruptError if a parent is missing); the rows
+        unpacked before, and unchanged since, are taken from the saver's cache."""
         from tulip_memory.models.langgraph import walk_records, walks
 
         memo: dict[int, Record] = {}
+        for row in rows:
+            record = self._records.get((row["id"], row["stamp"]))
+            if record is not None:
+                memo[row["id"]] = record
         found = {}
         for row_id, walk in walks(rows).items():
             if walk is None:
@@ -491,6 +504,9 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
                     "checkpoint its values are stored against is missing"
                 )
             found[row_id] = walk_records(walk, memo)
+        for row in rows:
+            if row["id"] in memo:
+                self._records.put((row["id"], row["stamp"]), memo[row["id"]])
         return found
 
     def _tuples(
@@ -553,9 +569,12 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         loaded = rows.load_rows(tenant, "AND id = ANY(%s)", [list(row_ids)])
         return self._tuples(loaded, self._walks(loaded))
 
-    def _get_tuple(
+    def _load(
         self, tenant: str, config: RunnableConfig, *, pin: str | None = None
-    ) -> CheckpointTuple | None:
+    ) -> tuple[list[dict[str, Any]], dict[int, list[Record]]]:
+        """The database's part of a ``get_tuple``: the rows of the checkpoint ``config``
+        names (the thread's newest without an id) and of the parents its values are read
+        from, and their records (:meth:`_walks`)."""
         from tulip_memory.models import LangGraphCheckpoint
 
         thread_id, checkpoint_ns, checkpoint_id = _configurable(config)
@@ -566,15 +585,28 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
             params.append(checkpoint_id)
         selection += "ORDER BY checkpoint_id DESC LIMIT 1"
         rows = LangGraphCheckpoint.rows.using(self.using).load_rows(
-            tenant, selection, params, pin=pin
+            tenant, selection, params, one=True, pin=pin
         )
-        found = self._tuples(rows, self._walks(rows))
-        return next(iter(found.values()), None)
+        return rows, self._walks(rows)
+
+    def _tuple(
+        self, rows: list[dict[str, Any]], walked: dict[int, list[Record]]
+    ) -> CheckpointTuple | None:
+        """The checkpoint tuple of a :meth:`_load` (None: no such checkpoint)."""
+        return next(iter(self._tuples(rows, walked).values()), None)
+
+    def _get_tuple(
+        self, tenant: str, config: RunnableConfig, *, pin: str | None = None
+    ) -> CheckpointTuple | None:
+        return self._tuple(*self._load(tenant, config, pin=pin))
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         started = time.perf_counter()
         tenant = self._resolve_tenant()
-        found = self._run_pinned_sync(self._get_tuple, config)
+        # The worker thread reads the rows; LangGraph's serializer builds the values here,
+        # in the caller's thread (most of a load's time), keeping the worker free for the
+        # saver's other callers.
+        found = self._tuple(*self._run_pinned_sync(self._load, config))
         emit_sync(
             EV_CHECKPOINT_LOADED, sender=type(self), **_loaded(tenant, config, found, started)
         )

@@ -43,8 +43,8 @@ __all__ = ["LangGraphCheckpoint", "LangGraphCheckpointQuerySet", "walk_records",
 # LangGraph's run ids.
 NAME_MAX_LENGTH = 255
 
-# The columns of the load statement's rows.
-LOAD_COLUMNS = (
+# The fields a walk reads of each row.
+ROW_FIELDS = (
     "id",
     "thread_id",
     "checkpoint_ns",
@@ -53,8 +53,10 @@ LOAD_COLUMNS = (
     "depth",
     "data",
     "writes",
-    "selected",
 )
+# The columns of the load statement's rows: the fields, the row version's ``xmin`` (as
+# text: any change to the row changes it) and whether the row was selected or is a parent.
+LOAD_COLUMNS = (*ROW_FIELDS, "stamp", "selected")
 
 _Key = tuple[str, str, str]
 
@@ -139,8 +141,7 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
     def records(self) -> dict[int, Record | None]:
         """The records of the rows (of whole threads: each is read with its parents), by
         row id; None for one that cannot be read (a parent missing, damaged data)."""
-        columns = ["id", *LOAD_COLUMNS[1:-1]]
-        rows = [{**row, "selected": True} for row in self.values(*columns)]
+        rows = [{**row, "selected": True} for row in self.values(*ROW_FIELDS)]
         memo: dict[int, Record] = {}
         found: dict[int, Record | None] = {}
         for row_id, walk in walks(rows).items():
@@ -175,7 +176,7 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
         connection = connections[self.db]
         table = connection.ops.quote_name(LangGraphCheckpoint._meta.db_table)
         walked = "id, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, depth"
-        carried = f"{walked}, data, writes" if one else walked
+        carried = f"{walked}, data, writes, xmin::text AS stamp" if one else walked
         # The parent lookup is a LATERAL subquery kept from being flattened into a join
         # by ``OFFSET 0``: one index lookup per step, whatever the row estimates. ``n``
         # stops a walk that goes round (damaged rows) after the deepest chain there can be.
@@ -189,11 +190,11 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
             f"WHERE w.depth > 0 AND w.n <= {MAX_DEPTH}) "
         )
         if one:
-            sql += f"SELECT {carried}, selected FROM w"
+            sql += f"SELECT {', '.join(LOAD_COLUMNS)} FROM w"
         else:
             sql += (
                 "SELECT t.id, t.thread_id, t.checkpoint_ns, t.checkpoint_id, "
-                "t.parent_checkpoint_id, t.depth, t.data, t.writes, w.selected "
+                "t.parent_checkpoint_id, t.depth, t.data, t.writes, t.xmin::text, w.selected "
                 f"FROM w JOIN {table} t ON t.id = w.id"
             )
         with connection.cursor() as cursor:
