@@ -329,6 +329,26 @@ async def test_corrupt_data_and_blocks_are_errors_never_a_wrong_state():
         await DeltaCheckpointer(storage).load("t", ids[2])
 
 
+async def test_a_save_after_a_damaged_newest_checkpoint_is_stored_whole(caplog):
+    storage, ids, states = await _chain_with_states()
+    record = storage._storage["t"][ids[3]]
+    storage._storage["t"][ids[3]] = replace(record, data=record.data[:-3] + b"xyz")
+    state = copy.deepcopy(states[3])
+    state.messages.append(Message(role=Role.USER, content="go on"))
+    with caplog.at_level("WARNING", logger="tulip_memory.delta.checkpointer"):
+        new_id = await DeltaCheckpointer(storage).save(state, "t")
+    assert f"newest checkpoint cannot be read (checkpoint '{ids[3]}'" in caplog.text
+    assert f"checkpoint '{new_id}' is stored whole" in caplog.text
+    reader = DeltaCheckpointer(storage)
+    assert await reader.load("t") == state
+    metadata = await reader.get_metadata("t", new_id)
+    assert (metadata.is_full, metadata.parent_id) == (True, None)
+    # Nothing else changed: the damaged checkpoint still says so, the older ones load.
+    with pytest.raises(CheckpointCorruptError, match=ids[3]):
+        await reader.load("t", ids[3])
+    assert await reader.load("t", ids[2]) == states[2]
+
+
 # -- cache, pruning, stats, metadata ---------------------------------------------------------
 
 

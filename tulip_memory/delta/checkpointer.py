@@ -33,7 +33,9 @@ Design (storage that grows linearly with the conversation, loads of a fixed cost
 * **Never a wrong state.** Blocks are verified against their digest, payloads are
   zlib-checked, every record states its resulting message count, and a missing parent
   or block raises :class:`~tulip_memory.exceptions.CheckpointCorruptError` naming the
-  checkpoint: a state rebuilt from whatever is left would be silently wrong.
+  checkpoint: a state rebuilt from whatever is left would be silently wrong. A save
+  after a newest checkpoint that cannot be read is stored whole (logged as a warning):
+  the thread goes on, and the damaged checkpoint stays for inspection or deletion.
 * **Deleting is safe.** ``delete(thread_id, checkpoint_id)`` and ``prune(thread_id,
   keep_last=N)`` first rewrite every kept checkpoint that depended on a deleted one as a
   full checkpoint (re-basing its descendants), then delete, then drop the blocks no full
@@ -56,6 +58,7 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 import time
 import zlib
 from dataclasses import dataclass, replace
@@ -79,6 +82,8 @@ from tulip_memory.state import AgentState
 from tulip_memory.subjects import subject_of
 
 __all__ = ["DeltaCheckpointer"]
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -449,7 +454,19 @@ class DeltaCheckpointer(BaseCheckpointer):
                 parent = self._cached(thread_id, newest[0].checkpoint_id)
                 # Another checkpointer may have replaced or re-based it since it was cached.
                 if parent is None or not parent.describes(newest[0]):
-                    parent = await self._rebuild(thread_id, newest[0].checkpoint_id)
+                    try:
+                        parent = await self._rebuild(thread_id, newest[0].checkpoint_id)
+                    except CheckpointCorruptError as exc:
+                        # No delta can be written against a checkpoint that cannot be
+                        # read: this one is stored whole and the thread goes on.
+                        logger.warning(
+                            "thread %r: the newest checkpoint cannot be read (%s); "
+                            "checkpoint %r is stored whole",
+                            thread_id,
+                            exc,
+                            checkpoint_id,
+                        )
+                        parent = None
                     if parent is not None:
                         self._remember(thread_id, parent)
             await self._write(state, thread_id, checkpoint_id, parent)
