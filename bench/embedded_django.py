@@ -22,10 +22,13 @@ class BenchDatabase:
     app: str
 
 
-def setup_django(workdir: Path, **tulip_memory: Any) -> BenchDatabase:
+def setup_django(
+    workdir: Path, *, prepare_threshold: int | None = None, **tulip_memory: Any
+) -> BenchDatabase:
     """Embedded PostgreSQL in ``workdir``; Django on it as the app role, migrated as owner.
 
-    ``tulip_memory`` becomes the ``TULIP_MEMORY`` setting.
+    ``tulip_memory`` becomes the ``TULIP_MEMORY`` setting; ``prepare_threshold`` goes to
+    the app role's ``OPTIONS`` (None, Django's default: no prepared statements).
     """
     import django
     from django.conf import settings
@@ -35,9 +38,15 @@ def setup_django(workdir: Path, **tulip_memory: Any) -> BenchDatabase:
 
     server_url = start_embedded(workdir / "pgdata", cleanup="delete")
     urls = bootstrap_database(server_url, DATABASE)
+    app = database_settings(urls.app)
+    options = app.get("OPTIONS")
+    app["OPTIONS"] = {
+        **(options if isinstance(options, dict) else {}),
+        "prepare_threshold": prepare_threshold,
+    }
     settings.configure(
         INSTALLED_APPS=["django.contrib.contenttypes", "django.contrib.auth", "tulip_memory"],
-        DATABASES={"default": database_settings(urls.app), "owner": database_settings(urls.owner)},
+        DATABASES={"default": app, "owner": database_settings(urls.owner)},
         USE_TZ=True,
         DEFAULT_AUTO_FIELD="django.db.models.BigAutoField",
         TULIP_MEMORY=tulip_memory,

@@ -28,7 +28,7 @@ cosine index), both embedding the ``text`` field with WordLlama (256 dimensions)
 are driven through their async API, one search at a time.
 
     PYTHONPATH=$PWD .venv/bin/python bench/langgraph_vs_postgres.py [--turns 200] \
-        [--part saver|store|all]
+        [--part saver|store|all] [--prepare-threshold 0]
 """
 
 from __future__ import annotations
@@ -228,10 +228,17 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=200)
     parser.add_argument("--max-chain-depth", type=int, default=None)
     parser.add_argument("--part", choices=["saver", "store", "all"], default="all")
+    parser.add_argument(
+        "--prepare-threshold",
+        type=int,
+        default=None,
+        help="the app role's OPTIONS['prepare_threshold'] (default None: Django's, unprepared)",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="tulip-bench-") as workdir:
         urls = setup_django(
             Path(workdir),
+            prepare_threshold=args.prepare_threshold,
             VECTOR_DIMENSIONS=WORDLLAMA_DIM,
             EMBEDDER="tulip_memory.embeddings.WordLlamaEmbedding",
         )

@@ -24,6 +24,10 @@
    transaction's BEGIN/COMMIT, the hops to Django's thread, building the items and the
    block); p50 / p95 of each, and how many turns ran the recency statement.
 
+   ``--using prepared``: parts 2 and 2b on tests.settings' ``prepared`` alias, the same
+   database with prepared statements allowed (``OPTIONS["prepare_threshold"]``): the
+   search statement is then prepared and planned generically (docs/pg_store.md).
+
 4. ``--broker-down``: only this part. ``on_session_end`` in Celery mode with the broker
    unreachable (a closed port of 127.0.0.1): ``--jobs`` sessions with tulip_memory's send
    policy (one immediate reconnection; the sweep re-sends later), then 20 with Celery's
@@ -31,7 +35,7 @@
    and the job rows recorded.
 
     .venv/bin/python bench/manager.py [--memories 10000] [--jobs 200] [--skip-celery]
-                                      [--profile]
+                                      [--profile] [--using prepared]
     .venv/bin/python bench/manager.py --broker-down [--jobs 200]
 
 Starts its own embedded PostgreSQL in a temporary folder (tests/settings.py) and uses the
@@ -110,14 +114,14 @@ async def _fill(store, prefix: tuple[str, ...], count: int) -> None:
         await store.put_batch(batch)
 
 
-async def session_start_part(count: int) -> None:
+async def session_start_part(count: int, using: str) -> None:
     from tulip_memory.manager import LLMMemoryManager
     from tulip_memory.messages import Message, Role
     from tulip_memory.state import AgentState
     from tulip_memory.store import InMemoryStore, PgMemory
 
     prefix = ("bench", "users", "u1")
-    for name, store in (("PgMemory", PgMemory()), ("InMemoryStore", InMemoryStore())):
+    for name, store in (("PgMemory", PgMemory(using)), ("InMemoryStore", InMemoryStore())):
         started = time.perf_counter()
         await _fill(store, prefix, count)
         fill = time.perf_counter() - started
@@ -160,7 +164,7 @@ class _StatementTimer:
             self.turn[kind] = self.turn.get(kind, 0.0) + time.perf_counter() - started
 
 
-async def profile_part(count: int) -> None:
+async def profile_part(count: int, using: str) -> None:
     from asgiref.sync import sync_to_async
     from django.db import connections
 
@@ -170,12 +174,12 @@ async def profile_part(count: int) -> None:
     from tulip_memory.store import PgMemory
 
     prefix = ("bench", "users", "u2")
-    store = PgMemory()
+    store = PgMemory(using)
     await _fill(store, prefix, count)
     manager = LLMMemoryManager(store, namespace_prefix=prefix, max_memories=count)
     timer = _StatementTimer()
     # The wrapper goes on the connection of Django's thread, where sync_to_async runs.
-    await sync_to_async(lambda: connections["default"].execute_wrappers.append(timer))()
+    await sync_to_async(lambda: connections[using].execute_wrappers.append(timer))()
     encode = store.ranking_arguments
     encoding: list[float] = []
 
@@ -358,6 +362,11 @@ def main() -> None:
     parser.add_argument("--skip-celery", action="store_true")
     parser.add_argument("--broker-down", action="store_true")
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument(
+        "--using",
+        default="default",
+        help="PgMemory's database alias: 'prepared' allows prepared statements (tests.settings)",
+    )
     args = parser.parse_args()
 
     if not args.broker_down:
@@ -380,9 +389,9 @@ def main() -> None:
     if args.broker_down:
         asyncio.run(broker_down_part(args.jobs))
         return
-    asyncio.run(session_start_part(args.memories))
+    asyncio.run(session_start_part(args.memories, args.using))
     if args.profile:
-        asyncio.run(profile_part(args.memories))
+        asyncio.run(profile_part(args.memories, args.using))
     if not args.skip_celery:
         asyncio.run(celery_part(args.jobs))
 

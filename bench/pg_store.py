@@ -21,7 +21,7 @@ Measured:
    cores), then the same searches: put rows/s, p50 / p95, recall@10, and our/their ratios.
 
     .venv/bin/python bench/pg_store.py [--rows 1000000] [--tenants 1000] [--queries 50]
-                                       [--skip-langgraph]
+                                       [--skip-langgraph] [--prepare-threshold 0]
 
 ``--quantisation``: only this, no database: would a binary-quantised first pass (one sign
 bit per dimension) keep the exact top 10 of the 50k-row namespace among its best N rows?
@@ -450,6 +450,12 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=50)
     parser.add_argument("--skip-langgraph", action="store_true")
     parser.add_argument("--quantisation", action="store_true")
+    parser.add_argument(
+        "--prepare-threshold",
+        type=int,
+        default=None,
+        help="the app role's OPTIONS['prepare_threshold'] (default None: Django's, unprepared)",
+    )
     args = parser.parse_args()
     if args.quantisation:
         layout = Layout.build(args.rows, args.tenants)
@@ -460,7 +466,9 @@ def main() -> None:
         return
     with tempfile.TemporaryDirectory(prefix="tulip-bench-pg-") as tmp:
         # Sync, before the event loop: Django refuses to set itself up inside one.
-        admin_url = setup_django(Path(tmp), VECTOR_DIMENSIONS=DIM).admin
+        admin_url = setup_django(
+            Path(tmp), prepare_threshold=args.prepare_threshold, VECTOR_DIMENSIONS=DIM
+        ).admin
         result = asyncio.run(run(args, admin_url))
     report(result)
     print(json.dumps(result, indent=1, default=float))

@@ -42,4 +42,13 @@ DATABASES["mysql"] = database_settings(
     OPTIONS={"charset": "utf8mb4"},
 )
 
+# The application role again, on an alias that allows prepared statements (as one with no
+# transaction-mode pooler in front of it may): PgMemory prepares its search there and plans
+# it generically. The store contract suite runs on both aliases ("pg", "pg-prepared").
+DATABASES["prepared"] = {
+    **DATABASES["default"],
+    "OPTIONS": {**DATABASES["default"].get("OPTIONS", {}), "prepare_threshold": 0},
+    "TEST": {"MIRROR": "default"},
+}
+
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

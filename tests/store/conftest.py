@@ -103,6 +103,7 @@ STORE_FACTORIES: dict[str, StoreFactory] = {
     "holographic-memory": lambda request, **options: HolographicStore(**options),
     "holographic-file": _holographic_file,
     "pg": pg_store,
+    "pg-prepared": partial(pg_store, using="prepared"),
 }
 
 

@@ -12,8 +12,9 @@ from tulip_memory.store import BaseStore
 from tulip_memory.tenancy import tenant_context
 
 
-def pg_store(request: pytest.FixtureRequest, **options: Any) -> BaseStore:
-    """A PgMemory on the test database, as the application role.
+def pg_store(request: pytest.FixtureRequest, using: str = "default", **options: Any) -> BaseStore:
+    """A PgMemory on the test database, as the application role (through the alias
+    ``using``: "prepared" allows prepared statements).
 
     The contract tests are async and the store's ORM calls run on Django's sync worker
     thread, so the test's own transaction could not hold them: the database is unblocked
@@ -36,7 +37,7 @@ def pg_store(request: pytest.FixtureRequest, **options: Any) -> BaseStore:
 
     request.addfinalizer(clean_up)
     if "root" not in request.fixturenames:
-        return PgMemory("default", **options)
+        return PgMemory(using, **options)
     root = request.getfixturevalue("root")
 
     class TenantBoundPgMemory(PgMemory):
@@ -49,4 +50,4 @@ def pg_store(request: pytest.FixtureRequest, **options: Any) -> BaseStore:
             with tenant_context(root):
                 return await super().list_namespaces(prefix, limit)
 
-    return TenantBoundPgMemory("default", **options)
+    return TenantBoundPgMemory(using, **options)

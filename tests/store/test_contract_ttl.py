@@ -19,7 +19,7 @@ from tulip_memory.store import StoreCapabilityError
 from tulip_memory.tenancy import tenant_context
 
 # The backends advertising capabilities.ttl (the others refuse it: see the first test).
-TTL_BACKENDS = ["holographic-file", "holographic-memory", "memory", "pg"]
+TTL_BACKENDS = ["holographic-file", "holographic-memory", "memory", "pg", "pg-prepared"]
 
 BAD_TTLS = [
     (-1, "must be positive"),

@@ -202,6 +202,35 @@ def test_search_many_is_one_statement_and_equals_searches():
         sync(store.search_many)([("acme", "s"), ("globex", "s")], "x")
 
 
+@pytest.mark.django_db(transaction=True, databases=["default", "prepared"])
+def test_an_alias_allowing_prepared_statements_prepares_the_search_and_plans_it_once():
+    plain, prepared = (
+        PgMemory(embedder=SeededEmbedding()),
+        PgMemory("prepared", embedder=SeededEmbedding()),
+    )
+    acme, globex = ("acme", "p"), ("globex", "p")
+    sync(plain.put_batch)(
+        [(acme, f"k{j}", f"note {j} about topic {j % 3}", None) for j in range(12)]
+        + [(globex, "theirs", "topic 1 of another tenant", None)]
+    )
+    for query in ["topic 1", "note 4", "about", None] * 2:
+        assert sync(prepared.search)(acme, query, limit=5) == sync(plain.search)(
+            acme, query, limit=5
+        )
+    assert [item.key for item in sync(prepared.search)(globex, "topic 1")] == ["theirs"]
+    assert "theirs" not in {item.key for item in sync(prepared.search)(acme, "topic 1", limit=20)}
+    with connections["prepared"].cursor() as cursor:
+        cursor.execute("SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements")
+        plans = [
+            (generic, custom) for sql, generic, custom in cursor.fetchall() if "LATERAL" in sql
+        ]
+    assert plans and all(custom == 0 and generic >= 1 for generic, custom in plans), plans
+    # The default alias (Django's default: prepare_threshold None) prepares nothing.
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_prepared_statements")
+        assert cursor.fetchone()[0] == 0
+
+
 @pytest.mark.django_db
 def test_search_without_query_is_newest_first():
     store = PgMemory()
