@@ -18,9 +18,18 @@ from tulip_memory.testing.databases import _owner_alias, admin_url, setup_test_d
 def test_the_owner_alias_is_the_other_postgresql_alias_of_the_same_database():
     settings = {alias: connections[alias].settings_dict for alias in connections}
     assert _owner_alias(settings) == "owner"
-    del settings["owner"]
+    # An alias of the application role itself (here "prepared": other connection options,
+    # a test mirror of default) is never taken for the owner's, wherever it is listed.
+    assert settings["prepared"]["USER"] == settings["default"]["USER"]
+    first = {"default": settings["default"], "prepared": settings["prepared"], **settings}
+    assert _owner_alias(first) == "owner"
+    owner = settings.pop("owner")
     with pytest.raises(ImproperlyConfigured, match="need the table owner's alias"):
         _owner_alias(settings)
+    # Nor is a test mirror of default, whatever its role (a replica's, say).
+    replica = {**owner, "TEST": {"MIRROR": "default"}}
+    with pytest.raises(ImproperlyConfigured, match="need the table owner's alias"):
+        _owner_alias({**settings, "replica": replica})
 
 
 def test_the_admin_url_comes_from_the_environment_first(monkeypatch):

@@ -75,12 +75,16 @@ def admin_url() -> str:
 
 def _owner_alias(settings_by_alias: dict[str, dict[str, Any]]) -> str:
     default = settings_by_alias["default"]
+    # Another role on the same database; an alias of the application role itself (other
+    # connection options, a test mirror) is not the owner's.
     candidates = [
         alias
         for alias, config in settings_by_alias.items()
         if alias != "default"
         and "postgresql" in config.get("ENGINE", "")
         and config.get("NAME") == default.get("NAME")
+        and config.get("USER") != default.get("USER")
+        and not (config.get("TEST") or {}).get("MIRROR")
     ]
     if not candidates:
         raise ImproperlyConfigured(
