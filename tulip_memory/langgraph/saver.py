@@ -621,14 +621,16 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         )
         return found
 
-    def _list(
+    def _list_rows(
         self,
         tenant: str,
         config: RunnableConfig | None,
         filter: dict[str, Any] | None,
         before: RunnableConfig | None,
         limit: int | None,
-    ) -> list[CheckpointTuple]:
+    ) -> tuple[list[dict[str, Any]], dict[int, list[Record]]]:
+        """The database's part of a ``list``: the rows loaded and the records of the
+        checkpoints listed, by row id, in the order they are listed."""
         from tulip_memory.models import LangGraphCheckpoint
 
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
@@ -652,7 +654,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
             rows = rows[: max(limit, 0)]
         ids = list(rows.values_list("id", flat=True))
         if not ids:
-            return []
+            return [], {}
         loaded = manager.load_rows(tenant, "AND id = ANY(%s)", [ids])
         walked = self._walks(loaded)
         if filter:
@@ -667,8 +669,23 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
             ]
             if limit is not None:
                 ids = ids[: max(limit, 0)]
-        found = self._tuples(loaded, {i: walked[i] for i in ids if i in walked})
-        return [found[row_id] for row_id in ids if row_id in found]
+        return loaded, {i: walked[i] for i in ids if i in walked}
+
+    def _listed(
+        self, loaded: list[dict[str, Any]], walked: dict[int, list[Record]]
+    ) -> list[CheckpointTuple]:
+        """The checkpoint tuples of a :meth:`_list_rows`, in its order."""
+        return list(self._tuples(loaded, walked).values())
+
+    def _list(
+        self,
+        tenant: str,
+        config: RunnableConfig | None,
+        filter: dict[str, Any] | None,
+        before: RunnableConfig | None,
+        limit: int | None,
+    ) -> list[CheckpointTuple]:
+        return self._listed(*self._list_rows(tenant, config, filter, before, limit))
 
     def list(
         self,
@@ -678,7 +695,8 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
-        yield from self._run_sync(self._list, config, filter, before, limit)
+        # As in get_tuple: the worker reads, LangGraph's serializer runs in this thread.
+        yield from self._listed(*self._run_sync(self._list_rows, config, filter, before, limit))
 
     async def alist(
         self,
