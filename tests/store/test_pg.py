@@ -502,6 +502,48 @@ def test_bad_embedder_output_is_refused_before_the_database(vector, match):
     assert captured.captured_queries == []
 
 
+class OneBadVectorEmbedding(SeededEmbedding):
+    """Good vectors, but the one of the text "bad" is ``bad``."""
+
+    def __init__(self, bad):
+        super().__init__(1024)
+        self.bad = bad
+
+    async def embed_batch(self, texts):
+        good = await super().embed_batch(texts)
+        return [
+            self.bad if text == "bad" else vector for text, vector in zip(texts, good, strict=True)
+        ]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("bad", "match"),
+    [
+        ([1.0] * 1023 + [math.inf], r"embedder output\[1023\] must be finite"),
+        ([0.0] * 1024, "must not be all zeros"),
+        ([1.0] * 3, r"shape \(3,\)"),
+        (["x"] * 1024, "not a sequence of numbers"),
+    ],
+)
+def test_one_bad_vector_in_a_batch_is_named_and_nothing_is_stored(bad, match):
+    store = PgMemory(embedder=OneBadVectorEmbedding(bad))
+    items = [
+        (("acme", "b"), f"k{i}", text, None)
+        for i, text in enumerate(["alpha", "beta", "bad", "gamma"])
+    ]
+    with CaptureQueriesContext(connection) as captured, pytest.raises(ValueError, match=match):
+        sync(store.put_batch)(items)
+    assert captured.captured_queries == []
+    # The same batch without the bad one is stored, each vector as the embedder gave it.
+    sync(store.put_batch)([item for item in items if item[2] != "bad"])
+    with tenant_atomic("acme"):
+        stored = dict(MemoryItem.objects.values_list("key", "embedding"))
+    expected = sync(SeededEmbedding().embed_batch)(["alpha", "beta", "gamma"])
+    for key, vector in zip(["k0", "k1", "k3"], expected, strict=True):
+        assert np.allclose(np.asarray(stored[key], np.float32), np.float32(vector))
+
+
 @pytest.mark.django_db
 def test_longest_indexable_key_is_stored():
     store = PgMemory()

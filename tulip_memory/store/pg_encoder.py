@@ -136,6 +136,25 @@ class TextEncoder:
         vector.setflags(write=False)
         return vector
 
+    def _encoded_all(self, values: Sequence[Any], *, name: str) -> list[np.ndarray]:
+        """:meth:`_encoded` of each of ``values``, checked as one matrix (a batch of a
+        bulk write); when one is bad, the check of each alone names it."""
+        try:
+            matrix = np.asarray(values, dtype=np.float64)
+        except (TypeError, ValueError):  # not numbers, or vectors of different widths
+            matrix = None
+        if (
+            matrix is None
+            or matrix.ndim != 2
+            or matrix.shape[1] != self.width
+            or not np.isfinite(matrix).all()
+            or not matrix.any(axis=1).all()
+        ):
+            return [self._encoded(value, name=name) for value in values]
+        vectors = matrix.astype(np.float32)
+        vectors.setflags(write=False)
+        return list(vectors)
+
     @staticmethod
     def literal(vector: np.ndarray) -> str:
         """pgvector's text form of ``vector`` (for a query parameter)."""
@@ -167,8 +186,9 @@ class TextEncoder:
                 raise ValueError(
                     f"embedder returned {len(vectors)} vectors for {len(wanted)} texts"
                 )
-            for i, vector in zip(wanted, vectors, strict=True):
-                out[i] = self._encoded(vector, name="embedder output")
+            checked = self._encoded_all(vectors, name="embedder output")
+            for i, vector in zip(wanted, checked, strict=True):
+                out[i] = vector
         return out
 
     async def encode(self, tenant: str, text: str) -> np.ndarray | None:
