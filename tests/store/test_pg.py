@@ -162,6 +162,41 @@ def test_put_batch_is_one_upsert_and_counts_repeated_keys():
     assert (item.value, item.version) == ("c", 4)
 
 
+def test_a_big_batch_gets_a_work_mem_of_its_own_within_bounds():
+    from tulip_memory.models.store import BATCH_WORK_MEM_MAX_KB, UpsertRow, _batch_work_mem
+
+    def rows(count, width):
+        vector = np.ones(width, np.float32)
+        return [
+            UpsertRow("t", "t", f"k{i}", "{}", "{}", "words", vector, "x") for i in range(count)
+        ]
+
+    assert _batch_work_mem(rows(10, 384)) is None  # the server's work_mem
+    assert _batch_work_mem(rows(5000, 384)) == f"{3 * 5000 * (4 + 1536 + 5) // 1024}kB"
+    assert _batch_work_mem(rows(100_000, 384)) == f"{BATCH_WORK_MEM_MAX_KB}kB"
+
+
+@pytest.mark.django_db
+def test_a_batch_over_a_megabyte_is_stored_whole_and_its_work_mem_ends_with_its_statement():
+    store = PgMemory(embedder=SeededEmbedding())
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW work_mem")
+        before = cursor.fetchone()[0]
+    items = [(("acme", "big"), f"k{i}", f"note {i} " + "word " * 40, None) for i in range(400)]
+    with executions() as calls:
+        sync(store.put_batch)(items)  # 400 vectors of 4 KB: 1.6 MB
+    settings = [params for sql, params in calls if "set_config('work_mem'" in sql]
+    # Three times the batch's bytes (of which the 400 vectors' 1.6 MB) for the statement,
+    # then back to what the transaction had.
+    assert len(settings) == 2 and settings[1] == [before]
+    assert 3 * 400 * 4096 // 1024 < int(settings[0][0].removesuffix("kB")) < 8 * 1024
+    with tenant_atomic("acme"):
+        assert MemoryItem.objects.filter(namespace="acme/big").count() == 400
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW work_mem")
+        assert cursor.fetchone()[0] == before
+
+
 @pytest.mark.django_db
 def test_get_batch_is_one_query_and_clear_namespace_one_statement():
     store = PgMemory()

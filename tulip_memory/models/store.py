@@ -91,6 +91,31 @@ class UpsertRow(NamedTuple):
     ttl: timedelta | None = None
 
 
+# A batch of more bytes than this gets a work_mem of its own (see _batch_work_mem).
+BATCH_WORK_MEM_FROM = 1 << 20
+BATCH_WORK_MEM_MAX_KB = 128 * 1024
+
+
+def _batch_work_mem(rows: Sequence[UpsertRow]) -> str | None:
+    """The transaction's ``work_mem`` for upserting ``rows`` (None: the server's).
+
+    The batch passes through a tuplestore (``unnest``) and a sort, each kept in memory
+    only within ``work_mem``: with the default 4 MB a 5,000-row batch of 384-d vectors
+    spilled both to temporary files (~6% of its upsert's time). Three times the batch's
+    bytes, at most 128 MB, from 1 MB of rows on; set for the statement only.
+    """
+    size = sum(
+        len(row.value_json)
+        + len(row.metadata_json)
+        + len(row.search_text)
+        + (0 if row.embedding is None else row.embedding.nbytes)
+        for row in rows
+    )
+    if size < BATCH_WORK_MEM_FROM:
+        return None
+    return f"{min(BATCH_WORK_MEM_MAX_KB, 3 * size // 1024)}kB"
+
+
 class SearchRow(NamedTuple):
     """One hit of :meth:`MemoryItemQuerySet.search_paths`."""
 
@@ -297,10 +322,20 @@ class MemoryItemQuerySet(models.QuerySet):
         )
         moment = (now or datetime.now(UTC)).isoformat()
         with self._binary_cursor() as cursor:
+            work_mem = _batch_work_mem(rows)
+            if work_mem is not None:
+                cursor.execute(
+                    "SELECT current_setting('work_mem'), set_config('work_mem', %s, true)",
+                    [work_mem],
+                )
+                previous = cursor.fetchone()[0]
             cursor.execute(
                 sql, [*columns[:6], embeddings, columns[7], expiries, ttls, moment, moment]
             )
-            return cursor.rowcount
+            count = cursor.rowcount
+            if work_mem is not None:  # back for the rest of the transaction (a caller's)
+                cursor.execute("SELECT set_config('work_mem', %s, true)", [previous])
+            return count
 
     def search_paths(
         self,
