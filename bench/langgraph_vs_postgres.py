@@ -80,13 +80,16 @@ def write(saver: Any, turns: int) -> tuple[list[float], Any]:
     return puts, graph.get_state(CONFIG).values
 
 
-def read(fresh: dict[str, Any], states: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def read(
+    listers: dict[str, Any], fresh: dict[str, Any], states: dict[str, Any]
+) -> dict[str, dict[str, Any]]:
     """``get_tuple`` times of each fresh saver: the newest checkpoint 100 times, then 100
     random checkpoints by id (the same positions in each thread), the savers taking turns
-    call by call so that the machine's drift weighs on both alike."""
+    call by call so that the machine's drift weighs on both alike. The ids come from
+    ``listers``, other savers: a ``list`` would leave its rows in a DjangoSaver's cache."""
     ids = {
         name: [t.config["configurable"]["checkpoint_id"] for t in saver.list(CONFIG)]
-        for name, saver in fresh.items()
+        for name, saver in listers.items()
     }
     found: dict[str, dict[str, Any]] = {
         name: {"checkpoints": len(ids[name]), "newest": [], "by id": []} for name in fresh
@@ -195,7 +198,11 @@ def run_savers(urls: Any, turns: int, max_chain_depth: int | None) -> None:
         saver.setup()
         puts[theirs], states[theirs] = write(saver, turns)
         assert states[ours] == states[theirs]
-        results = read({ours: DjangoSaver(tenant="bench"), theirs: fresh}, states)
+        results = read(
+            {ours: DjangoSaver(tenant="bench"), theirs: saver},
+            {ours: DjangoSaver(tenant="bench"), theirs: fresh},
+            states,
+        )
     for name in results:
         results[name]["put"] = quantiles_ms(puts[name])
     results[ours]["payload"] = DjangoSaver(tenant="bench").storage_bytes(THREAD)
