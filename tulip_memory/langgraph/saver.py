@@ -677,15 +677,9 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         """The checkpoint tuples of a :meth:`_list_rows`, in its order."""
         return list(self._tuples(loaded, walked).values())
 
-    def _list(
-        self,
-        tenant: str,
-        config: RunnableConfig | None,
-        filter: dict[str, Any] | None,
-        before: RunnableConfig | None,
-        limit: int | None,
-    ) -> list[CheckpointTuple]:
-        return self._listed(*self._list_rows(tenant, config, filter, before, limit))
+    def _list(self, tenant: str, *query: Any) -> list[CheckpointTuple]:
+        """:meth:`_listed` of :meth:`_list_rows` (``query``: its arguments after the tenant)."""
+        return self._listed(*self._list_rows(tenant, *query))
 
     def list(
         self,
