@@ -5,6 +5,7 @@ Run from a bench script (``python bench/<name>.py`` puts ``bench/`` on ``sys.pat
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,16 @@ class BenchDatabase:
     admin: str
     owner: str
     app: str
+
+
+def add_prepare_threshold(parser: argparse.ArgumentParser) -> None:
+    """``--prepare-threshold``: what :func:`setup_django` gives the app role's ``OPTIONS``."""
+    parser.add_argument(
+        "--prepare-threshold",
+        type=int,
+        default=None,
+        help="the app role's OPTIONS['prepare_threshold'] (default None: Django's, unprepared)",
+    )
 
 
 def setup_django(

@@ -44,7 +44,7 @@ from typing import Any
 
 import langgraph.checkpoint.postgres
 import langgraph.graph
-from embedded_django import setup_django, table_bytes
+from embedded_django import add_prepare_threshold, setup_django, table_bytes
 from recall import WORDLLAMA_DIM, Config, Context, LangGraphSubject, load_conversations
 from recall import measure as measure_recall
 
@@ -235,12 +235,7 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=200)
     parser.add_argument("--max-chain-depth", type=int, default=None)
     parser.add_argument("--part", choices=["saver", "store", "all"], default="all")
-    parser.add_argument(
-        "--prepare-threshold",
-        type=int,
-        default=None,
-        help="the app role's OPTIONS['prepare_threshold'] (default None: Django's, unprepared)",
-    )
+    add_prepare_threshold(parser)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="tulip-bench-") as workdir:
         urls = setup_django(

@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from embedded_django import setup_django
+from embedded_django import add_prepare_threshold, setup_django
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -450,12 +450,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=50)
     parser.add_argument("--skip-langgraph", action="store_true")
     parser.add_argument("--quantisation", action="store_true")
-    parser.add_argument(
-        "--prepare-threshold",
-        type=int,
-        default=None,
-        help="the app role's OPTIONS['prepare_threshold'] (default None: Django's, unprepared)",
-    )
+    add_prepare_threshold(parser)
     args = parser.parse_args()
     if args.quantisation:
         layout = Layout.build(args.rows, args.tenants)
