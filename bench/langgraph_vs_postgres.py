@@ -16,8 +16,12 @@ Reported per saver:
 * table bytes — ``pg_total_relation_size`` of its tables after VACUUM (heap, TOAST with
   its compression, indexes);
 * ``put`` p50/p95 over the run, and ``get_tuple`` p50/p95 of the newest checkpoint and of
-  100 random checkpoints of the thread (by id), from a fresh saver; the two savers read
-  in turns, call by call, so that the machine's drift during the run weighs on both.
+  100 random checkpoints of the thread (by id), from a fresh saver. The two graphs run in
+  turns, turn by turn, and the two savers read in turns, call by call, so that the
+  machine's drift during the run weighs on both.
+  The reading thread has its own connection to the database open, as a request's or a
+  task's has after its first query, so DjangoSaver reads on it; with
+  ``--caller-connection closed`` it has none and DjangoSaver reads on its worker thread.
 
 **Stores.** The LoCoMo dev conversations (``bench/recall.py``'s loader and measure: one
 item per turn under ``("locomo", "conv<id>")``, value ``{"text", "date"}``, each question
@@ -28,7 +32,7 @@ cosine index), both embedding the ``text`` field with WordLlama (256 dimensions)
 are driven through their async API, one search at a time.
 
     PYTHONPATH=$PWD .venv/bin/python bench/langgraph_vs_postgres.py [--turns 200] \
-        [--part saver|store|all] [--prepare-threshold 0]
+        [--part saver|store|all] [--prepare-threshold 0] [--caller-connection closed]
 """
 
 from __future__ import annotations
@@ -68,16 +72,21 @@ def timed(samples: list[float], method: Callable[..., Any]) -> Callable[..., Any
     return call
 
 
-def write(saver: Any, turns: int) -> tuple[list[float], Any]:
-    """Run the agent ``turns`` turns on ``saver``; its ``put`` times and the final state."""
+def write(savers: dict[str, Any], turns: int) -> tuple[dict[str, list[float]], dict[str, Any]]:
+    """Run the agent ``turns`` turns on each saver, the savers taking turns (turn by turn,
+    so that the machine's drift weighs on both alike); their ``put`` times and final
+    states, by name."""
     from tulip_memory.testing.langgraph_agent import build_agent, user_turn
 
-    puts: list[float] = []
-    saver.put = timed(puts, saver.put)
-    graph = build_agent(saver)
+    puts: dict[str, list[float]] = {name: [] for name in savers}
+    graphs = {}
+    for name, saver in savers.items():
+        saver.put = timed(puts[name], saver.put)
+        graphs[name] = build_agent(saver)
     for turn in range(turns):
-        graph.invoke(user_turn(turn), CONFIG, durability="sync")
-    return puts, graph.get_state(CONFIG).values
+        for graph in graphs.values():
+            graph.invoke(user_turn(turn), CONFIG, durability="sync")
+    return puts, {name: graph.get_state(CONFIG).values for name, graph in graphs.items()}
 
 
 def read(
@@ -182,22 +191,26 @@ def run_stores(owner_url: str) -> list[dict[str, Any]]:
     return asyncio.run(both())
 
 
-def run_savers(urls: Any, turns: int, max_chain_depth: int | None) -> None:
+def run_savers(urls: Any, turns: int, max_chain_depth: int | None, caller_connection: str) -> None:
+    from django.db import connection
+
     options = {} if max_chain_depth is None else {"max_chain_depth": max_chain_depth}
     from tulip_memory.langgraph import DjangoSaver
 
     PostgresSaver = langgraph.checkpoint.postgres.PostgresSaver
 
     ours, theirs = "DjangoSaver (tulip_memory)", "PostgresSaver (langgraph)"
-    puts, states = {}, {}
-    puts[ours], states[ours] = write(DjangoSaver(tenant="bench", **options), turns)
     with (
         PostgresSaver.from_conn_string(urls.owner) as saver,
         PostgresSaver.from_conn_string(urls.owner) as fresh,
     ):
         saver.setup()
-        puts[theirs], states[theirs] = write(saver, turns)
+        puts, states = write({ours: DjangoSaver(tenant="bench", **options), theirs: saver}, turns)
         assert states[ours] == states[theirs]
+        if caller_connection == "open":
+            connection.ensure_connection()
+        else:
+            connection.close()
         results = read(
             {ours: DjangoSaver(tenant="bench"), theirs: saver},
             {ours: DjangoSaver(tenant="bench"), theirs: fresh},
@@ -235,6 +248,12 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=200)
     parser.add_argument("--max-chain-depth", type=int, default=None)
     parser.add_argument("--part", choices=["saver", "store", "all"], default="all")
+    parser.add_argument(
+        "--caller-connection",
+        choices=["open", "closed"],
+        default="open",
+        help="whether the reading thread's own database connection is open (see above)",
+    )
     add_prepare_threshold(parser)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="tulip-bench-") as workdir:
@@ -245,7 +264,7 @@ def main() -> None:
             EMBEDDER="tulip_memory.embeddings.WordLlamaEmbedding",
         )
         if args.part in ("saver", "all"):
-            run_savers(urls, args.turns, args.max_chain_depth)
+            run_savers(urls, args.turns, args.max_chain_depth, args.caller_connection)
         if args.part in ("store", "all"):
             results = run_stores(urls.owner)
             questions = results[0]["questions"]

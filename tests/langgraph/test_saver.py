@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from typing import Any
 
 import psycopg
@@ -135,15 +136,60 @@ async def test_tenants_see_only_their_threads_and_the_config_cannot_choose_one()
         await acme.aget_tuple(config)
 
 
+def _saver_connection(saver: DjangoSaver) -> Any:
+    """The saver's own connection (its sync calls run on it, in the calling thread)."""
+    from django.db import connections
+
+    return saver._connection.run(lambda: connections["default"])
+
+
+def _reads(queries: CaptureQueriesContext) -> list[str]:
+    return [q["sql"] for q in queries.captured_queries if "langgraph" in q["sql"]]
+
+
 def test_get_tuple_is_one_statement():
     saver = DjangoSaver(tenant="acme")
     build_agent(saver).invoke(user_turn(0), _config("one-read"))
-    # In this thread (sync calls run on the saver's worker, with its own connection).
+    with CaptureQueriesContext(_saver_connection(saver)) as queries:
+        found = saver.get_tuple(_config("one-read"))
+    assert len(found.checkpoint["channel_values"]["messages"]) == 4
+    assert len(_reads(queries)) == 1, _reads(queries)
+    # In a transaction of its own too.
     with CaptureQueriesContext(connection) as queries:
         found = saver._in_transaction("acme", saver._get_tuple, (_config("one-read"),), None)
     assert len(found.checkpoint["channel_values"]["messages"]) == 4
-    reads = [q["sql"] for q in queries.captured_queries if "langgraph" in q["sql"]]
-    assert len(reads) == 1, reads
+    assert len(_reads(queries)) == 1, _reads(queries)
+
+
+def test_a_checkpoint_whose_parents_other_rows_lie_between_is_read_in_two_statements():
+    """A delta's parents are read in one range of rows when nothing was written between
+    them; when another saver's rows lie between (two processes writing one thread), the
+    load walks them one by one, a second statement, and finds the same values."""
+    first, second, reader = (DjangoSaver(tenant="acme") for _ in range(3))
+    config = _config("interleaved")
+    first_graph, second_graph = build_agent(first), build_agent(second)
+    first_graph.invoke(user_turn(0), config)  # a chain: depth 0, 1, 2, 3
+    forked_from = first.get_tuple(config).config
+    second_graph.invoke(user_turn(1), config)  # whole (not its parent), then deltas
+    second_newest = second.get_tuple(config).config
+    # Time travel on the first saver: its checkpoints go on from its last one, as deltas,
+    # with the second saver's rows between them and their parents.
+    first_graph.invoke(user_turn(2), forked_from)
+    newest = first_graph.get_state(config)
+    expected = InMemorySaver()
+    reference = build_agent(expected)
+    reference.invoke(user_turn(0), config)
+    reference.invoke(user_turn(2), config)
+    assert newest.values["messages"] == reference.get_state(config).values["messages"]
+    with CaptureQueriesContext(_saver_connection(reader)) as queries:
+        found = reader.get_tuple(config)
+    assert found.checkpoint["channel_values"]["messages"] == newest.values["messages"]
+    assert len(_reads(queries)) == 2, _reads(queries)
+    # The second saver's newest checkpoint: its parents are the rows before it, one range.
+    with CaptureQueriesContext(_saver_connection(reader)) as queries:
+        found = reader.get_tuple(second_newest)
+    assert len(found.checkpoint["channel_values"]["messages"]) == 8
+    assert len(_reads(queries)) == 1, _reads(queries)
 
 
 def test_loads_unpack_an_unchanged_row_once_and_a_changed_row_again(monkeypatch):
@@ -195,11 +241,11 @@ def test_the_tenant_is_pinned_for_a_calls_statements_only():
     build_agent(saver).invoke(user_turn(0), _config("pinned"))  # puts, writes, reads
 
     def setting_after() -> object:
-        with connection.cursor() as cursor:  # the worker thread's connection
+        with connection.cursor() as cursor:  # the saver's connection
             cursor.execute("SELECT current_setting(%s, true)", [settings.TENANT_SETTING])
             return cursor.fetchone()[0]
 
-    assert saver._worker.submit(setting_after).result() in ("", None)
+    assert saver._connection.run(setting_after) in ("", None)
     with tenant_context("globex"), pytest.raises(TenantError):
         saver.get_tuple(_config("pinned"))
     assert DjangoSaver(tenant="globex").get_tuple(_config("pinned")) is None
@@ -353,18 +399,75 @@ async def test_bad_thread_and_run_ids_are_refused_before_anything_is_deleted_or_
     assert len([t async for t in saver.alist(_config("123"))]) == stored
 
 
-def _drop_the_workers_connection(worker) -> None:
-    """The server ends the backend of the worker thread's connection (as a restart would)."""
+def _backend_pid() -> int:
     from django.db import connections
 
-    def backend_pid() -> int:
-        with connections["default"].cursor() as cursor:
-            cursor.execute("SELECT pg_backend_pid()")
-            return cursor.fetchone()[0]
+    with connections["default"].cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        return cursor.fetchone()[0]
 
-    pid = worker.submit(backend_pid).result()
+
+def _drop_the_connection(run: Callable[[Callable[[], int]], int]) -> None:
+    """The server ends the backend of the connection that ``run`` runs its function on
+    (as a restart would)."""
+    pid = run(_backend_pid)
     with psycopg.connect(os.environ["TULIP_TEST_ADMIN_URL"], autocommit=True) as admin:
         admin.execute("SELECT pg_terminate_backend(%s)", [pid])
+
+
+def test_threads_share_the_savers_connection_one_call_at_a_time():
+    """Sync calls run in the calling threads on the saver's one connection, in turns:
+    LangGraph calls a sync graph's saver from threads that live for one invoke."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    saver = DjangoSaver(tenant="acme")
+    reference = InMemorySaver()
+    graphs = [(build_agent(saver), build_agent(reference)) for _ in range(4)]
+
+    def run(index: int) -> int:
+        ours, theirs = graphs[index]
+        config = _config(f"threads-{index}")
+        for turn in range(3):
+            ours.invoke(user_turn(turn), config)
+            theirs.invoke(user_turn(turn), config)
+            assert ours.get_state(config).values == theirs.get_state(config).values
+        return saver._connection.run(_backend_pid)
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        backends = set(pool.map(run, range(4)))
+    assert backends == {saver._connection.run(_backend_pid)}
+    assert _backend_pid() not in backends  # not the test thread's own connection
+
+
+def _in_a_child(saver: DjangoSaver, found: Any) -> None:
+    """In a forked child: read with the parent's saver, send what it saw, and leave at once
+    (the test process's other threads, not the child's, hold locks its exit would wait for)."""
+    tuple_ = saver.get_tuple(_config("forked"))
+    found.put(
+        (saver._connection.run(_backend_pid), len(tuple_.checkpoint["channel_values"]["messages"]))
+    )
+    found.close()
+    found.join_thread()
+    os._exit(0)
+
+
+def test_a_forked_child_opens_its_own_connection_and_leaves_the_parents():
+    import multiprocessing
+
+    saver = DjangoSaver(tenant="acme")
+    build_agent(saver).invoke(user_turn(0), _config("forked"))
+    parents = saver._connection.run(_backend_pid)
+    context = multiprocessing.get_context("fork")
+    found = context.Queue()
+    child = context.Process(target=_in_a_child, args=(saver, found))
+    child.start()
+    childs, messages = found.get(timeout=60)
+    child.join(60)
+    assert child.exitcode == 0
+    assert messages == 4 and childs != parents
+    # The parent's connection is still its own and usable.
+    assert saver._connection.run(_backend_pid) == parents
+    assert saver.get_tuple(_config("forked")) is not None
 
 
 def test_the_sync_api_reconnects_after_the_server_dropped_its_connection():
@@ -375,7 +478,7 @@ def test_the_sync_api_reconnects_after_the_server_dropped_its_connection():
     build_agent(saver).invoke(user_turn(0), config)
     # As Django's requests: the call that meets the dead connection fails, the next
     # reconnects.
-    _drop_the_workers_connection(saver._worker)
+    _drop_the_connection(saver._connection.run)
     with pytest.raises(OperationalError):
         saver.get_tuple(config)
     assert saver.get_tuple(config) is not None
@@ -383,11 +486,11 @@ def test_the_sync_api_reconnects_after_the_server_dropped_its_connection():
     settings = connections.settings["default"]
     settings["CONN_HEALTH_CHECKS"] = True
     try:
-        _drop_the_workers_connection(saver._worker)
+        _drop_the_connection(saver._connection.run)
         assert saver.get_tuple(config) is not None
         store = DjangoStore(tenant="acme")
         store.put(("users", "u1"), "k", {"text": "tea"})
-        _drop_the_workers_connection(store._worker)
+        _drop_the_connection(lambda f: store._worker.submit(f).result())
         assert store.get(("users", "u1"), "k").value == {"text": "tea"}
         store.close()
     finally:

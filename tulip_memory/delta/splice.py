@@ -7,29 +7,45 @@ a deletion of an earlier message touches only that span.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import operator
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from tulip_memory.messages import Message
 
-__all__ = ["Splice", "common_prefix", "common_suffix"]
+__all__ = ["Equal", "Splice", "common_prefix", "common_suffix"]
+
+# How two items are compared: ``operator.eq`` (``==``) unless a caller has a quicker
+# test that is never looser (a false "different" only makes the splice longer).
+Equal = Callable[[Any, Any], bool]
 
 
-def common_prefix(old: Sequence[Message], new: Sequence[Message]) -> int:
-    if len(new) >= len(old) and tuple(old) == tuple(new[: len(old)]):
-        return len(old)  # the common case, an append: one comparison loop in C
+def common_prefix(
+    old: Sequence[Message], new: Sequence[Message], equal: Equal | None = None
+) -> int:
+    if len(new) >= len(old):
+        # The common case, an append: one comparison loop in C.
+        if equal is None and tuple(old) == tuple(new[: len(old)]):
+            return len(old)
+        if equal is not None and all(map(equal, old, new)):
+            return len(old)
+    same = equal or operator.eq
     limit = min(len(old), len(new))
     index = 0
-    while index < limit and old[index] == new[index]:
+    while index < limit and same(old[index], new[index]):
         index += 1
     return index
 
 
-def common_suffix(old: Sequence[Message], new: Sequence[Message], prefix: int) -> int:
+def common_suffix(
+    old: Sequence[Message], new: Sequence[Message], prefix: int, equal: Equal | None = None
+) -> int:
     """Length of the common tail of ``old`` and ``new`` that does not overlap ``prefix``."""
+    same = equal or operator.eq
     limit = min(len(old), len(new)) - prefix
     count = 0
-    while count < limit and old[-1 - count] == new[-1 - count]:
+    while count < limit and same(old[-1 - count], new[-1 - count]):
         count += 1
     return count
 
@@ -43,9 +59,12 @@ class Splice:
     inserted: list[Message]
 
     @classmethod
-    def between(cls, old: Sequence[Message], new: list[Message]) -> Splice:
-        prefix = common_prefix(old, new)
-        suffix = common_suffix(old, new, prefix)
+    def between(
+        cls, old: Sequence[Message], new: list[Message], equal: Equal | None = None
+    ) -> Splice:
+        """The splice from ``old`` to ``new``, items compared with ``equal`` (``==``)."""
+        prefix = common_prefix(old, new, equal)
+        suffix = common_suffix(old, new, prefix, equal)
         return cls(prefix, len(old) - prefix - suffix, new[prefix : len(new) - suffix])
 
     def apply(self, messages: list[Message]) -> None:

@@ -13,11 +13,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import BaseModel
+
 from tulip_memory.delta.splice import Splice
 from tulip_memory.exceptions import CheckpointCorruptError
 from tulip_memory.langgraph_rows import Entry
 
-__all__ = ["Head", "Stored", "encode", "next_head", "rebuild"]
+__all__ = ["Head", "Stored", "encode", "next_head", "rebuild", "same_item"]
 
 Dumps = Callable[[Any], tuple[str, bytes]]
 Loads = Callable[[tuple[str, bytes]], Any]
@@ -41,6 +43,40 @@ class Stored:
     is_list: bool = False  # a list's version: the channel's next head
 
 
+# Whether a class is a pydantic model, by class: pydantic's isinstance is slow.
+_MODEL_CLASSES: dict[type, bool] = {}
+
+
+def _is_model(kind: type) -> bool:
+    found = _MODEL_CLASSES.get(kind)
+    if found is None:
+        found = _MODEL_CLASSES[kind] = issubclass(kind, BaseModel)
+    return found
+
+
+def same_item(a: Any, b: Any) -> bool:
+    """``a == b`` where that is quick to tell, for the items of a list channel.
+
+    Pydantic models (LangChain's messages) of one class whose fields, extra fields and
+    private attributes are equal are equal — what ``BaseModel.__eq__`` checks first —
+    told here without that method's call, about half the time of ``==`` on a message
+    list (whose every item differs in identity from the saver's private copy). Models
+    whose fields differ are told different, which ``==`` may not (it then compares the
+    declared fields only): that makes a splice no shorter than needed, never wrong.
+    Anything else: ``==``.
+    """
+    if a is b:
+        return True
+    kind = type(a)
+    if kind is type(b) and _is_model(kind):
+        return bool(
+            a.__dict__ == b.__dict__
+            and a.__pydantic_extra__ == b.__pydantic_extra__
+            and getattr(a, "__pydantic_private__", None) == getattr(b, "__pydantic_private__", None)
+        )
+    return bool(a == b)
+
+
 def encode(
     channel: str,
     version: str,
@@ -50,7 +86,7 @@ def encode(
 ) -> Stored:
     """How ``value`` is stored: a splice on ``head`` when that is smaller, else whole."""
     if isinstance(value, list) and head is not None:
-        splice = Splice.between(head.items, value)
+        splice = Splice.between(head.items, value, same_item)
         if len(splice.inserted) < len(value):
             type_, data = dumps([splice.at, splice.removed, splice.inserted])
             return Stored(

@@ -23,11 +23,14 @@ adds and its pending writes:
   ``list`` is two: the matching checkpoints' ids (and metadata, to filter), then the load.
 
 Values and metadata go through the saver's serializer (``serde``) as in every LangGraph
-saver. Sync methods run on the saver's worker thread; async ones off the event loop.
+saver. Sync methods run in the calling thread on the saver's own connection, one call at a
+time (:class:`~tulip_memory.tenant_database.SharedConnection`); async ones off the event
+loop.
 """
 
 from __future__ import annotations
 
+import asyncio
 import random
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
@@ -72,7 +75,7 @@ from tulip_memory.langgraph_rows import (
 )
 from tulip_memory.lru import LRUCache
 from tulip_memory.subjects import subject_of
-from tulip_memory.tenant_database import TenantDatabase, on_worker_thread
+from tulip_memory.tenant_database import SharedConnection, TenantDatabase
 
 __all__ = ["DjangoSaver"]
 
@@ -219,17 +222,27 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         self._records: LRUCache[tuple[int, str], Record] = LRUCache(
             record_cache_bytes, name="record_cache_bytes", weigh=record_bytes
         )
+        # The sync API's connection, and a thread for callers in an event loop's thread.
+        self._connection = SharedConnection(using)
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tulip-langgraph")
 
+    def _on_connection(self, func: Callable[..., T], *args: Any) -> T:
+        """``func(*args)`` on the saver's connection (:class:`SharedConnection`): in the
+        calling thread, or from a thread running an event loop (where Django refuses
+        blocking database calls) on the saver's worker thread."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return self._connection.run(func, *args)
+        return self._worker.submit(self._connection.run, func, *args).result()
+
     def _run_sync(self, func: Callable[..., T], *args: Any, lock: str | None = None) -> T:
-        """Run ``func(tenant, *args)`` in a tenant transaction on the saver's worker thread.
+        """Run ``func(tenant, *args)`` in a tenant transaction on the saver's connection.
 
         The tenant is resolved here, in the caller's context (where it may be bound).
         """
         tenant = self._resolve_tenant()
-        return self._worker.submit(
-            on_worker_thread, self.using, self._in_transaction, tenant, func, args, lock
-        ).result()
+        return self._on_connection(self._in_transaction, tenant, func, args, lock)
 
     def _pinned(self, tenant: str, func: Callable[..., T], args: tuple[Any, ...]) -> T:
         """Run ``func(tenant, *args, pin=...)``, whose work is one statement or a few that
@@ -257,11 +270,9 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
             return func(tenant, *args, pin=None)
 
     def _run_pinned_sync(self, func: Callable[..., T], *args: Any) -> T:
-        """:meth:`_pinned` on the saver's worker thread."""
+        """:meth:`_pinned` on the saver's connection."""
         tenant = self._resolve_tenant()
-        return self._worker.submit(
-            on_worker_thread, self.using, self._pinned, tenant, func, args
-        ).result()
+        return self._on_connection(self._pinned, tenant, func, args)
 
     async def _run_pinned(self, func: Callable[..., T], *args: Any) -> T:
         """:meth:`_pinned` off the event loop."""
@@ -384,9 +395,10 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
             ):
                 break
             parent = None
-        # The namespace's tip, set here on the saver's one thread (where the writes of its
-        # tasks join it) in the order of the statements. Should the transaction not
-        # commit, the next delta is refused by its statement and stored whole.
+        # The namespace's tip, set here while the saver's connection is held (where the
+        # writes of its tasks join it), in the order of the statements. Should the
+        # transaction not commit, the next delta is refused by its statement and stored
+        # whole.
         self._tips.put(key, _Tip(checkpoint["id"], replace(record, entries=()), depth))
         return _config(thread_id, checkpoint_ns, checkpoint["id"]), stored
 
@@ -578,14 +590,8 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         from tulip_memory.models import LangGraphCheckpoint
 
         thread_id, checkpoint_ns, checkpoint_id = _configurable(config)
-        selection = "AND thread_id = %s AND checkpoint_ns = %s "
-        params: list[Any] = [thread_id, checkpoint_ns]
-        if checkpoint_id is not None:
-            selection += "AND checkpoint_id = %s "
-            params.append(checkpoint_id)
-        selection += "ORDER BY checkpoint_id DESC LIMIT 1"
-        rows = LangGraphCheckpoint.rows.using(self.using).load_rows(
-            tenant, selection, params, one=True, pin=pin
+        rows = LangGraphCheckpoint.rows.using(self.using).load_checkpoint(
+            tenant, thread_id, checkpoint_ns, checkpoint_id, pin=pin
         )
         return rows, self._walks(rows)
 
@@ -603,9 +609,9 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         started = time.perf_counter()
         tenant = self._resolve_tenant()
-        # The worker thread reads the rows; LangGraph's serializer builds the values here,
-        # in the caller's thread (most of a load's time), keeping the worker free for the
-        # saver's other callers.
+        # The rows are read on the saver's connection; LangGraph's serializer builds the
+        # values once that is free again (most of a load's time) for the saver's other
+        # callers.
         found = self._tuple(*self._run_pinned_sync(self._load, config))
         emit_sync(
             EV_CHECKPOINT_LOADED, sender=type(self), **_loaded(tenant, config, found, started)
@@ -689,7 +695,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
-        # As in get_tuple: the worker reads, LangGraph's serializer runs in this thread.
+        # As in get_tuple: LangGraph's serializer runs once the connection is free again.
         yield from self._listed(*self._run_sync(self._list_rows, config, filter, before, limit))
 
     async def alist(

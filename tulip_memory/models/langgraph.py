@@ -201,6 +201,54 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
             _execute(cursor, sql, [tenant, *params, tenant], pin)
             return [dict(zip(LOAD_COLUMNS, row, strict=True)) for row in cursor.fetchall()]
 
+    def load_checkpoint(
+        self,
+        tenant: str,
+        thread_id: str,
+        checkpoint_ns: str,
+        checkpoint_id: str | None,
+        *,
+        pin: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """The rows of one checkpoint's load (the thread's newest in the namespace when
+        ``checkpoint_id`` is None): the checkpoint, ``selected``, and the parents its values
+        are read from; as :meth:`load_rows` with ``one``, most often in ONE statement.
+
+        A row of depth *d* is stored against its *d* previous checkpoints in the thread's
+        namespace, which one saver wrote one after another: so the checkpoint and the *d*
+        rows before it (in checkpoint id order, which is the order they were written in)
+        are read by one backward scan of the unique index — one range, instead of one index
+        look-up per parent. When other rows lie between them (processes writing the thread
+        at once, a checkpoint id given by hand), that range misses a parent: the load is
+        then :meth:`load_rows`' walk, parent by parent, a second statement. ``pin``: see
+        :func:`_execute`.
+        """
+        connection = connections[self.db]
+        table = connection.ops.quote_name(LangGraphCheckpoint._meta.db_table)
+        chosen = "" if checkpoint_id is None else "AND checkpoint_id = %s "
+        params: list[Any] = [tenant, thread_id, checkpoint_ns]
+        params += [] if checkpoint_id is None else [checkpoint_id]
+        sql = (
+            f"WITH c AS (SELECT checkpoint_id, depth FROM {table} WHERE tenant = %s "
+            f"AND thread_id = %s AND checkpoint_ns = %s AND data IS NOT NULL {chosen}"
+            "ORDER BY checkpoint_id DESC LIMIT 1) "
+            "SELECT id, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, depth, "
+            "data, writes, xmin::text, checkpoint_id = (SELECT checkpoint_id FROM c) "
+            f"FROM {table} WHERE tenant = %s AND thread_id = %s AND checkpoint_ns = %s "
+            "AND checkpoint_id <= (SELECT checkpoint_id FROM c) AND data IS NOT NULL "
+            "ORDER BY checkpoint_id DESC LIMIT (SELECT depth + 1 FROM c)"
+        )
+        with connection.cursor() as cursor:
+            _execute(cursor, sql, [*params, tenant, thread_id, checkpoint_ns], pin)
+            rows = [dict(zip(LOAD_COLUMNS, row, strict=True)) for row in cursor.fetchall()]
+        if all(walk is not None for walk in walks(rows).values()):
+            return rows
+        selection = "AND thread_id = %s AND checkpoint_ns = %s AND checkpoint_id = %s"
+        chosen_id = next(row["checkpoint_id"] for row in rows if row["selected"])
+        return self.load_rows(
+            tenant, selection, [thread_id, checkpoint_ns, chosen_id], one=True, pin=pin
+        )
+
     def delete_threads(self, tenant: str, thread_ids: Iterable[str]) -> int:
         """Delete the threads' rows (pending writes without a checkpoint too); how many
         checkpoints."""
