@@ -19,9 +19,6 @@ Reported per saver:
   100 random checkpoints of the thread (by id), from a fresh saver. The two graphs run in
   turns, turn by turn, and the two savers read in turns, call by call, so that the
   machine's drift during the run weighs on both.
-  The reading thread has its own connection to the database open, as a request's or a
-  task's has after its first query, so DjangoSaver reads on it; with
-  ``--caller-connection closed`` it has none and DjangoSaver reads on its worker thread.
 
 **Stores.** The LoCoMo dev conversations (``bench/recall.py``'s loader and measure: one
 item per turn under ``("locomo", "conv<id>")``, value ``{"text", "date"}``, each question
@@ -32,7 +29,7 @@ cosine index), both embedding the ``text`` field with WordLlama (256 dimensions)
 are driven through their async API, one search at a time.
 
     PYTHONPATH=$PWD .venv/bin/python bench/langgraph_vs_postgres.py [--turns 200] \
-        [--part saver|store|all] [--prepare-threshold 0] [--caller-connection closed]
+        [--part saver|store|all] [--prepare-threshold 0]
 """
 
 from __future__ import annotations
@@ -191,9 +188,7 @@ def run_stores(owner_url: str) -> list[dict[str, Any]]:
     return asyncio.run(both())
 
 
-def run_savers(urls: Any, turns: int, max_chain_depth: int | None, caller_connection: str) -> None:
-    from django.db import connection
-
+def run_savers(urls: Any, turns: int, max_chain_depth: int | None) -> None:
     options = {} if max_chain_depth is None else {"max_chain_depth": max_chain_depth}
     from tulip_memory.langgraph import DjangoSaver
 
@@ -207,10 +202,6 @@ def run_savers(urls: Any, turns: int, max_chain_depth: int | None, caller_connec
         saver.setup()
         puts, states = write({ours: DjangoSaver(tenant="bench", **options), theirs: saver}, turns)
         assert states[ours] == states[theirs]
-        if caller_connection == "open":
-            connection.ensure_connection()
-        else:
-            connection.close()
         results = read(
             {ours: DjangoSaver(tenant="bench"), theirs: saver},
             {ours: DjangoSaver(tenant="bench"), theirs: fresh},
@@ -248,12 +239,6 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=200)
     parser.add_argument("--max-chain-depth", type=int, default=None)
     parser.add_argument("--part", choices=["saver", "store", "all"], default="all")
-    parser.add_argument(
-        "--caller-connection",
-        choices=["open", "closed"],
-        default="open",
-        help="whether the reading thread's own database connection is open (see above)",
-    )
     add_prepare_threshold(parser)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="tulip-bench-") as workdir:
@@ -264,7 +249,7 @@ def main() -> None:
             EMBEDDER="tulip_memory.embeddings.WordLlamaEmbedding",
         )
         if args.part in ("saver", "all"):
-            run_savers(urls, args.turns, args.max_chain_depth, args.caller_connection)
+            run_savers(urls, args.turns, args.max_chain_depth)
         if args.part in ("store", "all"):
             results = run_stores(urls.owner)
             questions = results[0]["questions"]

@@ -439,6 +439,23 @@ def test_threads_share_the_savers_connection_one_call_at_a_time():
     assert _backend_pid() not in backends  # not the test thread's own connection
 
 
+def test_a_sync_call_in_the_callers_transaction_stays_apart_from_it():
+    """The saver's calls commit on its own connection: a checkpoint stays when the
+    caller's transaction rolls back, and the caller's connection is its own again after
+    each call."""
+    from django.db import transaction
+
+    saver = DjangoSaver(tenant="acme")
+    config = _config("apart")
+    with pytest.raises(RuntimeError), transaction.atomic():
+        build_agent(saver).invoke(user_turn(0), config)
+        assert connection.in_atomic_block  # the test thread's own connection, restored
+        raise RuntimeError("the caller's transaction rolls back")
+    assert not connection.in_atomic_block
+    stored = DjangoSaver(tenant="acme").get_tuple(config)
+    assert len(stored.checkpoint["channel_values"]["messages"]) == 4
+
+
 def _in_a_child(saver: DjangoSaver, found: Any) -> None:
     """In a forked child: read with the parent's saver, send what it saw, and leave at once
     (the test process's other threads, not the child's, hold locks its exit would wait for)."""
