@@ -10,6 +10,11 @@ caller's thread, for sync callers such as LangGraph's sync saver API) in one tra
 :func:`~tulip_memory.tenancy.tenant_atomic`. On PostgreSQL that transaction is pinned to
 the tenant, so row-level security shows and accepts only that tenant's rows. A call made
 while another tenant is bound raises :class:`~tulip_memory.exceptions.TenantError`.
+
+For the long-lived connections of the LangGraph integration: :class:`SharedConnection`
+(the saver's, used by its callers' threads in turn) and :func:`on_worker_thread` (the
+store's worker thread), both checked before each call as Django checks a connection at a
+request's start.
 """
 
 from __future__ import annotations
@@ -118,13 +123,6 @@ class SharedConnection:
                 return func(*args)
             finally:
                 connections[self.using] = own
-
-    def close(self) -> None:
-        """Close the connection (the next call opens another)."""
-        with self._lock:
-            if self._connection is not None and self._pid == os.getpid():
-                self._connection.close()
-            self._connection = None
 
 
 class TenantDatabase:
