@@ -25,10 +25,9 @@ def common_prefix(
     old: Sequence[Message], new: Sequence[Message], equal: Equal | None = None
 ) -> int:
     if len(new) >= len(old):
-        # The common case, an append: one comparison loop in C.
-        if equal is None and tuple(old) == tuple(new[: len(old)]):
-            return len(old)
-        if equal is not None and all(map(equal, old, new)):
+        # The common case, an append: one loop (in C with ``==``).
+        head = new[: len(old)]
+        if tuple(old) == tuple(head) if equal is None else all(map(equal, old, head)):
             return len(old)
     same = equal or operator.eq
     limit = min(len(old), len(new))
