@@ -496,10 +496,15 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
 
     # -- reading -----------------------------------------------------------------------
 
-    def _walks(self, rows: list[dict[str, Any]]) -> dict[int, list[Record]]:
+    def _walks(
+        self,
+        rows: list[dict[str, Any]],
+        row_walks: dict[int, list[dict[str, Any]] | None] | None = None,
+    ) -> dict[int, list[Record]]:
         """The records of each checkpoint of ``load_rows``' rows and of its parents, by
         checkpoint row id (CheckpointCorruptError if a parent is missing); the rows
-        unpacked before, and unchanged since, are taken from the saver's cache."""
+        unpacked before, and unchanged since, are taken from the saver's cache.
+        ``row_walks``: the rows' :func:`walks`, when the load has them already."""
         from tulip_memory.models.langgraph import walk_records, walks
 
         memo: dict[int, Record] = {}
@@ -508,7 +513,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
             if record is not None:
                 memo[row["id"]] = record
         found = {}
-        for row_id, walk in walks(rows).items():
+        for row_id, walk in (walks(rows) if row_walks is None else row_walks).items():
             if walk is None:
                 row = next(r for r in rows if r["id"] == row_id)
                 raise CheckpointCorruptError(
@@ -590,10 +595,10 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         from tulip_memory.models import LangGraphCheckpoint
 
         thread_id, checkpoint_ns, checkpoint_id = _configurable(config)
-        rows = LangGraphCheckpoint.rows.using(self.using).load_checkpoint(
+        rows, row_walks = LangGraphCheckpoint.rows.using(self.using).load_checkpoint(
             tenant, thread_id, checkpoint_ns, checkpoint_id, pin=pin
         )
-        return rows, self._walks(rows)
+        return rows, self._walks(rows, row_walks)
 
     def _tuple(
         self, rows: list[dict[str, Any]], walked: dict[int, list[Record]]

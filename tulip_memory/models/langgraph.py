@@ -209,7 +209,7 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
         checkpoint_id: str | None,
         *,
         pin: str | None = None,
-    ) -> list[dict[str, Any]]:
+    ) -> tuple[list[dict[str, Any]], dict[int, list[dict[str, Any]] | None]]:
         """The rows of one checkpoint's load (the thread's newest in the namespace when
         ``checkpoint_id`` is None): the checkpoint, ``selected``, and the parents its values
         are read from; as :meth:`load_rows` with ``one``, most often in ONE statement.
@@ -220,8 +220,8 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
         are read by one backward scan of the unique index — one range, instead of one index
         look-up per parent. When other rows lie between them (processes writing the thread
         at once, a checkpoint id given by hand), that range misses a parent: the load is
-        then :meth:`load_rows`' walk, parent by parent, a second statement. ``pin``: see
-        :func:`_execute`.
+        then :meth:`load_rows`' walk, parent by parent, a second statement. Returns the
+        rows and their :func:`walks`. ``pin``: see :func:`_execute`.
         """
         connection = connections[self.db]
         table = connection.ops.quote_name(LangGraphCheckpoint._meta.db_table)
@@ -241,13 +241,15 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
         with connection.cursor() as cursor:
             _execute(cursor, sql, [*params, tenant, thread_id, checkpoint_ns], pin)
             rows = [dict(zip(LOAD_COLUMNS, row, strict=True)) for row in cursor.fetchall()]
-        if all(walk is not None for walk in walks(rows).values()):
-            return rows
+        found = walks(rows)
+        if all(walk is not None for walk in found.values()):
+            return rows, found
         selection = "AND thread_id = %s AND checkpoint_ns = %s AND checkpoint_id = %s"
         chosen_id = next(row["checkpoint_id"] for row in rows if row["selected"])
-        return self.load_rows(
+        rows = self.load_rows(
             tenant, selection, [thread_id, checkpoint_ns, chosen_id], one=True, pin=pin
         )
+        return rows, walks(rows)
 
     def delete_threads(self, tenant: str, thread_ids: Iterable[str]) -> int:
         """Delete the threads' rows (pending writes without a checkpoint too); how many
