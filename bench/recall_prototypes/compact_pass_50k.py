@@ -1,0 +1,354 @@
+"""Scratch measure for issue 12 item 4: a compact first pass for the 50k-row namespace.
+
+Not the package's design: a raw table built by hand to measure a design before building
+it. The rows are ``bench/pg_store.py``'s (``--rows 100000 --tenants 20``: the same seeded
+384-d Gaussian vectors, tenant ``t0000``'s namespaces of 100 to 50,000 rows, the rest
+spread over 19 tenants), in a table with row-level security forced, read as the
+application role of ``tulip_memory.testing.postgres``. Each row also carries:
+
+* ``codes bit(1152)``: its unit vector quantised to two bits a dimension, thermometer
+  coded (three planes: value above ``-t``, above 0, above ``t``, ``t = 0.6745 / sqrt(384)``,
+  the quartiles of a unit Gaussian vector's coordinates) and ``codes_count``, their number
+  of set bits;
+* a posting per lexeme of its text (``tenant, namespace, lexeme, item, tf``; a btree
+  lookup by text equality, which row-level security lets the application role use, unlike
+  ``@@`` on a GIN index).
+
+A covering btree ``(tenant, namespace) INCLUDE (search_length, codes_count, id, codes)``
+gives an index-only pass over the namespace. The query is quantised to ``--query-bits``
+bits a dimension; its inner product with a row's levels is computed from Hamming
+distances (one ``<~>`` per query bit plane: ``|Q and R| = (|Q| + |R| - hamming(Q, R)) / 2``).
+The pass keeps the best ``--pool`` rows, which are re-ranked by their exact cosine
+distance.
+
+Printed, for the 50k-row and 10k-row namespaces (``--queries`` queries each), p50 / p95
+and recall@10 against the exact top 10 (numpy):
+
+* ``recall of the pool`` (numpy, no database) for 1- and 2-bit rows and 3- and 4-bit
+  queries;
+* the parts of the pass (visiting the index entries, one Hamming distance, all planes);
+* the vector part (pass + exact re-rank) and the whole hybrid statement (postings BM25
+  fused with it) against the exact distance of every row; the queries share no word with
+  the rows, as in ``bench/pg_store.py``, except in "one query word found", whose query
+  names a row of the namespace (so BM25 reads the namespace's length statistics);
+* pgvector's HNSW index with iterative scans (``relaxed_order``), as the application role.
+
+    .venv/bin/python bench/recall_prototypes/compact_pass_50k.py [--pool 1000]
+        [--query-bits 3] [--queries 50] [--workers 0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from pg_store import DIM, FOCUS_TENANT, Layout, exact_top10, percentile
+
+ROWS, TENANTS = 100_000, 20
+THRESHOLD = 0.6745 / np.sqrt(DIM)
+PLANE = f"bit({3 * DIM})"
+
+SCHEMA = f"""
+CREATE TABLE item (
+    id bigint PRIMARY KEY, tenant text NOT NULL, namespace text NOT NULL, key text NOT NULL,
+    value jsonb NOT NULL, search_text text NOT NULL,
+    search_vector tsvector GENERATED ALWAYS AS (to_tsvector('english', search_text)) STORED,
+    search_length int NOT NULL, embedding vector({DIM}) NOT NULL,
+    codes {PLANE} NOT NULL, codes_count int NOT NULL);
+CREATE TABLE posting (
+    tenant text NOT NULL, namespace text NOT NULL, lexeme text NOT NULL,
+    item_id bigint NOT NULL, tf int NOT NULL,
+    PRIMARY KEY (tenant, namespace, lexeme, item_id))
+"""
+TENANT = "(SELECT NULLIF(current_setting('tulip.tenant', true), ''))"
+AFTER_LOAD = [
+    "INSERT INTO posting SELECT tenant, namespace, l.lexeme, id, "
+    "coalesce(array_length(l.positions, 1), 1) FROM item, unnest(search_vector) l",
+    "CREATE INDEX item_key ON item (tenant, namespace, key)",
+    "CREATE INDEX item_pass ON item (tenant, namespace) "
+    "INCLUDE (search_length, codes_count, id, codes)",
+    "SET maintenance_work_mem = '1GB'",
+    "CREATE INDEX item_hnsw ON item USING hnsw (embedding vector_cosine_ops)",
+    *(
+        statement
+        for table in ("item", "posting")
+        for statement in (
+            f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY",
+            f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY",
+            f"CREATE POLICY tenant ON {table} USING (tenant = {TENANT})",
+            f"GRANT SELECT ON {table} TO tulip_app",
+        )
+    ),
+]
+
+NAMESPACE = "tenant = %(t)s AND namespace = %(ns)s"
+
+
+def score(planes: int) -> str:
+    """The rank of a row's levels against the query's planes (higher is nearer)."""
+    distances = " + ".join(f"{1 << k} * (codes <~> %(q{k})s::{PLANE})" for k in range(planes))
+    return f"codes_count * %(w)s - ({distances})"
+
+
+def pool(planes: int) -> str:
+    return f"SELECT id FROM item WHERE {NAMESPACE} ORDER BY {score(planes)} DESC LIMIT %(pool)s"
+
+
+def vector_part(planes: int) -> str:
+    return (
+        f"SELECT key FROM item WHERE id IN ({pool(planes)}) ORDER BY embedding <=> %(v)s LIMIT 10"
+    )
+
+
+def hybrid(planes: int) -> str:
+    """Postings BM25 (k1 1.2, b 0.75) and the vector part, fused as PgMemory fuses them."""
+    return f"""
+WITH vec AS MATERIALIZED (
+    SELECT id, embedding <=> %(v)s AS distance FROM item WHERE id IN ({pool(planes)})
+    ORDER BY distance LIMIT 50),
+df AS MATERIALIZED (
+    SELECT lexeme, count(*) AS df FROM posting
+    WHERE {NAMESPACE} AND lexeme = ANY(%(lexemes)s) GROUP BY lexeme),
+stats AS MATERIALIZED (
+    SELECT count(*) AS n, avg(search_length) AS average FROM item
+    WHERE {NAMESPACE} AND EXISTS (SELECT FROM df)),
+lex AS MATERIALIZED (
+    SELECT p.item_id AS id, sum(ln(1 + (s.n - df.df + 0.5) / (df.df + 0.5)) * p.tf * 2.2
+        / (p.tf + 1.2 * (0.25 + 0.75 * i.search_length / s.average))) AS bm25
+    FROM posting p JOIN df USING (lexeme) JOIN item i ON i.id = p.item_id, stats s
+    WHERE p.tenant = %(t)s AND p.namespace = %(ns)s AND p.lexeme = ANY(%(lexemes)s)
+    GROUP BY p.item_id ORDER BY bm25 DESC LIMIT 50),
+fused AS (
+    SELECT id, coalesce(lex.bm25 / nullif(max(lex.bm25) OVER (), 0), 0)
+        + 0.5 * (1 - coalesce(vec.distance, 1)) AS fused
+    FROM lex FULL JOIN vec USING (id))
+SELECT i.key FROM fused JOIN item i USING (id) ORDER BY fused DESC, i.key LIMIT 10"""
+
+
+def unit(rows: np.ndarray) -> np.ndarray:
+    return rows / np.linalg.norm(rows, axis=-1, keepdims=True)
+
+
+def levels(rows: np.ndarray) -> np.ndarray:
+    """Two bits a dimension, thermometer coded: (rows, 3 * DIM) booleans."""
+    u = unit(rows)
+    return np.concatenate([u > -THRESHOLD, u > 0, u > THRESHOLD], axis=1)
+
+
+def quantised_query(query: np.ndarray, bits: int) -> tuple[np.ndarray, float, float]:
+    """Integer levels 0..2**bits-1 of the unit query, their step and offset."""
+    q = unit(query.astype(np.float64))
+    low, step = q.min(), (q.max() - q.min()) / ((1 << bits) - 1)
+    return np.round((q - low) / step).astype(int), step, low
+
+
+def bit_string(bits: np.ndarray) -> str:
+    return "".join("1" if b else "0" for b in bits)
+
+
+def query_arguments(query: np.ndarray, bits: int) -> dict[str, Any]:
+    """``%(q<k>)s`` planes (repeated over the three row planes) and ``%(w)s``.
+
+    rank = sum_i c_i * level_i up to a positive factor and a per-query constant, with
+    sum_k 2^k |Q_k and R| = (sum_k 2^k |Q_k| + (2^bits - 1) |R| - sum_k 2^k hamming) / 2;
+    the offset of the query's levels adds ``low / step * |R|``.
+    """
+    levels_, step, low = quantised_query(query, bits)
+    arguments: dict[str, Any] = {
+        f"q{k}": bit_string(np.tile((levels_ >> k) & 1, 3).astype(bool)) for k in range(bits)
+    }
+    arguments["w"] = ((1 << bits) - 1) + 2 * low / step
+    return arguments
+
+
+def pool_recall(vectors: np.ndarray, queries: np.ndarray, first: int, size: int) -> None:
+    block = vectors[first : first + size].astype(np.float64)
+    signs = (block > 0).astype(float)
+    two_bit = levels(block).reshape(size, 3, DIM).sum(axis=1).astype(float)
+    pools = (300, 500, 1_000, 2_000)
+    print(f"recall of the pool (the exact top 10 among the pass's best N), {size:,} rows")
+    print(f"{'rows':>6} {'query':>6} " + " ".join(f"{n:>7,}" for n in pools))
+    for name, codes in (("1 bit", signs), ("2 bits", two_bit)):
+        for bits in (3, 4):
+            found: dict[int, list[float]] = {n: [] for n in pools}
+            for query in queries:
+                exact = set(np.argsort(-(unit(block) @ unit(query.astype(np.float64))))[:10])
+                levels_, step, low = quantised_query(query, bits)
+                order = np.argsort(-(codes @ levels_ * step + low * codes.sum(axis=1)))
+                for n in pools:
+                    found[n].append(len(exact & set(order[:n].tolist())) / 10)
+            row = " ".join(f"{statistics.mean(found[n]):>7.3f}" for n in pools)
+            print(f"{name:>6} {bits:>4} b {row}")
+
+
+def load(admin: Any, layout: Layout, vectors: np.ndarray) -> None:
+    for statement in SCHEMA.split(";"):
+        admin.execute(statement)
+    started = time.perf_counter()
+    columns = "id, tenant, namespace, key, value, search_text, search_length, embedding, codes"
+    with admin.cursor() as cur, cur.copy(f"COPY item ({columns}, codes_count) FROM STDIN") as cp:
+        for tenant, label, first, count in layout.spans:
+            codes = levels(vectors[first : first + count])
+            for i in range(count):
+                row = first + i
+                vector = "[" + ",".join(f"{x:.6g}" for x in vectors[row]) + "]"
+                value = f'{{"text": "doc {row}", "padding": "{"x" * 200}"}}'
+                cp.write_row(
+                    (
+                        row,
+                        tenant,
+                        f"memories.{label}",
+                        f"k{row}",
+                        value,
+                        f"doc {row}",
+                        2,
+                        vector,
+                        bit_string(codes[i]),
+                        int(codes[i].sum()),
+                    )
+                )
+    for statement in AFTER_LOAD:
+        admin.execute(statement)
+    admin.execute("VACUUM ANALYZE item")
+    admin.execute("VACUUM ANALYZE posting")
+    print(f"loaded and indexed {layout.rows:,} rows in {time.perf_counter() - started:.0f} s")
+
+
+def measure(
+    conn: Any,
+    name: str,
+    sql: str,
+    *,
+    arguments: Callable[[int], dict[str, Any]],
+    expected: Callable[[int], list[str]] | None,
+    queries: int,
+) -> None:
+    conn.execute(sql, arguments(0)).fetchall()  # warm-up
+    timings, recalls = [], []
+    for j in range(1, queries + 1):
+        given = arguments(j)
+        started = time.perf_counter()
+        rows = conn.execute(sql, given).fetchall()
+        timings.append(time.perf_counter() - started)
+        if expected is not None:
+            recalls.append(len({r[0] for r in rows} & set(expected(j))) / 10)
+    recall = f"{statistics.mean(recalls):>10.3f}" if recalls else f"{'':>10}"
+    print(
+        f"  {name:<44} {statistics.median(timings) * 1000:>8.2f} "
+        f"{percentile(timings, 0.95) * 1000:>8.2f} {recall}"
+    )
+
+
+def measure_namespace(
+    conn: Any, layout: Layout, vectors: np.ndarray, queries: np.ndarray, *, label: str, args: Any
+) -> None:
+    """Every statement over one namespace of tenant ``t0000``."""
+    first, size = layout.span(label)
+    bits = args.query_bits
+
+    def arguments(j: int, found: bool = False) -> dict[str, Any]:
+        # "query <j>" shares no word with the namespace's "doc <i>" texts, as in
+        # bench/pg_store.py; with ``found``, the query names a row of the namespace.
+        text = f"query {first + j if found else j}"
+        lexemes = conn.execute(
+            "SELECT tsvector_to_array(to_tsvector('english', %s))", (text,)
+        ).fetchone()[0]
+        return {
+            "t": FOCUS_TENANT,
+            "ns": f"memories.{label}",
+            "v": queries[j],
+            "pool": args.pool,
+            "lexemes": lexemes,
+            **query_arguments(queries[j], bits),
+        }
+
+    def expected(j: int) -> list[str]:
+        return exact_top10(vectors, first, size, queries[j])
+
+    def run(name: str, sql: str, checked: bool = True, found: bool = False) -> None:
+        check = expected if checked else None
+        measure(
+            conn,
+            name,
+            sql,
+            arguments=functools.partial(arguments, found=found),
+            expected=check,
+            queries=args.queries,
+        )
+
+    print(f"\n{label} ({size:,} rows), pool {args.pool:,}, {bits}-bit query")
+    print(f"  {'statement':<44} {'p50 ms':>8} {'p95 ms':>8} {'recall@10':>10}")
+    run("visit the index entries (count)", f"SELECT count(*) FROM item WHERE {NAMESPACE}", False)
+    one = f"SELECT id FROM item WHERE {NAMESPACE} ORDER BY codes <~> %(q0)s::{PLANE}"
+    run("one Hamming distance, best N", f"SELECT count(*) FROM ({one} LIMIT %(pool)s) p", False)
+    run(f"the pass ({bits} planes), best N", f"SELECT count(*) FROM ({pool(bits)}) p", False)
+    # "+ 0": an expression no index orders by, so every distance is computed.
+    nearest = f"SELECT key FROM item WHERE {NAMESPACE} ORDER BY "
+    run("exact vector top 10 (every distance)", nearest + "(embedding <=> %(v)s) + 0 LIMIT 10")
+    run("pass + exact re-rank", vector_part(bits))
+    run("hybrid: postings BM25 + pass + re-rank", hybrid(bits))
+    # A word of the query in the namespace: BM25 needs the namespace's length statistics.
+    run("hybrid, one query word found", hybrid(bits), checked=False, found=True)
+    hnsw = f"SELECT key FROM ({nearest} embedding <=> %(v)s LIMIT 50) n LIMIT 10"
+    for setting in ("hnsw.iterative_scan = relaxed_order", "enable_seqscan = off"):
+        conn.execute(f"SET {setting}")
+    conn.execute("SET enable_bitmapscan = off")
+    for ef in (40, 100):
+        conn.execute(f"SET hnsw.ef_search = {ef}")
+        plan = " ".join(r[0] for r in conn.execute("EXPLAIN " + hnsw, arguments(0)))
+        via = "HNSW" if "item_hnsw" in plan else "btree: planner's choice"
+        run(f"HNSW iterative, ef_search {ef} ({via})", hnsw)
+    conn.execute("RESET ALL")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pool", type=int, default=1_000)
+    parser.add_argument("--query-bits", type=int, default=3)
+    parser.add_argument("--queries", type=int, default=50)
+    parser.add_argument(
+        "--workers", type=int, default=0, help="max_parallel_workers_per_gather (default 0)"
+    )
+    args = parser.parse_args()
+
+    import psycopg
+    from pgvector.psycopg import register_vector
+
+    from tulip_memory.testing.postgres import bootstrap_database, start_embedded
+
+    layout = Layout.build(ROWS, TENANTS)
+    rng = np.random.default_rng(42)
+    vectors = rng.standard_normal((layout.rows, DIM), dtype=np.float32)
+    queries = rng.standard_normal((2000, DIM), dtype=np.float32)
+    first, size = layout.span("ns50k")
+    pool_recall(vectors, queries[1 : args.queries + 1], first, size)
+
+    with tempfile.TemporaryDirectory(prefix="tulip-bench-compact-") as tmp:
+        url = start_embedded(Path(tmp) / "pgdata", cleanup="delete")
+        urls = bootstrap_database(url, "compact")
+        with psycopg.connect(url, dbname="compact", autocommit=True) as admin:
+            admin.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            load(admin, layout, vectors)
+        with psycopg.connect(urls.app, autocommit=True) as conn:
+            register_vector(conn)
+            for label in ("ns50k", "ns10k"):
+                # measure_namespace ends with RESET ALL, which clears both.
+                conn.execute("SELECT set_config('tulip.tenant', %s, false)", (FOCUS_TENANT,))
+                conn.execute(f"SET max_parallel_workers_per_gather = {args.workers:d}")
+                measure_namespace(conn, layout, vectors, queries, label=label, args=args)
+
+
+if __name__ == "__main__":
+    main()
