@@ -25,7 +25,8 @@ Printed, for the 50k-row and 10k-row namespaces (``--queries`` queries each), p5
 and recall@10 against the exact top 10 (numpy):
 
 * ``recall of the pool`` (numpy, no database) for 1- and 2-bit rows and 3- and 4-bit
-  queries;
+  queries; with ``--locomo``, only that, then again for WordLlama's vectors of the LoCoMo
+  dev turns (each question asked of its conversation);
 * the parts of the pass (visiting the index entries, one Hamming distance, all planes);
 * the vector part (pass + exact re-rank) and the whole hybrid statement (postings BM25
   fused with it) against the exact distance of every row; the queries share no word with
@@ -34,7 +35,7 @@ and recall@10 against the exact top 10 (numpy):
 * pgvector's HNSW index with iterative scans (``relaxed_order``), as the application role.
 
     .venv/bin/python bench/recall_prototypes/compact_pass_50k.py [--pool 1000]
-        [--query-bits 3] [--queries 50] [--workers 0]
+        [--query-bits 3] [--queries 50] [--workers 0] [--locomo]
 """
 
 from __future__ import annotations
@@ -57,7 +58,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from pg_store import DIM, FOCUS_TENANT, Layout, exact_top10, percentile
 
 ROWS, TENANTS = 100_000, 20
-THRESHOLD = 0.6745 / np.sqrt(DIM)
 PLANE = f"bit({3 * DIM})"
 
 SCHEMA = f"""
@@ -142,9 +142,13 @@ def unit(rows: np.ndarray) -> np.ndarray:
 
 
 def levels(rows: np.ndarray) -> np.ndarray:
-    """Two bits a dimension, thermometer coded: (rows, 3 * DIM) booleans."""
+    """Two bits a dimension, thermometer coded: (rows, 3 * d) booleans.
+
+    The thresholds are the quartiles of a d-dimensional unit Gaussian vector's coordinates.
+    """
     u = unit(rows)
-    return np.concatenate([u > -THRESHOLD, u > 0, u > THRESHOLD], axis=1)
+    threshold = 0.6745 / np.sqrt(rows.shape[1])
+    return np.concatenate([u > -threshold, u > 0, u > threshold], axis=1)
 
 
 def quantised_query(query: np.ndarray, bits: int) -> tuple[np.ndarray, float, float]:
@@ -173,24 +177,52 @@ def query_arguments(query: np.ndarray, bits: int) -> dict[str, Any]:
     return arguments
 
 
-def pool_recall(vectors: np.ndarray, queries: np.ndarray, first: int, size: int) -> None:
-    block = vectors[first : first + size].astype(np.float64)
-    signs = (block > 0).astype(float)
-    two_bit = levels(block).reshape(size, 3, DIM).sum(axis=1).astype(float)
-    pools = (300, 500, 1_000, 2_000)
-    print(f"recall of the pool (the exact top 10 among the pass's best N), {size:,} rows")
+def pool_recall(
+    blocks: list[np.ndarray], queries: list[np.ndarray], pools: tuple[int, ...], title: str
+) -> None:
+    """recall@10 of the pass's best N rows against the exact top 10; ``queries[i]`` (one
+    query a row) are asked of ``blocks[i]``."""
+    print(f"recall of the pool (the exact top 10 among the pass's best N), {title}")
     print(f"{'rows':>6} {'query':>6} " + " ".join(f"{n:>7,}" for n in pools))
-    for name, codes in (("1 bit", signs), ("2 bits", two_bit)):
+    for name in ("1 bit", "2 bits"):
         for bits in (3, 4):
             found: dict[int, list[float]] = {n: [] for n in pools}
-            for query in queries:
-                exact = set(np.argsort(-(unit(block) @ unit(query.astype(np.float64))))[:10])
-                levels_, step, low = quantised_query(query, bits)
-                order = np.argsort(-(codes @ levels_ * step + low * codes.sum(axis=1)))
-                for n in pools:
-                    found[n].append(len(exact & set(order[:n].tolist())) / 10)
+            for block, asked in zip(blocks, queries, strict=True):
+                size, width = block.shape
+                if name == "1 bit":
+                    codes = (block > 0).astype(float)
+                else:
+                    codes = levels(block).reshape(size, 3, width).sum(axis=1).astype(float)
+                for query in asked:
+                    exact = set(np.argsort(-(unit(block) @ unit(query)))[:10].tolist())
+                    levels_, step, low = quantised_query(query, bits)
+                    order = np.argsort(-(codes @ levels_ * step + low * codes.sum(axis=1)))
+                    for n in pools:
+                        found[n].append(len(exact & set(order[:n].tolist())) / 10)
             row = " ".join(f"{statistics.mean(found[n]):>7.3f}" for n in pools)
             print(f"{name:>6} {bits:>4} b {row}")
+
+
+def locomo_pool_recall() -> None:
+    """The same for WordLlama's vectors of the LoCoMo dev turns, each question asked of
+    its conversation (a few hundred turns: small pools)."""
+    import asyncio
+
+    from recall import load_conversations
+
+    from tulip_memory.embeddings import WordLlamaEmbedding
+
+    embedder = WordLlamaEmbedding()
+
+    def embed(texts: list[str]) -> np.ndarray:
+        return np.array(asyncio.run(embedder.embed_batch(texts)), dtype=np.float64)
+
+    conversations = load_conversations()
+    blocks = [embed([value["text"] for _key, value in c.items]) for c in conversations]
+    asked = [embed([question for question, _evidence in c.questions]) for c in conversations]
+    sizes = " and ".join(f"{len(block)}" for block in blocks)
+    title = f"WordLlama ({blocks[0].shape[1]}-d), LoCoMo dev: {sizes} turns"
+    pool_recall(blocks, asked, (20, 50, 100, 200), title)
 
 
 def load(admin: Any, layout: Layout, vectors: np.ndarray) -> None:
@@ -319,6 +351,11 @@ def main() -> None:
     parser.add_argument("--query-bits", type=int, default=3)
     parser.add_argument("--queries", type=int, default=50)
     parser.add_argument(
+        "--locomo",
+        action="store_true",
+        help="only the recall of the pool, also for WordLlama's vectors of LoCoMo's dev turns",
+    )
+    parser.add_argument(
         "--workers", type=int, default=0, help="max_parallel_workers_per_gather (default 0)"
     )
     args = parser.parse_args()
@@ -333,7 +370,12 @@ def main() -> None:
     vectors = rng.standard_normal((layout.rows, DIM), dtype=np.float32)
     queries = rng.standard_normal((2000, DIM), dtype=np.float32)
     first, size = layout.span("ns50k")
-    pool_recall(vectors, queries[1 : args.queries + 1], first, size)
+    block = vectors[first : first + size].astype(np.float64)
+    asked = queries[1 : args.queries + 1].astype(np.float64)
+    pool_recall([block], [asked], (300, 500, 1_000, 2_000), f"{size:,} rows")
+    if args.locomo:
+        locomo_pool_recall()
+        return
 
     with tempfile.TemporaryDirectory(prefix="tulip-bench-compact-") as tmp:
         url = start_embedded(Path(tmp) / "pgdata", cleanup="delete")
