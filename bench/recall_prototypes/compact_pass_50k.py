@@ -16,17 +16,18 @@ application role of ``tulip_memory.testing.postgres``. Each row also carries:
 
 A covering btree ``(tenant, namespace) INCLUDE (search_length, codes_count, id, codes)``
 gives an index-only pass over the namespace. The query is quantised to ``--query-bits``
-bits a dimension; its inner product with a row's levels is computed from Hamming
-distances (one ``<~>`` per query bit plane: ``|Q and R| = (|Q| + |R| - hamming(Q, R)) / 2``).
+bits a dimension (three or four: evenly spaced levels; two: a Gaussian's Lloyd-Max
+levels); its inner product with a row's levels is computed from Hamming distances (one
+``<~>`` per query bit plane: ``|Q and R| = (|Q| + |R| - hamming(Q, R)) / 2``).
 The pass keeps the best ``--pool`` rows, which are re-ranked by their exact cosine
 distance.
 
 Printed, for the 50k-row and 10k-row namespaces (``--queries`` queries each), p50 / p95
 and recall@10 against the exact top 10 (numpy):
 
-* ``recall of the pool`` (numpy, no database) for 1- and 2-bit rows and 3- and 4-bit
-  queries; with ``--locomo``, only that, then again for WordLlama's vectors of the LoCoMo
-  dev turns (each question asked of its conversation);
+* ``recall of the pool`` (numpy, no database) for 1- and 2-bit rows and 2-, 3- and
+  4-bit queries; with ``--locomo``, only that, then again for WordLlama's vectors of the
+  LoCoMo dev turns (each question asked of its conversation);
 * the parts of the pass (visiting the index entries, one Hamming distance, all planes);
 * the vector part (pass + exact re-rank) and the whole hybrid statement (postings BM25
   fused with it) against the exact distance of every row; the queries share no word with
@@ -98,7 +99,7 @@ NAMESPACE = "tenant = %(t)s AND namespace = %(ns)s"
 
 def score(planes: int) -> str:
     """The rank of a row's levels against the query's planes (higher is nearer)."""
-    distances = " + ".join(f"{1 << k} * (codes <~> %(q{k})s::{PLANE})" for k in range(planes))
+    distances = " + ".join(f"%(c{k})s * (codes <~> %(q{k})s::{PLANE})" for k in range(planes))
     return f"codes_count * %(w)s - ({distances})"
 
 
@@ -151,11 +152,30 @@ def levels(rows: np.ndarray) -> np.ndarray:
     return np.concatenate([u > -threshold, u > 0, u > threshold], axis=1)
 
 
-def quantised_query(query: np.ndarray, bits: int) -> tuple[np.ndarray, float, float]:
-    """Integer levels 0..2**bits-1 of the unit query, their step and offset."""
+# Lloyd-Max levels of a Gaussian coordinate in four steps (in standard deviations), its
+# first threshold, and the levels as offset + w0 * bit0 + w1 * bit1.
+LLOYD_MAX = (-1.510, -0.4528, 0.4528, 1.510)
+LLOYD_MAX_THRESHOLD = 0.9816
+
+
+def query_code(query: np.ndarray, bits: int) -> tuple[list[np.ndarray], list[float], float]:
+    """The unit query as ``offset + sum_k weights[k] * planes[k]`` (planes of 0/1 a dimension).
+
+    Three or four bits: evenly spaced levels between the query's extremes. Two bits: the
+    Lloyd-Max levels of a Gaussian (evenly spaced, two bits keep too few neighbours).
+    """
     q = unit(query.astype(np.float64))
-    low, step = q.min(), (q.max() - q.min()) / ((1 << bits) - 1)
-    return np.round((q - low) / step).astype(int), step, low
+    if bits == 2:
+        sigma = q.std()
+        index = np.digitize(q, [-LLOYD_MAX_THRESHOLD * sigma, 0, LLOYD_MAX_THRESHOLD * sigma])
+        low = LLOYD_MAX[0] * sigma
+        weights = [(LLOYD_MAX[1] - LLOYD_MAX[0]) * sigma, (LLOYD_MAX[2] - LLOYD_MAX[0]) * sigma]
+    else:
+        low, step = q.min(), (q.max() - q.min()) / ((1 << bits) - 1)
+        index = np.round((q - low) / step).astype(int)
+        weights = [step * (1 << k) for k in range(bits)]
+    planes = [(index >> k) & 1 for k in range(bits)]
+    return planes, weights, low
 
 
 def bit_string(bits: np.ndarray) -> str:
@@ -163,17 +183,18 @@ def bit_string(bits: np.ndarray) -> str:
 
 
 def query_arguments(query: np.ndarray, bits: int) -> dict[str, Any]:
-    """``%(q<k>)s`` planes (repeated over the three row planes) and ``%(w)s``.
+    """``%(q<k>)s`` planes (repeated over the three row planes), ``%(c<k>)s`` and ``%(w)s``.
 
-    rank = sum_i c_i * level_i up to a positive factor and a per-query constant, with
-    sum_k 2^k |Q_k and R| = (sum_k 2^k |Q_k| + (2^bits - 1) |R| - sum_k 2^k hamming) / 2;
-    the offset of the query's levels adds ``low / step * |R|``.
+    rank = sum_i v_i * level_i with v = offset + sum_k w_k Q_k, and
+    |Q_k and R| = (|Q_k| + |R| - hamming(Q_k, R)) / 2, so up to a positive factor and a
+    per-query constant rank = (2 * offset + sum_k w_k) |R| - sum_k w_k hamming(Q_k, R).
     """
-    levels_, step, low = quantised_query(query, bits)
+    planes, weights, low = query_code(query, bits)
     arguments: dict[str, Any] = {
-        f"q{k}": bit_string(np.tile((levels_ >> k) & 1, 3).astype(bool)) for k in range(bits)
+        f"q{k}": bit_string(np.tile(plane, 3).astype(bool)) for k, plane in enumerate(planes)
     }
-    arguments["w"] = ((1 << bits) - 1) + 2 * low / step
+    arguments |= {f"c{k}": weight for k, weight in enumerate(weights)}
+    arguments["w"] = 2 * low + sum(weights)
     return arguments
 
 
@@ -185,7 +206,7 @@ def pool_recall(
     print(f"recall of the pool (the exact top 10 among the pass's best N), {title}")
     print(f"{'rows':>6} {'query':>6} " + " ".join(f"{n:>7,}" for n in pools))
     for name in ("1 bit", "2 bits"):
-        for bits in (3, 4):
+        for bits in (2, 3, 4):
             found: dict[int, list[float]] = {n: [] for n in pools}
             for block, asked in zip(blocks, queries, strict=True):
                 size, width = block.shape
@@ -195,8 +216,9 @@ def pool_recall(
                     codes = levels(block).reshape(size, 3, width).sum(axis=1).astype(float)
                 for query in asked:
                     exact = set(np.argsort(-(unit(block) @ unit(query)))[:10].tolist())
-                    levels_, step, low = quantised_query(query, bits)
-                    order = np.argsort(-(codes @ levels_ * step + low * codes.sum(axis=1)))
+                    planes, weights, low = query_code(query, bits)
+                    value = low + sum(w * p for w, p in zip(weights, planes, strict=True))
+                    order = np.argsort(-(codes @ value))
                     for n in pools:
                         found[n].append(len(exact & set(order[:n].tolist())) / 10)
             row = " ".join(f"{statistics.mean(found[n]):>7.3f}" for n in pools)
@@ -348,7 +370,7 @@ def measure_namespace(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pool", type=int, default=1_000)
-    parser.add_argument("--query-bits", type=int, default=3)
+    parser.add_argument("--query-bits", type=int, choices=(2, 3, 4), default=3)
     parser.add_argument("--queries", type=int, default=50)
     parser.add_argument(
         "--locomo",
