@@ -27,7 +27,7 @@ async def test_request_and_usage(server, client, caplog):
     assert result.content == "hi there"
     assert result.finish_reason == "stop"
     assert result.usage.calls == 1 and result.usage.prompt_tokens > 0
-    assert not result.usage.estimated
+    assert not result.usage.estimated and result.usage.failed_requests == 0
     (request,) = server.requests
     assert request.path == "/v1/chat/completions"
     assert request.body["model"] == "test-model"
@@ -58,7 +58,7 @@ async def test_429_with_retry_after_is_honoured(server, client):
     result = await client.complete(HELLO, max_tokens=5)
     assert result.content == "done"
     assert time.perf_counter() - started >= 0.3
-    assert len(server.requests) == 2
+    assert len(server.requests) == 2 and result.usage.failed_requests == 1
 
 
 async def test_retry_after_beyond_the_backoff_max_ends_the_retries(server):
@@ -77,12 +77,14 @@ async def test_429_after_every_retry_raises_rate_limited(server):
         await client.complete(HELLO, max_tokens=5)
     assert caught.value.kind == "rate_limited"
     assert caught.value.attempts == 3 and len(server.requests) == 3
+    assert caught.value.usage == Usage(failed_requests=3)  # no tokens, three requests
 
 
 async def test_500_then_success(server, client):
     server.add(Reply(status=500), Reply(status=503), Reply(content="ok"))
     result = await client.complete(HELLO, max_tokens=5)
     assert result.content == "ok" and len(server.requests) == 3
+    assert (result.usage.calls, result.usage.failed_requests) == (1, 2)
 
 
 async def test_5xx_after_every_retry(server):
@@ -100,6 +102,7 @@ async def test_timeout(server):
     with pytest.raises(LLMError) as caught:
         await client.complete(HELLO, max_tokens=5)
     assert caught.value.kind == "timeout" and caught.value.attempts == 2
+    assert caught.value.usage == Usage(failed_requests=2)
     assert time.perf_counter() - started < 1.9
 
 
@@ -108,6 +111,7 @@ async def test_a_4xx_is_not_retried(server, client):
     with pytest.raises(LLMError, match="HTTP 401") as caught:
         await client.complete(HELLO, max_tokens=5)
     assert caught.value.kind == "rejected" and len(server.requests) == 1
+    assert caught.value.usage == Usage(failed_requests=1)
 
 
 async def test_connection_refused(server):
@@ -119,6 +123,7 @@ async def test_connection_refused(server):
     with pytest.raises(LLMError) as caught:
         await client.complete(HELLO, max_tokens=5)
     assert caught.value.kind == "connection" and caught.value.attempts == 2
+    assert caught.value.usage == Usage(failed_requests=2)
 
 
 async def test_api_key_read_from_the_environment_and_never_logged(server, monkeypatch, caplog):

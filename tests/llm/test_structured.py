@@ -49,6 +49,7 @@ async def test_tool_calling_when_the_server_refuses_json_schema(server, client, 
     with caplog.at_level(logging.INFO, logger="tulip_memory.llm"):
         first = await request(structured)
     assert first.value == {"colour": "blue", "count": 0} and first.mode == "tools"
+    assert (first.usage.calls, first.usage.failed_requests) == (1, 1)  # the refused request
     assert "refused the json_schema" in caplog.text
     refused, asked = server.requests
     assert "response_format" in refused.body

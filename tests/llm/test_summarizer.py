@@ -11,6 +11,7 @@ from tests.llm.conftest import make_client
 from tulip_memory.conversation import SummarizingManager
 from tulip_memory.conversation.summary import is_summary
 from tulip_memory.llm.summarizer import LLMSummarizer
+from tulip_memory.llm.usage import Usage
 from tulip_memory.messages import Message, Role, ToolCall
 
 
@@ -86,8 +87,10 @@ async def test_a_failure_leaves_the_history_unsummarised(server):
     history = turns(0, 6)
     server.add(Reply(status=500))
     assert await manager.async_apply(history) == history
+    assert summarizer.usage == Usage(failed_requests=1)  # the failed call is counted
     server.add(Reply(content="   "))
     assert await manager.async_apply(history) == history
+    assert (summarizer.usage.calls, summarizer.usage.failed_requests) == (1, 1)
 
 
 def test_the_sync_apply_path(server):

@@ -36,6 +36,12 @@ MODEL_FAILURES = {
 }
 
 
+def failed_requests(replies: list[Reply], reason: str) -> int:
+    """The requests of a ``MODEL_FAILURES`` case that get no answer: all of them, but when
+    the server answers with unusable output."""
+    return 0 if reason == "malformed_output" else len(replies)
+
+
 def facts(*items: tuple[str, str, str] | tuple[str, str, str, float]) -> dict[str, Any]:
     """A scripted extraction answer: ``(type, key, content[, confidence])`` per fact."""
     return {

@@ -70,6 +70,22 @@ def _job_id(tenant: str = "acme") -> int:
         return ExtractionJob.objects.get().pk
 
 
+def test_the_usage_column_names_failed_requests_only_when_there_are_some(admin_client):
+    from tulip_memory.models import ExtractionJob
+
+    pick_tenant(admin_client, "acme")
+    jobs = "/admin/tulip_memory/extractionjob/"
+    fresh = _results(admin_client.get(jobs)).decode()
+    assert "0 calls, 0 + 0 tokens<" in fresh and "failed requests" not in fresh
+    with tenant_atomic("acme"):
+        ExtractionJob.objects.update(
+            llm_calls=2, prompt_tokens=120, completion_tokens=30, llm_failed_requests=3
+        )
+    assert (
+        "2 calls, 120 + 30 tokens; 3 failed requests<" in _results(admin_client.get(jobs)).decode()
+    )
+
+
 def test_the_payload_needs_its_own_permission(admin_client, client):
     from tests.admin.conftest import make_staff
 

@@ -18,7 +18,13 @@ import pytest
 from asgiref.sync import async_to_sync, sync_to_async
 
 from tests.manager.celery_setup import Workers, celery_tulip_memory
-from tests.manager.consolidation_helpers import MODEL_FAILURES, conversation, decisions, facts
+from tests.manager.consolidation_helpers import (
+    MODEL_FAILURES,
+    conversation,
+    decisions,
+    facts,
+    failed_requests,
+)
 from tulip_memory.manager import LLMMemoryManager, Memory, MemoryType
 from tulip_memory.manager.worker import run_queue
 from tulip_memory.models import ExtractionJob, ExtractionQueue, JobState
@@ -77,7 +83,7 @@ def test_the_job_row_gets_the_model_and_its_usage(llm_settings, server, events):
     assert run_queue("acme", queue_id).done == 1
     job = _job()
     assert (job.state, job.llm_model, job.llm_calls) == (JobState.DONE, "test-model", 1)
-    assert job.prompt_tokens > 0 and job.completion_tokens > 0
+    assert job.prompt_tokens > 0 and job.completion_tokens > 0 and job.llm_failed_requests == 0
     assert _memory("role").value["content"] == "The user is a nurse."
     ((name, payload),) = events
     assert name == "memory.manager.extracted" and payload["job"] == job.pk
@@ -102,6 +108,8 @@ def test_a_failing_model_follows_the_retry_policy_and_its_tokens_are_counted(
     job = _job()
     assert job.state == JobState.PENDING and "LLMError" in job.error
     assert job.llm_calls >= 1 and job.prompt_tokens > 0  # the facts call at least
+    failed = failed_requests(replies, reason)
+    assert job.llm_failed_requests == failed
     assert _memory("role").value["content"] == "The user is a nurse."  # nothing applied
     (name, payload), *_ = events
     assert name == "memory.manager.extract_failed" and payload["reason"] == reason
@@ -116,6 +124,7 @@ def test_a_failing_model_follows_the_retry_policy_and_its_tokens_are_counted(
     assert run_queue("acme", queue_id).done == 1
     job = _job()
     assert (job.state, job.attempts, job.llm_calls) == (JobState.DONE, 2, spent + 2)
+    assert job.llm_failed_requests == failed  # attempt 2 had none to add
     assert _memory("role").value["content"] == "The user is a surgeon."
     assert len(_history()) == 2
 

@@ -23,6 +23,7 @@ from tests.manager.consolidation_helpers import (
     conversation,
     decisions,
     facts,
+    failed_requests,
     state,
 )
 from tulip_memory.events import memory_event
@@ -138,6 +139,7 @@ async def test_session_end_applies_the_decisions_and_reports_the_usage(server, e
     assert name == "memory.manager.extracted"
     assert payload["llm_calls"] == len(server.requests) == 2
     assert payload["model"] == "test-model" and payload["tokens_estimated"] is False
+    assert payload["llm_failed_requests"] == 0
     assert payload["prompt_tokens"] > 0 and payload["completion_tokens"] > 0
     assert payload["operations"] == {"ADD": 1, "UPDATE": 1, "DELETE": 0, "NONE": 0}
     assert payload["memory_count"] == 2 and sorted(payload["types"]) == ["user", "user"]
@@ -203,6 +205,7 @@ async def test_a_failing_model_is_reported_and_applies_nothing(server, events, c
     assert payload["reason"] == reason and payload["error_type"] == "LLMError"
     assert payload["namespace"] == list(PREFIX) and payload["mode"] == "inline"
     assert payload["llm_calls"] >= 1 and payload["prompt_tokens"] > 0  # the facts call counted
+    assert payload["llm_failed_requests"] == failed_requests(replies, reason)
     assert await state(manager) == before
     assert len(await manager.history(MemoryType.USER, "role")) == 1
     assert await manager.store.list_keys((*PREFIX, JOURNAL_LABEL)) == []
@@ -214,6 +217,7 @@ async def test_a_500_then_success_applies_once(server, events):
     await manager.on_session_end(AgentState(messages=conversation("I'm Ada.")))
     ((name, payload),) = events
     assert name == "memory.manager.extracted" and payload["llm_calls"] == 1
+    assert payload["llm_failed_requests"] == 1
     assert await state(manager) == {("user", "name"): "The user's name is Ada."}
 
 

@@ -148,7 +148,8 @@ class ExtractionJobAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.Model
     readonly_fields = (
         "queue_link", "tenant", "sequence", "state", "attempts", "error", "run_after",
         "worker", "created_at", "started_at", "finished_at",
-        "llm_model", "llm_calls", "prompt_tokens", "completion_tokens", "conversation",
+        "llm_model", "llm_calls", "prompt_tokens", "completion_tokens", "llm_failed_requests",
+        "conversation",
     )  # fmt: skip
 
     def get_fields(self, request: Any, obj: Any = None) -> Any:
@@ -165,11 +166,14 @@ class ExtractionJobAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.Model
 
     @admin.display(description=_("chat model usage"))
     def usage(self, job: ExtractionJob) -> str:
-        return gettext("%(calls)d calls, %(prompt)d + %(completion)d tokens") % {
+        text = gettext("%(calls)d calls, %(prompt)d + %(completion)d tokens") % {
             "calls": job.llm_calls,
             "prompt": job.prompt_tokens,
             "completion": job.completion_tokens,
         }
+        if job.llm_failed_requests:
+            text += gettext("; %(failed)d failed requests") % {"failed": job.llm_failed_requests}
+        return text
 
     @admin.display(description=_("queue #sequence"), ordering="queue__namespace")
     def queue_link(self, job: ExtractionJob) -> str:

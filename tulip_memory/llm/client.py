@@ -10,7 +10,8 @@ Around each request it adds what the library's own retry loop does not give:
   earn another 429);
 * a per-process cap on requests in flight to one ``BASE_URL`` (:mod:`.limiter`);
 * the usage of every call (:class:`~.usage.Usage`, estimated from characters when the
-  server reports none) and one debug log line per call, without content or key;
+  server reports none; the requests that got no answer counted too, on the result or on
+  the error) and one debug log line per call, without content or key;
 * one exception type, :class:`~tulip_memory.exceptions.LLMError`, for every failure.
 
 The API key is read from the environment at each request, never from settings. ``openai``
@@ -243,6 +244,7 @@ class ChatClient:
                         f"{purpose}: the model server answered HTTP {status} "
                         f"after {attempts} attempt(s): {_short(error.message)}",
                         kind=kind,
+                        usage=Usage(failed_requests=attempts),
                         attempts=attempts,
                         status=status,
                     ) from error
@@ -255,10 +257,11 @@ class ChatClient:
                         f"{purpose}: {kind} talking to {self.config.base_url} "
                         f"after {attempts} attempt(s)",
                         kind=kind,
+                        usage=Usage(failed_requests=attempts),
                         attempts=attempts,
                     ) from error
             else:
-                result = self._result(completion, prompt_chars)
+                result = self._result(completion, prompt_chars, failed_requests=attempts - 1)
                 logger.debug(
                     "llm call %s: model=%s attempts=%d finish=%s prompt_tokens=%d "
                     "completion_tokens=%d%s in %.0f ms",
@@ -299,7 +302,7 @@ class ChatClient:
             (time.perf_counter() - started) * 1000,
         )
 
-    def _result(self, completion: Any, prompt_chars: int) -> ChatResult:
+    def _result(self, completion: Any, prompt_chars: int, *, failed_requests: int) -> ChatResult:
         choice = completion.choices[0] if completion.choices else None
         message = choice.message if choice is not None else None
         content = message.content if message is not None else None
@@ -311,7 +314,12 @@ class ChatClient:
         reported = completion.usage
         if reported is not None and reported.prompt_tokens:
             self.estimator.observe(prompt_chars, reported.prompt_tokens)
-            usage = Usage(reported.prompt_tokens, reported.completion_tokens or 0, 1)
+            usage = Usage(
+                reported.prompt_tokens,
+                reported.completion_tokens or 0,
+                1,
+                failed_requests=failed_requests,
+            )
         else:
             answer = (content or "") + "".join(c.arguments for c in calls)
             usage = Usage(
@@ -319,6 +327,7 @@ class ChatClient:
                 self.estimator.tokens(answer),
                 1,
                 estimated=True,
+                failed_requests=failed_requests,
             )
         return ChatResult(content, calls, choice.finish_reason if choice else None, usage)
 

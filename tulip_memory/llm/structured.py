@@ -141,6 +141,7 @@ class StructuredOutput:
                 result = await self._ask(self.mode, messages, schema, name, max_tokens)
             except LLMError as error:
                 if self._fallback and self.mode in _FALLBACK and error.status in (400, 422):
+                    usage += _usage_of(error)  # the refused request
                     logger.info(
                         "the model server refused the %s structured output (HTTP %s); using %s",
                         self.mode,

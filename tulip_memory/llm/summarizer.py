@@ -95,17 +95,17 @@ class LLMSummarizer:
             what="messages to summarise",
         )
         prompt = f"Summary so far:\n{previous or '(none)'}\n\nNew messages:\n" + "\n".join(cut.kept)
-        result = await self.client.complete(
-            [
-                {
-                    "role": "system",
-                    "content": SUMMARY_PROMPT.format(words=self.max_tokens * 3 // 4),
-                },
-                {"role": "user", "content": prompt},
-            ],
-            max_tokens=self.max_tokens,
-            purpose="summary",
-        )
+        system = SUMMARY_PROMPT.format(words=self.max_tokens * 3 // 4)
+        try:
+            result = await self.client.complete(
+                [{"role": "system", "content": system}, {"role": "user", "content": prompt}],
+                max_tokens=self.max_tokens,
+                purpose="summary",
+            )
+        except LLMError as error:
+            if isinstance(error.usage, Usage):
+                self.usage += error.usage  # the requests that got no answer
+            raise
         self.usage += result.usage
         text = (result.content or "").strip()
         if not text:

@@ -12,16 +12,19 @@ __all__ = ["Usage"]
 
 @dataclass(frozen=True)
 class Usage:
-    """Tokens spent by ``calls`` chat completions.
+    """Tokens spent by ``calls`` chat completions, and the requests that got no answer.
 
     ``estimated`` is true when the server reported no usage for at least one call and its
-    tokens were estimated from characters instead.
+    tokens were estimated from characters instead. ``failed_requests`` counts the HTTP
+    requests that got no completion (a timeout, a lost connection, an error status),
+    whether they were retried or ended the call; they spent no tokens that were reported.
     """
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
     calls: int = 0
     estimated: bool = False
+    failed_requests: int = 0
 
     @property
     def total_tokens(self) -> int:
@@ -33,6 +36,7 @@ class Usage:
             self.completion_tokens + other.completion_tokens,
             self.calls + other.calls,
             self.estimated or other.estimated,
+            self.failed_requests + other.failed_requests,
         )
 
     def as_fields(self) -> dict[str, int | bool]:
@@ -42,4 +46,5 @@ class Usage:
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "tokens_estimated": self.estimated,
+            "llm_failed_requests": self.failed_requests,
         }

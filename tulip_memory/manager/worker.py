@@ -30,7 +30,7 @@ whose save finished but whose "done" was not recorded changes nothing; with a ch
 ``job-<job id>``, so such a re-run finds the run journaled as done and neither asks the
 model nor applies anything. The model's usage of every attempt (failed ones included) is
 added to the job row (``llm_model``, ``llm_calls``, ``prompt_tokens``,
-``completion_tokens``).
+``completion_tokens``, and ``llm_failed_requests``: the requests that got no answer).
 
 Workers build the manager from ``TULIP_MEMORY`` through
 :func:`tulip_memory.manager.factory.build_memory_manager_from_settings`.
@@ -173,6 +173,7 @@ def _usage_columns(model: str | None, usage: Usage | None) -> dict[str, object]:
         "llm_calls": F("llm_calls") + usage.calls,
         "prompt_tokens": F("prompt_tokens") + usage.prompt_tokens,
         "completion_tokens": F("completion_tokens") + usage.completion_tokens,
+        "llm_failed_requests": F("llm_failed_requests") + usage.failed_requests,
     }
     if model:
         columns["llm_model"] = model

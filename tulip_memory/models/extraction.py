@@ -276,6 +276,9 @@ class ExtractionJob(models.Model):
     llm_calls = models.PositiveIntegerField(db_default=0)
     prompt_tokens = models.PositiveBigIntegerField(db_default=0)
     completion_tokens = models.PositiveBigIntegerField(db_default=0)
+    llm_failed_requests = models.PositiveIntegerField(
+        db_default=0, help_text="Requests to the chat model that got no answer (retried or not)"
+    )
 
     objects = ExtractionJobQuerySet.as_manager()
 
