@@ -26,6 +26,14 @@ def _migrate(target: str) -> None:
     executor.migrate([("tulip_memory", target)])
 
 
+@pytest.fixture(autouse=True)
+def _back_to_the_newest_migration():
+    """The tests after this one expect every migration applied, not just ``AFTER``."""
+    yield
+    (newest,) = MigrationExecutor(connections["owner"]).loader.graph.leaf_nodes("tulip_memory")
+    _migrate(newest[1])
+
+
 def _store_a_thread_as_the_three_tables_held_it() -> None:
     """Three checkpoints: the messages whole, then two splices; pending writes on the
     newest and on a checkpoint that was never stored; a version without a value."""
