@@ -1,6 +1,7 @@
 """``llm_failed_requests`` on extraction jobs: the requests to the chat model that got no
 answer (a timeout, a lost connection, an error status), summed over the job's attempts.
-Existing jobs get 0: their failed requests were not counted.
+Existing jobs get 0: their failed requests were not counted. The chat model's columns get
+names the admin can show ("chat model calls" rather than "Llm calls").
 """
 
 from django.db import migrations, models
@@ -18,6 +19,23 @@ class Migration(migrations.Migration):
             field=models.PositiveIntegerField(
                 db_default=0,
                 help_text="Requests to the chat model that got no answer (retried or not)",
+                verbose_name="failed chat model requests",
+            ),
+        ),
+        migrations.AlterField(
+            model_name="extractionjob",
+            name="llm_calls",
+            field=models.PositiveIntegerField(db_default=0, verbose_name="chat model calls"),
+        ),
+        migrations.AlterField(
+            model_name="extractionjob",
+            name="llm_model",
+            field=models.CharField(
+                blank=True,
+                db_default="",
+                help_text="Chat model of the last attempt",
+                max_length=200,
+                verbose_name="chat model",
             ),
         ),
     ]

@@ -271,13 +271,19 @@ class ExtractionJob(models.Model):
     # What a chat model cost this job, summed over its attempts (0 without a model).
     # Database defaults: the enqueue statement (ENQUEUE_JOB_SQL) does not name them.
     llm_model = models.CharField(
-        max_length=200, blank=True, db_default="", help_text="Chat model of the last attempt"
+        _("chat model"),
+        max_length=200,
+        blank=True,
+        db_default="",
+        help_text="Chat model of the last attempt",
     )
-    llm_calls = models.PositiveIntegerField(db_default=0)
+    llm_calls = models.PositiveIntegerField(_("chat model calls"), db_default=0)
     prompt_tokens = models.PositiveBigIntegerField(db_default=0)
     completion_tokens = models.PositiveBigIntegerField(db_default=0)
     llm_failed_requests = models.PositiveIntegerField(
-        db_default=0, help_text="Requests to the chat model that got no answer (retried or not)"
+        _("failed chat model requests"),
+        db_default=0,
+        help_text="Requests to the chat model that got no answer (retried or not)",
     )
 
     objects = ExtractionJobQuerySet.as_manager()
