@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 import textwrap
 
 import pytest
@@ -119,7 +120,15 @@ def test_pending_extractions_are_drained_at_interpreter_exit():
     )
     done = run_python(script, django_settings=False)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == ["main done 1", "event memory.manager.extracted"]
+    if (3, 12) <= sys.version_info[:3] < (3, 12, 3):
+        # No thread can start once the main thread has ended (CPython gh-113964): the
+        # sync receiver's thread cannot, the job fails, and a warning said it might.
+        assert done.stdout.splitlines() == ["main done 1"]
+        assert "1 background extraction(s) still pending at interpreter exit" in done.stderr
+        assert "await manager.drain() before the process exits" in done.stderr
+    else:
+        assert done.stdout.splitlines() == ["main done 1", "event memory.manager.extracted"]
+        assert "still pending" not in done.stderr
 
 
 @pytest.mark.django_db(transaction=True)

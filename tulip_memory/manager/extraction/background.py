@@ -12,7 +12,10 @@ one submitted before it); at most ``max_concurrent`` jobs of one
 every job, including jobs submitted while it waits, from any event loop; cancelling it
 leaves the jobs running. Sync code drains with ``async_to_sync(manager.drain)()``. At
 interpreter exit the jobs still pending are drained before the loop stops (an exit hook
-that runs before the thread pools shut down).
+that runs before the thread pools shut down). On Python 3.12.0-3.12.2 no thread can be
+started at that point (CPython gh-113964, fixed in 3.12.3), so a job that needs one then
+(a sync event receiver, an ORM call) fails; the hook logs a warning first, naming the jobs
+pending and what to do.
 Pure Python: importable without Django settings.
 """
 
@@ -20,6 +23,8 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import logging
+import sys
 import threading
 import weakref
 from collections.abc import Awaitable, Callable, Hashable
@@ -27,6 +32,11 @@ from collections.abc import Awaitable, Callable, Hashable
 __all__ = ["BackgroundExtractions"]
 
 Job = Callable[[], Awaitable[None]]
+
+logger = logging.getLogger("tulip_memory.manager")
+
+# CPython 3.12.0-3.12.2 refuse to start threads once the main thread has ended (gh-113964).
+_NO_THREADS_AT_EXIT = (3, 12) <= sys.version_info[:3] < (3, 12, 3)
 
 
 class _ExtractionLoop:
@@ -55,6 +65,17 @@ class _ExtractionLoop:
             return self.loop
 
     def drain_at_exit(self, loop: asyncio.AbstractEventLoop) -> None:
+        pending = sum(runner.pending for runner in list(self.runners))
+        if pending and _NO_THREADS_AT_EXIT:
+            logger.warning(
+                "%d background extraction(s) still pending at interpreter exit may fail: "
+                "Python %d.%d.%d cannot start threads during shutdown (CPython gh-113964, "
+                "fixed in 3.12.3), which sync event receivers and ORM calls need; await "
+                "manager.drain() before the process exits, or upgrade Python",
+                pending,
+                *sys.version_info[:3],
+            )
+
         async def drain_all() -> None:
             for runner in list(self.runners):
                 await runner.drain()
