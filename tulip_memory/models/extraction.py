@@ -262,7 +262,12 @@ class ExtractionJob(models.Model):
     payload = models.JSONField()
     state = models.CharField(max_length=16, choices=JobState.choices, default=JobState.PENDING)
     attempts = models.PositiveIntegerField(default=0)
-    error = models.TextField(blank=True, default="")
+    error = models.TextField(
+        _("last error"),
+        blank=True,
+        default="",
+        help_text="Of the last failed attempt; kept when a retry succeeds",
+    )
     run_after = models.DateTimeField(null=True, blank=True, help_text="Retry not before")
     worker = models.CharField(max_length=255, blank=True, default="", help_text="Last runner")
     created_at = models.DateTimeField(auto_now_add=True)
