@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sys
 import textwrap
 
 import pytest
@@ -14,6 +13,7 @@ from asgiref.sync import async_to_sync
 from tests.processes import run_python
 from tulip_memory.events import EV_MEMORY_MANAGER_EXTRACT_FAILED, EV_MEMORY_MANAGER_EXTRACTED
 from tulip_memory.manager import LLMMemoryManager, Memory, MemoryType
+from tulip_memory.manager.extraction.background import _NO_THREADS_AT_EXIT
 from tulip_memory.messages import Message, Role
 from tulip_memory.state import AgentState
 from tulip_memory.store.memory import InMemoryStore
@@ -120,7 +120,7 @@ def test_pending_extractions_are_drained_at_interpreter_exit():
     )
     done = run_python(script, django_settings=False)
     assert done.returncode == 0, done.stderr
-    if (3, 12) <= sys.version_info[:3] < (3, 12, 3):
+    if _NO_THREADS_AT_EXIT:
         # No thread can start once the main thread has ended (CPython gh-113964): the
         # sync receiver's thread cannot, the job fails, and a warning said it might.
         assert done.stdout.splitlines() == ["main done 1"]

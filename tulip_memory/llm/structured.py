@@ -141,7 +141,7 @@ class StructuredOutput:
                 result = await self._ask(self.mode, messages, schema, name, max_tokens)
             except LLMError as error:
                 if self._fallback and self.mode in _FALLBACK and error.status in (400, 422):
-                    usage += _usage_of(error)  # the refused request
+                    usage += Usage.of(error)  # the refused request
                     logger.info(
                         "the model server refused the %s structured output (HTTP %s); using %s",
                         self.mode,
@@ -150,7 +150,7 @@ class StructuredOutput:
                     )
                     self.mode = _FALLBACK[self.mode]
                     continue
-                error.usage = usage + _usage_of(error)
+                error.usage = usage + Usage.of(error)
                 raise
             usage += result.usage
             break
@@ -172,7 +172,7 @@ class StructuredOutput:
         try:
             retried = await self._ask(self.mode, repair, schema, name, max_tokens)
         except LLMError as error:
-            error.usage = usage + _usage_of(error)
+            error.usage = usage + Usage.of(error)
             raise
         usage += retried.usage
         repaired_raw = self._answer(retried, name)
@@ -235,7 +235,3 @@ class StructuredOutput:
             if call.name == name:
                 return call.arguments
         return result.content
-
-
-def _usage_of(error: LLMError) -> Usage:
-    return error.usage if isinstance(error.usage, Usage) else Usage()

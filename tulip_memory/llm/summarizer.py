@@ -103,8 +103,7 @@ class LLMSummarizer:
                 purpose="summary",
             )
         except LLMError as error:
-            if isinstance(error.usage, Usage):
-                self.usage += error.usage  # the requests that got no answer
+            self.usage += Usage.of(error)  # the requests that got no answer
             raise
         self.usage += result.usage
         text = (result.content or "").strip()

@@ -26,6 +26,13 @@ class Usage:
     estimated: bool = False
     failed_requests: int = 0
 
+    @classmethod
+    def of(cls, error: BaseException) -> Usage:
+        """What a failed call spent: an :class:`~tulip_memory.exceptions.LLMError`'s
+        ``usage``, or nothing."""
+        usage = getattr(error, "usage", None)
+        return usage if isinstance(usage, Usage) else cls()
+
     @property
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens

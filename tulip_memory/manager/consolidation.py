@@ -325,8 +325,8 @@ class LLMExtractor:
             try:
                 await self._decide(messages, target, report)
             except LLMError as error:
-                spent = error.usage if isinstance(error.usage, Usage) else Usage()
-                error.usage = report.usage + spent  # the run's calls before this one too
+                # The run's calls before this one too.
+                error.usage = report.usage + Usage.of(error)
                 raise
         return report
 
