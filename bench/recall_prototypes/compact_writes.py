@@ -1,0 +1,288 @@
+"""Scratch measure for issue 12 item 4: what the compact pass would cost the writes.
+
+Not the package's design: the schema of ``compact_pass_50k.py`` added by hand to
+PgMemory's own table, to measure what it costs ``put_batch`` before building it. Each round
+empties the table, loads ``--rows`` rows of ``bench/pg_store.py``'s layout (384-d seeded
+Gaussian vectors, 20 tenants) through ``PgMemory.put_batch`` as the application role
+(row-level security forced), then puts the same rows again (every row an update, same
+text), then loads them with a raw binary ``COPY`` into a twin table (``LIKE ... INCLUDING
+ALL``: generated columns and indexes, no trigger, no row-level security), as
+``bench/pg_store.py`` does. Rounds alternate between:
+
+* ``plain``: the table as migrated;
+* ``codes``, ``postings``: one of the two parts the compact pass reads instead of the heap;
+* ``compact``: both:
+
+  - ``codes``: a stored generated ``bit varying`` column, the unit vector thermometer
+    coded in two bits a dimension (three planes: above ``-t``, above 0, above ``t``, ``t =
+    0.6745 / sqrt(d)``), from pgvector's ``binary_quantize``; and a covering btree
+    ``(tenant, namespace) INCLUDE (search_length, id, expires_at, embedding_source,
+    codes)``;
+  - ``posting (tenant, namespace, lexeme, item_id, tf)``, a row per lexeme of each item's
+    ``search_vector``, with row-level security, kept by three statement-level triggers
+    with transition tables (insert; update when the tsvector changed; delete).
+
+``--texts bench`` writes ``bench/pg_store.py``'s values (``"doc <i>"``: two lexemes);
+``--texts locomo`` the LoCoMo dev turns (``../shared/data/locomo-dev``), repeated, a
+dialogue turn's length of words.
+
+    .venv/bin/python bench/recall_prototypes/compact_writes.py [--rows 100000]
+        [--texts bench|locomo] [--rounds 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from embedded_django import setup_django
+from pg_store import DIM, Layout, SeededEmbedding, _item_table
+
+TENANTS = 20
+MODES = ("plain", "codes", "postings", "compact")
+
+CODES = """
+CREATE FUNCTION bench_codes(v vector) RETURNS bit varying
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+SELECT binary_quantize(u - t)::bit varying || binary_quantize(u)::bit varying
+       || binary_quantize(u + t)::bit varying
+FROM (SELECT l2_normalize(v) AS u,
+             array_fill(0.6745 / sqrt(vector_dims(v)), ARRAY[vector_dims(v)])::vector AS t) s
+$$"""
+
+# The statements run through EXECUTE: planned at each run. A cached plan is made at the
+# function's first run in the connection, which INSERT ... ON CONFLICT DO UPDATE gives the
+# update trigger too (both statement triggers fire), on the first batch, when the postings
+# table is still empty: a re-put of 100k rows in the same connection then took 301 s
+# against 15 s in a new one.
+POSTING_TRIGGERS = """
+CREATE FUNCTION bench_posting_insert() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+  EXECUTE 'INSERT INTO bench_posting
+  SELECT n.tenant, n.namespace, l.lexeme, n.id, coalesce(array_length(l.positions, 1), 1)
+  FROM new_rows n, unnest(n.search_vector) l';
+  RETURN NULL;
+END $$;
+CREATE FUNCTION bench_posting_update() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+  EXECUTE 'DELETE FROM bench_posting p USING old_rows o JOIN new_rows n ON n.id = o.id
+  WHERE p.item_id = o.id AND o.search_vector IS DISTINCT FROM n.search_vector';
+  EXECUTE 'INSERT INTO bench_posting
+  SELECT n.tenant, n.namespace, l.lexeme, n.id, coalesce(array_length(l.positions, 1), 1)
+  FROM old_rows o JOIN new_rows n ON n.id = o.id, unnest(n.search_vector) l
+  WHERE o.search_vector IS DISTINCT FROM n.search_vector';
+  RETURN NULL;
+END $$;
+CREATE FUNCTION bench_posting_delete() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+  EXECUTE 'DELETE FROM bench_posting p USING old_rows o WHERE p.item_id = o.id';
+  RETURN NULL;
+END $$
+"""
+
+
+def codes_schema(table: str) -> list[str]:
+    return [
+        CODES,
+        f"ALTER TABLE {table} ADD COLUMN codes bit varying "
+        "GENERATED ALWAYS AS (bench_codes(embedding)) STORED",
+        f"CREATE INDEX bench_pass ON {table} (tenant, namespace) "
+        "INCLUDE (search_length, id, expires_at, embedding_source, codes)",
+    ]
+
+
+def posting_schema(table: str, app_role: str, policy: str) -> list[str]:
+    return [
+        "CREATE TABLE bench_posting (tenant text NOT NULL, namespace text NOT NULL, "
+        "lexeme text NOT NULL, item_id bigint NOT NULL, tf int NOT NULL, "
+        "PRIMARY KEY (tenant, namespace, lexeme, item_id))",
+        "CREATE INDEX bench_posting_item ON bench_posting (item_id)",
+        "ALTER TABLE bench_posting ENABLE ROW LEVEL SECURITY",
+        "ALTER TABLE bench_posting FORCE ROW LEVEL SECURITY",
+        f"CREATE POLICY tenant ON bench_posting USING ({policy}) WITH CHECK ({policy})",
+        f"GRANT SELECT, INSERT, DELETE ON bench_posting TO {app_role}",
+        POSTING_TRIGGERS,
+        f"CREATE TRIGGER bench_posting_insert AFTER INSERT ON {table} "
+        "REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT "
+        "EXECUTE FUNCTION bench_posting_insert()",
+        f"CREATE TRIGGER bench_posting_update AFTER UPDATE ON {table} "
+        "REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT "
+        "EXECUTE FUNCTION bench_posting_update()",
+        f"CREATE TRIGGER bench_posting_delete AFTER DELETE ON {table} "
+        "REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT "
+        "EXECUTE FUNCTION bench_posting_delete()",
+    ]
+
+
+def plain_schema(table: str) -> list[str]:
+    return [
+        f"DROP TRIGGER IF EXISTS bench_posting_insert ON {table}",
+        f"DROP TRIGGER IF EXISTS bench_posting_update ON {table}",
+        f"DROP TRIGGER IF EXISTS bench_posting_delete ON {table}",
+        "DROP TABLE IF EXISTS bench_posting",
+        "DROP FUNCTION IF EXISTS bench_posting_insert, bench_posting_update, bench_posting_delete",
+        "DROP INDEX IF EXISTS bench_pass",
+        f"ALTER TABLE {table} DROP COLUMN IF EXISTS codes",
+        "DROP FUNCTION IF EXISTS bench_codes",
+    ]
+
+
+def locomo_texts() -> list[str]:
+    root = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "locomo-dev"
+    texts = []
+    for path in sorted(root.glob("*.json")):
+        conversation = json.loads(path.read_text())
+        for session, turns in conversation.items():
+            if session.startswith("session_") and isinstance(turns, list):
+                texts += [f"{turn['speaker']}: {turn['text']}" for turn in turns]
+    return texts
+
+
+class FirstWordEmbedding(SeededEmbedding):
+    """Row i's text is ``"<i> <words>"``: its vector is row i of the seeded matrix."""
+
+    def __init__(self, vectors: np.ndarray) -> None:
+        super().__init__(vectors, vectors)
+
+    def vector(self, text: str) -> np.ndarray:
+        return self.vectors[int(text.split(" ", 1)[0]) % len(self.vectors)]
+
+
+def items(layout: Layout, texts: list[str] | None) -> Iterator[tuple[Any, ...]]:
+    source = itertools.cycle(texts) if texts else None
+    for tenant, label, first, count in layout.spans:
+        namespace = layout.namespace(tenant, label)
+        for i in range(first, first + count):
+            words = next(source) if source else "doc"
+            yield namespace, f"k{i}", {"text": f"{i} {words}"}, None
+
+
+async def put_all(store: Any, rows: list[tuple[Any, ...]], chunk: int) -> float:
+    started = time.perf_counter()
+    for at in range(0, len(rows), chunk):
+        await store.put_batch(rows[at : at + chunk])
+    return time.perf_counter() - started
+
+
+def copy_all(admin_url: str, rows: list[tuple[Any, ...]], vectors: np.ndarray) -> float:
+    import psycopg
+    from pgvector.psycopg import register_vector
+    from psycopg.types.json import Jsonb
+
+    from tulip_memory.models.store import search_text_of
+    from tulip_memory.namespaces import encode_namespace
+    from tulip_memory.text import tokenize
+
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        register_vector(conn)
+        conn.execute("DROP TABLE IF EXISTS bench_copy")
+        conn.execute(f"CREATE TABLE bench_copy (LIKE {_item_table()} INCLUDING ALL)")
+        columns = (
+            "tenant, namespace, key, value, metadata, search_text, embedding, "
+            "embedding_source, created_at, updated_at, version"
+        )
+        types = ["varchar", "text", "text", "jsonb", "jsonb", "text", "vector", "varchar"]
+        started = time.perf_counter()
+        with (
+            conn.cursor() as cursor,
+            cursor.copy(f"COPY bench_copy ({columns}) FROM STDIN (FORMAT BINARY)") as copy,
+        ):
+            copy.set_types([*types, "timestamptz", "timestamptz", "int8"])
+            for i, (namespace, key, value, _) in enumerate(rows):
+                now = datetime.now(UTC)
+                copy.write_row(
+                    (
+                        namespace[0],
+                        encode_namespace(namespace),
+                        key,
+                        Jsonb(value),
+                        Jsonb({}),
+                        search_text_of(tokenize(value["text"])),
+                        vectors[i % len(vectors)],
+                        "bench",
+                        now,
+                        now,
+                        1,
+                    )
+                )
+        elapsed = time.perf_counter() - started
+        conn.execute("DROP TABLE bench_copy")
+    return elapsed
+
+
+async def run(args: argparse.Namespace, urls: Any) -> dict[str, list[dict[str, float]]]:
+    import psycopg
+
+    from tulip_memory.rls import policy_expression
+    from tulip_memory.store import PgMemory
+
+    layout = Layout.build(args.rows, TENANTS)
+    vectors = np.random.default_rng(42).standard_normal((layout.rows, DIM), dtype=np.float32)
+    store = PgMemory(embedder=FirstWordEmbedding(vectors))
+    rows = list(items(layout, locomo_texts() if args.texts == "locomo" else None))
+    table = _item_table()
+    app_role = psycopg.conninfo.conninfo_to_dict(urls.app)["user"]
+    results: dict[str, list[dict[str, float]]] = {mode: [] for mode in MODES}
+    for _ in range(args.rounds):
+        for mode in MODES:
+            with psycopg.connect(urls.admin, autocommit=True) as conn:
+                for statement in plain_schema(table):
+                    conn.execute(statement)
+                conn.execute(f"TRUNCATE {table}")
+                if mode in ("codes", "compact"):
+                    for statement in codes_schema(table):
+                        conn.execute(statement)
+                if mode in ("postings", "compact"):
+                    for statement in posting_schema(table, app_role, policy_expression()):
+                        conn.execute(statement)
+                conn.execute(f"VACUUM ANALYZE {table}")
+            put = await put_all(store, rows, args.chunk)
+            reput = await put_all(store, rows, args.chunk)
+            copy = copy_all(urls.admin, rows, vectors)
+            figures = {
+                "put_batch": len(rows) / put,
+                "re-put": len(rows) / reput,
+                "copy": len(rows) / copy,
+            }
+            if mode in ("postings", "compact"):
+                with psycopg.connect(urls.admin) as conn:
+                    postings = conn.execute("SELECT count(*) FROM bench_posting").fetchone()[0]
+                figures["postings per row"] = postings / len(rows)
+            results[mode].append(figures)
+            print(mode, {k: round(v, 1) for k, v in figures.items()}, flush=True)
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=100_000)
+    parser.add_argument("--chunk", type=int, default=5_000)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--texts", choices=("bench", "locomo"), default="bench")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="tulip-bench-compact-writes-") as tmp:
+        urls = setup_django(Path(tmp), VECTOR_DIMENSIONS=DIM)
+        results = asyncio.run(run(args, urls))
+    print(f"\n{args.rows:,} rows, texts {args.texts}, rows/s (median of {args.rounds} rounds)")
+    print(f"{'schema':>8} {'put_batch':>10} {'re-put':>10} {'COPY':>10} {'COPY/put':>9}")
+    for mode, rounds in results.items():
+        put = statistics.median(r["put_batch"] for r in rounds)
+        reput = statistics.median(r["re-put"] for r in rounds)
+        copy = statistics.median(r["copy"] for r in rounds)
+        print(f"{mode:>8} {put:>10,.0f} {reput:>10,.0f} {copy:>10,.0f} {copy / put:>8.2f}x")
+
+
+if __name__ == "__main__":
+    main()
