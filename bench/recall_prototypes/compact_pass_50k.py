@@ -26,8 +26,9 @@ Printed, for the 50k-row and 10k-row namespaces (``--queries`` queries each), p5
 and recall@10 against the exact top 10 (numpy):
 
 * ``recall of the pool`` (numpy, no database) for 1- and 2-bit rows and 2-, 3- and
-  4-bit queries; with ``--locomo``, only that, then again for WordLlama's vectors of the
-  LoCoMo dev turns (each question asked of its conversation);
+  4-bit queries, and ternary queries (``t<threshold>``) of the 2-bit rows; with
+  ``--locomo``, only that, then again for WordLlama's vectors of the LoCoMo dev turns
+  (each question asked of its conversation);
 * the parts of the pass (visiting the index entries, one Hamming distance, all planes);
 * the vector part (pass + exact re-rank) and the whole hybrid statement (postings BM25
   fused with it) against the exact distance of every row; the queries share no word with
@@ -178,6 +179,21 @@ def query_code(query: np.ndarray, bits: int) -> tuple[list[np.ndarray], list[flo
     return planes, weights, low
 
 
+# Ternary queries (-1, 0, 1 at these thresholds, in the query's standard deviations):
+# against codes stored twice they would rank by ONE Hamming distance a row.
+TERNARY = ("t0.4", "t0.5", "t0.6", "t0.7", "t0.8")
+
+
+def query_value(query: np.ndarray, bits: int | str) -> np.ndarray:
+    """The query's quantised coordinates: ``query_code``'s, or ternary (``"t<threshold>"``)."""
+    if isinstance(bits, str):
+        q = unit(query.astype(np.float64))
+        threshold = float(bits[1:]) * q.std()
+        return np.where(q > threshold, 1.0, np.where(q < -threshold, -1.0, 0.0))
+    planes, weights, low = query_code(query, bits)
+    return low + sum(w * p for w, p in zip(weights, planes, strict=True))
+
+
 def bit_string(bits: np.ndarray) -> str:
     return "".join("1" if b else "0" for b in bits)
 
@@ -206,7 +222,7 @@ def pool_recall(
     print(f"recall of the pool (the exact top 10 among the pass's best N), {title}")
     print(f"{'rows':>6} {'query':>6} " + " ".join(f"{n:>7,}" for n in pools))
     for name in ("1 bit", "2 bits"):
-        for bits in (2, 3, 4):
+        for bits in (2, 3, 4, *(TERNARY if name == "2 bits" else ())):
             found: dict[int, list[float]] = {n: [] for n in pools}
             for block, asked in zip(blocks, queries, strict=True):
                 size, width = block.shape
@@ -216,13 +232,13 @@ def pool_recall(
                     codes = levels(block).reshape(size, 3, width).sum(axis=1).astype(float)
                 for query in asked:
                     exact = set(np.argsort(-(unit(block) @ unit(query)))[:10].tolist())
-                    planes, weights, low = query_code(query, bits)
-                    value = low + sum(w * p for w, p in zip(weights, planes, strict=True))
+                    value = query_value(query, bits)
                     order = np.argsort(-(codes @ value))
                     for n in pools:
                         found[n].append(len(exact & set(order[:n].tolist())) / 10)
             row = " ".join(f"{statistics.mean(found[n]):>7.3f}" for n in pools)
-            print(f"{name:>6} {bits:>4} b {row}")
+            label = f"{bits:>4} b" if isinstance(bits, int) else f"{bits:>6}"
+            print(f"{name:>6} {label} {row}")
 
 
 def locomo_pool_recall() -> None:

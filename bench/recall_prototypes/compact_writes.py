@@ -22,9 +22,9 @@ ALL``: generated columns and indexes, no trigger, no row-level security), as
     ``search_vector``, with row-level security, kept by three statement-level triggers
     with transition tables (insert; update when the tsvector changed; delete).
 
-``--texts bench`` writes ``bench/pg_store.py``'s values (``"doc <i>"``: two lexemes);
-``--texts locomo`` the LoCoMo dev turns (``../shared/data/locomo-dev``), repeated, a
-dialogue turn's length of words.
+``--texts bench`` writes two lexemes a row, as ``bench/pg_store.py``'s ``"doc <i>"``;
+``--texts locomo`` the LoCoMo dev turns (``bench/recall.py`` reads them from
+``../shared/data/locomo-dev``), repeated: a dialogue turn's length of words.
 
     .venv/bin/python bench/recall_prototypes/compact_writes.py [--rows 100000]
         [--texts bench|locomo] [--rounds 2]
@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
-import json
 import statistics
 import sys
 import tempfile
@@ -52,6 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from embedded_django import setup_django
 from pg_store import DIM, Layout, SeededEmbedding, _item_table
+from recall import load_conversations
 
 TENANTS = 20
 MODES = ("plain", "codes", "postings", "compact")
@@ -140,14 +140,9 @@ def plain_schema(table: str) -> list[str]:
 
 
 def locomo_texts() -> list[str]:
-    root = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "locomo-dev"
-    texts = []
-    for path in sorted(root.glob("*.json")):
-        conversation = json.loads(path.read_text())
-        for session, turns in conversation.items():
-            if session.startswith("session_") and isinstance(turns, list):
-                texts += [f"{turn['speaker']}: {turn['text']}" for turn in turns]
-    return texts
+    return [
+        value["text"] for conversation in load_conversations() for _, value in conversation.items
+    ]
 
 
 class FirstWordEmbedding(SeededEmbedding):
