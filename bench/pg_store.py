@@ -40,6 +40,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -176,8 +177,13 @@ def _item_table() -> str:
     return connection.ops.quote_name(MemoryItem._meta.db_table)
 
 
-def load_copy(admin_url: str, layout: Layout, vectors: np.ndarray) -> float:
-    """Binary COPY of the same rows into a twin table (no row-level security on it)."""
+def load_copy(admin_url: str, rows: Iterable[tuple[Any, ...]], vectors: np.ndarray) -> float:
+    """Binary COPY of the same rows into a twin table (no row-level security on it).
+
+    ``rows`` are ``put_batch``'s ``(namespace, key, value, metadata)``; row i's vector is
+    ``vectors[i]``. The twin is ``LIKE`` PgMemory's table ``INCLUDING ALL``: its generated
+    columns and indexes, no trigger.
+    """
     import psycopg
     from pgvector.psycopg import register_vector
     from psycopg.types.json import Jsonb
@@ -214,7 +220,7 @@ def load_copy(admin_url: str, layout: Layout, vectors: np.ndarray) -> float:
                     "int8",
                 ]
             )
-            for i, (namespace, key, value, _metadata) in enumerate(items_of(layout)):
+            for i, (namespace, key, value, _metadata) in enumerate(rows):
                 now = datetime.now(UTC)
                 copy.write_row(
                     (
@@ -367,7 +373,7 @@ async def run(args: argparse.Namespace, admin_url: str) -> dict[str, Any]:
     print("1. loading through PgMemory.put_batch ...", flush=True)
     put_seconds = await load_pgmemory(store, layout, args.chunk)
     print("   loading the same rows with a binary COPY ...", flush=True)
-    copy_seconds = load_copy(admin_url, layout, vectors)
+    copy_seconds = load_copy(admin_url, items_of(layout), vectors)
     import psycopg
 
     with psycopg.connect(admin_url, autocommit=True) as conn:

@@ -40,7 +40,6 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from embedded_django import setup_django
-from pg_store import DIM, Layout, SeededEmbedding, _item_table
+from pg_store import DIM, Layout, SeededEmbedding, _item_table, load_copy
 from recall import load_conversations
 
 TENANTS = 20
@@ -171,52 +170,6 @@ async def put_all(store: Any, rows: list[tuple[Any, ...]], chunk: int) -> float:
     return time.perf_counter() - started
 
 
-def copy_all(admin_url: str, rows: list[tuple[Any, ...]], vectors: np.ndarray) -> float:
-    import psycopg
-    from pgvector.psycopg import register_vector
-    from psycopg.types.json import Jsonb
-
-    from tulip_memory.models.store import search_text_of
-    from tulip_memory.namespaces import encode_namespace
-    from tulip_memory.text import tokenize
-
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        register_vector(conn)
-        conn.execute("DROP TABLE IF EXISTS bench_copy")
-        conn.execute(f"CREATE TABLE bench_copy (LIKE {_item_table()} INCLUDING ALL)")
-        columns = (
-            "tenant, namespace, key, value, metadata, search_text, embedding, "
-            "embedding_source, created_at, updated_at, version"
-        )
-        types = ["varchar", "text", "text", "jsonb", "jsonb", "text", "vector", "varchar"]
-        started = time.perf_counter()
-        with (
-            conn.cursor() as cursor,
-            cursor.copy(f"COPY bench_copy ({columns}) FROM STDIN (FORMAT BINARY)") as copy,
-        ):
-            copy.set_types([*types, "timestamptz", "timestamptz", "int8"])
-            for i, (namespace, key, value, _) in enumerate(rows):
-                now = datetime.now(UTC)
-                copy.write_row(
-                    (
-                        namespace[0],
-                        encode_namespace(namespace),
-                        key,
-                        Jsonb(value),
-                        Jsonb({}),
-                        search_text_of(tokenize(value["text"])),
-                        vectors[i % len(vectors)],
-                        "bench",
-                        now,
-                        now,
-                        1,
-                    )
-                )
-        elapsed = time.perf_counter() - started
-        conn.execute("DROP TABLE bench_copy")
-    return elapsed
-
-
 async def run(args: argparse.Namespace, urls: Any) -> dict[str, list[dict[str, float]]]:
     import psycopg
 
@@ -245,7 +198,7 @@ async def run(args: argparse.Namespace, urls: Any) -> dict[str, list[dict[str, f
                 conn.execute(f"VACUUM ANALYZE {table}")
             put = await put_all(store, rows, args.chunk)
             reput = await put_all(store, rows, args.chunk)
-            copy = copy_all(urls.admin, rows, vectors)
+            copy = load_copy(urls.admin, rows, vectors)
             figures = {
                 "put_batch": len(rows) / put,
                 "re-put": len(rows) / reput,
