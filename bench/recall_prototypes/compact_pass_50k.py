@@ -17,8 +17,10 @@ application role of ``tulip_memory.testing.postgres``. Each row also carries:
 A covering btree ``(tenant, namespace) INCLUDE (search_length, codes_count, id, codes)``
 gives an index-only pass over the namespace. The query is quantised to ``--query-bits``
 bits a dimension (three or four: evenly spaced levels; two: a Gaussian's Lloyd-Max
-levels); its inner product with a row's levels is computed from Hamming distances (one
-``<~>`` per query bit plane: ``|Q and R| = (|Q| + |R| - hamming(Q, R)) / 2``).
+levels; ``u2``: two bits at uniform steps of one standard deviation, against the codes
+stored three times over, so that the rank is one Hamming distance a row); its inner
+product with a row's levels is computed from Hamming distances (one ``<~>`` per query bit
+plane: ``|Q and R| = (|Q| + |R| - hamming(Q, R)) / 2``).
 The pass keeps the best ``--pool`` rows, which are re-ranked by their exact cosine
 distance.
 
@@ -37,7 +39,7 @@ and recall@10 against the exact top 10 (numpy):
 * pgvector's HNSW index with iterative scans (``relaxed_order``), as the application role.
 
     .venv/bin/python bench/recall_prototypes/compact_pass_50k.py [--pool 1000]
-        [--query-bits 3] [--queries 50] [--workers 0] [--locomo]
+        [--query-bits 2|3|4|u2] [--queries 50] [--workers 0] [--locomo]
 """
 
 from __future__ import annotations
@@ -60,20 +62,42 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from pg_store import DIM, FOCUS_TENANT, Layout, exact_top10, percentile
 
 ROWS, TENANTS = 100_000, 20
-PLANE = f"bit({3 * DIM})"
+# The one-distance code (``--query-bits u2``): a uniform two-bit query against the row
+# codes stored three times over, ranked by one Hamming distance a row.
+ONE_DISTANCE = "u2"
 
-SCHEMA = f"""
+
+def copies(bits: int | str) -> int:
+    """How many times a row's codes are stored for this query code."""
+    return 3 if bits == ONE_DISTANCE else 1
+
+
+def plane(bits: int | str) -> str:
+    return f"bit({3 * DIM * copies(bits)})"
+
+
+def plain_codes(bits: int | str) -> str:
+    """Codes stored three times over make index entries of over 512 bytes, which
+    PostgreSQL compresses unless the column's storage is PLAIN."""
+    return "ALTER TABLE item ALTER COLUMN codes SET STORAGE PLAIN;" if copies(bits) > 1 else ""
+
+
+def schema(bits: int | str) -> str:
+    return f"""
 CREATE TABLE item (
     id bigint PRIMARY KEY, tenant text NOT NULL, namespace text NOT NULL, key text NOT NULL,
     value jsonb NOT NULL, search_text text NOT NULL,
     search_vector tsvector GENERATED ALWAYS AS (to_tsvector('english', search_text)) STORED,
     search_length int NOT NULL, embedding vector({DIM}) NOT NULL,
-    codes {PLANE} NOT NULL, codes_count int NOT NULL);
+    codes {plane(bits)} NOT NULL, codes_count int NOT NULL);
+{plain_codes(bits)}
 CREATE TABLE posting (
     tenant text NOT NULL, namespace text NOT NULL, lexeme text NOT NULL,
     item_id bigint NOT NULL, tf int NOT NULL,
     PRIMARY KEY (tenant, namespace, lexeme, item_id))
 """
+
+
 TENANT = "(SELECT NULLIF(current_setting('tulip.tenant', true), ''))"
 AFTER_LOAD = [
     "INSERT INTO posting SELECT tenant, namespace, l.lexeme, id, "
@@ -98,23 +122,27 @@ AFTER_LOAD = [
 NAMESPACE = "tenant = %(t)s AND namespace = %(ns)s"
 
 
-def score(planes: int) -> str:
+def score(planes: int | str) -> str:
     """The rank of a row's levels against the query's planes (higher is nearer)."""
-    distances = " + ".join(f"%(c{k})s * (codes <~> %(q{k})s::{PLANE})" for k in range(planes))
+    if planes == ONE_DISTANCE:
+        return f"-(codes <~> %(q0)s::{plane(planes)})"
+    distances = " + ".join(
+        f"%(c{k})s * (codes <~> %(q{k})s::{plane(planes)})" for k in range(int(planes))
+    )
     return f"codes_count * %(w)s - ({distances})"
 
 
-def pool(planes: int) -> str:
+def pool(planes: int | str) -> str:
     return f"SELECT id FROM item WHERE {NAMESPACE} ORDER BY {score(planes)} DESC LIMIT %(pool)s"
 
 
-def vector_part(planes: int) -> str:
+def vector_part(planes: int | str) -> str:
     return (
         f"SELECT key FROM item WHERE id IN ({pool(planes)}) ORDER BY embedding <=> %(v)s LIMIT 10"
     )
 
 
-def hybrid(planes: int) -> str:
+def hybrid(planes: int | str) -> str:
     """Postings BM25 (k1 1.2, b 0.75) and the vector part, fused as PgMemory fuses them."""
     return f"""
 WITH vec AS MATERIALIZED (
@@ -182,10 +210,22 @@ def query_code(query: np.ndarray, bits: int) -> tuple[list[np.ndarray], list[flo
 # Ternary queries (-1, 0, 1 at these thresholds, in the query's standard deviations):
 # against codes stored twice they would rank by ONE Hamming distance a row.
 TERNARY = ("t0.4", "t0.5", "t0.6", "t0.7", "t0.8")
+# The uniform two-bit query's step, in the query's standard deviations (0.9-1.1 keep the
+# same pool recall as the Lloyd-Max levels on bench/pg_store.py's vectors).
+UNIFORM_STEP = 1.0
+
+
+def uniform_level(query: np.ndarray) -> np.ndarray:
+    """0..3 a coordinate: thresholds at -step, 0 and step."""
+    q = unit(query.astype(np.float64))
+    return np.clip(np.floor(q / (UNIFORM_STEP * q.std())) + 2, 0, 3).astype(int)
 
 
 def query_value(query: np.ndarray, bits: int | str) -> np.ndarray:
-    """The query's quantised coordinates: ``query_code``'s, or ternary (``"t<threshold>"``)."""
+    """The query's quantised coordinates: ``query_code``'s, ternary (``"t<threshold>"``)
+    or the one-distance code's (``"u2"``)."""
+    if bits == ONE_DISTANCE:
+        return uniform_level(query) - 1.5
     if isinstance(bits, str):
         q = unit(query.astype(np.float64))
         threshold = float(bits[1:]) * q.std()
@@ -198,14 +238,23 @@ def bit_string(bits: np.ndarray) -> str:
     return "".join("1" if b else "0" for b in bits)
 
 
-def query_arguments(query: np.ndarray, bits: int) -> dict[str, Any]:
+def query_arguments(query: np.ndarray, bits: int | str) -> dict[str, Any]:
     """``%(q<k>)s`` planes (repeated over the three row planes), ``%(c<k>)s`` and ``%(w)s``.
 
     rank = sum_i v_i * level_i with v = offset + sum_k w_k Q_k, and
     |Q_k and R| = (|Q_k| + |R| - hamming(Q_k, R)) / 2, so up to a positive factor and a
     per-query constant rank = (2 * offset + sum_k w_k) |R| - sum_k w_k hamming(Q_k, R).
+
+    The one-distance code: levels -1.5, -0.5, 0.5, 1.5 steps (no offset term) as
+    ``bit0 + 2 * bit1``, so rank = -(hamming(Q0, R) + 2 hamming(Q1, R)), which is ONE
+    Hamming distance of ``Q0 Q1 Q1`` to the row's codes stored three times, ``R R R``.
     """
-    planes, weights, low = query_code(query, bits)
+    if bits == ONE_DISTANCE:
+        level = uniform_level(query)
+        low, high = level % 2, level // 2
+        code = np.concatenate([np.tile(low, 3), np.tile(high, 3), np.tile(high, 3)])
+        return {"q0": bit_string(code.astype(bool))}
+    planes, weights, low = query_code(query, int(bits))
     arguments: dict[str, Any] = {
         f"q{k}": bit_string(np.tile(plane, 3).astype(bool)) for k, plane in enumerate(planes)
     }
@@ -222,7 +271,8 @@ def pool_recall(
     print(f"recall of the pool (the exact top 10 among the pass's best N), {title}")
     print(f"{'rows':>6} {'query':>6} " + " ".join(f"{n:>7,}" for n in pools))
     for name in ("1 bit", "2 bits"):
-        for bits in (2, 3, 4, *(TERNARY if name == "2 bits" else ())):
+        extra = (ONE_DISTANCE, *TERNARY) if name == "2 bits" else ()
+        for bits in (2, 3, 4, *extra):
             found: dict[int, list[float]] = {n: [] for n in pools}
             for block, asked in zip(blocks, queries, strict=True):
                 size, width = block.shape
@@ -263,8 +313,8 @@ def locomo_pool_recall() -> None:
     pool_recall(blocks, asked, (20, 50, 100, 200), title)
 
 
-def load(admin: Any, layout: Layout, vectors: np.ndarray) -> None:
-    for statement in SCHEMA.split(";"):
+def load(admin: Any, layout: Layout, vectors: np.ndarray, bits: int | str) -> None:
+    for statement in schema(bits).split(";"):
         admin.execute(statement)
     started = time.perf_counter()
     columns = "id, tenant, namespace, key, value, search_text, search_length, embedding, codes"
@@ -285,7 +335,7 @@ def load(admin: Any, layout: Layout, vectors: np.ndarray) -> None:
                         f"doc {row}",
                         2,
                         vector,
-                        bit_string(codes[i]),
+                        bit_string(codes[i]) * copies(bits),
                         int(codes[i].sum()),
                     )
                 )
@@ -358,12 +408,15 @@ def measure_namespace(
             queries=args.queries,
         )
 
-    print(f"\n{label} ({size:,} rows), pool {args.pool:,}, {bits}-bit query")
+    code = "one-distance query (u2)" if bits == ONE_DISTANCE else f"{bits}-bit query"
+    print(f"\n{label} ({size:,} rows), pool {args.pool:,}, {code}")
     print(f"  {'statement':<44} {'p50 ms':>8} {'p95 ms':>8} {'recall@10':>10}")
     run("visit the index entries (count)", f"SELECT count(*) FROM item WHERE {NAMESPACE}", False)
-    one = f"SELECT id FROM item WHERE {NAMESPACE} ORDER BY codes <~> %(q0)s::{PLANE}"
+    one = f"SELECT id FROM item WHERE {NAMESPACE} ORDER BY codes <~> %(q0)s::{plane(bits)}"
     run("one Hamming distance, best N", f"SELECT count(*) FROM ({one} LIMIT %(pool)s) p", False)
-    run(f"the pass ({bits} planes), best N", f"SELECT count(*) FROM ({pool(bits)}) p", False)
+    if bits != ONE_DISTANCE:
+        passed = f"SELECT count(*) FROM ({pool(bits)}) p"
+        run(f"the pass ({bits} planes), best N", passed, False)
     # "+ 0": an expression no index orders by, so every distance is computed.
     nearest = f"SELECT key FROM item WHERE {NAMESPACE} ORDER BY "
     run("exact vector top 10 (every distance)", nearest + "(embedding <=> %(v)s) + 0 LIMIT 10")
@@ -386,7 +439,13 @@ def measure_namespace(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pool", type=int, default=1_000)
-    parser.add_argument("--query-bits", type=int, choices=(2, 3, 4), default=3)
+    parser.add_argument(
+        "--query-bits",
+        type=lambda v: v if v == ONE_DISTANCE else int(v),
+        choices=(2, 3, 4, ONE_DISTANCE),
+        default=3,
+        help="u2: a uniform two-bit query ranked by one Hamming distance a row",
+    )
     parser.add_argument("--queries", type=int, default=50)
     parser.add_argument(
         "--locomo",
@@ -420,7 +479,7 @@ def main() -> None:
         urls = bootstrap_database(url, "compact")
         with psycopg.connect(url, dbname="compact", autocommit=True) as admin:
             admin.execute("CREATE EXTENSION IF NOT EXISTS vector")
-            load(admin, layout, vectors)
+            load(admin, layout, vectors, args.query_bits)
         with psycopg.connect(urls.app, autocommit=True) as conn:
             register_vector(conn)
             for label in ("ns50k", "ns10k"):
