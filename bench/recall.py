@@ -27,7 +27,6 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -476,9 +475,9 @@ def main() -> None:
             f"unknown configuration(s) {sorted(unknown)}; known: {[c.name for c in CONFIGS]}"
         )
     if args.child_width is not None:
-        from embedded_django import setup_django
+        from embedded_django import embedded_workdir, setup_django
 
-        with tempfile.TemporaryDirectory(prefix="tulip-bench-recall-") as tmp:
+        with embedded_workdir("tulip-bench-recall-") as tmp:
             db = setup_django(Path(tmp), VECTOR_DIMENSIONS=args.child_width)
             run_group(chosen, Context(admin_url=db.admin))
         return

@@ -14,11 +14,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
-import tempfile
 import time
 from pathlib import Path
 
-from embedded_django import setup_django
+from embedded_django import embedded_workdir, setup_django
 
 TRIGGER = "tulip_register_tenant"
 
@@ -57,7 +56,7 @@ def main() -> None:
     parser.add_argument("--puts", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="tulip-bench-") as workdir:
+    with embedded_workdir() as workdir:
         database = setup_django(Path(workdir))
         results: dict[bool, list[tuple[float, float]]] = {True: [], False: []}
         asyncio.run(_round(50, "warm-up"))

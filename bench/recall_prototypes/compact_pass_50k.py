@@ -48,7 +48,6 @@ import argparse
 import functools
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -59,6 +58,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from embedded_django import embedded_workdir
 from pg_store import DIM, FOCUS_TENANT, Layout, exact_top10, percentile
 
 ROWS, TENANTS = 100_000, 20
@@ -474,7 +474,7 @@ def main() -> None:
         locomo_pool_recall()
         return
 
-    with tempfile.TemporaryDirectory(prefix="tulip-bench-compact-") as tmp:
+    with embedded_workdir("tulip-bench-compact-") as tmp:
         url = start_embedded(Path(tmp) / "pgdata", cleanup="delete")
         urls = bootstrap_database(url, "compact")
         with psycopg.connect(url, dbname="compact", autocommit=True) as admin:

@@ -37,7 +37,6 @@ import asyncio
 import itertools
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -48,7 +47,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from embedded_django import setup_django
+from embedded_django import embedded_workdir, setup_django
 from pg_store import DIM, Layout, SeededEmbedding, _item_table, load_copy
 from recall import load_conversations
 
@@ -220,7 +219,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--texts", choices=("bench", "locomo"), default="bench")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="tulip-bench-compact-writes-") as tmp:
+    with embedded_workdir("tulip-bench-compact-writes-") as tmp:
         urls = setup_django(Path(tmp), VECTOR_DIMENSIONS=DIM)
         results = asyncio.run(run(args, urls))
     print(f"\n{args.rows:,} rows, texts {args.texts}, rows/s (median of {args.rounds} rounds)")

@@ -14,13 +14,15 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from embedded_django import embedded_workdir
 
 DIM = 384
 
@@ -74,7 +76,7 @@ def main() -> None:
     vectors = rng.standard_normal((2 * args.rows, DIM), dtype=np.float32)
     queries = rng.standard_normal((args.queries, DIM), dtype=np.float32)
     target = vectors[: args.rows] / np.linalg.norm(vectors[: args.rows], axis=1, keepdims=True)
-    with tempfile.TemporaryDirectory(prefix="tulip-bench-exact-") as tmp:
+    with embedded_workdir("tulip-bench-exact-") as tmp:
         url = start_embedded(Path(tmp) / "pgdata", cleanup="delete")
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
