@@ -84,6 +84,9 @@ def test_the_usage_column_names_failed_requests_only_when_there_are_some(admin_c
     assert (
         "2 calls, 120 + 30 tokens; 3 failed requests<" in _results(admin_client.get(jobs)).decode()
     )
+    with tenant_atomic("acme"):
+        ExtractionJob.objects.update(llm_calls=1, llm_failed_requests=1)
+    assert "1 call, 120 + 30 tokens; 1 failed request<" in _results(admin_client.get(jobs)).decode()
 
 
 def test_the_payload_needs_its_own_permission(admin_client, client):

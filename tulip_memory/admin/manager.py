@@ -166,13 +166,20 @@ class ExtractionJobAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.Model
 
     @admin.display(description=_("chat model usage"))
     def usage(self, job: ExtractionJob) -> str:
-        text = gettext("%(calls)d calls, %(prompt)d + %(completion)d tokens") % {
+        text = ngettext(
+            "%(calls)d call, %(prompt)d + %(completion)d tokens",
+            "%(calls)d calls, %(prompt)d + %(completion)d tokens",
+            job.llm_calls,
+        ) % {
             "calls": job.llm_calls,
             "prompt": job.prompt_tokens,
             "completion": job.completion_tokens,
         }
         if job.llm_failed_requests:
-            text += gettext("; %(failed)d failed requests") % {"failed": job.llm_failed_requests}
+            failed = job.llm_failed_requests
+            text += ngettext(
+                "; %(failed)d failed request", "; %(failed)d failed requests", failed
+            ) % {"failed": failed}
         return text
 
     @admin.display(description=_("queue #sequence"), ordering="queue__namespace")
