@@ -35,6 +35,7 @@ import snowballstemmer
 __all__ = [
     "LONG_TEXT_CHARS",
     "STOP_WORDS",
+    "has_words",
     "off_loop_when_long",
     "search_terms",
     "stem",
@@ -67,6 +68,11 @@ _CJK = "[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa
 _TOKEN = re.compile(rf"{_CJK}|(?:(?!{_CJK})[^\W_])+")
 _SPACE = re.compile(r"\s")
 _SLICE_CHARS = 8192
+
+
+def has_words(text: str) -> bool:
+    """Whether ``text`` has a token (:func:`tokenize`): what the stores embed."""
+    return _TOKEN.search(text) is not None or bool(tokenize(text))
 
 
 def tokenize(text: str) -> list[str]:

@@ -153,3 +153,19 @@ def test_bad_input_is_refused_before_anything_is_written(old_rows, args, overrid
     with override_settings(TULIP_MEMORY=overrides), pytest.raises(CommandError, match=message):
         reembed(*args)
     assert set(sources("acme").values()) == {"hrr", ""}
+
+
+@pytest.mark.django_db
+def test_rows_of_the_configured_source_left_without_a_vector_are_reembedded(old_rows):
+    """A new column width (``ALTER ... TYPE vector(n) USING NULL``) clears every vector and
+    keeps the sources: the rows of the configured source are re-embedded too."""
+    with tenant_atomic("acme"):
+        MemoryItem.objects.update(embedding=None)  # what the ALTER leaves
+    output = reembed("--tenant", "acme")  # no EMBEDDER set: HRR, the rows' own source
+    assert "Tenant 'acme': 5 item(s) to re-embed, 0 already" in output
+    with tenant_atomic("acme"):
+        rows = {item.key: item for item in MemoryItem.objects.all()}
+    assert all(rows[f"k{i}"].embedding is not None for i in range(5))
+    assert {rows[f"k{i}"].embedding_source for i in range(5)} == {"hrr"}
+    assert rows["blank"].embedding is None and rows["blank"].embedding_source == ""
+    assert "Re-embedded 0 item(s) in 1 tenant(s)" in reembed("--tenant", "acme")

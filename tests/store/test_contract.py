@@ -9,7 +9,8 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-from datetime import UTC
+import random
+from datetime import UTC, timedelta
 
 import pytest
 
@@ -180,6 +181,22 @@ async def test_put_batch(store, root):
     assert (await store.get_item(a, "fresh")).version == 1
     assert await store.get(b, "other") == "x"
     await store.put_batch([])
+
+
+async def test_batches_may_be_generators(store, root):
+    """A generator of items is read once: every item is validated and written."""
+    ns = (root, "generated")
+    await store.put_batch((ns, f"k{i}", i, None) for i in range(3))
+    assert await store.get_batch([(ns, f"k{i}") for i in range(3)]) == {
+        (ns, f"k{i}"): i for i in range(3)
+    }
+    if store.capabilities.ttl:
+        await store.put_batch(((ns, f"t{i}", i, None) for i in range(2)), ttl=timedelta(minutes=5))
+        assert await store.get(ns, "t1") == 1
+    written = await store.compare_and_put_batch(
+        ((ns, "k0", "cas", None) for _ in range(1)), {(ns, "k0"): 1}
+    )
+    assert written and await store.get(ns, "k0") == "cas"
 
 
 async def test_put_batch_validates_everything_first(store, root):
@@ -374,6 +391,48 @@ async def test_semantic_search(store, root):
     await store.put_with_embedding(ns, "x", {"t": "x2"}, vector(0, 1))
     assert (await store.get_item(ns, "x")).version == 2
     assert await store.get_embedding(ns, "x") == pytest.approx(vector(0, 1))
+
+
+async def test_a_threshold_of_one_keeps_exact_duplicates(store, root):
+    ns = (root, "semantic-duplicates")
+    if not store.capabilities.semantic_search:
+        with pytest.raises(StoreCapabilityError):
+            await store.search_by_embedding(ns, [1.0], threshold=1.0)
+        return
+    width = store.capabilities.embedding_dimension or 4
+    rng = random.Random(7)
+    vectors = [[rng.uniform(-1, 1) for _ in range(width)] for _ in range(10)]
+    for i, vector in enumerate(vectors):
+        await store.put_with_embedding(ns, f"k{i}", i, vector)
+    for i, vector in enumerate(vectors):
+        hits = await store.search_by_embedding(ns, vector, threshold=1.0)
+        assert [hit.item.key for hit in hits] == [f"k{i}"]
+        assert hits[0].score == pytest.approx(1.0)
+
+
+async def test_metadata_filters_compare_as_json(store, root):
+    """``true`` is not ``1`` (as in JSON and PostgreSQL), ``1`` is ``1.0``, and nested
+    values must be equal, not contained."""
+    ns = (root, "semantic-filter")
+    if not store.capabilities.semantic_search:
+        with pytest.raises(StoreCapabilityError):
+            await store.search_by_embedding(ns, [1.0], metadata_filter={"flag": True})
+        return
+    width = store.capabilities.embedding_dimension or 4
+    vector = [1.0] + [0.0] * (width - 1)
+    for key, flag in (("bool", True), ("int", 1), ("float", 1.0), ("zero", 0), ("false", False)):
+        await store.put_with_embedding(ns, key, key, vector, {"flag": flag, "tags": ["a", "b"]})
+
+    async def keys(wanted):
+        hits = await store.search_by_embedding(ns, vector, metadata_filter=wanted)
+        return sorted(hit.item.key for hit in hits)
+
+    assert await keys({"flag": True}) == ["bool"]
+    assert await keys({"flag": 1}) == ["float", "int"]
+    assert await keys({"flag": False}) == ["false"]
+    assert await keys({"flag": 0.0}) == ["zero"]
+    assert await keys({"tags": ["a"]}) == []
+    assert len(await keys({"tags": ["a", "b"]})) == 5
 
 
 async def test_semantic_search_bad_embeddings(store, root):

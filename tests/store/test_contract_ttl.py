@@ -209,6 +209,17 @@ async def test_ttl_as_seconds_or_timedelta(ttl_store, clock, root):
     assert await store.list_keys(ns) == ["delta"]
 
 
+async def test_the_shortest_ttls_are_written(ttl_store, clock, root):
+    """A microsecond is a valid ttl on every backend, as one item and in a batch."""
+    store = ttl_store
+    ns = (root, "short")
+    await store.put(ns, "micro", 1, ttl=timedelta(microseconds=1))
+    await store.put_batch([(ns, "float", 2, None)], ttl=5e-05)
+    assert set(await store.list_keys(ns)) == {"micro", "float"}  # the clock has not moved
+    clock.advance(0.001)
+    assert await store.list_keys(ns) == []
+
+
 async def test_the_namespaced_views_pass_ttl_through(ttl_store, clock, root):
     from tulip_memory.store import NamespacedStore, StoreContext
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.store.concepts import ConceptEmbedding
+from tulip_memory.embeddings import HRREmbedding
 from tulip_memory.exceptions import EmbeddingError
 from tulip_memory.store import HolographicStore, InMemoryStore
 
@@ -97,3 +98,21 @@ class FailingConcepts(ConceptEmbedding):
         if self.down:
             raise EmbeddingError("service down", kind="server_error")
         return await super().embed_batch(texts)
+
+
+async def test_values_and_queries_without_words_need_no_vector(make):
+    """HRR encodes words only: a value of punctuation or emoji is stored without a vector
+    (found by its key, never by a query), and such a query lists the newest items."""
+    store = make(HRREmbedding(64))
+    await store.put(NS, "words", "the zebra crossing")
+    await store.put(NS, "bang", "!!!")
+    await store.put_batch([(NS, "smile", "🙂 🙂", None), (NS, "more", "zebra stripes", None)])
+    assert await store.get(NS, "bang") == "!!!"
+    if store.capabilities.semantic_search:
+        assert await store.get_embedding(NS, "bang") is None
+    assert [i.key for i in await store.search(NS, "zebra")][:2] in (
+        ["words", "more"],
+        ["more", "words"],
+    )
+    assert [i.key for i in await store.search(NS, "?!", limit=2)] == ["more", "smile"]
+    await store.close()

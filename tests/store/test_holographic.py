@@ -244,6 +244,20 @@ async def test_embeddings_must_survive_float32():
     await store.close()
 
 
+async def test_large_and_tiny_embeddings_rank_by_their_direction():
+    """Numbers whose squares leave float32 still rank: similarities are computed in float64."""
+    store = HolographicStore()
+    await store.put_with_embedding(NS, "huge", "v", [1e30, 1e30])
+    await store.put_with_embedding(NS, "tiny", "v", [1e-30, -1e-30])
+    await store.put_with_embedding(NS, "plain", "v", [1.0, 0.2])
+    hits = await store.search_by_embedding(NS, [1e30, 1e30])
+    assert [hit.item.key for hit in hits] == ["huge", "plain", "tiny"]
+    assert hits[0].score == pytest.approx(1.0)
+    nearest = await store.search_by_embedding(NS, [1.0, -1.0])
+    assert nearest[0].item.key == "tiny"
+    await store.close()
+
+
 async def test_capability_error_is_not_implemented_error():
     assert issubclass(StoreCapabilityError, NotImplementedError)
 

@@ -490,6 +490,10 @@ def test_rows_written_before_an_embedder_are_found_lexically_with_one_warning(ca
             "all zeros once stored as float32",
         ),
         (lambda s, ns: s.search_by_embedding(ns, [1e39] * 1024), "overflows float32"),
+        # Each number fits float32 but the sum of their squares does not (or is zero):
+        # pgvector's distances to such a vector are NaN.
+        (lambda s, ns: s.put_with_embedding(ns, "k", 1, [1e30] * 1024), "too long for pgvector"),
+        (lambda s, ns: s.search_by_embedding(ns, [1e-30] * 1024), "too short for pgvector"),
         # Over the unique btree's entry size: an OperationalError from PostgreSQL before.
         (lambda s, ns: s.put(ns, "é" * 1300, 1), "too long for PgMemory: .* 2612 bytes"),
         (lambda s, ns: s.put_with_embedding(ns, "x" * 2600, 1, [1.0] * 1024), "too long"),
@@ -641,3 +645,45 @@ def test_twenty_concurrent_puts_from_separate_connections():
     with tenant_atomic("acme"):
         rows = list(MemoryItem.objects.for_namespace(ns))
     assert len(rows) == 1 and rows[0].version == 20
+
+
+class _PutAfterTheCheck(PgMemory):
+    """Commits a plain ``put`` of each compared key from another connection right after
+    compare-and-put has read the versions (once per key: the widest possible window)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.interleaved: set = set()
+
+    def _live_versions(self, keys):
+        found = super()._live_versions(keys)
+        for namespace, key in [k for k in keys if k not in self.interleaved]:
+            self.interleaved.add((namespace, key))
+            thread = threading.Thread(target=self._plain_put, args=(namespace, key))
+            thread.start()
+            thread.join()
+        return found
+
+    def _plain_put(self, namespace, key):
+        try:
+            sync(PgMemory().put)(namespace, key, "a concurrent put")
+        finally:
+            connections.close_all()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_compare_and_put_does_not_overwrite_a_put_that_lands_after_its_check():
+    store = _PutAfterTheCheck()
+    ns = ("acme", "cas-race")
+    sync(store.put)(ns, "existing", "v1")
+    # An existing key, and one the batch expects absent: the concurrent put lands on both.
+    batch = [(ns, "existing", "based on v1", None), (ns, "new", "based on nothing", None)]
+    assert not sync(store.compare_and_put_batch)(batch, {(ns, "existing"): 1, (ns, "new"): None})
+    assert sync(store.get_batch)([(ns, "existing"), (ns, "new")]) == {
+        (ns, "existing"): "a concurrent put",
+        (ns, "new"): "a concurrent put",
+    }
+    assert sync(store.get_item)(ns, "existing").version == 2
+    # With nothing in between, the same call writes.
+    assert sync(store.compare_and_put_batch)(batch, {(ns, "existing"): 2, (ns, "new"): 1})
+    assert sync(store.get)(ns, "existing") == "based on v1"

@@ -17,7 +17,9 @@ from tests.store.pg_statements import executions, explain, search_statements
 from tulip_memory.checks.search import check_text_search_config, check_text_search_databases
 from tulip_memory.models.store import MemoryItem
 from tulip_memory.store import PgMemory
+from tulip_memory.store.pg import MAX_QUERY_TOKENS, lexical_tokens
 from tulip_memory.tenancy import tenant_atomic
+from tulip_memory.text import STOP_WORDS, tokenize
 
 sync = async_to_sync
 NS = ("acme", "ranking")
@@ -142,3 +144,20 @@ def test_text_search_config_is_checked_against_the_database():
     with override_settings(TULIP_MEMORY={"TEXT_SEARCH_CONFIG": "klingon"}):
         [error] = check_text_search_databases(databases=["default"])
         assert error.id == "tulip_memory.E061" and "does not know" in error.msg
+
+
+@pytest.mark.django_db
+def test_a_long_query_keeps_the_words_it_is_about():
+    """Over 64 distinct words: the stop words give way, not the words late in the alphabet."""
+    store = PgMemory()
+    ns = ("acme", "ranking-long")
+    sync(store.put)(ns, "diet", "vegetarian, loves tofu")
+    topics = ["champagne", "candles", "canoe", "cabin", "breakfast", "dessert", "hiking"]
+    sync(store.put_batch)([(ns, f"n-{t}", f"notes about {t}", None) for t in topics])
+    chatter = " ".join(sorted(STOP_WORDS)[:60])  # 60 distinct stop words
+    query = f"{chatter} plan our anniversary weekend: I am vegetarian and love tofu"
+    assert len(set(tokenize(query))) > MAX_QUERY_TOKENS
+    assert {"vegetarian", "tofu"} <= set(lexical_tokens(query))
+    assert _keys(sync(store.search)(ns, query, limit=1)) == ["diet"]
+    with pytest.raises(ValueError, match="query"):
+        sync(store.search)(ns, 42)

@@ -53,6 +53,9 @@ async def test_it_instantiates_and_the_defaults_work_over_its_methods():
     assert await store.get_item(ns, "missing") is None
     assert await store.exists(ns, "diet") and not await store.exists(ns, "missing")
     await store.put_batch([(ns, "a", 1, None), (ns, "b", 2, {"m": 1})])
+    generated = ("users", "generated")
+    await store.put_batch(item for item in [(generated, "g", 3, None)])  # read once
+    assert await store.get(generated, "g") == 3
     assert await store.get_batch([(ns, "a"), (ns, "b"), (ns, "zz")]) == {(ns, "a"): 1, (ns, "b"): 2}
     scoped = NamespacedStore(store, ns)
     assert await scoped.get("a") == 1

@@ -42,9 +42,8 @@ from tulip_memory.namespaces import NAMESPACE_SEPARATOR, decode_namespace, encod
 
 __all__ = ["MemoryItemAdmin"]
 
-# Hits the search box shows, and words of the query it ranks by (as PgMemory.search).
+# Hits the search box shows (it ranks as PgMemory.search does).
 SEARCH_LIMIT = 50
-_MAX_QUERY_TOKENS = 64
 # Characters of a memory's content shown in the list (the page shows all of it).
 LIST_CONTENT_CHARS = 200
 _HISTORY_MARK = f"{NAMESPACE_SEPARATOR}{HISTORY_LABEL}{NAMESPACE_SEPARATOR}"

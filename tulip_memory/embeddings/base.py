@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
 from tulip_memory.exceptions import EmbeddingError
+from tulip_memory.text import has_words
 
 __all__ = ["BaseEmbedding", "embed_texts", "query_vector_or_none"]
 
@@ -55,10 +56,10 @@ class BaseEmbedding(ABC):
 
 
 async def embed_texts(embedder: BaseEmbedding, texts: Sequence[str]) -> list[list[float] | None]:
-    """The vector of each text that has words, None for a blank one, in one
-    ``embed_batch`` call: what a store writes for a batch of values (a value without
-    words is stored without a vector instead of being refused)."""
-    wanted = [i for i, text in enumerate(texts) if text.strip()]
+    """The vector of each text that has words, None for one without (blank, or only
+    punctuation and symbols), in one ``embed_batch`` call: what a store writes for a batch
+    of values (a value without words is stored without a vector instead of being refused)."""
+    wanted = [i for i, text in enumerate(texts) if has_words(text)]
     vectors: list[list[float] | None] = [None] * len(texts)
     if wanted:
         embedded = await embedder.embed_batch([texts[i] for i in wanted])

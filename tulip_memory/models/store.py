@@ -135,6 +135,8 @@ class SearchRow(NamedTuple):
 # The query's lexemes, once for every namespace of the statement: its tokens analysed by
 # the text search configuration (stemmed, stop words dropped), as an array and as the
 # OR of them all.
+_MICROSECOND = timedelta(microseconds=1)
+
 _QUERY_LEXEMES = (
     "WITH q AS (SELECT tsvector_to_array(v) AS lexemes, "
     "coalesce(replace(strip(v)::text, ' ', ' | '), '')::tsquery AS tsq "
@@ -285,7 +287,10 @@ class MemoryItemQuerySet(models.QuerySet):
         embeddings = columns[6] if any(v is not None for v in columns[6]) else []
         # The expiries as text (NULL: none): a list of only None has no type to bind.
         expiries = [None if at is None else at.isoformat() for at in columns[8]]
-        ttls = [None if ttl is None else f"{ttl.total_seconds()} seconds" for ttl in columns[9]]
+        # Whole microseconds: a float's text ("5e-05") is no interval PostgreSQL reads.
+        ttls = [
+            None if ttl is None else f"{ttl // _MICROSECOND} microseconds" for ttl in columns[9]
+        ]
         expired = f"(i.{n['expires_at']} IS NOT NULL AND i.{n['expires_at']} <= %s::timestamptz)"
         sql = (
             f"INSERT INTO {n['table']} AS i ({n['tenant']}, {n['namespace']}, {n['key']}, "

@@ -60,6 +60,7 @@ from tulip_memory.exceptions import StoreCapabilityError
 from tulip_memory.namespaces import Namespace
 from tulip_memory.store.instrumentation import observe_methods
 from tulip_memory.store.validation import (
+    batch_items,
     prepare_batch,
     validate_expected_versions,
     validate_key_list,
@@ -289,6 +290,7 @@ class BaseStore(ABC):
         for ``list_keys`` and search order and for ``version``. This default writes them one
         by one (not atomic); stores advertising ``batch_operations`` write all or nothing.
         """
+        items = batch_items(items)
         prepare_batch(items)
         self._ttl(ttl)
         extra = ttl_argument(ttl)
@@ -311,6 +313,7 @@ class BaseStore(ABC):
         transaction holding a lock per key). This default, for stores implementing only the
         abstract methods, checks through ``get_item`` and then writes: it is not atomic.
         """
+        items = batch_items(items)
         prepare_batch(items)
         for (namespace, key), version in validate_expected_versions(expected_versions).items():
             item = await self.get_item(namespace, key)

@@ -109,7 +109,7 @@ from tulip_memory.store.validation import (
     validate_query,
     validate_threshold,
 )
-from tulip_memory.text import STOP_WORDS, off_loop_when_long, tokenize, value_text
+from tulip_memory.text import STOP_WORDS, has_words, off_loop_when_long, tokenize, value_text
 
 if TYPE_CHECKING:
     from tulip_memory.embeddings import BaseEmbedding
@@ -568,7 +568,7 @@ class HolographicStore(BaseStore):
         return mode
 
     async def _query_vector(self, query: str | None, mode: str) -> list[float] | None:
-        if mode != "hybrid" or not query or not query.strip():
+        if mode != "hybrid" or not query or not has_words(query):
             return None
         embedder = self._embedder
         assert embedder is not None

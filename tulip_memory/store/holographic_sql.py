@@ -241,8 +241,22 @@ def items_by_rowid(count: int) -> str:
 
 
 def metadata_matches(metadata: dict[str, Any], wanted: dict[str, Any]) -> bool:
-    """Whether ``metadata`` has every field of ``wanted`` with an equal value."""
-    return all(field in metadata and metadata[field] == value for field, value in wanted.items())
+    """Whether ``metadata`` has every field of ``wanted`` with an equal value (as JSON)."""
+    return all(
+        field in metadata and _json_equal(metadata[field], value) for field, value in wanted.items()
+    )
+
+
+def _json_equal(a: Any, b: Any) -> bool:
+    """JSON equality, as PostgreSQL's ``jsonb`` has it: ``true`` is not ``1`` (Python's
+    ``True == 1``), numbers compare by value (``1`` is ``1.0``), containers element-wise."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(map(_json_equal, a, b))
+    return bool(a == b)
 
 
 class Transaction:

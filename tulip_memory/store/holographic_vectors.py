@@ -93,13 +93,26 @@ def _embedding_matrix(blobs: Sequence[bytes]) -> np.ndarray:
     return np.stack([np.frombuffer(blob, dtype="<f4") for blob in blobs])
 
 
+def _as_stored(query: list[float]) -> np.ndarray:
+    """The query rounded as the embeddings were stored: a query equal to a stored vector
+    then scores 1 with it."""
+    with np.errstate(over="ignore"):  # an overflow becomes inf, refused below
+        as_float32 = np.asarray(query, dtype="<f4")
+    if not np.isfinite(as_float32).all() or not as_float32.any():
+        raise ValueError(
+            "query_embedding must be finite and not all zeros once rounded to float32, "
+            "as the stored embeddings are"
+        )
+    return as_float32
+
+
 def embedding_similarities(blobs: Sequence[bytes], query: list[float]) -> np.ndarray:
     """The cosine similarity of each stored embedding to ``query``."""
-    return cosine_similarities(_embedding_matrix(blobs), query)
+    return cosine_similarities(_embedding_matrix(blobs), _as_stored(query))
 
 
 def embedding_top(
     blobs: Sequence[bytes], query: list[float], limit: int, threshold: float | None
 ) -> list[tuple[int, float]]:
     """``(position, cosine)`` of the ``limit`` embeddings most similar to ``query``."""
-    return cosine_top(_embedding_matrix(blobs), query, limit, threshold)
+    return cosine_top(_embedding_matrix(blobs), _as_stored(query), limit, threshold)

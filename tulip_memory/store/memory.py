@@ -69,7 +69,7 @@ from tulip_memory.store.validation import (
     validate_namespace_prefix,
     validate_query,
 )
-from tulip_memory.text import off_loop_when_long, search_terms, value_text
+from tulip_memory.text import has_words, off_loop_when_long, search_terms, value_text
 
 __all__ = ["InMemoryStore"]
 
@@ -390,7 +390,7 @@ class InMemoryStore(BaseStore):
         terms = set(query_terms)
         vector = None
         embedder = self._embedder
-        if embedder is not None and query and query.strip():
+        if embedder is not None and query and has_words(query):
             vector = _unit(
                 await query_vector_or_none(lambda: embedder.embed(query), "InMemoryStore")
             )

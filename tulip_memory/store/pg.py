@@ -47,8 +47,8 @@ from __future__ import annotations
 
 import json
 import logging
-from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import nullcontext
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
@@ -93,7 +93,7 @@ from tulip_memory.tenancy import (
     tenant_atomic,
     validate_tenant,
 )
-from tulip_memory.text import off_loop_when_long, search_terms, tokenize, value_text
+from tulip_memory.text import STOP_WORDS, off_loop_when_long, search_terms, tokenize, value_text
 
 __all__ = ["DEFAULT_DIM", "DEFAULT_ENCODING_CACHE", "PGVECTOR_ANN_MAX_DIM", "PgMemory"]
 
@@ -103,10 +103,51 @@ logger = logging.getLogger(__name__)
 # are limited to 2,704 bytes (minus tuple overhead) and the unique index holds all three.
 MAX_INDEXED_BYTES = 2600
 
-# At most this many distinct query tokens take part in the lexical match.
-_MAX_QUERY_TOKENS = 64
+# At most this many distinct query tokens take part in the lexical match (see
+# ``lexical_tokens``): each is a term of the statement's text search query.
+MAX_QUERY_TOKENS = 64
 
 T = TypeVar("T")
+
+
+def lexical_tokens(query: str | None) -> list[str]:
+    """The query's distinct tokens for the lexical match, at most ``MAX_QUERY_TOKENS``.
+
+    A longer query (an agent's whole message) keeps its words in the order they come,
+    those that rank first: stop words only fill what room is left.
+    """
+    distinct = list(dict.fromkeys(tokenize(query or "")))
+    if len(distinct) > MAX_QUERY_TOKENS:
+        distinct.sort(key=lambda token: token in STOP_WORDS)  # stable: query order kept
+    return distinct[:MAX_QUERY_TOKENS]
+
+
+class _VersionMoved(Exception):
+    """A compared key's version moved during a compare-and-put: roll the batch back."""
+
+
+def _present(expected: dict[tuple[Namespace, str], int | None]) -> dict[tuple[str, str], int]:
+    """The live versions ``expected`` describes (``None``: absent)."""
+    return {
+        (encode_namespace(ns), key): version
+        for (ns, key), version in expected.items()
+        if version is not None
+    }
+
+
+def _after(
+    expected: dict[tuple[Namespace, str], int | None], rows_by_tenant: dict[str, list[Any]]
+) -> dict[tuple[str, str], int]:
+    """The live versions of the compared keys once the batch is written on them: each
+    write adds one (an absent key starts from none)."""
+    writes = Counter((row.namespace, row.key) for rows in rows_by_tenant.values() for row in rows)
+    versions = {}
+    for (ns, key), version in expected.items():
+        identity = (encode_namespace(ns), key)
+        after = (version or 0) + writes[identity]
+        if after:
+            versions[identity] = after
+    return versions
 
 
 def _aware(moment: datetime) -> datetime:
@@ -305,41 +346,50 @@ class PgMemory(BaseStore):
         # Tenants in sorted order, like the rows of each statement: concurrent batches then
         # lock rows in one global order and cannot deadlock.
         outer = len(rows_by_tenant) > 1 or bool(expected)
-        with transaction.atomic(using=self.using) if outer else nullcontext():
-            if expected and not self._versions_match(expected, self._now()):
-                return False
-            for tenant, rows in sorted(rows_by_tenant.items()):
-                with self._atomic(tenant):
-                    self._upsert_rounds(rows)
+        try:
+            with transaction.atomic(using=self.using) if outer else nullcontext():
+                if expected:
+                    self._lock_keys(expected)
+                    if self._live_versions(expected) != _present(expected):
+                        return False
+                for tenant, rows in sorted(rows_by_tenant.items()):
+                    with self._atomic(tenant):
+                        self._upsert_rounds(rows)
+                # A plain put takes no key lock: one that committed between the check and
+                # the upsert moved a version, and the batch then rolls back.
+                if expected and self._live_versions(expected) != _after(expected, rows_by_tenant):
+                    raise _VersionMoved
+        except _VersionMoved:
+            return False
         return True
 
-    def _versions_match(
-        self, expected: dict[tuple[Namespace, str], int | None], now: datetime
-    ) -> bool:
+    def _lock_keys(self, expected: dict[tuple[Namespace, str], int | None]) -> None:
+        """A transaction-scoped advisory lock per key, taken in one global order: it
+        serialises compare-and-put on a key (a row lock could not cover a key not yet
+        created)."""
         from django.db import connections
 
-        # A transaction-scoped advisory lock per key, taken in one global order, serialises
-        # compare-and-put on a key — a row lock could not cover a key not yet created. The
-        # versions are read once the locks are granted, so they are the last committed ones.
         identities = sorted({(ns[0], encode_namespace(ns), key) for ns, key in expected})
         with connections[self.using].cursor() as cursor:
             for identity in identities:
                 cursor.execute(
                     "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [json.dumps(identity)]
                 )
+
+    def _live_versions(self, keys: Iterable[tuple[Namespace, str]]) -> dict[tuple[str, str], int]:
+        """``(namespace path, key) -> version`` of the live items among ``keys``, as the
+        transaction sees them now."""
         by_tenant: dict[str, list[tuple[Namespace, str]]] = defaultdict(list)
-        for namespace, key in expected:
+        for namespace, key in keys:
             by_tenant[namespace[0]].append((namespace, key))
         found: dict[tuple[str, str], int] = {}
+        now = self._now()
         for tenant, pairs in sorted(by_tenant.items()):
             with self._atomic(tenant):
                 live = self._items().for_keys(pairs).live(now)
                 rows = live.values_list("namespace", "key", "version")
                 found.update(((path, key), version) for path, key, version in rows)
-        return all(
-            found.get((encode_namespace(ns), key)) == version
-            for (ns, key), version in expected.items()
-        )
+        return found
 
     def _upsert_rounds(self, rows: list[Any]) -> None:
         # A key repeated in one batch is written once per occurrence, in order (so that its
@@ -379,12 +429,9 @@ class PgMemory(BaseStore):
         await self._run(self._write_sync, {tenant: [row]})
 
     async def _batch_rows(
-        self,
-        items: list[tuple[tuple[str, ...], str, Any, dict[str, Any] | None]],
-        ttl: timedelta | None = None,
+        self, prepared: list[PreparedPut], ttl: timedelta | None = None
     ) -> dict[str, list[Any]]:
-        """The rows of a batch by tenant, every item validated first."""
-        prepared = prepare_batch(items)
+        """The rows of a validated batch (``prepare_batch``), by tenant."""
         for index, one in enumerate(prepared):
             self._tenant_of(one.namespace, name=f"items[{index}] namespace")
             self._check_indexable(one, where=f"items[{index}] ")
@@ -408,9 +455,8 @@ class PgMemory(BaseStore):
         ttl: TTL = None,
     ) -> None:
         """All items in one transaction: one bulk upsert statement per tenant."""
-        if ttl is not None:
-            prepare_batch(items)  # bad items are named before a bad ttl
-        rows_by_tenant = await self._batch_rows(items, self._ttl(ttl))
+        prepared = prepare_batch(items)  # bad items are named before a bad ttl
+        rows_by_tenant = await self._batch_rows(prepared, self._ttl(ttl))
         if rows_by_tenant:
             await self._run(self._write_sync, rows_by_tenant)
 
@@ -424,7 +470,7 @@ class PgMemory(BaseStore):
         expected = validate_expected_versions(expected_versions)
         for index, (namespace, _key) in enumerate(expected):
             self._tenant_of(namespace, name=f"expected_versions key {index} namespace")
-        rows_by_tenant = await self._batch_rows(items)
+        rows_by_tenant = await self._batch_rows(prepare_batch(items))
         return await self._run(self._write_sync, rows_by_tenant, expected)
 
     async def put_with_embedding(
@@ -595,7 +641,7 @@ class PgMemory(BaseStore):
 
         The admin's search box ranks with them too, so that it ranks as the agent does.
         """
-        tokens = sorted(set(tokenize(query or "")))[:_MAX_QUERY_TOKENS]
+        tokens = lexical_tokens(query)
         hrr = self.encoder.embedder is None
         # A query of stop words only ranks nothing by its words; its HRR vector (a bag of
         # those stop words) means nothing either, so it lists the newest items, as no

@@ -18,6 +18,7 @@ vectors of another encoder are never ranked against this one's.
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -29,7 +30,7 @@ from tulip_memory.hrr import DEFAULT_DIM
 from tulip_memory.lru import LRUCache
 from tulip_memory.postgresql_operations import PGVECTOR_ANN_MAX_DIM
 from tulip_memory.store.validation import validate_embedding
-from tulip_memory.text import off_loop_when_long, tokenize
+from tulip_memory.text import has_words, off_loop_when_long, tokenize
 
 __all__ = ["DEFAULT_ENCODING_CACHE", "EXTERNAL_SOURCE", "TextEncoder"]
 
@@ -74,6 +75,22 @@ def _width(dim: int, embedder: Any | None) -> int:
     return dimension
 
 
+def _check_length(vector: np.ndarray, name: str) -> None:
+    """Refuse a float32 vector whose squared length pgvector cannot compute.
+
+    pgvector adds up the squares in float32: past ~3.4e38 the sum is infinite, below
+    ~1e-45 it is zero, and either makes every cosine distance to the vector NaN.
+    """
+    with np.errstate(over="ignore", under="ignore"):
+        square = float(np.dot(vector, vector))
+    if not 0.0 < square < math.inf:
+        size = "long" if square else "short"
+        raise ValueError(
+            f"{name} is too {size} for pgvector's float32 arithmetic (its squared length "
+            f"is {square} in float32): scale it; cosine similarity does not depend on length"
+        )
+
+
 class TextEncoder:
     """Encodes texts for PgMemory (see the module docstring)."""
 
@@ -116,6 +133,7 @@ class TextEncoder:
                 f"{name} is all zeros once stored as float32 (pgvector's type): "
                 "cosine similarity is undefined"
             )
+        _check_length(array, name)
         return array
 
     def _encoded(self, values: Any, *, name: str) -> np.ndarray:
@@ -132,7 +150,12 @@ class TextEncoder:
             raise ValueError(f"{name}[{index}] must be finite, got {array[index]}")
         if not array.any():
             raise ValueError(f"{name} must not be all zeros (cosine similarity is undefined)")
-        vector = array.astype(np.float32)
+        with np.errstate(over="ignore"):  # reported below, as a ValueError
+            vector = array.astype(np.float32)
+        if not np.isfinite(vector).all():
+            index = int(np.argmin(np.isfinite(vector)))
+            raise ValueError(f"{name}[{index}] overflows float32 (pgvector's type): {array[index]}")
+        _check_length(vector, name)
         vector.setflags(write=False)
         return vector
 
@@ -151,7 +174,11 @@ class TextEncoder:
             or not matrix.any(axis=1).all()
         ):
             return [self._encoded(value, name=name) for value in values]
-        vectors = matrix.astype(np.float32)
+        with np.errstate(over="ignore", under="ignore"):
+            vectors = matrix.astype(np.float32)
+            squares = np.einsum("ij,ij->i", vectors, vectors)
+        if not (np.isfinite(squares) & (squares > 0)).all():
+            return [self._encoded(value, name=name) for value in values]
         vectors.setflags(write=False)
         return list(vectors)
 
@@ -178,7 +205,7 @@ class TextEncoder:
         """The vector of each text (one ``embed_batch`` call), uncached: the write path."""
         if self.embedder is None:
             return await self._hrr_all(texts)
-        wanted = [i for i, text in enumerate(texts) if tokenize(text)]
+        wanted = [i for i, text in enumerate(texts) if has_words(text)]
         out: list[np.ndarray | None] = [None] * len(texts)
         if wanted:
             vectors = await self.embedder.embed_batch([texts[i] for i in wanted])
@@ -199,7 +226,7 @@ class TextEncoder:
             return cached
         if self.embedder is None:
             [vector] = await self._hrr_all([text])
-        elif not tokenize(text):
+        elif not has_words(text):
             vector = None
         else:
             vector = self._encoded(await self.embedder.embed(text), name="embedder output")

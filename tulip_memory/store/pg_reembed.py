@@ -14,7 +14,8 @@ found by their words, but not by meaning, until they are re-embedded.
   security), embedded outside any transaction, and written in another, row by row on
   ``(id, version)`` so that a value changed meanwhile keeps the vector of its new write.
   A committed batch stays done: a run that stops resumes where it stopped, and rows that
-  already carry the configured source are never selected (re-running changes nothing).
+  already carry a vector of the configured source are never selected (re-running changes
+  nothing); rows of that source whose vector was cleared (a new column width) are.
   ``external`` vectors (the caller's own) and rows without words are left alone.
 """
 
@@ -140,10 +141,16 @@ class Reembedder:
         return MemoryItem.objects.using(self.using)
 
     def _stale(self, tenant: str) -> Any:
+        # Another source's vectors, and rows of this source without one: a change of the
+        # column's width (ALTER ... TYPE vector(n) USING NULL) clears every vector and
+        # keeps the sources, which need not change with the width.
+        from django.db.models import Q
+
         return (
             self._rows()
             .filter(tenant=tenant)
-            .exclude(embedding_source__in=[self.encoder.source, *_KEPT_SOURCES])
+            .exclude(embedding_source__in=_KEPT_SOURCES)
+            .filter(~Q(embedding_source=self.encoder.source) | Q(embedding__isnull=True))
         )
 
     def counts(self, tenant: str) -> tuple[int, int]:
@@ -151,7 +158,10 @@ class Reembedder:
         with tenant_atomic(tenant, using=self.using):
             stale = self._stale(tenant).count()
             current = (
-                self._rows().filter(tenant=tenant, embedding_source=self.encoder.source).count()
+                self._rows()
+                .filter(tenant=tenant, embedding_source=self.encoder.source)
+                .exclude(embedding__isnull=True)
+                .count()
             )
         return stale, current
 

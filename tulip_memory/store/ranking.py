@@ -72,14 +72,21 @@ def fuse(lexical: Mapping[K, float], vector: Mapping[K, float], weight: float) -
     }
 
 
+# How far below a threshold a cosine may fall by rounding alone and still reach it.
+_ROUNDING = 1e-9
+
+
 def cosine_similarities(matrix: Any, query: Any) -> Any:
     """The cosine similarity of each row of ``matrix`` to ``query`` (a numpy array)."""
     if matrix.shape[1] != len(query):
         raise ValueError(
             f"query_embedding has {len(query)} dimensions, the store holds {matrix.shape[1]}"
         )
+    # In float64: the squares of a float32 vector's large (or tiny) numbers overflow (or
+    # underflow) in float32, which gave a vector a similarity of 0 or NaN to itself.
+    rows = np.asarray(matrix, dtype=np.float64)
     vector = np.asarray(query, dtype=np.float64)
-    return (matrix @ vector) / (np.linalg.norm(matrix, axis=1) * np.linalg.norm(vector))
+    return (rows @ vector) / (np.linalg.norm(rows, axis=1) * np.linalg.norm(vector))
 
 
 def nearest_and_scored(
@@ -105,7 +112,9 @@ def cosine_top(
     top: list[tuple[int, float]] = []
     for i in np.argsort(-scores, kind="stable")[:limit]:
         score = float(np.clip(scores[i], -1.0, 1.0))
-        if threshold is not None and score < threshold:
+        # Equal vectors score 1 up to float64 rounding (the dot product and the norms are
+        # summed in different orders): a threshold of 1.0 keeps exact duplicates.
+        if threshold is not None and score < threshold - _ROUNDING:
             break
         top.append((int(i), score))
     return top

@@ -40,6 +40,7 @@ from tulip_memory.paging import validate_limit
 
 __all__ = [
     "PreparedPut",
+    "batch_items",
     "decode_json",
     "encode_metadata",
     "encode_value",
@@ -207,12 +208,18 @@ def prepare_put(
     )
 
 
-def prepare_batch(items: object) -> list[PreparedPut]:
-    """Validate every ``(namespace, key, value, metadata)`` of a batch before any is written."""
+def batch_items(items: object) -> list[Any]:
+    """The items of a batch as a list: a generator is read once, here, so that a store
+    validates and writes the same items."""
     if isinstance(items, (str, bytes, dict)) or not isinstance(items, Iterable):
         raise ValueError("items must be a list of (namespace, key, value, metadata) tuples")
+    return list(items)
+
+
+def prepare_batch(items: object) -> list[PreparedPut]:
+    """Validate every ``(namespace, key, value, metadata)`` of a batch before any is written."""
     prepared = []
-    for index, item in enumerate(items):
+    for index, item in enumerate(batch_items(items)):
         if not isinstance(item, tuple) or len(item) not in (3, 4):
             raise ValueError(
                 f"items[{index}] must be a (namespace, key, value, metadata) tuple, got {item!r}"
