@@ -59,6 +59,20 @@ async def test_a_batch_is_one_event_whatever_it_is_built_on(store, root, sent_ev
     ]
 
 
+async def test_a_generator_batch_counts_its_items_and_tenants_are_named_only_alone(
+    store, root, sent_events
+):
+    ns = (root, "generated")
+    await store.put_batch((ns, f"k{i}", i, None) for i in range(3))
+    other = (f"{root}-other", "batch")
+    await store.put_batch([(ns, "a", 1, None), (other, "b", 2, None)])
+    assert await store.get(other, "b") == 2
+    assert [fields for _event, fields in _only(sent_events, store)] == [
+        {"operation": "put_batch", "tenant": _tenant(store, root), "items": 3, "ttl": None},
+        {"operation": "put_batch", "tenant": None, "items": 2, "ttl": None},  # two tenants
+    ]
+
+
 async def test_compare_and_put_batch_says_whether_it_wrote(store, root, sent_events):
     ns = (root, "cas")
     tenant = _tenant(store, root)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import inspect
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import timedelta
@@ -68,8 +68,9 @@ def _one_item(store: BaseStore, call: inspect.BoundArguments, result: object) ->
 def _batch(store: BaseStore, call: inspect.BoundArguments, result: object) -> dict[str, Any]:
     items = list(call.arguments["items"])
     written = result is not False  # compare_and_put_batch returns False when it wrote nothing
+    tenants = {_tenant(store, item[0]) for item in items}
     fields = {
-        "tenant": _tenant(store, items[0][0]) if items else None,
+        "tenant": tenants.pop() if len(tenants) == 1 else None,  # None: several, or none
         "items": len(items) if written else 0,
         "ttl": _seconds(call.arguments.get("ttl")),
     }
@@ -110,14 +111,18 @@ def _observed(name: str, method: Method) -> Method:
     async def observed(self: BaseStore, *args: Any, **kwargs: Any) -> Any:
         if not listening() or _running.get() is self:
             return await method(self, *args, **kwargs)
+        call = signature.bind(self, *args, **kwargs)
+        if isinstance(call.arguments.get("items"), Iterator):
+            # A generator of items: read once here, so that the store writes the items
+            # the payload counts.
+            call.arguments["items"] = list(call.arguments["items"])
         token = _running.set(self)
         started = time.perf_counter()
         try:
-            result = await method(self, *args, **kwargs)
+            result = await method(*call.args, **call.kwargs)
         finally:
             _running.reset(token)
         duration = elapsed_ms(started)
-        call = signature.bind(self, *args, **kwargs)
         call.apply_defaults()
         await emit(
             spec.event,
