@@ -6,7 +6,9 @@ test asserts both sides: what was sent (model, messages, schema, no secret) and 
 done with the answer. A scripted :class:`Reply` may be an HTTP error (429 with
 ``Retry-After``, 500), a delay (to provoke a timeout), raw text (malformed JSON) or a
 structured ``answer``: the double puts it where the request asked for it (the arguments of
-the forced tool call when the request had ``tools``, else the message content).
+the forced tool call when the request had ``tools``, else the message content). A reply
+with a ``body`` sends that text as it is, with its ``content_type``, instead of a
+completion (an HTML page of a gateway, a JSON object that is not a completion).
 ``refuse_response_format`` / ``refuse_tools`` make it answer HTTP 400 to requests using
 those features, like a server that lacks them. Usage is reported as characters / 4
 unless a reply says ``usage=False``.
@@ -35,6 +37,8 @@ class Reply:
     delay: float = 0.0
     usage: bool = True
     finish_reason: str = "stop"
+    body: str | None = None
+    content_type: str = "application/json"
 
 
 @dataclass
@@ -156,14 +160,16 @@ class ChatServerDouble:
                 reply = double._next(body)
                 if reply.delay:
                     double._stopping.wait(reply.delay)
-                if reply.status != 200:
-                    payload = {"error": {"message": reply.content or "error", "type": "test"}}
+                if reply.body is not None:
+                    data = reply.body.encode()
+                elif reply.status != 200:
+                    error = {"message": reply.content or "error", "type": "test"}
+                    data = json.dumps({"error": error}).encode()
                 else:
-                    payload = double._completion(body, reply)
-                data = json.dumps(payload).encode()
+                    data = json.dumps(double._completion(body, reply)).encode()
                 try:
                     self.send_response(reply.status)
-                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Type", reply.content_type)
                     self.send_header("Content-Length", str(len(data)))
                     for name, value in reply.headers.items():
                         self.send_header(name, value)

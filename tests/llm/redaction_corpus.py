@@ -2,11 +2,18 @@
 
 ``SECRETS``: ``(text, secret, kind)`` — after redaction ``secret`` no longer occurs in the
 text and ``kind`` is among the findings. ``LOOK_ALIKES``: texts that must come back
-unchanged. The keys below are well-known documentation examples or random strings, not
-live credentials.
+unchanged. ``KEY_SESSION``: a conversation in which tools read and write a private key
+far longer than a transcript's cut of a tool call; ``key_material_in`` tells whether any
+of that key reached a text. The keys below are well-known documentation examples or
+random strings, not live credentials.
 """
 
 from __future__ import annotations
+
+import base64
+import hashlib
+
+from tulip_memory.messages import Message, Role, ToolCall
 
 PEM = (
     "-----BEGIN RSA PRIVATE KEY-----\n"
@@ -119,3 +126,35 @@ LOOK_ALIKES: list[str] = [
     "I live at 221B Baker Street",
     "the token is valid for one hour",
 ]
+
+
+# 20 lines of 64 random-looking base64 characters between PEM markers: 1,300+ characters.
+LONG_PEM_LINES = [
+    base64.b64encode(hashlib.sha384(f"not a key {i}".encode()).digest()).decode() for i in range(20)
+]
+LONG_PEM = (
+    "-----BEGIN PRIVATE KEY-----\n" + "\n".join(LONG_PEM_LINES) + "\n-----END PRIVATE KEY-----"
+)
+
+KEY_SESSION = [
+    Message(Role.USER, "Please load my deploy key and copy it to the server."),
+    Message(Role.ASSISTANT, "", tool_calls=[ToolCall("c1", "read_file", {"path": "id_rsa"})]),
+    Message(Role.TOOL, LONG_PEM, tool_call_id="c1"),
+    Message(
+        Role.ASSISTANT,
+        "",
+        tool_calls=[ToolCall("c2", "write_file", {"path": "/srv/id_rsa", "content": LONG_PEM})],
+    ),
+    Message(Role.TOOL, "written", tool_call_id="c2"),
+    Message(Role.ASSISTANT, "Done: the key is on the server."),
+]
+
+
+def key_material_in(text: str) -> list[str]:
+    """The 12-character pieces of ``LONG_PEM``'s lines that occur in ``text``."""
+    return [
+        line[start : start + 12]
+        for line in LONG_PEM_LINES
+        for start in range(len(line) - 11)
+        if line[start : start + 12] in text
+    ]

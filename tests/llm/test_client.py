@@ -4,9 +4,12 @@ it sends, retries (429 + Retry-After, 5xx, timeouts), the concurrency cap, usage
 from __future__ import annotations
 
 import asyncio
+import email.utils
+import json
 import logging
 import sys
 import time
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -185,6 +188,83 @@ def test_retry_after_parsing():
     assert retry_after_seconds({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}) == 0.0
     assert retry_after_seconds({"retry-after": "soon"}) is None
     assert retry_after_seconds({}) is None
+
+
+def test_retry_after_as_a_date_without_a_zone_is_utc():
+    """``-0000`` is "UTC, local zone unknown": the date parses without a zone."""
+    later = datetime.now(UTC).replace(tzinfo=None) + timedelta(seconds=30)
+    header = email.utils.format_datetime(later)
+    assert header.endswith("-0000")
+    assert 25 < retry_after_seconds({"retry-after": header}) <= 30
+
+
+async def test_429_with_a_retry_after_date_without_a_zone_is_retried(server, client):
+    past = "Wed, 21 Oct 2015 07:28:00 -0000"
+    server.add(Reply(status=429, headers={"Retry-After": past}), Reply(content="done"))
+    result = await client.complete(HELLO, max_tokens=5)
+    assert result.content == "done" and result.usage.failed_requests == 1
+    assert len(server.requests) == 2
+
+
+_COMPLETION_FIELDS = {"id": "x", "object": "chat.completion", "created": 0, "model": "m"}
+
+
+@pytest.mark.parametrize(
+    ("reply", "kind", "problem"),
+    [
+        (
+            Reply(body="<html><body>502 Bad Gateway</body></html>", content_type="text/html"),
+            "malformed_output",
+            "the body is not a JSON object",
+        ),
+        (Reply(body="<html>proxy error</html>"), "malformed_output", "the body is not JSON"),
+        (Reply(body='["not", "a", "completion"]'), "malformed_output", "not a JSON object"),
+        (Reply(body=json.dumps(_COMPLETION_FIELDS)), "malformed_output", "no choices"),
+        (
+            Reply(body=json.dumps({**_COMPLETION_FIELDS, "choices": None})),
+            "malformed_output",
+            "no choices",
+        ),
+        (
+            Reply(body=json.dumps({**_COMPLETION_FIELDS, "choices": [{"index": 0}]})),
+            "malformed_output",
+            "no choices with a message",
+        ),
+        (
+            Reply(body=json.dumps({"error": {"message": "model overloaded", "code": 503}})),
+            "server_error",
+            "the body is an error: model overloaded",
+        ),
+    ],
+    ids=[
+        "html page",
+        "html declared as json",
+        "json list",
+        "no choices",
+        "choices null",
+        "choice without message",
+        "error object",
+    ],
+)
+async def test_a_200_that_is_not_a_chat_completion_is_an_llm_error(
+    server, client, reply, kind, problem
+):
+    server.add(reply, Reply(content="never"))
+    with pytest.raises(LLMError, match="HTTP 200 after 1 attempt") as caught:
+        await client.complete(HELLO, max_tokens=5)
+    assert problem in str(caught.value)
+    assert caught.value.kind == kind and caught.value.status == 200
+    assert caught.value.attempts == 1 and len(server.requests) == 1  # not retried
+    assert caught.value.usage == Usage(failed_requests=1)
+
+
+async def test_tokens_reported_without_a_completion_are_counted(server, client):
+    spent = {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}
+    server.add(Reply(status=500), Reply(body=json.dumps({**_COMPLETION_FIELDS, "usage": spent})))
+    with pytest.raises(LLMError, match="no choices") as caught:
+        await client.complete(HELLO, max_tokens=5)
+    assert caught.value.kind == "malformed_output" and caught.value.attempts == 2
+    assert caught.value.usage == Usage(prompt_tokens=7, completion_tokens=3, failed_requests=2)
 
 
 async def test_missing_openai_names_the_extra(server, client, monkeypatch):

@@ -58,8 +58,31 @@ async def test_tool_calling_when_the_server_refuses_json_schema(server, client, 
     ]
     assert asked.body["tool_choice"] == {"type": "function", "function": {"name": "pick"}}
     # The mode that worked is remembered: the next call goes straight to tools.
+    assert structured.mode == "tools"
     second = await request(structured)
-    assert second.value["colour"] == "red" and len(server.requests) == 3
+    assert second.value["colour"] == "red" and second.mode == "tools"
+    assert len(server.requests) == 3
+    assert "tools" in server.requests[-1].body
+    assert "response_format" not in server.requests[-1].body
+    assert structured.mode == "tools"
+
+
+async def test_a_prompt_refused_in_every_mode_keeps_the_mode(server, client):
+    """A 400 caused by the prompt (over the context length) in every mode says nothing
+    about the server's features: the next request still asks with the JSON schema."""
+    too_long = "This model's maximum context length is 8192 tokens"
+    server.add(*[Reply(status=400, content=too_long) for _ in range(3)])
+    structured = StructuredOutput(client)
+    with pytest.raises(LLMError) as caught:
+        await request(structured)
+    assert caught.value.kind == "rejected" and caught.value.status == 400
+    assert caught.value.usage.failed_requests == 3  # json_schema, tools and text refused
+    assert structured.mode == "json_schema"
+    server.add({"colour": "red", "count": 1})
+    result = await request(structured)
+    assert result.mode == "json_schema" and result.value == {"colour": "red", "count": 1}
+    assert "response_format" in server.requests[-1].body
+    assert "tools" not in server.requests[-1].body
 
 
 async def test_json_in_text_when_the_server_refuses_both(server, client):

@@ -8,6 +8,7 @@ import pytest
 
 from tests.llm.chat_server import Reply
 from tests.llm.conftest import make_client
+from tests.llm.redaction_corpus import KEY_SESSION, key_material_in
 from tulip_memory.conversation import SummarizingManager
 from tulip_memory.conversation.summary import is_summary
 from tulip_memory.llm.summarizer import LLMSummarizer
@@ -79,6 +80,19 @@ async def test_secrets_are_redacted_before_the_model(server):
     server.add(Reply(content="ok"))
     await summarizer([Message(Role.USER, "my password is hunter2")])
     assert "hunter2" not in server.requests[0].prompt_text
+
+
+async def test_a_key_longer_than_the_tool_cut_is_redacted_whole(server):
+    """A private key read by a tool (and passed to another) is redacted before the tool
+    result and arguments are cut: none of it is sent, its END marker beyond the cut or not."""
+    summarizer = LLMSummarizer(make_client(server))
+    server.add(Reply(content="The deploy key was copied to the server."))
+    await summarizer(KEY_SESSION)
+    (request,) = server.requests
+    sent = request.prompt_text
+    assert key_material_in(sent) == []
+    assert "tool read_file -> [REDACTED:private_key]" in sent
+    assert 'write_file(path="/srv/id_rsa", content="[REDACTED:private_key]")' in sent
 
 
 async def test_a_failure_leaves_the_history_unsummarised(server):

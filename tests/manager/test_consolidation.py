@@ -11,6 +11,7 @@ import pytest
 
 from tests.llm.chat_server import Reply
 from tests.llm.conftest import make_client
+from tests.llm.redaction_corpus import KEY_SESSION, key_material_in
 from tests.manager.consolidation_helpers import PREFIX, conversation, decisions, facts, state
 from tulip_memory.exceptions import LLMError
 from tulip_memory.manager import LLMMemoryManager, Memory, MemoryType
@@ -313,6 +314,19 @@ async def test_secrets_reach_neither_the_model_nor_the_store(server, manager, ex
     assert "hunter2" not in everything and "AKIAIOSFODNN7EXAMPLE" not in everything
     assert ("project", "deploy_key") in await state(manager)
     assert ("reference", "sk-proj-Xa81bC92dE03fG14hI25jK36lM47nO58") not in await state(manager)
+
+
+async def test_a_key_longer_than_the_tool_cut_never_reaches_the_model(server, manager, extractor):
+    """A private key a tool read (and passed to another tool) is redacted before the tool
+    result and arguments are cut to 200 characters: none of it is sent."""
+    server.add(facts())
+    report = await extractor.run(KEY_SESSION, manager)
+    (request,) = server.requests
+    sent = request.prompt_text
+    assert key_material_in(sent) == []
+    assert "tool read_file -> [REDACTED:private_key]" in sent
+    assert 'write_file(path="/srv/id_rsa", content="[REDACTED:private_key]")' in sent
+    assert report.applied == [] and await state(manager) == {}
 
 
 async def test_a_long_run_is_cut_to_the_budget(server, manager, caplog):

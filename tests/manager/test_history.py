@@ -7,7 +7,15 @@ from datetime import datetime
 
 import pytest
 
-from tulip_memory.manager import LLMMemoryManager, Memory, MemoryType
+from tests.llm.conftest import make_client
+from tulip_memory.manager import (
+    ExtractionReport,
+    LLMExtractor,
+    LLMMemoryManager,
+    Memory,
+    MemoryType,
+    Operation,
+)
 from tulip_memory.store import InMemoryStore
 
 NS = ("acme", "users", "u1")
@@ -84,3 +92,65 @@ async def test_keep_history_false_keeps_none(store):
     await manager.save([Memory(MemoryType.USER, "a", "one")])
     await manager.save([Memory(MemoryType.USER, "a", "two")])
     assert [v.content for v in await manager.history(MemoryType.USER, "a")] == ["two"]
+
+
+async def test_a_memory_deleted_and_added_again_keeps_both_lives_in_order(store, server):
+    """ADD, UPDATE, DELETE, ADD, UPDATE, UPDATE: the second life's versions restart at 1 in
+    the store and must not overwrite the first life's history entries."""
+    extractor = LLMExtractor(make_client(server))
+    manager = LLMMemoryManager(store, extractor=extractor, namespace_prefix=NS)
+    steps = [
+        ("ADD", "The user lives in Berlin."),
+        ("UPDATE", "The user lives in Paris."),
+        ("DELETE", ""),
+        ("ADD", "The user lives in Rome."),
+        ("UPDATE", "The user lives in Oslo."),
+        ("UPDATE", "The user lives in Lima."),
+    ]
+    for run, (event, content) in enumerate(steps):
+        operation = Operation(event, MemoryType.USER, "city", content, f"op-{run}")
+        await extractor.apply(ExtractionReport(f"run-{run}", operations=[operation]), manager)
+    versions = await manager.history(MemoryType.USER, "city")
+    assert [(v.content, v.version) for v in versions] == [
+        ("The user lives in Berlin.", 1),
+        ("The user lives in Paris.", 2),
+        ("The user lives in Rome.", 1),
+        ("The user lives in Oslo.", 2),
+        ("The user lives in Lima.", 3),
+    ]
+    for earlier, later in itertools.pairwise(versions):
+        assert earlier.valid_to is not None and earlier.valid_to <= later.valid_from
+    assert versions[-1].valid_to is None
+    assert server.requests == []  # applying asks the model nothing
+
+
+async def test_entries_keyed_by_the_bare_version_are_listed_first_in_order(store):
+    """History entries stored under the zero-padded version alone (the key of earlier
+    releases) come before the entries written now, in version order."""
+    manager = LLMMemoryManager(store, namespace_prefix=NS)
+    history = (*NS, "_history", "user", "city")
+    for version, (content, since, until) in enumerate(
+        [
+            ("The user lives in Berlin.", "2024-01-01T00:00:00+00:00", "2024-02-01T00:00:00+00:00"),
+            ("The user lives in Paris.", "2024-02-01T00:00:00+00:00", "2024-03-01T00:00:00+00:00"),
+        ],
+        start=9,  # 9 and 10: the order of the numbers, not of their first digits
+    ):
+        entry = {"content": content, "metadata": {}, "valid_from": since, "valid_to": until}
+        await store.put(history, f"{version:012d}", {**entry, "version": version})
+    await manager.save([Memory(MemoryType.USER, "city", "The user lives in Rome.")])
+    await manager.save([Memory(MemoryType.USER, "city", "The user lives in Oslo.")])
+    await manager.save([Memory(MemoryType.USER, "city", "The user lives in Lima.")])
+    versions = await manager.history(MemoryType.USER, "city")
+    assert [v.content for v in versions] == [
+        "The user lives in Berlin.",
+        "The user lives in Paris.",
+        "The user lives in Rome.",
+        "The user lives in Oslo.",
+        "The user lives in Lima.",
+    ]
+    # The admin lists the entries by key: the same order.
+    keys = sorted(await store.list_keys(history))
+    assert keys[:2] == ["000000000009", "000000000010"]
+    contents = [(await store.get(history, key))["content"] for key in keys]
+    assert contents == [v.content for v in versions[:-1]]

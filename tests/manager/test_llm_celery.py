@@ -12,11 +12,14 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import threading
 import time
 
 import pytest
 from asgiref.sync import async_to_sync, sync_to_async
+from django.db import connections
 
+from tests.llm.chat_server import Reply
 from tests.manager.celery_setup import Workers, celery_tulip_memory
 from tests.manager.consolidation_helpers import (
     MODEL_FAILURES,
@@ -147,6 +150,36 @@ def test_a_job_found_running_after_its_run_was_applied_applies_nothing(llm_setti
     after = _memory("role")
     assert after.version == before.version and after.updated_at == before.updated_at
     assert _job().attempts == 2
+
+
+def test_a_worker_that_lost_its_lease_during_the_model_call_saves_nothing(llm_settings, server):
+    """The lease is renewed between the model calls and the apply: a worker whose lease
+    another worker took while it waited for the model applies and journals nothing."""
+    queue_id = _enqueue("I'm a nurse.")
+    server.add(Reply(answer=facts(("user", "role", "The user is a nurse.")), delay=0.5))
+
+    def take_the_lease_once_the_model_is_asked() -> None:
+        try:
+            deadline = time.monotonic() + 30
+            while not server.requests and time.monotonic() < deadline:
+                time.sleep(0.01)
+            with tenant_atomic("acme"):
+                ExtractionQueue.objects.filter(pk=queue_id).update(lease_owner="worker-b")
+        finally:
+            connections.close_all()
+
+    thief = threading.Thread(target=take_the_lease_once_the_model_is_asked)
+    thief.start()
+    outcome = run_queue("acme", queue_id, owner="worker-a")
+    thief.join(timeout=30)
+    assert len(server.requests) == 1  # the run was planned: the model answered
+    assert outcome.done == 0
+    assert _memory("role") is None
+    runs = async_to_sync(PgMemory().list_keys)((*NAMESPACE, "_extraction_runs"))
+    assert runs == []  # not even journaled: worker-b runs the job from the start
+    assert _job().state == JobState.RUNNING
+    with tenant_atomic("acme"):
+        assert ExtractionQueue.objects.get(pk=queue_id).lease_owner == "worker-b"
 
 
 @pytest.mark.slow

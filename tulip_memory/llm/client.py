@@ -12,7 +12,11 @@ Around each request it adds what the library's own retry loop does not give:
 * the usage of every call (:class:`~.usage.Usage`, estimated from characters when the
   server reports none; the requests that got no answer counted too, on the result or on
   the error) and one debug log line per call, without content or key;
-* one exception type, :class:`~tulip_memory.exceptions.LLMError`, for every failure.
+* one exception type, :class:`~tulip_memory.exceptions.LLMError`, for every failure. A
+  200 answer that is not a chat completion is one too, not retried: ``kind="server_error"``
+  when its body is an error object (``{"error": ...}``), ``"malformed_output"`` when it is
+  not JSON (a gateway's HTML page), not an object, or has no ``choices``; tokens it
+  reports are counted on the error's usage.
 
 The API key is read from the environment at each request, never from settings. ``openai``
 is imported when the first request is made; it is the ``llm`` extra.
@@ -101,6 +105,8 @@ def retry_after_seconds(headers: Any) -> float | None:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):
         return None
+    if when.tzinfo is None:  # a "-0000" zone: UTC, with no claim about the local zone
+        when = when.replace(tzinfo=UTC)
     return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
@@ -248,6 +254,15 @@ class ChatClient:
                         attempts=attempts,
                         status=status,
                     ) from error
+            except json.JSONDecodeError as error:  # a body declared as JSON that is not
+                raise self._not_a_completion(
+                    purpose,
+                    model,
+                    attempts,
+                    started,
+                    kind="malformed_output",
+                    what="the body is not JSON",
+                ) from error
             except openai.APIConnectionError as error:
                 kind = "timeout" if isinstance(error, openai.APITimeoutError) else "connection"
                 delay = self._delay(attempts, None)
@@ -261,6 +276,17 @@ class ChatClient:
                         attempts=attempts,
                     ) from error
             else:
+                if problem := _completion_problem(completion):
+                    kind, what = problem
+                    raise self._not_a_completion(
+                        purpose,
+                        model,
+                        attempts,
+                        started,
+                        kind=kind,
+                        what=what,
+                        reported=_reported(completion),
+                    )
                 result = self._result(completion, prompt_chars, failed_requests=attempts - 1)
                 logger.debug(
                     "llm call %s: model=%s attempts=%d finish=%s prompt_tokens=%d "
@@ -302,13 +328,35 @@ class ChatClient:
             (time.perf_counter() - started) * 1000,
         )
 
+    def _not_a_completion(
+        self,
+        purpose: str,
+        model: str,
+        attempts: int,
+        started: float,
+        *,
+        kind: str,
+        what: str,
+        reported: Usage | None = None,
+    ) -> LLMError:
+        """The error of a 200 answer that is not a chat completion (logged here)."""
+        self._log_failure(purpose, model, attempts, started, f"HTTP 200, {kind}")
+        return LLMError(
+            f"{purpose}: the model server answered HTTP 200 after {attempts} attempt(s), "
+            f"but not with a chat completion: {what}",
+            kind=kind,
+            usage=(reported or Usage()) + Usage(failed_requests=attempts),
+            attempts=attempts,
+            status=200,
+        )
+
     def _result(self, completion: Any, prompt_chars: int, *, failed_requests: int) -> ChatResult:
-        choice = completion.choices[0] if completion.choices else None
-        message = choice.message if choice is not None else None
-        content = message.content if message is not None else None
+        choice = completion.choices[0]
+        message = choice.message
+        content = message.content
         calls = [
             ToolCallRequest(call.function.name, call.function.arguments or "")
-            for call in (message.tool_calls or [] if message is not None else [])
+            for call in message.tool_calls or []
             if getattr(call, "function", None) is not None
         ]
         reported = completion.usage
@@ -329,7 +377,33 @@ class ChatClient:
                 estimated=True,
                 failed_requests=failed_requests,
             )
-        return ChatResult(content, calls, choice.finish_reason if choice else None, usage)
+        return ChatResult(content, calls, choice.finish_reason, usage)
+
+
+def _completion_problem(completion: Any) -> tuple[str, str] | None:
+    """Why a 200 answer is not a chat completion (the error kind and what is wrong), or
+    ``None``. The library hands over a body that is not JSON as a str, one that is JSON
+    but not an object as it is."""
+    if isinstance(completion, str) or not hasattr(completion, "choices"):
+        return "malformed_output", "the body is not a JSON object"
+    choices = completion.choices
+    if isinstance(choices, list) and choices and getattr(choices[0], "message", None) is not None:
+        return None
+    error = getattr(completion, "error", None)
+    if error is not None:
+        message = error.get("message", error) if isinstance(error, dict) else error
+        return "server_error", f"the body is an error: {_short(str(message))}"
+    return "malformed_output", "the body has no choices with a message"
+
+
+def _reported(completion: Any) -> Usage:
+    """The tokens an answer that is not a chat completion reports spent (none if it
+    reports none)."""
+    reported = getattr(completion, "usage", None)
+    prompt, answer = (
+        getattr(reported, name, None) for name in ("prompt_tokens", "completion_tokens")
+    )
+    return Usage(prompt if isinstance(prompt, int) else 0, answer if isinstance(answer, int) else 0)
 
 
 def _short(text: str, limit: int = 200) -> str:

@@ -2,8 +2,10 @@
 
 ``STRUCTURED_OUTPUT="auto"`` asks with the JSON-schema response format first; a server
 that refuses it (HTTP 400/422) is asked with one forced tool call instead, and one that
-refuses tools too gets the schema in the prompt and answers JSON in text. The mode that
-worked is remembered by the :class:`StructuredOutput` for its next calls. Whatever the
+refuses tools too gets the schema in the prompt and answers JSON in text. Once a lower
+mode has answered, the :class:`StructuredOutput` keeps it for its next calls; a request
+refused in every mode (the prompt itself was refused: over the context length, filtered)
+leaves the mode as it was. Whatever the
 mode, an answer that is not JSON or does not match the schema gets **one** repair request
 (the answer, the problem and the schema sent back); a second failure raises
 :class:`~tulip_memory.exceptions.LLMError` (``kind="malformed_output"``) and logs the raw
@@ -136,28 +138,33 @@ class StructuredOutput:
         if not isinstance(name, str) or not _NAME.fullmatch(name):
             raise ValueError(f"name must be 1-64 letters, digits, '_' or '-', got {name!r}")
         usage = Usage()
+        mode = self.mode
         while True:
             try:
-                result = await self._ask(self.mode, messages, schema, name, max_tokens)
+                result = await self._ask(mode, messages, schema, name, max_tokens)
             except LLMError as error:
-                if self._fallback and self.mode in _FALLBACK and error.status in (400, 422):
+                if self._fallback and mode in _FALLBACK and error.status in (400, 422):
                     usage += Usage.of(error)  # the refused request
                     logger.info(
-                        "the model server refused the %s structured output (HTTP %s); using %s",
-                        self.mode,
+                        "the model server refused the %s structured output (HTTP %s); trying %s",
+                        mode,
                         error.status,
-                        _FALLBACK[self.mode],
+                        _FALLBACK[mode],
                     )
-                    self.mode = _FALLBACK[self.mode]
+                    mode = _FALLBACK[mode]
                     continue
                 error.usage = usage + Usage.of(error)
                 raise
             usage += result.usage
             break
+        if mode != self.mode:
+            # A lower mode answered what a higher one refused: the server lacks the feature.
+            logger.info("structured output: using %s from now on, not %s", mode, self.mode)
+            self.mode = mode
         raw = self._answer(result, name)
         value, problem = _parse(raw, schema)
         if value is not None:
-            return StructuredResult(value, usage, self.mode, repaired=False)
+            return StructuredResult(value, usage, mode, repaired=False)
         repair = [
             *messages,
             {"role": "assistant", "content": raw or ""},
@@ -170,7 +177,7 @@ class StructuredOutput:
             },
         ]
         try:
-            retried = await self._ask(self.mode, repair, schema, name, max_tokens)
+            retried = await self._ask(mode, repair, schema, name, max_tokens)
         except LLMError as error:
             error.usage = usage + Usage.of(error)
             raise
@@ -179,7 +186,7 @@ class StructuredOutput:
         value, second_problem = _parse(repaired_raw, schema)
         if value is not None:
             logger.debug("structured output %s repaired after: %s", name, problem)
-            return StructuredResult(value, usage, self.mode, repaired=True)
+            return StructuredResult(value, usage, mode, repaired=True)
         logger.debug(
             "structured output %s unusable after one repair (%s); raw answer: %.*s",
             name,

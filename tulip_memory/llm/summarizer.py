@@ -6,7 +6,8 @@ message), followed only by the messages that newly crossed the cut. :class:`LLMS
 sends exactly that to the model: the previous summary as its own block and the new
 messages rendered compactly (:mod:`.transcript`: tool calls as one line, tool results cut),
 so a long conversation is never summarised from the start again. Secrets are redacted
-before the model sees the text; the new messages are cut to the token budget (oldest
+before the model sees the text (each message whole, before a tool call or result is cut:
+the extractor's own code path); the new messages are cut to the token budget (oldest
 first, logged) and the answer is bounded by ``SUMMARY_MAX_TOKENS`` (and, should a server
 ignore that, cut at a sentence end near the same number of characters).
 
@@ -23,7 +24,7 @@ from tulip_memory.exceptions import LLMError
 from tulip_memory.llm.budget import cut_to_budget
 from tulip_memory.llm.client import ChatClient
 from tulip_memory.llm.redaction import RedactionPolicy, Redactor
-from tulip_memory.llm.transcript import render_messages
+from tulip_memory.llm.transcript import redacted_lines
 from tulip_memory.llm.usage import Usage
 from tulip_memory.messages import Message
 
@@ -84,8 +85,10 @@ class LLMSummarizer:
         if messages and is_summary(messages[0]):
             previous, messages = summary_text(messages[0]), messages[1:]
         previous = self.redactor.redact(previous).text
-        rendered = render_messages(messages, tool_chars=self.tool_chars)
-        lines = [self.redactor.redact(line).text for line in rendered]
+        lines = [
+            line.text
+            for line in redacted_lines(messages, self.redactor, tool_chars=self.tool_chars)
+        ]
         estimator = self.client.estimator
         fixed = estimator.tokens(SUMMARY_PROMPT) + estimator.tokens(previous) + self.max_tokens
         cut = cut_to_budget(

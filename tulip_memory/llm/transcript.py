@@ -1,4 +1,4 @@
-"""A conversation rendered as compact lines of text for a prompt.
+"""A conversation rendered as compact lines of text for a prompt, secrets redacted.
 
 One line per message: ``user: …``, ``assistant: …``; an assistant's tool calls as
 ``assistant: -> tool get_weather(city="Paris")`` and a tool result as
@@ -7,17 +7,25 @@ rarely hold what a summary or a memory needs). An earlier summary of the convers
 rendered as ``summary: …``; other system messages (instructions, memory blocks) are left
 out: they are not what the user said.
 
+Secrets are redacted before anything is cut: a message's whole content and the whole text
+of each tool call's arguments go through the :class:`~.redaction.Redactor`, then the line
+is put together and cut. A secret longer than the cut (a PEM private key read by a tool)
+is thus found whole and replaced, never cut in two with the half the model would see no
+longer recognisable as a secret.
+
 Pure Python.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 
 from tulip_memory.conversation.summary import is_summary, summary_text
+from tulip_memory.llm.redaction import Redaction, Redactor
 from tulip_memory.messages import Message, Role
 
-__all__ = ["render_message", "render_messages"]
+__all__ = ["redacted_lines"]
 
 
 def _cut(text: str, limit: int) -> str:
@@ -25,30 +33,28 @@ def _cut(text: str, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def _arguments(arguments: dict[str, object], limit: int) -> str:
-    rendered = ", ".join(
+def _arguments(arguments: dict[str, object]) -> str:
+    return ", ".join(
         f"{name}={json.dumps(value, ensure_ascii=False, default=str)}"
         for name, value in arguments.items()
     )
-    return _cut(rendered, limit)
 
 
-def render_message(
-    message: Message, *, tool_chars: int = 200, tool_names: dict[str, str] | None = None
+def _line(
+    message: Message, tool_chars: int, tool_names: dict[str, str], redact: Callable[[str], str]
 ) -> str | None:
-    """``message`` as one line, or ``None`` for a message the transcript leaves out.
-
-    ``tool_names`` maps tool-call ids to tool names, so a result names its tool.
-    """
+    """``message`` as one line (each text redacted by ``redact`` before it is cut), or
+    ``None`` for a message the transcript leaves out."""
     if message.role is Role.SYSTEM:
-        return f"summary: {summary_text(message)}" if is_summary(message) else None
+        return f"summary: {redact(summary_text(message))}" if is_summary(message) else None
     if message.role is Role.TOOL:
-        name = message.name or (tool_names or {}).get(message.tool_call_id or "", "")
+        name = message.name or tool_names.get(message.tool_call_id or "", "")
         label = f"tool {name}".rstrip()
-        return f"{label} -> {_cut(message.content, tool_chars)}"
-    parts = [" ".join(message.content.split())] if message.content.strip() else []
+        return f"{label} -> {_cut(redact(message.content), tool_chars)}"
+    content = redact(message.content)
+    parts = [" ".join(content.split())] if content.strip() else []
     parts += [
-        f"-> tool {call.name}({_arguments(call.arguments, tool_chars)})"
+        f"-> tool {call.name}({_cut(redact(_arguments(call.arguments)), tool_chars)})"
         for call in message.tool_calls
     ]
     if not parts:
@@ -56,8 +62,28 @@ def render_message(
     return f"{message.role.value}: {' '.join(parts)}"
 
 
-def render_messages(messages: list[Message], *, tool_chars: int = 200) -> list[str]:
-    """The lines of ``messages`` (left-out messages skipped)."""
-    names = {call.id: call.name for m in messages for call in m.tool_calls}
-    lines = (render_message(m, tool_chars=tool_chars, tool_names=names) for m in messages)
+def _redacted_line(
+    message: Message, redactor: Redactor, tool_chars: int, tool_names: dict[str, str]
+) -> Redaction | None:
+    """``message``'s line with the kinds and secrets redacted from it, or ``None``."""
+    kinds: list[str] = []
+    secrets: list[str] = []
+
+    def redact(text: str) -> str:
+        found = redactor.redact(text)
+        kinds.extend(found.kinds)
+        secrets.extend(found.secrets)
+        return found.text
+
+    line = _line(message, tool_chars, tool_names, redact)
+    return None if line is None else Redaction(line, kinds, secrets)
+
+
+def redacted_lines(
+    messages: Sequence[Message], redactor: Redactor, *, tool_chars: int = 200
+) -> list[Redaction]:
+    """The lines of ``messages`` (left-out messages skipped), each as a :class:`Redaction`:
+    the line, and the kinds and secrets redacted from its message."""
+    tool_names = {call.id: call.name for m in messages for call in m.tool_calls}
+    lines = (_redacted_line(m, redactor, tool_chars, tool_names) for m in messages)
     return [line for line in lines if line is not None]

@@ -27,7 +27,7 @@ from tulip_memory.exceptions import LLMError
 from tulip_memory.llm.usage import Usage
 from tulip_memory.manager.block import inject_memory_block, latest_user_text, strip_memory_blocks
 from tulip_memory.manager.extraction.background import BackgroundExtractions
-from tulip_memory.manager.types import ExtractionOutcome, ExtractMode, Memory
+from tulip_memory.manager.types import BeforeSave, ExtractionOutcome, ExtractMode, Memory
 from tulip_memory.messages import Message, without_nul
 from tulip_memory.state import AgentState, checked_state
 
@@ -126,22 +126,36 @@ class BaseMemoryManager(ABC):
             return
         await self._extract_and_save(messages, self._event_fields())
 
-    async def extract_and_save(self, messages: list[Message]) -> list[Memory]:
-        """Extract and save, raising on failure (what the lifecycle hooks wrap)."""
+    async def extract_and_save(
+        self, messages: list[Message], *, before_save: BeforeSave | None = None
+    ) -> list[Memory]:
+        """Extract and save, raising on failure (what the lifecycle hooks wrap).
+
+        ``before_save`` is awaited between the extraction and the save (when there is
+        something to save); if it raises, nothing is saved.
+        """
         memories = await self.extract(messages)
         if memories:
+            if before_save is not None:
+                await before_save()
             await self.save(memories)
         return memories
 
     async def run_extraction(
-        self, messages: list[Message], *, run_id: str | None = None
+        self,
+        messages: list[Message],
+        *,
+        run_id: str | None = None,
+        before_save: BeforeSave | None = None,
     ) -> ExtractionOutcome:
         """One extraction run, raising on failure: :meth:`extract_and_save` here.
 
         ``run_id`` names the run for extractors that apply it once (a redelivered run
         with the same id applies nothing); this default has none and ignores it.
+        ``before_save`` is awaited right before the first write; if it raises, nothing
+        is written.
         """
-        return ExtractionOutcome(await self.extract_and_save(messages))
+        return ExtractionOutcome(await self.extract_and_save(messages, before_save=before_save))
 
     async def _extract_and_save(self, messages: list[Message], fields: dict[str, Any]) -> None:
         try:

@@ -23,8 +23,10 @@
    (:mod:`.transaction`).
 
 :meth:`LLMExtractor.plan` does steps 1-2 (every model call, no write) and
-:meth:`LLMExtractor.apply` step 3; :meth:`LLMExtractor.run` is both. The manager
-(:class:`~tulip_memory.manager.LLMMemoryManager` with an extractor) calls ``run``.
+:meth:`LLMExtractor.apply` step 3; :meth:`LLMExtractor.run` is both, and awaits its
+``before_apply`` between them (the Celery worker's lease fence: if it raises, nothing is
+written). The manager (:class:`~tulip_memory.manager.LLMMemoryManager` with an extractor)
+calls ``run``.
 
 Idempotency: the run has an id (given, e.g. ``job-<id>`` by the Celery worker, or a hash of
 its scope and messages); each operation's id is derived from the run id and the operation.
@@ -55,11 +57,12 @@ from tulip_memory.llm.budget import cut_to_budget
 from tulip_memory.llm.client import ChatClient
 from tulip_memory.llm.redaction import RedactionPolicy, Redactor
 from tulip_memory.llm.structured import StructuredOutput
-from tulip_memory.llm.transcript import render_messages
+from tulip_memory.llm.transcript import redacted_lines
 from tulip_memory.llm.usage import Usage
 from tulip_memory.manager.history import MemoryHistory
 from tulip_memory.manager.types import (
     MEMORY_KEY_MAX_LENGTH,
+    BeforeSave,
     Memory,
     MemoryType,
     validate_memory_key,
@@ -286,10 +289,22 @@ class LLMExtractor:
     # --- the run ------------------------------------------------------------------------
 
     async def run(
-        self, messages: Sequence[Message], target: MemoryTarget, *, run_id: str | None = None
+        self,
+        messages: Sequence[Message],
+        target: MemoryTarget,
+        *,
+        run_id: str | None = None,
+        before_apply: BeforeSave | None = None,
     ) -> ExtractionReport:
-        """Extract, consolidate and apply the facts of ``messages`` in ``target``'s scope."""
-        return await self.apply(await self.plan(messages, target, run_id=run_id), target)
+        """Extract, consolidate and apply the facts of ``messages`` in ``target``'s scope.
+
+        ``before_apply`` is awaited after the planning (every model call) and before the
+        first write, unless the run was done already; if it raises, nothing is written.
+        """
+        report = await self.plan(messages, target, run_id=run_id)
+        if before_apply is not None and not report.already_done:
+            await before_apply()
+        return await self.apply(report, target)
 
     async def plan(
         self, messages: Sequence[Message], target: MemoryTarget, *, run_id: str | None = None
@@ -415,8 +430,7 @@ class LLMExtractor:
         self, messages: Sequence[Message], report: ExtractionReport
     ) -> tuple[list[Candidate], set[str]]:
         """The run's candidates, and the secrets redacted from it (kept in memory only)."""
-        lines = render_messages(list(messages))
-        redacted = [self.redactor.redact(line) for line in lines]
+        redacted = redacted_lines(messages, self.redactor)
         secrets = {secret for r in redacted for secret in r.secrets}
         if any(r.kinds for r in redacted):
             kinds = sorted({k for r in redacted for k in r.kinds})

@@ -2,12 +2,20 @@
 
 Kept in the manager's own store, so it works over any :class:`BaseStore`: the versions of
 the memory ``(type, key)`` under prefix ``P`` live in the sibling namespace
-``(*P, "_history", type, key)``, one item per replaced version, keyed by the replaced
-item's store version (zero-padded, so a re-run of the same save rewrites the same entry
-instead of adding a duplicate). An entry records the old content and metadata with
-``valid_from`` (when that content was written) and ``valid_to`` (when it was replaced).
-The history namespaces share the tenant (``P[0]``) of the memory, so row-level security
-covers them like the memories themselves.
+``(*P, "_history", type, key)``, one item per replaced version. An entry records the old
+content and metadata with ``valid_from`` (when that content was written) and ``valid_to``
+(when it was replaced). The history namespaces share the tenant (``P[0]``) of the memory,
+so row-level security covers them like the memories themselves.
+
+An entry's key names the replaced item: its life (the UTC time the memory was created,
+``20250301T101500123456Z``) and its store version within that life, zero-padded:
+``20250301T101500123456Z-000000000003``. A re-run of the same save rewrites the same entry
+instead of adding a duplicate, and a memory deleted (its last version kept as ended) and
+added again starts a new life whose versions, restarting at 1, do not overwrite the first
+life's entries. Keys sort in the order the versions were replaced, which is the order the
+history is listed in (here and in the admin). Entries written by earlier releases are keyed
+by the zero-padded version alone (``000000000003``): all digits, starting with ``0``, they
+sort before every life-stamped key, as they were written before any of them.
 
 Pure Python: importable without Django settings.
 """
@@ -15,7 +23,7 @@ Pure Python: importable without Django settings.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from tulip_memory.manager.types import MemoryType
@@ -30,6 +38,8 @@ HISTORY_LABEL = "_history"
 CONTENT_SINCE = "content_since"
 # list_keys page when reading or clearing a history.
 _PAGE = 1000
+# The life part of a history entry's key: the replaced item's creation time, UTC, fixed width.
+_LIFE_FORMAT = "%Y%m%dT%H%M%S%fZ"
 
 
 def content_since(item: StoreItem) -> str:
@@ -37,6 +47,12 @@ def content_since(item: StoreItem) -> str:
     value = item.value if isinstance(item.value, dict) else {}
     since = value.get(CONTENT_SINCE)
     return since if isinstance(since, str) else item.updated_at.isoformat()
+
+
+def _entry_key(previous: StoreItem) -> str:
+    """The key of the history entry keeping ``previous``: its life, then its version."""
+    life = previous.created_at.astimezone(UTC).strftime(_LIFE_FORMAT)
+    return f"{life}-{previous.version:012d}"
 
 
 @dataclass(frozen=True)
@@ -82,7 +98,7 @@ class MemoryHistory:
         }
         return (
             self.namespace(prefix, memory_type, previous.key),
-            f"{previous.version:012d}",
+            _entry_key(previous),
             entry,
             None,
         )
@@ -96,6 +112,7 @@ class MemoryHistory:
         while len(keys := await self.store.list_keys(namespace, limit=limit)) == limit:
             limit *= 2  # list_keys has no offset: ask for more until the page is not full
         found = await self.store.get_batch([(namespace, k) for k in keys]) if keys else {}
+        entries = (found.get((namespace, k)) for k in sorted(keys))  # keys sort oldest first
         past = [
             MemoryVersion(
                 content=entry.get("content", ""),
@@ -104,10 +121,9 @@ class MemoryHistory:
                 valid_to=datetime.fromisoformat(entry["valid_to"]),
                 version=int(entry.get("version", 0)),
             )
-            for entry in found.values()
+            for entry in entries
             if isinstance(entry, dict) and "valid_from" in entry and "valid_to" in entry
         ]
-        past.sort(key=lambda v: (v.version, v.valid_from))
         if current is not None and isinstance(current.value, dict):
             past.append(
                 MemoryVersion(

@@ -40,6 +40,7 @@ from tulip_memory.manager.history import (
 from tulip_memory.manager.retrieval import recall
 from tulip_memory.manager.scope import MemoryScope, ScopeBinding, bound_scope
 from tulip_memory.manager.types import (
+    BeforeSave,
     ExtractFn,
     ExtractionOutcome,
     ExtractMode,
@@ -329,25 +330,34 @@ class LLMMemoryManager(BaseMemoryManager):
             ]
         return extract_heuristic(messages)
 
-    async def extract_and_save(self, messages: list[Message]) -> list[Memory]:
+    async def extract_and_save(
+        self, messages: list[Message], *, before_save: BeforeSave | None = None
+    ) -> list[Memory]:
         """Extract and save (with an :attr:`extractor`: apply its decisions), raising on
-        failure; returns the memories added or updated."""
+        failure; returns the memories added or updated. ``before_save`` is awaited between
+        the extraction and the first write; if it raises, nothing is written."""
         if self.extractor is not None:
-            return (await self.run_extraction(messages)).memories
-        return await super().extract_and_save(messages)
+            return (await self.run_extraction(messages, before_save=before_save)).memories
+        return await super().extract_and_save(messages, before_save=before_save)
 
     async def run_extraction(
-        self, messages: list[Message], *, run_id: str | None = None
+        self,
+        messages: list[Message],
+        *,
+        run_id: str | None = None,
+        before_save: BeforeSave | None = None,
     ) -> ExtractionOutcome:
         """One run in the active namespace, raising on failure.
 
         With an :attr:`extractor` the run is applied once per ``run_id`` (default: a hash
         of the namespace and the messages) and the outcome carries the model's usage and
-        the operation counts; otherwise it is :meth:`extract_and_save`.
+        the operation counts; otherwise it is :meth:`extract_and_save`. ``before_save`` is
+        awaited between the extraction (every model call) and the first write, whatever
+        the extractor; if it raises, nothing is written.
         """
         if self.extractor is None:
-            return await super().run_extraction(messages, run_id=run_id)
-        report = await self.extractor.run(messages, self, run_id=run_id)
+            return await super().run_extraction(messages, run_id=run_id, before_save=before_save)
+        report = await self.extractor.run(messages, self, run_id=run_id, before_apply=before_save)
         outcome = ExtractionOutcome(
             report.written(),
             model=report.model,

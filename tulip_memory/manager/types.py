@@ -17,7 +17,7 @@ from tulip_memory.llm.usage import Usage
 from tulip_memory.messages import Message
 from tulip_memory.nul_characters import nul_at
 
-__all__ = ["ExtractFn", "ExtractMode", "ExtractionOutcome", "Memory", "MemoryType"]
+__all__ = ["BeforeSave", "ExtractFn", "ExtractMode", "ExtractionOutcome", "Memory", "MemoryType"]
 
 # The longest key a memory may have: keys name store rows and history namespaces.
 MEMORY_KEY_MAX_LENGTH = 200
@@ -147,4 +147,7 @@ class ExtractionOutcome:
 
 
 ExtractFn = Callable[[list[Message]], Awaitable[list[Memory]]]
+# Awaited by an extraction run after its extraction (every model call) and right before its
+# first write; what it raises ends the run with nothing written (the Celery lease fence).
+BeforeSave = Callable[[], Awaitable[None]]
 ExtractMode = Literal["inline", "background", "celery"]

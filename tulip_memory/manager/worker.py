@@ -137,20 +137,17 @@ async def _extract_in(
 ) -> ExtractionOutcome:
     """One job's extraction in ``namespace``.
 
-    With a chat model the run is applied once per ``run_id`` (a redelivered job, or one
-    taken over by another worker, applies nothing twice). Without one: extract, then save
-    once ``fence`` renewed the lease (it raises :class:`LeaseLostError` if the lease is
-    another worker's now), so a save never overlaps the next holder's run of the same job
-    as long as it takes less than a lease.
+    Whatever the extractor, the job extracts (with a chat model: every model call), then
+    ``fence`` renews the lease (it raises :class:`LeaseLostError` if the lease is another
+    worker's now, and nothing is saved), then it saves; so a save never overlaps the next
+    holder's run of the same job as long as it takes less than a lease. With a chat model
+    the run is also applied once per ``run_id`` (a redelivered job, or one taken over by
+    another worker, applies nothing twice).
     """
     with manager.scoped(namespace):
-        if manager.extractor is not None:
-            return await manager.run_extraction(messages, run_id=run_id)
-        memories = await manager.extract(messages)
-        if memories:
-            await sync_to_async(fence)()
-            await manager.save(memories)
-        return ExtractionOutcome(memories)
+        return await manager.run_extraction(
+            messages, run_id=run_id, before_save=sync_to_async(fence)
+        )
 
 
 def _lease_fence(tenant: str, queue_id: int, owner: str, lease: float) -> Callable[[], None]:
