@@ -174,3 +174,15 @@ def test_bad_filter_and_search_input_shows_nothing_and_loses_nothing(memories, r
         in root_client.get(reverse(CHANGELIST), {"namespace_prefix": "x"}).content.decode()
     )
     assert _item("drink").value == {"content": "alpha likes green tea"}
+
+
+def test_search_in_a_tenant_without_live_memories_finds_nothing(memories, root_client):
+    """Nothing to rank (this tenant holds only a past version): an empty list, not an
+    error (ORDER BY of a constant score)."""
+    async_to_sync(PgMemory().put)(
+        ("gamma", "u1", "_history", "user", "city"), "000000000001", {"content": "Berlin"}
+    )
+    pick_tenant(root_client, "gamma")
+    page = root_client.get(reverse(CHANGELIST), {"q": "berlin"})
+    assert page.status_code == 200
+    assert "0 memories" in page.content.decode()

@@ -140,7 +140,10 @@ def test_an_unreachable_broker_fails_the_command_with_the_jobs_pending(jobs, sen
     [
         ((), "Name the tenants with --tenant"),
         (("--tenant", "acme", "--namespace", "globex/a"), "belongs to tenant 'globex'"),
-        (("--tenant", "acme", "--stuck-after", "0"), "--stuck-after must be > 0"),
+        (("--tenant", "acme", "--stuck-after", "0"), "--stuck-after must be a number of seconds"),
+        (("--tenant", "acme", "--stuck-after", "inf"), "--stuck-after must be a number"),
+        (("--tenant", "acme", "--stuck-after", "1e300"), r"at most .* seconds: 100 years"),
+        (("--tenant", "acme", "--stuck-after", "nan"), "--stuck-after must be a number"),
         (("--tenant", "acme", "--only", "everything"), "invalid choice: 'everything'"),
         (("--tenant", "acme", "--database", "mysql"), "mysql; this command works on"),
     ],

@@ -58,6 +58,13 @@ def test_all_tenants_with_named_tenants_is_refused(command, tmp_path):
 
 
 @pytest.mark.django_db
+def test_a_tenants_file_that_is_not_utf8_is_refused(tmp_path):
+    listed = tmp_path / "tenants.txt"
+    listed.write_bytes("acme\nmünchen\n".encode("latin-1"))
+    with pytest.raises(CommandError, match=r"--tenants-file '.*tenants\.txt' cannot be read"):
+        run("tulip_memory_sweep_expired", "--tenants-file", str(listed))
+
+
 def test_a_tenants_file_naming_no_tenant_is_refused(tmp_path):
     listed = tmp_path / "tenants.txt"
     listed.write_text("# nobody yet\n\n   \n")

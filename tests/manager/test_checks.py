@@ -32,6 +32,9 @@ def test_defaults_pass(settings):
         ({"EXTRACTION_MAX_ATTEMPTS": 0}, "tulip_memory.E043"),
         ({"EXTRACTION_RESEND_AFTER": 0}, "tulip_memory.E043"),
         ({"EXTRACTION_RESEND_AFTER": "60"}, "tulip_memory.E043"),
+        ({"EXTRACTION_RESEND_AFTER": float("inf")}, "tulip_memory.E043"),
+        ({"EXTRACTION_LEASE_SECONDS": float("nan")}, "tulip_memory.E043"),
+        ({"EXTRACTION_RETRY_DELAY": 1e300}, "tulip_memory.E043"),
     ],
 )
 def test_bad_settings_are_reported(settings, overrides, expected):

@@ -29,6 +29,7 @@ from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.contrib.admin.views.main import ORDER_VAR
 from django.db.models import Case, FloatField, Q, QuerySet, Value, When
+from django.db.models.functions import Cast
 from django.template.response import TemplateResponse
 from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext, ngettext
@@ -155,7 +156,7 @@ class MemoryItemAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdm
             .defer("embedding")
         )
         scores = self._search_scores(request, queryset)
-        if scores is not None:
+        if scores:
             queryset = queryset.annotate(
                 search_score=Case(
                     *(When(pk=pk, then=Value(score)) for pk, score in scores.items()),
@@ -163,6 +164,10 @@ class MemoryItemAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdm
                     output_field=FloatField(),
                 )
             )
+        elif scores is not None:
+            # No hit: a Case without a When is its default alone, and PostgreSQL refuses
+            # ORDER BY a bare constant (a cast one is an expression).
+            queryset = queryset.annotate(search_score=Cast(Value(0.0), FloatField()))
         # As ModelAdmin.get_queryset, but ordered after the score is annotated.
         return queryset.order_by(*self.get_ordering(request))
 

@@ -28,6 +28,8 @@ from typing import Any
 
 from django.core import checks
 
+from tulip_memory.retention.policy import retention_period
+
 __all__ = ["check_celery_app", "check_manager_settings"]
 
 # Options a worker's manager may not take from MANAGER_OPTIONS: it sets them itself.
@@ -129,26 +131,15 @@ def _check_queue(settings: Any) -> list[checks.CheckMessage]:
                 "E043",
             )
         )
-    for name, floor, strict in (
-        ("EXTRACTION_LEASE_SECONDS", 0, True),
-        ("EXTRACTION_RETRY_DELAY", 0, False),
-        ("EXTRACTION_RESEND_AFTER", 0, True),
+    for name, strict in (
+        ("EXTRACTION_LEASE_SECONDS", True),
+        ("EXTRACTION_RETRY_DELAY", False),
+        ("EXTRACTION_RESEND_AFTER", True),
     ):
-        value = getattr(settings, name)
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, (int, float))
-            or value < floor
-            or (strict and value == floor)
-        ):
-            errors.append(
-                _error(
-                    f"TULIP_MEMORY['{name}'] must be a number {'>' if strict else '>='} {floor}, "
-                    f"got {value!r}",
-                    "Seconds.",
-                    "E043",
-                )
-            )
+        try:  # finite and at most 100 years: the workers compute dates from it
+            retention_period(getattr(settings, name), unit="seconds", strict=strict)
+        except ValueError as exc:
+            errors.append(_error(f"TULIP_MEMORY['{name}'] {exc}", "Seconds.", "E043"))
     attempts = settings.EXTRACTION_MAX_ATTEMPTS
     if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
         errors.append(

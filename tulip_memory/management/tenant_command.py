@@ -145,7 +145,7 @@ class TenantCommand(BaseCommand):
         elif path:
             try:
                 text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
-            except OSError as exc:
+            except (OSError, UnicodeDecodeError) as exc:
                 raise CommandError(f"--tenants-file {path!r} cannot be read: {exc}") from None
             named = [line.split("#", 1)[0].strip() for line in text.splitlines()]
             if not any(named):

@@ -25,6 +25,7 @@ from django.core.management.base import CommandError, CommandParser
 
 from tulip_memory.management.tenant_command import TenantCommand
 from tulip_memory.namespaces import decode_namespace
+from tulip_memory.retention.policy import retention_period
 
 
 class Command(TenantCommand):
@@ -64,10 +65,14 @@ class Command(TenantCommand):
         alias = options["database"]
         self.connection(alias)
         stuck_after = options["stuck_after"]
+        named = "--stuck-after"
         if stuck_after is None:
-            stuck_after = float(settings.EXTRACTION_RESEND_AFTER)
-        if not stuck_after > 0:
-            raise CommandError(f"--stuck-after must be > 0 seconds, got {stuck_after}")
+            stuck_after = settings.EXTRACTION_RESEND_AFTER
+            named = "TULIP_MEMORY['EXTRACTION_RESEND_AFTER']"
+        try:
+            stuck_after = retention_period(stuck_after, unit="seconds", strict=True).total_seconds()
+        except ValueError as exc:
+            raise CommandError(f"{named} {exc}") from None
         self.require_known(tenants, alias)
         namespaces: dict[str, list[str]] = {}
         for path in options["namespace"]:
