@@ -1,6 +1,7 @@
 """tulip_memory.conf: defaults, project overrides, refresh on setting_changed, bad settings."""
 
 import pytest
+from django.core.checks import run_checks
 from django.test import override_settings
 
 from tulip_memory.checks.settings import check_settings
@@ -40,10 +41,16 @@ def test_checks_flag_unknown_keys_and_a_non_dict():
     with override_settings(TULIP_MEMORY={"CELERY_QUEU": "typo"}):
         ids = [(m.id, m.msg) for m in check_settings()]
     assert any(i == "tulip_memory.W001" and "CELERY_QUEU" in msg for i, msg in ids)
-    with override_settings(TULIP_MEMORY=["not", "a", "dict"]):
-        assert [m.id for m in check_settings()] == ["tulip_memory.E001"]
-        with pytest.raises(TypeError, match="must be a dict"):
-            settings.CELERY_QUEUE  # noqa: B018
+    for broken in (["not", "a", "dict"], [], "oops"):
+        with override_settings(TULIP_MEMORY=broken):
+            assert [m.id for m in check_settings()] == ["tulip_memory.E001"]
+            with pytest.raises(TypeError, match="must be a dict"):
+                settings.CELERY_QUEUE  # noqa: B018
+            # Every other check of the app stands aside: one clear error, no traceback.
+            found = [m.id for m in run_checks(include_deployment_checks=True, databases=None)]
+            assert [i for i in found if i.startswith("tulip_memory.")] == ["tulip_memory.E001"]
+    with override_settings(TULIP_MEMORY=None):  # as if unset: the defaults
+        assert check_settings() == []
 
 
 def test_app_config_pins_the_auto_field():

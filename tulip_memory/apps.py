@@ -25,7 +25,7 @@ class TulipMemoryConfig(AppConfig):
             check_text_search_config,
             check_text_search_databases,
         )
-        from tulip_memory.checks.settings import check_settings
+        from tulip_memory.checks.settings import check_settings, needs_usable_settings
         from tulip_memory.checks.tenancy import (
             check_database_connections,
             check_default_tenant_database,
@@ -35,20 +35,26 @@ class TulipMemoryConfig(AppConfig):
         )
 
         checks.register(check_settings)
-        checks.register(check_database_connections, checks.Tags.database)
-        checks.register(check_tenant_databases, checks.Tags.database)
-        checks.register(check_tenant_resolver_setting)
-        checks.register(check_default_tenant_database)
-        checks.register(check_tenant_resolver, checks.Tags.security, deploy=True)
-        checks.register(check_embedder_settings)
-        checks.register(check_embedding_sources, checks.Tags.database)
-        checks.register(check_checkpointer_settings)
-        checks.register(check_manager_settings)
-        checks.register(check_retention_settings)
-        checks.register(check_celery_app)
-        checks.register(check_llm_settings)
-        checks.register(check_text_search_config)
-        checks.register(check_text_search_databases, checks.Tags.database)
+        # The others read TULIP_MEMORY: while it is not a dict, E001 alone reports.
+        for check, tags in (
+            (check_database_connections, [checks.Tags.database]),
+            (check_tenant_databases, [checks.Tags.database]),
+            (check_tenant_resolver_setting, []),
+            (check_default_tenant_database, []),
+            (check_embedder_settings, []),
+            (check_embedding_sources, [checks.Tags.database]),
+            (check_checkpointer_settings, []),
+            (check_manager_settings, []),
+            (check_retention_settings, []),
+            (check_celery_app, []),
+            (check_llm_settings, []),
+            (check_text_search_config, []),
+            (check_text_search_databases, [checks.Tags.database]),
+        ):
+            checks.register(needs_usable_settings(check), *tags)
+        checks.register(
+            needs_usable_settings(check_tenant_resolver), checks.Tags.security, deploy=True
+        )
 
         from django.db.models.signals import pre_migrate
 

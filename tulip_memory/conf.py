@@ -118,7 +118,8 @@ class TulipMemorySettings:
 
             if not django_settings.configured:
                 return {}
-            self._user = _as_dict(getattr(django_settings, SETTINGS_NAME, {}) or {})
+            given = getattr(django_settings, SETTINGS_NAME, None)  # unset (or None): defaults
+            self._user = {} if given is None else _as_dict(given)
         return self._user
 
     def __getattr__(self, name: str) -> Any:

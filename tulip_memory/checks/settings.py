@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+import functools
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 from django.core import checks
 
-__all__ = ["check_settings"]
+__all__ = ["check_settings", "needs_usable_settings"]
+
+Check = TypeVar("Check", bound=Callable[..., list[Any]])
 
 
 def check_settings(
@@ -28,3 +31,19 @@ def check_settings(
         )
         for key in unknown
     ]
+
+
+def needs_usable_settings(check: Check) -> Check:
+    """``check``, skipped (no message) while ``TULIP_MEMORY`` is not a dict: E001 says so,
+    and the check would otherwise fail with that ``TypeError`` instead of reporting."""
+    from tulip_memory.conf import settings
+
+    @functools.wraps(check)
+    def checked(app_configs: Iterable[Any] | None = None, **kwargs: Any) -> list[Any]:
+        try:
+            settings.unknown_keys()
+        except TypeError:
+            return []
+        return check(app_configs, **kwargs)
+
+    return checked  # type: ignore[return-value]
