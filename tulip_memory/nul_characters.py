@@ -9,34 +9,22 @@ Pure Python: importable without Django settings.
 
 from __future__ import annotations
 
-import re
 from typing import Any
+
+from tulip_memory.json_paths import first_at
 
 __all__ = ["nul_at", "without_nul"]
 
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+def _has_nul(value: Any) -> bool:
+    return isinstance(value, str) and "\x00" in value
 
 
 def nul_at(value: Any, path: str) -> str | None:
     """Where in ``value`` (named ``path``) the first NUL character is, or None:
     ``state.messages[0].content``, ``state.metadata['a b'] (the key)``."""
-    if isinstance(value, str):
-        return path if "\x00" in value else None
-    if isinstance(value, dict):
-        for key, item in value.items():
-            named = isinstance(key, str) and _NAME.match(key)
-            step = f"{path}.{key}" if named else f"{path}[{key!r}]"
-            if isinstance(key, str) and "\x00" in key:
-                return f"{step} (the key)"
-            found = nul_at(item, step)
-            if found is not None:
-                return found
-    elif isinstance(value, list | tuple):
-        for index, item in enumerate(value):
-            found = nul_at(item, f"{path}[{index}]")
-            if found is not None:
-                return found
-    return None
+    found = first_at(value, path, _has_nul)
+    return None if found is None else found[0]
 
 
 def without_nul(value: Any) -> Any:

@@ -139,6 +139,71 @@ async def test_concurrent_saves_to_one_thread_keep_every_checkpoint(checkpointer
         assert await checkpointer.load("busy", checkpoint_id) == state
 
 
+def _typed(value):
+    """``value`` with the type of every scalar beside it: equal only when the types are too
+    (``True == 1 == 1.0``, but not once typed)."""
+    if isinstance(value, dict):
+        return {key: _typed(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_typed(item) for item in value]
+    return (type(value).__name__, value)
+
+
+def _readers(checkpointer):
+    """The checkpointer, and for a DeltaCheckpointer one without a cache over its storage
+    (what another process reads)."""
+    from tulip_memory.delta import DeltaCheckpointer
+
+    if isinstance(checkpointer, DeltaCheckpointer):
+        return [checkpointer, DeltaCheckpointer(checkpointer.storage, cache_size=0)]
+    return [checkpointer]
+
+
+async def test_values_equal_in_python_but_of_another_type_are_changes(checkpointer):
+    """0 -> False -> 1 -> True -> 1.0 -> 0.0 -> 0: each save changes only the type of the
+    values (metadata, nested, a tool call's arguments, a message's metadata); every one
+    loads back with its own types."""
+    saved = []
+    for value in (0, False, 1, True, 1.0, 0.0, 0):
+        state = AgentState(
+            messages=[
+                Message(Role.USER, "flag it"),
+                Message(
+                    Role.ASSISTANT,
+                    "",
+                    tool_calls=[ToolCall("c1", "set_flag", {"flag": value, "all": [value]})],
+                    metadata={"flag": value},
+                ),
+            ],
+            metadata={"flag": value, "nested": {"flags": [value, {"flag": value}]}},
+        )
+        saved.append((await checkpointer.save(state, "types"), state))
+    for reader in _readers(checkpointer):
+        for checkpoint_id, state in saved:
+            loaded = await reader.load("types", checkpoint_id)
+            assert _typed(loaded.to_checkpoint()) == _typed(state.to_checkpoint())
+        newest = await reader.load("types")
+        assert _typed(newest.to_checkpoint()) == _typed(saved[-1][1].to_checkpoint())
+
+
+async def test_a_state_that_cannot_be_stored_leaves_the_checkpoint_it_would_replace(
+    checkpointer,
+):
+    import threading
+
+    await checkpointer.save(make_state(1), "t", "first")
+    await checkpointer.save(make_state(2), "t", "second")
+    unstorable = make_state(3)
+    unstorable.metadata["lock"] = threading.Lock()  # neither JSON nor copyable
+    for checkpoint_id in ("first", "second", None):
+        with pytest.raises((TypeError, ValueError)):
+            await checkpointer.save(unstorable, "t", checkpoint_id)
+    assert await checkpointer.list_checkpoints("t") == ["second", "first"]
+    for reader in _readers(checkpointer):
+        assert await reader.load("t", "first") == make_state(1)
+        assert await reader.load("t", "second") == make_state(2)
+
+
 @pytest.mark.parametrize(
     "thread_id", ["", "\x00", "a\x00b", 7, None, b"bytes", "x" * 256], ids=repr
 )

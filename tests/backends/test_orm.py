@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from asgiref.sync import sync_to_async
 from django.db import DatabaseError, connections
 
 from tests.backends.test_contract import make_state
 from tulip_memory.backends import MySQLCheckpointer, PostgreSQLCheckpointer
+from tulip_memory.backends.base import encode_state
 from tulip_memory.delta import DeltaCheckpointer, ORMDeltaStorage
 from tulip_memory.exceptions import ConfigurationError, TenantError
+from tulip_memory.messages import Message, Role, ToolCall
+from tulip_memory.state import AgentState
 from tulip_memory.tenancy import tenant_atomic, tenant_context
 
 BOTH = pytest.mark.django_db(transaction=True, databases=["default", "mysql"])
@@ -232,3 +237,57 @@ async def test_a_row_holding_no_state_raises_checkpoint_corrupt_error(make, alia
     assert await checkpointer.list_checkpoints("t") == ["cp", "older"]
     assert await checkpointer.delete("t", "cp") is True
     assert await checkpointer.load("t") == make_state(1)
+
+
+@BOTH
+@pytest.mark.parametrize(
+    ("make", "alias"),
+    [(PostgreSQLCheckpointer, "default"), (MySQLCheckpointer, "mysql")],
+    ids=["postgresql", "mysql"],
+)
+@pytest.mark.parametrize(
+    ("state", "where", "value"),
+    [
+        (AgentState(metadata={"score": math.nan}), "state.metadata.score", "nan"),
+        (
+            AgentState(metadata={"scores": [1.0, {"hi": math.inf}]}),
+            "state.metadata.scores[1].hi",
+            "inf",
+        ),
+        (
+            AgentState(
+                messages=[
+                    Message(
+                        Role.ASSISTANT,
+                        "",
+                        tool_calls=[ToolCall("c1", "f", {"low": -math.inf})],
+                    )
+                ]
+            ),
+            "state.messages[0].tool_calls[0].arguments.low",
+            "-inf",
+        ),
+        (
+            AgentState(messages=[Message(Role.USER, "q", metadata={"a b": math.nan})]),
+            "state.messages[0].metadata['a b']",
+            "nan",
+        ),
+    ],
+    ids=["metadata", "nested", "tool-call", "message-metadata"],
+)
+async def test_nan_and_infinity_are_refused_by_name_and_nothing_is_lost(
+    make, alias, state, where, value
+):
+    checkpointer = make(alias, tenant="a")
+    await checkpointer.save(make_state(1), "t", "cp")
+    for checkpoint_id in (None, "cp"):
+        with pytest.raises(ValueError) as refused:
+            await checkpointer.save(state, "t", checkpoint_id)
+        assert str(refused.value).startswith(f"{where} is {value}, which {make.__name__} cannot")
+        assert "DeltaCheckpointer(ORMDeltaStorage(...))" in str(refused.value)
+    assert await checkpointer.list_checkpoints("t") == ["cp"]
+    assert await checkpointer.load("t", "cp") == make_state(1)
+    # The delta checkpointer on the same database stores such a state.
+    delta = DeltaCheckpointer(ORMDeltaStorage(alias, tenant="a"))
+    await delta.save(state, "t", "cp")
+    assert encode_state(await delta.load("t", "cp")) == encode_state(state)

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tulip_memory.backends.base import encode_state
-from tulip_memory.delta import DeltaCheckpointer, InMemoryDeltaStorage
+from tulip_memory.delta import DeltaCheckpointer, DeltaStorage, InMemoryDeltaStorage
 from tulip_memory.exceptions import CheckpointCorruptError
 from tulip_memory.messages import Message, Role, ToolCall
 from tulip_memory.state import AgentState
@@ -567,3 +567,188 @@ async def test_an_append_on_a_parent_that_is_no_longer_the_newest_falls_back(mak
     assert (await mine.get_metadata("t", c4)).parent_id == c3
     assert await fresh.load("t", c3) == after_other
     assert await fresh.load("t", c4) == states[5]
+
+
+# -- values of another type ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("depth", [0, 1, 3])
+async def test_a_change_of_type_alone_is_stored_in_deltas_and_blocks(depth):
+    # depth 0: every checkpoint is full, and would reuse the previous one's block if its
+    # messages were taken for unchanged.
+    storage = InMemoryDeltaStorage()
+    checkpointer = DeltaCheckpointer(storage, max_chain_depth=depth)
+    saved = []
+    for value in (1, True, 1.0, 0.0, -0.0, 0, False):
+        state = AgentState(
+            messages=[
+                Message(Role.ASSISTANT, "", tool_calls=[ToolCall("c1", "f", {"x": value})]),
+                Message(Role.USER, "ok", metadata={"x": [value]}),
+            ],
+            metadata={"x": value},
+        )
+        saved.append((await checkpointer.save(state, "t"), encode_state(state)))
+    for reader in (checkpointer, DeltaCheckpointer(storage, cache_size=0)):
+        for checkpoint_id, encoded in saved:
+            assert encode_state(await reader.load("t", checkpoint_id)) == encoded
+
+
+# -- re-saving an id -----------------------------------------------------------------------
+
+
+def _storage(make: str):
+    return InMemoryDeltaStorage() if make == "memory" else _orm_storage(make)
+
+
+async def _saved_chain(checkpointer: DeltaCheckpointer) -> dict[str, AgentState]:
+    """c0 (full), c1, c2 (deltas), c3 (full), c4 (delta) at ``max_chain_depth=2``."""
+    rng = random.Random(11)
+    state = AgentState(metadata={"turn": 0})
+    saved = {}
+    for turn in range(5):
+        state.messages.extend(chat_turn(rng, turn))
+        state.metadata["turn"] = turn
+        await checkpointer.save(state, "t", f"c{turn}")
+        saved[f"c{turn}"] = copy.deepcopy(state)
+    return saved
+
+
+async def _assert_all_load(storage, saved: dict[str, AgentState]) -> None:
+    fresh = DeltaCheckpointer(storage, cache_size=0)
+    assert sorted(await fresh.list_checkpoints("t", limit=100)) == sorted(saved)
+    for checkpoint_id, state in saved.items():
+        assert await fresh.load("t", checkpoint_id) == state, checkpoint_id
+
+
+@pytest.mark.django_db(transaction=True, databases=["default", "mysql"])
+@pytest.mark.parametrize("make", ["memory", "default", "mysql"])
+@pytest.mark.parametrize(
+    ("bad", "error", "match"),
+    [
+        (AgentState(metadata={"subject": ""}), ValueError, r"metadata\['subject'\]"),
+        (AgentState(metadata={"when": {1, 2}}), TypeError, "not JSON serializable"),
+        (AgentState(messages=[Message(Role.USER, "q\ud800")]), ValueError, "surrogate"),
+    ],
+    ids=["empty-subject", "not-json", "lone-surrogate"],
+)
+async def test_a_refused_re_save_leaves_the_checkpoint_it_would_replace(make, bad, error, match):
+    storage = _storage(make)
+    checkpointer = DeltaCheckpointer(storage, max_chain_depth=2)
+    saved = await _saved_chain(checkpointer)
+    for target in ("c1", "c3", "c4"):  # a delta with a child, a full one, the newest
+        with pytest.raises(error, match=match):
+            await checkpointer.save(bad, "t", target)
+        assert await checkpointer.load("t", target) == saved[target]
+        await _assert_all_load(storage, saved)
+    # Re-saving still works: the checkpoint becomes the newest, its former child keeps
+    # its state, and no block is left that no full checkpoint needs.
+    replaced = AgentState(messages=[Message(Role.USER, "a new start")])
+    await checkpointer.save(replaced, "t", "c1")
+    saved["c1"] = replaced
+    assert (await checkpointer.list_checkpoints("t", limit=1)) == ["c1"]
+    await _assert_all_load(storage, saved)
+    records = await storage.list_checkpoints("t", limit=None)
+    referenced = {d for m in records if m.is_full for d, _ in m.blocks}
+    assert set(await storage.block_sizes("t")) == referenced
+
+
+class Crash(Exception):
+    """The process dying at a storage write."""
+
+
+class CrashingStorage(InMemoryDeltaStorage):
+    """The in-memory storage, raising :class:`Crash` at its ``crash_at``-th write call."""
+
+    WRITES = frozenset({"store", "store_as_newest", "store_blocks", "delete", "delete_blocks"})
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.crash_at: int | None = None
+        self.writes = 0
+
+    def __getattribute__(self, name: str):
+        value = super().__getattribute__(name)
+        if name not in CrashingStorage.WRITES or super().__getattribute__("crash_at") is None:
+            return value
+
+        async def write(*args, **kwargs):
+            self.writes += 1
+            if self.writes == self.crash_at:
+                raise Crash(name)
+            return await value(*args, **kwargs)
+
+        return write
+
+
+@pytest.mark.parametrize("crash_at", range(1, 6))
+@pytest.mark.parametrize("target", ["c1", "c3"])
+async def test_a_re_save_interrupted_at_any_write_leaves_the_old_or_the_new_state(crash_at, target):
+    storage = CrashingStorage()
+    saved = await _saved_chain(DeltaCheckpointer(storage, max_chain_depth=2))
+    replaced = AgentState(messages=[Message(Role.USER, "a new start")])
+    storage.crash_at = crash_at
+    try:
+        await DeltaCheckpointer(storage, max_chain_depth=2).save(replaced, "t", target)
+    except Crash:
+        storage.crash_at = None
+        kept = await DeltaCheckpointer(storage, cache_size=0).load("t", target)
+        assert kept in (saved[target], replaced)
+        saved[target] = kept
+    else:
+        assert storage.writes < crash_at  # the whole re-save ran: it is the newest
+        storage.crash_at = None
+        saved[target] = replaced
+        assert (await storage.list_checkpoints("t", limit=1))[0].checkpoint_id == target
+    await _assert_all_load(storage, saved)
+
+
+@pytest.mark.django_db(transaction=True, databases=["default", "mysql"])
+@pytest.mark.parametrize("alias", ["default", "mysql"])
+async def test_on_the_orm_a_replacement_interrupted_in_its_transaction_changes_nothing(alias):
+    from tulip_memory.delta import ORMDeltaStorage
+
+    class Crashing(ORMDeltaStorage):
+        def _store_as_newest(self, *args):
+            super()._store_as_newest(*args)  # the old row deleted, the new one inserted...
+            raise Crash("before the commit")
+
+    storage = Crashing(alias, tenant=f"crash-{uuid.uuid4().hex[:8]}")
+    saved = await _saved_chain(DeltaCheckpointer(storage, max_chain_depth=2))
+    order = await storage.list_checkpoints("t", limit=None)
+    with pytest.raises(Crash):
+        await DeltaCheckpointer(storage).save(AgentState(), "t", "c2")
+    assert await storage.list_checkpoints("t", limit=None) == order
+    await _assert_all_load(storage, saved)
+
+
+async def test_a_custom_storage_implements_the_abstract_methods_and_keeps_the_defaults():
+    # What docs/checkpointers.md says a custom storage implements.
+    assert DeltaStorage.__abstractmethods__ == {
+        "store",
+        "retrieve",
+        "list_checkpoints",
+        "delete",
+        "store_blocks",
+        "retrieve_blocks",
+        "block_sizes",
+        "delete_blocks",
+    }
+
+    class Minimal(InMemoryDeltaStorage):
+        """The in-memory storage with DeltaStorage's defaults for all the rest."""
+
+        retrieve_chain = DeltaStorage.retrieve_chain
+        store_as_newest = DeltaStorage.store_as_newest
+
+    storage = Minimal()
+    checkpointer = DeltaCheckpointer(storage, max_chain_depth=2)
+    saved = await _saved_chain(checkpointer)
+    replaced = AgentState(messages=[Message(Role.USER, "a new start")])
+    await checkpointer.save(replaced, "t", "c1")
+    saved["c1"] = replaced
+    assert await checkpointer.list_checkpoints("t") == ["c1", "c4", "c3", "c2", "c0"]
+    assert await checkpointer.delete("t", "c3") is True
+    del saved["c3"]
+    await _assert_all_load(storage, saved)
+    assert await checkpointer.prune("t", keep_last=2) == 2
+    await _assert_all_load(storage, {k: saved[k] for k in ("c1", "c4")})

@@ -21,10 +21,11 @@ class MemoryCheckpointer(BaseCheckpointer):
     async def _save(
         self, state: AgentState, thread_id: str, checkpoint_id: str, *, may_exist: bool
     ) -> None:
+        snapshot = copy.deepcopy(state.to_checkpoint())  # may raise: before any change
         # No await between reading and writing the dicts: atomic for asyncio tasks.
         checkpoints = self._threads.setdefault(thread_id, {})
         checkpoints.pop(checkpoint_id, None)
-        checkpoints[checkpoint_id] = copy.deepcopy(state.to_checkpoint())
+        checkpoints[checkpoint_id] = snapshot
 
     async def _load(self, thread_id: str, checkpoint_id: str | None) -> AgentState | None:
         checkpoints = self._threads.get(thread_id)

@@ -1,7 +1,8 @@
 """MySQLCheckpointer: full snapshots in MySQL or MariaDB through the Django ORM (extra ``mysql``).
 
 MariaDB has no row-level security: tenants are kept apart by the tenant filter of every
-query (see :mod:`tulip_memory.backends.orm`).
+query (see :mod:`tulip_memory.backends.orm`). Its JSON column takes no NaN or Infinity: a
+state holding one is refused with ``ValueError`` before anything is written.
 """
 
 from __future__ import annotations

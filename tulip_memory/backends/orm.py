@@ -14,14 +14,20 @@ per thread by a database lock (see :meth:`TenantDatabase._writer_lock
 <tulip_memory.tenant_database.TenantDatabase._writer_lock>`), across processes. A row
 whose ``state`` holds no state raises
 :class:`~tulip_memory.exceptions.CheckpointCorruptError` naming it.
+
+The database's JSON types (PostgreSQL's json and jsonb, MariaDB's JSON check) take no
+NaN or Infinity: a state holding a float that is not finite anywhere is refused with a
+``ValueError`` naming where, before anything is written.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from tulip_memory.backends.base import BlockingCheckpointer, state_from_snapshot
+from tulip_memory.json_paths import first_at
 from tulip_memory.state import AgentState
 from tulip_memory.subjects import subject_of
 from tulip_memory.tenant_database import TenantDatabase
@@ -29,6 +35,10 @@ from tulip_memory.tenant_database import TenantDatabase
 __all__ = ["ORMCheckpointer"]
 
 T = TypeVar("T")
+
+
+def _not_finite(value: Any) -> bool:
+    return isinstance(value, float) and not math.isfinite(value)
 
 
 def _as_tenant(tenant: str, hook: Callable[..., T], *args: Any) -> T:
@@ -77,7 +87,16 @@ class ORMCheckpointer(TenantDatabase, BlockingCheckpointer):
         return CheckpointRecord.objects.using(self.using).of_thread(self._tenant(), thread_id)
 
     def _check_snapshot(self, snapshot: dict[str, Any]) -> None:
-        """Refuse (``ValueError``) a snapshot the vendor's column cannot store; none here."""
+        """Refuse (``ValueError``) a snapshot the vendor's column cannot store: here one
+        holding a NaN or infinite float, which no JSON column takes."""
+        found = first_at(snapshot, "state", _not_finite)
+        if found is not None:
+            where, value = found
+            raise ValueError(
+                f"{where} is {value!r}, which {type(self).__name__} cannot store (the "
+                "database's JSON has no NaN or Infinity): replace it, or use "
+                "DeltaCheckpointer(ORMDeltaStorage(...)), which stores it"
+            )
 
     def _save_sync(
         self, state: AgentState, thread_id: str, checkpoint_id: str, may_exist: bool

@@ -4,7 +4,8 @@ The rows carry the tenant and sit under the same row-level security as the store
 :mod:`tulip_memory.backends.orm`). The state is stored as JSONB, which cannot hold the NUL
 character (``\\u0000``): a state containing one anywhere (message text, tool call
 arguments, metadata keys or values, its thread id) is refused with ``ValueError`` before
-anything is written. :class:`~tulip_memory.delta.DeltaCheckpointer` over
+anything is written, as is one holding NaN or Infinity (see :mod:`tulip_memory.backends.orm`).
+:class:`~tulip_memory.delta.DeltaCheckpointer` over
 :class:`~tulip_memory.delta.ORMDeltaStorage` stores such states on PostgreSQL.
 """
 
@@ -33,10 +34,12 @@ def _refuse_nul(snapshot: dict[str, Any]) -> None:
 class PostgreSQLCheckpointer(ORMCheckpointer):
     """Checkpoints on the Django alias ``using``, which must be PostgreSQL.
 
-    A state holding a NUL character is refused (``ValueError``): see the module docstring.
+    A state holding a NUL character, NaN or Infinity is refused (``ValueError``): see the
+    module docstring.
     """
 
     vendor = "postgresql"
 
     def _check_snapshot(self, snapshot: dict[str, Any]) -> None:
+        super()._check_snapshot(snapshot)
         _refuse_nul(snapshot)

@@ -11,10 +11,13 @@ Layout under ``prefix``, with ids encoded by :func:`~tulip_memory.backends.base.
     <prefix><thread>/order/<inverted>.<checkpoint>  an empty-ish marker per checkpoint
 
 ``<inverted>`` is ``10**20 - order`` zero-padded, so S3's ascending key listing yields
-the newest checkpoint first and ``list_checkpoints(limit=n)`` reads one page. A save
-writes the data object, then its marker, then removes the marker of the checkpoint it
-replaced; a marker whose data object is gone or carries another order (a crash between
-those steps) is skipped by readers.
+the newest checkpoint first and ``list_checkpoints(limit=n)`` reads one page. Readers
+skip a marker whose data object is gone or carries another order. A save writes its new
+marker, then the data object (with the new order), then removes the marker of the
+checkpoint it replaced: a crash before the data object is written leaves the old version
+listed under its old marker (the new marker is skipped), and a crash after it leaves the
+new version listed under the new one, so a re-saved checkpoint never vanishes. A marker
+left by such a crash stays skipped; deleting the thread removes it.
 """
 
 from __future__ import annotations
@@ -150,18 +153,21 @@ class S3Checkpointer(BlockingCheckpointer):
     ) -> None:
         data_key = self._data_key(thread_id, checkpoint_id)
         previous = self._stored_order(data_key) if may_exist else None
+        body = encode_state(state)  # may raise: before any write
         order = save_order_key()
-        self.client.put_object(
-            Bucket=self.bucket,
-            Key=data_key,
-            Body=encode_state(state),
-            ContentType="application/json",
-            Metadata={"order": str(order)},
-        )
+        # The marker first: until the data object carries its order, readers skip it
+        # and still list the checkpoint under its old marker (see the module docstring).
         self.client.put_object(
             Bucket=self.bucket,
             Key=self._marker_key(thread_id, checkpoint_id, order),
             Body=checkpoint_id.encode(),
+        )
+        self.client.put_object(
+            Bucket=self.bucket,
+            Key=data_key,
+            Body=body,
+            ContentType="application/json",
+            Metadata={"order": str(order)},
         )
         if previous is not None:
             self._delete_keys([self._marker_key(thread_id, checkpoint_id, previous)])

@@ -39,7 +39,15 @@ Design (storage that grows linearly with the conversation, loads of a fixed cost
 * **Deleting is safe.** ``delete(thread_id, checkpoint_id)`` and ``prune(thread_id,
   keep_last=N)`` first rewrite every kept checkpoint that depended on a deleted one as a
   full checkpoint (re-basing its descendants), then delete, then drop the blocks no full
-  checkpoint refers to any more. Re-saving under an existing id replaces it the same way.
+  checkpoint refers to any more.
+* **Re-saving leaves no gap.** Re-saving an existing id re-bases the checkpoints built on
+  it the same way, builds the new record on the newest other checkpoint, and has
+  ``DeltaStorage.store_as_newest`` replace the old record by it in one step: a state that
+  cannot be stored raises before that step, and at every moment either the old record or
+  the new one is stored.
+* **A change of type is a change.** Messages and metadata values are compared
+  type-strictly (:mod:`~tulip_memory.delta.exact`): ``0`` and ``False``, ``1`` and
+  ``1.0`` are different values in JSON, so a delta stores such a change.
 
 Concurrency: saves, re-saves, deletes and prunes of one thread hold the storage's
 writer lock (``DeltaStorage.writer_lock``), so they never interleave — across event
@@ -50,6 +58,7 @@ id served from the cache first checks the record (one read).
 
 The pieces sit beside this module: :mod:`~tulip_memory.delta.splice` (the diff),
 :mod:`~tulip_memory.delta.payload` (what a record's payload holds),
+:mod:`~tulip_memory.delta.exact` (when a value or message is unchanged),
 :mod:`~tulip_memory.delta.codec` (JSON + zlib, block digests) and
 :mod:`~tulip_memory.delta.keyed_locks` (the in-process locks, one per conversation thread).
 """
@@ -71,6 +80,7 @@ from tulip_memory.backends.base import (
     validate_thread_id,
 )
 from tulip_memory.delta import codec, payload
+from tulip_memory.delta.exact import same_message
 from tulip_memory.delta.splice import Splice
 from tulip_memory.delta.storage import DeltaStorage, InMemoryDeltaStorage
 from tulip_memory.delta.types import BlockRef, CheckpointMetadata, DeltaCheckpoint, MessageBlock
@@ -341,14 +351,21 @@ class DeltaCheckpointer(BaseCheckpointer):
         *,
         force_full: bool = False,
         created_at: datetime | None = None,
+        as_newest: bool = False,
     ) -> _Head:
-        """Store ``state`` under ``checkpoint_id``: a delta on ``parent``, or full."""
+        """Store ``state`` under ``checkpoint_id``: a delta on ``parent``, or full.
+
+        An existing record of the id is replaced in place, or, ``as_newest``, by one that
+        becomes the thread's newest; either way in one storage call, after the state was
+        encoded (a state that cannot be stored raises before anything is written).
+        """
         record, blocks, head = self._build(
             state, thread_id, checkpoint_id, parent, force_full=force_full, created_at=created_at
         )
         if blocks:  # blocks first: a reader never sees a record whose blocks are missing
             await self.storage.store_blocks(thread_id, blocks)
-        await self.storage.store(thread_id, checkpoint_id, record)
+        store = self.storage.store_as_newest if as_newest else self.storage.store
+        await store(thread_id, checkpoint_id, record)
         self._remember(thread_id, head)
         return head
 
@@ -369,7 +386,7 @@ class DeltaCheckpointer(BaseCheckpointer):
             splice = Splice(0, 0, list(state.messages))
             stable = 0
         else:
-            splice = Splice.between(parent.messages, state.messages)
+            splice = Splice.between(parent.messages, state.messages, same_message)
             stable = min(parent.stable, splice.at)
         full = force_full or parent is None or parent.depth >= self.max_chain_depth
         if full:
@@ -446,31 +463,51 @@ class DeltaCheckpointer(BaseCheckpointer):
                 self._newest.put(thread_id, checkpoint_id)
                 return
         async with self.storage.writer_lock(thread_id):
-            if may_exist and await self.storage.retrieve(thread_id, checkpoint_id) is not None:
-                await self._remove(thread_id, {checkpoint_id})
-            newest = await self.storage.list_checkpoints(thread_id, limit=1)
-            parent = None
-            if newest:
-                parent = self._cached(thread_id, newest[0].checkpoint_id)
-                # Another checkpointer may have replaced or re-based it since it was cached.
-                if parent is None or not parent.describes(newest[0]):
-                    try:
-                        parent = await self._rebuild(thread_id, newest[0].checkpoint_id)
-                    except CheckpointCorruptError as exc:
-                        # No delta can be written against a checkpoint that cannot be
-                        # read: this one is stored whole and the thread goes on.
-                        logger.warning(
-                            "thread %r: the newest checkpoint cannot be read (%s); "
-                            "checkpoint %r is stored whole",
-                            thread_id,
-                            exc,
-                            checkpoint_id,
-                        )
-                        parent = None
-                    if parent is not None:
-                        self._remember(thread_id, parent)
-            await self._write(state, thread_id, checkpoint_id, parent)
+            # Re-saving an id: the checkpoints built on it are re-based first (their states
+            # stay the same), so that nothing depends on the record about to be replaced;
+            # that record stays until the new one takes its place in one storage call, so
+            # a state that cannot be stored, or a crash, leaves it as it was.
+            replacing = (
+                may_exist and await self.storage.retrieve(thread_id, checkpoint_id) is not None
+            )
+            if replacing:
+                await self._detach(thread_id, {checkpoint_id})
+                self._forget_thread(thread_id)
+            parent = await self._parent(thread_id, checkpoint_id)
+            await self._write(state, thread_id, checkpoint_id, parent, as_newest=replacing)
+            if replacing:
+                await self._collect_blocks(thread_id)
             self._newest.put(thread_id, checkpoint_id)
+
+    async def _parent(self, thread_id: str, checkpoint_id: str) -> _Head | None:
+        """What a locked save of ``checkpoint_id`` builds on: the newest other checkpoint."""
+        newest = [
+            meta
+            for meta in await self.storage.list_checkpoints(thread_id, limit=2)
+            if meta.checkpoint_id != checkpoint_id
+        ]
+        if not newest:
+            return None
+        parent = self._cached(thread_id, newest[0].checkpoint_id)
+        # Another checkpointer may have replaced or re-based it since it was cached.
+        if parent is not None and parent.describes(newest[0]):
+            return parent
+        try:
+            parent = await self._rebuild(thread_id, newest[0].checkpoint_id)
+        except CheckpointCorruptError as exc:
+            # No delta can be written against a checkpoint that cannot be read: this one
+            # is stored whole and the thread goes on.
+            logger.warning(
+                "thread %r: the newest checkpoint cannot be read (%s); "
+                "checkpoint %r is stored whole",
+                thread_id,
+                exc,
+                checkpoint_id,
+            )
+            return None
+        if parent is not None:
+            self._remember(thread_id, parent)
+        return parent
 
     async def _load(self, thread_id: str, checkpoint_id: str | None) -> AgentState | None:
         head = await self._head(thread_id, checkpoint_id)
@@ -557,22 +594,30 @@ class DeltaCheckpointer(BaseCheckpointer):
 
     async def _remove(self, thread_id: str, doomed: set[str]) -> int:
         """Delete ``doomed`` checkpoints, re-basing the kept ones that depend on them."""
-        records = await self.storage.list_checkpoints(thread_id, limit=None)
-        by_id = {m.checkpoint_id: m for m in records}
-        doomed &= set(by_id)
+        doomed = await self._detach(thread_id, doomed)
         if not doomed:
             return 0
+        for checkpoint_id in doomed:
+            await self.storage.delete(thread_id, checkpoint_id)
+        self._forget_thread(thread_id)
+        await self._collect_blocks(thread_id)
+        return len(doomed)
+
+    async def _detach(self, thread_id: str, doomed: set[str]) -> set[str]:
+        """Re-base the other checkpoints built on one of ``doomed``; return those that exist.
+
+        Afterwards no checkpoint depends on a doomed one (each kept one loads to the same
+        state as before), so the doomed ones can be deleted or replaced.
+        """
+        records = await self.storage.list_checkpoints(thread_id, limit=None)
+        doomed = doomed & {meta.checkpoint_id for meta in records}
         # Oldest first, so that a re-based checkpoint's state is rebuilt before any of
         # its ancestors is rewritten.
         for meta in reversed(records):
             if meta.checkpoint_id in doomed or meta.is_full or meta.parent_id not in doomed:
                 continue
             await self._rebase(thread_id, meta)
-        for checkpoint_id in doomed:
-            await self.storage.delete(thread_id, checkpoint_id)
-        self._forget_thread(thread_id)
-        await self._collect_blocks(thread_id)
-        return len(doomed)
+        return doomed
 
     async def _rebase(self, thread_id: str, meta: CheckpointMetadata) -> None:
         """Rewrite ``meta``'s checkpoint as a full one and re-root its descendants on it."""

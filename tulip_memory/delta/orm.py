@@ -127,6 +127,19 @@ class ORMDeltaStorage(TenantDatabase, DeltaStorage):
                 **fields,
             )
 
+    def _store_as_newest(
+        self, tenant: str, thread_id: str, checkpoint_id: str, record: DeltaCheckpoint
+    ) -> None:
+        rows = self._records(tenant, thread_id)
+        # One transaction: the new row (the highest id: the newest) replaces the old one.
+        rows.filter(checkpoint_id=checkpoint_id).delete()
+        rows.create(
+            tenant=tenant,
+            thread_id=thread_id,
+            checkpoint_id=checkpoint_id,
+            **_record_fields(record),
+        )
+
     def _retrieve(self, tenant: str, thread_id: str, checkpoint_id: str) -> DeltaCheckpoint | None:
         rows = self._records(tenant, thread_id).filter(checkpoint_id=checkpoint_id)
         row = rows.values(*_METADATA_FIELDS, "data").first()
@@ -297,6 +310,12 @@ class ORMDeltaStorage(TenantDatabase, DeltaStorage):
 
     async def store(self, thread_id: str, checkpoint_id: str, checkpoint: DeltaCheckpoint) -> None:
         await self._run(self._store, thread_id, checkpoint_id, checkpoint)
+
+    async def store_as_newest(
+        self, thread_id: str, checkpoint_id: str, checkpoint: DeltaCheckpoint
+    ) -> None:
+        """Delete the old row and insert the new one in one transaction."""
+        await self._run(self._store_as_newest, thread_id, checkpoint_id, checkpoint)
 
     async def retrieve(self, thread_id: str, checkpoint_id: str) -> DeltaCheckpoint | None:
         return await self._run(self._retrieve, thread_id, checkpoint_id)

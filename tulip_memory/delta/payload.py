@@ -7,7 +7,8 @@ A **delta** payload holds only what changed against its parent:
 
 * ``SPLICE`` (``"s"``): ``[at, removed, [messages...]]`` — one splice of the message list
   (see :mod:`tulip_memory.delta.splice`); absent when the messages did not change;
-* ``METADATA_SET`` (``"ms"``): ``{key: value}`` — metadata keys set or changed;
+* ``METADATA_SET`` (``"ms"``): ``{key: value}`` — metadata keys set or changed (a value
+  of another type is a change: ``False`` replacing ``0``, see :mod:`~tulip_memory.delta.exact`);
 * ``METADATA_DROPPED`` (``"md"``): ``[key...]`` — metadata keys removed;
 * ``THREAD_ID`` (``"t"``): the state's ``thread_id``, only when it changed;
 * ``MESSAGE_COUNT`` (``"n"``): the resulting number of messages (checked when rebuilding).
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tulip_memory.delta.exact import same_json
 from tulip_memory.delta.splice import Splice
 from tulip_memory.messages import Message
 
@@ -63,7 +65,9 @@ def delta_payload(
     payload: dict[str, Any] = {MESSAGE_COUNT: count}
     if splice.removed or splice.inserted:
         payload[SPLICE] = [splice.at, splice.removed, [m.to_dict() for m in splice.inserted]]
-    changed = {k: v for k, v in metadata.items() if parent_metadata.get(k, _MISSING) != v}
+    changed = {
+        k: v for k, v in metadata.items() if not same_json(parent_metadata.get(k, _MISSING), v)
+    }
     if changed:
         payload[METADATA_SET] = changed
     dropped = [k for k in parent_metadata if k not in metadata]

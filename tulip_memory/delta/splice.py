@@ -16,8 +16,10 @@ from tulip_memory.messages import Message
 
 __all__ = ["Equal", "Splice", "common_prefix", "common_suffix"]
 
-# How two items are compared: ``operator.eq`` (``==``) unless a caller has a quicker
-# test that is never looser (a false "different" only makes the splice longer).
+# How two items are compared: ``operator.eq`` (``==``) unless the caller passes its own
+# test: a quicker one, or a stricter one where ``==`` is too loose for what is stored
+# (``1 == True``). A false "different" only makes the splice longer; a false "same"
+# drops a change.
 Equal = Callable[[Any, Any], bool]
 
 

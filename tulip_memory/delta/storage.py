@@ -23,8 +23,10 @@ store (the ORM storage: a database lock).
 checkpointer's ``aclose`` calls it.
 
 ``store`` inserts or replaces in place: a replaced checkpoint keeps its position in the
-newest-first order. ``delete(thread_id)`` without an id removes the thread's records AND
-blocks.
+newest-first order (re-basing rewrites records that way). ``store_as_newest`` inserts or
+replaces so that the checkpoint becomes the newest (re-saving an id), in one step where the
+storage can: the default deletes, then stores. ``delete(thread_id)`` without an id removes
+the thread's records AND blocks.
 
 :class:`InMemoryDeltaStorage` keeps everything in dicts of this process.
 """
@@ -95,6 +97,19 @@ class DeltaStorage(ABC):
     @abstractmethod
     async def delete_blocks(self, thread_id: str, digests: Collection[str]) -> int:
         """Delete these blocks; return how many were deleted."""
+
+    async def store_as_newest(
+        self, thread_id: str, checkpoint_id: str, checkpoint: DeltaCheckpoint
+    ) -> None:
+        """Insert, or replace, a checkpoint so that it becomes the thread's newest.
+
+        A storage does it in one step, so that at every moment either the replaced record
+        or the new one is stored (both storages of tulip_memory do: one transaction on the
+        ORM storage). This default deletes, then stores: a crash between the two loses the
+        replaced checkpoint.
+        """
+        await self.delete(thread_id, checkpoint_id)
+        await self.store(thread_id, checkpoint_id, checkpoint)
 
     def writer_lock(self, thread_id: str) -> AbstractAsyncContextManager[None]:
         """Held around each write of the thread: one writer of the thread at a time."""
@@ -179,6 +194,13 @@ class InMemoryDeltaStorage(DeltaStorage):
 
     async def store(self, thread_id: str, checkpoint_id: str, checkpoint: DeltaCheckpoint) -> None:
         self._storage.setdefault(thread_id, {})[checkpoint_id] = checkpoint
+
+    async def store_as_newest(
+        self, thread_id: str, checkpoint_id: str, checkpoint: DeltaCheckpoint
+    ) -> None:
+        records = self._storage.setdefault(thread_id, {})
+        records.pop(checkpoint_id, None)  # no await between: one step
+        records[checkpoint_id] = checkpoint
 
     async def retrieve(self, thread_id: str, checkpoint_id: str) -> DeltaCheckpoint | None:
         return self._storage.get(thread_id, {}).get(checkpoint_id)
