@@ -15,7 +15,7 @@ that header itself; ``manage.py check --deploy`` warns when it is configured
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator
 from typing import Any
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
@@ -88,6 +88,11 @@ class TenantMiddleware:
     The tenant is also set on ``request.tenant`` (None when the resolver found none:
     tenant tables then show nothing). A resolver's value that is not a valid tenant is
     rejected with 400 Bad Request. Sync and async capable.
+
+    A streaming response's body (``StreamingHttpResponse``: a LangGraph run streamed to
+    the client) is produced after the view has returned, while the server iterates it:
+    each step of that iteration runs with the tenant bound too. File responses are left
+    as they are (the server may send a file itself).
     """
 
     sync_capable = True
@@ -119,7 +124,7 @@ class TenantMiddleware:
         if tenant is None:
             return self.get_response(request)
         with tenant_context(tenant):
-            return self.get_response(request)
+            return _streamed_with(tenant, self.get_response(request))
 
     async def __acall__(self, request: Any) -> Any:
         try:
@@ -131,7 +136,43 @@ class TenantMiddleware:
         if tenant is None:
             return await self.get_response(request)
         with tenant_context(tenant):
-            return await self.get_response(request)
+            return _streamed_with(tenant, await self.get_response(request))
+
+
+def _streamed_with(tenant: str, response: Any) -> Any:
+    """``response``; a streaming one's body iterated with ``tenant`` bound at each step."""
+    from django.http import FileResponse
+
+    if not getattr(response, "streaming", False) or isinstance(response, FileResponse):
+        return response
+    if response.is_async:
+        response.streaming_content = _bound_async(tenant, response.streaming_content)
+    else:
+        response.streaming_content = _bound(tenant, response.streaming_content)
+    return response
+
+
+def _bound(tenant: str, chunks: Iterable[Any]) -> Iterator[Any]:
+    # Bound around each step only: between steps the server's own code runs unbound.
+    iterator = iter(chunks)
+    while True:
+        with tenant_context(tenant):
+            try:
+                chunk = next(iterator)
+            except StopIteration:
+                return
+        yield chunk
+
+
+async def _bound_async(tenant: str, chunks: AsyncIterable[Any]) -> AsyncIterator[Any]:
+    iterator = aiter(chunks)
+    while True:
+        with tenant_context(tenant):
+            try:
+                chunk = await anext(iterator)
+            except StopAsyncIteration:
+                return
+        yield chunk
 
 
 def _bad_tenant(exc: ValueError) -> Any:

@@ -4,7 +4,7 @@ import asyncio
 
 import pytest
 from django.db import connection, connections, transaction
-from django.http import HttpResponse
+from django.http import FileResponse, HttpResponse, StreamingHttpResponse
 from django.test import RequestFactory, override_settings
 
 from tulip_memory.exceptions import TenantError
@@ -196,6 +196,44 @@ async def test_middleware_async():
         middleware = TenantMiddleware(view)
         response = await middleware(RequestFactory().get("/", HTTP_X_TENANT="globex"))
     assert response.content == b"globex"
+
+
+def _streaming_view(request):
+    def body():
+        yield f"{current_tenant()}|"
+        yield f"{current_tenant()}"
+
+    return StreamingHttpResponse(body())
+
+
+@HEADER_RESOLVER
+def test_a_streamed_body_is_produced_with_the_tenant_bound(tmp_path):
+    response = TenantMiddleware(_streaming_view)(RequestFactory().get("/", HTTP_X_TENANT="acme"))
+    assert current_tenant() is None  # the view has returned; the server iterates next
+    assert b"".join(response.streaming_content) == b"acme|acme"
+    assert current_tenant() is None
+    # A file is sent as it is (no wrapper between the server and the file).
+    (tmp_path / "f.txt").write_text("file")
+    with (tmp_path / "f.txt").open("rb") as handle:
+        sent = TenantMiddleware(lambda request: FileResponse(handle))(
+            RequestFactory().get("/", HTTP_X_TENANT="acme")
+        )
+        assert sent.file_to_stream is handle
+
+
+async def test_an_async_streamed_body_is_produced_with_the_tenant_bound():
+    async def view(request):
+        async def body():
+            yield f"{current_tenant()}|"
+            await asyncio.sleep(0)
+            yield f"{current_tenant()}"
+
+        return StreamingHttpResponse(body())
+
+    with HEADER_RESOLVER:
+        response = await TenantMiddleware(view)(RequestFactory().get("/", HTTP_X_TENANT="globex"))
+    assert b"".join([chunk async for chunk in response.streaming_content]) == b"globex|globex"
+    assert current_tenant() is None
 
 
 def resolve_from_query(request):
