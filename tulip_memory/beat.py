@@ -84,9 +84,12 @@ def schedule_in_database(name: str, task: str, every: int, queue: str | None = N
     seconds = int(validate_interval(every, whole=True))
     entry = beat_entry(task, seconds, settings.CELERY_QUEUE if queue is None else queue)
     beat = beat_models()
-    interval, _ = beat.IntervalSchedule.objects.get_or_create(
-        every=seconds, period=beat.IntervalSchedule.SECONDS
-    )
+    # IntervalSchedule has no unique constraint: rows made by hand or by another app may
+    # repeat an interval, and any of them will do.
+    same = {"every": seconds, "period": beat.IntervalSchedule.SECONDS}
+    interval = beat.IntervalSchedule.objects.filter(**same).order_by(
+        "pk"
+    ).first() or beat.IntervalSchedule.objects.create(**same)
     periodic, _ = beat.PeriodicTask.objects.update_or_create(
         name=name,
         defaults={

@@ -182,6 +182,19 @@ def test_schedule_sweeps(settings):
     assert PeriodicTask.objects.count() == 4
 
 
+def test_schedule_sweeps_takes_one_of_repeated_intervals(settings):
+    """django-celery-beat's intervals are not unique: duplicates made elsewhere are used,
+    not refused with MultipleObjectsReturned."""
+    from django_celery_beat.models import IntervalSchedule, PeriodicTask
+
+    settings.TULIP_MEMORY = {"SWEEP_INTERVALS": {"expired_items": 60}}
+    first, _second = (IntervalSchedule.objects.create(every=60, period="seconds") for _ in "ab")
+    run("tulip_memory_schedule_sweeps", "--only", "expired_items")
+    task = PeriodicTask.objects.get(name="tulip_memory: sweep expired items")
+    assert task.interval == first
+    assert IntervalSchedule.objects.filter(every=60).count() == 2
+
+
 @pytest.mark.parametrize(
     ("tulip_memory", "args", "message"),
     [
