@@ -110,6 +110,20 @@ async def test_none_changes_nothing(server, manager, extractor):
     assert after.version == before.version
 
 
+async def test_an_event_in_another_case_is_taken(server, manager, extractor):
+    await manager.save([Memory(MemoryType.USER, "city", "The user lives in Berlin.")])
+    server.add(
+        facts(("user", "city", "The user lives in Paris."), ("user", "pet", "The user has a cat.")),
+        decisions((0, " update ", "user", "city", "The user lives in Paris."), (1, "add")),
+    )
+    report = await extractor.run(conversation("I moved to Paris with my cat."), manager)
+    assert sorted(o.event for o in report.operations) == ["ADD", "UPDATE"]
+    assert await state(manager) == {
+        ("user", "city"): "The user lives in Paris.",
+        ("user", "pet"): "The user has a cat.",
+    }
+
+
 async def test_a_run_without_facts(server, manager, extractor):
     server.add(facts())
     report = await extractor.run(conversation("What time is it?", "It is noon."), manager)

@@ -591,7 +591,7 @@ class LLMExtractor:
         to_ask: list[int],
         report: ExtractionReport,
     ) -> Operation | None:
-        index, event = decision["fact"], decision["event"]
+        index, event = decision["fact"], decision["event"].strip().upper()  # "update" too
         where = f"decisions[{position}]"
         if index not in to_ask:
             return self._refuse(report, f"{where} names the unknown fact {index!r}")
