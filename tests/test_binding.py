@@ -59,3 +59,24 @@ def test_decorates_sync_and_async_functions_but_not_generators():
         @_label("gen")
         def gen():
             yield _labels.top()
+
+
+def test_a_binding_left_open_across_a_yield_removes_its_own_entry():
+    """A ``with`` inside a generator stays open while the caller enters and leaves its
+    own bindings: each exit removes the entry it pushed, not the innermost one."""
+
+    def rows():
+        with _label("generator"):
+            yield _labels.get()
+            yield _labels.get()
+
+    with _label("caller"):
+        produced = rows()
+        assert next(produced) == ("caller", "generator")
+        with _label("inner"):
+            assert next(produced) == ("caller", "generator", "inner")
+            with pytest.raises(StopIteration):
+                next(produced)  # the generator's binding exits inside the caller's "inner"
+            assert _labels.get() == ("caller", "inner")
+        assert _labels.get() == ("caller",)
+    assert _labels.get() == ()

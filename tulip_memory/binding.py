@@ -49,8 +49,15 @@ class ContextStack(Generic[T]):
     def push(self, value: T) -> None:
         self._var.set((*self._var.get(), value))
 
-    def pop(self) -> None:
-        self._var.set(self._var.get()[:-1])
+    def remove(self, value: T) -> None:
+        """Remove the innermost entry equal to ``value``: the one its binding pushed,
+        also when bindings exit out of order (a ``with`` inside a generator, left open
+        across a ``yield`` while its caller enters and leaves its own)."""
+        stack = self._var.get()
+        for index in range(len(stack) - 1, -1, -1):
+            if stack[index] == value:
+                self._var.set(stack[:index] + stack[index + 1 :])
+                return
 
 
 class ContextBinding(Generic[T]):
@@ -74,7 +81,7 @@ class ContextBinding(Generic[T]):
         return self.entered()
 
     def __exit__(self, *exc_info: object) -> None:
-        self.stack.pop()
+        self.stack.remove(self.value)
 
     def __call__(self, func: F) -> F:
         if inspect.isgeneratorfunction(func) or inspect.isasyncgenfunction(func):
