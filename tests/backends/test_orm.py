@@ -18,6 +18,12 @@ from tulip_memory.state import AgentState
 from tulip_memory.tenancy import tenant_atomic, tenant_context
 
 BOTH = pytest.mark.django_db(transaction=True, databases=["default", "mysql"])
+# The two vendors' checkpointers, each on its database.
+EACH_VENDOR = pytest.mark.parametrize(
+    ("make", "alias"),
+    [(PostgreSQLCheckpointer, "default"), (MySQLCheckpointer, "mysql")],
+    ids=["postgresql", "mysql"],
+)
 
 
 def test_vendor_and_alias_are_checked():
@@ -180,11 +186,7 @@ asyncio.run(main())
 
 
 @BOTH
-@pytest.mark.parametrize(
-    ("make", "alias"),
-    [(PostgreSQLCheckpointer, "default"), (MySQLCheckpointer, "mysql")],
-    ids=["postgresql", "mysql"],
-)
+@EACH_VENDOR
 async def test_processes_resaving_one_explicit_id_keep_one_row(make, alias):
     import asyncio
 
@@ -205,11 +207,7 @@ def _set_state(model, alias: str, tenant: str, checkpoint_id: str, state) -> Non
 
 
 @BOTH
-@pytest.mark.parametrize(
-    ("make", "alias"),
-    [(PostgreSQLCheckpointer, "default"), (MySQLCheckpointer, "mysql")],
-    ids=["postgresql", "mysql"],
-)
+@EACH_VENDOR
 @pytest.mark.parametrize(
     ("stored", "problem"),
     [
@@ -240,11 +238,7 @@ async def test_a_row_holding_no_state_raises_checkpoint_corrupt_error(make, alia
 
 
 @BOTH
-@pytest.mark.parametrize(
-    ("make", "alias"),
-    [(PostgreSQLCheckpointer, "default"), (MySQLCheckpointer, "mysql")],
-    ids=["postgresql", "mysql"],
-)
+@EACH_VENDOR
 @pytest.mark.parametrize(
     ("state", "where", "value"),
     [
