@@ -21,6 +21,12 @@ then the blocks no full checkpoint refers to any more — so every kept checkpoi
 to exactly the state it loaded to before. Threads are found in one transaction pinned
 to the tenant; each thread is then pruned in its own.
 
+A thread found idle may be written to before it is deleted: the deletion checks again,
+and a thread with a checkpoint created since the idle cutoff stays (the newest N rule
+applies to it instead). A delta thread is read again under its writer lock; the rows of
+full snapshots and of LangGraph threads go in ONE ``DELETE`` that leaves out every thread
+with a row created at the cutoff or later. The report counts what was deleted.
+
 Idle time is measured against ``now`` (default: the current time) and the checkpoints'
 ``created_at``. Events: one ``checkpoint.pruned`` per tenant and table that lost any
 (``sender`` the model: ``CheckpointRecord``, ``DeltaCheckpointRecord`` or
@@ -35,6 +41,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import async_to_sync
 
@@ -42,6 +49,9 @@ from tulip_memory.clock import utc_now
 from tulip_memory.events import EV_CHECKPOINT_PRUNED, elapsed_ms, muted
 from tulip_memory.retention.policy import RetentionPolicy, retention_policy
 from tulip_memory.retention.tenants import sweep_tenants
+
+if TYPE_CHECKING:
+    from django.db.models import QuerySet
 
 __all__ = ["CheckpointPruning", "prune_checkpoints", "prune_tenant_checkpoints"]
 
@@ -61,14 +71,19 @@ def _full_snapshots(
     from tulip_memory.tenancy import tenant_atomic
 
     report = CheckpointPruning()
+    cutoff = _idle_cutoff(policy, now)
     with tenant_atomic(tenant, using=using):
         rows = CheckpointRecord.objects.using(using).filter(tenant=tenant)
-        if policy.checkpoint_idle is not None:
-            idle = rows.threads_idle_since(now - policy.checkpoint_idle)
-            doomed = rows.filter(thread_id__in=idle)
-            report.threads = len(idle)
-            report.checkpoints = doomed.count() if dry_run else doomed.delete()[0]
-            rows = rows.exclude(thread_id__in=idle)
+        if cutoff is not None:
+            idle = rows.threads_idle_since(cutoff)
+            if dry_run:
+                report.threads = len(idle)
+                report.checkpoints = rows.filter(thread_id__in=idle).count()
+                rows = rows.exclude(thread_id__in=idle)
+            elif idle:
+                # The rows of the idle threads that went are gone; a thread written to
+                # since it was found idle keeps every row and meets the rule below.
+                report.checkpoints, report.threads = _delete_still_idle(rows, idle, cutoff)
         keep = policy.checkpoint_keep_last
         if keep is not None:
             for thread_id in rows.threads_with_more_than(keep):
@@ -78,6 +93,30 @@ def _full_snapshots(
                     len(extra) if dry_run else thread.filter(pk__in=extra).delete()[0]
                 )
     return report
+
+
+def _idle_cutoff(policy: RetentionPolicy, now: datetime) -> datetime | None:
+    """Threads whose newest checkpoint is older than this are idle (None: no idle rule)."""
+    return None if policy.checkpoint_idle is None else now - policy.checkpoint_idle
+
+
+def _delete_still_idle(rows: QuerySet[Any], idle: list[str], cutoff: datetime) -> tuple[int, int]:
+    """Delete the rows of the ``idle`` threads that are still idle; ``(rows, threads)`` gone.
+
+    ONE ``DELETE`` that re-checks idleness itself: a thread with a row created at
+    ``cutoff`` or later (a write committed since the thread was found idle) loses none of
+    its rows. ``rows``: the tenant's rows of a table with ``thread_id`` and ``created_at``.
+    A thread went when none of its rows from before ``cutoff`` is left (a row committed
+    while the ``DELETE`` runs is not among the rows it sees, so it stays: the thread goes
+    on from it).
+    """
+    from django.db.models import Exists, OuterRef
+
+    newer = rows.filter(thread_id=OuterRef("thread_id"), created_at__gte=cutoff)
+    candidates = rows.filter(thread_id__in=idle)
+    deleted = candidates.filter(~Exists(newer)).delete()[0]
+    left = candidates.filter(created_at__lt=cutoff).order_by().values_list("thread_id", flat=True)
+    return deleted, len(set(idle) - set(left.distinct()))
 
 
 def _delta_threads(
@@ -95,8 +134,9 @@ def _delta_threads(
             rows.values("thread_id").annotate(n=Count("id")).values_list("thread_id", "n")
         )
         idle: list[str] = []
-        if policy.checkpoint_idle is not None:
-            idle = rows.threads_idle_since(now - policy.checkpoint_idle)
+        cutoff = _idle_cutoff(policy, now)
+        if cutoff is not None:
+            idle = rows.threads_idle_since(cutoff)
         over: list[str] = []
         keep = policy.checkpoint_keep_last
         if keep is not None:
@@ -122,11 +162,12 @@ def _langgraph(
     if connections[using].vendor != "postgresql":
         return report  # the LangGraph tables are PostgreSQL's
     keep = policy.checkpoint_keep_last
+    cutoff = _idle_cutoff(policy, now)
     with tenant_atomic(tenant, using=using):
         rows = LangGraphCheckpoint.objects.using(using).filter(tenant=tenant)
         idle: list[str] = []
-        if policy.checkpoint_idle is not None:
-            idle = rows.threads_idle_since(now - policy.checkpoint_idle)
+        if cutoff is not None:
+            idle = rows.threads_idle_since(cutoff)
         over: list[str] = []
         excess = 0
         if keep is not None:
@@ -143,35 +184,95 @@ def _langgraph(
         report.checkpoints = (rows.filter(thread_id__in=idle).count() if idle else 0) + excess
     if dry_run or not (idle or over):
         return report
+    report = CheckpointPruning()
     with tenant_atomic(tenant, using=using):
-        rows = LangGraphCheckpoint.objects.using(using)
         if idle:
-            rows.delete_threads(tenant, idle)
-        if over:
-            assert keep is not None
-            report.checkpoints -= excess - rows.keep_newest(tenant, over, keep)
+            assert cutoff is not None
+            report.checkpoints, gone = _delete_idle_langgraph_threads(using, tenant, idle, cutoff)
+            report.threads = len(gone)
+            # A thread written to since it was found idle stays: the newest N rule applies.
+            over += [thread for thread in idle if thread not in gone]
+        if over and keep is not None:
+            rows = LangGraphCheckpoint.objects.using(using)
+            report.checkpoints += rows.keep_newest(tenant, over, keep)
     return report
 
 
+def _delete_idle_langgraph_threads(
+    using: str, tenant: str, idle: list[str], cutoff: datetime
+) -> tuple[int, set[str]]:
+    """Delete every row (pending writes too) of the ``idle`` threads that are still idle,
+    leaving alone a thread with a row created at ``cutoff`` or later (written to since it
+    was found idle). How many checkpoints went, and the threads.
+
+    Two statements (the caller's transaction): the rows of the threads still idle are
+    locked, then deleted by a ``DELETE`` that checks again. A save under way stores its
+    delta row with its parent locked (``FOR KEY SHARE``): the lock waits for it to commit,
+    and the ``DELETE``, a later statement, sees its row and leaves its thread alone. A
+    save that comes after the lock waits for the sweep to commit, finds its parent gone,
+    and stores every value instead. A row committed while the ``DELETE`` runs (stored
+    whole: a delta row would wait for its locked parent) stays; the thread goes on from it.
+    """
+    from django.db import connections
+
+    from tulip_memory.models import LangGraphCheckpoint
+
+    connection = connections[using]
+    table = connection.ops.quote_name(LangGraphCheckpoint._meta.db_table)
+    still_idle = (
+        f"FROM {table} AS t WHERE t.tenant = %s AND t.thread_id = ANY(%s) "
+        f"AND NOT EXISTS (SELECT 1 FROM {table} AS n WHERE n.tenant = t.tenant "
+        "AND n.thread_id = t.thread_id AND n.created_at >= %s)"
+    )
+    params: list[Any] = [tenant, list(idle), cutoff]
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT count(*) FROM (SELECT 1 {still_idle} FOR UPDATE OF t) AS s", params)
+        cursor.execute(f"DELETE {still_idle} RETURNING t.thread_id, t.data IS NOT NULL", params)
+        deleted = cursor.fetchall()
+    return sum(1 for _, checkpoint in deleted if checkpoint), {thread for thread, _ in deleted}
+
+
 async def _prune_delta(
-    tenant: str, using: str, idle: list[str], over: list[str], keep: int | None
-) -> int:
+    tenant: str,
+    using: str,
+    idle: list[str],
+    over: list[str],
+    *,
+    keep: int | None,
+    cutoff: datetime | None,
+) -> CheckpointPruning:
     from tulip_memory.delta import DeltaCheckpointer
     from tulip_memory.delta.orm import ORMDeltaStorage
 
-    removed = 0
+    pruned = CheckpointPruning()
     checkpointer = DeltaCheckpointer(ORMDeltaStorage(using, tenant=tenant), cache_size=0)
+    storage = checkpointer.storage
+    over = list(over)
     try:
         for thread_id in idle:
-            records = await checkpointer.storage.list_checkpoints(thread_id, limit=None)
-            if await checkpointer.delete(thread_id):
-                removed += len(records)
+            assert cutoff is not None
+            # Under the thread's writer lock (no save, delete or prune of the thread in
+            # between, in any process), the thread is read again: one saved to since it
+            # was found idle stays, and the newest N rule applies to it instead.
+            async with storage.writer_lock(thread_id):
+                records = await storage.list_checkpoints(thread_id, limit=None)
+                if not records:
+                    continue  # deleted meanwhile
+                still_idle = max(meta.created_at for meta in records) < cutoff
+                # The checkpointer's caches are off (cache_size=0): the storage's delete is
+                # what ``checkpointer.delete`` runs, minus the writer lock held here.
+                if still_idle and await storage.delete(thread_id):
+                    pruned.threads += 1
+                    pruned.checkpoints += len(records)
+                    continue
+            if keep is not None:
+                over.append(thread_id)
         for thread_id in over:
             assert keep is not None
-            removed += await checkpointer.prune(thread_id, keep_last=keep)
+            pruned.checkpoints += await checkpointer.prune(thread_id, keep_last=keep)
     finally:
         await checkpointer.aclose()
-    return removed
+    return pruned
 
 
 def prune_tenant_checkpoints(
@@ -193,13 +294,17 @@ def prune_tenant_checkpoints(
         _report_pruned(CheckpointRecord, tenant, using, report, started)
     started = time.perf_counter()
     idle, over = _delta_threads(tenant, using, policy, moment)
-    delta = CheckpointPruning(threads=len(idle))
     if dry_run:
-        delta.checkpoints = sum(idle.values()) + sum(over.values())
+        delta = CheckpointPruning(sum(idle.values()) + sum(over.values()), len(idle))
     else:
         with muted():
-            delta.checkpoints = async_to_sync(_prune_delta)(
-                tenant, using, list(idle), list(over), policy.checkpoint_keep_last
+            delta = async_to_sync(_prune_delta)(
+                tenant,
+                using,
+                list(idle),
+                list(over),
+                keep=policy.checkpoint_keep_last,
+                cutoff=_idle_cutoff(policy, moment),
             )
         _report_pruned(DeltaCheckpointRecord, tenant, using, delta, started)
     started = time.perf_counter()

@@ -3,7 +3,9 @@
 Reads skip an expired item at once (the store filters every statement); this sweep
 reclaims the rows. Tenant by tenant, each batch of ``batch_size`` rows in its own
 transaction pinned to the tenant (row-level security), through the partial index on
-``expires_at``. It sends ``store.expired.swept`` (``sender=MemoryItem``: tenant,
+``expires_at``. The ``DELETE`` of a batch applies the expiry condition again: an item
+written anew since the batch was selected (without a ttl, or with a later expiry) stays,
+and is not counted. It sends ``store.expired.swept`` (``sender=MemoryItem``: tenant,
 deleted, duration_ms) per tenant that had expired items, once committed (inside the
 caller's own transaction: when that commits). ``now`` is the time expiry is
 measured against (the application's clock: PgMemory's ``clock``); a dry run only counts.
@@ -47,7 +49,11 @@ def sweep_expired_tenant(
                 return expired.count()
             batch = list(expired.values_list("pk", flat=True)[:batch_size])
             if batch:
-                deleted += items.filter(pk__in=batch).clear()
+                # The DELETE applies the expiry again: an item written anew since it was
+                # selected (PgMemory's upsert updates the row in place, same primary key)
+                # is no longer expired and stays. PostgreSQL re-evaluates the condition
+                # on a row updated while the statement waited for it.
+                deleted += items.filter(pk__in=batch, tenant=tenant).expired(moment).clear()
         if len(batch) < batch_size:
             break
     if deleted:

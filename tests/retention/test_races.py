@@ -1,0 +1,338 @@
+"""The retention sweeps against a writer that commits between their "find" and their
+"delete": a thread found idle then written to keeps everything it holds (and meets the
+newest N rule instead), an item found expired then written anew stays, and the reports
+and events count only what was deleted.
+
+The writer runs on another thread (its own connection, committed when it returns) at a
+fixed point of the sweep: right after the sweep found the idle threads or selected the
+expired items — the window a real concurrent request can hit. One more test holds a
+LangGraph save's transaction open until the sweep's deletion waits for it."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from datetime import timedelta
+
+import pytest
+from asgiref.sync import async_to_sync
+from django.db import connections, transaction
+
+from tests.backends.test_contract import make_state
+from tulip_memory.backends import MySQLCheckpointer, PostgreSQLCheckpointer
+from tulip_memory.clock import ManualClock, utc_now
+from tulip_memory.delta import DeltaCheckpointer, ORMDeltaStorage
+from tulip_memory.events import EV_CHECKPOINT_PRUNED, EV_STORE_EXPIRED_SWEPT
+from tulip_memory.langgraph import DjangoSaver
+from tulip_memory.models import (
+    CheckpointRecord,
+    DeltaBlock,
+    DeltaCheckpointRecord,
+    LangGraphCheckpoint,
+    MemoryItem,
+)
+from tulip_memory.models.langgraph import LangGraphCheckpointQuerySet
+from tulip_memory.retention.checkpoints import prune_tenant_checkpoints
+from tulip_memory.retention.expiry import sweep_expired_tenant
+from tulip_memory.retention.policy import RetentionPolicy
+from tulip_memory.store import PgMemory
+from tulip_memory.tenancy import tenant_atomic
+from tulip_memory.testing.langgraph_agent import build_agent, user_turn
+
+pytestmark = pytest.mark.django_db(transaction=True, databases=["default", "mysql"])
+
+IDLE = timedelta(days=30)
+
+KINDS = {
+    "postgresql": (lambda: PostgreSQLCheckpointer("default", tenant="acme"), "default"),
+    "mysql": (lambda: MySQLCheckpointer("mysql", tenant="acme"), "mysql"),
+    "delta-postgresql": (
+        lambda: DeltaCheckpointer(ORMDeltaStorage("default", tenant="acme"), 2),
+        "default",
+    ),
+    "delta-mysql": (lambda: DeltaCheckpointer(ORMDeltaStorage("mysql", tenant="acme"), 2), "mysql"),
+}
+
+
+def _commit_elsewhere(write: Callable[[], object]) -> None:
+    """Run ``write`` on another thread, on its own connections (committed on return)."""
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            write()
+        except BaseException as exc:  # re-raised on the test's thread
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    worker.join()
+    if errors:
+        raise errors[0]
+
+
+@pytest.fixture
+def writer_at(monkeypatch):
+    """``writer_at(cls, name, write, before=False)``: at the first call of ``cls.name``,
+    ``write`` commits on another thread, after that call (before it with ``before``);
+    later calls are left alone. Returns a list that is non-empty once ``write`` ran."""
+
+    def install(
+        cls: type, name: str, write: Callable[[], object], *, before: bool = False
+    ) -> list[object]:
+        original = getattr(cls, name)
+        done: list[object] = []
+
+        def hooked(self, *args, **kwargs):
+            first = not done
+            done.append(True)
+            if first and before:
+                _commit_elsewhere(write)
+            result = original(self, *args, **kwargs)
+            if first and not before:
+                _commit_elsewhere(write)
+            return result
+
+        monkeypatch.setattr(cls, name, hooked)
+        return done
+
+    return install
+
+
+def _age(model, alias: str, thread: str) -> None:
+    """Make every row of the thread 40 days old: idle for a 30-day rule."""
+    with tenant_atomic("acme", using=alias):
+        model.objects.using(alias).filter(tenant="acme", thread_id=thread).update(
+            created_at=utc_now() - timedelta(days=40)
+        )
+
+
+def _save(checkpointer, thread: str, count: int, first: int = 1) -> list[str]:
+    return [
+        async_to_sync(checkpointer.save)(make_state(turn), thread)
+        for turn in range(first, first + count)
+    ]
+
+
+def _listed(checkpointer, thread: str) -> list[str]:
+    return async_to_sync(checkpointer.list_checkpoints)(thread, limit=1000)
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+@pytest.mark.parametrize("keep", [None, 2], ids=["idle-rule", "both-rules"])
+def test_a_thread_written_after_it_was_found_idle_keeps_its_checkpoints(
+    kind, keep, writer_at, sent_events
+):
+    make, alias = KINDS[kind]
+    delta = kind.startswith("delta")
+    model = DeltaCheckpointRecord if delta else CheckpointRecord
+    checkpointer = make()
+    back = _save(checkpointer, "back", 2)
+    old = _save(checkpointer, "old", 3)
+    _age(model, alias, "back")
+    _age(model, alias, "old")
+    fresh: list[str] = []
+
+    def user_comes_back() -> None:  # another request, another connection
+        fresh.extend(_save(make(), "back", 1, first=3))
+
+    written = writer_at(type(model.objects.all()), "threads_idle_since", user_comes_back)
+    policy = RetentionPolicy(checkpoint_idle=IDLE, checkpoint_keep_last=keep)
+    report = prune_tenant_checkpoints("acme", using=alias, policy=policy)
+
+    assert written and len(fresh) == 1
+    everything = fresh + back[::-1]  # newest first
+    kept = everything if keep is None else everything[:keep]
+    assert _listed(make(), "back") == kept
+    # Every kept checkpoint still loads (a delta one whose parent went was re-based).
+    for checkpoint_id in kept:
+        assert async_to_sync(make().load)("back", checkpoint_id) is not None
+    assert _listed(make(), "old") == []
+    pruned = len(old) + len(everything) - len(kept)
+    assert (report.checkpoints, report.threads) == (pruned, 1)
+    with tenant_atomic("acme", using=alias):
+        assert not DeltaBlock.objects.using(alias).filter(thread_id="old").exists()
+    assert [e.fields() for e in sent_events.of(EV_CHECKPOINT_PRUNED)] == [
+        {"tenant": "acme", "thread_id": None, "checkpoints": pruned, "threads": 1}
+    ]
+
+
+def _chat(thread: str, turns: int, first: int = 0) -> None:
+    graph = build_agent(DjangoSaver(tenant="acme"))
+    for turn in range(first, first + turns):
+        graph.invoke(user_turn(turn), {"configurable": {"thread_id": thread}})
+
+
+def _langgraph_history(thread: str) -> list[str]:
+    """The thread's checkpoint ids, newest first, as a fresh saver reads them."""
+    saver = DjangoSaver(tenant="acme")
+    config = {"configurable": {"thread_id": thread}}
+    return [t.config["configurable"]["checkpoint_id"] for t in saver.list(config)]
+
+
+def _langgraph_state(thread: str) -> dict:
+    """The channel values of the thread's newest checkpoint (what the graph goes on from)."""
+    graph = build_agent(DjangoSaver(tenant="acme"))
+    return graph.get_state({"configurable": {"thread_id": thread}}).values
+
+
+@pytest.mark.parametrize("keep", [None, 3], ids=["idle-rule", "both-rules"])
+def test_a_langgraph_thread_written_after_it_was_found_idle_keeps_its_checkpoints(
+    keep, writer_at, sent_events
+):
+    _chat("back", 1)
+    _chat("old", 2)
+    _age(LangGraphCheckpoint, "default", "back")
+    _age(LangGraphCheckpoint, "default", "old")
+    before = _langgraph_history("back")
+    old = len(_langgraph_history("old"))
+    seen: dict[str, object] = {}
+
+    def user_comes_back() -> None:  # another request, another connection
+        _chat("back", 1, first=1)
+        seen["history"] = _langgraph_history("back")
+        seen["state"] = _langgraph_state("back")
+
+    written = writer_at(
+        type(LangGraphCheckpoint.objects.all()), "threads_idle_since", user_comes_back
+    )
+    policy = RetentionPolicy(checkpoint_idle=IDLE, checkpoint_keep_last=keep)
+    report = prune_tenant_checkpoints("acme", policy=policy)
+
+    assert written
+    everything = seen["history"]
+    assert isinstance(everything, list) and everything[-len(before) :] == before
+    assert len(everything) > len(before)  # the old turn's checkpoints, then the new one's
+    kept = everything if keep is None else everything[:keep]
+    assert _langgraph_history("back") == kept
+    assert _langgraph_state("back") == seen["state"]  # both turns, to go on from
+    with tenant_atomic("acme"):
+        assert not LangGraphCheckpoint.rows.filter(tenant="acme", thread_id="old").exists()
+    pruned = old + len(everything) - len(kept)
+    assert (report.checkpoints, report.threads) == (pruned, 1)
+    assert [e.fields() for e in sent_events.of(EV_CHECKPOINT_PRUNED)] == [
+        {"tenant": "acme", "thread_id": None, "checkpoints": pruned, "threads": 1}
+    ]
+
+
+def _wait_for_a_lock_wait(timeout: float = 20.0) -> bool:
+    """Poll (own connection) until a session of the test database waits for a lock."""
+    deadline = time.monotonic() + timeout
+    try:
+        with connections["default"].cursor() as cursor:
+            while time.monotonic() < deadline:
+                cursor.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                    "AND wait_event_type = 'Lock'"
+                )
+                if cursor.fetchone()[0]:
+                    return True
+                time.sleep(0.01)
+        return False
+    finally:
+        connections.close_all()
+
+
+def test_a_langgraph_save_under_way_while_the_sweep_deletes_keeps_its_thread(monkeypatch):
+    """A delta row being stored locks its parent (``FOR KEY SHARE``) until its transaction
+    commits. The sweep, which found the thread idle before, waits for that lock; then it
+    must see the new row and keep the thread: deleting the parent would leave the new
+    delta row without the values it is stored against."""
+    graph = build_agent(DjangoSaver(tenant="acme"))  # a long-lived saver: it knows its tip
+    config = {"configurable": {"thread_id": "back"}}
+    graph.invoke(user_turn(0), config)
+    turn = len(_langgraph_state("back")["messages"])  # the messages one turn adds
+    _chat("old", 1)
+    _age(LangGraphCheckpoint, "default", "back")
+    _age(LangGraphCheckpoint, "default", "old")
+    before = _langgraph_history("back")
+    old = len(_langgraph_history("old"))
+
+    original = LangGraphCheckpointQuerySet.save_checkpoint
+    stored, release = threading.Event(), threading.Event()
+    depths: list[int] = []
+
+    def held_open(self, tenant, row, *args, **kwargs):
+        if depths:
+            return original(self, tenant, row, *args, **kwargs)
+        depths.append(row["depth"])
+        # The first save of the new turn: its transaction stays open (a slow request)
+        # until the sweep waits for the lock it holds.
+        with transaction.atomic(using=self.db):
+            result = original(self, tenant, row, *args, **kwargs)
+            stored.set()
+            release.wait(30)
+        return result
+
+    monkeypatch.setattr(LangGraphCheckpointQuerySet, "save_checkpoint", held_open)
+    errors: list[BaseException] = []
+
+    def user_comes_back() -> None:
+        try:
+            graph.invoke(user_turn(1), config)
+        except BaseException as exc:  # re-raised on the test's thread
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    waited: list[bool] = []
+
+    def let_it_commit() -> None:
+        waited.append(_wait_for_a_lock_wait())
+        release.set()
+
+    writer = threading.Thread(target=user_comes_back)
+    writer.start()
+    assert stored.wait(30)
+    poller = threading.Thread(target=let_it_commit)
+    poller.start()
+    try:
+        report = prune_tenant_checkpoints("acme", policy=RetentionPolicy(checkpoint_idle=IDLE))
+    finally:
+        release.set()
+        poller.join()
+        writer.join()
+    assert not errors, errors
+    assert depths[0] > 0  # a delta row, stored against the old turn's newest checkpoint
+    assert waited == [True]  # the sweep did wait for the save
+
+    after = _langgraph_history("back")
+    assert after[-len(before) :] == before and len(after) > len(before)
+    # The newest checkpoint loads (its parents are there): both turns, to go on from.
+    assert len(_langgraph_state("back")["messages"]) == 2 * turn
+    assert (report.checkpoints, report.threads) == (old, 1)
+
+
+def test_an_item_written_again_after_it_was_found_expired_stays(writer_at, sent_events):
+    clock = ManualClock()
+    store = PgMemory(clock=clock)
+    for key in ("rewritten", "extended", "gone"):
+        async_to_sync(store.put)(("acme", "n"), key, {"v": "old"}, ttl=10)
+    clock.advance(11)  # all three expired
+
+    def rewrite() -> None:  # another request writes two of them again
+        writer = PgMemory(clock=clock)
+        async_to_sync(writer.put)(("acme", "n"), "rewritten", {"v": "new"})  # no ttl
+        async_to_sync(writer.put)(("acme", "n"), "extended", {"v": "new"}, ttl=1000)
+
+    # ``clear`` runs the batch's DELETE: the writer commits just before it, after the
+    # batch was selected.
+    written = writer_at(type(MemoryItem.objects.all()), "clear", rewrite, before=True)
+    deleted = sweep_expired_tenant("acme", now=clock())
+
+    assert written
+    assert deleted == 1
+    with tenant_atomic("acme"):
+        assert sorted(MemoryItem.objects.values_list("key", flat=True)) == [
+            "extended",
+            "rewritten",
+        ]
+    for key in ("rewritten", "extended"):
+        item = async_to_sync(store.get_item)(("acme", "n"), key)
+        assert item is not None and item.value == {"v": "new"}
+    assert [e.fields() for e in sent_events.of(EV_STORE_EXPIRED_SWEPT)] == [
+        {"tenant": "acme", "deleted": 1}
+    ]
