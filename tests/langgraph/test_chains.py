@@ -7,11 +7,14 @@ call two different items the same (the splice would then miss a change).
 
 from __future__ import annotations
 
-from typing import Any
+from datetime import UTC, datetime, timedelta, timezone
+from decimal import Decimal
+from typing import Any, NamedTuple
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.base import empty_checkpoint
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from tulip_memory.delta.splice import Splice
@@ -19,6 +22,12 @@ from tulip_memory.langgraph import DjangoSaver
 from tulip_memory.langgraph.chains import same_item
 
 SERDE = JsonPlusSerializer()
+EST = timezone(timedelta(hours=-5))
+
+
+class Point(NamedTuple):
+    x: Any
+    y: Any
 
 
 def _copy(value: Any) -> Any:
@@ -41,7 +50,12 @@ def _ai(**fields: Any) -> AIMessage:
         ),
         ({"role": "user", "content": "hi"}, {"role": "user", "content": "hi"}),
         ("text", "text"),
-        (3, 3.0),
+        (3, 3),
+        (2.5, 2.5),
+        ([1, {"a": [2.0, "x", None]}], [1, {"a": [2.0, "x", None]}]),
+        (HumanMessage("hi", id="h1", additional_kwargs={"n": 1}),) * 2,
+        (Decimal("1.5"), Decimal("1.5")),
+        (Point(1, 2.0), Point(1, 2.0)),
     ],
 )
 def test_equal_items_are_the_same(a: Any, b: Any) -> None:
@@ -62,10 +76,32 @@ def test_equal_items_are_the_same(a: Any, b: Any) -> None:
         (HumanMessage("hi", id="h1", lang="en"), HumanMessage("hi", id="h1")),
         ({"role": "user", "content": "hi"}, {"role": "user", "content": "ho"}),
         (HumanMessage("hi", id="h1"), {"content": "hi", "id": "h1"}),
+        # Equal to ``==``, yet each loads back as itself: type-strict at every level.
+        (3, 3.0),
+        (0, False),
+        (1, True),
+        ({"score": 1}, {"score": 1.0}),
+        ({"ok": 0}, {"ok": False}),
+        ([1, [2]], [1, [2.0]]),
+        ((1, 2), (1.0, 2)),
+        ({1: "x"}, {1.0: "x"}),
+        ({1}, {1.0}),
+        (0.0, -0.0),
+        ({"a": 1, "b": 2}, {"b": 2, "a": 1}),
+        (Decimal("1.0"), Decimal("1.00")),
+        (datetime(2026, 1, 1, 12, tzinfo=UTC), datetime(2026, 1, 1, 7, tzinfo=EST)),
+        (Point(1, 2), Point(1, 2.0)),
+        (
+            HumanMessage("hi", id="h1", additional_kwargs={"n": 1}),
+            HumanMessage("hi", id="h1", additional_kwargs={"n": 1.0}),
+        ),
+        (
+            _ai(response_metadata={"usage": {"tokens": 1}}),
+            _ai(response_metadata={"usage": {"tokens": True}}),
+        ),
     ],
 )
 def test_different_items_are_not(a: Any, b: Any) -> None:
-    assert a != b
     assert not same_item(a, b)
     assert not same_item(b, a)
 
@@ -109,3 +145,62 @@ def test_a_message_changed_in_place_after_its_put_is_stored_anew() -> None:
     # Its parent keeps what it was given.
     parent = DjangoSaver(tenant="acme").get_tuple(config)
     assert parent.checkpoint["channel_values"]["messages"][0].content == "2 + 2?"
+
+
+def _put_twice(saver: Any, first: list[Any], second: list[Any]) -> tuple[Any, Any]:
+    """Put ``first``, then ``second`` as its child; the child's config and list as loaded."""
+    config: Any = {"configurable": {"thread_id": "strict", "checkpoint_ns": ""}}
+    version = None
+    for checkpoint_id, items in (("1", first), ("2", second)):
+        version = saver.get_next_version(version, None)
+        checkpoint = empty_checkpoint()
+        checkpoint["id"] = checkpoint_id
+        checkpoint["channel_values"] = {"items": items}
+        checkpoint["channel_versions"] = {"items": version}
+        config = saver.put(config, checkpoint, {"step": int(checkpoint_id)}, {"items": version})
+    return config, saver.get_tuple(config).checkpoint["channel_values"]["items"]
+
+
+def _numpy_cases() -> list[Any]:
+    np = pytest.importorskip("numpy")
+    return [
+        ([np.array([1.0, 2.0])], [np.array([1.0, 2.0]), np.array([3.0, 4.0])]),
+        ([np.array([1, 2]), "x"], [np.array([1.0, 2.0]), "x", "y"]),
+        ([np.array([1.0, 2.0])], [np.array([1.0, 5.0]), np.array([1.0])]),
+    ]
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    "first, second",
+    [
+        ([0, 1, 2], [False, True, 2]),
+        ([1, 2, 3], [1.0, 2.5, 3]),
+        ([{"score": 1}, {"ok": 0}], [{"score": 1.0}, {"ok": False}]),
+        ([0.0, "x"], [-0.0, "x", "y"]),
+        ([{"a": 1, "b": 2}, "x"], [{"b": 2, "a": 1}, "x", "y"]),
+        ([Decimal("1.0"), "x"], [Decimal("1.00"), "x", "y"]),
+        (
+            [HumanMessage("hi", id="h1", additional_kwargs={"n": 1}), HumanMessage("a", id="h2")],
+            [
+                HumanMessage("hi", id="h1", additional_kwargs={"n": 1.0}),
+                HumanMessage("a", id="h2"),
+                HumanMessage("b", id="h3"),
+            ],
+        ),
+        pytest.param(None, None, id="numpy"),
+    ],
+)
+def test_a_list_loads_as_in_memory_saver_gives_it_back(first: Any, second: Any) -> None:
+    """Items equal to ``==`` but not alike (0 and False, 1 and 1.0, NumPy's arrays whose
+    ``==`` is element-wise) load back as they were put, not as the parent's item."""
+    cases = _numpy_cases() if first is None else [(first, second)]
+    for old, new in cases:
+        _, expected = _put_twice(InMemorySaver(), old, new)
+        saver = DjangoSaver(tenant="acme")
+        config, got = _put_twice(saver, old, new)
+        fresh = DjangoSaver(tenant="acme").get_tuple(config).checkpoint["channel_values"]["items"]
+        assert repr(got) == repr(expected)
+        assert repr(fresh) == repr(expected)
+        assert [type(item) for item in fresh] == [type(item) for item in expected]
+        saver.delete_thread("strict")

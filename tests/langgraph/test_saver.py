@@ -309,6 +309,87 @@ async def test_a_delta_on_a_checkpoint_another_saver_deleted_is_stored_whole():
     assert await sync_to_async(depths)() == [0]
 
 
+def _reput(saver: Any, put: Callable[..., Any]) -> None:
+    """Put checkpoint 1, its child 2 and grandchild 3 (deltas), then 1 again (the same id)
+    with other metadata, with ``put`` (``saver.put`` or a call of it)."""
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    def checkpoint(checkpoint_id: str, values: dict, versions: dict) -> Any:
+        found = empty_checkpoint()
+        found.update(id=checkpoint_id, channel_values=values, channel_versions=versions)
+        return found
+
+    base = _config("reput", checkpoint_ns="")
+    v1 = saver.get_next_version(None, None)
+    first = checkpoint("1", {"a": "x" * 50, "b": [1, 2, 3]}, {"a": v1, "b": v1})
+    config = put(base, first, {"source": "input", "step": 0, "note": "first"}, {"a": v1, "b": v1})
+    v2 = saver.get_next_version(v1, None)
+    second = checkpoint("2", {"a": "x" * 50, "b": [1, 2, 3, 4]}, {"a": v1, "b": v2})
+    config = put(config, second, {"source": "loop", "step": 1}, {"b": v2})
+    v3 = saver.get_next_version(v2, None)
+    third = checkpoint("3", {"a": "y", "b": [1, 2, 3, 4, 5]}, {"a": v3, "b": v3})
+    put(config, third, {"source": "loop", "step": 2}, {"a": v3, "b": v3})
+    again = checkpoint("1", {"a": "x" * 50, "b": [1, 2, 3]}, {"a": v1, "b": v1})
+    put(base, again, {"source": "input", "step": 0, "note": "REWRITTEN " + "y" * 40}, {})
+
+
+def _reput_loads(saver: Any) -> list[Any]:
+    """The values, metadata and parent of checkpoints 1, 2, 3 of :func:`_reput`."""
+    found = []
+    for checkpoint_id in ("1", "2", "3"):
+        loaded = saver.get_tuple(_config("reput", checkpoint_ns="", checkpoint_id=checkpoint_id))
+        parent = loaded.parent_config
+        found.append(
+            (
+                loaded.checkpoint["channel_values"],
+                loaded.metadata,
+                parent and parent["configurable"]["checkpoint_id"],
+            )
+        )
+    return found
+
+
+def test_a_checkpoint_put_again_leaves_the_ones_stored_against_it_readable():
+    """LangGraph's savers overwrite a checkpoint put again under its id. Its children
+    stored as deltas (their data deflated with the parent's as dictionary, their values
+    read from its row) first get every value they need, in the same transaction."""
+    from functools import partial
+
+    reference = InMemorySaver()
+    _reput(reference, reference.put)
+    expected = _reput_loads(reference)
+    assert expected[0][1]["note"].startswith("REWRITTEN")
+    saver = DjangoSaver(tenant="acme")
+    _reput(saver, saver.put)
+    assert _reput_loads(saver) == expected
+    assert _reput_loads(DjangoSaver(tenant="acme")) == expected  # nothing cached
+    # In a transaction of the caller's (with psycopg's server-side binding, say) too.
+    saver.delete_thread("reput")
+    in_transaction = DjangoSaver(tenant="acme")
+
+    def put(*args: Any) -> Any:
+        call = partial(in_transaction._put, pin=None)
+        return in_transaction._connection.run(
+            in_transaction._in_transaction, "acme", call, args, None
+        )
+
+    _reput(in_transaction, put)
+    assert _reput_loads(DjangoSaver(tenant="acme")) == expected
+
+
+async def test_a_checkpoint_put_again_with_the_async_api_too():
+    from asgiref.sync import async_to_sync, sync_to_async
+
+    reference = InMemorySaver()
+    _reput(reference, reference.put)
+    saver = DjangoSaver(tenant="acme")
+    await sync_to_async(_reput, thread_sensitive=False)(saver, async_to_sync(saver.aput))
+    fresh = DjangoSaver(tenant="acme")
+    assert await sync_to_async(_reput_loads, thread_sensitive=False)(fresh) == _reput_loads(
+        reference
+    )
+
+
 async def test_pending_writes_sent_before_their_checkpoint_wait_for_it():
     from langgraph.checkpoint.base import empty_checkpoint
 
@@ -349,6 +430,92 @@ async def test_bad_input_is_refused_with_what_is_wrong():
             DjangoSaver(tenant="acme", max_chain_depth=bad)
         with pytest.raises(ValueError, match="record_cache_bytes"):
             DjangoSaver(tenant="acme", record_cache_bytes=bad)
+
+
+def _bad_calls(saver: DjangoSaver, aio: bool) -> list[tuple[Callable[[], Any], str]]:
+    """Calls with a namespace, checkpoint id or run id no column can hold, and the error
+    each must raise; ``aio``: of the async API (each call then returns an awaitable)."""
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    def checkpoint(checkpoint_id: str | None = None) -> Any:
+        found = empty_checkpoint()
+        if checkpoint_id is not None:
+            found["id"] = checkpoint_id
+        return found
+
+    put, put_writes = (saver.aput, saver.aput_writes) if aio else (saver.put, saver.put_writes)
+    get_tuple = saver.aget_tuple if aio else saver.get_tuple
+
+    def listed(config: Any, **options: Any) -> Any:
+        if aio:
+            return _alist(saver.alist(config, **options))
+        return list(saver.list(config, **options))
+
+    field = r"^config\['configurable'\]\['{}'\] "
+    nul, long_ns, long_id = "a\x00b", "n" * 256, "c" * 129
+    return [
+        (lambda: put(_config("t", checkpoint_ns=nul), checkpoint(), {}, {}), "checkpoint_ns"),
+        (lambda: put(_config("t", checkpoint_ns=long_ns), checkpoint(), {}, {}), "checkpoint_ns"),
+        (lambda: put(_config("t", checkpoint_id=nul), checkpoint(), {}, {}), "checkpoint_id"),
+        (lambda: put(_config("t"), checkpoint(long_id), {}, {}), r"^checkpoint\['id'\] is 129"),
+        (lambda: put(_config("t"), checkpoint(nul), {}, {}), r"^checkpoint\['id'\] must not"),
+        (lambda: put(_config("t"), checkpoint(), {"run_id": "r" * 256}, {}), "run_id"),
+        (lambda: put_writes(_config("t", checkpoint_id=long_id), [("a", 1)], "task"), "_id"),
+        (lambda: put_writes(_config("t", checkpoint_ns=nul, checkpoint_id="1"), [], "x"), "_ns"),
+        (lambda: get_tuple(_config("t", checkpoint_ns=nul)), "checkpoint_ns"),
+        (lambda: get_tuple(_config("t", checkpoint_id=long_id)), "checkpoint_id"),
+        (lambda: listed(_config("t", checkpoint_ns=long_ns)), "checkpoint_ns"),
+        (lambda: listed(_config("t", checkpoint_id=nul)), "checkpoint_id"),
+        (lambda: listed(None, before=_config("t", checkpoint_id=nul)), r"^before\['config"),
+    ], field
+
+
+async def _alist(found: Any) -> list[Any]:
+    return [item async for item in found]
+
+
+def _refusal(message: str, field: str) -> str:
+    """The error's pattern: a field name alone stands for the config's (or the run id's)."""
+    if message.startswith("^"):
+        return message
+    if message == "run_id":
+        return r"^metadata\['run_id'\] is 256 characters long, over 255$"
+    name = {"_id": "checkpoint_id", "_ns": "checkpoint_ns"}.get(message, message)
+    return field.format(name) + r"(must not contain a NUL character|is \d+ characters long)"
+
+
+def test_a_namespace_checkpoint_id_or_run_id_no_column_holds_is_refused_before_any_query():
+    """NUL characters and values longer than their column are ValueErrors naming the
+    field, for put, put_writes, get_tuple and list, before a statement is sent (they were
+    the database's DataError); the longest values the columns hold are stored. (LangGraph
+    itself takes NUL characters out of the metadata's strings, the run id's too.)"""
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    saver = DjangoSaver(tenant="acme")
+    calls, field = _bad_calls(saver, aio=False)
+    with CaptureQueriesContext(_saver_connection(saver)) as queries:
+        for call, message in calls:
+            with pytest.raises(ValueError, match=_refusal(message, field)):
+                call()
+    assert queries.captured_queries == []
+    checkpoint = empty_checkpoint()
+    checkpoint["id"] = "c" * 128
+    config = _config("t", checkpoint_ns="n" * 255)
+    saved = saver.put(config, checkpoint, {"run_id": "r" * 255}, {})
+    saver.put_writes(saved, [("a", 1)], "task")
+    found = DjangoSaver(tenant="acme").get_tuple(saved)
+    assert found.metadata["run_id"] == "r" * 255
+    assert found.pending_writes == [("task", "a", 1)]
+    assert [t.config for t in saver.list(config)] == [saved]
+
+
+async def test_the_async_api_refuses_them_too():
+    saver = DjangoSaver(tenant="acme")
+    calls, field = _bad_calls(saver, aio=True)
+    for call, message in calls:
+        with pytest.raises(ValueError, match=_refusal(message, field)):
+            await call()
+    assert [t async for t in saver.alist(None)] == []
 
 
 def test_versions_are_short_sort_in_counter_order_and_follow_postgres_savers():

@@ -9,8 +9,11 @@ versions of a chain back into values. No Django here: the saver does the I/O.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+import datetime
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, fields, is_dataclass
+from decimal import Decimal
 from typing import Any
 
 from pydantic import BaseModel
@@ -54,27 +57,138 @@ def _is_model(kind: type) -> bool:
     return found
 
 
-def same_item(a: Any, b: Any) -> bool:
-    """``a == b`` where that is quick to tell, for the items of a list channel.
+# Types whose ``==`` between two instances of the type itself tells them apart exactly:
+# equal values are the same value, and serialize alike.
+_EXACT = frozenset({str, int, bool, bytes, type(None)})
 
-    Pydantic models (LangChain's messages) of one class whose fields, extra fields and
-    private attributes are equal are equal — what ``BaseModel.__eq__`` checks first —
-    told here without that method's call, about half the time of ``==`` on a message
-    list (whose every item differs in identity from the saver's private copy). Models
-    whose fields differ are told different, which ``==`` may not (it then compares the
-    declared fields only): that makes a splice no shorter than needed, never wrong.
-    Anything else: ``==``.
+
+def same_item(a: Any, b: Any) -> bool:
+    """Whether ``b`` can stand for ``a`` in a list channel: the same value, of the same
+    type at every level. What a splice leaves out is loaded back as the parent's item, so
+    two items are the same only if either loads back as the other was put.
+
+    Type-strict where ``==`` is not: ``0`` and ``False``, ``1`` and ``1.0``, ``{"score":
+    1}`` and ``{"score": 1.0}`` are different items, and so are ``0.0`` and ``-0.0``, two
+    :class:`~decimal.Decimal` of different exponents, two datetimes at one instant in
+    different time zones and two dicts of the same items in another order. Dicts, lists
+    and tuples are compared item by item; pydantic models (LangChain's messages) of one
+    class by their fields, extra fields and private attributes (without
+    ``BaseModel.__eq__``, which compares the declared fields only when the rest
+    differs); dataclasses by their fields. Anything else is the same only when ``==``
+    returns ``True`` itself: a result of another type (NumPy's arrays compare
+    element-wise) or an exception from ``==`` tells it different, and the item is
+    stored. Told different when unsure: that makes a splice no shorter than needed,
+    never wrong.
     """
     if a is b:
         return True
     kind = type(a)
-    if kind is type(b) and _is_model(kind):
-        return bool(
-            a.__dict__ == b.__dict__
-            and a.__pydantic_extra__ == b.__pydantic_extra__
-            and getattr(a, "__pydantic_private__", None) == getattr(b, "__pydantic_private__", None)
-        )
-    return bool(a == b)
+    if kind is not type(b):
+        return False
+    if kind in _EXACT:
+        return bool(a == b)
+    if kind is dict:
+        return _same_dicts(a, b)
+    if kind is list or kind is tuple:
+        return _same_sequences(a, b)
+    if _is_model(kind):
+        if not _same_fields(a.__dict__, b.__dict__):
+            return False
+        extra, other_extra = a.__pydantic_extra__, b.__pydantic_extra__
+        if (extra or other_extra) and not same_item(extra, other_extra):
+            return False
+        private = getattr(a, "__pydantic_private__", None)
+        other_private = getattr(b, "__pydantic_private__", None)
+        return (not private and not other_private) or same_item(private, other_private)
+    return _same_other(kind, a, b)
+
+
+def _same_fields(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """:func:`same_item` of two models' fields (``__dict__``): the same names in the same
+    order (compared at once), then the values, as :func:`_same_dicts` tells them."""
+    if len(a) != len(b) or list(a) != list(b):
+        return False
+    for va, vb in zip(a.values(), b.values(), strict=True):
+        if va is vb:
+            continue
+        kind = type(va)
+        if kind is not type(vb):
+            return False
+        if kind is str:
+            if va != vb:
+                return False
+        elif kind is dict:
+            if (va or vb) and not _same_dicts(va, vb):
+                return False
+        elif kind is list:
+            if (va or vb) and not _same_sequences(va, vb):
+                return False
+        elif not same_item(va, vb):
+            return False
+    return True
+
+
+def _same_dicts(a: dict[Any, Any], b: dict[Any, Any]) -> bool:
+    """:func:`same_item` of two dicts: the same keys in the same order, the same values.
+    What a message's fields hold (text, empty dicts and lists) is told here, without a
+    call each: the comparison of a message list is most of a ``put``'s splice."""
+    if len(a) != len(b):
+        return False
+    for (ka, va), (kb, vb) in zip(a.items(), b.items(), strict=True):
+        if ka is not kb:
+            if type(ka) is str:
+                if type(kb) is not str or ka != kb:
+                    return False
+            elif not same_item(ka, kb):
+                return False
+        if va is vb:
+            continue
+        kind = type(va)
+        if kind is not type(vb):
+            return False
+        if kind is str:
+            if va != vb:
+                return False
+        elif kind is dict:
+            if (va or vb) and not _same_dicts(va, vb):
+                return False
+        elif kind is list:
+            if (va or vb) and not _same_sequences(va, vb):
+                return False
+        elif not same_item(va, vb):
+            return False
+    return True
+
+
+def _same_sequences(a: Sequence[Any], b: Sequence[Any]) -> bool:
+    return len(a) == len(b) and all(map(same_item, a, b))
+
+
+def _same_other(kind: type, a: Any, b: Any) -> bool:
+    """:func:`same_item` of two values of ``kind``, not a dict, list, tuple nor model."""
+    if kind is float:
+        # 0.0 == -0.0, yet each loads back as itself; NaN != NaN: stored again.
+        return bool(a == b and math.copysign(1.0, a) == math.copysign(1.0, b))
+    if issubclass(kind, (list, tuple)):
+        return _same_sequences(a, b)  # a named tuple, a list of a class of its own
+    if issubclass(kind, dict):
+        return _same_dicts(a, b)
+    if is_dataclass(kind):
+        return all(same_item(getattr(a, f.name), getattr(b, f.name)) for f in fields(kind))
+    if issubclass(kind, (set, frozenset)):
+        # Each of a's items must have one in b of its own type too (sets' == is not).
+        return len(a) == len(b) and all(any(same_item(x, y) for y in b) for x in a)
+    try:
+        equal = a == b
+    except Exception:  # whatever ``==`` raises: told different, stored
+        return False
+    if equal is not True:
+        return False  # False, or not a bool (NumPy's arrays compare element-wise)
+    if isinstance(a, Decimal):
+        return bool(a.as_tuple() == b.as_tuple())
+    if isinstance(a, (datetime.datetime, datetime.time)):
+        return bool(a.tzinfo == b.tzinfo)
+    return True
 
 
 def encode(
@@ -100,23 +214,28 @@ def encode(
 
 
 def next_head(stored: Stored, head: Head | None, loads: Loads) -> Head | None:
-    """The cached head after ``stored`` is written (private copies: decoded from its data)."""
+    """The channel's cached head once ``stored`` is written, ``head`` the one cached now;
+    None: none (the channel's next version is then stored whole).
+
+    A splice is applied to ``head`` only when that is the version it was taken against
+    (``entry.parent_version``): any other head (or none) gives None, never a list the
+    stored data does not hold. A whole list is decoded from its data (private copies),
+    whatever head is cached, even of the same version.
+    """
     if not stored.is_list:
         return None
     entry = stored.entry
-    if head is not None and head.version == entry.version:
-        return head  # the same version stored again (whole, with every value)
-    decoded = loads((entry.type, entry.data))
     if entry.parent_version:
-        assert head is not None
-        _, _, inserted = decoded
+        if head is None or head.version != entry.parent_version:
+            return None
+        _, _, inserted = loads((entry.type, entry.data))
         items = (
             *head.items[: stored.splice_at],
             *inserted,
             *head.items[stored.splice_at + stored.splice_removed :],
         )
     else:
-        items = tuple(decoded)
+        items = tuple(loads((entry.type, entry.data)))
     return Head(entry.version, items)
 
 

@@ -62,7 +62,11 @@ from tulip_memory.events import (
     emit_sync,
 )
 from tulip_memory.exceptions import CheckpointCorruptError
-from tulip_memory.identifiers import THREAD_ID_MAX_LENGTH, validate_identifier
+from tulip_memory.identifiers import (
+    CHECKPOINT_ID_MAX_LENGTH,
+    THREAD_ID_MAX_LENGTH,
+    validate_identifier,
+)
 from tulip_memory.langgraph import chains
 from tulip_memory.langgraph_rows import (
     MAX_DEPTH,
@@ -99,14 +103,63 @@ def _thread_id(value: object, what: str = "thread_id") -> str:
     return validate_identifier(value, what, max_length=THREAD_ID_MAX_LENGTH)
 
 
+def _checkpoint_id(value: object, what: str) -> str:
+    """``value`` if it is a valid checkpoint id (a str, not empty, no NUL, at most
+    ``CHECKPOINT_ID_MAX_LENGTH`` characters: what the columns hold), else ValueError
+    naming ``what``."""
+    return validate_identifier(value, what, max_length=CHECKPOINT_ID_MAX_LENGTH)
+
+
 def _configurable(config: RunnableConfig) -> tuple[str, str, str | None]:
-    """(thread_id, checkpoint_ns, checkpoint_id or None) of a config; ValueError if bad."""
+    """(thread_id, checkpoint_ns, checkpoint_id or None) of a config; ValueError naming
+    the field if one is bad — not a str, holding a NUL, longer than its column — checked
+    before any statement is sent."""
     configurable = config.get("configurable") or {}
     thread_id = _thread_id(configurable.get("thread_id"), "config['configurable']['thread_id']")
     checkpoint_ns = configurable.get("checkpoint_ns") or ""
     if not isinstance(checkpoint_ns, str):
         raise ValueError(f"checkpoint_ns must be a string, got {checkpoint_ns!r}")
-    return thread_id, checkpoint_ns, get_checkpoint_id(config)
+    if checkpoint_ns:
+        validate_identifier(
+            checkpoint_ns,
+            "config['configurable']['checkpoint_ns']",
+            max_length=THREAD_ID_MAX_LENGTH,
+        )
+    checkpoint_id = get_checkpoint_id(config)
+    if checkpoint_id is not None and checkpoint_id != "":
+        _checkpoint_id(checkpoint_id, "config['configurable']['checkpoint_id']")
+    return thread_id, checkpoint_ns, checkpoint_id
+
+
+def _run_id(metadata: CheckpointMetadata) -> str:
+    """The run id of a checkpoint's metadata as stored ("": none); ValueError if it is not
+    one the column holds (a NUL, too long)."""
+    from tulip_memory.models.langgraph import NAME_MAX_LENGTH
+
+    run_id = metadata.get("run_id")
+    text = "" if run_id is None else str(run_id)
+    if text:
+        validate_identifier(text, "metadata['run_id']", max_length=NAME_MAX_LENGTH)
+    return text
+
+
+def _check_put(
+    config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata
+) -> None:
+    """ValueError naming the field if ``put`` cannot store these (see :func:`_configurable`):
+    checked before the saver's connection is taken, as :meth:`DjangoSaver._put` checks
+    again."""
+    _configurable(config)
+    _checkpoint_id(checkpoint.get("id"), "checkpoint['id']")
+    _run_id(get_serializable_checkpoint_metadata(config, metadata))
+
+
+def _before_id(before: RunnableConfig | None) -> str | None:
+    """The checkpoint id of ``list``'s ``before`` (None: none); ValueError if bad."""
+    before_id = get_checkpoint_id(before) if before is not None else None
+    if not before_id:
+        return None
+    return _checkpoint_id(before_id, "before['configurable']['checkpoint_id']")
 
 
 def _id_list(values: object, what: str, kind: str) -> list[object]:
@@ -340,18 +393,18 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         new_versions: ChannelVersions,
         *,
         pin: str | None,
-    ) -> tuple[RunnableConfig, list[chains.Stored]]:
+    ) -> RunnableConfig:
         from tulip_memory.models import LangGraphCheckpoint
 
         thread_id, checkpoint_ns, parent_id = _configurable(config)
-        validate_identifier(checkpoint["id"], "checkpoint id")
+        _checkpoint_id(checkpoint["id"], "checkpoint['id']")
         body = dict(checkpoint)
         values = cast(dict[str, Any], body.pop("channel_values", {}) or {})
         versions = cast(ChannelVersions, body.pop("channel_versions", {}) or {})
         checkpoint_type, checkpoint_data = self.serde.dumps_typed(body)
         serializable = get_serializable_checkpoint_metadata(config, metadata)
         metadata_type, metadata_data = self.serde.dumps_typed(serializable)
-        run_id = serializable.get("run_id")
+        run_id = _run_id(serializable)
         key = (tenant, thread_id, checkpoint_ns)
         # Stored against the parent when this saver wrote it last, and every version the
         # checkpoint refers to is new or the parent's (so its parents hold it).
@@ -382,7 +435,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
                 "checkpoint_ns": checkpoint_ns,
                 "checkpoint_id": checkpoint["id"],
                 "parent_checkpoint_id": parent_id or "",
-                "run_id": str(run_id) if run_id is not None else "",
+                "run_id": run_id,
                 "subject": subject_of(serializable),
                 "depth": depth,
                 "data": pack_record(record, (parent.record, parent.writes) if parent else None),
@@ -395,18 +448,21 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
             ):
                 break
             parent = None
-        # The namespace's tip, set here while the saver's connection is held (where the
-        # writes of its tasks join it), in the order of the statements. Should the
-        # transaction not commit, the next delta is refused by its statement and stored
-        # whole.
+        # The namespace's tip and the lists' heads, set here while the saver's connection
+        # is held (where the writes of its tasks join it), in the order of the
+        # statements: another put on the thread cannot come between a statement and the
+        # heads the next splice is taken against. Should the transaction not commit, the
+        # next delta is refused by its statement and stored whole.
         self._tips.put(key, _Tip(checkpoint["id"], replace(record, entries=()), depth))
-        return _config(thread_id, checkpoint_ns, checkpoint["id"]), stored
+        self._remember(key, stored)
+        return _config(thread_id, checkpoint_ns, checkpoint["id"])
 
-    def _remember(self, tenant: str, config: RunnableConfig, stored: list[chains.Stored]) -> None:
-        """After the commit: the written list versions become the channels' heads."""
-        thread_id, checkpoint_ns, _ = _configurable(config)
+    def _remember(self, namespace: _TipKey, stored: list[chains.Stored]) -> None:
+        """The list versions just stored in ``namespace`` become its channels' heads
+        (:func:`chains.next_head`); called by :meth:`_put` while the connection is held,
+        right after the statement."""
         for s in stored:
-            key = (tenant, thread_id, checkpoint_ns, s.entry.channel)
+            key = (*namespace, s.entry.channel)
             head = chains.next_head(s, self._heads.get(key), self.serde.loads_typed)
             if head is None:
                 self._heads.pop(key)
@@ -422,8 +478,8 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
     ) -> RunnableConfig:
         started = time.perf_counter()
         tenant = self._resolve_tenant()
-        saved, stored = self._run_pinned_sync(self._put, config, checkpoint, metadata, new_versions)
-        self._remember(tenant, saved, stored)
+        _check_put(config, checkpoint, metadata)
+        saved = self._run_pinned_sync(self._put, config, checkpoint, metadata, new_versions)
         emit_sync(EV_CHECKPOINT_SAVED, sender=type(self), **_ids(tenant, saved, started))
         return saved
 
@@ -436,10 +492,8 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
     ) -> RunnableConfig:
         started = time.perf_counter()
         tenant = self._resolve_tenant()
-        saved, stored = await self._run_pinned(
-            self._put, config, checkpoint, metadata, new_versions
-        )
-        self._remember(tenant, saved, stored)
+        _check_put(config, checkpoint, metadata)
+        saved = await self._run_pinned(self._put, config, checkpoint, metadata, new_versions)
         await emit(EV_CHECKPOINT_SAVED, sender=type(self), **_ids(tenant, saved, started))
         return saved
 
@@ -483,6 +537,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         task_id: str,
         task_path: str = "",
     ) -> None:
+        _configurable(config)
         self._run_pinned_sync(self._put_writes, config, writes, task_id, task_path)
 
     async def aput_writes(
@@ -492,6 +547,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         task_id: str,
         task_path: str = "",
     ) -> None:
+        _configurable(config)
         await self._run_pinned(self._put_writes, config, writes, task_id, task_path)
 
     # -- reading -----------------------------------------------------------------------
@@ -613,6 +669,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         started = time.perf_counter()
+        _configurable(config)
         tenant = self._resolve_tenant()
         # The rows are read on the saver's connection; LangGraph's serializer builds the
         # values once that is free again (most of a load's time) for the saver's other
@@ -625,6 +682,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         started = time.perf_counter()
+        _configurable(config)
         tenant = self._resolve_tenant()
         found = await self._run_pinned(self._get_tuple, config)
         await emit(
@@ -651,14 +709,13 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         manager = LangGraphCheckpoint.objects.using(self.using)
         rows = manager.filter(tenant=tenant)
         if config is not None:
-            thread_id, _, checkpoint_id = _configurable(config)
+            thread_id, checkpoint_ns, checkpoint_id = _configurable(config)
             rows = rows.filter(thread_id=thread_id)
-            checkpoint_ns = (config.get("configurable") or {}).get("checkpoint_ns")
-            if checkpoint_ns is not None:
+            if (config.get("configurable") or {}).get("checkpoint_ns") is not None:
                 rows = rows.filter(checkpoint_ns=checkpoint_ns)
             if checkpoint_id is not None:
                 rows = rows.filter(checkpoint_id=checkpoint_id)
-        if before is not None and (before_id := get_checkpoint_id(before)):
+        if (before_id := _before_id(before)) is not None:
             rows = rows.filter(checkpoint_id__lt=before_id)
         rows = rows.order_by("-checkpoint_id", "-id")
         if not filter and limit is not None:
@@ -700,6 +757,9 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
+        if config is not None:
+            _configurable(config)
+        _before_id(before)
         # As in get_tuple: LangGraph's serializer runs once the connection is free again.
         yield from self._listed(*self._run_sync(self._list_rows, config, filter, before, limit))
 
@@ -711,6 +771,9 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
+        if config is not None:
+            _configurable(config)
+        _before_id(before)
         for found in await self._run(self._list, config, filter, before, limit):
             yield found
 

@@ -359,7 +359,48 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
         there and its pending writes start with ``parent_writes`` (what the row was
         compressed against), the parent locked (``FOR KEY SHARE``) until the transaction
         ends; False when it is not (the caller stores every value instead). Pending
-        writes stored before are kept. ``pin``: see :func:`_execute`."""
+        writes stored before are kept. ``pin``: see :func:`_execute`.
+
+        The same checkpoint stored again (LangGraph's savers overwrite it in place) is
+        overwritten by that statement only if no row is stored against it: the rows of
+        its children that are (depth above 0) are read with its data, their own deflated
+        with it as dictionary. Else, in a transaction of its own (pinned to ``tenant``),
+        the row is locked, they first get every value they need (depth 0, as
+        :meth:`remove` does) and the statement runs again: one transaction, so a child is
+        never left reading a parent's data it was not stored against."""
+        if self._upsert(tenant, row, parent_writes, pin):
+            return True
+        from tulip_memory.tenancy import tenant_atomic
+
+        key = {
+            "tenant": tenant,
+            "thread_id": row["thread_id"],
+            "checkpoint_ns": row["checkpoint_ns"],
+        }
+        with tenant_atomic(tenant, using=self.db):
+            # FOR UPDATE: no child takes the row as its parent (FOR KEY SHARE) meanwhile.
+            rows = LangGraphCheckpoint.rows.using(self.db)
+            there = rows.filter(**key, checkpoint_id=row["checkpoint_id"]).select_for_update()
+            if not list(there.values_list("id", flat=True)):
+                return False  # not there: the delta's parent is what is missing
+            dependents = list(
+                rows.filter(
+                    **key,
+                    parent_checkpoint_id=row["checkpoint_id"],
+                    depth__gt=0,
+                    data__isnull=False,
+                ).values_list("id", flat=True)
+            )
+            if not dependents:
+                return False  # the delta's parent is missing
+            self.make_self_contained(tenant, dependents)
+            return self._upsert(tenant, row, parent_writes, None)
+
+    def _upsert(
+        self, tenant: str, row: dict[str, Any], parent_writes: bytes, pin: str | None
+    ) -> bool:
+        """:meth:`save_checkpoint`'s statement: False when it stored nothing (a delta's
+        parent missing, or a row to overwrite that rows are stored against)."""
         connection = connections[self.db]
         quote = connection.ops.quote_name
         table = quote(LangGraphCheckpoint._meta.db_table)
@@ -371,14 +412,18 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
             for n in names
             if n not in ("tenant", "thread_id", "checkpoint_ns", "checkpoint_id")
         )
+        # On conflict, the row is overwritten only if no row is stored against it.
         sql = (
-            f"INSERT INTO {table} ({', '.join(quote(n) for n in names)}, writes) "
+            f"INSERT INTO {table} AS t ({', '.join(quote(n) for n in names)}, writes) "
             f"SELECT {', '.join(['%s'] * len(names))}, ''::bytea "
             f"WHERE %s = 0 OR EXISTS (SELECT 1 FROM {table} WHERE tenant = %s AND thread_id = %s "
             "AND checkpoint_ns = %s AND checkpoint_id = %s AND data IS NOT NULL "
             "AND substring(writes from 1 for %s) = %s FOR KEY SHARE) "
             "ON CONFLICT (tenant, thread_id, checkpoint_ns, checkpoint_id) "
-            f"DO UPDATE SET {updates} RETURNING 1"
+            f"DO UPDATE SET {updates} WHERE NOT EXISTS (SELECT 1 FROM {table} c "
+            "WHERE c.tenant = t.tenant AND c.thread_id = t.thread_id "
+            "AND c.checkpoint_ns = t.checkpoint_ns AND c.parent_checkpoint_id = t.checkpoint_id "
+            "AND c.depth > 0 AND c.data IS NOT NULL AND c.id <> t.id) RETURNING 1"
         )
         params = [fields[n].get_db_prep_save(v, connection) for n, v in values.items()]
         parent = [
