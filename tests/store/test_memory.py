@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 
 from tests.processes import run_in_threads
 from tulip_memory.store import InMemoryStore
@@ -82,3 +83,31 @@ def test_threads_with_their_own_event_loops():
             assert len(await store.list_keys(("t", f"w{n}"), limit=1000)) == 200
 
     asyncio.run(check())
+
+
+def test_a_key_being_rewritten_is_never_read_as_missing_by_another_thread():
+    store = InMemoryStore()
+    asyncio.run(store.put(NS, "k", 0))
+    stop = threading.Event()
+    missing = []
+
+    def writer(_n: int) -> None:
+        async def write() -> None:
+            i = 0
+            while not stop.is_set():
+                i += 1
+                await store.put(NS, "k", i)
+
+        asyncio.run(write())
+
+    def reader(_n: int) -> None:
+        async def read() -> None:
+            for _ in range(20_000):
+                if await store.get(NS, "k") is None or not await store.exists(NS, "k"):
+                    missing.append(1)
+            stop.set()
+
+        asyncio.run(read())
+
+    assert run_in_threads(lambda n: (writer if n == 0 else reader)(n), 2) == []
+    assert missing == []

@@ -344,7 +344,10 @@ class InMemoryStore(BaseStore):
     def _entry(self, namespace: tuple[str, ...], key: str) -> _Entry | None:
         validate_namespace(namespace)
         validate_key(key)
-        return self._live_entry(namespace, key, self._now())
+        # Under the lock: a write takes the key out of its namespace and puts it back
+        # (at the end: the newest), and a reader in another thread must not see the gap.
+        with self._lock:
+            return self._live_entry(namespace, key, self._now())
 
     async def get(self, namespace: tuple[str, ...], key: str) -> Any | None:
         entry = self._entry(namespace, key)
