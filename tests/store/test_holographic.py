@@ -75,6 +75,14 @@ async def test_close_releases_the_file(path):
     assert not path.exists()
 
 
+def test_a_path_that_is_not_one_is_refused(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for bad in (None, "", 42):
+        with pytest.raises(ValueError, match="path must be a file path or ':memory:'"):
+            HolographicStore(bad)
+    assert list(tmp_path.iterdir()) == []  # no file named "None" or "42"
+
+
 async def test_dims_are_checked_and_remembered(path):
     with pytest.raises(ValueError, match="dim must be an int >= 1"):
         HolographicStore(path, dim=0)

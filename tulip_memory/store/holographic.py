@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -134,6 +135,9 @@ class HolographicStore(BaseStore):
         clock: Clock = utc_now,
     ) -> None:
         validate_dim(dim)
+        if not isinstance(path, str | os.PathLike) or not os.fspath(path):
+            # str(None) would be a file named "None" in the working directory.
+            raise ValueError(f"path must be a file path or ':memory:', got {path!r}")
         if not callable(clock):
             raise TypeError(f"clock must be a callable returning a datetime, got {clock!r}")
         self._now = clock
@@ -152,7 +156,7 @@ class HolographicStore(BaseStore):
                 )
             embedding_dim = width
         self._dim = dim
-        self._path = str(path)
+        self._path = os.fspath(path)
         self._lock = threading.Lock()
         # Microseconds: how the file stores a timestamp (exact and sortable in SQLite).
         self._clock = MonotonicWallClock(resolution_ns=1_000)
