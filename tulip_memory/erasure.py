@@ -147,6 +147,10 @@ def _erase(
     else:
         items.clear()
         counts["extraction_payloads"] = jobs.update(payload=ERASED_PAYLOAD)
+        # A worker running one of these jobs already holds its messages: its lease is
+        # revoked, so its check right before saving fails and it saves nothing (the job
+        # runs again later, on the erased payload, and saves nothing either).
+        queues.exclude(lease_owner="").update(lease_owner="", lease_expires_at=None)
 
     # Whole threads: every table of a checkpointer, for the threads tagged in its own table.
     tables: list[tuple[Any, tuple[tuple[str, Any], ...]]] = [

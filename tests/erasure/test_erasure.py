@@ -271,3 +271,56 @@ def test_inside_an_outer_transaction_the_event_waits_for_its_commit(world, sent_
         assert sent_events.of(EV_STORE_SUBJECT_FORGOTTEN) == []
     [sent] = sent_events.of(EV_STORE_SUBJECT_FORGOTTEN)  # sent on the commit
     assert report.receipt is not None and sent.fields()["receipt"] == report.receipt.pk
+
+
+def test_a_job_running_while_its_subject_is_erased_saves_nothing(settings, monkeypatch):
+    """The worker already holds the conversation when the erasure commits: its lease is
+    revoked, so its check right before the save fails; the job's later run (on the erased
+    payload) saves nothing either."""
+    import asyncio
+    import threading
+
+    from tulip_memory.manager import LLMMemoryManager
+    from tulip_memory.manager.worker import run_queue
+    from tulip_memory.messages import Message, Role
+    from tulip_memory.models import ExtractionJob, MemoryItem
+
+    settings.TULIP_MEMORY = {"STORE": "tulip_memory.store.PgMemory"}
+    extracting, erased = threading.Event(), threading.Event()
+    extract = LLMMemoryManager.extract
+
+    async def extract_until_erased(self, messages):
+        extracting.set()
+        while not erased.is_set():
+            await asyncio.sleep(0.01)
+        return await extract(self, messages)
+
+    monkeypatch.setattr(LLMMemoryManager, "extract", extract_until_erased)
+    payload = {"messages": [Message(Role.USER, "I live in Berlin.").to_dict()]}
+    with tenant_atomic("acme"):
+        job_id, queue_id = ExtractionJob.objects.enqueue(("acme", "users", "alice"), payload)
+
+    def worker(owner):
+        try:
+            run_queue("acme", queue_id, owner=owner)
+        finally:
+            connections.close_all()
+
+    running = threading.Thread(target=worker, args=("w1",))
+    running.start()
+    assert extracting.wait(30)
+    receipt = forget_subject("acme", "alice", actor="dpo")
+    assert receipt.counts["extraction_payloads"] == 1
+    erased.set()
+    running.join(30)
+
+    def alices_memories():
+        with tenant_atomic("acme"):
+            return list(MemoryItem.objects.filter(namespace__startswith="acme/users/alice"))
+
+    assert alices_memories() == []
+    worker("w2")  # the job runs again, on the erased payload
+    with tenant_atomic("acme"):
+        job = ExtractionJob.objects.get(pk=job_id)
+    assert job.state == "done" and job.payload == ERASED_PAYLOAD
+    assert alices_memories() == []
