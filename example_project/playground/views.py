@@ -19,6 +19,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from example_project.playground import agent
 from example_project.playground.runtime import extract_mode, run, runtime
+from tulip_memory.conf import settings
 from tulip_memory.exceptions import LLMError
 from tulip_memory.messages import Message, Role
 from tulip_memory.models import ExtractionJob
@@ -192,7 +193,8 @@ async def _turn(visit: Visit, thread: str, text: str) -> None:
     if state is None:  # the session's first message: recall at session start
         fresh = AgentState(
             messages=[Message(Role.SYSTEM, SYSTEM_PROMPT), Message(Role.USER, text)],
-            metadata={"user": visit.user},
+            # The subject tag: forget_subject then erases the conversation with the memories.
+            metadata={"user": visit.user, settings.SUBJECT_METADATA_KEY: visit.user},
             thread_id=thread,
         )
         with manager.scoped(visit.namespace):

@@ -16,6 +16,7 @@ from django.test import Client
 from django.urls import reverse
 
 from example_project.playground.management.commands.tulip_playground import broker_problem
+from tulip_memory.erasure import forget_subject
 from tulip_memory.models import DeltaCheckpointRecord
 from tulip_memory.tenancy import tenant_atomic
 
@@ -76,6 +77,18 @@ def test_a_second_session_recalls_what_the_first_one_said():
     assert "kept 8 messages, dropped 4 older ones" in shown
     with tenant_atomic("acme"):
         assert DeltaCheckpointRecord.objects.filter(thread_id=second).count() == 5
+
+
+def test_forgetting_a_user_erases_their_conversations_with_their_memories():
+    ada = as_user("acme", "ada")
+    thread = start(ada)
+    say(ada, thread, "I live in Berlin and I love hiking.")
+    ada.post(reverse("playground:end"), {"thread": thread})
+    receipt = forget_subject("acme", "ada", actor="test")
+    assert receipt.counts["memories"] == 2 and receipt.counts["delta_checkpoints"] == 1
+    with tenant_atomic("acme"):
+        assert not DeltaCheckpointRecord.objects.filter(thread_id=thread).exists()
+    assert "None yet." in page(ada)
 
 
 def test_picking_another_user_or_starting_a_session_ends_the_open_one_first():
@@ -232,3 +245,31 @@ def test_in_celery_mode_a_failing_extraction_says_why(settings):
     with tenant_atomic("acme"):
         ExtractionJob.objects.update(state="failed", attempts=3)
     assert "failed: LLMError: the model server answered HTTP 500" in page(ada)
+
+
+@pytest.mark.parametrize(
+    ("addrport", "added"),
+    [
+        ("8000", []),
+        ("127.0.0.1:8000", []),
+        ("0.0.0.0:8080", ["*"]),
+        ("[::]:8080", ["*"]),
+        ("devbox.local:8000", ["devbox.local"]),
+    ],
+)
+def test_the_playground_answers_on_the_address_it_binds(settings, monkeypatch, addrport, added):
+    from example_project.playground.management.commands.tulip_playground import Command
+
+    monkeypatch.delenv("DJANGO_ALLOWED_HOSTS", raising=False)
+    settings.ALLOWED_HOSTS = ["localhost", "127.0.0.1"]
+    Command()._allow_host(addrport)
+    allowed = settings.ALLOWED_HOSTS
+    assert allowed == ["localhost", "127.0.0.1", *added]
+    if added:
+        host = added[0] if added != ["*"] else "192.168.1.20"
+        assert Client().get(reverse("playground:chat"), HTTP_HOST=host).status_code != 400
+    monkeypatch.setenv("DJANGO_ALLOWED_HOSTS", "localhost")  # the developer's own list wins
+    settings.ALLOWED_HOSTS = ["localhost"]
+    Command()._allow_host(addrport)
+    allowed = settings.ALLOWED_HOSTS
+    assert allowed == ["localhost"]

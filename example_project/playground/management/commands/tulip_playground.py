@@ -58,6 +58,11 @@ class Command(BaseCommand):
                 f"Celery broker {broker} answers: a worker (pid {worker.pid}) runs the "
                 f"extractions from queue {tulip_settings.CELERY_QUEUE!r}."
             )
+        elif options["no_worker"]:
+            mode = "background"
+            self.stdout.write(
+                "--no-worker: extraction runs in background mode (in-process tasks of the server)."
+            )
         else:
             mode = "background"
             self.stdout.write(
@@ -68,6 +73,7 @@ class Command(BaseCommand):
             )
         os.environ["TULIP_PLAYGROUND_EXTRACT_MODE"] = mode
         settings.PLAYGROUND_EXTRACT_MODE = mode
+        self._allow_host(options["addrport"])
         self.stdout.write(f"The playground: http://{options['addrport']}/ (Ctrl-C stops it)")
         try:
             call_command("runserver", options["addrport"], use_reloader=False)
@@ -78,6 +84,24 @@ class Command(BaseCommand):
                     worker.wait(timeout=20)
                 except subprocess.TimeoutExpired:
                     worker.kill()
+
+    def _allow_host(self, addrport: str) -> None:
+        """Let the server answer on the address it binds (Django refuses other Host
+        headers with 400): a named host is allowed; all interfaces (0.0.0.0, ::) allow any
+        host, as this example site runs for a developer's own network."""
+        host = addrport.rsplit(":", 1)[0].strip("[]") if ":" in addrport else addrport
+        if host.isdigit() or not host or host in settings.ALLOWED_HOSTS:
+            return  # a port alone: 127.0.0.1
+        if "DJANGO_ALLOWED_HOSTS" in os.environ:
+            return  # the developer's own list
+        if host in ("0.0.0.0", "::"):
+            settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "*"]
+            self.stdout.write(
+                f"Bound to every interface ({host}): any Host header is answered (an "
+                "example site; set DJANGO_ALLOWED_HOSTS to narrow it)."
+            )
+        else:
+            settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, host]
 
     @staticmethod
     def _start_worker() -> subprocess.Popen[bytes]:
