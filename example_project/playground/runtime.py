@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from functools import cached_property
 from typing import Any, TypeVar
@@ -24,6 +25,11 @@ from django.core.signals import setting_changed
 
 from tulip_memory.conversation import SlidingWindowManager
 from tulip_memory.delta import DeltaCheckpointer, ORMDeltaStorage
+from tulip_memory.events import (
+    EV_MEMORY_MANAGER_EXTRACT_FAILED,
+    EV_MEMORY_MANAGER_EXTRACTED,
+    memory_event,
+)
 from tulip_memory.manager import LLMMemoryManager
 from tulip_memory.store import PgMemory
 from tulip_memory.tenancy import tenant_context
@@ -94,6 +100,44 @@ class AgentRuntime:
         future = asyncio.run_coroutine_threadsafe(bound(), self.loop)
         return future.result(CALL_TIMEOUT_SECONDS)
 
+
+class BackgroundOutcomes:
+    """The background extractions of each namespace (background mode): how many run now,
+    and how the last one ended (``"done"`` or ``"failed: <error>"``), from the manager's
+    ``memory.manager.extracted`` / ``extract_failed`` events. The manager's own count
+    (``pending_extractions``) is the whole process's: every visitor's, every tenant's."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._running: Counter[tuple[str, ...]] = Counter()
+        self._last: dict[tuple[str, ...], str] = {}
+
+    def started(self, namespace: tuple[str, ...]) -> None:
+        with self._lock:
+            self._running[namespace] += 1
+
+    def of(self, namespace: tuple[str, ...]) -> tuple[int, str | None]:
+        """(extractions running, how the last one ended) of ``namespace``."""
+        with self._lock:
+            return self._running[namespace], self._last.get(namespace)
+
+    def receive(self, sender: Any, event: str, payload: dict[str, Any], **kwargs: Any) -> None:
+        if payload.get("mode") != "background" or "namespace" not in payload:
+            return
+        if event == EV_MEMORY_MANAGER_EXTRACTED:
+            outcome = "done"
+        elif event == EV_MEMORY_MANAGER_EXTRACT_FAILED:
+            outcome = f"failed: {payload.get('error_type')}: {payload.get('error')}"
+        else:
+            return
+        namespace = tuple(payload["namespace"])
+        with self._lock:
+            self._running[namespace] = max(0, self._running[namespace] - 1)
+            self._last[namespace] = outcome
+
+
+outcomes = BackgroundOutcomes()
+memory_event.connect(outcomes.receive, weak=False, dispatch_uid="playground-background-outcomes")
 
 _started: dict[str, AgentRuntime] = {}
 _lock = threading.Lock()

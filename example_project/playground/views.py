@@ -18,7 +18,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
 from example_project.playground import agent
-from example_project.playground.runtime import extract_mode, run, runtime
+from example_project.playground.runtime import extract_mode, outcomes, run, runtime
 from tulip_memory.conf import settings
 from tulip_memory.exceptions import LLMError
 from tulip_memory.messages import Message, Role
@@ -213,6 +213,8 @@ async def _end(visit: Visit, thread: str) -> bool:
     if state is None:
         return False
     manager = rt.manager()
+    if manager.extract_mode == "background":
+        outcomes.started(visit.namespace)
     with manager.scoped(visit.namespace):
         await manager.on_session_end(state)
     return True
@@ -231,6 +233,7 @@ async def _snapshot(visit: Visit) -> dict[str, Any]:
         stats = await rt.checkpointer.get_storage_stats(visit.thread)
     with manager.scoped(visit.namespace):
         memories = await manager.retrieve()
+    pending, last = outcomes.of(visit.namespace)  # this visitor's extractions (background)
     return {
         "messages": [m for m in messages if m.role is not Role.SYSTEM],
         "recalled": agent.memory_block(messages),
@@ -239,7 +242,8 @@ async def _snapshot(visit: Visit) -> dict[str, Any]:
         "checkpoint": checkpoint,
         "stats": stats,
         "memories": memories,
-        "pending_here": manager.pending_extractions,
+        "pending_here": pending,
+        "last_extraction": last,
     }
 
 

@@ -204,6 +204,38 @@ def test_in_background_mode_the_page_shows_the_extraction_running_then_its_memor
     assert 'http-equiv="refresh"' not in shown
 
 
+def test_in_background_mode_each_visitor_sees_their_own_extraction_and_its_failure(
+    settings, monkeypatch
+):
+    import asyncio
+    import threading
+
+    from tulip_memory.manager import LLMMemoryManager
+
+    settings.PLAYGROUND_EXTRACT_MODE = "background"
+    release = threading.Event()
+
+    async def held_then_failing(self, messages):
+        while not release.is_set():
+            await asyncio.sleep(0.01)
+        raise ConnectionError("the chat model's endpoint is unreachable")
+
+    monkeypatch.setattr(LLMMemoryManager, "extract", held_then_failing)
+    ada, carol = as_user("acme", "ada"), as_user("globex", "carol")
+    thread = start(ada)
+    say(ada, thread, "I live in Lisbon.")
+    ada.post(reverse("playground:end"), {"thread": thread})
+    assert "running</span> in this process (1 pending)" in page(ada)
+    shown = page(carol)  # another tenant's visitor: nothing of ada's extraction
+    assert "running</span>" not in shown and 'http-equiv="refresh"' not in shown
+    release.set()
+    deadline = time.monotonic() + 30
+    while "running</span>" in (shown := page(ada)):
+        assert time.monotonic() < deadline, "the background extraction did not end"
+        time.sleep(0.05)
+    assert "failed: ConnectionError" in shown and '<span class="state-done">' not in shown
+
+
 def test_the_playground_command_tells_a_reachable_broker_from_an_unreachable_one(settings):
     assert broker_problem(settings.CELERY_BROKER_URL) is None
     problem = broker_problem("redis://127.0.0.1:1/0", timeout=1.0)
