@@ -30,8 +30,8 @@ def vector_of(text: str, width: int) -> list[float]:
 class EmbeddingServerDouble(ChatServerDouble):
     """The embeddings double; use as a context manager."""
 
-    def __init__(self, width: int = 8) -> None:
-        super().__init__()
+    def __init__(self, width: int = 8, *, keep_alive: bool = False) -> None:
+        super().__init__(keep_alive=keep_alive)
         self.width = width
 
     def _next(self, body: dict[str, Any]) -> Reply:

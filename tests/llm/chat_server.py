@@ -13,14 +13,21 @@ completion (an HTML page of a gateway, a JSON object that is not a completion).
 those features, like a server that lacks them. Usage is reported as characters / 4
 unless a reply says ``usage=False``.
 
-Built on the standard library's ``http.server`` (a thread per request).
+Built on the standard library's ``http.server`` (a thread per connection). By default it
+closes each connection after its answer (HTTP/1.0); ``keep_alive=True`` keeps it open
+(HTTP/1.1), as real servers do, so that a test can count the connections a client keeps
+(:func:`established_connections`).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import socket
 import threading
 from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -57,21 +64,87 @@ def answer(value: dict[str, Any]) -> Reply:
     return Reply(answer=value)
 
 
+def established_connections(port: int) -> int | None:
+    """TCP connections of this host in state ESTABLISHED whose remote port is ``port``
+    (a client's side of its connections to a double), or ``None`` off Linux."""
+    if not os.path.exists("/proc/net/tcp"):
+        return None
+    count = 0
+    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(name) as table:
+                rows = table.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            remote_port = int(fields[2].rsplit(":", 1)[1], 16)
+            if remote_port == port and fields[3] == "01":  # 01: ESTABLISHED
+                count += 1
+    return count
+
+
+@contextmanager
+def dripping_server(body: bytes, interval: float = 0.1) -> Iterator[str]:
+    """A raw HTTP server on 127.0.0.1 answering every request with 200 and ``body`` (JSON),
+    one byte per ``interval`` seconds: a slow answer no single network read times out on.
+    Yields its base URL (``.../v1``)."""
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+    reply = head % len(body) + body
+    stopping = threading.Event()
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.05)
+
+    def drip(connection: socket.socket) -> None:
+        with connection:
+            try:
+                connection.recv(65536)
+                for byte in reply:
+                    if stopping.wait(interval):
+                        return
+                    connection.sendall(bytes([byte]))
+            except OSError:
+                pass  # the client gave up
+
+    def serve() -> None:
+        while not stopping.is_set():
+            try:
+                connection, _ = listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            threading.Thread(target=drip, args=(connection,), daemon=True).start()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+    finally:
+        stopping.set()
+        thread.join(timeout=5)
+        listener.close()
+
+
 class ChatServerDouble:
     """The double; use as a context manager (or ``start``/``stop``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, keep_alive: bool = False) -> None:
         self.requests: list[Recorded] = []
         self.script: deque[Reply] = deque()
         self.refuse_response_format = False
         self.refuse_tools = False
         self._lock = threading.Lock()
         self._stopping = threading.Event()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler(keep_alive))
         self._server.daemon_threads = True
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
         )
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
 
     @property
     def url(self) -> str:
@@ -143,10 +216,12 @@ class ChatServerDouble:
             }
         return completion
 
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
+    def _handler(self, keep_alive: bool) -> type[BaseHTTPRequestHandler]:
         double = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1" if keep_alive else "HTTP/1.0"
+
             def log_message(self, format: str, *args: Any) -> None:
                 """Quiet: the tests read the recorded requests instead."""
 

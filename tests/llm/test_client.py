@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import gc
 import json
 import logging
 import sys
@@ -12,8 +13,14 @@ import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from asgiref.sync import async_to_sync
 
-from tests.llm.chat_server import Reply
+from tests.llm.chat_server import (
+    ChatServerDouble,
+    Reply,
+    dripping_server,
+    established_connections,
+)
 from tests.llm.conftest import make_client
 from tulip_memory.exceptions import LLMError
 from tulip_memory.llm.client import ChatClient, retry_after_seconds
@@ -109,6 +116,36 @@ async def test_timeout(server):
     assert time.perf_counter() - started < 1.9
 
 
+async def test_a_dripping_answer_times_out_and_is_retried():
+    # TIMEOUT bounds each attempt as a whole, not each network read.
+    completion = {
+        "id": "c",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "test-model",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}}],
+    }
+    with dripping_server(json.dumps(completion).encode()) as url:
+        client = ChatClient(
+            LLMConfig.from_dict(
+                {
+                    "BASE_URL": url,
+                    "MODEL": "test-model",
+                    "TIMEOUT": 0.3,
+                    "MAX_RETRIES": 1,
+                    "RETRY_BACKOFF": 0.01,
+                }
+            )
+        )
+        started = time.perf_counter()
+        with pytest.raises(LLMError) as caught:
+            await client.complete(HELLO, max_tokens=5)
+        assert caught.value.kind == "timeout" and caught.value.attempts == 2
+        assert caught.value.usage == Usage(failed_requests=2)
+        assert time.perf_counter() - started < 3.0  # not the ~20 s the answer takes
+        await client.aclose()
+
+
 async def test_a_4xx_is_not_retried(server, client):
     server.add(Reply(status=401, content="bad key"), Reply(content="never"))
     with pytest.raises(LLMError, match="HTTP 401") as caught:
@@ -180,6 +217,50 @@ def test_one_client_serves_several_event_loops(server, client):
     server.add(Reply(content="one"), Reply(content="two"))
     assert asyncio.run(client.complete(HELLO, max_tokens=5)).content == "one"
     assert asyncio.run(client.complete(HELLO, max_tokens=5)).content == "two"
+
+
+def test_async_to_sync_calls_leave_no_client_or_socket_behind():
+    # async_to_sync runs each call on a new event loop: a client (and its keep-alive
+    # socket) per loop must not outlive the loop.
+    with ChatServerDouble(keep_alive=True) as server:
+        client = make_client(server)
+        server.add(*[Reply(content=str(n)) for n in range(50)])
+        for n in range(50):
+            assert async_to_sync(client.complete)(HELLO, max_tokens=5).content == str(n)
+        gc.collect()
+        assert len(client._clients) <= 1
+        sockets = established_connections(server.port)
+        assert sockets is None or sockets <= 1
+
+
+async def test_one_loop_keeps_one_client_and_connection():
+    with ChatServerDouble(keep_alive=True) as server:
+        client = make_client(server)
+        server.add(*[Reply(content="hi") for _ in range(5)])
+        for _ in range(5):
+            await client.complete(HELLO, max_tokens=5)
+        assert len(client._clients) == 1
+        sockets = established_connections(server.port)
+        assert sockets is None or sockets == 1
+        await client.aclose()
+        assert len(client._clients) == 0
+        sockets = established_connections(server.port)
+        assert sockets is None or sockets == 0
+
+
+def test_clients_of_loops_closed_without_shutting_down_are_dropped():
+    with ChatServerDouble(keep_alive=True) as server:
+        client = make_client(server)
+        server.add(*[Reply(content="hi") for _ in range(10)])
+        for _ in range(10):
+            loop = asyncio.new_event_loop()
+            try:
+                loop.run_until_complete(client.complete(HELLO, max_tokens=5))
+            finally:
+                loop.close()  # no shutdown_asyncgens(): the client outlives its loop
+        assert len(client._clients) <= 1
+        asyncio.run(client.aclose())  # closing a client of a closed loop does not raise
+        assert len(client._clients) == 0
 
 
 def test_retry_after_parsing():

@@ -7,13 +7,20 @@ adapter reaches them all through the ``openai`` client library (the ``llm`` extr
 
 Conventions are those of the chat client (:mod:`tulip_memory.llm.client`):
 
-* the API key is read from the environment variable ``api_key_env`` at each request,
-  never kept in settings; a local server (loopback, private network, single-label host)
-  needs none;
-* each request has a ``timeout``; timeouts, connection errors, 429 and 5xx are retried
-  ``max_retries`` times with exponential backoff and full jitter (a 429's ``Retry-After``
-  is honoured when within ``retry_backoff_max``);
+* the API key is read from the environment variable ``api_key_env`` at each request
+  (a rotated or removed key is used by the next one), never kept in settings; a local
+  server (loopback, private network, single-label host) needs none;
+* each attempt (sending the request and reading the whole answer) has ``timeout``
+  seconds; timeouts, connection errors, 429 and 5xx are retried ``max_retries`` times
+  with exponential backoff and full jitter (a 429's ``Retry-After`` is honoured when
+  within ``retry_backoff_max``);
+* one HTTP client per event loop, closed with its loop
+  (:class:`~tulip_memory.llm.client.LoopClients`): ``async_to_sync`` calls, which each run
+  on a new loop, leave no client or socket behind;
 * every failure is one exception type, :class:`~tulip_memory.exceptions.EmbeddingError`.
+  A 200 answer that is not a list of ``len(texts)`` vectors of finite numbers (a body that
+  is not JSON, ``"embedding": null``, values that are null, strings, booleans, NaN or
+  infinite) raises ``kind="malformed_output"``, not retried: nothing malformed is returned.
 
 Texts are sent ``batch_size`` at a time (one request per batch, in order). ``dimension``
 is declared, not discovered: the vector column's width must be known before the first
@@ -27,16 +34,17 @@ so that nothing of the wrong width is ever stored. ``request_dimensions=True`` s
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import math
 import os
 import time
-import weakref
-from typing import Any
+from typing import Any, TypeGuard
 from urllib.parse import urlsplit
 
 from tulip_memory.embeddings.base import BaseEmbedding
 from tulip_memory.exceptions import EmbeddingError
-from tulip_memory.llm.client import backoff_delay
+from tulip_memory.llm.client import LoopClients, backoff_delay
 from tulip_memory.llm.config import is_local_url
 
 __all__ = ["OpenAIEmbedding"]
@@ -107,10 +115,8 @@ class OpenAIEmbedding(BaseEmbedding):
         self.retry_backoff = float(retry_backoff)
         self.retry_backoff_max = float(retry_backoff_max)
         self.request_dimensions = bool(request_dimensions)
-        # The library's HTTP client belongs to one event loop: one per loop it is used on.
-        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = (
-            weakref.WeakKeyDictionary()
-        )
+        # The library's HTTP client belongs to one event loop: one per live loop.
+        self._clients = LoopClients(self._new_openai)
 
     def __repr__(self) -> str:
         return (
@@ -133,24 +139,21 @@ class OpenAIEmbedding(BaseEmbedding):
             return None
         return os.environ.get(self.api_key_env) or None
 
-    def _openai(self) -> Any:
-        loop = asyncio.get_running_loop()
-        client = self._clients.get(loop)
-        if client is None:
-            client = _import_openai().AsyncOpenAI(
-                api_key=self._api_key() or _NO_KEY,
-                base_url=self.base_url,
-                timeout=self.timeout,
-                max_retries=0,  # retried here, with jitter and a bounded Retry-After
-            )
-            self._clients[loop] = client
-        return client
+    async def _request_key(self) -> str:
+        """The key of one request: the library calls this before each one."""
+        return self._api_key() or _NO_KEY
+
+    def _new_openai(self) -> Any:
+        return _import_openai().AsyncOpenAI(
+            api_key=self._request_key,
+            base_url=self.base_url,
+            timeout=self.timeout,
+            max_retries=0,  # retried here, with jitter and a bounded Retry-After
+        )
 
     async def aclose(self) -> None:
         """Close the HTTP client of the running event loop."""
-        client = self._clients.pop(asyncio.get_running_loop(), None)
-        if client is not None:
-            await client.close()
+        await self._clients.aclose()
 
     def configuration_problem(self) -> str | None:
         if is_local_url(self.base_url) or self._api_key() is not None:
@@ -179,7 +182,13 @@ class OpenAIEmbedding(BaseEmbedding):
         while True:
             attempts += 1
             try:
-                response = await self._openai().embeddings.create(**request)
+                client = await self._clients.client()
+                # ``timeout`` alone bounds each read: a server dripping its answer would
+                # never time out. The whole attempt is bounded here.
+                async with asyncio.timeout(self.timeout):
+                    # The raw body: the library's models would coerce true to 1.0.
+                    raw = await client.embeddings.with_raw_response.create(**request)
+                    body = raw.content
             except openai.APIStatusError as error:
                 status = error.status_code
                 retryable = status == 429 or status >= 500
@@ -199,8 +208,9 @@ class OpenAIEmbedding(BaseEmbedding):
                         attempts=attempts,
                         status=status,
                     ) from error
-            except openai.APIConnectionError as error:
-                kind = "timeout" if isinstance(error, openai.APITimeoutError) else "connection"
+            except (openai.APIConnectionError, TimeoutError) as error:
+                timed_out = isinstance(error, (openai.APITimeoutError, TimeoutError))
+                kind = "timeout" if timed_out else "connection"
                 delay = self._delay(attempts, None)
                 if delay is None:
                     raise EmbeddingError(
@@ -217,7 +227,7 @@ class OpenAIEmbedding(BaseEmbedding):
                     attempts,
                     (time.perf_counter() - started) * 1000,
                 )
-                return self._vectors(response, len(batch), attempts)
+                return self._vectors(body, len(batch), attempts)
             logger.debug("embeddings: attempt %d failed, retrying in %.2f s", attempts, delay)
             await asyncio.sleep(delay)
 
@@ -230,16 +240,40 @@ class OpenAIEmbedding(BaseEmbedding):
             backoff_max=self.retry_backoff_max,
         )
 
-    def _vectors(self, response: Any, expected: int, attempts: int) -> list[list[float]]:
-        data = sorted(getattr(response, "data", None) or [], key=lambda item: item.index)
-        if [item.index for item in data] != list(range(expected)):
-            raise EmbeddingError(
-                f"embeddings: {self.base_url} answered {len(data)} vectors for {expected} "
-                "texts (or indexes out of order)",
+    def _vectors(self, body: bytes, expected: int, attempts: int) -> list[list[float]]:
+        def malformed(what: str) -> EmbeddingError:
+            return EmbeddingError(
+                f"embeddings: {self.base_url} answered HTTP 200 after {attempts} attempt(s), "
+                f"but not with {expected} vector(s) of numbers: {what}",
                 kind="malformed_output",
                 attempts=attempts,
+                status=200,
             )
-        vectors = [list(item.embedding) for item in data]
+
+        try:
+            response = json.loads(body)
+        except ValueError as error:  # not JSON (a gateway's HTML page), or not UTF-8
+            raise malformed(f"the body is not JSON: {_short(body)}") from error
+        data = response.get("data") if isinstance(response, dict) else None
+        if not isinstance(data, list):
+            raise malformed("the body has no list of embeddings ('data')")
+        indexed: dict[int, Any] = {}
+        for item in data:
+            index = item.get("index") if isinstance(item, dict) else None
+            if not _is_int(index) or not 0 <= index < expected or index in indexed:
+                raise malformed(f"an embedding has a missing, repeated or wrong index: {index!r}")
+            indexed[index] = item.get("embedding")
+        if len(indexed) != expected:
+            raise malformed(f"{len(indexed)} vectors for {expected} texts")
+        vectors: list[list[float]] = []
+        for index in range(expected):
+            vector = indexed[index]
+            if not isinstance(vector, list):
+                raise malformed(f"the embedding of text {index} is not a list: {_short(vector)}")
+            if not all(_is_finite_number(value) for value in vector):
+                bad = next(value for value in vector if not _is_finite_number(value))
+                raise malformed(f"the embedding of text {index} holds {bad!r}, not a number")
+            vectors.append([float(value) for value in vector])
         for index, vector in enumerate(vectors):
             if len(vector) != self._dimension:
                 raise EmbeddingError(
@@ -252,3 +286,16 @@ class OpenAIEmbedding(BaseEmbedding):
                     attempts=attempts,
                 )
         return vectors
+
+
+def _is_int(value: Any) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_finite_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -4,6 +4,8 @@ One :class:`ChatClient` reaches any OpenAI-compatible server (OpenAI, Azure Open
 Ollama, vLLM, llama.cpp, LM Studio) from ``TULIP_MEMORY["LLM"]`` (:class:`LLMConfig`).
 Around each request it adds what the library's own retry loop does not give:
 
+* a ``TIMEOUT`` on each attempt as a whole (sending the request and reading the whole
+  answer), not only on each network read;
 * retries on timeouts, connection errors, 429 and 5xx with exponential backoff and full
   jitter; a 429's ``Retry-After`` (or ``retry-after-ms``) is honoured when it is within
   ``RETRY_BACKOFF_MAX``, and ends the retries when it is longer (asking sooner would only
@@ -18,7 +20,8 @@ Around each request it adds what the library's own retry loop does not give:
   not JSON (a gateway's HTML page), not an object, or has no ``choices``; tokens it
   reports are counted on the error's usage.
 
-The API key is read from the environment at each request, never from settings. ``openai``
+The API key is read from the environment at each request, never from settings. The
+HTTP clients, one per event loop, are closed with their loop (:class:`LoopClients`). ``openai``
 is imported when the first request is made; it is the ``llm`` extra.
 """
 
@@ -29,9 +32,9 @@ import email.utils
 import json
 import logging
 import random
+import threading
 import time
-import weakref
-from collections.abc import Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -42,7 +45,14 @@ from tulip_memory.llm.config import LLMConfig
 from tulip_memory.llm.limiter import limiter_for
 from tulip_memory.llm.usage import Usage
 
-__all__ = ["ChatClient", "ChatResult", "ToolCallRequest", "backoff_delay", "retry_after_seconds"]
+__all__ = [
+    "ChatClient",
+    "ChatResult",
+    "LoopClients",
+    "ToolCallRequest",
+    "backoff_delay",
+    "retry_after_seconds",
+]
 
 logger = logging.getLogger("tulip_memory.llm")
 
@@ -128,6 +138,92 @@ def backoff_delay(
     return random.uniform(0, min(backoff_max, backoff * 2 ** (attempts - 1)))
 
 
+class LoopClients:
+    """The ``openai`` clients of one owner, one per event loop, never more than live loops.
+
+    The library's HTTP client belongs to the loop it first ran on, and its keep-alive
+    connections hold that loop. ``async_to_sync`` (the sync facades, the Celery workers,
+    the admin) and ``asyncio.run`` per request make a new loop per call, so a cache keyed
+    by loop alone would keep one client, one socket and one closed loop per call. Here:
+
+    * each client is closed on its own loop when the loop shuts down its async generators
+      (``asyncio.run``, ``asyncio.Runner`` and ``async_to_sync`` do before closing it);
+    * every use drops the clients of loops closed without that step, closing what can
+      still be closed (their sockets otherwise go with the garbage collector);
+    * :meth:`aclose` closes the running loop's client at once.
+
+    Creating a client per call instead would cost ~20 ms (the TLS context) and a new
+    connection per call. Shared by :class:`ChatClient` and
+    :class:`~tulip_memory.embeddings.OpenAIEmbedding`; thread-safe.
+    """
+
+    def __init__(self, factory: Callable[[], Any]) -> None:
+        self._factory = factory
+        self._lock = threading.Lock()
+        self._clients: dict[asyncio.AbstractEventLoop, tuple[Any, AsyncGenerator[None, None]]] = {}
+
+    def __len__(self) -> int:
+        """The clients held (one per loop that used one and is not known closed)."""
+        return len(self._clients)
+
+    async def client(self) -> Any:
+        """The running loop's client, made on first use."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            abandoned = [self._clients.pop(old) for old in list(self._clients) if old.is_closed()]
+            entry = self._clients.get(loop)
+        for client, _closer in abandoned:
+            await _close_abandoned(client)
+        if entry is not None:
+            return entry[0]
+        client = self._factory()
+        closer = _close_with_loop(client)
+        with self._lock:
+            self._clients[loop] = (client, closer)
+        # Runs to its ``yield`` at once, which registers it with the loop (its first-iteration
+        # hook): the loop's ``shutdown_asyncgens()`` then resumes it, and it closes the client.
+        await closer.__anext__()
+        return client
+
+    async def aclose(self) -> None:
+        """Close the running loop's client (and drop those of closed loops)."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            entry = self._clients.pop(loop, None)
+            abandoned = [self._clients.pop(old) for old in list(self._clients) if old.is_closed()]
+        for client, _closer in abandoned:
+            await _close_abandoned(client)
+        if entry is not None:
+            await entry[1].aclose()
+
+
+async def _close_with_loop(client: Any) -> AsyncGenerator[None, None]:
+    """Wait (suspended at ``yield``) for the loop's end or :meth:`LoopClients.aclose`, then
+    close ``client`` on its loop."""
+    try:
+        yield
+    finally:
+        try:
+            await client.close()
+        except Exception:  # closing is best effort: the loop is ending anyway
+            logger.debug("closing an HTTP client failed", exc_info=True)
+
+
+async def _close_abandoned(client: Any) -> None:
+    """Close a client whose loop was closed without shutting down its async generators.
+
+    Its connections belong to the closed loop, whose transports refuse to close
+    (``RuntimeError: Event loop is closed``); the pool is emptied all the same, and the
+    sockets are closed when the garbage collector frees the transports.
+    """
+    if client.is_closed():
+        return
+    try:
+        await client.close()
+    except Exception:
+        logger.debug("closing the HTTP client of a closed event loop failed", exc_info=True)
+
+
 class ChatClient:
     """Chat completions against the configured server (see the module docstring).
 
@@ -145,10 +241,8 @@ class ChatClient:
         self.config = config if config is not None else LLMConfig.from_settings()
         self.estimator = estimator or TokenEstimator(self.config.chars_per_token)
         self.limiter = limiter_for(self.config.base_url, self.config.max_concurrency)
-        # The library's HTTP client belongs to one event loop: one per loop it is used on.
-        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = (
-            weakref.WeakKeyDictionary()
-        )
+        # The library's HTTP client belongs to one event loop: one per live loop.
+        self._clients = LoopClients(self._new_openai)
 
     def __repr__(self) -> str:
         return f"ChatClient(base_url={self.config.base_url!r}, model={self.config.model!r})"
@@ -159,28 +253,20 @@ class ChatClient:
             raise LLMError("TULIP_MEMORY['LLM']['MODEL'] is not set", kind="configuration")
         return self.config.model
 
-    def _openai(self) -> Any:
-        loop = asyncio.get_running_loop()
-        client = self._clients.get(loop)
-        if client is None:
-            openai = _import_openai()
-            client = openai.AsyncOpenAI(
-                api_key=self._api_key,
-                base_url=self.config.base_url,
-                timeout=self.config.timeout,
-                max_retries=0,  # retried here: jitter, Retry-After bound, one limiter slot each
-            )
-            self._clients[loop] = client
-        return client
+    def _new_openai(self) -> Any:
+        return _import_openai().AsyncOpenAI(
+            api_key=self._api_key,
+            base_url=self.config.base_url,
+            timeout=self.config.timeout,
+            max_retries=0,  # retried here: jitter, Retry-After bound, one limiter slot each
+        )
 
     async def _api_key(self) -> str:
         return self.config.api_key() or _NO_KEY
 
     async def aclose(self) -> None:
         """Close the HTTP client of the running event loop."""
-        client = self._clients.pop(asyncio.get_running_loop(), None)
-        if client is not None:
-            await client.close()
+        await self._clients.aclose()
 
     async def complete(
         self,
@@ -229,8 +315,7 @@ class ChatClient:
         while True:
             attempts += 1
             try:
-                async with self.limiter.slot():
-                    completion = await self._openai().chat.completions.create(**request)
+                completion = await self._attempt(request)
             except openai.APIStatusError as error:
                 status = error.status_code
                 retryable = status == 429 or status >= 500
@@ -263,8 +348,9 @@ class ChatClient:
                     kind="malformed_output",
                     what="the body is not JSON",
                 ) from error
-            except openai.APIConnectionError as error:
-                kind = "timeout" if isinstance(error, openai.APITimeoutError) else "connection"
+            except (openai.APIConnectionError, TimeoutError) as error:
+                timed_out = isinstance(error, (openai.APITimeoutError, TimeoutError))
+                kind = "timeout" if timed_out else "connection"
                 delay = self._delay(attempts, None)
                 if delay is None:
                     self._log_failure(purpose, model, attempts, started, kind)
@@ -305,6 +391,14 @@ class ChatClient:
                 "llm call %s: attempt %d failed, retrying in %.2f s", purpose, attempts, delay
             )
             await asyncio.sleep(delay)
+
+    async def _attempt(self, request: dict[str, Any]) -> Any:
+        """One request in a limiter slot, bounded as a whole by ``TIMEOUT``: the library's
+        timeout bounds each network read only, so a server dripping its answer would never
+        time out (raises ``TimeoutError`` then)."""
+        client = await self._clients.client()
+        async with self.limiter.slot(), asyncio.timeout(self.config.timeout):
+            return await client.chat.completions.create(**request)
 
     def _delay(self, attempts: int, headers: Any) -> float | None:
         """Seconds before the next attempt, or ``None`` when there is none."""
