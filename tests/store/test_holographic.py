@@ -271,6 +271,10 @@ async def test_capability_error_is_not_implemented_error():
 
 
 class _FailingEmbedding(ConceptEmbedding):
+    """The concept model, its service down."""
+
+    model_name = "tests.store.concepts.ConceptEmbedding"
+
     async def embed_batch(self, texts):
         raise RuntimeError("embedding service down")
 
@@ -309,3 +313,20 @@ async def test_a_failing_embedder_fails_the_write_and_keeps_what_was_stored(path
     assert await failing.get(NS, "cat") == "Luna is my cat"
     assert await failing.list_keys(NS) == ["cat"]
     await failing.close()
+
+
+async def test_a_file_keeps_its_embedders_name_and_refuses_another_of_the_same_width(path):
+    from tests.store.concepts import ConceptEmbedding
+    from tulip_memory.embeddings import HRREmbedding
+
+    store = HolographicStore(path, embedder=HRREmbedding(64))  # 128 wide
+    await store.put(NS, "tea", "green tea")
+    await store.close()
+    with pytest.raises(ValueError, match=r"holds vectors of embedder:.*HRREmbedding, not of"):
+        HolographicStore(path, embedder=ConceptEmbedding(128))
+    reopened = HolographicStore(path, embedder=HRREmbedding(64))
+    assert [i.key for i in await reopened.search(NS, "green tea")] == ["tea"]
+    await reopened.close()
+    plain = HolographicStore(path)  # without an embedder: its words and HRR only
+    assert await plain.get(NS, "tea") == "green tea"
+    await plain.close()

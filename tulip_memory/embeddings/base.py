@@ -11,12 +11,12 @@ from __future__ import annotations
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from tulip_memory.exceptions import EmbeddingError
 from tulip_memory.text import has_words
 
-__all__ = ["BaseEmbedding", "embed_texts", "query_vector_or_none"]
+__all__ = ["BaseEmbedding", "embed_texts", "embedder_source", "query_vector_or_none"]
 
 T = TypeVar("T")
 
@@ -53,6 +53,16 @@ class BaseEmbedding(ABC):
             if not text.strip():
                 raise ValueError(f"texts[{index}] is empty: there is nothing to embed")
         return list(texts)
+
+
+def embedder_source(embedder: Any) -> str:
+    """What names the vectors ``embedder`` computes where they are stored: its model's
+    name (``model_name`` or ``model``), else its class; ``embedder:<name>``, at most 100
+    characters. Two embedders of one name compute comparable vectors."""
+    name = getattr(embedder, "model_name", None) or getattr(embedder, "model", None)
+    if not isinstance(name, str) or not name:
+        name = f"{type(embedder).__module__}.{type(embedder).__qualname__}"
+    return f"embedder:{name}"[:100]
 
 
 async def embed_texts(embedder: BaseEmbedding, texts: Sequence[str]) -> list[list[float] | None]:

@@ -26,7 +26,8 @@ cosine scan), each with its BM25 and its cosine, fused as InMemoryStore fuses th
 Semantic search stores the caller's embedding as float32 and ranks by an exact cosine scan
 with numpy. Its width is fixed by the first embedding written to the file (or
 ``embedding_dim=``) and kept in the file's ``tulip_meta`` table with the HRR ``dim``; a
-file written with another ``dim`` is refused.
+file written with another ``dim`` is refused. A file written through an ``embedder=``
+keeps that embedder's name too, and refuses to be opened with another one.
 
 The class orchestrates; the seams live beside it: :mod:`~tulip_memory.store.holographic_sql`
 (schema and every statement), :mod:`~tulip_memory.store.holographic_fts` (BM25
@@ -56,7 +57,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from tulip_memory.clock import Clock, MonotonicWallClock, from_micros, to_micros, utc_now
-from tulip_memory.embeddings.base import embed_texts, query_vector_or_none
+from tulip_memory.embeddings.base import embed_texts, embedder_source, query_vector_or_none
 from tulip_memory.hrr import DEFAULT_DIM, validate_dim
 from tulip_memory.namespaces import Namespace
 from tulip_memory.store import holographic_sql as sql
@@ -207,6 +208,18 @@ class HolographicStore(BaseStore):
                     f"not embedding_dim={embedding_dim}"
                 )
             self._embedding_dim = int(stored_width) if stored_width else embedding_dim
+            if self._embedder is not None:
+                # Two models of one width compute vectors of different spaces: the file
+                # keeps the name of the one whose vectors it holds.
+                source = embedder_source(self._embedder)
+                stored_source = meta.get("embedder")
+                if stored_source is None:
+                    cur.execute(sql.INSERT_META, ("embedder", source))
+                elif stored_source != source:
+                    raise ValueError(
+                        f"{self._path} holds vectors of {stored_source}, not of {source}: "
+                        "open it with that embedder (or store into a new file)"
+                    )
 
     def __repr__(self) -> str:
         return f"HolographicStore({self._path!r}, dim={self._dim})"

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from tulip_memory import hrr
+from tulip_memory.embeddings.base import embedder_source
 from tulip_memory.hrr import DEFAULT_DIM
 from tulip_memory.lru import LRUCache
 from tulip_memory.postgresql_operations import PGVECTOR_ANN_MAX_DIM
@@ -38,13 +39,6 @@ DEFAULT_ENCODING_CACHE = 1024
 
 # The source of a caller's own vector stored without an embedder (``put_with_embedding``).
 EXTERNAL_SOURCE = "external"
-
-
-def _embedder_name(embedder: Any) -> str:
-    name = getattr(embedder, "model_name", None) or getattr(embedder, "model", None)
-    if not isinstance(name, str) or not name:
-        name = f"{type(embedder).__module__}.{type(embedder).__qualname__}"
-    return f"embedder:{name}"[:100]
 
 
 def _width(dim: int, embedder: Any | None) -> int:
@@ -105,7 +99,7 @@ class TextEncoder:
         self.dim = dim
         self.embedder = embedder
         self.width = _width(dim, embedder)
-        self.source = "hrr" if embedder is None else _embedder_name(embedder)
+        self.source = "hrr" if embedder is None else embedder_source(embedder)
         self._cache: LRUCache[tuple[str, str], np.ndarray | None] = LRUCache(
             cache_size, name="encoding_cache"
         )
