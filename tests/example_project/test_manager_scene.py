@@ -26,3 +26,20 @@ def test_manager_scene_shows_recall_history_and_ordered_celery_jobs(settings):
     assert client.llen("tulip_memory_demo") == 0
     assert client.llen("tulip_memory") == before
     client.close()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_without_a_broker_the_scene_runs_the_same_and_warns_of_nothing(settings, caplog):
+    """The scene runs the jobs itself: a broker that does not answer changes nothing, and
+    the warning that the sweep will send the job's message (not what happens here) is held
+    back."""
+    from celery import current_app
+
+    previous = current_app.conf.broker_url
+    current_app.conf.broker_url = "redis://127.0.0.1:1/0"
+    try:
+        scene = run_scene("long-term")
+    finally:
+        current_app.conf.broker_url = previous
+    assert "Ada's location after both jobs, in order: The user lives in Paris." in scene
+    assert "could not be sent" not in scene + caplog.text
