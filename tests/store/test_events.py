@@ -18,7 +18,7 @@ from tulip_memory.events import (
     memory_event,
 )
 from tulip_memory.models import MemoryItem
-from tulip_memory.store import BaseStore, PgMemory, StoreCapabilityError
+from tulip_memory.store import BaseStore, InMemoryStore, PgMemory, StoreCapabilityError
 from tulip_memory.tenancy import tenant_context
 
 SECRET = "s3cret-value-xyz"
@@ -183,3 +183,27 @@ async def test_ttl_is_reported_in_seconds_and_the_sweep_counts(ttl_store, root, 
         assert (swept.sender, swept.fields()) == (MemoryItem, {"tenant": root, "deleted": 3})
     else:
         assert (swept.sender, swept.fields()) == (type(store), {"tenant": None, "deleted": 3})
+
+
+class _PassingOn(InMemoryStore):
+    """Overrides that take ``*args, **kwargs`` and pass them on, as a counting or
+    logging subclass does."""
+
+    async def put_batch(self, *args, **kwargs):
+        return await super().put_batch(*args, **kwargs)
+
+    async def delete(self, *args, **kwargs):
+        return await super().delete(*args, **kwargs)
+
+
+async def test_overrides_taking_any_arguments_are_read_by_the_contract(sent_events):
+    store = _PassingOn()
+    ns = ("t", "passing-on")
+    await store.put_batch([(ns, "a", 1, None), (ns, "b", 2, None)], ttl=None)
+    assert await store.delete(ns, "a") is True
+    written = {"operation": "put_batch", "tenant": None, "items": 2, "ttl": None}
+    deleted = {"operation": "delete", "tenant": None, "deleted": 1}
+    assert [(e.event, e.fields()) for e in sent_events.of(*STORE_EVENTS)] == [
+        (EV_STORE_ITEMS_WRITTEN, written),
+        (EV_STORE_ITEMS_DELETED, deleted),
+    ]

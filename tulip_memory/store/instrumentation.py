@@ -103,9 +103,22 @@ OBSERVED: dict[str, _Observed] = {
 }
 
 
+def _contract_signature(name: str, method: Method) -> inspect.Signature:
+    """How a call of ``method`` is read: its own signature, or, when it takes ``*args`` /
+    ``**kwargs`` (an override that passes everything on to ``super()``), the contract's,
+    :class:`~tulip_memory.store.base.BaseStore`'s."""
+    own = inspect.signature(method)
+    catch_all = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+    if not any(parameter.kind in catch_all for parameter in own.parameters.values()):
+        return own
+    from tulip_memory.store.base import BaseStore
+
+    return inspect.signature(getattr(BaseStore, name))
+
+
 def _observed(name: str, method: Method) -> Method:
     spec = OBSERVED[name]
-    signature = inspect.signature(method)
+    signature = _contract_signature(name, method)
 
     @functools.wraps(method)
     async def observed(self: BaseStore, *args: Any, **kwargs: Any) -> Any:
