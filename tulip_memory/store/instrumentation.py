@@ -103,22 +103,29 @@ OBSERVED: dict[str, _Observed] = {
 }
 
 
-def _contract_signature(name: str, method: Method) -> inspect.Signature:
-    """How a call of ``method`` is read: its own signature, or, when it takes ``*args`` /
-    ``**kwargs`` (an override that passes everything on to ``super()``), the contract's,
-    :class:`~tulip_memory.store.base.BaseStore`'s."""
-    own = inspect.signature(method)
+def _named_parameters(method: Method) -> inspect.Signature | None:
+    """``method``'s signature, unless it takes ``*args`` or ``**kwargs``."""
+    signature = inspect.signature(method)
     catch_all = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
-    if not any(parameter.kind in catch_all for parameter in own.parameters.values()):
-        return own
-    from tulip_memory.store.base import BaseStore
-
-    return inspect.signature(getattr(BaseStore, name))
+    if any(parameter.kind in catch_all for parameter in signature.parameters.values()):
+        return None
+    return signature
 
 
-def _observed(name: str, method: Method) -> Method:
+def _contract_signature(cls: type, name: str, method: Method) -> inspect.Signature:
+    """How a call of ``method`` (``cls``'s) is read: its own signature, or, when it takes
+    ``*args`` / ``**kwargs`` (an override that passes everything on to ``super()``), the
+    nearest base class's that names its parameters (the contract's, at the latest)."""
+    for owner in cls.__mro__:
+        defined = owner.__dict__.get(name)
+        if defined is not None and (signature := _named_parameters(defined)) is not None:
+            return signature
+    return inspect.signature(method)
+
+
+def _observed(cls: type, name: str, method: Method) -> Method:
     spec = OBSERVED[name]
-    signature = _contract_signature(name, method)
+    signature = _contract_signature(cls, name, method)
 
     @functools.wraps(method)
     async def observed(self: BaseStore, *args: Any, **kwargs: Any) -> Any:
@@ -155,7 +162,7 @@ def observe_methods(cls: type) -> None:
     for name in OBSERVED:
         method = cls.__dict__.get(name)
         if inspect.iscoroutinefunction(method) and not getattr(method, "__tulip_observed__", False):
-            setattr(cls, name, _observed(name, method))
+            setattr(cls, name, _observed(cls, name, method))
 
 
 async def swept(store: BaseStore, deleted: int, started: float) -> int:
