@@ -92,7 +92,7 @@ def same_item(a: Any, b: Any) -> bool:
     if kind is list or kind is tuple:
         return _same_sequences(a, b)
     if _is_model(kind):
-        if not _same_fields(a.__dict__, b.__dict__):
+        if not _same_dicts(a.__dict__, b.__dict__):  # the fields, in order
             return False
         extra, other_extra = a.__pydantic_extra__, b.__pydantic_extra__
         if (extra or other_extra) and not same_item(extra, other_extra):
@@ -101,31 +101,6 @@ def same_item(a: Any, b: Any) -> bool:
         other_private = getattr(b, "__pydantic_private__", None)
         return (not private and not other_private) or same_item(private, other_private)
     return _same_other(kind, a, b)
-
-
-def _same_fields(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    """:func:`same_item` of two models' fields (``__dict__``): the same names in the same
-    order (compared at once), then the values, as :func:`_same_dicts` tells them."""
-    if len(a) != len(b) or list(a) != list(b):
-        return False
-    for va, vb in zip(a.values(), b.values(), strict=True):
-        if va is vb:
-            continue
-        kind = type(va)
-        if kind is not type(vb):
-            return False
-        if kind is str:
-            if va != vb:
-                return False
-        elif kind is dict:
-            if (va or vb) and not _same_dicts(va, vb):
-                return False
-        elif kind is list:
-            if (va or vb) and not _same_sequences(va, vb):
-                return False
-        elif not same_item(va, vb):
-            return False
-    return True
 
 
 def _same_dicts(a: dict[Any, Any], b: dict[Any, Any]) -> bool:
