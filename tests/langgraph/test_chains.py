@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from decimal import Decimal
 from typing import Any, NamedTuple
 
+import numpy as np
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.base import empty_checkpoint
@@ -162,7 +163,6 @@ def _put_twice(saver: Any, first: list[Any], second: list[Any]) -> tuple[Any, An
 
 
 def _numpy_cases() -> list[Any]:
-    np = pytest.importorskip("numpy")
     return [
         ([np.array([1.0, 2.0])], [np.array([1.0, 2.0]), np.array([3.0, 4.0])]),
         ([np.array([1, 2]), "x"], [np.array([1.0, 2.0]), "x", "y"]),
