@@ -679,3 +679,32 @@ def test_the_sync_api_reconnects_after_the_server_dropped_its_connection():
         store.close()
     finally:
         settings["CONN_HEALTH_CHECKS"] = False
+
+
+def test_a_parent_put_again_by_another_saver_is_not_taken_from_this_savers_cache():
+    """Two savers (two processes) on one thread: one puts a checkpoint, the other puts
+    it again under its id with other values, then the first puts a child of it. The
+    child is not compressed against the values the first saver remembers: a fresh
+    saver reads the child as it was put."""
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    def checkpoint(checkpoint_id: str, values: dict, versions: dict) -> Any:
+        found = empty_checkpoint()
+        found.update(id=checkpoint_id, channel_values=values, channel_versions=versions)
+        return found
+
+    first, second = DjangoSaver(tenant="acme"), DjangoSaver(tenant="acme")
+    base = _config("two-writers", checkpoint_ns="")
+    v1 = first.get_next_version(None, None)
+    config = first.put(
+        base, checkpoint("1", {"a": "x", "b": [1, 2, 3]}, {"a": v1, "b": v1}), {}, {"a": v1, "b": v1}
+    )
+    # The other saver stores checkpoint 1 again with other values under the same versions.
+    second.put(
+        base, checkpoint("1", {"a": "z", "b": [7, 8]}, {"a": v1, "b": v1}), {}, {"a": v1, "b": v1}
+    )
+    v2 = first.get_next_version(v1, None)
+    child = checkpoint("2", {"a": "x", "b": [1, 2, 3, 4]}, {"a": v1, "b": v2})
+    saved = first.put(config, child, {"step": 1}, {"b": v2})
+    found = DjangoSaver(tenant="acme").get_tuple(saved)
+    assert found.checkpoint["channel_values"] == {"a": "x", "b": [1, 2, 3, 4]}

@@ -241,12 +241,17 @@ def test_a_langgraph_save_under_way_while_the_sweep_deletes_keeps_its_thread(mon
     commits. The sweep, which found the thread idle before, waits for that lock; then it
     must see the new row and keep the thread: deleting the parent would leave the new
     delta row without the values it is stored against."""
+    import tulip_memory.models.langgraph as langgraph_rows
+
     graph = build_agent(DjangoSaver(tenant="acme"))  # a long-lived saver: it knows its tip
     config = {"configurable": {"thread_id": "back"}}
-    graph.invoke(user_turn(0), config)
+    # The first turn, 40 days ago: its rows are written old (aging them afterwards would
+    # change them under the saver, which then stores its next checkpoint whole).
+    with monkeypatch.context() as past:
+        past.setattr(langgraph_rows.timezone, "now", lambda: utc_now() - timedelta(days=40))
+        graph.invoke(user_turn(0), config)
     turn = len(_langgraph_state("back")["messages"])  # the messages one turn adds
     _chat("old", 1)
-    _age(LangGraphCheckpoint, "default", "back")
     _age(LangGraphCheckpoint, "default", "old")
     before = _langgraph_history("back")
     old = len(_langgraph_history("old"))

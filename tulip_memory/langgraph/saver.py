@@ -195,11 +195,14 @@ def _config(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> RunnableC
 class _Tip:
     """The checkpoint this saver wrote last in a namespace of a thread: its record
     without values and the pending writes this saver stored with it since (``writes``),
-    what a child is compressed against."""
+    what a child is compressed against, and its row's version after this saver's last
+    statement on it (``row_version``: a row changed by anyone else since is not a
+    parent to compress against)."""
 
     checkpoint_id: str
     record: Record
     depth: int
+    row_version: str
     writes: bytes = b""
 
 
@@ -440,12 +443,16 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
                 "depth": depth,
                 "data": pack_record(record, (parent.record, parent.writes) if parent else None),
             }
-            # The parent was deleted (or given writes by another process) meanwhile: store
-            # every value.
-            if (
-                rows.save_checkpoint(tenant, row, parent.writes if parent else b"", pin=pin)
-                or not parent
-            ):
+            # The parent was deleted or changed (stored again, given writes) by another
+            # saver meanwhile: store every value.
+            version = rows.save_checkpoint(
+                tenant,
+                row,
+                parent.writes if parent else b"",
+                parent.row_version if parent else "",
+                pin=pin,
+            )
+            if version is not None or not parent:
                 break
             parent = None
         # The namespace's tip and the lists' heads, set here while the saver's connection
@@ -453,7 +460,12 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         # statements: another put on the thread cannot come between a statement and the
         # heads the next splice is taken against. Should the transaction not commit, the
         # next delta is refused by its statement and stored whole.
-        self._tips.put(key, _Tip(checkpoint["id"], replace(record, entries=()), depth))
+        if version is None:  # a row that rows are stored against, not overwritten
+            self._tips.pop(key)
+        else:
+            self._tips.put(
+                key, _Tip(checkpoint["id"], replace(record, entries=()), depth, version)
+            )
         self._remember(key, stored)
         return _config(thread_id, checkpoint_ns, checkpoint["id"])
 
@@ -521,14 +533,14 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         # Special writes (errors, interrupts...) replace the task's earlier ones.
         special = all(channel in WRITES_IDX_MAP for channel, _ in writes)
         frame = pack_writes(task_id, task_path, special, rows)
-        LangGraphCheckpoint.rows.using(self.using).save_writes(
+        version = LangGraphCheckpoint.rows.using(self.using).save_writes(
             tenant, thread_id, checkpoint_ns, checkpoint_id, frame, pin=pin
         )
         # Pending writes of the namespace's tip join it (see _put).
         key = (tenant, thread_id, checkpoint_ns)
         tip = self._tips.get(key)
         if tip is not None and tip.checkpoint_id == checkpoint_id:
-            self._tips.put(key, replace(tip, writes=tip.writes + frame))
+            self._tips.put(key, replace(tip, writes=tip.writes + frame, row_version=version))
 
     def put_writes(
         self,

@@ -352,14 +352,22 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
             cursor.execute(sql, [target, tenant, source])
 
     def save_checkpoint(
-        self, tenant: str, row: dict[str, Any], parent_writes: bytes, *, pin: str | None = None
-    ) -> bool:
+        self,
+        tenant: str,
+        row: dict[str, Any],
+        parent_writes: bytes,
+        parent_version: str = "",
+        *,
+        pin: str | None = None,
+    ) -> str | None:
         """Upsert a checkpoint row (``row`` maps the columns after the tenant to their
-        values): ONE statement. A row of depth above 0 is stored only if its parent is
-        there and its pending writes start with ``parent_writes`` (what the row was
-        compressed against), the parent locked (``FOR KEY SHARE``) until the transaction
-        ends; False when it is not (the caller stores every value instead). Pending
-        writes stored before are kept. ``pin``: see :func:`_execute`.
+        values): ONE statement; the stored row's version (PostgreSQL's ``xmin``, as
+        text). A row of depth above 0 is stored only if its parent is there, unchanged
+        since the caller read or wrote it (its row version is ``parent_version``) and its
+        pending writes start with ``parent_writes`` (what the row was compressed
+        against), the parent locked (``FOR KEY SHARE``) until the transaction ends; None
+        when it is not (the caller stores every value instead). Pending writes stored
+        before are kept. ``pin``: see :func:`_execute`.
 
         The same checkpoint stored again (LangGraph's savers overwrite it in place) is
         overwritten by that statement only if no row is stored against it: the rows of
@@ -368,8 +376,9 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
         the row is locked, they first get every value they need (depth 0, as
         :meth:`remove` does) and the statement runs again: one transaction, so a child is
         never left reading a parent's data it was not stored against."""
-        if self._upsert(tenant, row, parent_writes, pin):
-            return True
+        version = self._upsert(tenant, row, parent_writes, parent_version, pin)
+        if version is not None:
+            return version
         from tulip_memory.tenancy import tenant_atomic
 
         key = {
@@ -382,7 +391,7 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
             rows = LangGraphCheckpoint.rows.using(self.db)
             there = rows.filter(**key, checkpoint_id=row["checkpoint_id"]).select_for_update()
             if not list(there.values_list("id", flat=True)):
-                return False  # not there: the delta's parent is what is missing
+                return None  # not there: the delta's parent is what is missing
             dependents = list(
                 rows.filter(
                     **key,
@@ -392,15 +401,21 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
                 ).values_list("id", flat=True)
             )
             if not dependents:
-                return False  # the delta's parent is missing
+                return None  # the delta's parent is missing, or changed
             self.make_self_contained(tenant, dependents)
-            return self._upsert(tenant, row, parent_writes, None)
+            return self._upsert(tenant, row, parent_writes, parent_version, None)
 
     def _upsert(
-        self, tenant: str, row: dict[str, Any], parent_writes: bytes, pin: str | None
-    ) -> bool:
-        """:meth:`save_checkpoint`'s statement: False when it stored nothing (a delta's
-        parent missing, or a row to overwrite that rows are stored against)."""
+        self,
+        tenant: str,
+        row: dict[str, Any],
+        parent_writes: bytes,
+        parent_version: str,
+        pin: str | None,
+    ) -> str | None:
+        """:meth:`save_checkpoint`'s statement: the stored row's version, None when it
+        stored nothing (a delta's parent missing or changed, or a row to overwrite that
+        rows are stored against)."""
         connection = connections[self.db]
         quote = connection.ops.quote_name
         table = quote(LangGraphCheckpoint._meta.db_table)
@@ -418,12 +433,12 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
             f"SELECT {', '.join(['%s'] * len(names))}, ''::bytea "
             f"WHERE %s = 0 OR EXISTS (SELECT 1 FROM {table} WHERE tenant = %s AND thread_id = %s "
             "AND checkpoint_ns = %s AND checkpoint_id = %s AND data IS NOT NULL "
-            "AND substring(writes from 1 for %s) = %s FOR KEY SHARE) "
+            "AND xmin::text = %s AND substring(writes from 1 for %s) = %s FOR KEY SHARE) "
             "ON CONFLICT (tenant, thread_id, checkpoint_ns, checkpoint_id) "
             f"DO UPDATE SET {updates} WHERE NOT EXISTS (SELECT 1 FROM {table} c "
             "WHERE c.tenant = t.tenant AND c.thread_id = t.thread_id "
             "AND c.checkpoint_ns = t.checkpoint_ns AND c.parent_checkpoint_id = t.checkpoint_id "
-            "AND c.depth > 0 AND c.data IS NOT NULL AND c.id <> t.id) RETURNING 1"
+            "AND c.depth > 0 AND c.data IS NOT NULL AND c.id <> t.id) RETURNING t.xmin::text"
         )
         params = [fields[n].get_db_prep_save(v, connection) for n, v in values.items()]
         parent = [
@@ -431,12 +446,14 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
             row["thread_id"],
             row["checkpoint_ns"],
             row["parent_checkpoint_id"],
+            parent_version,
             len(parent_writes),
             parent_writes,
         ]
         with connection.cursor() as cursor:
             _execute(cursor, sql, [*params, row["depth"], *parent], pin)
-            return cursor.fetchone() is not None
+            stored = cursor.fetchone()
+            return None if stored is None else str(stored[0])
 
     def save_writes(
         self,
@@ -447,10 +464,10 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
         frame: bytes,
         *,
         pin: str | None = None,
-    ) -> None:
+    ) -> str:
         """Append a frame of pending writes to a checkpoint's row: ONE statement (a row
-        without its checkpoint is inserted when the writes come first). ``pin``: see
-        :func:`_execute`."""
+        without its checkpoint is inserted when the writes come first); the row's new
+        version (see :meth:`save_checkpoint`). ``pin``: see :func:`_execute`."""
         connection = connections[self.db]
         table = connection.ops.quote_name(LangGraphCheckpoint._meta.db_table)
         with connection.cursor() as cursor:
@@ -460,10 +477,11 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
                 "parent_checkpoint_id, run_id, subject, depth, writes, created_at) "
                 "VALUES (%s, %s, %s, %s, '', '', '', 0, %s, now()) "
                 "ON CONFLICT (tenant, thread_id, checkpoint_ns, checkpoint_id) "
-                "DO UPDATE SET writes = t.writes || EXCLUDED.writes",
+                "DO UPDATE SET writes = t.writes || EXCLUDED.writes RETURNING t.xmin::text",
                 [tenant, thread_id, checkpoint_ns, checkpoint_id, frame],
                 pin,
             )
+            return str(cursor.fetchone()[0])
 
 
 class StoredCheckpoints(models.Manager.from_queryset(LangGraphCheckpointQuerySet)):  # type: ignore[misc]
