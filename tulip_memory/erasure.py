@@ -11,7 +11,11 @@ security confines every statement to that tenant, elsewhere each query filters o
   prefix (``(*P, "_history", type, key)``), so they go too;
 * the **conversation text of extraction jobs** of those namespaces: their payload is
   replaced by :data:`ERASED_PAYLOAD`; the rows keep their bookkeeping (state, attempts,
-  timings, token counts). A pending job then runs on no messages and saves nothing;
+  timings, token counts). A pending job then runs on no messages and saves nothing. A
+  failed job's error keeps the exception's name, not its message (which may quote the
+  conversation or the model's reply); and the subject's name leaves the queues' paths:
+  each of those queues is renamed ``(tenant, ERASED_QUEUE_LABEL, <random id>)``, so its
+  jobs stay on record in order and a later session of the subject starts a new queue;
 * the **checkpoints of every thread tagged with the subject** (a row whose ``subject``
   column, copied from the state's metadata on save, is the subject): the whole thread —
   plain records; delta records (every chain) and the thread's message blocks (blocks
@@ -31,6 +35,7 @@ left and stores a receipt of zeros: each request is on record.
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -40,17 +45,31 @@ from asgiref.sync import sync_to_async
 from tulip_memory.events import EV_STORE_SUBJECT_FORGOTTEN, elapsed_ms
 from tulip_memory.exceptions import ConfigurationError, TenantError
 from tulip_memory.manager.history import HISTORY_LABEL
-from tulip_memory.namespaces import NAMESPACE_SEPARATOR, Namespace, validate_namespace
+from tulip_memory.namespaces import (
+    NAMESPACE_SEPARATOR,
+    Namespace,
+    encode_namespace,
+    validate_namespace,
+)
 from tulip_memory.subjects import subject_namespace, validate_subject
 from tulip_memory.tenancy import current_tenant, emit_on_commit, tenant_atomic, validate_tenant
 
 if TYPE_CHECKING:
     from tulip_memory.models import ErasureReceipt
 
-__all__ = ["ERASED_PAYLOAD", "ErasureReport", "aforget_subject", "forget_subject"]
+__all__ = [
+    "ERASED_PAYLOAD",
+    "ERASED_QUEUE_LABEL",
+    "ErasureReport",
+    "aforget_subject",
+    "forget_subject",
+]
 
 # What an extraction job's payload becomes: no messages, and the mark of an erased one.
 ERASED_PAYLOAD: dict[str, Any] = {"messages": [], "erased": True}
+# The label after the tenant of an erased subject's extraction queues.
+ERASED_QUEUE_LABEL = "_erased"
+_ERROR_MESSAGE = ": "
 _HISTORY_MARK = f"{NAMESPACE_SEPARATOR}{HISTORY_LABEL}{NAMESPACE_SEPARATOR}"
 
 
@@ -114,6 +133,12 @@ def _connection_vendor(using: str) -> str:
         raise ConfigurationError(f"database alias {using!r} is not in settings.DATABASES") from None
 
 
+def _erased_error(error: str) -> str:
+    """A job's error (``"<what failed>: <message>"``) without its message, which may quote
+    the conversation or the model's reply."""
+    return error.split(_ERROR_MESSAGE, 1)[0] + ": (message erased with the subject)"
+
+
 def _erase(
     tenant: str, subject: str, prefixes: tuple[Namespace, ...], using: str, *, dry_run: bool
 ) -> dict[str, int]:
@@ -151,6 +176,14 @@ def _erase(
         # revoked, so its check right before saving fails and it saves nothing (the job
         # runs again later, on the erased payload, and saves nothing either).
         queues.exclude(lease_owner="").update(lease_owner="", lease_expires_at=None)
+        failed = ExtractionJob.objects.using(using).filter(
+            tenant=tenant, queue__in=queues.values("pk"), error__contains=_ERROR_MESSAGE
+        )
+        for pk, error in list(failed.values_list("pk", "error")):
+            failed.filter(pk=pk).update(error=_erased_error(error))
+        for pk in list(queues.values_list("pk", flat=True)):
+            erased = encode_namespace((tenant, ERASED_QUEUE_LABEL, uuid.uuid4().hex))
+            ExtractionQueue.objects.using(using).filter(pk=pk).update(namespace=erased)
 
     # Whole threads: every table of a checkpointer, for the threads tagged in its own table.
     tables: list[tuple[Any, tuple[tuple[str, Any], ...]]] = [

@@ -8,6 +8,7 @@ tenants before and after.
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from asgiref.sync import async_to_sync
@@ -36,15 +37,29 @@ def world(request):
     return alias
 
 
+ERASED_QUEUE = re.compile(r"acme/_erased/[0-9a-f]{32}")
+
+
+def _erased_queues(found: dict[str, list]) -> dict[str, list]:
+    """``found`` with each erased queue's random path as ``acme/_erased/*``."""
+    jobs = []
+    for ns, seq, state, text in found["jobs"]:
+        jobs.append(("acme/_erased/*" if ERASED_QUEUE.fullmatch(ns) else ns, seq, state, text))
+    return {**found, "jobs": sorted(jobs)}
+
+
 def _without(found: dict[str, list], subject: str) -> dict[str, list]:
-    """``found`` without ``subject``'s rows: its memories, threads and jobs' text."""
+    """``found`` without ``subject``'s rows: its memories, threads, jobs' text, and its
+    name in their queues' paths."""
     prefix = f"acme/users/{subject}/"
     kept = dict(found)
     kept["items"] = [row for row in found["items"] if not row[0].startswith(prefix)]
-    kept["jobs"] = [
-        (ns, seq, state, text and not ns.startswith(f"acme/users/{subject}"))
+    kept["jobs"] = sorted(
+        ("acme/_erased/*", seq, state, False)
+        if ns.startswith(f"acme/users/{subject}")
+        else (ns, seq, state, text)
         for ns, seq, state, text in found["jobs"]
-    ]
+    )
     for name, threads in found.items():
         if name not in ("items", "jobs", "receipts"):
             kept[name] = [t for t in threads if not t.startswith(f"{subject}-")]
@@ -70,7 +85,8 @@ def test_forgets_the_subject_and_keeps_everything_else(alias, world, sent_events
     after = rows(alias, "acme")
     expected = _without(before["acme"], "alice")
     expected["receipts"] = [report.counts]
-    assert after == expected
+    assert _erased_queues(after) == expected
+    assert not any("alice" in ns for ns, *_ in after["jobs"])
     assert rows(alias, "globex") == before["globex"]  # the same subject in another tenant
 
     counts = report.counts
@@ -117,7 +133,9 @@ def test_blanked_jobs_keep_their_bookkeeping(alias, world):
     from tulip_memory.models import ExtractionJob
 
     with tenant_atomic("acme", using=alias):
-        jobs = ExtractionJob.objects.using(alias).filter(queue__namespace="acme/users/alice")
+        jobs = ExtractionJob.objects.using(alias).filter(
+            queue__namespace__startswith="acme/_erased/"
+        )
         assert [(job.sequence, job.state, job.payload) for job in jobs.order_by("sequence")] == [
             (1, "pending", ERASED_PAYLOAD),
             (2, "pending", ERASED_PAYLOAD),
@@ -237,19 +255,59 @@ def test_an_erased_pending_job_runs_on_no_messages_and_saves_nothing(world):
     from tulip_memory.manager.worker import run_queue
     from tulip_memory.models import ExtractionQueue, MemoryItem
 
-    def items(subject: str) -> int:
+    def items(prefix: str) -> int:
         with tenant_atomic("acme"):
-            return MemoryItem.objects.filter(namespace__startswith=f"acme/users/{subject}/").count()
+            return MemoryItem.objects.filter(namespace__startswith=prefix).count()
 
     forget_subject("acme", "alice")
-    bob_before = items("bob")
+    bob_before = items("acme/users/bob/")
     with tenant_atomic("acme"):
         queues = dict(ExtractionQueue.objects.values_list("namespace", "pk"))
-    for subject, jobs in (("alice", 2), ("bob", 1)):
-        outcome = run_queue("acme", queues[f"acme/users/{subject}"], owner="test-worker")
+    [alices] = [pk for namespace, pk in queues.items() if ERASED_QUEUE.fullmatch(namespace)]
+    for queue, jobs in ((alices, 2), (queues["acme/users/bob"], 1)):
+        outcome = run_queue("acme", queue, owner="test-worker")
         assert (outcome.done, outcome.failed) == (jobs, 0)
-    assert items("alice") == 0
-    assert items("bob") > bob_before  # bob's job still had its conversation ("I live in Berlin")
+    assert items("acme/users/alice/") == items("acme/_erased/") == 0
+    # bob's job still had its conversation ("I live in Berlin")
+    assert items("acme/users/bob/") > bob_before
+
+
+@BOTH
+def test_failed_jobs_keep_what_failed_not_the_message_and_alice_comes_back_to_a_new_queue(
+    alias, world
+):
+    """A failed job's error may quote the conversation or the model's reply: only what
+    failed stays. A session of the subject after the erasure starts a queue of its own."""
+    from tulip_memory.models import ExtractionJob, ExtractionQueue
+
+    errors = {
+        "acme/users/alice": "LLMError: the reply 'alice lives in Berlin' is not JSON",
+        "acme/users/bob": "LLMError: the reply 'bob lives in Rome' is not JSON",
+    }
+    with tenant_atomic("acme", using=alias):
+        for namespace, error in errors.items():
+            ExtractionJob.objects.using(alias).filter(queue__namespace=namespace).update(
+                state="failed", error=error
+            )
+        ExtractionJob.objects.using(alias).filter(
+            queue__namespace="acme/users/alice", sequence=2
+        ).update(state="pending", error="worker lost during attempt 3; TimeoutError: Berlin?")
+    forget_subject("acme", "alice", using=alias)
+    with tenant_atomic("acme", using=alias):
+        jobs = (
+            ExtractionJob.objects.using(alias)
+            .filter(tenant="acme")
+            .order_by("queue__namespace", "sequence")
+        )
+        assert [(ERASED_QUEUE.sub("*", job.queue.namespace), job.error) for job in jobs] == [
+            ("*", "LLMError: (message erased with the subject)"),
+            ("*", "worker lost during attempt 3; TimeoutError: (message erased with the subject)"),
+            ("acme/users/bob", errors["acme/users/bob"]),
+        ]
+        if alias == "default":  # the queue of celery mode's jobs (PostgreSQL)
+            _, queue = ExtractionJob.objects.enqueue(("acme", "users", "alice"), {"messages": []})
+            new = ExtractionQueue.objects.get(pk=queue)
+            assert (new.namespace, new.last_sequence) == ("acme/users/alice", 1)
 
 
 class _RolledBack(Exception):
