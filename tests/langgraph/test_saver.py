@@ -697,7 +697,10 @@ def test_a_parent_put_again_by_another_saver_is_not_taken_from_this_savers_cache
     base = _config("two-writers", checkpoint_ns="")
     v1 = first.get_next_version(None, None)
     config = first.put(
-        base, checkpoint("1", {"a": "x", "b": [1, 2, 3]}, {"a": v1, "b": v1}), {}, {"a": v1, "b": v1}
+        base,
+        checkpoint("1", {"a": "x", "b": [1, 2, 3]}, {"a": v1, "b": v1}),
+        {},
+        {"a": v1, "b": v1},
     )
     # The other saver stores checkpoint 1 again with other values under the same versions.
     second.put(

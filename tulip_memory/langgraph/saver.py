@@ -463,9 +463,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         if version is None:  # a row that rows are stored against, not overwritten
             self._tips.pop(key)
         else:
-            self._tips.put(
-                key, _Tip(checkpoint["id"], replace(record, entries=()), depth, version)
-            )
+            self._tips.put(key, _Tip(checkpoint["id"], replace(record, entries=()), depth, version))
         self._remember(key, stored)
         return _config(thread_id, checkpoint_ns, checkpoint["id"])
 
