@@ -681,11 +681,13 @@ def test_the_sync_api_reconnects_after_the_server_dropped_its_connection():
         settings["CONN_HEALTH_CHECKS"] = False
 
 
-def test_a_parent_put_again_by_another_saver_is_not_taken_from_this_savers_cache():
+@pytest.mark.parametrize("writes", [False, True], ids=["put", "put-then-writes"])
+def test_a_parent_put_again_by_another_saver_is_not_taken_from_this_savers_cache(writes):
     """Two savers (two processes) on one thread: one puts a checkpoint, the other puts
-    it again under its id with other values, then the first puts a child of it. The
-    child is not compressed against the values the first saver remembers: a fresh
-    saver reads the child as it was put."""
+    it again under its id with other values, then the first (after its task's pending
+    writes on it, as LangGraph sends them) puts a child of it. The child is not
+    compressed against the values the first saver remembers: a fresh saver reads the
+    child as it was put."""
     from langgraph.checkpoint.base import empty_checkpoint
 
     def checkpoint(checkpoint_id: str, values: dict, versions: dict) -> Any:
@@ -704,8 +706,13 @@ def test_a_parent_put_again_by_another_saver_is_not_taken_from_this_savers_cache
     )
     # The other saver stores checkpoint 1 again with other values under the same versions.
     second.put(
-        base, checkpoint("1", {"a": "z", "b": [7, 8]}, {"a": v1, "b": v1}), {}, {"a": v1, "b": v1}
+        base,
+        checkpoint("1", {"a": "z", "b": [7, 8, 9]}, {"a": v1, "b": v1}),
+        {},
+        {"a": v1, "b": v1},
     )
+    if writes:
+        first.put_writes(config, [("b", [4])], "task-1")
     v2 = first.get_next_version(v1, None)
     child = checkpoint("2", {"a": "x", "b": [1, 2, 3, 4]}, {"a": v1, "b": v2})
     saved = first.put(config, child, {"step": 1}, {"b": v2})

@@ -531,14 +531,19 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         # Special writes (errors, interrupts...) replace the task's earlier ones.
         special = all(channel in WRITES_IDX_MAP for channel, _ in writes)
         frame = pack_writes(task_id, task_path, special, rows)
-        version = LangGraphCheckpoint.rows.using(self.using).save_writes(
+        before, after = LangGraphCheckpoint.rows.using(self.using).save_writes(
             tenant, thread_id, checkpoint_ns, checkpoint_id, frame, pin=pin
         )
-        # Pending writes of the namespace's tip join it (see _put).
+        # Pending writes of the namespace's tip join it (see _put), if the row is still
+        # the one this saver wrote; if another saver changed it meanwhile, the tip is
+        # forgotten (a child of it is stored whole).
         key = (tenant, thread_id, checkpoint_ns)
         tip = self._tips.get(key)
         if tip is not None and tip.checkpoint_id == checkpoint_id:
-            self._tips.put(key, replace(tip, writes=tip.writes + frame, row_version=version))
+            if before == tip.row_version:
+                self._tips.put(key, replace(tip, writes=tip.writes + frame, row_version=after))
+            else:
+                self._tips.pop(key)
 
     def put_writes(
         self,

@@ -464,24 +464,30 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
         frame: bytes,
         *,
         pin: str | None = None,
-    ) -> str:
+    ) -> tuple[str | None, str]:
         """Append a frame of pending writes to a checkpoint's row: ONE statement (a row
-        without its checkpoint is inserted when the writes come first); the row's new
-        version (see :meth:`save_checkpoint`). ``pin``: see :func:`_execute`."""
+        without its checkpoint is inserted when the writes come first); the row's
+        version before (None for a new row) and after (see :meth:`save_checkpoint`), the
+        row locked between the two. ``pin``: see :func:`_execute`."""
         connection = connections[self.db]
         table = connection.ops.quote_name(LangGraphCheckpoint._meta.db_table)
+        key = [tenant, thread_id, checkpoint_ns, checkpoint_id]
         with connection.cursor() as cursor:
             _execute(
                 cursor,
+                f"WITH before AS (SELECT xmin::text AS version FROM {table} WHERE tenant = %s "
+                "AND thread_id = %s AND checkpoint_ns = %s AND checkpoint_id = %s FOR UPDATE) "
                 f"INSERT INTO {table} AS t (tenant, thread_id, checkpoint_ns, checkpoint_id, "
                 "parent_checkpoint_id, run_id, subject, depth, writes, created_at) "
                 "VALUES (%s, %s, %s, %s, '', '', '', 0, %s, now()) "
                 "ON CONFLICT (tenant, thread_id, checkpoint_ns, checkpoint_id) "
-                "DO UPDATE SET writes = t.writes || EXCLUDED.writes RETURNING t.xmin::text",
-                [tenant, thread_id, checkpoint_ns, checkpoint_id, frame],
+                "DO UPDATE SET writes = t.writes || EXCLUDED.writes "
+                "RETURNING (SELECT version FROM before), t.xmin::text",
+                [*key, *key, frame],
                 pin,
             )
-            return str(cursor.fetchone()[0])
+            before, after = cursor.fetchone()
+            return before, str(after)
 
 
 class StoredCheckpoints(models.Manager.from_queryset(LangGraphCheckpointQuerySet)):  # type: ignore[misc]
