@@ -56,6 +56,7 @@ from tulip_memory.tenancy import current_tenant, emit_on_commit, tenant_atomic, 
 
 if TYPE_CHECKING:
     from tulip_memory.models import ErasureReceipt
+    from tulip_memory.tenant_database import TenantDatabase
 
 __all__ = [
     "ERASED_PAYLOAD",
@@ -140,9 +141,18 @@ def _erased_error(error: str) -> str:
 
 
 def _erase(
-    tenant: str, subject: str, prefixes: tuple[Namespace, ...], using: str, *, dry_run: bool
+    tenant: str,
+    subject: str,
+    prefixes: tuple[Namespace, ...],
+    using: str,
+    held: list[tuple[TenantDatabase, str]],
+    *,
+    dry_run: bool,
 ) -> dict[str, int]:
-    """Count (and unless ``dry_run`` remove) the subject's rows; run inside tenant_atomic."""
+    """Count (and unless ``dry_run`` remove) the subject's rows; run inside tenant_atomic.
+    The session-level locks it takes (MySQL/MariaDB) are added to ``held``, for the
+    caller to release once the transaction has ended."""
+    from tulip_memory.delta.orm import ORMDeltaStorage
     from tulip_memory.models import (
         CheckpointRecord,
         DeltaBlock,
@@ -199,6 +209,13 @@ def _erase(
         threads = tagged.objects.using(using).threads_of_subject(tenant, subject)
         if not threads:
             continue
+        if tagged is DeltaCheckpointRecord and not dry_run:
+            # A delta checkpointer appends to a thread it has cached without reading it
+            # again, under the thread's writer lock: held here, a save under way ends
+            # first, and one that comes later finds the thread gone (it stores a whole
+            # checkpoint), instead of appending a delta to the deleted rows.
+            locks = ORMDeltaStorage(using, tenant=tenant)
+            held.extend((locks, name) for name in locks.lock_threads(tenant, threads))
         for key, model in parts:
             # The base manager: every row, a LangGraph row holding only pending writes too.
             rows = model._base_manager.using(using).filter(tenant=tenant, thread_id__in=threads)
@@ -237,12 +254,17 @@ def forget_subject(
     reference = subject_reference(tenant, subject)
     started = time.perf_counter()
     receipt = None
-    with tenant_atomic(tenant, using=using):
-        counts = _erase(tenant, subject, prefixes, using, dry_run=dry_run)
-        if not dry_run:
-            receipt = ErasureReceipt.objects.using(using).create(
-                tenant=tenant, subject_ref=reference, counts=counts, actor=label
-            )
+    held: list[tuple[TenantDatabase, str]] = []
+    try:
+        with tenant_atomic(tenant, using=using):
+            counts = _erase(tenant, subject, prefixes, using, held, dry_run=dry_run)
+            if not dry_run:
+                receipt = ErasureReceipt.objects.using(using).create(
+                    tenant=tenant, subject_ref=reference, counts=counts, actor=label
+                )
+    finally:
+        for locks, name in held:
+            locks.unlock_threads([name])
     report = ErasureReport(tenant, reference, counts, prefixes, dry_run, receipt)
     if receipt is not None:
         emit_on_commit(

@@ -43,6 +43,10 @@ T = TypeVar("T")
 _LOCK_WAIT_SECONDS = 60
 
 
+def _still_locked(thread_id: str) -> str:
+    return f"thread {thread_id!r} stayed locked by another writer for {_LOCK_WAIT_SECONDS} s"
+
+
 def _check(connection: Any) -> None:
     """Check a long-lived connection that no request reaches, as Django checks one at a
     request's start.
@@ -225,8 +229,10 @@ class TenantDatabase:
         # MariaDB lock names are at most 64 characters.
         return "tulip_memory:" + hashlib.blake2b(key.encode(), digest_size=20).hexdigest()
 
-    def _try_lock(self, name: str, wait_seconds: int) -> bool:
-        """Take the named lock on this thread's connection, waiting up to ``wait_seconds``."""
+    def _try_lock(self, name: str, wait_seconds: int, *, transaction_level: bool = False) -> bool:
+        """Take the named lock on this thread's connection, waiting up to ``wait_seconds``
+        (on PostgreSQL until the transaction ends with ``transaction_level``, else until
+        released)."""
         from django.db import connections
 
         connection = connections[self.using]
@@ -235,9 +241,10 @@ class TenantDatabase:
                 cursor.execute("SELECT GET_LOCK(%s, %s)", [name, wait_seconds])
                 return bool(cursor.fetchone()[0])
             # PostgreSQL's blocking pg_advisory_lock has no timeout of its own: poll.
+            function = "pg_try_advisory_xact_lock" if transaction_level else "pg_try_advisory_lock"
             deadline, sleep = time.monotonic() + wait_seconds, 0.0005
             while True:
-                cursor.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", [name])
+                cursor.execute(f"SELECT {function}(hashtextextended(%s, 0))", [name])
                 if cursor.fetchone()[0]:
                     return True
                 if time.monotonic() >= deadline:
@@ -269,14 +276,45 @@ class TenantDatabase:
             else:
                 cursor.execute("SELECT RELEASE_LOCK(%s)", [name])
 
+    def lock_threads(self, tenant: str, thread_ids: list[str]) -> list[str]:
+        """Take the writer locks of ``thread_ids`` (in one order: two callers cannot
+        deadlock), waiting for the writers at work, for a change made outside the
+        checkpointer (an erasure) that its writers must not overlap.
+
+        On PostgreSQL they are transaction-level: held until the current transaction
+        ends; the list returned is empty. On MySQL/MariaDB named locks are session-level:
+        the names returned must be released with :meth:`unlock_threads` once the
+        transaction has ended. CheckpointError when a thread stays locked by a writer for
+        ``_LOCK_WAIT_SECONDS`` (the named locks taken so far are released first).
+        """
+        from django.db import connections
+
+        transaction_level = connections[self.using].vendor == "postgresql"
+        held: list[str] = []
+        try:
+            for name, thread_id in sorted({(self._lock_name(tenant, t), t) for t in thread_ids}):
+                if not self._try_lock(
+                    name, _LOCK_WAIT_SECONDS, transaction_level=transaction_level
+                ):
+                    raise CheckpointError(_still_locked(thread_id))
+                if not transaction_level:
+                    held.append(name)
+        except BaseException:
+            self.unlock_threads(held)
+            raise
+        return held
+
+    def unlock_threads(self, names: list[str]) -> None:
+        """Release the session-level locks :meth:`lock_threads` returned."""
+        for name in names:
+            self._unlock(name)
+
     @contextlib.contextmanager
     def _writer_lock(self, tenant: str, thread_id: str) -> Iterator[None]:
         """Hold the thread's writer lock (blocking: for work done in one call)."""
         name = self._lock_name(tenant, thread_id)
         if not self._try_lock(name, _LOCK_WAIT_SECONDS):
-            raise CheckpointError(
-                f"thread {thread_id!r} stayed locked by another writer for {_LOCK_WAIT_SECONDS} s"
-            )
+            raise CheckpointError(_still_locked(thread_id))
         try:
             yield
         finally:

@@ -382,3 +382,63 @@ def test_a_job_running_while_its_subject_is_erased_saves_nothing(settings, monke
         job = ExtractionJob.objects.get(pk=job_id)
     assert job.state == "done" and job.payload == ERASED_PAYLOAD
     assert alices_memories() == []
+
+
+@BOTH
+def test_a_delta_save_during_the_erasure_waits_and_stores_a_whole_checkpoint(alias, monkeypatch):
+    """A DeltaCheckpointer appends to a thread it has cached without reading it again.
+    An erasure deleting that thread holds its writer lock until it commits: the save
+    waits, finds the thread gone and stores a whole checkpoint (a delta appended to the
+    deleted rows could not be loaded)."""
+    import threading
+
+    import tulip_memory.erasure as erasure
+    from tulip_memory.messages import Message, Role
+    from tulip_memory.state import AgentState
+
+    checkpointer = DeltaCheckpointer(ORMDeltaStorage(alias, tenant="acme"))
+    state = AgentState(messages=[Message(Role.USER, "hi, I am Bob")], metadata={"subject": "bob"})
+    async_to_sync(checkpointer.save)(state, "t")
+    deleted, go, saved = threading.Event(), threading.Event(), threading.Event()
+    erase = erasure._erase
+
+    def erase_then_wait(*args, **kwargs):
+        counts = erase(*args, **kwargs)
+        deleted.set()
+        go.wait(30)
+        return counts
+
+    monkeypatch.setattr(erasure, "_erase", erase_then_wait)
+    reports, errors = [], []
+
+    def in_thread(work) -> None:
+        try:
+            work()
+        except BaseException as exc:  # re-raised on the test's thread
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    erasing = threading.Thread(
+        target=in_thread, args=(lambda: reports.append(forget_subject("acme", "bob", using=alias)),)
+    )
+    erasing.start()
+    assert deleted.wait(30)
+    state.messages.append(Message(Role.ASSISTANT, "hello Bob"))
+
+    def save() -> None:
+        async_to_sync(checkpointer.save)(state, "t")
+        saved.set()
+
+    saving = threading.Thread(target=in_thread, args=(save,))
+    saving.start()
+    waited = not saved.wait(2)  # the erasure holds the thread
+    go.set()
+    erasing.join(30)
+    saving.join(30)
+    assert not errors, errors
+    assert waited and reports[0].counts["delta_checkpoints"] == 1
+    fresh = DeltaCheckpointer(ORMDeltaStorage(alias, tenant="acme"), cache_size=0)
+    assert len(async_to_sync(fresh.list_checkpoints)("t")) == 1
+    loaded = async_to_sync(fresh.load)("t")
+    assert [m.content for m in loaded.messages] == ["hi, I am Bob", "hello Bob"]
