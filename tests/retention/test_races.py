@@ -5,8 +5,10 @@ and events count only what was deleted.
 
 The writer runs on another thread (its own connection, committed when it returns) at a
 fixed point of the sweep: right after the sweep found the idle threads or selected the
-expired items — the window a real concurrent request can hit. One more test holds a
-LangGraph save's transaction open until the sweep's deletion waits for it."""
+expired items — the window a real concurrent request can hit. Two more tests hold a
+LangGraph save's transaction open until a deletion waits for it: the idle sweep's, and the
+newest N rule's (or ``delete_for_runs``') deleting the checkpoint the save stores a delta
+row against."""
 
 from __future__ import annotations
 
@@ -166,6 +168,12 @@ def _chat(thread: str, turns: int, first: int = 0) -> None:
         graph.invoke(user_turn(turn), {"configurable": {"thread_id": thread}})
 
 
+def _chat_with(graph, thread: str, turn: int, **configurable: str) -> None:
+    """One turn of ``graph`` (``configurable``: a ``checkpoint_id`` to fork from, a
+    ``run_id`` for its checkpoints' metadata)."""
+    graph.invoke(user_turn(turn), {"configurable": {"thread_id": thread, **configurable}})
+
+
 def _langgraph_history(thread: str) -> list[str]:
     """The thread's checkpoint ids, newest first, as a fresh saver reads them."""
     saver = DjangoSaver(tenant="acme")
@@ -309,6 +317,88 @@ def test_a_langgraph_save_under_way_while_the_sweep_deletes_keeps_its_thread(mon
     # The newest checkpoint loads (its parents are there): both turns, to go on from.
     assert len(_langgraph_state("back")["messages"]) == 2 * turn
     assert (report.checkpoints, report.threads) == (old, 1)
+
+
+@pytest.mark.parametrize("rule", ["keep-last", "delete-for-runs"])
+def test_a_langgraph_delta_saved_against_a_checkpoint_being_deleted_still_loads(rule, monkeypatch):
+    """The newest N rule ranks a namespace's checkpoints, then deletes the older ones (as
+    ``delete_for_runs`` deletes a run's). A save can be storing a delta row against one of
+    those meanwhile: a saver goes on from a checkpoint it wrote (its tip) that newer ones
+    of the thread push out of the newest N (a fork from it; another request's run on the
+    same thread). The row locks its parent (``FOR KEY SHARE``) until its transaction
+    commits; the deletion must wait for it and see the row before the parent goes (and
+    store every value in it): else the parent is deleted under a committed delta row, and
+    the fork's checkpoints cannot be loaded (CheckpointCorruptError)."""
+    fork = build_agent(DjangoSaver(tenant="acme"))  # a long-lived saver: it knows its tip
+    _chat_with(fork, "t", 0, run_id="run-0")
+    first = _langgraph_history("t")
+    fork_from = first[0]  # the fork's saver's tip
+    _chat("t", 1, first=1)  # another saver (another process) goes on with the thread
+    before = _langgraph_history("t")
+    turn = len(_langgraph_state("t")["messages"]) // 2  # the messages one turn adds
+    kept = before[:2] if rule == "keep-last" else before[: len(before) - len(first)]
+    assert fork_from not in kept
+
+    original = LangGraphCheckpointQuerySet.save_checkpoint
+    stored, release = threading.Event(), threading.Event()
+    depths: list[int] = []
+
+    def held_open(self, tenant, row, *args, **kwargs):
+        if depths:
+            return original(self, tenant, row, *args, **kwargs)
+        depths.append(row["depth"])
+        # The fork's first save: its transaction stays open (a slow request) until the
+        # deletion waits for the lock it holds.
+        with transaction.atomic(using=self.db):
+            result = original(self, tenant, row, *args, **kwargs)
+            stored.set()
+            release.wait(30)
+        return result
+
+    monkeypatch.setattr(LangGraphCheckpointQuerySet, "save_checkpoint", held_open)
+    errors: list[BaseException] = []
+
+    def user_forks() -> None:
+        try:
+            _chat_with(fork, "t", 2, checkpoint_id=fork_from)
+        except BaseException as exc:  # re-raised on the test's thread
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    waited: list[bool] = []
+
+    def let_it_commit() -> None:
+        waited.append(_wait_for_a_lock_wait())
+        release.set()
+
+    writer = threading.Thread(target=user_forks)
+    writer.start()
+    assert stored.wait(30)
+    poller = threading.Thread(target=let_it_commit)
+    poller.start()
+    try:
+        if rule == "keep-last":
+            policy = RetentionPolicy(checkpoint_keep_last=2)
+            dropped = prune_tenant_checkpoints("acme", policy=policy).checkpoints
+        else:
+            DjangoSaver(tenant="acme").delete_for_runs(["run-0"])
+            dropped = len(first)
+    finally:
+        release.set()
+        poller.join()
+        writer.join()
+    assert not errors, errors
+    assert depths[0] > 0  # a delta row, stored against fork_from
+    assert waited == [True]  # the deletion did wait for the save
+
+    after = _langgraph_history("t")  # every checkpoint listed loads (else it raises)
+    assert [c for c in after if c in before] == kept
+    assert len(after) > len(kept)  # and the fork's
+    # The fork's newest checkpoint (the thread's) loads: turn 0, then the fork's turn.
+    messages = _langgraph_state("t")["messages"]
+    assert messages[0].id == "user-0" and len(messages) == 2 * turn
+    assert dropped == len(before) - len(kept)
 
 
 def test_an_item_written_again_after_it_was_found_expired_stays(writer_at, sent_events):

@@ -263,11 +263,21 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
 
     def remove(self, tenant: str, row_ids: Sequence[int]) -> int:
         """Delete the checkpoint rows ``row_ids``; how many. A remaining row stored against
-        one of them (its parent) first gets every value it needs (depth 0)."""
+        one of them (its parent) first gets every value it needs (depth 0).
+
+        In the caller's transaction. The rows are locked first (``FOR UPDATE``, in id
+        order), then the rows stored against them are read, by a later statement: a save
+        under way storing a delta row against one of them holds it ``FOR KEY SHARE`` until
+        it commits, so the lock waits for it and its row is among those read. A save that
+        comes after the lock waits for the caller to commit, finds its parent gone and
+        stores every value instead. (Read before the lock, such a row was missed, and its
+        parent deleted under it once it committed: a checkpoint that cannot be loaded.)
+        """
         doomed = list(
-            self.filter(tenant=tenant, id__in=list(row_ids)).values_list(
-                "id", "thread_id", "checkpoint_ns", "checkpoint_id"
-            )
+            self.filter(tenant=tenant, id__in=list(row_ids))
+            .order_by("id")
+            .select_for_update()
+            .values_list("id", "thread_id", "checkpoint_ns", "checkpoint_id")
         )
         if not doomed:
             return 0
@@ -304,7 +314,13 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
     def keep_newest(self, tenant: str, thread_ids: Sequence[str], keep_last: int) -> int:
         """Keep the newest ``keep_last`` checkpoints of each namespace of the threads;
         how many checkpoints were deleted. The oldest checkpoint kept in a namespace loses
-        its parent link (it is gone)."""
+        its parent link (it is gone).
+
+        The rows are ranked, then :meth:`remove` deletes the older ones (in the caller's
+        transaction): a checkpoint saved since the ranking is kept, on top of the newest
+        ``keep_last`` (the next run prunes it), and one being stored against a row that
+        goes is waited for, then given every value it needs (see :meth:`remove`).
+        """
         checkpoints = self.filter(tenant=tenant, thread_id__in=list(thread_ids))
         ranked = list(
             checkpoints.annotate(

@@ -25,7 +25,12 @@ A thread found idle may be written to before it is deleted: the deletion checks 
 and a thread with a checkpoint created since the idle cutoff stays (the newest N rule
 applies to it instead). A delta thread is read again under its writer lock; the rows of
 full snapshots and of LangGraph threads go in ONE ``DELETE`` that leaves out every thread
-with a row created at the cutoff or later. The report counts what was deleted.
+with a row created at the cutoff or later. The newest N of a LangGraph namespace are
+ranked, then the older rows locked and deleted
+(:meth:`~tulip_memory.models.langgraph.LangGraphCheckpointQuerySet.remove`): a checkpoint
+saved since the ranking stays on top of the N (the next sweep prunes it), and a delta row
+being stored against a row that goes is waited for, then given every value it needs. The
+report counts what was deleted.
 
 Idle time is measured against ``now`` (default: the current time) and the checkpoints'
 ``created_at``. Events: one ``checkpoint.pruned`` per tenant and table that lost any
