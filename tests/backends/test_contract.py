@@ -196,12 +196,80 @@ async def test_a_state_that_cannot_be_stored_leaves_the_checkpoint_it_would_repl
     unstorable = make_state(3)
     unstorable.metadata["lock"] = threading.Lock()  # neither JSON nor copyable
     for checkpoint_id in ("first", "second", None):
-        with pytest.raises((TypeError, ValueError)):
+        with pytest.raises(ValueError, match=r"^state\.metadata\.lock is not JSON-serialisable"):
             await checkpointer.save(unstorable, "t", checkpoint_id)
     assert await checkpointer.list_checkpoints("t") == ["second", "first"]
     for reader in _readers(checkpointer):
         assert await reader.load("t", "first") == make_state(1)
         assert await reader.load("t", "second") == make_state(2)
+
+
+def _states_json_cannot_hold() -> list[tuple[AgentState, str]]:
+    """(state, the start of the ValueError saving it raises): a value JSON cannot hold in
+    each part of a state that is the caller's, and a state JSON cannot nest."""
+    import datetime
+    import decimal
+
+    circular: dict[str, object] = {}
+    circular["again"] = circular
+    deep: list[object] = []
+    for _ in range(10_000):
+        deep = [deep]
+    answer = Message(Role.TOOL, "42", tool_call_id="c1")
+    answer.tool_call_id = b"c1"  # type: ignore[assignment]  # set after it was built
+    holds = "is not JSON-serialisable: it is of type"
+    return [
+        (AgentState(metadata={"tags": {"a", "b"}}), f"state.metadata.tags {holds} set,"),
+        (AgentState(metadata={"a b": [1, b"raw"]}), f"state.metadata['a b'][1] {holds} bytes,"),
+        (
+            AgentState(metadata={"at": {"when": datetime.datetime(2024, 5, 1)}}),
+            f"state.metadata.at.when {holds} datetime.datetime,",
+        ),
+        (AgentState(metadata={(1, 2): "pair"}), f"state.metadata[(1, 2)] (the key) {holds} tuple,"),
+        (
+            AgentState(
+                messages=[
+                    Message(Role.USER, "how much?"),
+                    Message(
+                        Role.ASSISTANT,
+                        "",
+                        tool_calls=[ToolCall("c1", "price", {"eur": decimal.Decimal("2.5")})],
+                    ),
+                ]
+            ),
+            f"state.messages[1].tool_calls[0].arguments.eur {holds} decimal.Decimal,",
+        ),
+        (
+            AgentState(messages=[Message(Role.USER, "hi", metadata={"seen": frozenset()})]),
+            f"state.messages[0].metadata.seen {holds} frozenset,",
+        ),
+        (AgentState(messages=[answer]), f"state.messages[0].tool_call_id {holds} bytes,"),
+        (
+            AgentState(metadata={"loop": circular}),
+            "state is not JSON-serialisable: Circular reference",
+        ),
+        (AgentState(metadata={"deep": deep}), "state is nested too deeply to be stored as JSON"),
+    ]
+
+
+async def test_a_state_json_cannot_hold_is_refused_naming_where_and_leaves_the_thread(
+    checkpointer,
+):
+    """A value JSON cannot hold anywhere in the state (metadata, a message's metadata, a
+    tool call's arguments...) raises ValueError naming its path and type, before anything
+    is written: the thread's checkpoints, the one it would replace too, stay as they were."""
+    await checkpointer.save(make_state(1), "t", "first")
+    await checkpointer.save(make_state(2), "t", "second")
+    for bad, message in _states_json_cannot_hold():
+        for checkpoint_id in ("first", "second", None):  # replacing one, or a new one
+            with pytest.raises(ValueError) as refused:
+                await checkpointer.save(bad, "t", checkpoint_id)
+            assert str(refused.value).startswith(message), (message, checkpoint_id)
+    assert await checkpointer.list_checkpoints("t") == ["second", "first"]
+    for reader in _readers(checkpointer):
+        assert await reader.load("t", "first") == make_state(1)
+        assert await reader.load("t", "second") == make_state(2)
+        assert await reader.load("t") == make_state(2)
 
 
 @pytest.mark.parametrize(

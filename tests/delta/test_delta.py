@@ -626,7 +626,11 @@ async def _assert_all_load(storage, saved: dict[str, AgentState]) -> None:
     ("bad", "error", "match"),
     [
         (AgentState(metadata={"subject": ""}), ValueError, r"metadata\['subject'\]"),
-        (AgentState(metadata={"when": {1, 2}}), TypeError, "not JSON serializable"),
+        (
+            AgentState(metadata={"when": {1, 2}}),
+            ValueError,
+            r"state\.metadata\.when is not JSON-serialisable: it is of type set",
+        ),
         (AgentState(messages=[Message(Role.USER, "q\ud800")]), ValueError, "surrogate"),
     ],
     ids=["empty-subject", "not-json", "lone-surrogate"],

@@ -17,7 +17,10 @@ Every ``save``, ``load`` and ``delete`` sends an event (``checkpoint.saved``,
 ids, counts and ``duration_ms``, never the state's content; a call that raises sends none.
 
 Concurrent saves to one thread all persist. Thread and checkpoint ids are validated
-before any storage is touched (:func:`validate_thread_id`, :func:`validate_checkpoint_id`).
+before any storage is touched (:func:`validate_thread_id`, :func:`validate_checkpoint_id`),
+and so is the state: a value JSON cannot hold anywhere in it (a set, bytes, a datetime, an
+object; in its metadata, a message's metadata or a tool call's arguments) raises
+``ValueError`` naming where and its type, whatever the backend (:func:`refuse_non_json`).
 Stored data that does not hold a state raises
 :class:`~tulip_memory.exceptions.CheckpointCorruptError` naming the thread and the
 checkpoint (:func:`corrupt_checkpoint`, :func:`decode_state`, :func:`state_from_snapshot`).
@@ -50,6 +53,7 @@ from tulip_memory.identifiers import (
     THREAD_ID_MAX_LENGTH,
     validate_identifier,
 )
+from tulip_memory.json_paths import first_at
 from tulip_memory.optional_dependencies import import_optional
 from tulip_memory.paging import validate_limit
 from tulip_memory.state import AgentState
@@ -64,6 +68,7 @@ __all__ = [
     "encode_state",
     "import_optional",
     "new_checkpoint_id",
+    "refuse_non_json",
     "save_order_key",
     "state_from_snapshot",
     "validate_checkpoint_id",
@@ -88,6 +93,68 @@ def validate_state(state: object) -> AgentState:
     if not isinstance(state, AgentState):
         raise ValueError(f"state must be an AgentState, got {type(state).__name__}")
     return state
+
+
+# The scalars JSON holds, as values and as dict keys (bool is an int); json encodes
+# their subclasses too.
+_JSON_SCALARS = (str, int, float, type(None))
+
+
+def _not_json(value: Any) -> bool:
+    return not isinstance(value, _JSON_SCALARS)
+
+
+_encoder = json.JSONEncoder(check_circular=True)
+
+
+def refuse_non_json(state: AgentState) -> None:
+    """``ValueError`` when ``state`` holds a value JSON cannot hold, naming where.
+
+    Every checkpointer stores the state as JSON (the in-memory one keeps what JSON would
+    give back), so ``save`` calls this before any storage is touched. The fast check is
+    ``json``'s own encoder over the parts that are the caller's: the thread id, the
+    metadata and the messages with more than a role and content (both checked when the
+    message is built); only when it fails is the state walked for the path.
+    """
+    parts: list[Any] = [state.thread_id, state.metadata]
+    for message in state.messages:
+        if message.metadata:
+            parts.append(message.metadata)
+        for call in message.tool_calls:
+            parts.extend((call.id, call.name, call.arguments))
+        if message.name is not None or message.tool_call_id is not None:
+            parts.extend((message.name, message.tool_call_id))
+    try:
+        _encoder.encode(parts)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise _non_json_error(state, exc) from exc
+
+
+def _non_json_error(state: AgentState, exc: Exception) -> ValueError:
+    """The error for ``state``, which ``json`` refused with ``exc``."""
+    # The layout of AgentState.to_checkpoint(), without its copy of the metadata.
+    snapshot = {
+        "thread_id": state.thread_id,
+        "messages": [message.to_dict() for message in state.messages],
+        "metadata": state.metadata,
+    }
+    try:
+        found = first_at(snapshot, "state", _not_json)
+    except RecursionError:  # a circular or far too deep value: json said which
+        found = None
+    if found is not None:
+        where, value = found
+        kind = type(value)
+        name = kind.__qualname__
+        if kind.__module__ != "builtins":
+            name = f"{kind.__module__}.{name}"
+        return ValueError(
+            f"{where} is not JSON-serialisable: it is of type {name}, and a checkpoint "
+            "holds only dicts, lists, str, int, float, bool and None"
+        )
+    if isinstance(exc, RecursionError):
+        return ValueError("state is nested too deeply to be stored as JSON")
+    return ValueError(f"state is not JSON-serialisable: {exc}")
 
 
 _clock = MonotonicWallClock(resolution_ns=1)
@@ -222,6 +289,7 @@ class BaseCheckpointer(ABC):
     ) -> str:
         validate_state(state)
         validate_thread_id(thread_id)
+        refuse_non_json(state)
         started = time.perf_counter()
         if checkpoint_id is None:
             checkpoint_id = new_checkpoint_id()
