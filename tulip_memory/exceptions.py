@@ -93,7 +93,15 @@ class SweepError(TulipMemoryError):
 class LeaseLostError(TulipMemoryError):
     """An extraction worker no longer holds its namespace's lease: it expired (a database
     outage kept the heartbeat from renewing it) and another worker claimed it. The worker
-    saves nothing more and stops; the new holder runs the job again."""
+    saves nothing more and stops; the new holder runs the job again.
+
+    ``usage`` holds what the chat model spent on the stopped run (a
+    :class:`tulip_memory.llm.usage.Usage`, attached by the LLM extractor), or ``None``.
+    """
+
+    def __init__(self, message: str, *, usage: object = None) -> None:
+        super().__init__(message)
+        self.usage = usage
 
 
 class EmbeddingError(TulipMemoryError):

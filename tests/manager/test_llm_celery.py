@@ -2,9 +2,9 @@
 tests/llm/chat_server.py (a local HTTP server speaking the chat-completions protocol).
 
 The worker code runs in this process first (``run_queue``: the job row's usage, the retry
-policy on a failing model, a run found done), then in a REAL Celery worker process that is
-SIGKILLed right after a run's decisions were committed: the redelivered job asks the
-model nothing and applies nothing twice.
+policy on a failing model, a run found done, attempts that lost their lease), then in a
+REAL Celery worker process that is SIGKILLed right after a run's decisions were committed:
+the redelivered job asks the model nothing and applies nothing twice.
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from asgiref.sync import async_to_sync, sync_to_async
@@ -152,24 +154,36 @@ def test_a_job_found_running_after_its_run_was_applied_applies_nothing(llm_setti
     assert _job().attempts == 2
 
 
+def _once_the_model_is_asked(server, action: Callable[[], object]) -> threading.Thread:
+    """A started thread that runs ``action`` (on its own database connections) as soon as
+    the chat-server double has its first request: while a worker waits for the model."""
+
+    def run() -> None:
+        try:
+            deadline = time.monotonic() + 30
+            while not server.requests and time.monotonic() < deadline:
+                time.sleep(0.01)
+            action()
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread
+
+
+def _hand_the_lease_to(queue_id: int, owner: str) -> None:
+    """What a claim by ``owner`` of the lease, expired under its holder, comes to."""
+    with tenant_atomic("acme"):
+        ExtractionQueue.objects.filter(pk=queue_id).update(lease_owner=owner)
+
+
 def test_a_worker_that_lost_its_lease_during_the_model_call_saves_nothing(llm_settings, server):
     """The lease is renewed between the model calls and the apply: a worker whose lease
     another worker took while it waited for the model applies and journals nothing."""
     queue_id = _enqueue("I'm a nurse.")
     server.add(Reply(answer=facts(("user", "role", "The user is a nurse.")), delay=0.5))
-
-    def take_the_lease_once_the_model_is_asked() -> None:
-        try:
-            deadline = time.monotonic() + 30
-            while not server.requests and time.monotonic() < deadline:
-                time.sleep(0.01)
-            with tenant_atomic("acme"):
-                ExtractionQueue.objects.filter(pk=queue_id).update(lease_owner="worker-b")
-        finally:
-            connections.close_all()
-
-    thief = threading.Thread(target=take_the_lease_once_the_model_is_asked)
-    thief.start()
+    thief = _once_the_model_is_asked(server, lambda: _hand_the_lease_to(queue_id, "worker-b"))
     outcome = run_queue("acme", queue_id, owner="worker-a")
     thief.join(timeout=30)
     assert len(server.requests) == 1  # the run was planned: the model answered
@@ -180,6 +194,77 @@ def test_a_worker_that_lost_its_lease_during_the_model_call_saves_nothing(llm_se
     assert _job().state == JobState.RUNNING
     with tenant_atomic("acme"):
         assert ExtractionQueue.objects.get(pk=queue_id).lease_owner == "worker-b"
+
+
+def _usage_of(job: ExtractionJob) -> tuple[int, int, int, int]:
+    """The job row's chat-model usage: calls, prompt and completion tokens, failed requests."""
+    return (job.llm_calls, job.prompt_tokens, job.completion_tokens, job.llm_failed_requests)
+
+
+def test_an_attempt_that_lost_its_lease_adds_its_usage_to_the_job_row(llm_settings, server):
+    """The model answered worker A, which then found its lease taken: A saves nothing,
+    but the model was paid, so its call goes onto the row. Worker B runs the job again
+    and asks the model again: the row then counts both attempts, each once."""
+    queue_id = _enqueue("I'm a nurse.")
+    nurse = facts(("user", "role", "The user is a nurse."))
+    server.add(Reply(answer=nurse, delay=0.5), nurse)
+    thief = _once_the_model_is_asked(server, lambda: _hand_the_lease_to(queue_id, "worker-b"))
+    assert run_queue("acme", queue_id, owner="worker-a").done == 0
+    thief.join(timeout=30)
+    assert _memory("role") is None  # the fence still keeps A from saving
+    job = _job()
+    assert (job.state, job.worker, job.llm_model) == (JobState.RUNNING, "worker-a", "test-model")
+    calls, prompt, completion, failed = lost = _usage_of(job)
+    assert (calls, failed) == (1, 0) and prompt > 0 and completion > 0
+    # Worker B's run (in short): the same request again, the same answer, the same usage.
+    with tenant_atomic("acme"):
+        ExtractionQueue.objects.release(queue_id, "worker-b")
+    assert run_queue("acme", queue_id, owner="worker-b").done == 1
+    job = _job()
+    assert (job.state, job.attempts, job.worker) == (JobState.DONE, 2, "worker-b")
+    assert len(server.requests) == 2
+    assert _usage_of(job) == tuple(2 * spent for spent in lost)
+    assert _memory("role").value["content"] == "The user is a nurse."
+
+
+# Worker A's second call, made once worker B saved the memory it is about: answered (then
+# A's lease fence fails) or failing (an LLMError, no reply scripted: 4 requests, no answer).
+A_DECIDES = {
+    "answered": ([decisions((0, "NONE"))], 0),
+    "model_failed": ([], 4),
+}
+
+
+@pytest.mark.parametrize("case", ["answered", "model_failed"])
+def test_a_lost_attempts_usage_is_added_to_what_the_new_holder_recorded(llm_settings, server, case):
+    """Worker B claims the lease and finishes the job while worker A waits for the model:
+    A's usage is added to B's row (an increment, not A's stale totals written back),
+    leaving B's state, worker and model as they are."""
+    queue_id = _enqueue("I'm a nurse.")
+    nurse = facts(("user", "role", "The user is a nurse."))
+    a_decides, failed = A_DECIDES[case]
+    server.add(Reply(answer=nurse, delay=2.0), nurse, *a_decides)
+    by_b: list[Any] = []
+
+    def worker_b_runs_the_job() -> None:
+        with tenant_atomic("acme"):  # A's lease is gone (expired, say): B claims it
+            ExtractionQueue.objects.release(queue_id, "worker-a")
+        by_b.append(run_queue("acme", queue_id, owner="worker-b"))
+        by_b.append(_usage_of(_job()))
+
+    worker_b = _once_the_model_is_asked(server, worker_b_runs_the_job)
+    assert run_queue("acme", queue_id, owner="worker-a").done == 0
+    worker_b.join(timeout=30)
+    outcome_b, usage_b = by_b  # B's row before A's usage was added to it
+    assert outcome_b.done == 1 and usage_b[0] == 1
+    job = _job()
+    assert (job.state, job.attempts, job.worker) == (JobState.DONE, 2, "worker-b")
+    assert job.llm_model == "test-model" and not job.error
+    assert _memory("role").value["content"] == "The user is a nurse."
+    calls, prompt, completion, unanswered = _usage_of(job)
+    # Every request the model answered counted once; A's calls on top of B's.
+    assert (calls, unanswered) == (len(server.requests) - failed, failed)
+    assert prompt > usage_b[1] and completion > usage_b[2]
 
 
 @pytest.mark.slow

@@ -51,7 +51,7 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from tulip_memory.exceptions import LLMError
+from tulip_memory.exceptions import LeaseLostError, LLMError
 from tulip_memory.identifiers import validate_identifier
 from tulip_memory.llm.budget import cut_to_budget
 from tulip_memory.llm.client import ChatClient
@@ -299,11 +299,17 @@ class LLMExtractor:
         """Extract, consolidate and apply the facts of ``messages`` in ``target``'s scope.
 
         ``before_apply`` is awaited after the planning (every model call) and before the
-        first write, unless the run was done already; if it raises, nothing is written.
+        first write, unless the run was done already; if it raises, nothing is written (a
+        :class:`~tulip_memory.exceptions.LeaseLostError` it raises gets the run's usage).
         """
         report = await self.plan(messages, target, run_id=run_id)
         if before_apply is not None and not report.already_done:
-            await before_apply()
+            try:
+                await before_apply()
+            except LeaseLostError as error:
+                # Nothing is written, but the model was asked: the worker counts it.
+                error.usage = report.usage
+                raise
         return await self.apply(report, target)
 
     async def plan(

@@ -28,9 +28,14 @@ last attempt ("worker lost"). Saves are idempotent (upsert by key), so re-runnin
 whose save finished but whose "done" was not recorded changes nothing; with a chat model
 (an :class:`~tulip_memory.manager.consolidation.LLMExtractor`) the run's id is
 ``job-<job id>``, so such a re-run finds the run journaled as done and neither asks the
-model nor applies anything. The model's usage of every attempt (failed ones included) is
-added to the job row (``llm_model``, ``llm_calls``, ``prompt_tokens``,
-``completion_tokens``, and ``llm_failed_requests``: the requests that got no answer).
+model nor applies anything. The model's usage of every attempt is added to the job row
+(``llm_model``, ``llm_calls``, ``prompt_tokens``, ``completion_tokens``, and
+``llm_failed_requests``: the requests that got no answer): failed attempts included, and
+attempts stopped because their worker lost the lease, which saved nothing but were paid
+for (what their :class:`LeaseLostError` carries; the new holder's run of the job asks the
+model again, and adds its own). An attempt whose job another worker has taken over adds
+its usage with one ``UPDATE ... SET n = n + ...``, onto whatever the new holder recorded
+meanwhile, and leaves the row's state, worker and model to the new holder.
 
 Workers build the manager from ``TULIP_MEMORY`` through
 :func:`tulip_memory.manager.factory.build_memory_manager_from_settings`.
@@ -49,8 +54,8 @@ from typing import TYPE_CHECKING
 
 from asgiref.sync import async_to_sync, sync_to_async
 from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError, connections
-from django.db.models import F
-from django.db.models.functions import Now
+from django.db.models import F, Value
+from django.db.models.functions import Coalesce, Now, NullIf
 
 from tulip_memory.events import (
     EV_MEMORY_MANAGER_EXTRACT_FAILED,
@@ -139,7 +144,8 @@ async def _extract_in(
 
     Whatever the extractor, the job extracts (with a chat model: every model call), then
     ``fence`` renews the lease (it raises :class:`LeaseLostError` if the lease is another
-    worker's now, and nothing is saved), then it saves; so a save never overlaps the next
+    worker's now, and nothing is saved; the error carries the usage of the model calls
+    made, when the extractor gives it), then it saves; so a save never overlaps the next
     holder's run of the same job as long as it takes less than a lease. With a chat model
     the run is also applied once per ``run_id`` (a redelivered job, or one taken over by
     another worker, applies nothing twice).
@@ -162,8 +168,16 @@ def _lease_fence(tenant: str, queue_id: int, owner: str, lease: float) -> Callab
     return fence
 
 
-def _usage_columns(model: str | None, usage: Usage | None) -> dict[str, object]:
-    """The job-row updates adding ``usage`` to what earlier attempts spent."""
+def _usage_columns(
+    model: str | None, usage: Usage | None, *, latest: bool = True
+) -> dict[str, object]:
+    """The job-row updates adding ``usage`` to what the other attempts spent.
+
+    Increments (``SET n = n + ...``), so attempts of two workers add up whatever order
+    their updates commit in. ``latest``: the attempt is the job's newest, whose ``model``
+    the row names; a stale one (its worker lost the job to a newer attempt) names it only
+    on a row that names none yet.
+    """
     if usage is None:
         return {}
     columns: dict[str, object] = {
@@ -173,8 +187,48 @@ def _usage_columns(model: str | None, usage: Usage | None) -> dict[str, object]:
         "llm_failed_requests": F("llm_failed_requests") + usage.failed_requests,
     }
     if model:
-        columns["llm_model"] = model
+        columns["llm_model"] = (
+            model if latest else Coalesce(NullIf(F("llm_model"), Value("")), Value(model))
+        )
     return columns
+
+
+def _spent(exc: BaseException) -> Usage | None:
+    """The model usage an attempt's error carries (an :class:`LLMError`'s; a
+    :class:`LeaseLostError`'s when the extractor attached the run's), or ``None``."""
+    usage = getattr(exc, "usage", None) if isinstance(exc, (LLMError, LeaseLostError)) else None
+    return usage if isinstance(usage, Usage) else None
+
+
+def _model_of(manager: LLMMemoryManager | None) -> str | None:
+    """The chat model ``manager``'s runs ask, or ``None`` (no chat-model extractor)."""
+    extractor = manager.extractor if manager is not None else None
+    return extractor.config.model if extractor is not None else None
+
+
+def _record_attempt(
+    job: ExtractionJob,
+    owner: str,
+    model: str | None,
+    usage: Usage | None,
+    **columns: object,
+) -> None:
+    """Record the end of ``owner``'s attempt at ``job``: ``columns`` and its model usage.
+
+    ``columns`` only while the job is still that attempt's (``running``, by ``owner``); if
+    another worker took it over meanwhile (``owner`` lost the lease), the row is the new
+    holder's and gets the attempt's usage alone.
+    """
+    from tulip_memory.models import ExtractionJob, JobState
+    from tulip_memory.tenancy import tenant_atomic
+
+    if not columns and usage is None:
+        return
+    with tenant_atomic(job.tenant):
+        rows = ExtractionJob.objects.filter(pk=job.pk)
+        mine = rows.filter(state=JobState.RUNNING, worker=owner)
+        if not mine.update(**columns, **_usage_columns(model, usage)) and usage is not None:
+            rows.update(**_usage_columns(model, usage, latest=False))
 
 
 def _retry_delay(attempts: int) -> float:
@@ -195,24 +249,21 @@ def _record_failure(
     from tulip_memory.conf import settings
     from tulip_memory.models import ExtractionJob, JobState
     from tulip_memory.models.extraction import db_now_plus
-    from tulip_memory.tenancy import tenant_atomic
 
     final = job.attempts >= int(settings.EXTRACTION_MAX_ATTEMPTS)
     error = f"{type(exc).__name__}: {exc}"
     logger.exception("extraction job %s (attempt %s) failed", job.pk, job.attempts)
     # A model's failure still cost tokens: they go onto the row too.
-    spent = exc.usage if isinstance(exc, LLMError) else None
-    spent = spent if isinstance(spent, Usage) else None
-    extractor = manager.extractor if manager is not None else None
-    model = extractor.config.model if extractor is not None else None
-    with tenant_atomic(job.tenant):
-        ExtractionJob.objects.filter(pk=job.pk, state=JobState.RUNNING, worker=job.worker).update(
-            state=JobState.FAILED if final else JobState.PENDING,
-            error=error,
-            finished_at=Now() if final else None,
-            run_after=None if final else db_now_plus(_retry_delay(job.attempts)),
-            **_usage_columns(model, spent),
-        )
+    _record_attempt(
+        job,
+        job.worker,
+        _model_of(manager),
+        _spent(exc),
+        state=JobState.FAILED if final else JobState.PENDING,
+        error=error,
+        finished_at=Now() if final else None,
+        run_after=None if final else db_now_plus(_retry_delay(job.attempts)),
+    )
     if final:
         outcome.failed += 1
     else:
@@ -287,21 +338,32 @@ def _run_claimed(
                 f"job-{job.pk}",
                 _lease_fence(tenant, queue_id, owner, lease),
             )
-        except LeaseLostError:
-            logger.warning("lost the lease of extraction queue %s mid-job; stopping", queue_id)
+        except LeaseLostError as lost:
+            # Nothing was saved, but the model was asked (and paid) for what was planned.
+            spent = _spent(lost)
+            _record_attempt(job, owner, _model_of(manager), spent)
+            logger.warning(
+                "lost the lease of extraction queue %s mid-job; stopping (job %s, model "
+                "usage of the attempt: %s)",
+                queue_id,
+                job.pk,
+                spent.as_fields() if spent is not None else "none reported",
+            )
             return None
         except Exception as exc:
             job.worker = owner
             _record_failure(job, exc, manager=manager, outcome=outcome, fields=fields)
             continue
-        with tenant_atomic(tenant):
-            ExtractionJob.objects.filter(pk=job.pk, state=JobState.RUNNING, worker=owner).update(
-                state=JobState.DONE,
-                finished_at=Now(),
-                **_usage_columns(result.model, result.usage),
-                # JOB_PAYLOAD_PURGE_AFTER_HOURS = 0: the conversation goes as the job ends.
-                **({"payload": {}} if settings.JOB_PAYLOAD_PURGE_AFTER_HOURS == 0 else {}),
-            )
+        _record_attempt(
+            job,
+            owner,
+            result.model,
+            result.usage,
+            state=JobState.DONE,
+            finished_at=Now(),
+            # JOB_PAYLOAD_PURGE_AFTER_HOURS = 0: the conversation goes as the job ends.
+            **({"payload": {}} if settings.JOB_PAYLOAD_PURGE_AFTER_HOURS == 0 else {}),
+        )
         outcome.done += 1
         emit_sync(
             EV_MEMORY_MANAGER_EXTRACTED,
