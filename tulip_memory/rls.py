@@ -34,6 +34,7 @@ __all__ = [
     "POLICY_NAME",
     "TENANT_COLUMN",
     "EnableTenantRowLevelSecurity",
+    "enable_tenant_row_level_security",
     "policy_expression",
     "tenant_tables",
 ]
@@ -71,6 +72,34 @@ def _tenant_policy(column: str) -> Any:
     return TextTenantPolicy(POLICY_NAME, operation=BasePolicy.ALL, roles="public")
 
 
+def enable_tenant_row_level_security(
+    schema_editor: Any, table: str, column: str = TENANT_COLUMN
+) -> None:
+    """ENABLE + FORCE row level security on ``table`` (quoted), with the tenant policy on
+    ``column`` in place of any policy of that name (PostgreSQL)."""
+    from django_rls.backends.postgresql.base import RLSDatabaseSchemaEditor as Ddl
+
+    policy = _tenant_policy(column)
+    expression = policy.get_using_expression()
+    schema_editor.execute(Ddl.sql_enable_rls % {"table": table})
+    schema_editor.execute(Ddl.sql_force_rls % {"table": table})
+    schema_editor.execute(
+        Ddl.sql_drop_policy % {"name": schema_editor.quote_name(policy.name), "table": table}
+    )
+    schema_editor.execute(
+        Ddl.sql_create_policy
+        % {
+            "name": schema_editor.quote_name(policy.name),
+            "table": table,
+            "permissive": "PERMISSIVE",
+            "operation": policy.operation,
+            "roles": policy.roles,
+            "using_clause": f"USING ({expression})",
+            "check_clause": f"WITH CHECK ({policy.get_check_expression()})",
+        }
+    )
+
+
 class EnableTenantRowLevelSecurity(Operation):
     """ENABLE + FORCE row level security on a model's table, with the tenant policy.
 
@@ -96,27 +125,8 @@ class EnableTenantRowLevelSecurity(Operation):
     ) -> None:
         if not is_postgresql(schema_editor):
             return
-        from django_rls.backends.postgresql.base import RLSDatabaseSchemaEditor as Ddl
-
-        table = self._table(app_label, to_state, schema_editor)
-        policy = _tenant_policy(self.column)
-        expression = policy.get_using_expression()
-        schema_editor.execute(Ddl.sql_enable_rls % {"table": table})
-        schema_editor.execute(Ddl.sql_force_rls % {"table": table})
-        schema_editor.execute(
-            Ddl.sql_drop_policy % {"name": schema_editor.quote_name(policy.name), "table": table}
-        )
-        schema_editor.execute(
-            Ddl.sql_create_policy
-            % {
-                "name": schema_editor.quote_name(policy.name),
-                "table": table,
-                "permissive": "PERMISSIVE",
-                "operation": policy.operation,
-                "roles": policy.roles,
-                "using_clause": f"USING ({expression})",
-                "check_clause": f"WITH CHECK ({policy.get_check_expression()})",
-            }
+        enable_tenant_row_level_security(
+            schema_editor, self._table(app_label, to_state, schema_editor), self.column
         )
 
     def database_backwards(

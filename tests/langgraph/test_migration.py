@@ -118,3 +118,34 @@ def test_0012_converts_the_stored_checkpoints_values_and_pending_writes():
         assert LangGraphCheckpoint.rows.filter(thread_id="old").count() == 3
     saver.delete_for_runs(["run-1"])
     assert saver.get_tuple(config) is None
+
+
+def test_going_back_from_0012_restores_the_tables_under_row_level_security():
+    """Reversing 0012 creates the blob and write tables again as 0007 and 0008 left them:
+    row-level security forced, the tenant policy, the trigger registering tenants (so the
+    migrations before it can be reversed too)."""
+    from tulip_memory.rls import POLICY_NAME
+
+    tables = ["tulip_memory_langgraph_blob", "tulip_memory_langgraph_write"]
+    _migrate(BEFORE)
+    with connections["owner"].cursor() as cursor:
+        cursor.execute(
+            "SELECT c.relname, c.relrowsecurity, c.relforcerowsecurity, "
+            "(SELECT array_agg(p.polname) FROM pg_policy p WHERE p.polrelid = c.oid), "
+            "(SELECT array_agg(t.tgname) FROM pg_trigger t WHERE t.tgrelid = c.oid "
+            "AND NOT t.tgisinternal) FROM pg_class c WHERE c.relname = ANY(%s) ORDER BY 1",
+            [tables],
+        )
+        found = cursor.fetchall()
+    assert found == [(t, True, True, [POLICY_NAME], ["tulip_register_tenant"]) for t in tables]
+    # The application role sees no other tenant's rows there.
+    with tenant_atomic("globex"), connections["default"].cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO tulip_memory_langgraph_blob (tenant, thread_id, checkpoint_ns, "
+            "channel, version, parent_version, base_version, depth, type, data) "
+            "VALUES ('globex', 't', '', 'c', 'v1', '', 'v1', 0, 'empty', NULL)"
+        )
+    with tenant_atomic("acme"), connections["default"].cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM tulip_memory_langgraph_blob")
+        assert cursor.fetchone() == (0,)
+    _migrate("0007_langgraph")  # past 0008: its triggers are there to drop

@@ -11,6 +11,10 @@ go. Going back empties the saver's table (its rows cannot be read by the older c
 The conversion runs as the owner role, which reads and writes every tenant's rows while
 FORCE is lifted from the tables (in this migration's transaction). PostgreSQL only: the
 tables exist nowhere else.
+
+Going back re-creates the blob and write tables as ``0007_langgraph`` and
+``0008_admin_tenants`` left them: under the tenant row-level security policy (FORCE), with
+the trigger that registers their tenants.
 """
 
 import json
@@ -21,6 +25,7 @@ from typing import Any
 from django.db import migrations, models
 
 import tulip_memory.postgresql_operations
+import tulip_memory.rls
 from tulip_memory.langgraph_rows import Entry, Record, pack_record, pack_writes
 
 CHECKPOINTS = "tulip_memory_langgraph_checkpoint"
@@ -131,6 +136,20 @@ def empty(apps: Any, schema_editor: Any) -> None:
         _force(cursor, (CHECKPOINTS,), True)
 
 
+def restore_tenant_tables(apps: Any, schema_editor: Any) -> None:
+    """Going back, after the blob and write tables are created again: their row-level
+    security (``0007``) and the tenant registry's trigger (``0008``)."""
+    if not tulip_memory.postgresql_operations.is_postgresql(schema_editor):
+        return
+    for table in (BLOBS, WRITES):
+        quoted = schema_editor.quote_name(table)
+        tulip_memory.rls.enable_tenant_row_level_security(schema_editor, quoted)
+        schema_editor.execute(
+            f"CREATE TRIGGER tulip_register_tenant AFTER INSERT ON {quoted} REFERENCING NEW "
+            "TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION tulip_memory_register_tenants()"
+        )
+
+
 def _postgresql(*operations: Any) -> list[Any]:
     return [tulip_memory.postgresql_operations.PostgreSQLOnly(op) for op in operations]
 
@@ -191,6 +210,10 @@ class Migration(migrations.Migration):
                     name="tulip_lgckpt_subject_idx",
                 ),
             ),
+        ),
+        # Backwards, this runs after the two tables are created again.
+        migrations.RunPython(migrations.RunPython.noop, restore_tenant_tables, elidable=False),
+        *_postgresql(
             migrations.DeleteModel(name="LangGraphBlob"),
             migrations.DeleteModel(name="LangGraphWrite"),
         ),
