@@ -176,3 +176,23 @@ def test_the_timeline_and_the_list_order_checkpoints_by_time_not_by_row(root_cli
     assert [timeline.index(i) for i in ids] == sorted(timeline.index(i) for i in ids)
     listing = root_client.get(reverse(CHANGELIST), {"show": "checkpoints"}).content.decode()
     assert [listing.index(i) for i in reversed(ids)] == sorted(listing.index(i) for i in ids)
+
+
+class _ToMariaDB:
+    """Routes the saver's checkpoints to the MariaDB alias, as a site whose database is
+    not PostgreSQL does."""
+
+    def db_for_read(self, model, **hints):
+        return "mysql" if model is LangGraphCheckpoint else None
+
+    db_for_write = db_for_read
+
+
+@pytest.mark.django_db(transaction=True, databases=["default", "mysql"])
+def test_on_a_database_that_is_not_postgresql_the_pages_are_hidden_not_a_500(root_client, settings):
+    changelist = reverse(CHANGELIST)
+    assert root_client.get(changelist).status_code == 200
+    assert changelist in root_client.get(reverse("admin:index")).content.decode()
+    settings.DATABASE_ROUTERS = [f"{__name__}._ToMariaDB"]
+    assert root_client.get(changelist).status_code == 403
+    assert changelist not in root_client.get(reverse("admin:index")).content.decode()

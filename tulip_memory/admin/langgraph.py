@@ -9,6 +9,8 @@
   messages as a chat (role, content, tool calls, tool results; what is new since the
   parent checkpoint outlined), any other value as pretty-printed JSON. Its pending writes
   and metadata follow.
+* The saver's table is PostgreSQL's: where the model's database is another vendor, the
+  pages are hidden (no link on the index, 403 by URL) instead of failing.
 * Without the ``langgraph`` extra the pages still open: the list, the links and the
   timeline (without step and source) show, and the values say which extra they need.
 
@@ -25,6 +27,7 @@ import json
 from typing import Any
 
 from django.contrib import admin
+from django.db import connections, router
 from django.db.models import QuerySet
 from django.template.loader import render_to_string
 from django.utils.html import format_html
@@ -150,6 +153,17 @@ class LangGraphCheckpointAdmin(
     NoHistoryAdminMixin, ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdmin
 ):
     """LangGraph threads and their checkpoints; see the module docstring."""
+
+    def _table_exists(self) -> bool:
+        """The saver's table is PostgreSQL's (migration ``0007``): on a site whose database
+        for it is another vendor, the pages are hidden, not a 500."""
+        return connections[router.db_for_read(self.model)].vendor == "postgresql"
+
+    def has_module_permission(self, request: Any) -> bool:
+        return self._table_exists() and super().has_module_permission(request)
+
+    def has_view_permission(self, request: Any, obj: Any = None) -> bool:
+        return self._table_exists() and super().has_view_permission(request, obj)
 
     list_display = ("checkpoint_id", "thread_id", "checkpoint_ns", "parent_link", "created_at")
     thread_list_display = ("thread_id", "checkpoint_count", "newest", "thread_bytes")
