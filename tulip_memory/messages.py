@@ -5,6 +5,7 @@ Pure Python: importable without Django settings.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -26,23 +27,42 @@ _ROLES: dict[object, Role] = {role.value: role for role in Role}
 
 @dataclass
 class ToolCall:
-    """A tool invocation requested by an assistant message."""
+    """A tool invocation requested by an assistant message.
+
+    ``arguments=None`` is read as ``{}``; a field of the wrong type raises ValueError.
+    """
 
     id: str
     name: str
     arguments: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        _check_str("ToolCall.id", self.id)
+        _check_str("ToolCall.name", self.name)
+        if self.arguments is None:
+            self.arguments = {}
+        elif not isinstance(self.arguments, dict):
+            raise ValueError(
+                f"ToolCall.arguments must be a dict, got {type(self.arguments).__name__}"
+            )
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "name": self.name, "arguments": dict(self.arguments)}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ToolCall:
-        return cls(id=data["id"], name=data["name"], arguments=dict(data.get("arguments") or {}))
+        """Read our shape, ``{"id", "name", "arguments"}``, or OpenAI's,
+        ``{"id", "type": "function", "function": {"name", "arguments": "<JSON text>"}}``."""
+        return _read_tool_call(data, "ToolCall.from_dict")
 
 
 @dataclass
 class Message:
-    """One message of a conversation, compared by value."""
+    """One message of a conversation, compared by value.
+
+    ``tool_calls=None`` and ``metadata=None`` (as OpenAI-shaped code often passes) are read
+    as empty; any other field of the wrong type raises ValueError naming it.
+    """
 
     role: Role
     content: str = ""
@@ -62,6 +82,27 @@ class Message:
                 ) from None
         if not isinstance(self.content, str):
             raise ValueError(f"Message.content must be a str, got {type(self.content).__name__}")
+        if self.tool_calls is None:
+            self.tool_calls = []
+        elif not isinstance(self.tool_calls, list):
+            kind = type(self.tool_calls).__name__
+            raise ValueError(f"Message.tool_calls must be a list of ToolCall, got {kind}")
+        elif self.tool_calls and not all(isinstance(c, ToolCall) for c in self.tool_calls):
+            index, call = next(
+                (i, c) for i, c in enumerate(self.tool_calls) if not isinstance(c, ToolCall)
+            )
+            hint = " (Message.from_dict() reads dicts)" if isinstance(call, dict) else ""
+            raise ValueError(
+                f"Message.tool_calls[{index}] must be a ToolCall, got {type(call).__name__}{hint}"
+            )
+        if self.tool_call_id is not None:
+            _check_str("Message.tool_call_id", self.tool_call_id)
+        if self.name is not None:
+            _check_str("Message.name", self.name)
+        if self.metadata is None:
+            self.metadata = {}
+        elif not isinstance(self.metadata, dict):
+            raise ValueError(f"Message.metadata must be a dict, got {type(self.metadata).__name__}")
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable dict; optional fields are left out when empty."""
@@ -78,18 +119,61 @@ class Message:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Message:
+        """Read a dict written by :meth:`to_dict`, or an OpenAI-shaped chat message
+        (``content: None``, tool calls under ``function`` with JSON-text arguments).
+        ``data`` is not modified; what cannot be read raises ValueError naming it."""
         if not isinstance(data, dict) or "role" not in data:
             raise ValueError(f"Message.from_dict needs a dict with a 'role', got {data!r:.80}")
         calls = data.get("tool_calls")
+        if calls is not None and not isinstance(calls, list):
+            raise ValueError(f"Message.tool_calls must be a list, got {type(calls).__name__}")
         metadata = data.get("metadata")
+        if metadata is not None and not isinstance(metadata, dict):
+            raise ValueError(f"Message.metadata must be a dict, got {type(metadata).__name__}")
         return cls(
             role=data["role"],
             content=data.get("content") or "",
-            tool_calls=[ToolCall.from_dict(c) for c in calls] if calls else [],
+            tool_calls=[
+                _read_tool_call(call, f"Message.tool_calls[{index}]")
+                for index, call in enumerate(calls or ())
+            ],
             tool_call_id=data.get("tool_call_id"),
             name=data.get("name"),
             metadata=dict(metadata) if metadata else {},
         )
+
+
+def _check_str(label: str, value: object) -> None:
+    if not isinstance(value, str):
+        raise ValueError(f"{label} must be a str, got {type(value).__name__}")
+
+
+def _read_tool_call(data: object, where: str) -> ToolCall:
+    """A ToolCall read from our dict shape or OpenAI's (see ToolCall.from_dict); ``where``
+    names the item in the ValueError raised otherwise. ``data`` is not modified."""
+    if not isinstance(data, dict):
+        raise ValueError(f"{where} must be a dict, got {type(data).__name__}")
+    # OpenAI's shape holds the name and the arguments under "function".
+    function = data.get("function")
+    if function is not None and not isinstance(function, dict):
+        raise ValueError(f"{where}.function must be a dict, got {type(function).__name__}")
+    source, label = (data, where) if function is None else (function, f"{where}.function")
+    missing = [f"{where}.id"] if "id" not in data else []
+    if "name" not in source:
+        missing.append(f"{label}.name")
+    if missing:
+        raise ValueError(f"{' and '.join(missing)} missing; got keys {sorted(map(str, data))}")
+    _check_str(f"{where}.id", data["id"])
+    _check_str(f"{label}.name", source["name"])
+    arguments = source.get("arguments")
+    if isinstance(arguments, str):  # OpenAI sends the arguments as a JSON text
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else {}
+        except ValueError as error:
+            raise ValueError(f"{label}.arguments is not valid JSON: {error}") from None
+    if arguments is not None and not isinstance(arguments, dict):
+        raise ValueError(f"{label}.arguments must be a JSON object, got {type(arguments).__name__}")
+    return ToolCall(data["id"], source["name"], dict(arguments or {}))
 
 
 def without_nul(messages: Iterable[Message]) -> list[Message]:

@@ -45,11 +45,13 @@ def histories(draw: st.DrawFn) -> list[Message]:
     return history
 
 
-def can_cut(body: list[Message], cut: int) -> bool:
-    """Keeping ``body[cut:]`` starts with no tool result and answers no call made before it."""
+def can_cut(body: list[Message], cut: int, system_first: bool = True) -> bool:
+    """Keeping ``body[cut:]`` starts with no tool result (nor a system note unless
+    ``system_first``) and answers no call made before it."""
     called_before = {c.id for m in body[:cut] for c in m.tool_calls}
     kept = body[cut:]
-    return (not kept or kept[0].role != Role.TOOL) and not any(
+    banned_first = {Role.TOOL} if system_first else {Role.TOOL, Role.SYSTEM}
+    return (not kept or kept[0].role not in banned_first) and not any(
         m.role == Role.TOOL and m.tool_call_id in called_before for m in kept
     )
 
@@ -124,8 +126,10 @@ def test_summarizing_invariants(drawn, threshold, keep_recent, preserve_system):
     if managed == history:
         # Left alone only when no compaction is due: the body fits, or no cut that far back
         # keeps tool calls with their results (the cut is never later than len - threshold).
+        # With preserve_system the recent part never starts with a system note (the next
+        # pass would pin it).
         assert len(body) <= threshold or not any(
-            can_cut(body, cut) for cut in range(1, len(body) - threshold + 1)
+            can_cut(body, cut, not preserve_system) for cut in range(1, len(body) - threshold + 1)
         )
         return
     summary, *recent = managed[pinned:]
@@ -136,6 +140,7 @@ def test_summarizing_invariants(drawn, threshold, keep_recent, preserve_system):
     assert keep_recent <= len(recent) <= len(body) - 1
     assert recent == body[len(body) - len(recent) :]
     assert not recent or recent[0].role != Role.TOOL
+    assert not (preserve_system and recent and recent[0].role == Role.SYSTEM)
     assert tool_calls_unsplit(recent)
     # A second pass over the same history reuses the cached summary: identical output.
     assert manager.apply(history) == managed
@@ -201,3 +206,56 @@ def test_turn_boundaries_of_a_region_match_the_definition(history, data):
     assert last_boundary_at_or_before(history, position) == max(
         (i for i in range(position + 1) if expected[i]), default=0
     )
+
+
+class CountingSummariser:
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __call__(self, messages: list[Message]) -> str:
+        self.calls += 1
+        return f"summary {self.calls}"
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.one_of(histories(), shuffled_histories()),
+    st.integers(2, 12),
+    st.integers(1, 11),
+    st.booleans(),
+)
+def test_summarizing_is_idempotent(history, threshold, keep_recent, preserve_system):
+    """apply(apply(x)) == apply(x), with no second summarize_fn call, on the same manager
+    (its cache warm) and on a fresh one."""
+    keep_recent = min(keep_recent, threshold - 1)
+    fn = CountingSummariser()
+    manager = SummarizingManager(threshold, keep_recent, fn, preserve_system)
+    once = manager.apply(history)
+    calls = fn.calls
+    assert manager.apply(once) == once
+    assert SummarizingManager(threshold, keep_recent, fn, preserve_system).apply(once) == once
+    assert fn.calls == calls
+
+
+@settings(max_examples=200, deadline=None)
+@given(histories(), st.integers(2, 12), st.integers(1, 11), st.booleans())
+def test_feeding_the_output_back_at_every_step_cuts_like_the_full_history(
+    history, threshold, keep_recent, preserve_system
+):
+    """A run that stores the managed list and appends to it keeps the same recent messages
+    as one that keeps the full history, and one summary whose N counts what it replaced."""
+    keep_recent = min(keep_recent, threshold - 1)
+    fed_back = SummarizingManager(threshold, keep_recent, None, preserve_system)
+    full = SummarizingManager(threshold, keep_recent, None, preserve_system)
+    state: list[Message] = []
+    for length in range(1, len(history) + 1):
+        state = fed_back.apply([*state, history[length - 1]])
+        reference = full.apply(history[:length])
+        assert [m for m in state if not is_summary(m)] == [
+            m for m in reference if not is_summary(m)
+        ]
+        found = [m for m in state if is_summary(m)]
+        assert len(found) <= 1
+        covered = found[0].metadata["tulip_memory_summary"] if found else 0
+        assert covered + len(state) - len(found) == length
+    assert tool_calls_unsplit([m for m in state if m.role != Role.SYSTEM])

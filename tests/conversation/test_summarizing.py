@@ -205,6 +205,134 @@ def test_one_manager_caches_several_conversations():
     assert len(fn.calls) == 2
 
 
+def conversation(tag: str, turns: int, first: Message) -> list[Message]:
+    history = [first]
+    for turn in range(turns):
+        history += [user(f"{tag} question {turn}"), assistant(f"{tag} answer {turn}")]
+    return history
+
+
+@pytest.mark.parametrize(
+    ("preserve_system", "first"),
+    [(False, system("You are Bot.")), (True, user("hi"))],
+    ids=["shared-system-prompt", "shared-greeting"],
+)
+def test_conversations_sharing_a_first_message_keep_their_own_summaries(preserve_system, first):
+    # The cache was keyed by the first summarised message: two users of one manager
+    # overwrote each other's entry, so every request was summarised and every prefix changed.
+    fn = Summariser()
+    manager = SummarizingManager(
+        threshold=10, keep_recent=4, summarize_fn=fn, preserve_system=preserve_system
+    )
+    histories = {tag: conversation(tag, 20, first) for tag in "AB"}
+    previous: dict[str, list[Message]] = {}
+    compactions = 0
+    for length in range(11, 41):
+        for tag, history in histories.items():
+            managed = manager.apply(history[:length])
+            before = previous.get(tag)
+            if before is not None and managed[: len(before)] != before:
+                compactions += 1  # the prefix changed: a new summary, on the grid only
+                assert (length - 11) % 7 == 0
+            previous[tag] = managed
+    # One summary per conversation per compaction step (lengths 11, 18, 25, 32 and 39).
+    assert len(fn.calls) == 2 * 5
+    assert compactions == 2 * 4
+
+
+def test_a_shared_manager_summarises_each_of_many_conversations_once_per_step():
+    # With 17 conversations the 16-entry cache thrashed: summarize_fn ran on every request.
+    fn = Summariser()
+    manager = SummarizingManager(summarize_fn=fn)  # threshold 30, keep_recent 10: step 21
+    histories = [conversation(f"user {n}", 40, system("You are Bot.")) for n in range(40)]
+    for length in range(32, 74):
+        for history in histories:
+            manager.apply(history[:length])
+    # Compactions at lengths 32 and 53 (bodies of 31 and 52 messages), and 74 is not reached.
+    assert len(fn.calls) == 40 * 2
+
+
+def test_a_shared_manager_is_safe_across_threads():
+    fn = Summariser()
+    lock = threading.Lock()
+
+    def summarise(messages: list[Message]) -> str:
+        with lock:
+            return fn(messages)
+
+    manager = SummarizingManager(
+        threshold=10, keep_recent=4, summarize_fn=summarise, preserve_system=False
+    )
+    errors: list[BaseException] = []
+    step = threading.Barrier(20, timeout=60)  # the conversations advance in lock step
+
+    def run(number: int) -> None:
+        history = conversation(f"user {number}", 30, system("You are Bot."))
+        try:
+            for length in range(2, len(history) + 1):
+                step.wait()
+                manager.apply(history[:length])
+        except BaseException as error:  # pragma: no cover - reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in range(20)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    # Bodies of 11, 18, 25, 32, 39, 46, 53 and 60 messages: 8 compactions each.
+    assert len(fn.calls) == 20 * 8
+
+
+def test_cache_size_bounds_the_summaries_kept():
+    fn = Summariser()
+    manager = SummarizingManager(threshold=10, keep_recent=4, summarize_fn=fn, cache_size=2)
+    histories = [conversation(f"user {n}", 10, system()) for n in range(3)]
+    for history in histories * 2:
+        manager.apply(history[:14])
+    assert len(fn.calls) == 6  # three conversations do not fit in two entries
+    uncached = SummarizingManager(threshold=10, keep_recent=4, summarize_fn=fn, cache_size=0)
+    uncached.apply(histories[0][:14])
+    uncached.apply(histories[0][:15])
+    assert len(fn.calls) == 8
+    assert "cache_size=0" in repr(uncached)
+
+
+def test_a_message_edited_in_place_is_noticed():
+    fn = Summariser()
+    manager = SummarizingManager(threshold=10, keep_recent=4, summarize_fn=fn)
+    history = chat(6)
+    manager.apply(history)
+    history[3].content = "an edited question"
+    manager.apply(history)
+    assert len(fn.calls) == 2
+
+
+def test_two_hundred_compactions_of_the_default_summary_keep_the_task_and_the_totals():
+    # The default summary nested the previous one under "Earlier: " and kept its first
+    # 1,500 characters: after ~167 compactions only "Earlier: Earlier: ..." was left.
+    manager = SummarizingManager(threshold=3, keep_recent=2)  # a compaction every 2 messages
+    task = "TASK: migrate the billing database to PostgreSQL 16"
+    history = [system("You are a DBA agent."), user(task)]
+    for step in range(420):
+        history.append(assistant(f"step {step} done"))
+        managed = manager.apply(history)
+    summary = managed[1].content
+    covered = 420 + 1 - len(managed[2:])
+    assert covered > 400
+    assert summary.startswith(HEADER.format(covered))
+    assert (
+        f"Messages summarised: {covered} (user 1, assistant {covered - 1}, tool results 0, "
+        "system notes 0)."
+    ) in summary
+    assert f'First user message of the conversation: "{task}"' in summary
+    assert f'last assistant message "step {covered - 2} done"' in summary  # the newest span
+    assert len(summary) < 3500
+    assert "Earlier:" not in summary
+    assert summary.count("First user message") == summary.count("Messages summarised") == 1
+
+
 def test_a_fed_back_summary_is_folded_into_the_next_one():
     fn = Summariser()
     stored = SummarizingManager(threshold=10, keep_recent=4, summarize_fn=fn).apply(chat(6))
@@ -217,6 +345,57 @@ def test_a_fed_back_summary_is_folded_into_the_next_one():
     assert len(summaries(managed)) == 1
     assert managed[1].content.startswith(HEADER.format(14))
     assert managed[2:] == continued[9:]
+
+
+def _fed_back_cases() -> list[tuple[str, list[Message], int, int, bool]]:
+    """Histories whose managed output used to be summarised again by a second pass."""
+    return [
+        # The summary counted towards the body: 1 + 30 recent messages > threshold.
+        ("without-preserve-system", chat(25), 30, 10, False),
+        # The cut moved back to a turn boundary and left 3 > threshold recent messages.
+        (
+            "cut-moved-back",
+            [user("request"), assistant("", call("c1")), result("c1"), user("again")],
+            2,
+            1,
+            True,
+        ),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("history", "threshold", "keep_recent", "preserve_system"),
+    [case[1:] for case in _fed_back_cases()],
+    ids=[case[0] for case in _fed_back_cases()],
+)
+def test_applying_the_manager_to_its_own_output_changes_nothing(
+    history, threshold, keep_recent, preserve_system, events
+):
+    fn = Summariser()
+    manager = SummarizingManager(threshold, keep_recent, fn, preserve_system)
+    once = manager.apply(history)
+    assert len(summaries(once)) == 1
+    events.clear()
+    assert manager.apply(once) == once
+    assert SummarizingManager(threshold, keep_recent, fn, preserve_system).apply(once) == once
+    assert len(fn.calls) == 1
+    assert events == []
+
+
+def test_a_system_note_never_starts_the_recent_part():
+    # It did when the grid cut fell on it; fed back, the next pass then pinned it with the
+    # instructions for good, and cut elsewhere than the full history would.
+    note = system("Note: the user prefers trains.")
+    history = [system(), *chat(3, leading=0), user("one more"), note, *chat(2, leading=0)]
+    history.append(user("last"))
+    assert history[1 + 7] is note  # body of 13: the grid cut is 7
+    once = SummarizingManager(threshold=10, keep_recent=4).apply(history)
+    assert once[2:] == history[7:]  # the cut moved back to the turn before the note
+    more = chat(8, leading=0)
+    fed_back = SummarizingManager(threshold=10, keep_recent=4).apply([*once, *more])
+    full = SummarizingManager(threshold=10, keep_recent=4).apply([*history, *more])
+    assert fed_back[2:] == full[2:] == [*history, *more][22:]
+    assert fed_back[1].content.partition("\n")[0] == full[1].content.partition("\n")[0]
 
 
 def test_without_preserve_system_the_system_prompt_is_summarised_too():
@@ -253,7 +432,9 @@ def test_the_fallback_summary_is_used_without_summarize_fn():
     summary = managed[1].content
     assert summary.startswith("[Summary of previous conversation (")
     assert "search (" in summary
-    assert 'First user message: "Find the cheapest flight to Lisbon."' in summary
+    assert (
+        'First user message of the conversation: "Find the cheapest flight to Lisbon."' in summary
+    )
 
 
 def test_events_and_their_payloads(events):
@@ -438,6 +619,9 @@ def test_the_input_is_never_mutated():
         ({"threshold": 10, "keep_recent": 12}, "keep_recent"),
         ({"summarize_fn": "my_module.summarise"}, "summarize_fn"),
         ({"preserve_system": None}, "preserve_system"),
+        ({"cache_size": -1}, "cache_size"),
+        ({"cache_size": "1024"}, "cache_size"),
+        ({"cache_size": True}, "cache_size"),
     ],
 )
 def test_bad_arguments_raise_value_error_naming_them(kwargs, name):

@@ -3,17 +3,22 @@
 Behaviour (see docs/conversation.md):
 
 * All leading system messages stay in front, in order; the summary follows them.
-* Once more than ``threshold`` messages follow them, the older ones are replaced by a
-  summary and at least ``keep_recent`` recent ones are kept. The cut moves on a grid of
-  ``threshold - keep_recent + 1`` messages, so between two compactions the output only
-  grows at its end (its prefix, summary included, stays byte-identical) and the recent
-  part holds between ``keep_recent`` and ``threshold`` messages. The cut is moved back to
-  a turn boundary, so it never separates an assistant's tool_calls from their results
-  (the recent part is then a little longer).
-* The summary of a prefix is cached: a history that only grew reuses it, and the next
-  compaction summarises only the earlier summary plus the messages that newly crossed
-  the cut. A summary found at the front of the input (the output of an earlier pass,
-  stored and fed back) is folded in the same way.
+* Once more than ``threshold`` messages follow them (a summary written by an earlier pass
+  does not count), the older ones are replaced by a summary and at least ``keep_recent``
+  recent ones are kept. The cut moves on a grid of ``threshold - keep_recent + 1``
+  messages of the whole conversation (a summary counts the messages it stands for), so
+  between two compactions the output only grows at its end (its prefix, summary included,
+  stays byte-identical) and the recent part holds between ``keep_recent`` and
+  ``threshold`` messages. The cut is moved back to a turn boundary, so it never separates
+  an assistant's tool_calls from their results (the recent part is then a little longer);
+  with ``preserve_system`` it also never leaves a system note first in the recent part
+  (the next pass would take it for a pinned instruction).
+* Applying the manager to its own output changes nothing: ``apply(apply(x)) == apply(x)``.
+* Summaries are cached under a fingerprint of the exact prefix they stand for (see
+  :mod:`tulip_memory.conversation.cache`): a history that only grew reuses its summary,
+  and the next compaction summarises only the earlier summary plus the messages that newly
+  crossed the cut. A summary found at the front of the input (the output of an earlier
+  pass, stored and fed back) is folded in the same way.
 * ``summarize_fn(messages) -> str`` may be sync or async. ``apply`` runs an async one to
   completion when no event loop runs in the thread; ``async_apply`` awaits an async one
   and runs a sync one in a worker thread. Without one, a bounded digest is used.
@@ -39,6 +44,7 @@ from tulip_memory.conversation.base import (
     check_int,
     check_messages,
 )
+from tulip_memory.conversation.cache import CachedSummary, Key, SummaryCache
 from tulip_memory.conversation.summary import (
     covered_count,
     fallback_summary,
@@ -53,25 +59,15 @@ from tulip_memory.events import (
     emit,
     emit_sync,
 )
-from tulip_memory.lru import LRUCache
 from tulip_memory.messages import Message, Role
 
 logger = logging.getLogger("tulip_memory.conversation")
 
 SummarizeFn: TypeAlias = Callable[[list[Message]], str | Awaitable[str]]
 
-# Conversations whose summary a manager remembers (a manager is often shared by many).
-_CACHE_SIZE = 16
-
-
-@dataclass(frozen=True)
-class _CachedSummary:
-    """The summary of ``prefix``: a summarised span (an earlier summary at its front included)."""
-
-    prefix: list[Message]
-    text: str
-    covered: int
-    summarizer: object
+# Summaries a manager remembers by default: one per live conversation of a shared manager
+# (a few kB each), plus the superseded ones until they are evicted.
+DEFAULT_CACHE_SIZE = 1024
 
 
 @dataclass
@@ -84,7 +80,8 @@ class _Compaction:
     done: int
     covered: int
     chunk: list[Message]
-    base: _CachedSummary | None
+    base: CachedSummary | None
+    key: Key
     messages_before: int
     started: float = field(default_factory=time.perf_counter)
 
@@ -136,6 +133,8 @@ class SummarizingManager(ConversationManager):
         keep_recent: int = 10,
         summarize_fn: SummarizeFn | None = None,
         preserve_system: bool = True,
+        *,
+        cache_size: int = DEFAULT_CACHE_SIZE,
     ) -> None:
         self.threshold = check_int("threshold", threshold, 2)
         self.keep_recent = check_int("keep_recent", keep_recent, 1)
@@ -149,14 +148,15 @@ class SummarizingManager(ConversationManager):
             )
         self.summarize_fn = summarize_fn
         self.preserve_system = check_bool("preserve_system", preserve_system)
-        # One entry per conversation: a history that only grew reuses its summary, so a
-        # compaction summarises only what newly crossed the cut.
-        self._summary_cache: LRUCache[tuple[Any, ...], _CachedSummary] = LRUCache(_CACHE_SIZE)
+        # Summaries by the exact prefix they stand for: a history that only grew reuses
+        # its summary, so a compaction summarises only what newly crossed the cut.
+        self._summary_cache = SummaryCache(check_int("cache_size", cache_size, 0))
 
     def __repr__(self) -> str:
         return (
             f"SummarizingManager(threshold={self.threshold}, keep_recent={self.keep_recent}, "
-            f"summarize_fn={self.summarize_fn!r}, preserve_system={self.preserve_system})"
+            f"summarize_fn={self.summarize_fn!r}, preserve_system={self.preserve_system}, "
+            f"cache_size={self._summary_cache.maxsize})"
         )
 
     def apply(self, messages: list[Message]) -> list[Message]:
@@ -221,52 +221,62 @@ class SummarizingManager(ConversationManager):
         kept_front = [m for m in history[:pinned] if not is_summary(m)]
         earlier = [m for m in history[:pinned] if is_summary(m)]
         body = history[pinned:]
+        # Without preserve_system an earlier pass's summary heads the body: it stands for
+        # the start of the conversation, it is not one of the recent messages.
+        lead = next((i for i, m in enumerate(body) if not is_summary(m)), len(body))
+        earlier.extend(body[:lead])
+        body = body[lead:]
         if len(body) <= self.threshold:
             return history
 
+        # The grid is laid over the whole conversation, the messages that earlier
+        # summaries stand for included: the output of a pass, fed back, is cut where the
+        # full history would be, so a second pass finds nothing to do.
+        offset = sum(covered_count(m) for m in earlier)
         period = self.threshold - self.keep_recent + 1
-        grid_cut = ((len(body) - self.threshold - 1) // period + 1) * period
-        # The cut moves back to a turn boundary: tool results without the assistant
-        # message holding their tool_calls would be rejected by a model API.
-        cut = last_boundary_at_or_before(body, grid_cut)
+        total = offset + len(body)
+        grid_cut = ((total - self.threshold - 1) // period + 1) * period - offset
+        cut = self._cut(body, grid_cut)
         if cut == 0:
             return history
 
         rest = earlier + body
         done = len(earlier) + cut
-        # A summary inside the span (fed back without preserve_system) counts what it
-        # stood for, like the pinned ones.
-        covered = sum(covered_count(m) for m in rest[:done])
+        # A summary inside the span (a mid-run one) counts what it stood for, like the
+        # earlier ones.
+        covered = offset + cut
+        covered += sum(covered_count(m) - 1 for m in body[:cut] if m.role == Role.SYSTEM)
         # The events' messages_before counts the conversation, not the instructions: the
         # messages other than system ones (every message when preserve_system is off).
-        messages_before = sum(
-            1 for m in history if not (self.preserve_system and m.role == Role.SYSTEM)
+        messages_before = len(history)
+        if self.preserve_system:
+            messages_before -= [m.role for m in history].count(Role.SYSTEM)
+        found = self._summary_cache.lookup(rest, done, self.summarize_fn)
+        compaction = _Compaction(
+            history, kept_front, rest, done, covered, [], found.summary, found.key, messages_before
         )
-        base = self._cached(rest, done)
-        if base is None:
-            chunk = rest[:done]
-        elif len(base.prefix) == done:
-            reuse = _Compaction(history, kept_front, rest, done, covered, [], base, messages_before)
-            return reuse.result(base.text)
+        if found.summary is None:
+            compaction.chunk = rest[:done]
+        elif found.length == done:
+            return compaction.result(found.summary.text)
         else:
-            chunk = [summary_message(base.text, base.covered), *rest[len(base.prefix) : done]]
-        return _Compaction(history, kept_front, rest, done, covered, chunk, base, messages_before)
+            earlier_summary = summary_message(found.summary.text, found.summary.covered)
+            compaction.chunk = [earlier_summary, *rest[found.length : done]]
+        return compaction
 
-    def _cached(self, rest: list[Message], done: int) -> _CachedSummary | None:
-        """The cached summary of a prefix of ``rest[:done]``, if this history only grew."""
-        entry = self._summary_cache.get(_conversation_key(rest))
-        if (
-            entry is None
-            or entry.summarizer is not self.summarize_fn
-            or len(entry.prefix) > done
-            or rest[: len(entry.prefix)] != entry.prefix
-        ):
-            return None
-        return entry
+    def _cut(self, body: list[Message], grid_cut: int) -> int:
+        """Where the recent part of ``body`` starts: the last turn boundary at or before
+        ``grid_cut`` (0: no cut), since a model API rejects tool results without the
+        assistant message holding their tool_calls. With preserve_system the recent part
+        never starts with a system note either: the next pass would pin it with the
+        instructions."""
+        cut = last_boundary_at_or_before(body, grid_cut)
+        while self.preserve_system and cut > 0 and body[cut].role == Role.SYSTEM:
+            cut = last_boundary_at_or_before(body, cut - 1)
+        return cut
 
     def _finish(self, plan: _Compaction, text: str) -> list[Message]:
-        entry = _CachedSummary(plan.rest[: plan.done], text, plan.covered, self.summarize_fn)
-        self._summary_cache.put(_conversation_key(plan.rest), entry)
+        self._summary_cache.put(plan.key, CachedSummary(text, plan.covered, self.summarize_fn))
         return plan.result(text)
 
     # --- summarising ------------------------------------------------------------------
@@ -296,11 +306,6 @@ class SummarizingManager(ConversationManager):
         if inspect.isawaitable(outcome):
             outcome = await outcome
         return _checked_summary(outcome)
-
-
-def _conversation_key(rest: list[Message]) -> tuple[Any, ...]:
-    first = rest[0]
-    return (first.role, first.content, first.tool_call_id, first.name)
 
 
 def _is_async_callable(fn: object) -> bool:

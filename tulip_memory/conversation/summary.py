@@ -8,8 +8,10 @@ messages it stands for (a summary of a summary counts what the earlier one cover
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from tulip_memory.messages import Message, Role
 
@@ -17,9 +19,12 @@ SUMMARY_METADATA_KEY = "tulip_memory_summary"
 SUMMARY_HEADER = "[Summary of previous conversation ({count} messages)]:\n"
 
 # Bounds of the fallback summary, so that it stays small however long the history is.
-_EARLIER_SUMMARY_CHARS = 1500
-_QUOTE_CHARS = 200
+_REQUEST_CHARS = 500  # the conversation's first user message
+_QUOTE_CHARS = 200  # a message quoted in a span
+_EARLIER_SUMMARY_CHARS = 400  # an earlier summary not written by the fallback
+_SPANS_CHARS = 1600  # the span lines together (the newest span is always kept)
 _TOOLS_LISTED = 8
+_TOOL_NAME_CHARS = 64
 
 
 def summary_message(text: str, covered: int) -> Message:
@@ -61,41 +66,225 @@ def _quote(text: str, limit: int) -> str:
 def fallback_summary(messages: Sequence[Message]) -> str:
     """A bounded, deterministic digest of ``messages``, used when no summarize_fn is given.
 
-    It states what the span held (counts per role, tools called), the first and last user
-    requests and the last assistant message; an earlier summary in the span is kept,
-    clipped, on the first line.
+    It is a rolling summary: an earlier fallback digest in ``messages`` (the previous
+    compaction's) is read back and extended, not quoted. Its lines:
+
+    * ``Messages summarised: N (user U, assistant A, tool results T, system notes S).``:
+      totals for all N messages the summary stands for (``in an earlier summary X``
+      counts those of an earlier summary written otherwise, which cannot be itemised);
+    * ``Tools called: name (calls), ..., other tools (calls).``: totals, the 8 most called
+      listed by name;
+    * ``First user message of the conversation: "..."``: the original request, kept once;
+    * one line per summarised span, ``Messages a-b: last user message "..."; last
+      assistant message "...".`` (the last tool result when neither is there), newest
+      last. When they outgrow their bound the oldest spans give up their quotes:
+      ``Messages a-b: not quoted (...)``.
+
+    Whatever the number of compactions it stays under ~3.5 kB, and no label is nested.
     """
-    lines: list[str] = []
-    roles: Counter[Role] = Counter()
-    tools: Counter[str] = Counter()
-    first_user: Message | None = None
-    last_user: Message | None = None
-    last_assistant: Message | None = None
+    digest = _Digest()
+    span: list[Message] = []
     for message in messages:
         if is_summary(message):
-            lines.append("Earlier: " + _quote(summary_text(message), _EARLIER_SUMMARY_CHARS))
-            continue
-        roles[message.role] += 1
-        if message.role == Role.USER:
-            first_user = first_user or message
-            last_user = message
-        elif message.role == Role.ASSISTANT:
-            tools.update(call.name for call in message.tool_calls)
-            if message.content.strip():
-                last_assistant = message
-    lines.append(
-        f"{roles.total()} messages: {roles[Role.USER]} from the user, "
-        f"{roles[Role.ASSISTANT]} from the assistant, {roles[Role.TOOL]} tool results, "
-        f"{roles[Role.SYSTEM]} system notes."
-    )
-    if tools:
-        listed = ", ".join(f"{name} ({count})" for name, count in tools.most_common(_TOOLS_LISTED))
-        more = len(tools) - _TOOLS_LISTED
-        lines.append(f"Tools called: {listed}" + (f" and {more} more." if more > 0 else "."))
-    if first_user is not None:
-        lines.append(f'First user message: "{_quote(first_user.content, _QUOTE_CHARS)}"')
-    if last_user is not None and last_user is not first_user:
-        lines.append(f'Last user message: "{_quote(last_user.content, _QUOTE_CHARS)}"')
-    if last_assistant is not None:
-        lines.append(f'Last assistant message: "{_quote(last_assistant.content, _QUOTE_CHARS)}"')
-    return "\n".join(lines)
+            digest.add_span(span)
+            span = []
+            digest.absorb(message)
+        else:
+            span.append(message)
+    digest.add_span(span)
+    return digest.render()
+
+
+_NOT_QUOTED = "not quoted (dropped to keep this summary short)."
+_COUNTS_LINE = re.compile(
+    r"Messages summarised: (\d+) \(user (\d+), assistant (\d+), tool results (\d+), "
+    r"system notes (\d+)(?:, in an earlier summary (\d+))?\)\."
+)
+_TOOLS_LINE = re.compile(r"Tools called: (.+)\.")
+_TOOL_ITEM = re.compile(r"([\w.-]+) \((\d+)\)")
+_OTHER_TOOLS_ITEM = re.compile(r"other tools \((\d+) calls?\)")
+_FIRST_REQUEST_LABEL = "First user message of the conversation: "
+_SPAN_LINE = re.compile(r"Messages? (\d+)(?:-(\d+))?: (.+)")
+_ROLES_COUNTED = (Role.USER, Role.ASSISTANT, Role.TOOL, Role.SYSTEM)
+
+
+@dataclass
+class _Span:
+    """Messages ``first`` to ``last`` (1-based, in the summarised conversation) and what is
+    quoted of them (None: nothing any more)."""
+
+    first: int
+    last: int
+    text: str | None
+
+    def line(self) -> str:
+        where = f"Messages {self.first}-{self.last}"
+        if self.first == self.last:
+            where = f"Message {self.first}"
+        return f"{where}: {_NOT_QUOTED if self.text is None else self.text}"
+
+
+@dataclass
+class _Digest:
+    """The state of a fallback summary: totals, the first request and the spans."""
+
+    count: int = 0
+    roles: Counter[Role] = field(default_factory=Counter)
+    unitemised: int = 0  # messages of an earlier summary that cannot be read back
+    tools: Counter[str] = field(default_factory=Counter)
+    other_tool_calls: int = 0  # calls of tools no longer listed by name
+    first_request: str | None = None  # its line
+    spans: list[_Span] = field(default_factory=list)
+
+    def first_request_open(self) -> bool:
+        """Whether the next user message would be the conversation's first one."""
+        return self.first_request is None and not self.roles[Role.USER] and not self.unitemised
+
+    def add_span(self, messages: list[Message]) -> None:
+        """Count ``messages`` (no summary among them) and quote them as one span."""
+        if not messages:
+            return
+        first = self.count + 1
+        last_user = last_assistant = last_result = first_request = None
+        tools: Counter[str] = Counter()
+        for message in messages:
+            if message.role == Role.USER:
+                if self.first_request_open():
+                    first_request = message
+                    quote = _quote(message.content, _REQUEST_CHARS)
+                    self.first_request = f'{_FIRST_REQUEST_LABEL}"{quote}"'
+                last_user = message
+            elif message.role == Role.ASSISTANT:
+                tools.update(call.name for call in message.tool_calls)
+                if message.content.strip():
+                    last_assistant = message
+            elif message.role == Role.TOOL and message.content.strip():
+                last_result = message
+            self.roles[message.role] += 1
+        self.count += len(messages)
+        for name, calls in tools.items():
+            self.tools[_tool_name(name)] += calls
+        quotes = []
+        if last_user is not None and last_user is first_request:
+            quotes.append("the first user message (quoted above)")
+        elif last_user is not None:
+            quotes.append(f'last user message "{_quote(last_user.content, _QUOTE_CHARS)}"')
+        if last_assistant is not None:
+            text = _quote(last_assistant.content, _QUOTE_CHARS)
+            quotes.append(f'last assistant message "{text}"')
+        if not quotes and last_result is not None:
+            quotes.append(f'last tool result "{_quote(last_result.content, _QUOTE_CHARS)}"')
+        self.spans.append(
+            _Span(first, self.count, "; ".join(quotes) + "." if quotes else "no text to quote.")
+        )
+
+    def absorb(self, summary: Message) -> None:
+        """Fold in an earlier summary: read back if the fallback wrote it, else quoted."""
+        text, covered = summary_text(summary), covered_count(summary)
+        earlier = _parse(text, covered)
+        if earlier is None:
+            quote = _quote(text, _EARLIER_SUMMARY_CHARS)
+            self.spans.append(
+                _Span(self.count + 1, self.count + covered, f'earlier summary "{quote}".')
+            )
+            self.count += covered
+            self.unitemised += covered
+            return
+        if self.first_request_open():
+            self.first_request = earlier.first_request
+        self.spans.extend(
+            _Span(span.first + self.count, span.last + self.count, span.text)
+            for span in earlier.spans
+        )
+        self.count += earlier.count
+        self.roles.update(earlier.roles)
+        self.unitemised += earlier.unitemised
+        self.tools.update(earlier.tools)
+        self.other_tool_calls += earlier.other_tool_calls
+
+    def render(self) -> str:
+        counts = ", ".join(
+            f"{label} {self.roles[role]}"
+            for label, role in zip(
+                ("user", "assistant", "tool results", "system notes"), _ROLES_COUNTED, strict=True
+            )
+        )
+        if self.unitemised:
+            counts += f", in an earlier summary {self.unitemised}"
+        lines = [f"Messages summarised: {self.count} ({counts})."]
+        if self.tools or self.other_tool_calls:
+            listed = self.tools.most_common(_TOOLS_LISTED)
+            other = self.other_tool_calls + self.tools.total() - sum(n for _, n in listed)
+            items = [f"{name} ({calls})" for name, calls in listed]
+            if other:
+                items.append(f"other tools ({other} call{'s' if other != 1 else ''})")
+            lines.append(f"Tools called: {', '.join(items)}.")
+        if self.first_request is not None:
+            lines.append(self.first_request)
+        lines.extend(self._span_lines())
+        return "\n".join(lines)
+
+    def _span_lines(self) -> list[str]:
+        """The span lines, within their bound: the oldest spans lose their quotes first,
+        and neighbouring spans without quotes share one line."""
+        spans = [_Span(s.first, s.last, s.text) for s in self.spans]
+        quoted = [s for s in spans if s.text is not None]
+        size = sum(len(s.line()) + 1 for s in quoted)
+        for span in quoted[:-1]:
+            if size <= _SPANS_CHARS:
+                break
+            size -= len(span.line()) + 1
+            span.text = None
+        merged: list[_Span] = []
+        for span in spans:
+            if span.text is None and merged and merged[-1].text is None:
+                merged[-1].last = span.last
+            else:
+                merged.append(span)
+        return [span.line() for span in merged]
+
+
+def _tool_name(name: str) -> str:
+    """``name`` as listed: word characters, dots and dashes only, so the list reads back."""
+    return re.sub(r"[^\w.-]", "_", name)[:_TOOL_NAME_CHARS] or "_"
+
+
+def _parse(text: str, covered: int) -> _Digest | None:
+    """The digest a fallback summary of ``covered`` messages was rendered from, or None if
+    ``text`` is not one (a summary by a summarize_fn, an older format, an edited one)."""
+    lines = text.split("\n")
+    counts = _COUNTS_LINE.fullmatch(lines[0])
+    if counts is None:
+        return None
+    total, *by_role = (int(n) for n in counts.group(1, 2, 3, 4, 5))
+    digest = _Digest(count=total, unitemised=int(counts.group(6) or 0))
+    digest.roles.update(dict(zip(_ROLES_COUNTED, by_role, strict=True)))
+    if total != covered or total != digest.roles.total() + digest.unitemised:
+        return None
+    position = 1
+    tools = _TOOLS_LINE.fullmatch(lines[position]) if len(lines) > position else None
+    if tools is not None:
+        position += 1
+        for item in tools.group(1).split(", "):
+            if listed := _TOOL_ITEM.fullmatch(item):
+                digest.tools[listed.group(1)] += int(listed.group(2))
+            elif other := _OTHER_TOOLS_ITEM.fullmatch(item):
+                digest.other_tool_calls += int(other.group(1))
+            else:
+                return None
+    if len(lines) > position and lines[position].startswith(_FIRST_REQUEST_LABEL):
+        digest.first_request = lines[position]
+        position += 1
+    for line in lines[position:]:
+        span = _SPAN_LINE.fullmatch(line)
+        if span is None:
+            return None
+        first = int(span.group(1))
+        last = int(span.group(2) or first)
+        if first != (digest.spans[-1].last + 1 if digest.spans else 1) or last < first:
+            return None
+        body = span.group(3)
+        digest.spans.append(_Span(first, last, None if body == _NOT_QUOTED else body))
+    if (digest.spans[-1].last if digest.spans else 0) != total:
+        return None
+    return digest
