@@ -383,6 +383,8 @@ async def measure(
     subject = config.make(ctx)
     for conv in conversations:
         await subject.load(conv.namespace, conv.items)
+    if hasattr(subject, "prepare"):  # a prototype's own indexes and columns
+        await subject.prepare()
     if ctx.admin_url is not None:
         analyze(ctx.admin_url)
     await subject.search(conversations[0].namespace, conversations[0].questions[0][0], LIMIT)
