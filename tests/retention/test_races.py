@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import timedelta
+from typing import Any, TypeVar
 
 import pytest
 from asgiref.sync import async_to_sync
@@ -41,6 +42,8 @@ from tulip_memory.retention.policy import RetentionPolicy
 from tulip_memory.store import PgMemory
 from tulip_memory.tenancy import tenant_atomic
 from tulip_memory.testing.langgraph_agent import build_agent, user_turn
+
+T = TypeVar("T")
 
 pytestmark = pytest.mark.django_db(transaction=True, databases=["default", "mysql"])
 
@@ -244,6 +247,61 @@ def _wait_for_a_lock_wait(timeout: float = 20.0) -> bool:
         connections.close_all()
 
 
+def _deletion_while_a_save_is_held_open(
+    monkeypatch, write: Callable[[], Any], delete: Callable[[], T]
+) -> tuple[list[int], list[bool], T]:
+    """Run ``write`` (LangGraph saves) on another thread, its first checkpoint's
+    transaction held open (a slow request) until ``delete``, run here meanwhile, waits
+    for a lock it holds; then let it commit. The depth of each row ``write`` stored
+    first, whether ``delete`` waited, and what ``delete`` returned; ``write``'s error,
+    if any, is raised here."""
+    original = LangGraphCheckpointQuerySet.save_checkpoint
+    stored, release = threading.Event(), threading.Event()
+    depths: list[int] = []
+
+    def held_open(self, tenant, row, *args, **kwargs):
+        if depths:
+            return original(self, tenant, row, *args, **kwargs)
+        depths.append(row["depth"])
+        with transaction.atomic(using=self.db):
+            result = original(self, tenant, row, *args, **kwargs)
+            stored.set()
+            release.wait(30)
+        return result
+
+    monkeypatch.setattr(LangGraphCheckpointQuerySet, "save_checkpoint", held_open)
+    errors: list[BaseException] = []
+
+    def in_thread() -> None:
+        try:
+            write()
+        except BaseException as exc:  # re-raised on the test's thread
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    waited: list[bool] = []
+
+    def let_it_commit() -> None:
+        waited.append(_wait_for_a_lock_wait())
+        release.set()
+
+    writer = threading.Thread(target=in_thread)
+    writer.start()
+    assert stored.wait(30)
+    poller = threading.Thread(target=let_it_commit)
+    poller.start()
+    try:
+        deleted = delete()
+    finally:
+        release.set()
+        poller.join()
+        writer.join()
+    if errors:
+        raise errors[0]
+    return depths, waited, deleted
+
+
 def test_a_langgraph_save_under_way_while_the_sweep_deletes_keeps_its_thread(monkeypatch):
     """A delta row being stored locks its parent (``FOR KEY SHARE``) until its transaction
     commits. The sweep, which found the thread idle before, waits for that lock; then it
@@ -264,51 +322,11 @@ def test_a_langgraph_save_under_way_while_the_sweep_deletes_keeps_its_thread(mon
     before = _langgraph_history("back")
     old = len(_langgraph_history("old"))
 
-    original = LangGraphCheckpointQuerySet.save_checkpoint
-    stored, release = threading.Event(), threading.Event()
-    depths: list[int] = []
-
-    def held_open(self, tenant, row, *args, **kwargs):
-        if depths:
-            return original(self, tenant, row, *args, **kwargs)
-        depths.append(row["depth"])
-        # The first save of the new turn: its transaction stays open (a slow request)
-        # until the sweep waits for the lock it holds.
-        with transaction.atomic(using=self.db):
-            result = original(self, tenant, row, *args, **kwargs)
-            stored.set()
-            release.wait(30)
-        return result
-
-    monkeypatch.setattr(LangGraphCheckpointQuerySet, "save_checkpoint", held_open)
-    errors: list[BaseException] = []
-
-    def user_comes_back() -> None:
-        try:
-            graph.invoke(user_turn(1), config)
-        except BaseException as exc:  # re-raised on the test's thread
-            errors.append(exc)
-        finally:
-            connections.close_all()
-
-    waited: list[bool] = []
-
-    def let_it_commit() -> None:
-        waited.append(_wait_for_a_lock_wait())
-        release.set()
-
-    writer = threading.Thread(target=user_comes_back)
-    writer.start()
-    assert stored.wait(30)
-    poller = threading.Thread(target=let_it_commit)
-    poller.start()
-    try:
-        report = prune_tenant_checkpoints("acme", policy=RetentionPolicy(checkpoint_idle=IDLE))
-    finally:
-        release.set()
-        poller.join()
-        writer.join()
-    assert not errors, errors
+    depths, waited, report = _deletion_while_a_save_is_held_open(
+        monkeypatch,
+        lambda: graph.invoke(user_turn(1), config),
+        lambda: prune_tenant_checkpoints("acme", policy=RetentionPolicy(checkpoint_idle=IDLE)),
+    )
     assert depths[0] > 0  # a delta row, stored against the old turn's newest checkpoint
     assert waited == [True]  # the sweep did wait for the save
 
@@ -339,56 +357,16 @@ def test_a_langgraph_delta_saved_against_a_checkpoint_being_deleted_still_loads(
     kept = before[:2] if rule == "keep-last" else before[: len(before) - len(first)]
     assert fork_from not in kept
 
-    original = LangGraphCheckpointQuerySet.save_checkpoint
-    stored, release = threading.Event(), threading.Event()
-    depths: list[int] = []
-
-    def held_open(self, tenant, row, *args, **kwargs):
-        if depths:
-            return original(self, tenant, row, *args, **kwargs)
-        depths.append(row["depth"])
-        # The fork's first save: its transaction stays open (a slow request) until the
-        # deletion waits for the lock it holds.
-        with transaction.atomic(using=self.db):
-            result = original(self, tenant, row, *args, **kwargs)
-            stored.set()
-            release.wait(30)
-        return result
-
-    monkeypatch.setattr(LangGraphCheckpointQuerySet, "save_checkpoint", held_open)
-    errors: list[BaseException] = []
-
-    def user_forks() -> None:
-        try:
-            _chat_with(fork, "t", 2, checkpoint_id=fork_from)
-        except BaseException as exc:  # re-raised on the test's thread
-            errors.append(exc)
-        finally:
-            connections.close_all()
-
-    waited: list[bool] = []
-
-    def let_it_commit() -> None:
-        waited.append(_wait_for_a_lock_wait())
-        release.set()
-
-    writer = threading.Thread(target=user_forks)
-    writer.start()
-    assert stored.wait(30)
-    poller = threading.Thread(target=let_it_commit)
-    poller.start()
-    try:
+    def delete() -> int:
         if rule == "keep-last":
             policy = RetentionPolicy(checkpoint_keep_last=2)
-            dropped = prune_tenant_checkpoints("acme", policy=policy).checkpoints
-        else:
-            DjangoSaver(tenant="acme").delete_for_runs(["run-0"])
-            dropped = len(first)
-    finally:
-        release.set()
-        poller.join()
-        writer.join()
-    assert not errors, errors
+            return prune_tenant_checkpoints("acme", policy=policy).checkpoints
+        DjangoSaver(tenant="acme").delete_for_runs(["run-0"])
+        return len(first)
+
+    depths, waited, dropped = _deletion_while_a_save_is_held_open(
+        monkeypatch, lambda: _chat_with(fork, "t", 2, checkpoint_id=fork_from), delete
+    )
     assert depths[0] > 0  # a delta row, stored against fork_from
     assert waited == [True]  # the deletion did wait for the save
 
