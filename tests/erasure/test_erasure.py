@@ -392,7 +392,7 @@ def test_a_delta_save_during_the_erasure_waits_and_stores_a_whole_checkpoint(ali
     deleted rows could not be loaded)."""
     import threading
 
-    import tulip_memory.erasure as erasure
+    from tulip_memory import erasure
     from tulip_memory.messages import Message, Role
     from tulip_memory.state import AgentState
 
