@@ -70,3 +70,14 @@ def test_every_dotted_path_setting_that_does_not_import_is_a_system_check_error(
         if message.level >= checks.ERROR and f"TULIP_MEMORY[{name!r}]" in message.msg
     ]
     assert errors, f"no check reports an unimportable {name}"
+
+
+def test_checks_registered_again_are_registered_once():
+    """AppConfig.ready() runs again when a test changes INSTALLED_APPS: the checks it
+    registers must not be doubled (each would report its messages twice)."""
+    from django.apps import apps
+    from django.core.checks import registry
+
+    before = set(registry.registry.registered_checks)
+    apps.get_app_config("tulip_memory").ready()
+    assert set(registry.registry.registered_checks) == before

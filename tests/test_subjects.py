@@ -8,6 +8,7 @@ from django.test import override_settings
 
 from tulip_memory.backends import MySQLCheckpointer, PostgreSQLCheckpointer
 from tulip_memory.delta import DeltaCheckpointer, ORMDeltaStorage
+from tulip_memory.erasure import forget_subject
 from tulip_memory.messages import Message, Role
 from tulip_memory.models import CheckpointRecord, DeltaCheckpointRecord, LangGraphCheckpoint
 from tulip_memory.state import AgentState
@@ -45,6 +46,27 @@ def test_the_subject_namespace_follows_the_setting():
     assert subject_namespace("acme", "alice") == ("acme", "users", "alice")
     with override_settings(TULIP_MEMORY={"SUBJECT_NAMESPACE": ("people", "by-id")}):
         assert subject_namespace("acme", "42") == ("acme", "people", "by-id", "42")
+    with override_settings(TULIP_MEMORY={"SUBJECT_NAMESPACE": ()}):
+        assert subject_namespace("acme", "42") == ("acme", "42")
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ("users", r" must be a tuple of labels, e.g. \('users',\), got str 'users'"),
+        (["users"], r" must be a tuple of labels, e.g. \('users',\), got list \['users'\]"),
+        (("users", " "), r"\[1\] must not be only whitespace"),
+    ],
+)
+def test_a_subject_namespace_that_is_not_a_tuple_of_labels_is_refused_not_split(value, problem):
+    # A str used to be split into its letters: ("acme", "u", "s", "e", "r", "s", "alice").
+    with override_settings(TULIP_MEMORY={"SUBJECT_NAMESPACE": value}):
+        with pytest.raises(ValueError, match=r"^TULIP_MEMORY\['SUBJECT_NAMESPACE'\]" + problem):
+            subject_namespace("acme", "alice")
+        # Erasure refuses before its first query (this test may not touch the database),
+        # instead of erasing nothing and storing a receipt of zeros.
+        with pytest.raises(ValueError, match=r"^TULIP_MEMORY\['SUBJECT_NAMESPACE'\]"):
+            forget_subject("acme", "alice")
 
 
 def _plain(alias: str):

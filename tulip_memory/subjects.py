@@ -10,7 +10,10 @@ index lookup. A string or an integer (stored as its decimal text) tags; a missin
 
 A subject's memories are the store items under ``(tenant, *SUBJECT_NAMESPACE, subject)``
 (:func:`subject_namespace`), the namespace a manager writes to with a resolver such as
-``lambda run: (tenant, "users", run.metadata["subject"])``.
+``lambda run: (tenant, "users", run.metadata["subject"])``. ``SUBJECT_NAMESPACE`` must be a
+tuple of labels (``()`` for ``(tenant, subject)``); anything else — a str such as
+``"users"`` above all, which would be read letter by letter — is refused with a
+``ValueError`` naming the setting (:func:`subject_labels`; check ``tulip_memory.E005``).
 
 Pure Python: importable without Django settings (the defaults apply then).
 """
@@ -22,9 +25,15 @@ from typing import Any
 
 from tulip_memory.conf import settings
 from tulip_memory.identifiers import validate_identifier
-from tulip_memory.namespaces import Namespace, validate_namespace
+from tulip_memory.namespaces import Namespace, validate_namespace, validate_namespace_prefix
 
-__all__ = ["SUBJECT_MAX_LENGTH", "subject_namespace", "subject_of", "validate_subject"]
+__all__ = [
+    "SUBJECT_MAX_LENGTH",
+    "subject_labels",
+    "subject_namespace",
+    "subject_of",
+    "validate_subject",
+]
 
 # Width of the ``subject`` column of the checkpoint tables.
 SUBJECT_MAX_LENGTH = 255
@@ -46,7 +55,19 @@ def subject_of(metadata: Mapping[str, Any] | None) -> str:
     return validate_subject(value, f"metadata[{key!r}] (the thread's subject)")
 
 
+def subject_labels() -> Namespace:
+    """``TULIP_MEMORY["SUBJECT_NAMESPACE"]``: the labels between the tenant and the subject,
+    a possibly empty tuple of labels; else ValueError naming the setting."""
+    name = "TULIP_MEMORY['SUBJECT_NAMESPACE']"
+    labels = settings.SUBJECT_NAMESPACE
+    if not isinstance(labels, tuple):
+        raise ValueError(
+            f"{name} must be a tuple of labels, e.g. ('users',), "
+            f"got {type(labels).__name__} {labels!r:.80}"
+        )
+    return validate_namespace_prefix(labels, name=name)
+
+
 def subject_namespace(tenant: str, subject: str) -> Namespace:
     """The namespace under which the manager keeps ``subject``'s memories in ``tenant``."""
-    labels = tuple(settings.SUBJECT_NAMESPACE)
-    return validate_namespace((tenant, *labels, subject), name="subject namespace")
+    return validate_namespace((tenant, *subject_labels(), subject), name="subject namespace")

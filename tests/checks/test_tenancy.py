@@ -12,15 +12,23 @@ import subprocess
 import sys
 from pathlib import Path
 
+import django
 import pytest
 from django.core import checks
+from django.core.checks.registry import registry
+from django.db import connections
 
 from tests.migration_connections import with_database
+from tulip_memory.checks import tenancy
 from tulip_memory.checks.tenancy import (
+    check_connection,
     check_default_tenant_database,
+    check_tenant_databases,
     check_tenant_resolver,
     check_tenant_resolver_setting,
+    settings_read,
 )
+from tulip_memory.rls import POLICY_NAME, tenant_tables
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -55,6 +63,107 @@ def test_plain_check_passes_for_the_application_role():
 def test_plain_check_reports_a_bad_set_up_of_default(settings):
     settings.TULIP_MEMORY = {"VECTOR_DIMENSIONS": 384}
     assert _rls_ids(checks.run_checks()) == ["tulip_memory.E014"]
+
+
+# --- Django's two calling conventions -------------------------------------------------------
+#
+# Up to Django 6.0 a run that names no alias passes databases=None to every check; Django
+# 6.1 passes list(connections) and runs the `database`-tagged checks only when aliases
+# were named (django/core/checks/registry.py). Both are emulated here, whatever Django
+# runs the suite, over the checks tulip_memory registered (with their real tags).
+
+RLS_CHECKS = {
+    "check_database_connections",
+    "check_tenant_databases",
+    "check_default_tenant_database",
+}
+
+
+def _run_rls_checks(convention: str, databases=None, tags=None) -> list[checks.CheckMessage]:
+    """CheckRegistry.run_checks of Django 5.2/6.0 or 6.1, over the row-level security
+    checks registered by tulip_memory's AppConfig.ready()."""
+    found = [check for check in registry.get_checks() if check.__name__ in RLS_CHECKS]
+    assert len(found) == len(RLS_CHECKS)
+    if tags is not None:
+        found = [check for check in found if not set(check.tags).isdisjoint(tags)]
+    elif convention == "6.1" and not databases:
+        found = [check for check in found if checks.Tags.database not in check.tags]
+    if convention == "6.1" and databases is None:
+        databases = list(connections)
+    return [m for check in found for m in check(app_configs=None, databases=databases)]
+
+
+@pytest.fixture(params=["5.2", "6.1"])
+def convention(request, monkeypatch):
+    monkeypatch.setattr(tenancy, "_runs_name_every_alias", lambda: request.param == "6.1")
+    return request.param
+
+
+def test_the_convention_of_this_django_is_recognised():
+    tenancy._runs_name_every_alias.cache_clear()
+    assert tenancy._runs_name_every_alias() is (django.VERSION >= (6, 1))
+
+
+# E015 (check_database_connections) opens every PostgreSQL alias named.
+POSTGRESQL_ALIASES = ["default", "owner", "prepared"]
+
+
+@pytest.mark.django_db(databases=POSTGRESQL_ALIASES)
+def test_plain_and_named_runs_look_at_default_once_under_either_convention(settings, convention):
+    settings.TULIP_MEMORY = {"VECTOR_DIMENSIONS": 384}
+    plain = _run_rls_checks(convention)
+    named = _run_rls_checks(convention, databases=["default"])
+    # Every alias named, in the order of DATABASES: under 6.1 what a plain run passes, and
+    # what `check --database default` passes in a project of one alias.
+    every = _run_rls_checks(convention, databases=list(connections))
+    for messages in (plain, named, every):
+        assert _rls_ids(messages) == ["tulip_memory.E014"]
+    # The real registry of this Django, both ways (E021 aside: the embedder's width).
+    assert _rls_ids(checks.run_checks()) == ["tulip_memory.E014"]
+    assert _rls_ids(checks.run_checks(databases=["default"])) == ["tulip_memory.E014"]
+
+
+@pytest.mark.django_db(databases=POSTGRESQL_ALIASES)
+def test_every_named_tenant_database_is_looked_at_once_under_either_convention(
+    settings, convention
+):
+    settings.TULIP_MEMORY = {"VECTOR_DIMENSIONS": 384, "TENANT_DATABASES": ["default", "owner"]}
+    every = _run_rls_checks(convention, databases=list(connections))
+    # E014 once per alias (both reach the same column), W010 the owner's.
+    assert _rls_ids(every) == ["tulip_memory.E014", "tulip_memory.E014", "tulip_memory.W010"]
+    both = _run_rls_checks(convention, databases=["owner", "default"])
+    assert _rls_ids(both) == _rls_ids(every)
+    # A plain run looks at default only, as it always did.
+    assert _rls_ids(_run_rls_checks(convention)) == ["tulip_memory.E014"]
+
+
+@pytest.mark.django_db
+def test_checks_called_the_django_61_way_leave_the_plain_run_to_the_default_check(
+    settings, monkeypatch
+):
+    monkeypatch.setattr(tenancy, "_runs_name_every_alias", lambda: True)
+    settings.TULIP_MEMORY = {"VECTOR_DIMENSIONS": 384}
+    every = list(connections)
+    assert _rls_ids(check_default_tenant_database(databases=every)) == ["tulip_memory.E014"]
+    assert check_tenant_databases(databases=every) == []  # default is the other's
+    assert check_default_tenant_database(databases=["default"]) == []
+    assert _rls_ids(check_tenant_databases(databases=["default"])) == ["tulip_memory.E014"]
+
+
+def test_an_unreachable_default_is_an_info_in_a_plain_run_under_either_convention(
+    settings, convention, monkeypatch
+):
+    monkeypatch.setattr(tenancy, "connection_problem", lambda connection: "connection refused")
+    plain = _run_rls_checks(convention)
+    assert [(m.id, m.level) for m in plain] == [("tulip_memory.I010", checks.INFO)]
+    assert "cannot be reached (connection refused)" in plain[0].msg
+    named = _run_rls_checks(convention, databases=["default"])
+    assert [m.id for m in named] == ["tulip_memory.E015"]
+    # Every alias named in their order: under 6.1 not told from a plain run (documented),
+    # so default's I010 comes with the E015 of each PostgreSQL alias.
+    every = _run_rls_checks(convention, databases=list(connections))
+    infos = ["tulip_memory.I010"] if convention == "6.1" else []
+    assert sorted(m.id for m in every) == ["tulip_memory.E015"] * 3 + infos
 
 
 @pytest.mark.django_db
@@ -122,3 +231,73 @@ def test_a_tenant_resolver_that_does_not_import_is_an_error(settings):
     assert "is not callable (it is dict)" in error.msg
     settings.TULIP_MEMORY = {}
     assert check_tenant_resolver_setting() == []
+
+
+# --- E019: the setting the policy reads -------------------------------------------------------
+
+
+def _e019(messages) -> list[checks.CheckMessage]:
+    return [m for m in messages if m.id == "tulip_memory.E019"]
+
+
+def test_the_settings_a_policy_reads_are_found_in_postgresqls_text_of_it():
+    qual = (
+        "(tenant = ( SELECT NULLIF(current_setting('tulip_memory.tenant'::text, true), "
+        "''::text) AS \"nullif\"))"
+    )
+    assert settings_read(qual, None) == ["tulip_memory.tenant"]
+    assert settings_read(qual, qual.replace("tulip_memory", "Other")) == [
+        "other.tenant",
+        "tulip_memory.tenant",
+    ]
+    assert settings_read("true", None) == [] == settings_read(None, None)
+    assert settings_read("current_setting('a.it''s'::text)", None) == ["a.it's"]
+
+
+@pytest.mark.django_db(databases=["default", "owner"])
+def test_policies_reading_another_setting_than_tenant_setting_are_e019(settings):
+    assert _e019(check_connection(connections["default"], "default")) == []
+    settings.TULIP_MEMORY = {"TENANT_SETTING": "other.tenant"}
+    [error] = _e019(check_connection(connections["default"], "default"))  # one for all
+    assert error.msg == (
+        f"The policies 'tulip_tenant_isolation' of the tenant tables {tenant_tables()} read "
+        "'tulip_memory.tenant', but TULIP_MEMORY['TENANT_SETTING'] is 'other.tenant', the "
+        "setting tenant_atomic pins the tenant in: they never see the pinned tenant (no "
+        "tenant would see its rows nor write any), or compare rows with a value set "
+        "elsewhere."
+    )
+    assert error.hint.startswith(
+        "Set TENANT_SETTING = 'tulip_memory.tenant' (the setting the policies were created "
+        "with), or recreate the policies as the table owner, for each table T: DROP POLICY "
+        "tulip_tenant_isolation ON T; CREATE POLICY tulip_tenant_isolation ON T USING "
+        "(\"tenant\" = (SELECT NULLIF(current_setting('other.tenant', true), ''))) WITH CHECK ("
+    )
+    # Setting names ignore case, as PostgreSQL's do.
+    settings.TULIP_MEMORY = {"TENANT_SETTING": "Tulip_Memory.TENANT"}
+    assert _e019(check_connection(connections["default"], "default")) == []
+    # A TENANT_SETTING that is no setting name is E004's, not compared.
+    settings.TULIP_MEMORY = {"TENANT_SETTING": "tenant"}
+    assert _e019(check_connection(connections["default"], "default")) == []
+    # The statements of the hint recreate a policy with the setting. As the owner, in the
+    # test's transaction (rolled back after it), which the checks then look through:
+    # another connection would wait for the owner's lock on the table.
+    settings.TULIP_MEMORY = {"TENANT_SETTING": "other.tenant"}
+    owner = connections["owner"]
+    statements = error.hint.split("for each table T: ", 1)[1]
+    with owner.cursor() as cursor:
+        cursor.execute(statements.replace(" ON T", " ON tulip_memory_store_item"))
+    [error] = _e019(check_connection(owner, "owner"))
+    assert "tulip_memory_store_item" not in error.msg
+    assert "'tulip_memory_checkpoint'" in error.msg
+
+
+@pytest.mark.django_db(databases=["default", "owner"])
+def test_a_policy_of_the_expected_name_that_reads_no_setting_is_e019():
+    with connections["owner"].cursor() as cursor:  # rolled back after the test
+        cursor.execute(f"DROP POLICY {POLICY_NAME} ON tulip_memory_store_item")
+        cursor.execute(f"CREATE POLICY {POLICY_NAME} ON tulip_memory_store_item USING (true)")
+    [error] = _e019(check_connection(connections["owner"], "owner"))
+    assert "of the tenant tables ['tulip_memory_store_item'] read no setting, but" in error.msg
+    assert error.hint.startswith(
+        "Recreate the policies as the table owner, for each table T: DROP POLICY "
+    )

@@ -7,6 +7,7 @@ tests/testing/test_user_project.py.)
 from __future__ import annotations
 
 import os
+import sys
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
@@ -49,3 +50,25 @@ def test_a_server_url_without_superuser_rights_is_refused_and_nothing_changes(mo
         setup_test_databases(verbosity=0)
     assert "secret" not in str(raised.value)  # the password is not shown
     assert {alias: dict(connections[alias].settings_dict) for alias in before} == before
+
+
+def test_without_dj_database_url_set_up_names_the_extra_before_creating_anything(monkeypatch):
+    """A base install (no `embedded` extra) with DATABASE_URL set: dj-database-url is
+    missing. Set-up stops at once, naming the extra, before a database or a role exists."""
+    from tulip_memory.testing import databases, postgres
+
+    created: list[str] = []
+
+    def create(*args, **kwargs):
+        created.append("created")
+        raise AssertionError("set-up created the test database before it could use it")
+
+    monkeypatch.setitem(sys.modules, "dj_database_url", None)  # import fails
+    monkeypatch.setenv("TULIP_TEST_ADMIN_URL", "postgresql://ci@db.invalid/postgres")
+    monkeypatch.setattr(databases, "bootstrap_database", create)
+    monkeypatch.setattr(databases, "start_embedded", create)
+    with pytest.raises(ImportError, match=r"pip install 'tulip-memory\[embedded\]'"):
+        setup_test_databases(verbosity=0)
+    assert created == []
+    with pytest.raises(ImportError, match=r"pip install 'tulip-memory\[embedded\]'"):
+        postgres.database_settings("postgresql://ci@db.invalid/postgres")

@@ -5,7 +5,8 @@
 * E021 the configured encoder's width (the embedder's ``dimension``; without one, HRR's
   ``2 * STORE_OPTIONS["dim"]`` when ``STORE`` is PgMemory) differs from
   ``VECTOR_DIMENSIONS``, the width of PgMemory's vector column: ``PgMemory()`` would
-  refuse to start, and so would every worker;
+  refuse to start, and so would every worker (not compared while ``VECTOR_DIMENSIONS``
+  is not an int of at least 1: E002 says so);
 * E022 the embedder says what it lacks to work (``BaseEmbedding.configuration_problem``):
   ``OpenAIEmbedding`` of a non-local server without its API key in the environment;
 * W020 (tagged ``database``: ``check --database <alias>``) stored rows carry vectors of
@@ -28,6 +29,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from django.core import checks
+
+from tulip_memory.checks.settings import vector_dimensions
 
 __all__ = ["check_embedder_settings", "check_embedding_sources", "check_sources_on"]
 
@@ -64,9 +67,9 @@ def check_embedder_settings(
         )
     if encoder.embedder is None and not stores_hrr_in_pg():
         return found
-    wanted = settings.VECTOR_DIMENSIONS
-    if encoder.width == wanted:
-        return found
+    wanted = vector_dimensions()
+    if wanted is None or encoder.width == wanted:
+        return found  # None: not a width (E002)
     origin = (
         f"the HRR encoding of PgMemory(dim={encoder.dim}) is {encoder.width} wide"
         if encoder.embedder is None

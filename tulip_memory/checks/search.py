@@ -93,13 +93,14 @@ def check_text_search_databases(
     app_configs: Iterable[Any] | None = None, databases: Iterable[str] | None = None, **kwargs: Any
 ) -> list[checks.CheckMessage]:
     """tulip_memory.E061 for the aliases of ``TENANT_DATABASES`` asked for."""
-    from tulip_memory.conf import settings
+    from tulip_memory.checks.settings import tenant_databases
 
-    if not databases:
+    aliases = tenant_databases()
+    if not databases or aliases is None:  # a TENANT_DATABASES of the wrong type: E003
         return []
     try:
         config = text_search_config()
     except ValueError:
         return []  # E060 says so
-    wanted = [alias for alias in settings.TENANT_DATABASES if alias in set(databases)]
+    wanted = [alias for alias in dict.fromkeys(aliases) if alias in set(databases)]
     return [error for alias in wanted for error in _check_alias(alias, config)]

@@ -1,22 +1,51 @@
-"""System checks of the ``TULIP_MEMORY`` settings dict itself (ids tulip_memory.E001, W001)."""
+"""System checks of the ``TULIP_MEMORY`` settings dict itself and of the shape of some of
+its values (ids tulip_memory.E001-E005, W001).
+
+* E001 ``TULIP_MEMORY`` is not a dict; W001 an unknown key (a likely typo);
+* E002 ``VECTOR_DIMENSIONS`` is not an int of at least 1 (the width checks E014 and E021
+  are skipped then);
+* E003 ``TENANT_DATABASES`` is not a list or tuple of aliases of ``settings.DATABASES``
+  (a str would be read letter by letter; an unknown alias is never checked);
+* E004 ``TENANT_SETTING`` is not a PostgreSQL custom setting name (``prefix.name``);
+* E005 ``SUBJECT_NAMESPACE`` is not a tuple of labels (erasure would look elsewhere).
+
+:func:`vector_dimensions`, :func:`tenant_databases` and :func:`tenant_setting` return a
+usable value or ``None``: the checks that read these settings skip what they cannot use,
+and the error above says why, once.
+"""
 
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from django.core import checks
 
-__all__ = ["check_settings", "needs_usable_settings"]
+__all__ = [
+    "check_setting_values",
+    "check_settings",
+    "needs_usable_settings",
+    "tenant_databases",
+    "tenant_setting",
+    "vector_dimensions",
+]
 
 Check = TypeVar("Check", bound=Callable[..., list[Any]])
+
+# PostgreSQL's rule for a custom (placeholder) setting (guc.c, valid_custom_variable_name):
+# two or more parts separated by dots, each a simple identifier — a letter, "_" or a
+# non-ASCII character, then also digits and "$".
+_PART = r"[A-Za-z_\u0080-\U0010ffff][A-Za-z0-9_$\u0080-\U0010ffff]*"
+_CUSTOM_SETTING = re.compile(rf"{_PART}(?:\.{_PART})+")
 
 
 def check_settings(
     app_configs: Iterable[Any] | None = None, **kwargs: Any
 ) -> list[checks.CheckMessage]:
-    """tulip_memory.E001: TULIP_MEMORY is not a dict; W001: unknown keys (likely typos)."""
+    """tulip_memory.E001: TULIP_MEMORY is not a dict; W001: unknown keys (likely typos);
+    E002-E005: :func:`check_setting_values`."""
     from tulip_memory.conf import SETTINGS_NAME, settings
 
     try:
@@ -24,18 +53,157 @@ def check_settings(
     except TypeError as exc:
         return [checks.Error(str(exc), id="tulip_memory.E001")]
     return [
-        checks.Warning(
-            f"settings.{SETTINGS_NAME} has an unknown key {key!r}",
-            hint="See tulip_memory/conf.py for the documented settings.",
-            id="tulip_memory.W001",
-        )
-        for key in unknown
+        *(
+            checks.Warning(
+                f"settings.{SETTINGS_NAME} has an unknown key {key!r}",
+                hint="See tulip_memory/conf.py for the documented settings.",
+                id="tulip_memory.W001",
+            )
+            for key in unknown
+        ),
+        *check_setting_values(),
     ]
 
 
+def check_setting_values() -> list[checks.CheckMessage]:
+    """E002-E005: values of the wrong type or shape, which would otherwise fail late (a
+    crash of another check) or silently (erasure or checks looking at nothing)."""
+    return [
+        *_vector_dimensions_errors(),
+        *_tenant_databases_errors(),
+        *_tenant_setting_errors(),
+        *_subject_namespace_errors(),
+    ]
+
+
+def vector_dimensions() -> int | None:
+    """``VECTOR_DIMENSIONS`` when it is an int of at least 1 (not a bool), else None (E002)."""
+    from tulip_memory.conf import settings
+
+    value = settings.VECTOR_DIMENSIONS
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+        return value
+    return None
+
+
+def _vector_dimensions_errors() -> list[checks.CheckMessage]:
+    from tulip_memory.conf import settings
+
+    if vector_dimensions() is not None:
+        return []
+    value = settings.VECTOR_DIMENSIONS
+    return [
+        checks.Error(
+            f"TULIP_MEMORY['VECTOR_DIMENSIONS'] must be an int of at least 1 (the width of "
+            f"PgMemory's vector column), got {type(value).__name__} {value!r:.80}.",
+            hint="Write the width as a number, e.g. 'VECTOR_DIMENSIONS': 1024 (the default); "
+            "the width checks (tulip_memory.E014, E021) run once it is one.",
+            id="tulip_memory.E002",
+        )
+    ]
+
+
+def tenant_databases() -> list[str] | None:
+    """``TENANT_DATABASES`` as a list when it is a list or tuple of strings, else None
+    (E003). Aliases unknown to ``settings.DATABASES`` are kept (E003 names them): no
+    command can name them, so no check ever looks at them."""
+    from tulip_memory.conf import settings
+
+    value = settings.TENANT_DATABASES
+    if isinstance(value, (list, tuple)) and all(isinstance(alias, str) for alias in value):
+        return list(value)
+    return None
+
+
+def _tenant_databases_errors() -> list[checks.CheckMessage]:
+    from django.conf import settings as django_settings
+
+    from tulip_memory.conf import settings
+
+    aliases = tenant_databases()
+    if aliases is None:
+        value = settings.TENANT_DATABASES
+        return [
+            checks.Error(
+                "TULIP_MEMORY['TENANT_DATABASES'] must be a list or tuple of database "
+                f"aliases, got {type(value).__name__} {value!r:.80}: the row-level "
+                "security checks cannot tell which databases to look at.",
+                hint="E.g. 'TENANT_DATABASES': ['default'] (the default).",
+                id="tulip_memory.E003",
+            )
+        ]
+    known = list(getattr(django_settings, "DATABASES", {}))
+    return [
+        checks.Error(
+            f"TULIP_MEMORY['TENANT_DATABASES'] names {alias!r}, which is not an alias of "
+            f"settings.DATABASES ({', '.join(map(repr, known))}): the row-level security "
+            "checks would never look at it.",
+            hint="Name the aliases the application reaches tenant tables through, as "
+            "spelled in settings.DATABASES.",
+            id="tulip_memory.E003",
+        )
+        for alias in dict.fromkeys(aliases)
+        if alias not in known
+    ]
+
+
+def tenant_setting() -> str | None:
+    """``TENANT_SETTING`` when it is a PostgreSQL custom setting name, else None (E004)."""
+    from tulip_memory.conf import settings
+
+    value = settings.TENANT_SETTING
+    if isinstance(value, str) and _CUSTOM_SETTING.fullmatch(value):
+        return value
+    return None
+
+
+def _tenant_setting_errors() -> list[checks.CheckMessage]:
+    from tulip_memory.conf import settings
+
+    if tenant_setting() is not None:
+        return []
+    value = settings.TENANT_SETTING
+    return [
+        checks.Error(
+            f"TULIP_MEMORY['TENANT_SETTING'] is {type(value).__name__} {value!r:.80}, not a "
+            "PostgreSQL custom setting name: two or more identifiers separated by dots "
+            "('prefix.name'), each a letter or '_' then letters, digits, '_' or '$'. "
+            "PostgreSQL would refuse to set it (or, without a dot, it would be one of the "
+            "server's own settings).",
+            hint="Use the default 'tulip_memory.tenant', or another 'prefix.name'; the "
+            "tenant policies read the name the migrations were run with (tulip_memory.E019 "
+            "compares them).",
+            id="tulip_memory.E004",
+        )
+    ]
+
+
+def _subject_namespace_errors() -> list[checks.CheckMessage]:
+    from tulip_memory.subjects import subject_labels
+
+    try:
+        subject_labels()
+    except ValueError as exc:
+        return [
+            checks.Error(
+                f"{exc}: forget_subject would look for a subject's memories in the wrong "
+                "namespace.",
+                hint="The labels between the tenant and the subject, "
+                "(tenant, *SUBJECT_NAMESPACE, subject), e.g. ('users',) (the default); "
+                "see docs/operations.md, 'Erasure'.",
+                id="tulip_memory.E005",
+            )
+        ]
+    return []
+
+
+@functools.cache
 def needs_usable_settings(check: Check) -> Check:
     """``check``, skipped (no message) while ``TULIP_MEMORY`` is not a dict: E001 says so,
-    and the check would otherwise fail with that ``TypeError`` instead of reporting."""
+    and the check would otherwise fail with that ``TypeError`` instead of reporting. One
+    wrapper per check: registered again (``AppConfig.ready()`` runs once more when a test
+    changes ``INSTALLED_APPS``), it is the same function, which Django's registry keeps
+    once."""
     from tulip_memory.conf import settings
 
     @functools.wraps(check)

@@ -1,19 +1,25 @@
-"""System checks of tenant isolation (ids tulip_memory.E010-E016, W010, W011, I010).
+"""System checks of tenant isolation (ids tulip_memory.E010-E016, E019, W010, W011, I010).
 
 On the aliases of ``TULIP_MEMORY["TENANT_DATABASES"]``: E010 superuser role, E011
 BYPASSRLS role, E012 tenant table without ENABLE/FORCE row level security, E013 tenant
-table whose policies are not exactly the expected one, E014 vector column narrower or
-wider than ``VECTOR_DIMENSIONS``, W010 the role owns tenant tables. The policy itself is
-created by :class:`tulip_memory.rls.EnableTenantRowLevelSecurity`.
+table whose policies are not exactly the expected one, E019 that policy reads another
+setting than ``TENANT_SETTING`` (or none), E014 vector column narrower or wider than
+``VECTOR_DIMENSIONS``, W010 the role owns tenant tables. The policy itself is created by
+:class:`tulip_memory.rls.EnableTenantRowLevelSecurity`. (The shape of these settings is
+checked without a database: E002-E004, :mod:`tulip_memory.checks.settings`.)
 
-They run in two ways. Tagged ``database``, on the aliases a command names (``check
---database A``, ``migrate --database A``). And, untagged, on the ``default`` alias when no
-alias is named (plain ``check``, ``runserver``, any command's start-up checks) and it is
-a PostgreSQL tenant database: three catalog queries on one connection. When that
-connection cannot be opened (a build step without a database), plain ``check`` says so
-with I010, an Info that fails no ``--fail-level`` in use; ``check --database A`` reports
-E015 for a PostgreSQL alias named that cannot be reached (every check of tulip_memory
-tagged ``database`` then skips it: :func:`connection_problem`).
+They run in two ways, and look at each alias once. Tagged ``database``, on the aliases a
+command names (``check --database A``, ``migrate --database A``). And, untagged, on the
+``default`` alias when no alias is named (plain ``check``, ``runserver``, any command's
+start-up checks) and it is a PostgreSQL tenant database: three catalog queries on one
+connection. Django up to 6.0 calls the checks of a run that named no alias with
+``databases=None``; Django 6.1 with every configured alias (and runs the ``database``
+checks only when aliases were named): :func:`names_no_alias` tells the two apart as far
+as they can be, and says what cannot be. When that connection cannot be opened (a build
+step without a database), plain ``check`` says so with I010, an Info that fails no
+``--fail-level`` in use; ``check --database A`` reports E015 for a PostgreSQL alias named
+that cannot be reached (every check of tulip_memory tagged ``database`` then skips it:
+:func:`connection_problem`).
 
 E016 (always): ``TENANT_RESOLVER`` cannot be imported — TenantMiddleware would fail every
 request. Tagged ``deploy`` (``check --deploy``): W011 the tenant resolver reads a request
@@ -22,11 +28,14 @@ header.
 
 from __future__ import annotations
 
+import functools
+import re
 from collections.abc import Iterable
 from typing import Any
 
 from django.core import checks
 
+from tulip_memory.checks.settings import tenant_databases, tenant_setting, vector_dimensions
 from tulip_memory.rls import POLICY_NAME, tenant_tables
 
 __all__ = [
@@ -37,6 +46,8 @@ __all__ = [
     "check_tenant_resolver",
     "check_tenant_resolver_setting",
     "connection_problem",
+    "names_no_alias",
+    "settings_read",
 ]
 
 
@@ -102,11 +113,16 @@ def check_connection(connection: Any, alias: str) -> list[checks.CheckMessage]:
             "SELECT c.relname, c.relrowsecurity, c.relforcerowsecurity, "
             "pg_get_userbyid(c.relowner) = current_user, "
             "coalesce(array_agg(p.polname ORDER BY p.polname) "
-            "FILTER (WHERE p.polname IS NOT NULL), '{}') "
+            "FILTER (WHERE p.polname IS NOT NULL), '{}'), "
+            # The expressions of tulip_memory's own policy, as pg_policies shows them
+            # (its qual and with_check columns). pg_get_expr opens the table (ACCESS
+            # SHARE): the check waits for a migration that holds it exclusively.
+            "max(pg_get_expr(p.polqual, p.polrelid)) FILTER (WHERE p.polname = %s), "
+            "max(pg_get_expr(p.polwithcheck, p.polrelid)) FILTER (WHERE p.polname = %s) "
             "FROM pg_class c LEFT JOIN pg_policy p ON p.polrelid = c.oid "
             "WHERE c.relname = ANY(%s) AND c.relkind = 'r' AND pg_table_is_visible(c.oid) "
             "GROUP BY c.oid, c.relname, c.relrowsecurity, c.relforcerowsecurity, c.relowner",
-            [tables],
+            [POLICY_NAME, POLICY_NAME, tables],
         )
         rows = cursor.fetchall()
         cursor.execute(
@@ -137,7 +153,7 @@ def check_connection(connection: Any, alias: str) -> list[checks.CheckMessage]:
                 id="tulip_memory.E011",
             )
         )
-    owned_tables = sorted(table for table, _enabled, _forced, owned, _policies in rows if owned)
+    owned_tables = sorted(table for table, _enabled, _forced, owned, *_rest in rows if owned)
     if owned_tables:
         errors.append(
             checks.Warning(
@@ -148,7 +164,7 @@ def check_connection(connection: Any, alias: str) -> list[checks.CheckMessage]:
                 id="tulip_memory.W010",
             )
         )
-    for table, enabled, forced, _owned, policies in rows:
+    for table, enabled, forced, _owned, policies, *_expressions in rows:
         if not (enabled and forced):
             errors.append(
                 checks.Error(
@@ -167,13 +183,76 @@ def check_connection(connection: Any, alias: str) -> list[checks.CheckMessage]:
                     id="tulip_memory.E013",
                 )
             )
+    # (table, qual, with_check) of each tenant table that has tulip_memory's policy.
+    expressions = [(row[0], row[5], row[6]) for row in rows if POLICY_NAME in row[4]]
+    errors.extend(_policy_setting_errors(expressions))
+    return errors
+
+
+# A setting a policy expression reads: current_setting('name'::text, ...), as pg_get_expr
+# prints it (a quote inside the name doubled).
+_READS_SETTING = re.compile(r"current_setting\(\s*'((?:[^']|'')*)'")
+
+
+def settings_read(*expressions: str | None) -> list[str]:
+    """The settings ``current_setting('...')`` reads in the policy ``expressions``
+    (PostgreSQL's text of them), lowercased (setting names ignore case), sorted."""
+    return sorted(
+        {
+            found.replace("''", "'").lower()
+            for expression in expressions
+            if expression
+            for found in _READS_SETTING.findall(expression)
+        }
+    )
+
+
+def _policy_setting_errors(
+    policies: list[tuple[str, str | None, str | None]],
+) -> list[checks.CheckMessage]:
+    """E019: tulip_memory's policy does not read ``TENANT_SETTING`` alone, one error per
+    setting(s) read, naming the tables; ``policies``: (table, qual, with_check)."""
+    from tulip_memory.rls import TENANT_COLUMN, policy_expression
+
+    setting = tenant_setting()
+    if setting is None:
+        return []  # not a setting name: E004
+    tables_by_read: dict[tuple[str, ...], list[str]] = {}
+    for table, qual, with_check in sorted(policies):
+        read = tuple(settings_read(qual, with_check))
+        if read != (setting.lower(),):
+            tables_by_read.setdefault(read, []).append(table)
+    expression = policy_expression(TENANT_COLUMN, setting)
+    recreate = (
+        f"for each table T: DROP POLICY {POLICY_NAME} ON T; CREATE POLICY {POLICY_NAME} ON T "
+        f"USING ({expression}) WITH CHECK ({expression})"
+    )
+    errors: list[checks.CheckMessage] = []
+    for read, tables in tables_by_read.items():
+        what = f"read {', '.join(map(repr, read))}" if read else "read no setting"
+        back = (
+            f"Set TENANT_SETTING = {read[0]!r} (the setting the policies were created "
+            "with), or recreate the policies as the table owner, "
+            if len(read) == 1
+            else "Recreate the policies as the table owner, "
+        )
+        errors.append(
+            checks.Error(
+                f"The policies {POLICY_NAME!r} of the tenant tables {tables} {what}, but "
+                f"TULIP_MEMORY['TENANT_SETTING'] is {setting!r}, the setting tenant_atomic "
+                "pins the tenant in: they never see the pinned tenant (no tenant would see "
+                "its rows nor write any), or compare rows with a value set elsewhere.",
+                hint=back + recreate,
+                id="tulip_memory.E019",
+            )
+        )
     return errors
 
 
 def _vector_width_errors(columns: list[tuple[str, str, int]]) -> list[checks.CheckMessage]:
-    from tulip_memory.conf import settings
-
-    wanted = int(settings.VECTOR_DIMENSIONS)
+    wanted = vector_dimensions()
+    if wanted is None:
+        return []  # not a width: E002
     return [
         checks.Error(
             f"Column {table}.{column} is vector({width}), but "
@@ -190,33 +269,44 @@ def _vector_width_errors(columns: list[tuple[str, str, int]]) -> list[checks.Che
 def check_tenant_databases(
     app_configs: Iterable[Any] | None = None, databases: Iterable[str] | None = None, **kwargs: Any
 ) -> list[checks.CheckMessage]:
-    """The row-level security checks, for the aliases of ``TENANT_DATABASES`` asked for."""
-    from tulip_memory.conf import settings
+    """The row-level security checks (tagged ``database``) on the aliases of
+    ``TENANT_DATABASES`` named by the run.
 
-    if not databases:
+    In a run that named none (:func:`names_no_alias`) ``default`` is left to
+    :func:`check_default_tenant_database`, which runs in every run without tags: so each
+    alias is looked at once whichever way Django called the two.
+    """
+    from django.db import DEFAULT_DB_ALIAS
+
+    databases = list(databases or ())
+    aliases = tenant_databases()
+    if not databases or aliases is None:  # a TENANT_DATABASES of the wrong type: E003
         return []
-    wanted = [alias for alias in settings.TENANT_DATABASES if alias in set(databases)]
+    named = set(databases)
+    if names_no_alias(databases):
+        named.discard(DEFAULT_DB_ALIAS)
     errors: list[checks.CheckMessage] = []
-    for alias in wanted:
-        errors.extend(_check_alias(alias))
+    for alias in dict.fromkeys(aliases):
+        if alias in named:
+            errors.extend(_check_alias(alias))
     return errors
 
 
 def check_default_tenant_database(
     app_configs: Iterable[Any] | None = None, databases: Iterable[str] | None = None, **kwargs: Any
 ) -> list[checks.CheckMessage]:
-    """The row-level security checks on ``default`` when no alias was named.
+    """The row-level security checks on ``default`` in a run that named no alias.
 
-    ``databases`` is ``None`` only when the caller named no database (Django's ``check``
-    without ``--database``, the start-up checks of commands and ``runserver``); a list,
-    even an empty one (``manage.py test`` without database tests), leaves the aliases to
+    Plain ``check``, ``runserver`` and every command's start-up checks name none
+    (:func:`names_no_alias`); when ``default`` is a PostgreSQL tenant database that cannot
+    be reached, I010 (an Info) says it was not checked. A run that named aliases, even
+    none (``manage.py test`` without database tests), leaves them to
     :func:`check_tenant_databases`.
     """
     from django.db import DEFAULT_DB_ALIAS, connections
 
-    from tulip_memory.conf import settings
-
-    if databases is not None or DEFAULT_DB_ALIAS not in settings.TENANT_DATABASES:
+    aliases = tenant_databases()
+    if not names_no_alias(databases) or aliases is None or DEFAULT_DB_ALIAS not in aliases:
         return []
     connection = connections[DEFAULT_DB_ALIAS]
     if connection.vendor != "postgresql":
@@ -234,6 +324,46 @@ def check_default_tenant_database(
             )
         ]
     return check_connection(connection, DEFAULT_DB_ALIAS)
+
+
+def names_no_alias(databases: Iterable[str] | None) -> bool:
+    """Whether a check run given ``databases`` named no database alias.
+
+    Up to Django 6.0 such a run passes ``databases=None`` to every check. Django 6.1
+    passes the list of every configured alias instead (and runs the checks tagged
+    ``database`` only in a run that named aliases): there, ``databases`` equal to
+    ``list(connections)`` — the same aliases in the same order — is taken for a run that
+    named none. A run that named exactly those aliases, in that order, cannot be told
+    apart from it (with a single alias, ``check --database default``): ``default`` is then
+    looked at by :func:`check_default_tenant_database` as in a plain run (I010, not only
+    E015, when it cannot be reached) and the other aliases by
+    :func:`check_tenant_databases`; and ``check --tag database`` naming them all (or none)
+    leaves ``default`` out, since a run with tags skips the untagged check.
+    """
+    from django.db import connections
+
+    if databases is None:
+        return True
+    return _runs_name_every_alias() and list(databases) == list(connections)
+
+
+@functools.cache
+def _runs_name_every_alias() -> bool:
+    """Whether Django's check registry passes every configured alias to the checks of a
+    run that named none (Django 6.1 and later) rather than ``None``: asked of a registry
+    of one probe check."""
+    from django.core.checks.registry import CheckRegistry
+
+    seen: list[object] = []
+
+    def probe(app_configs: Any = None, databases: Any = None, **kwargs: Any) -> list[Any]:
+        seen.append(databases)
+        return []
+
+    registry = CheckRegistry()
+    registry.register(probe)
+    registry.run_checks()
+    return bool(seen) and seen[0] is not None
 
 
 def check_tenant_resolver_setting(

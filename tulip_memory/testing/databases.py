@@ -41,6 +41,7 @@ from tulip_memory.testing.postgres import (
     bootstrap_database,
     database_settings,
     drop_database,
+    import_dj_database_url,
     start_embedded,
 )
 
@@ -107,6 +108,9 @@ def setup_test_databases(
     from django.db import connections
     from django.test.utils import setup_databases
 
+    # Needed to point the aliases at the new database: imported before anything is
+    # created (a server, the roles, the database), which would otherwise stay behind.
+    import_dj_database_url()
     by_alias = {alias: connections[alias].settings_dict for alias in connections}
     default = by_alias["default"]
     if "postgresql" not in default.get("ENGINE", ""):

@@ -43,6 +43,7 @@ __all__ = [
     "bootstrap_database",
     "database_settings",
     "drop_database",
+    "import_dj_database_url",
     "start_embedded",
 ]
 
@@ -211,16 +212,25 @@ def drop_database(admin_url: str, dbname: str) -> None:
         )
 
 
+def import_dj_database_url() -> Any:
+    """The ``dj_database_url`` module, or ImportError naming the extra that brings it."""
+    from tulip_memory.optional_dependencies import import_optional
+
+    return import_optional(
+        "dj_database_url", "embedded", needed_by="tulip_memory.testing (database URLs)"
+    )
+
+
 def database_settings(url: str, **extra: object) -> dict[str, object]:
     """A Django ``DATABASES`` entry for ``url`` (parsed by dj-database-url).
 
     A Unix socket's directory (``?host=/path``, as the embedded server's URLs carry it)
     and a ``?port=`` go to ``HOST`` and ``PORT``, not only to ``OPTIONS``: the connection
     would find the server either way, but ``dbshell`` reads only ``HOST`` and ``PORT``
-    and would otherwise open the machine's default server.
+    and would otherwise open the machine's default server. Needs dj-database-url (the
+    ``embedded`` extra): ImportError naming the extra without it.
     """
-    import dj_database_url
-
+    dj_database_url = import_dj_database_url()
     config: dict[str, object] = dict(dj_database_url.parse(url))
     options = config.get("OPTIONS")
     if isinstance(options, dict):
