@@ -126,3 +126,29 @@ def test_a_bad_sweep_databases_is_named_by_e090_and_the_task_runs_nothing(settin
     with pytest.raises(ConfigurationError, match="SWEEP_DATABASES"):
         prune_checkpoints.apply(throw=True)
     assert len(async_to_sync(checkpointer.list_checkpoints)("t")) == 3
+
+
+def test_a_worker_refuses_to_start_on_the_managers_check_errors(settings):
+    """The ``worker_init`` receiver (a real worker exiting on it: tests/manager/
+    test_celery_workers.py): ``SystemExit`` naming every error, nothing when all is well."""
+    from celery.signals import worker_init
+
+    from tulip_memory.tasks import refuse_broken_manager_settings
+
+    assert any(
+        receiver() is refuse_broken_manager_settings
+        for _key, receiver in worker_init.receivers
+        if callable(receiver)
+    )
+    settings.TULIP_MEMORY = {}
+    assert refuse_broken_manager_settings() is None
+    settings.TULIP_MEMORY = {
+        "EXTRACTOR": "tulip_memory.no_such_module.extract",
+        "EXTRACTION_JOB_TIMEOUT_SECONDS": -1,
+    }
+    with pytest.raises(SystemExit) as stopped:
+        refuse_broken_manager_settings()
+    message = str(stopped.value.code)
+    assert message.startswith("tulip_memory: this Celery worker refuses to start")
+    assert "tulip_memory.E041: TULIP_MEMORY['EXTRACTOR'] cannot be imported" in message
+    assert "tulip_memory.E043: TULIP_MEMORY['EXTRACTION_JOB_TIMEOUT_SECONDS']" in message

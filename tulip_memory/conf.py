@@ -56,6 +56,10 @@ DEFAULTS: dict[str, Any] = {
     "CELERY_QUEUE": "tulip_memory",
     "EXTRACTION_LEASE_SECONDS": 60,
     "EXTRACTION_MAX_ATTEMPTS": 5,
+    # Seconds one attempt at a job may run: past it the worker's heartbeat stops renewing
+    # the namespace's lease (another worker takes the namespace over once it expires, the
+    # attempt counts) and the worker, should its job ever return, saves nothing.
+    "EXTRACTION_JOB_TIMEOUT_SECONDS": 900.0,
     # Seconds before the first retry of a failed extraction job; doubles per attempt.
     "EXTRACTION_RETRY_DELAY": 5.0,
     # Seconds a runnable job of a namespace nobody holds a live lease on waits before the

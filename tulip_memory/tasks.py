@@ -4,7 +4,13 @@
 namespace, in order, under a lease (:mod:`tulip_memory.manager.worker`). Its
 message carries no work: duplicates, redeliveries and reordering change nothing. Route
 it to ``TULIP_MEMORY["CELERY_QUEUE"]`` (the manager sends it there) and start workers
-with ``celery -A <project> worker -Q <that queue>``.
+with ``celery -A <project> worker -Q <that queue>``. A database error retries the task
+(exponential backoff, 10 retries); on the last retry the job's attempt counts.
+
+A worker of a project with this app refuses to start (``worker_init``: it exits with the
+list of errors) while the settings it would build its memory manager from fail the
+system checks E040-E043 (or E001): Celery runs Django's checks but ignores what they
+find, and every extraction job would fail on the same mistake.
 
 The periodic sweeps (:mod:`tulip_memory.sweeps` schedules them on Celery beat):
 
@@ -30,7 +36,8 @@ from collections.abc import Callable
 from typing import Any
 
 from asgiref.sync import async_to_sync
-from celery import shared_task
+from celery import Task, shared_task
+from celery.signals import worker_init
 from django.db import InterfaceError, OperationalError
 
 from tulip_memory.exceptions import SweepError
@@ -58,8 +65,35 @@ __all__ = [
 ]
 
 
+@worker_init.connect(dispatch_uid="tulip_memory.tasks.refuse_broken_manager_settings")
+def refuse_broken_manager_settings(**kwargs: Any) -> None:
+    """Stop a starting Celery worker (``SystemExit``, status 1) whose ``TULIP_MEMORY`` fails
+    the manager's system checks, with their list (the exit message, on stderr)."""
+    from tulip_memory.checks.manager import worker_start_errors
+
+    errors = worker_start_errors()
+    if not errors:
+        return
+    listed = "\n".join(
+        f"  {error.id}: {error.msg}" + (f" (HINT: {error.hint})" if error.hint else "")
+        for error in errors
+    )
+    report = (
+        "tulip_memory: this Celery worker refuses to start: the settings it builds its "
+        f"memory manager from fail the system checks (manage.py check):\n{listed}"
+    )
+    # The list goes with the exit (stderr: Celery's logging is not set up yet); the log,
+    # where the project's logging sends it, gets one line.
+    logger.critical(
+        "this Celery worker refuses to start: TULIP_MEMORY fails the system checks %s",
+        ", ".join(sorted({str(error.id) for error in errors})),
+    )
+    raise SystemExit(report)
+
+
 @shared_task(
     name=RUN_EXTRACTION_QUEUE,
+    bind=True,
     ignore_result=True,
     acks_late=True,
     reject_on_worker_lost=True,
@@ -67,8 +101,11 @@ __all__ = [
     retry_backoff=True,
     max_retries=10,
 )
-def run_extraction_queue(tenant: str, queue_id: int) -> None:
-    outcome = run_queue(tenant, queue_id)
+def run_extraction_queue(self: Task, tenant: str, queue_id: int) -> None:
+    """Run the open jobs of the queue; a database error is retried (see the module)."""
+    # On the last retry a database error counts as the job's failed attempt: bounded.
+    last_try = self.max_retries is not None and self.request.retries >= self.max_retries
+    outcome = run_queue(tenant, queue_id, charge_database_errors=last_try)
     if outcome.retry_in is not None:
         # A retry delay of the head job, or the lease expiry of a worker that may be dead.
         send_run_task(tenant, queue_id, countdown=outcome.retry_in + 0.05)

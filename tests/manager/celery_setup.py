@@ -3,6 +3,7 @@ and the worker processes themselves (``celery -A example_project worker``)."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -19,11 +20,14 @@ def celery_tulip_memory() -> dict[str, Any]:
     """TULIP_MEMORY of the Celery tests, from the environment the session fixture set.
 
     ``TULIP_TEST_LLM_BASE_URL`` (the chat-server test double's URL) configures the chat
-    model, so the workers run the LLM extractor; ``TULIP_TEST_STORE`` names another store.
+    model, so the workers run the LLM extractor; ``TULIP_TEST_STORE`` names another store,
+    ``TULIP_TEST_STORE_OPTIONS`` (JSON) gives its options; ``TULIP_TEST_JOB_TIMEOUT`` is
+    ``EXTRACTION_JOB_TIMEOUT_SECONDS`` (30 s).
     """
     llm_url = os.environ.get("TULIP_TEST_LLM_BASE_URL")
     return {
         "STORE": os.environ.get("TULIP_TEST_STORE", "tulip_memory.store.PgMemory"),
+        "STORE_OPTIONS": json.loads(os.environ.get("TULIP_TEST_STORE_OPTIONS", "{}")),
         # bench/manager.py sets TULIP_TEST_EXTRACTOR="" to run the heuristic instead.
         "EXTRACTOR": None
         if llm_url
@@ -37,6 +41,7 @@ def celery_tulip_memory() -> dict[str, Any]:
         "EXTRACTION_MAX_ATTEMPTS": 3,
         "EXTRACTION_RETRY_DELAY": 0.2,
         "EXTRACTION_RESEND_AFTER": 1.0,
+        "EXTRACTION_JOB_TIMEOUT_SECONDS": float(os.environ.get("TULIP_TEST_JOB_TIMEOUT", "30")),
     }
 
 
@@ -90,7 +95,8 @@ class Workers:
 
     ``env`` is added to each worker's environment (its ``TULIP_TEST_CELERY_QUEUE`` is the
     queue it consumes). Each ``start()`` starts ``count`` more; the processes of every
-    start are in ``processes``, their logs in ``log_dir``.
+    start are in ``processes``, their logs in ``log_dir`` (what a worker writes to its
+    stderr before its log file is set up, in ``worker<n>.stderr``).
     """
 
     def __init__(self, count: int, log_dir: Path, env: dict[str, str] | None = None) -> None:
@@ -114,7 +120,9 @@ class Workers:
                 "--without-gossip", "--without-mingle", "--without-heartbeat",
                 "--loglevel=INFO", f"--logfile={log}",
             ]  # fmt: skip
-            started.append((log, subprocess.Popen(command, cwd=ROOT, env=self.env)))
+            with (self.log_dir / f"worker{index}.stderr").open("wb") as stderr:
+                process = subprocess.Popen(command, cwd=ROOT, env=self.env, stderr=stderr)
+            started.append((log, process))
         self.processes.extend(process for _, process in started)
         deadline = time.monotonic() + timeout
         for log, process in started:
@@ -124,7 +132,8 @@ class Workers:
                 time.sleep(0.1)
 
     def logs(self) -> str:
-        return "\n".join(p.read_text() for p in sorted(self.log_dir.glob("worker*.log")))
+        files = [*self.log_dir.glob("worker*.log"), *self.log_dir.glob("worker*.stderr")]
+        return "\n".join(p.read_text() for p in sorted(files))
 
     def names(self) -> list[str]:
         queue = self.env["TULIP_TEST_CELERY_QUEUE"]

@@ -9,7 +9,11 @@ two minutes (a job to be killed mid-run: the test has all the time it needs); wi
 it sleeps 0.15 s first (jobs that take a while, no extra log line);
 with ``fail`` it raises; with ``drop`` (the first time only: it logs ``drop <number>
 <pid>``) the database ends this process's connection first, as a server restart does,
-so that the job's save fails on it; with ``steal`` (first time only: it logs ``steal
+so that the job's save fails on it; with ``cut`` (the first three times: as many as the
+tests' ``EXTRACTION_MAX_ATTEMPTS``; ``cutever``: every time) the database ends it inside
+a transaction of the extractor (which logs ``cut <number> <pid>`` and raises the
+``OperationalError``), as when an administrator or a failover ends a busy session; with
+``steal`` (first time only: it logs ``steal
 <number> <pid>``) a worker called ``thief`` takes the namespace's lease (of tenant
 ``acme``) meanwhile, as if this worker's had expired during an outage.
 """
@@ -47,6 +51,15 @@ def _drop_own_connection() -> None:
         pass  # the server ended the session: what a restart does to every connection
 
 
+def _cut_inside_a_transaction() -> None:
+    from django.db import connection
+
+    from tulip_memory.tenancy import tenant_atomic
+
+    with tenant_atomic("acme"), connection.cursor() as cursor:
+        cursor.execute("SELECT pg_terminate_backend(pg_backend_pid())")
+
+
 def _steal_lease(label: str) -> None:
     from django.db.models.functions import Now
 
@@ -76,6 +89,12 @@ async def logging_extractor(messages: list[Message]) -> list[Memory]:
         from asgiref.sync import sync_to_async
 
         await sync_to_async(_drop_own_connection)()
+    cuts = sum(line.startswith(f"cut {number} ") for line in read_log(label))
+    if "cutever" in flags or ("cut" in flags and cuts < 3):
+        _append(label, f"cut {number} {os.getpid()}")
+        from asgiref.sync import sync_to_async
+
+        await sync_to_async(_cut_inside_a_transaction)()
     if "slow" in flags:
         _append(label, f"start {number} {os.getpid()}")
         await asyncio.sleep(float(os.environ.get("TULIP_TEST_SLOW_SECONDS", "3")))

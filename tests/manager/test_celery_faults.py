@@ -8,8 +8,10 @@
   periodic sweep, sent by a real ``celery beat``, re-sends its message.
 * A whole worker (main process and children) SIGKILLed while it holds a lease: another
   worker gets the namespace from the sweep within lease + sweep interval.
+* A worker alive but stuck in its job: past ``EXTRACTION_JOB_TIMEOUT_SECONDS`` its lease
+  expires, another worker takes the namespace over, and the stuck job saves nothing.
 
-The last two run their own worker(s) and beat on a queue of their own, so that the
+The last three run their own worker(s) and beat on a queue of their own, so that the
 session's two workers (on the session queue) neither help nor get killed.
 """
 
@@ -250,3 +252,64 @@ def test_whole_worker_killed_holding_a_lease_the_sweep_hands_the_namespace_over(
     # Within lease + sweep interval (measured 2.8-3.0 s), with room for a message's trip
     # and for beat and the worker waiting for one of the 2 shared cores.
     assert handover <= LEASE + SWEEP_EVERY + 2.0, handover
+
+
+def test_a_hung_job_is_handed_over_after_the_job_timeout_and_its_worker_saves_nothing(
+    sweep_env, sweep_settings, tmp_path_factory
+):
+    # The first worker's job hangs (a 15 s sleep) while the worker lives. Past
+    # EXTRACTION_JOB_TIMEOUT_SECONDS (2 s) its heartbeat stops renewing the lease: it
+    # expires, the sweep re-sends the namespace, the second worker runs the job again (the
+    # hung attempt counts) and the next one. When the hung job returns, it saves nothing.
+    timeout = 2.0
+    first = _sweep_workers(
+        sweep_env, tmp_path_factory, TULIP_TEST_SLOW_SECONDS="15", TULIP_TEST_JOB_TIMEOUT="2"
+    )
+    second = _sweep_workers(sweep_env, tmp_path_factory, TULIP_TEST_SLOW_SECONDS="0.2")
+    first.start()
+    try:
+        manager = _manager()
+        _end(manager, ("acme", "hung"), "hung 0 slow")
+        _end(manager, ("acme", "hung"), "hung 1")
+        _wait_for(lambda: read_log("hung"), 60, "the first worker started the job")
+        started = time.monotonic()
+        victim = int(read_log("hung")[0].split()[2])
+        second.start()  # no message names the namespace: the first worker holds them
+        _wait_for(
+            lambda: len(read_log("hung")) > 1,
+            timeout=timeout + LEASE + SWEEP_EVERY + 6,
+            what="the namespace handed over while the hung job sleeps",
+        )
+        handover = time.monotonic() - started
+        _wait_for(
+            lambda: [state for *_, state, _ in _jobs("acme")] == ["done", "done"], 30, "jobs done"
+        )
+        # The hung job returns (15 s after it started) and reaches its save: refused.
+        _wait_for(lambda: f"0 {victim}" in read_log("hung"), 30, "the hung job returned")
+        _wait_for(lambda: "nothing saved" in first.logs(), 10, "the hung worker stopped")
+    finally:
+        first.stop()
+        second.stop()
+    print(
+        f"\nhung job: the namespace was handed over {handover:.2f} s after the job started "
+        f"(job timeout {timeout} s, lease {LEASE} s, sweep every {SWEEP_EVERY} s)"
+    )
+    # The timeout, at most one lease, a sweep; room for a message's trip on shared cores.
+    assert handover <= timeout + LEASE + SWEEP_EVERY + 3.0, handover
+    lines = read_log("hung")
+    heir = int(lines[1].split()[2])
+    assert heir != victim
+    assert lines == [
+        f"start 0 {victim}",
+        f"start 0 {heir}",
+        f"0 {heir}",
+        f"1 {heir}",
+        f"0 {victim}",
+    ]
+    assert [(seq, state, attempts) for _, seq, state, attempts in _jobs("acme")] == [
+        (1, "done", 2),  # the hung attempt counts
+        (2, "done", 1),
+    ]
+    # Once in effect, in order: the hung worker's late save would be a third version.
+    assert _history("hung") == ["hung job 0", "hung job 1"]
+    assert "ran over EXTRACTION_JOB_TIMEOUT_SECONDS" in first.logs()

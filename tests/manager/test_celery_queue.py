@@ -7,6 +7,7 @@ step; tests/manager/test_celery_workers.py runs it in real worker processes.
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 from asgiref.sync import async_to_sync, sync_to_async
@@ -441,3 +442,166 @@ def test_celery_mode_says_which_of_the_managers_settings_the_workers_do_not_use(
         "InMemoryStore (workers: PgMemory), max_memories=1 (workers: 10), "
         "keep_history=False (workers: True); set them there."
     )
+
+
+def test_a_manager_that_cannot_be_built_is_not_the_jobs_failure(celery_settings, caplog):
+    # A worker whose TULIP_MEMORY passes the checks but whose manager cannot be built (here
+    # the store refuses an option) must not burn the job's attempts on it: nothing is
+    # claimed, the task fails loudly, and a worker that can build it runs the job later.
+    from django.test import override_settings
+
+    from tulip_memory.exceptions import ConfigurationError
+
+    runner = _manager()._celery()
+    runner.enqueue(("acme", "q17"), [Message(Role.USER, "q17 0")])
+    queue_id = _queue_id("acme")
+    broken = {**celery_settings, "STORE_OPTIONS": {"no_such_option": 1}}
+    with override_settings(TULIP_MEMORY=broken):
+        for _ in range(4):  # more runs than EXTRACTION_MAX_ATTEMPTS
+            with pytest.raises(ConfigurationError, match="no_such_option") as raised:
+                run_queue("acme", queue_id)
+    assert isinstance(raised.value.__cause__, TypeError)
+    assert [(s, st, a, e) for s, st, a, e in _jobs("acme")] == [(1, "pending", 0, "")]
+    with tenant_atomic("acme"):
+        assert ExtractionQueue.objects.get().lease_owner == ""
+    [record, *_] = [r for r in caplog.records if "cannot build its memory manager" in r.message]
+    assert record.levelname == "ERROR" and "no_such_option" in record.getMessage()
+    assert read_log("q17") == []
+    assert run_queue("acme", queue_id).done == 1  # the settings fixed
+    assert [(s, st, a) for s, st, a, _ in _jobs("acme")] == [(1, "done", 1)]
+
+
+def test_a_follow_up_delivered_a_little_early_books_the_next_one(celery_settings, settings):
+    # The follow-up booked at a held lease's expiry runs on another worker, whose clock may
+    # be ahead of the sender's: it finds the lease still held. It must book the next one,
+    # or the namespace of a dead holder waits for the sweep (EXTRACTION_RESEND_AFTER).
+    import time
+
+    settings.TULIP_MEMORY = {**celery_settings, "EXTRACTION_LEASE_SECONDS": 2}
+    runner = _manager()._celery()
+    runner.enqueue(("acme", "q18"), [Message(Role.USER, "q18 0")])
+    queue_id = _queue_id("acme")
+    with tenant_atomic("acme"):
+        assert ExtractionQueue.objects.claim(queue_id, "dead-worker", 2.0)  # then it dies
+    first = run_queue("acme", queue_id)  # the job's own message: the lease is held
+    assert first.done == 0 and 0 < first.retry_in <= 2.0  # the follow-up is booked
+    assert run_queue("acme", queue_id).retry_in is None  # a duplicate books no other
+    time.sleep(first.retry_in - 0.1)  # the follow-up, 100 ms early
+    early = run_queue("acme", queue_id)
+    assert early.done == 0 and early.retry_in is not None and early.retry_in <= 0.1
+    time.sleep(early.retry_in + 0.05)  # the next follow-up, on time
+    assert run_queue("acme", queue_id).done == 1
+    assert [line.split()[0] for line in read_log("q18")] == ["0"]
+
+
+def _run_in_thread(queue_id: int, owner: str) -> tuple[Any, list[Any]]:
+    """``run_queue`` as ``owner`` in a thread (a worker of its own); its outcomes."""
+    import threading
+
+    from django.db import connections
+
+    outcomes: list[Any] = []
+
+    def worker() -> None:
+        try:
+            outcomes.append(run_queue("acme", queue_id, owner=owner))
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    return thread, outcomes
+
+
+def _wait_for_log(label: str, timeout: float = 30.0) -> list[str]:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not read_log(label):
+        assert time.monotonic() < deadline, f"nothing logged for {label} in {timeout} s"
+        time.sleep(0.02)
+    return read_log(label)
+
+
+@pytest.fixture
+def hung_settings(celery_settings, settings, monkeypatch):
+    """A job that sleeps 2.5 s ("slow"), a lease of 0.6 s and a job timeout of 0.5 s."""
+    monkeypatch.setenv("TULIP_TEST_SLOW_SECONDS", "2.5")
+    settings.TULIP_MEMORY = {
+        **celery_settings,
+        "EXTRACTION_LEASE_SECONDS": 0.6,
+        "EXTRACTION_JOB_TIMEOUT_SECONDS": 0.5,
+    }
+    return settings.TULIP_MEMORY
+
+
+def test_a_hung_attempt_forfeits_its_lease_after_the_job_timeout(hung_settings, monkeypatch):
+    # Worker A's job hangs (a call that does not return: here a 2.5 s sleep) while A lives.
+    # Past the job timeout its heartbeat stops renewing the lease, so the lease expires and
+    # worker B claims the namespace before A's job returns; when it does, A saves nothing.
+    import time
+
+    runner = _manager()._celery()
+    runner.enqueue(("acme", "q19"), [Message(Role.USER, "q19 0 slow")])
+    runner.enqueue(("acme", "q19"), [Message(Role.USER, "q19 1")])
+    queue_id = _queue_id("acme")
+    thread, outcomes = _run_in_thread(queue_id, "worker-a")
+    assert _wait_for_log("q19")[0].startswith("start 0")
+    started = time.monotonic()
+    claimed = False
+    while not claimed and time.monotonic() - started < 2.0:  # A sleeps 2.5 s
+        time.sleep(0.05)
+        with tenant_atomic("acme"):
+            claimed = ExtractionQueue.objects.claim(queue_id, "worker-b", 30)
+    assert claimed, "the lease of the hung worker was still renewed 2 s into its job"
+    took = time.monotonic() - started
+    assert took <= 0.5 + 0.6 + 0.3, took  # the timeout, at most one lease, and a beat
+    with tenant_atomic("acme"):
+        job = ExtractionJob.objects.get(sequence=1)
+    assert (job.state, job.attempts) == ("running", 1)
+    assert job.error == (
+        "JobTimeout: attempt 1 ran over EXTRACTION_JOB_TIMEOUT_SECONDS (0.5 s); its lease "
+        "was left to expire"
+    )
+    thread.join(timeout=30)
+    assert not thread.is_alive()
+    (outcome_a,) = outcomes
+    assert (outcome_a.done, outcome_a.failed) == (0, 0)  # A's job returned: nothing saved
+    assert [line.split()[0] for line in read_log("q19")] == ["start", "0"]
+    assert async_to_sync(PgMemory().get)(("acme", "q19", "project"), "last_job") is None
+    with tenant_atomic("acme"):
+        assert ExtractionQueue.objects.get().lease_owner == "worker-b"  # A left it alone
+        ExtractionQueue.objects.release(queue_id, "worker-b")  # B's run, in short:
+    monkeypatch.setenv("TULIP_TEST_SLOW_SECONDS", "0.01")
+    assert run_queue("acme", queue_id, owner="worker-b").done == 2
+    assert [(s, st, a) for s, st, a, _ in _jobs("acme")] == [(1, "done", 2), (2, "done", 1)]
+    versions = async_to_sync(LLMMemoryManager(PgMemory()).history)(
+        "project", "last_job", namespace=("acme", "q19")
+    )
+    assert [v.content for v in versions] == ["q19 job 0", "q19 job 1"]  # in order, once
+
+
+def test_a_hung_attempt_that_returns_before_a_take_over_saves_nothing_and_counts(
+    hung_settings, settings
+):
+    # Nobody took the namespace over while A's job hung; when it returns, A still saves
+    # nothing (its attempt ran over the timeout, its lease is forfeit), releases the lease
+    # and asks for a run at once. The attempt counts: it was the last, so the job fails.
+    settings.TULIP_MEMORY = {**hung_settings, "EXTRACTION_MAX_ATTEMPTS": 1}
+    runner = _manager()._celery()
+    runner.enqueue(("acme", "q20"), [Message(Role.USER, "q20 0 slow")])
+    runner.enqueue(("acme", "q20"), [Message(Role.USER, "q20 1")])
+    queue_id = _queue_id("acme")
+    outcome = run_queue("acme", queue_id, owner="worker-a")
+    assert (outcome.done, outcome.failed, outcome.retry_in) == (0, 0, 0.0)
+    assert async_to_sync(PgMemory().get)(("acme", "q20", "project"), "last_job") is None
+    with tenant_atomic("acme"):
+        assert ExtractionQueue.objects.get().lease_owner == ""
+    assert run_queue("acme", queue_id).done == 1
+    jobs = _jobs("acme")
+    assert [(s, st, a) for s, st, a, _ in jobs] == [(1, "failed", 1), (2, "done", 1)]
+    assert jobs[0][3] == (
+        "worker lost during attempt 1; JobTimeout: attempt 1 ran over "
+        "EXTRACTION_JOB_TIMEOUT_SECONDS (0.5 s); its lease was left to expire"
+    )
+    assert [line.split()[0] for line in read_log("q20")] == ["start", "0", "1"]

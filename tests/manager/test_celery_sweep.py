@@ -231,11 +231,61 @@ def test_a_run_cut_by_a_database_restart_releases_its_lease_on_a_new_connection(
         job = ExtractionJob.objects.get(queue_id=queue_id, sequence=1)
     # Released at once: the retry need not wait for the lease to expire.
     assert (queue.lease_owner, queue.lease_expires_at) == ("", None)
-    assert (job.state, job.attempts) == (JobState.RUNNING, 1)  # its "done" never recorded
+    # Not the job's failure: pending again, the attempt given back (on a new connection).
+    assert (job.state, job.attempts, job.error) == (JobState.PENDING, 0, "")
     outcome = run_queue("acme", queue_id)
     assert (outcome.done, outcome.failed) == (2, 0)
     # Job 0 ran to its failed save, then again in full; job 1 after it.
     assert [line.split()[0] for line in read_log("cut")] == ["drop", "0", "0", "1"]
+    with tenant_atomic("acme"):
+        rows = list(ExtractionJob.objects.order_by("sequence").values_list("state", "attempts"))
+    assert rows == [(JobState.DONE, 1), (JobState.DONE, 1)]
+
+
+def test_a_connection_ended_inside_a_transaction_of_the_job_uses_no_attempt(
+    celery_settings,  # noqa: F811
+):
+    # The server ends the job's session inside one of its transactions (an administrator,
+    # a failover): Django drops the connection as the transaction ends, so the worker's
+    # next query reconnects. The error is the database's, not the job's: no attempt used,
+    # however often it happens (here on each of the first three runs, as many as
+    # EXTRACTION_MAX_ATTEMPTS: counted, they would have failed the job).
+    queue_id = _queue("acme", "ended", "ended 0 cut", "ended 1")
+    for _ in range(3):
+        with pytest.raises(OperationalError):  # the task's autoretry takes it from here
+            run_queue("acme", queue_id, owner="cut-worker")
+        with tenant_atomic("acme"):
+            job = ExtractionJob.objects.get(queue_id=queue_id, sequence=1)
+            assert ExtractionQueue.objects.get(pk=queue_id).lease_owner == ""
+        assert (job.state, job.attempts, job.error) == (JobState.PENDING, 0, "")
+    assert run_queue("acme", queue_id).done == 2
+    assert [line.split()[0] for line in read_log("ended")] == ["cut", "cut", "cut", "0", "1"]
+    with tenant_atomic("acme"):
+        rows = list(ExtractionJob.objects.order_by("sequence").values_list("state", "attempts"))
+    assert rows == [(JobState.DONE, 1), (JobState.DONE, 1)]
+
+
+def test_on_the_tasks_last_retry_a_database_error_counts_as_the_jobs_attempt(
+    celery_settings,  # noqa: F811
+):
+    # Bounded: a job whose runs always meet a database error (a statement the server always
+    # cancels, a session always ended) must not stay open for ever. The task's last retry
+    # charges the attempt, so the job fails after EXTRACTION_MAX_ATTEMPTS rounds of retries.
+    queue_id = _queue("acme", "always", "always 0 cutever", "always 1")
+    with pytest.raises(OperationalError):
+        run_queue("acme", queue_id, charge_database_errors=True)
+    with tenant_atomic("acme"):
+        job = ExtractionJob.objects.get(queue_id=queue_id, sequence=1)
+    assert (job.state, job.attempts) == (JobState.PENDING, 1)
+    assert job.error.startswith("OperationalError: ") and job.run_after is not None
+    with tenant_atomic("acme"):
+        ExtractionJob.objects.filter(pk=job.pk).update(run_after=None, attempts=2)
+    with pytest.raises(OperationalError):
+        run_queue("acme", queue_id, charge_database_errors=True)  # the last attempt
+    with tenant_atomic("acme"):
+        rows = list(ExtractionJob.objects.order_by("sequence").values_list("state", "attempts"))
+    assert rows == [(JobState.FAILED, 3), (JobState.PENDING, 0)]
+    assert run_queue("acme", queue_id).done == 1  # the namespace moves on
 
 
 def test_drain_waits_out_a_database_restart(celery_settings):  # noqa: F811

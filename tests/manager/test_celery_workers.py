@@ -16,7 +16,7 @@ from django.core.management import CommandError, call_command
 from django.db.models import Q
 from django.db.models.functions import Now
 
-from tests.manager.celery_setup import drop_waiting_messages
+from tests.manager.celery_setup import Workers, drop_waiting_messages
 from tests.manager.extractors import read_log
 from tulip_memory.manager import LLMMemoryManager
 from tulip_memory.manager.extraction.queue import send_run_task
@@ -207,3 +207,120 @@ async def test_a_job_longer_than_the_lease_is_not_taken_over_while_its_worker_li
     assert [line.split()[0] for line in read_log("long")] == ["start", "0"]
     rows = await sync_to_async(_job_rows)("acme")
     assert [(state, attempts) for _, _, state, attempts, _ in rows] == [("done", 1)]
+
+
+async def test_a_connection_ended_mid_job_uses_no_attempt(workers, celery_settings):
+    # The server ends the worker's session inside a transaction of the job, on each of its
+    # first three runs (as many as EXTRACTION_MAX_ATTEMPTS): the database's failure, not
+    # the job's. Each run gives the attempt back and the task retries itself; the job is
+    # done at its first counted attempt, in order, once in effect.
+    manager = _manager()
+    await _end(manager, ("acme", "severed"), "severed 0 cut")
+    await _end(manager, ("acme", "severed"), "severed 1")
+    async with asyncio.timeout(60):
+        await manager.drain()
+    assert [line.split()[0] for line in read_log("severed")] == ["cut", "cut", "cut", "0", "1"]
+    rows = await sync_to_async(_job_rows)("acme")
+    assert [(seq, state, attempts) for _, seq, state, attempts, _ in rows] == [
+        (1, "done", 1),
+        (2, "done", 1),
+    ]
+    assert "cut by a database error" in workers.logs()
+    versions = await LLMMemoryManager(PgMemory()).history(
+        "project", "last_job", namespace=("acme", "severed")
+    )
+    assert [version.content for version in versions] == ["severed job 0", "severed job 1"]
+
+
+def test_on_the_tasks_last_retry_a_database_error_counts(workers, celery_settings, settings):
+    # Bounded: the message of a task at its last retry (Celery's retries=10 = max_retries)
+    # charges the attempt of a job whose run meets a database error, and is not retried.
+    from tulip_memory.tasks import run_extraction_queue
+
+    queue = celery_settings["CELERY_QUEUE"]
+    settings.TULIP_MEMORY = {**celery_settings, "CELERY_QUEUE": f"{queue}_local"}  # no worker
+    runner = _manager()._celery()
+    runner.enqueue(("acme", "charged"), [Message(Role.USER, "charged 0 cutever")])
+    (queue_id,) = _queue_ids("acme")
+    run_extraction_queue.apply_async(("acme", queue_id), queue=queue, retries=10)
+    deadline = time.monotonic() + 30
+    while not any(attempts for _, _, _, attempts, _ in _job_rows("acme")):
+        assert time.monotonic() < deadline, workers.logs()
+        time.sleep(0.05)
+    workers.wait_idle()  # nothing scheduled: no retry after the last one
+    with tenant_atomic("acme"):
+        job = ExtractionJob.objects.get()
+        assert ExtractionQueue.objects.get().lease_owner == ""
+    assert (job.state, job.attempts) == ("pending", 1)
+    assert job.error.startswith("OperationalError: ") and job.run_after is not None
+    assert [line.split()[0] for line in read_log("charged")] == ["cut"]
+
+
+def _own_queue_workers(celery_env: str, suffix: str, tmp_path, **env: str) -> Workers:
+    """One worker on a queue of its own (``<session queue>_<suffix>``), with ``env``."""
+    return Workers(1, tmp_path, env={"TULIP_TEST_CELERY_QUEUE": f"{celery_env}_{suffix}", **env})
+
+
+def test_a_worker_whose_extractor_setting_does_not_import_refuses_to_start(
+    celery_env, celery_settings, settings, tmp_path
+):
+    # Celery runs Django's checks as a worker starts but ignores what they find: without
+    # the worker's own check this one would start and fail every job, attempts and all.
+    queue = f"{celery_env}_badextractor"
+    settings.TULIP_MEMORY = {**celery_settings, "CELERY_QUEUE": queue}
+    runner = _manager()._celery()
+    for number in range(3):
+        runner.enqueue(("acme", "badextractor"), [Message(Role.USER, f"badextractor {number}")])
+    broken = _own_queue_workers(
+        celery_env,
+        "badextractor",
+        tmp_path,
+        TULIP_TEST_EXTRACTOR="tests.manager.no_such_module.extract",
+    )
+    try:
+        with pytest.raises(RuntimeError, match="did not start"):
+            broken.start()
+        (process,) = broken.processes
+        assert process.wait(timeout=30) == 1
+        stderr = (tmp_path / "worker0.stderr").read_text()
+        assert "this Celery worker refuses to start" in stderr
+        assert "tulip_memory.E041: TULIP_MEMORY['EXTRACTOR'] cannot be imported" in stderr
+        assert "No module named 'tests.manager.no_such_module'" in stderr
+        time.sleep(1.0)  # had it started, it would have run (and failed) them by now
+        rows = _job_rows("acme")
+        assert [(state, attempts) for _, _, state, attempts, _ in rows] == [("pending", 0)] * 3
+        assert read_log("badextractor") == []
+    finally:
+        broken.stop()
+        drop_waiting_messages(queue)
+
+
+def test_a_manager_that_cannot_be_built_on_a_worker_leaves_its_jobs_pending(
+    celery_env, celery_settings, settings, tmp_path
+):
+    # Settings that pass the checks, but the worker cannot build its manager (the store
+    # refuses an option): every task fails loudly, no job uses an attempt or a lease.
+    queue = f"{celery_env}_badoptions"
+    settings.TULIP_MEMORY = {**celery_settings, "CELERY_QUEUE": queue}
+    worker = _own_queue_workers(
+        celery_env, "badoptions", tmp_path, TULIP_TEST_STORE_OPTIONS='{"no_such_option": 1}'
+    )
+    worker.start()
+    try:
+        runner = _manager()._celery()
+        for label in ("badoptions", "badoptions", "badoptions2"):
+            runner.enqueue(("acme", label), [Message(Role.USER, f"{label} 0")])
+        deadline = time.monotonic() + 30
+        while worker.logs().count("raised unexpected: ConfigurationError") < 3:
+            assert time.monotonic() < deadline, worker.logs()
+            time.sleep(0.1)
+        logs = worker.logs()
+        assert "ERROR" in logs and "cannot build its memory manager from TULIP_MEMORY" in logs
+        assert "TypeError" in logs and "no_such_option" in logs
+        rows = _job_rows("acme")
+        assert [(state, attempts) for _, _, state, attempts, _ in rows] == [("pending", 0)] * 3
+        with tenant_atomic("acme"):
+            assert set(ExtractionQueue.objects.values_list("lease_owner", flat=True)) == {""}
+    finally:
+        worker.stop()
+        drop_waiting_messages(queue)

@@ -35,6 +35,13 @@ def test_defaults_pass(settings):
         ({"EXTRACTION_RESEND_AFTER": float("inf")}, "tulip_memory.E043"),
         ({"EXTRACTION_LEASE_SECONDS": float("nan")}, "tulip_memory.E043"),
         ({"EXTRACTION_RETRY_DELAY": 1e300}, "tulip_memory.E043"),
+        ({"EXTRACTION_JOB_TIMEOUT_SECONDS": 0}, "tulip_memory.E043"),
+        ({"EXTRACTION_JOB_TIMEOUT_SECONDS": -5}, "tulip_memory.E043"),
+        ({"EXTRACTION_JOB_TIMEOUT_SECONDS": None}, "tulip_memory.E043"),
+        ({"EXTRACTION_JOB_TIMEOUT_SECONDS": "900"}, "tulip_memory.E043"),
+        ({"EXTRACTION_JOB_TIMEOUT_SECONDS": float("inf")}, "tulip_memory.E043"),
+        ({"EXTRACTION_JOB_TIMEOUT_SECONDS": float("nan")}, "tulip_memory.E043"),
+        ({"EXTRACTION_JOB_TIMEOUT_SECONDS": True}, "tulip_memory.E043"),
     ],
 )
 def test_bad_settings_are_reported(settings, overrides, expected):
@@ -45,5 +52,28 @@ def test_a_valid_configuration_passes(settings):
     good = {
         "EXTRACTOR": "tests.manager.extractors.logging_extractor",
         "MANAGER_OPTIONS": {"max_memories": 10, "retrieve_limit": 5},
+        "EXTRACTION_JOB_TIMEOUT_SECONDS": 1.5,
     }
     assert _ids(settings, **good) == []
+
+
+def test_the_job_timeout_has_a_default_of_15_minutes():
+    from tulip_memory.conf import DEFAULTS
+
+    assert DEFAULTS["EXTRACTION_JOB_TIMEOUT_SECONDS"] == 900.0
+
+
+def test_what_a_worker_refuses_to_start_on(settings):
+    from tulip_memory.checks.manager import worker_start_errors
+
+    settings.TULIP_MEMORY = {}
+    assert worker_start_errors() == []
+    settings.TULIP_MEMORY = {"EXTRACTOR": "tests.manager.no_such_module.extract", "LLM": 3}
+    assert [error.id for error in worker_start_errors()] == ["tulip_memory.E041"]  # E04x only
+    settings.TULIP_MEMORY = {"CELERY_QUEU": "typo"}  # a warning (W001): it starts
+    assert worker_start_errors() == []
+    settings.TULIP_MEMORY = ["not", "a", "dict"]
+    assert [error.id for error in worker_start_errors()] == ["tulip_memory.E001"]
+    settings.TULIP_MEMORY = {"EXTRACTION_JOB_TIMEOUT_SECONDS": 0}
+    settings.SILENCED_SYSTEM_CHECKS = ["tulip_memory.E043"]
+    assert worker_start_errors() == []

@@ -7,7 +7,11 @@ or every extraction job would fail at run time, far from the mistake:
 * E041 ``EXTRACTOR`` is set but is not an importable ``async`` callable;
 * E042 ``MANAGER_OPTIONS`` is not a dict of ``LLMMemoryManager`` keyword arguments;
 * E043 ``CELERY_QUEUE``, ``EXTRACTION_LEASE_SECONDS``, ``EXTRACTION_MAX_ATTEMPTS``,
-  ``EXTRACTION_RETRY_DELAY`` or ``EXTRACTION_RESEND_AFTER`` is out of range.
+  ``EXTRACTION_RETRY_DELAY``, ``EXTRACTION_RESEND_AFTER`` or
+  ``EXTRACTION_JOB_TIMEOUT_SECONDS`` is out of range.
+
+A Celery worker runs E040-E043 as it starts and refuses to start on an error
+(:mod:`tulip_memory.tasks`), since Celery runs Django's checks but ignores what they find.
 
 And the caller's side of ``extract_mode="celery"``:
 
@@ -30,7 +34,7 @@ from django.core import checks
 
 from tulip_memory.retention.policy import retention_period
 
-__all__ = ["check_celery_app", "check_manager_settings"]
+__all__ = ["check_celery_app", "check_manager_settings", "worker_start_errors"]
 
 # Options a worker's manager may not take from MANAGER_OPTIONS: it sets them itself.
 _WORKER_OWNED = {"store", "extract_fn", "extract_mode"}
@@ -135,6 +139,7 @@ def _check_queue(settings: Any) -> list[checks.CheckMessage]:
         ("EXTRACTION_LEASE_SECONDS", True),
         ("EXTRACTION_RETRY_DELAY", False),
         ("EXTRACTION_RESEND_AFTER", True),
+        ("EXTRACTION_JOB_TIMEOUT_SECONDS", True),
     ):
         try:  # finite and at most 100 years: the workers compute dates from it
             retention_period(getattr(settings, name), unit="seconds", strict=strict)
@@ -159,6 +164,16 @@ def check_manager_settings(
     from tulip_memory.conf import settings
 
     return [*_check_imports(settings), *_check_options(settings), *_check_queue(settings)]
+
+
+def worker_start_errors() -> list[checks.CheckMessage]:
+    """The errors a Celery worker refuses to start on: E001 (``TULIP_MEMORY`` is not a
+    dict), else E040-E043; those silenced by ``SILENCED_SYSTEM_CHECKS`` left out."""
+    from tulip_memory.checks.settings import check_settings
+
+    found = [message for message in check_settings() if message.id == "tulip_memory.E001"]
+    found = found or check_manager_settings()
+    return [message for message in found if message.is_serious() and not message.is_silenced()]
 
 
 def check_celery_app(

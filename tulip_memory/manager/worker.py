@@ -5,14 +5,20 @@
 1. **Claim** the namespace's lease (a conditional UPDATE: free, or expired by the
    database's clock). If another worker holds it, book at most one follow-up task at the
    lease's expiry (so a namespace whose worker died is resumed) and return: the holder
-   runs every open job, this message's included.
+   runs every open job, this message's included. That follow-up, should it find the
+   lease still held (renewed, or the message delivered a little early: its countdown runs
+   on the sending worker's clock), books the next one.
 2. **Run the open jobs by sequence number**, one at a time. Before each: renew the lease,
    count the attempt and mark the job running (committed). While it runs, a heartbeat
    thread keeps renewing the lease, so a long job is not taken over while its worker is
    alive; right before the job's save the lease is renewed once more, and a worker that
    lost it (expired during a database outage, claimed by another) saves nothing and
    stops, so a job is never in effect twice. After each: record done (or the failure)
-   at once, so progress survives a crash.
+   at once, so progress survives a crash. An attempt that runs past
+   ``EXTRACTION_JOB_TIMEOUT_SECONDS`` is taken for hung (a call that never returns): the
+   heartbeat stops renewing the lease, so it expires and another worker takes the
+   namespace over (the attempt counts, as a dead worker's does), and should the job ever
+   return, the fence refuses its save.
 3. **Release** the lease, then look again: a job committed while the lease was held
    (whose message found the lease taken) is run by a new claim. A run stopped by a
    database restart releases it on a new connection (the task's retry claims it again
@@ -37,8 +43,22 @@ model again, and adds its own). An attempt whose job another worker has taken ov
 its usage with one ``UPDATE ... SET n = n + ...``, onto whatever the new holder recorded
 meanwhile, and leaves the row's state, worker and model to the new holder.
 
-Workers build the manager from ``TULIP_MEMORY`` through
-:func:`tulip_memory.manager.factory.build_memory_manager_from_settings`.
+Not the job's failure, so no attempt is used up:
+
+* the worker cannot build its manager from ``TULIP_MEMORY``
+  (:func:`tulip_memory.manager.factory.build_memory_manager_from_settings`: a setting that
+  does not import, bad options). :func:`run_queue` builds it before it claims anything,
+  logs the cause and raises :class:`~tulip_memory.exceptions.ConfigurationError`: the
+  jobs stay ``pending`` for a worker that can run them (a worker whose settings fail the
+  checks E040-E043 does not even start: :mod:`tulip_memory.tasks`);
+* a database error (``OperationalError``, ``InterfaceError``: connection dropped, server
+  restarting) cuts an attempt: the job goes back to ``pending`` with the attempt taken
+  back (written on a new connection if the old one died), and the error propagates, so
+  the task retries itself. Bounded: on the task's last retry the attempt counts as a
+  failure (``charge_database_errors``), so a job that always meets a database error
+  still fails after ``EXTRACTION_MAX_ATTEMPTS`` rounds of retries (the sweep starts each).
+  With the server down, nothing can be written: the attempt then stays counted, as a dead
+  worker's.
 """
 
 from __future__ import annotations
@@ -47,6 +67,7 @@ import logging
 import os
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -62,7 +83,7 @@ from tulip_memory.events import (
     EV_MEMORY_MANAGER_EXTRACTED,
     emit_sync,
 )
-from tulip_memory.exceptions import LeaseLostError, LLMError
+from tulip_memory.exceptions import ConfigurationError, LeaseLostError, LLMError
 from tulip_memory.llm.usage import Usage
 from tulip_memory.manager.base import failure_fields
 from tulip_memory.manager.factory import build_memory_manager_from_settings
@@ -78,6 +99,11 @@ __all__ = ["RunOutcome", "run_queue"]
 logger = logging.getLogger("tulip_memory.manager.worker")
 
 _MAX_RETRY_DELAY = 600.0
+
+# How early a booked follow-up may run and still count as the booking's own message
+# (clock skew between the worker that sent it and the one that runs it); at most a tenth
+# of the lease, so that other messages rarely book a second follow-up for one lease.
+RECHECK_SKEW_SECONDS = 1.0
 
 
 @dataclass
@@ -97,21 +123,100 @@ def worker_identity() -> str:
 class _Heartbeat:
     """Renews a lease every third of its length while its holder runs jobs (in a thread,
     with its own database connection), so a long job is not taken over while its worker
-    lives; it dies with the worker, so a dead worker's lease expires."""
+    lives; it dies with the worker, so a dead worker's lease expires.
 
-    def __init__(self, tenant: str, queue_id: int, owner: str, lease: float) -> None:
+    Each job's attempt runs between :meth:`job_started` and :meth:`job_ended`. One that is
+    still running ``job_timeout`` seconds after it started is taken for hung: the heartbeat
+    stops renewing (and writes why into the job's ``error``), so the lease expires within
+    a lease and another worker takes the namespace over; :meth:`fence`, the check before
+    the job's save, refuses it from then on.
+    """
+
+    def __init__(
+        self,
+        tenant: str,
+        queue_id: int,
+        owner: str,
+        lease: float,
+        job_timeout: float | None = None,
+    ) -> None:
         self.args = (tenant, queue_id, owner, lease)
+        self.job_timeout = job_timeout
+        # (job id, attempt, deadline on the monotonic clock) of the running attempt.
+        self._job: tuple[int, int, float] | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="tulip-memory-lease", daemon=True)
+
+    def job_started(self, job_id: int, attempt: int) -> None:
+        deadline = time.monotonic() + (
+            self.job_timeout if self.job_timeout is not None else float("inf")
+        )
+        self._job = (job_id, attempt, deadline)
+
+    def job_ended(self) -> None:
+        self._job = None
+
+    def overdue(self) -> tuple[int, int, float] | None:
+        """The running attempt (job id, attempt, deadline) if it has run past the job
+        timeout (its lease forfeit), else ``None``."""
+        job = self._job  # one read: the worker's thread changes it
+        return job if job is not None and time.monotonic() >= job[2] else None
+
+    def timeout_error(self, attempt: int) -> str:
+        """The error of attempt number ``attempt`` of a job, overdue."""
+        return (
+            f"JobTimeout: attempt {attempt} ran over EXTRACTION_JOB_TIMEOUT_SECONDS "
+            f"({self.job_timeout:g} s); its lease was left to expire"
+        )
+
+    def fence(self) -> None:
+        """Right before a job's save: raise :class:`LeaseLostError` (nothing is saved) if the
+        attempt has run past the job timeout or ``owner`` lost the lease; else renew it."""
+        from tulip_memory.models import ExtractionQueue
+        from tulip_memory.tenancy import tenant_atomic
+
+        tenant, queue_id, owner, lease = self.args
+        overdue = self.overdue()
+        if overdue is not None:
+            raise LeaseLostError(self.timeout_error(overdue[1]))
+        with tenant_atomic(tenant):
+            if not ExtractionQueue.objects.renew(queue_id, owner, lease):
+                raise LeaseLostError(f"lost the lease of extraction queue {queue_id}")
+
+    def _give_up(self, job_id: int, attempt: int) -> None:
+        """The running attempt is overdue: say so, in the log and on the job's row."""
+        from tulip_memory.models import ExtractionJob, JobState
+        from tulip_memory.tenancy import tenant_atomic
+
+        tenant, queue_id, owner, _lease = self.args
+        error = self.timeout_error(attempt)
+        logger.error(
+            "extraction job %s: %s; the lease of extraction queue %s is no longer renewed, "
+            "another worker takes the namespace over once it expires",
+            job_id,
+            error,
+            queue_id,
+        )
+        with tenant_atomic(tenant):
+            ExtractionJob.objects.filter(pk=job_id, state=JobState.RUNNING, worker=owner).update(
+                error=error
+            )
 
     def _run(self) -> None:
         from tulip_memory.models import ExtractionQueue
         from tulip_memory.tenancy import tenant_atomic
 
         tenant, queue_id, owner, lease = self.args
+        given_up: tuple[int, int, float] | None = None
         try:
             while not self._stop.wait(lease / 3):
                 try:
+                    overdue = self.overdue()
+                    if overdue is not None:
+                        if given_up != overdue:
+                            given_up = overdue
+                            self._give_up(overdue[0], overdue[1])
+                        continue  # not renewed: the lease expires
                     with tenant_atomic(tenant):
                         if not ExtractionQueue.objects.renew(queue_id, owner, lease):
                             return
@@ -156,18 +261,6 @@ async def _extract_in(
         )
 
 
-def _lease_fence(tenant: str, queue_id: int, owner: str, lease: float) -> Callable[[], None]:
-    def fence() -> None:
-        from tulip_memory.models import ExtractionQueue
-        from tulip_memory.tenancy import tenant_atomic
-
-        with tenant_atomic(tenant):
-            if not ExtractionQueue.objects.renew(queue_id, owner, lease):
-                raise LeaseLostError(f"lost the lease of extraction queue {queue_id}")
-
-    return fence
-
-
 def _usage_columns(
     model: str | None, usage: Usage | None, *, latest: bool = True
 ) -> dict[str, object]:
@@ -200,9 +293,9 @@ def _spent(exc: BaseException) -> Usage | None:
     return usage if isinstance(usage, Usage) else None
 
 
-def _model_of(manager: LLMMemoryManager | None) -> str | None:
+def _model_of(manager: LLMMemoryManager) -> str | None:
     """The chat model ``manager``'s runs ask, or ``None`` (no chat-model extractor)."""
-    extractor = manager.extractor if manager is not None else None
+    extractor = manager.extractor
     return extractor.config.model if extractor is not None else None
 
 
@@ -241,7 +334,7 @@ def _record_failure(
     job: ExtractionJob,
     exc: Exception,
     *,
-    manager: LLMMemoryManager | None,
+    manager: LLMMemoryManager,
     outcome: RunOutcome,
     fields: Mapping[str, object],
 ) -> None:
@@ -278,15 +371,136 @@ def _record_failure(
     )
 
 
+def _run_job(
+    job: ExtractionJob,
+    namespace: tuple[str, ...],
+    manager: LLMMemoryManager,
+    heartbeat: _Heartbeat,
+    *,
+    outcome: RunOutcome,
+    fields: Mapping[str, object],
+) -> bool:
+    """Run the attempt at ``job`` counted and marked running, and record how it ended:
+    done, or the failure (the retry policy); ``False`` if the worker lost its lease (or
+    forfeited it: the attempt ran past the job timeout) and must stop. A database error
+    propagates, with nothing recorded (the caller gives the attempt back)."""
+    from tulip_memory.conf import settings
+    from tulip_memory.models import ExtractionJob, JobState
+
+    owner = heartbeat.args[2]
+    try:
+        # Decoded inside the try: an unreadable payload is a failure of this job like
+        # any other, not an exception that leaves it "running" with no error recorded.
+        messages = [Message.from_dict(data) for data in job.payload.get("messages", [])]
+        result = async_to_sync(_extract_in)(
+            manager, namespace, messages, f"job-{job.pk}", heartbeat.fence
+        )
+    except LeaseLostError as lost:
+        # Nothing was saved, but the model was asked (and paid) for what was planned.
+        spent = _spent(lost)
+        _record_attempt(job, owner, _model_of(manager), spent)
+        logger.warning(
+            "extraction job %s of extraction queue %s: %s; stopping, nothing saved (model "
+            "usage of the attempt: %s)",
+            job.pk,
+            heartbeat.args[1],
+            lost,
+            spent.as_fields() if spent is not None else "none reported",
+        )
+        return False
+    except (OperationalError, InterfaceError):
+        raise  # not the job's failure: see _database_failed
+    except Exception as exc:
+        _record_failure(job, exc, manager=manager, outcome=outcome, fields=fields)
+        return True
+    _record_attempt(
+        job,
+        owner,
+        result.model,
+        result.usage,
+        state=JobState.DONE,
+        finished_at=Now(),
+        # JOB_PAYLOAD_PURGE_AFTER_HOURS = 0: the conversation goes as the job ends.
+        **({"payload": {}} if settings.JOB_PAYLOAD_PURGE_AFTER_HOURS == 0 else {}),
+    )
+    outcome.done += 1
+    emit_sync(
+        EV_MEMORY_MANAGER_EXTRACTED,
+        sender=ExtractionJob,
+        **result.event_fields(),
+        job=job.pk,
+        **fields,
+    )
+    return True
+
+
+def _database_failed(
+    job: ExtractionJob,
+    exc: Exception,
+    *,
+    charge: bool,
+    manager: LLMMemoryManager,
+    outcome: RunOutcome,
+    fields: Mapping[str, object],
+) -> None:
+    """A database error (``exc``) cut ``job``'s attempt: the database's failure, not the
+    job's. The job goes back to ``pending`` with the attempt taken back (if it is still
+    this attempt's), on a new connection if the database dropped this one; the caller
+    re-raises ``exc`` and the task retries. ``charge`` (the task's last retry): the attempt
+    counts as a failure instead, so that a database error that never goes away cannot keep
+    the job open for ever. If the database cannot be reached for that either, the attempt
+    stays counted (as a dead worker's) and the error is logged."""
+    from tulip_memory.models import ExtractionJob, JobState
+    from tulip_memory.tenancy import tenant_atomic
+
+    owner = job.worker  # this attempt's
+    if charge:
+
+        def step() -> None:
+            _record_failure(job, exc, manager=manager, outcome=outcome, fields=fields)
+
+    else:
+        logger.warning(
+            "extraction job %s (attempt %s) was cut by a database error (%s: %s): it goes "
+            "back to pending, the attempt not counted, and the task retries",
+            job.pk,
+            job.attempts,
+            type(exc).__name__,
+            exc,
+        )
+
+        def step() -> None:
+            with tenant_atomic(job.tenant):
+                ExtractionJob.objects.filter(
+                    pk=job.pk, state=JobState.RUNNING, worker=owner
+                ).update(state=JobState.PENDING, attempts=job.attempts - 1, run_after=None)
+
+    try:
+        _on_a_live_connection(step)
+    except (OperationalError, InterfaceError):
+        logger.exception(
+            "extraction job %s: the database error could not be recorded; the attempt "
+            "stays counted",
+            job.pk,
+        )
+
+
 def _run_claimed(
-    tenant: str, queue_id: int, namespace: tuple[str, ...], owner: str, outcome: RunOutcome
+    tenant: str,
+    queue_id: int,
+    namespace: tuple[str, ...],
+    *,
+    manager: LLMMemoryManager,
+    heartbeat: _Heartbeat,
+    outcome: RunOutcome,
+    charge_database_errors: bool,
 ) -> float | None:
     """Run open jobs while holding the lease; seconds until a retry is due, if one is."""
     from tulip_memory.conf import settings
     from tulip_memory.models import ExtractionJob, ExtractionQueue, JobState
     from tulip_memory.tenancy import tenant_atomic
 
-    lease = float(settings.EXTRACTION_LEASE_SECONDS)
+    owner, lease = heartbeat.args[2], heartbeat.args[3]
     max_attempts = int(settings.EXTRACTION_MAX_ATTEMPTS)
     fields = {"namespace": list(namespace), "mode": "celery"}
     while True:
@@ -301,7 +515,8 @@ def _run_claimed(
             if job.run_after is not None and job.run_after > db_now:
                 return (job.run_after - db_now).total_seconds()
             if job.attempts >= max_attempts:
-                # Its last attempt started and never reported: the worker died.
+                # Its last attempt started and never reported: the worker died, or hung
+                # past the job timeout.
                 error = f"worker lost during attempt {job.attempts}; {job.error}".rstrip("; ")
                 ExtractionJob.objects.filter(pk=job.pk).update(
                     state=JobState.FAILED, error=error, finished_at=Now()
@@ -318,6 +533,7 @@ def _run_claimed(
                 )
                 continue
             job.attempts += 1
+            job.worker = owner
             ExtractionJob.objects.filter(pk=job.pk).update(
                 state=JobState.RUNNING,
                 attempts=job.attempts,
@@ -325,53 +541,43 @@ def _run_claimed(
                 started_at=Now(),
                 run_after=None,
             )
-        manager: LLMMemoryManager | None = None
+        heartbeat.job_started(job.pk, job.attempts)
         try:
-            # Decoded inside the try: an unreadable payload is a failure of this job like
-            # any other, not an exception that leaves it "running" with no error recorded.
-            messages = [Message.from_dict(data) for data in job.payload.get("messages", [])]
-            manager = build_memory_manager_from_settings()
-            result = async_to_sync(_extract_in)(
-                manager,
-                namespace,
-                messages,
-                f"job-{job.pk}",
-                _lease_fence(tenant, queue_id, owner, lease),
+            if not _run_job(job, namespace, manager, heartbeat, outcome=outcome, fields=fields):
+                # A hung attempt that forfeited the lease: hand the namespace over at
+                # once (the lease is released on the way out), not after the sweep's wait.
+                return 0.0 if heartbeat.overdue() is not None else None
+        except (OperationalError, InterfaceError) as exc:
+            _database_failed(
+                job,
+                exc,
+                charge=charge_database_errors,
+                manager=manager,
+                outcome=outcome,
+                fields=fields,
             )
-        except LeaseLostError as lost:
-            # Nothing was saved, but the model was asked (and paid) for what was planned.
-            spent = _spent(lost)
-            _record_attempt(job, owner, _model_of(manager), spent)
-            logger.warning(
-                "lost the lease of extraction queue %s mid-job; stopping (job %s, model "
-                "usage of the attempt: %s)",
-                queue_id,
-                job.pk,
-                spent.as_fields() if spent is not None else "none reported",
-            )
-            return None
-        except Exception as exc:
-            job.worker = owner
-            _record_failure(job, exc, manager=manager, outcome=outcome, fields=fields)
-            continue
-        _record_attempt(
-            job,
-            owner,
-            result.model,
-            result.usage,
-            state=JobState.DONE,
-            finished_at=Now(),
-            # JOB_PAYLOAD_PURGE_AFTER_HOURS = 0: the conversation goes as the job ends.
-            **({"payload": {}} if settings.JOB_PAYLOAD_PURGE_AFTER_HOURS == 0 else {}),
-        )
-        outcome.done += 1
-        emit_sync(
-            EV_MEMORY_MANAGER_EXTRACTED,
-            sender=ExtractionJob,
-            **result.event_fields(),
-            job=job.pk,
-            **fields,
-        )
+            raise
+        finally:
+            heartbeat.job_ended()
+
+
+def _on_a_live_connection(step: Callable[[], None]) -> None:
+    """Run ``step`` (which opens its own transaction), once more on a new connection if the
+    database dropped this one.
+
+    After a database restart (or a connection the server ended) the connection of this
+    thread is dead: ``step`` fails on it, but once the server answers again, a new
+    connection succeeds.
+    """
+    for attempt in (1, 2):
+        try:
+            step()
+            return
+        except (OperationalError, InterfaceError):
+            connection = connections[DEFAULT_DB_ALIAS]
+            if attempt == 2 or connection.in_atomic_block:
+                raise
+            connection.close_if_unusable_or_obsolete()
 
 
 def _release(tenant: str, queue_id: int, owner: str) -> None:
@@ -385,37 +591,81 @@ def _release(tenant: str, queue_id: int, owner: str) -> None:
     from tulip_memory.models import ExtractionQueue
     from tulip_memory.tenancy import tenant_atomic
 
-    for attempt in (1, 2):
-        try:
-            with tenant_atomic(tenant):
-                ExtractionQueue.objects.release(queue_id, owner)
-            return
-        except (OperationalError, InterfaceError):
-            connection = connections[DEFAULT_DB_ALIAS]
-            if attempt == 2 or connection.in_atomic_block:
-                raise
-            connection.close_if_unusable_or_obsolete()
+    def release() -> None:
+        with tenant_atomic(tenant):
+            ExtractionQueue.objects.release(queue_id, owner)
+
+    _on_a_live_connection(release)
 
 
-def run_queue(tenant: str, queue_id: int, *, owner: str | None = None) -> RunOutcome:
-    """Run the open jobs of extraction queue ``queue_id`` (of ``tenant``) in order."""
+def _build_manager() -> LLMMemoryManager:
+    """The manager this worker runs jobs with (built once per process).
+
+    A manager that cannot be built from ``TULIP_MEMORY`` (a setting that does not import,
+    options its classes refuse) is the worker's failure, not a job's: it is logged with
+    its cause and raised as :class:`ConfigurationError` before anything is claimed, so the
+    jobs stay ``pending`` with no attempt used. A database error propagates as it is (the
+    task retries).
+    """
+    try:
+        return build_memory_manager_from_settings()
+    except (OperationalError, InterfaceError):
+        raise
+    except Exception as exc:
+        # The traceback goes with the ConfigurationError (Celery logs the task's failure).
+        logger.error(
+            "this worker cannot build its memory manager from TULIP_MEMORY (%s: %s); it "
+            "runs no extraction job, they stay pending",
+            type(exc).__name__,
+            exc,
+        )
+        raise ConfigurationError(
+            "the extraction worker cannot build its memory manager from TULIP_MEMORY "
+            f"(STORE, STORE_OPTIONS, EXTRACTOR, MANAGER_OPTIONS): {type(exc).__name__}: {exc}"
+        ) from exc
+
+
+def run_queue(
+    tenant: str,
+    queue_id: int,
+    *,
+    owner: str | None = None,
+    charge_database_errors: bool = False,
+) -> RunOutcome:
+    """Run the open jobs of extraction queue ``queue_id`` (of ``tenant``) in order.
+
+    ``charge_database_errors``: a database error that cuts a job's attempt counts as that
+    attempt's failure (the task's last retry) instead of being given back.
+    """
     from tulip_memory.conf import settings
     from tulip_memory.models import ExtractionJob, ExtractionQueue
     from tulip_memory.namespaces import decode_namespace
     from tulip_memory.tenancy import tenant_atomic
 
+    manager = _build_manager()
     owner = owner or worker_identity()
     lease = float(settings.EXTRACTION_LEASE_SECONDS)
+    job_timeout = float(settings.EXTRACTION_JOB_TIMEOUT_SECONDS)
     outcome = RunOutcome()
     while True:
         with tenant_atomic(tenant):
             if not ExtractionQueue.objects.claim(queue_id, owner, lease):
-                outcome.retry_in = ExtractionQueue.objects.book_recheck(queue_id)
+                outcome.retry_in = ExtractionQueue.objects.book_recheck(
+                    queue_id, early=min(RECHECK_SKEW_SECONDS, lease / 10)
+                )
                 return outcome
             path = ExtractionQueue.objects.values_list("namespace", flat=True).get(pk=queue_id)
         try:
-            with _Heartbeat(tenant, queue_id, owner, lease):
-                retry_in = _run_claimed(tenant, queue_id, decode_namespace(path), owner, outcome)
+            with _Heartbeat(tenant, queue_id, owner, lease, job_timeout) as heartbeat:
+                retry_in = _run_claimed(
+                    tenant,
+                    queue_id,
+                    decode_namespace(path),
+                    manager=manager,
+                    heartbeat=heartbeat,
+                    outcome=outcome,
+                    charge_database_errors=charge_database_errors,
+                )
         finally:
             _release(tenant, queue_id, owner)
         if retry_in is not None:

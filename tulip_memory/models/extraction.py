@@ -97,14 +97,21 @@ class ExtractionQueueQuerySet(models.QuerySet):
     def release(self, queue_id: int, owner: str) -> None:
         self.filter(pk=queue_id, lease_owner=owner).update(lease_owner="", lease_expires_at=None)
 
-    def book_recheck(self, queue_id: int) -> float | None:
-        """Seconds until the current lease expires, if no recheck is booked for it yet.
+    def book_recheck(self, queue_id: int, *, early: float = 0.0) -> float | None:
+        """Seconds until the current lease expires, if no recheck is booked for it yet, or
+        the one booked is due.
 
         At most one follow-up per lease period: the caller schedules one task at the
-        lease's expiry so a namespace whose worker died is picked up again.
+        lease's expiry so a namespace whose worker died is picked up again. A booking is
+        due once the database's clock is within ``early`` seconds of it: the follow-up it
+        booked may run that much early (its countdown runs on the clock of the worker that
+        sent it, the clock of the one that runs it may be ahead) and find the lease still
+        held; it books the next one then, rather than leave the namespace to the sweep.
         """
         booked = self.filter(pk=queue_id, lease_expires_at__isnull=False).filter(
-            Q(recheck_at__isnull=True) | Q(recheck_at__lt=F("lease_expires_at"))
+            Q(recheck_at__isnull=True)
+            | Q(recheck_at__lt=F("lease_expires_at"))
+            | Q(recheck_at__lte=db_now_plus(early))
         )
         if not booked.update(recheck_at=F("lease_expires_at")):
             return None
