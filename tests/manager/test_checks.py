@@ -21,6 +21,7 @@ def test_defaults_pass(settings):
     [
         ({"STORE": "tulip_memory.store.NoSuchStore"}, "tulip_memory.E040"),
         ({"STORE_OPTIONS": []}, "tulip_memory.E040"),
+        ({"STORE_OPTIONS": {"dimm": 256}}, "tulip_memory.E040"),
         ({"EXTRACTOR": "tests.manager.extractors.no_such_function"}, "tulip_memory.E041"),
         ({"EXTRACTOR": "tulip_memory.manager.heuristic.extract_heuristic"}, "tulip_memory.E041"),
         ({"MANAGER_OPTIONS": {"max_memorys": 3}}, "tulip_memory.E042"),
@@ -48,8 +49,15 @@ def test_bad_settings_are_reported(settings, overrides, expected):
     assert _ids(settings, **overrides) == [expected]
 
 
+def test_a_store_option_the_store_does_not_take_is_named(settings):
+    settings.TULIP_MEMORY = {"STORE_OPTIONS": {"dimm": 256, "dim": 256}}
+    [message] = check_manager_settings()
+    assert "PgMemory does not take: ['dimm']" in message.msg and "'dim'" in message.hint
+
+
 def test_a_valid_configuration_passes(settings):
     good = {
+        "STORE_OPTIONS": {"dim": 512, "using": "default"},
         "EXTRACTOR": "tests.manager.extractors.logging_extractor",
         "MANAGER_OPTIONS": {"max_memories": 10, "retrieve_limit": 5},
         "EXTRACTION_JOB_TIMEOUT_SECONDS": 1.5,

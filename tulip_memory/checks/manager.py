@@ -3,7 +3,8 @@
 What a Celery worker builds from ``TULIP_MEMORY`` must be importable and well formed,
 or every extraction job would fail at run time, far from the mistake:
 
-* E040 ``STORE`` is not an importable callable, or ``STORE_OPTIONS`` is not a dict;
+* E040 ``STORE`` is not an importable callable, or ``STORE_OPTIONS`` is not a dict of
+  keyword arguments it takes;
 * E041 ``EXTRACTOR`` is set but is not an importable ``async`` callable;
 * E042 ``MANAGER_OPTIONS`` is not a dict of ``LLMMemoryManager`` keyword arguments;
 * E043 ``CELERY_QUEUE``, ``EXTRACTION_LEASE_SECONDS``, ``EXTRACTION_MAX_ATTEMPTS``,
@@ -74,6 +75,8 @@ def _check_imports(settings: Any) -> list[checks.CheckMessage]:
                 "E040",
             )
         )
+    elif store is not None and callable(store):
+        errors.extend(_check_store_options(store, settings.STORE_OPTIONS))
     try:
         extractor = settings.import_setting("EXTRACTOR")
     except ImportError as exc:
@@ -94,6 +97,33 @@ def _check_imports(settings: Any) -> list[checks.CheckMessage]:
                 )
             )
     return errors
+
+
+def _check_store_options(store: Any, options: dict[str, Any]) -> list[checks.CheckMessage]:
+    """E040: ``STORE_OPTIONS`` keys that ``store`` does not take (a typo would otherwise
+    surface at the first extraction job, on a worker)."""
+    try:
+        parameters = inspect.signature(store).parameters.values()
+    except (TypeError, ValueError):  # no signature to read (a builtin): nothing to say
+        return []
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return []
+    accepted = {
+        p.name
+        for p in parameters
+        if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    }
+    unknown = sorted(set(options) - accepted)
+    if not unknown:
+        return []
+    return [
+        _error(
+            f"TULIP_MEMORY['STORE_OPTIONS'] has options that {store.__qualname__} does not "
+            f"take: {unknown}",
+            f"Accepted: {sorted(accepted)}",
+            "E040",
+        )
+    ]
 
 
 def _check_options(settings: Any) -> list[checks.CheckMessage]:
