@@ -495,7 +495,10 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
                 "AND thread_id = %s AND checkpoint_ns = %s AND checkpoint_id = %s FOR UPDATE) "
                 f"INSERT INTO {table} AS t (tenant, thread_id, checkpoint_ns, checkpoint_id, "
                 "parent_checkpoint_id, run_id, subject, depth, writes, created_at) "
-                "VALUES (%s, %s, %s, %s, '', '', '', 0, %s, now()) "
+                # Joined, ``before`` is read (and the row locked) before the row changes;
+                # read only by RETURNING, it would be read after, and miss the row.
+                "SELECT %s, %s, %s, %s, '', '', '', 0, %s, now() "
+                "FROM (SELECT 1) AS one LEFT JOIN before ON true "
                 "ON CONFLICT (tenant, thread_id, checkpoint_ns, checkpoint_id) "
                 "DO UPDATE SET writes = t.writes || EXCLUDED.writes "
                 "RETURNING (SELECT version FROM before), t.xmin::text",
