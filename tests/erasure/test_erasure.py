@@ -15,6 +15,7 @@ from asgiref.sync import async_to_sync
 from django.db import connections
 
 from tests.erasure.world import populate, rows
+from tests.threads import OnItsOwnConnections
 from tulip_memory.delta import DeltaCheckpointer, ORMDeltaStorage
 from tulip_memory.erasure import ERASED_PAYLOAD, aforget_subject, forget_subject
 from tulip_memory.events import EV_STORE_SUBJECT_FORGOTTEN
@@ -409,18 +410,9 @@ def test_a_delta_save_during_the_erasure_waits_and_stores_a_whole_checkpoint(ali
         return counts
 
     monkeypatch.setattr(erasure, "_erase", erase_then_wait)
-    reports, errors = [], []
-
-    def in_thread(work) -> None:
-        try:
-            work()
-        except BaseException as exc:  # re-raised on the test's thread
-            errors.append(exc)
-        finally:
-            connections.close_all()
-
-    erasing = threading.Thread(
-        target=in_thread, args=(lambda: reports.append(forget_subject("acme", "bob", using=alias)),)
+    reports = []
+    erasing = OnItsOwnConnections(
+        lambda: reports.append(forget_subject("acme", "bob", using=alias))
     )
     erasing.start()
     assert deleted.wait(30)
@@ -430,13 +422,12 @@ def test_a_delta_save_during_the_erasure_waits_and_stores_a_whole_checkpoint(ali
         async_to_sync(checkpointer.save)(state, "t")
         saved.set()
 
-    saving = threading.Thread(target=in_thread, args=(save,))
+    saving = OnItsOwnConnections(save)
     saving.start()
     waited = not saved.wait(2)  # the erasure holds the thread
     go.set()
-    erasing.join(30)
-    saving.join(30)
-    assert not errors, errors
+    erasing.join_and_raise(30)
+    saving.join_and_raise(30)
     assert waited and reports[0].counts["delta_checkpoints"] == 1
     fresh = DeltaCheckpointer(ORMDeltaStorage(alias, tenant="acme"), cache_size=0)
     assert len(async_to_sync(fresh.list_checkpoints)("t")) == 1

@@ -23,6 +23,7 @@ from asgiref.sync import async_to_sync
 from django.db import connections, transaction
 
 from tests.backends.test_contract import make_state
+from tests.threads import OnItsOwnConnections
 from tulip_memory.backends import MySQLCheckpointer, PostgreSQLCheckpointer
 from tulip_memory.clock import ManualClock, utc_now
 from tulip_memory.delta import DeltaCheckpointer, ORMDeltaStorage
@@ -62,21 +63,9 @@ KINDS = {
 
 def _commit_elsewhere(write: Callable[[], object]) -> None:
     """Run ``write`` on another thread, on its own connections (committed on return)."""
-    errors: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            write()
-        except BaseException as exc:  # re-raised on the test's thread
-            errors.append(exc)
-        finally:
-            connections.close_all()
-
-    worker = threading.Thread(target=run)
+    worker = OnItsOwnConnections(write)
     worker.start()
-    worker.join()
-    if errors:
-        raise errors[0]
+    worker.join_and_raise()
 
 
 @pytest.fixture
@@ -270,23 +259,13 @@ def _deletion_while_a_save_is_held_open(
         return result
 
     monkeypatch.setattr(LangGraphCheckpointQuerySet, "save_checkpoint", held_open)
-    errors: list[BaseException] = []
-
-    def in_thread() -> None:
-        try:
-            write()
-        except BaseException as exc:  # re-raised on the test's thread
-            errors.append(exc)
-        finally:
-            connections.close_all()
-
     waited: list[bool] = []
 
     def let_it_commit() -> None:
         waited.append(_wait_for_a_lock_wait())
         release.set()
 
-    writer = threading.Thread(target=in_thread)
+    writer = OnItsOwnConnections(write)
     writer.start()
     assert stored.wait(30)
     poller = threading.Thread(target=let_it_commit)
@@ -297,8 +276,7 @@ def _deletion_while_a_save_is_held_open(
         release.set()
         poller.join()
         writer.join()
-    if errors:
-        raise errors[0]
+    writer.join_and_raise()
     return depths, waited, deleted
 
 
