@@ -6,12 +6,22 @@ The requests are standard OpenSearch REST calls made by opensearch-py.
 
 One document per checkpoint, id ``sha256(thread_id NUL checkpoint_id)``, with fields
 ``thread_id`` and ``checkpoint_id`` (keywords), ``order`` (long, the save order) and
-``state`` (an object stored but not indexed). Endpoints used: ``HEAD /<index>`` and
-``PUT /<index>`` (create the index with its mapping on first use), ``PUT
-/<index>/_doc/<id>?refresh=true``, ``GET /<index>/_doc/<id>``, ``POST /<index>/_search``
-(term on ``thread_id``, sorted by ``order`` desc), ``DELETE /<index>/_doc/<id>?refresh=true``
-and ``POST /<index>/_delete_by_query?refresh=true``. Writes refresh the index so that the
-next search sees them.
+``state`` (an object stored but not indexed). The index carries a write alias,
+``<index>-write``, and saves write through it with ``require_alias=true``: OpenSearch
+then refuses the write (404 ``index_not_found_exception``) instead of auto-creating a
+missing index with a dynamic mapping, so an index deleted while the process runs (by an
+operator, by an index state management policy) is noticed on the next save, which
+creates it again with its mapping and retries. Saves cost one request while the index
+stands; reads and deletes answer as for an empty thread while it is missing.
+
+Endpoints used: ``PUT /<index>-write/_doc/<id>?refresh=true&require_alias=true``;
+when that answers index_not_found, ``GET /<index>`` then ``PUT /<index>`` (create the
+index with its mapping and alias) or, for an index already there with the checkpointer's
+mapping (one made by an earlier version, or restored), ``PUT /<index>/_alias/<index>-write``;
+``GET /<index>/_doc/<id>``, ``POST /<index>/_search`` (term on ``thread_id``, sorted by
+``order`` desc), ``DELETE /<index>/_doc/<id>?refresh=true`` and ``POST
+/<index>/_delete_by_query?refresh=true``. Writes refresh the index so that the next
+search sees them.
 """
 
 from __future__ import annotations
@@ -25,11 +35,12 @@ from tulip_memory.backends.base import (
     save_order_key,
     state_from_snapshot,
 )
+from tulip_memory.exceptions import CheckpointError
 from tulip_memory.state import AgentState
 
 __all__ = ["OpenSearchCheckpointer"]
 
-MAPPING = {
+MAPPING: dict[str, Any] = {
     "mappings": {
         "dynamic": "strict",
         "properties": {
@@ -47,7 +58,8 @@ class OpenSearchCheckpointer(BlockingCheckpointer):
 
     ``client`` may be a ready ``opensearchpy.OpenSearch``; otherwise one is built from
     ``hosts`` and ``client_options`` (``http_auth``, ``use_ssl``, ``verify_certs``...).
-    :meth:`aclose` closes the client (its connections).
+    Saves write through the alias ``<index>-write`` (:attr:`write_alias`), created with
+    the index. :meth:`aclose` closes the client (its connections).
     """
 
     def __init__(
@@ -62,13 +74,13 @@ class OpenSearchCheckpointer(BlockingCheckpointer):
         if not isinstance(index, str) or not index or index != index.lower():
             raise ValueError(f"index must be a non-empty lower-case str, got {index!r}")
         self.index = index
+        self.write_alias = f"{index}-write"
         self.hosts = hosts
         self.client = (
             client if client is not None else opensearchpy.OpenSearch(hosts=hosts, **client_options)
         )
         self._not_found = opensearchpy.NotFoundError
         self._request_error = opensearchpy.RequestError
-        self._index_ready = False
 
     def __repr__(self) -> str:
         return f"<OpenSearchCheckpointer index={self.index!r}>"
@@ -81,47 +93,78 @@ class OpenSearchCheckpointer(BlockingCheckpointer):
     def _doc_id(thread_id: str, checkpoint_id: str) -> str:
         return hashlib.sha256(f"{thread_id}\x00{checkpoint_id}".encode()).hexdigest()
 
-    def _ensure_index(self) -> None:
-        if self._index_ready:
-            return
-        if not self.client.indices.exists(index=self.index):
+    def _prepare_index(self) -> None:
+        """Create the index with its mapping and write alias, or adopt the one there.
+
+        An index already there (created meanwhile by another process, by an earlier
+        version of this class, or restored by an operator) gets the write alias if its
+        mapping is the checkpointer's; one with another mapping (typically a dynamic one,
+        auto-created by a write that did not require the alias) is refused: its field
+        types cannot be changed in place, and dropping it would lose its documents.
+        """
+        try:
+            found = self.client.indices.get(index=self.index)
+        except self._not_found:
             try:
-                self.client.indices.create(index=self.index, body=MAPPING)
+                self.client.indices.create(
+                    index=self.index, body={**MAPPING, "aliases": {self.write_alias: {}}}
+                )
+                return
             except self._request_error as exc:  # created meanwhile by another client
                 if "resource_already_exists_exception" not in str(exc):
                     raise
-        self._index_ready = True
+            found = self.client.indices.get(index=self.index)
+        for name, info in found.items():
+            wrong = _fields_not_mapped_as_ours(info.get("mappings") or {})
+            if wrong:
+                raise CheckpointError(
+                    f"OpenSearch index {name!r} exists with a mapping that is not the "
+                    f"checkpointer's (fields {', '.join(wrong)}); it was probably "
+                    "auto-created by a write while the index was missing. Reindex its "
+                    f"documents into an index created with {__name__}.MAPPING."
+                )
+        if any(self.write_alias not in (info.get("aliases") or {}) for info in found.values()):
+            self.client.indices.put_alias(index=self.index, name=self.write_alias)
 
     def _search(self, thread_id: str, size: int, source: list[str]) -> list[dict[str, Any]]:
-        response = self.client.search(
-            index=self.index,
-            body={
-                "query": {"term": {"thread_id": thread_id}},
-                "sort": [{"order": {"order": "desc"}}],
-                "size": size,
-                "_source": source,
-            },
-        )
+        try:
+            response = self.client.search(
+                index=self.index,
+                body={
+                    "query": {"term": {"thread_id": thread_id}},
+                    "sort": [{"order": {"order": "desc"}}],
+                    "size": size,
+                    "_source": source,
+                },
+            )
+        except self._not_found:  # the index is missing: no checkpoint of any thread
+            return []
         return [hit["_source"] for hit in response["hits"]["hits"]]
 
     def _save_sync(
         self, state: AgentState, thread_id: str, checkpoint_id: str, may_exist: bool
     ) -> None:
-        self._ensure_index()
+        document = {
+            "thread_id": thread_id,
+            "checkpoint_id": checkpoint_id,
+            "order": save_order_key(),
+            "state": state.to_checkpoint(),
+        }
+        doc_id = self._doc_id(thread_id, checkpoint_id)
+        try:
+            self._write(doc_id, document)
+        except self._not_found as exc:  # no alias: the index is missing, or lacks it
+            if exc.error != "index_not_found_exception":
+                raise
+            self._prepare_index()
+            self._write(doc_id, document)
+
+    def _write(self, doc_id: str, document: dict[str, Any]) -> None:
         self.client.index(
-            index=self.index,
-            id=self._doc_id(thread_id, checkpoint_id),
-            body={
-                "thread_id": thread_id,
-                "checkpoint_id": checkpoint_id,
-                "order": save_order_key(),
-                "state": state.to_checkpoint(),
-            },
-            refresh=True,
+            index=self.write_alias, id=doc_id, body=document, refresh=True, require_alias=True
         )
 
     def _load_sync(self, thread_id: str, checkpoint_id: str | None) -> AgentState | None:
-        self._ensure_index()
         if checkpoint_id is None:
             hits = self._search(thread_id, 1, ["checkpoint_id", "state"])
             if not hits:
@@ -133,26 +176,36 @@ class OpenSearchCheckpointer(BlockingCheckpointer):
                 document = self.client.get(
                     index=self.index, id=self._doc_id(thread_id, checkpoint_id)
                 )
-            except self._not_found:
+            except self._not_found:  # no such document, or no index
                 return None
             source = document.get("_source") or {}
         return state_from_snapshot(source.get("state"), thread_id, checkpoint_id)
 
     def _list_sync(self, thread_id: str, limit: int) -> list[str]:
-        self._ensure_index()
         return [hit["checkpoint_id"] for hit in self._search(thread_id, limit, ["checkpoint_id"])]
 
     def _delete_sync(self, thread_id: str, checkpoint_id: str | None) -> bool:
-        self._ensure_index()
-        if checkpoint_id is None:
-            response = self.client.delete_by_query(
-                index=self.index, body={"query": {"term": {"thread_id": thread_id}}}, refresh=True
-            )
-            return response.get("deleted", 0) > 0
         try:
+            if checkpoint_id is None:
+                response = self.client.delete_by_query(
+                    index=self.index,
+                    body={"query": {"term": {"thread_id": thread_id}}},
+                    refresh=True,
+                )
+                return response.get("deleted", 0) > 0
             self.client.delete(
                 index=self.index, id=self._doc_id(thread_id, checkpoint_id), refresh=True
             )
-        except self._not_found:
+        except self._not_found:  # no such document, or no index (deletes never create one)
             return False
         return True
+
+
+def _fields_not_mapped_as_ours(mappings: dict[str, Any]) -> list[str]:
+    """The checkpointer's fields that ``mappings`` (as ``GET /<index>`` shows it) maps otherwise."""
+    found = mappings.get("properties") or {}
+    return [
+        field
+        for field, spec in MAPPING["mappings"]["properties"].items()
+        if any((found.get(field) or {}).get(key) != value for key, value in spec.items())
+    ]
