@@ -152,3 +152,24 @@ def test_a_worker_refuses_to_start_on_the_managers_check_errors(settings):
     assert message.startswith("tulip_memory: this Celery worker refuses to start")
     assert "tulip_memory.E041: TULIP_MEMORY['EXTRACTOR'] cannot be imported" in message
     assert "tulip_memory.E043: TULIP_MEMORY['EXTRACTION_JOB_TIMEOUT_SECONDS']" in message
+
+
+def test_a_worker_refuses_to_start_without_its_chat_models_api_key(settings, monkeypatch):
+    """No key in the worker's environment for a remote model: every job would fail."""
+    from tulip_memory.tasks import refuse_broken_manager_settings
+
+    monkeypatch.delenv("TULIP_TEST_NO_SUCH_KEY", raising=False)
+    settings.TULIP_MEMORY = {
+        "LLM": {"MODEL": "gpt-4o-mini", "API_KEY_ENV": "TULIP_TEST_NO_SUCH_KEY"},
+    }
+    with pytest.raises(SystemExit) as stopped:
+        refuse_broken_manager_settings()
+    message = str(stopped.value.code)
+    assert message.startswith("tulip_memory: this Celery worker refuses to start")
+    assert (
+        "tulip_memory.E052: no API key for https://api.openai.com/v1: the environment "
+        "variable TULIP_TEST_NO_SUCH_KEY is unset or empty"
+    ) in message
+    assert "read from this worker's environment" in message
+    monkeypatch.setenv("TULIP_TEST_NO_SUCH_KEY", "sk-test")
+    assert refuse_broken_manager_settings() is None

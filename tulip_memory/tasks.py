@@ -9,8 +9,12 @@ with ``celery -A <project> worker -Q <that queue>``. A database error retries th
 
 A worker of a project with this app refuses to start (``worker_init``: it exits with the
 list of errors) while the settings it would build its memory manager from fail the
-system checks E040-E043 (or E001): Celery runs Django's checks but ignores what they
-find, and every extraction job would fail on the same mistake.
+system checks E040-E043 (or E001), or, when it extracts with the chat model of
+``TULIP_MEMORY["LLM"]`` (no ``EXTRACTOR``), E050-E052 (a malformed ``LLM``, no
+``MODEL``, no API key in the worker's environment for a remote server): Celery runs
+Django's checks but ignores what they find, and every extraction job would fail on the
+same mistake, attempts and all. E044 (celery mode without a broker) is the sending
+process's check, not a worker's: a worker consumes from its app's broker.
 
 The periodic sweeps (:mod:`tulip_memory.sweeps` schedules them on Celery beat):
 
@@ -68,7 +72,8 @@ __all__ = [
 @worker_init.connect(dispatch_uid="tulip_memory.tasks.refuse_broken_manager_settings")
 def refuse_broken_manager_settings(**kwargs: Any) -> None:
     """Stop a starting Celery worker (``SystemExit``, status 1) whose ``TULIP_MEMORY`` fails
-    the manager's system checks, with their list (the exit message, on stderr)."""
+    the manager's (and its chat model's) system checks, with their list (the exit
+    message, on stderr)."""
     from tulip_memory.checks.manager import worker_start_errors
 
     errors = worker_start_errors()
@@ -80,8 +85,14 @@ def refuse_broken_manager_settings(**kwargs: Any) -> None:
     )
     report = (
         "tulip_memory: this Celery worker refuses to start: the settings it builds its "
-        f"memory manager from fail the system checks (manage.py check):\n{listed}"
+        "memory manager and chat model from fail the system checks (manage.py check):\n"
+        f"{listed}"
     )
+    if any(error.id == "tulip_memory.E052" for error in errors):
+        report += (
+            "\nThe chat model's API key is read from this worker's environment, not the "
+            "web process's: set the variable where the worker runs."
+        )
     # The list goes with the exit (stderr: Celery's logging is not set up yet); the log,
     # where the project's logging sends it, gets one line.
     logger.critical(

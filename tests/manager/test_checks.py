@@ -1,4 +1,5 @@
-"""System checks E040-E043 on the settings Celery workers build their manager from."""
+"""System checks E040-E043 on the settings Celery workers build their manager from, and
+what a worker refuses to start on (those, and the chat model's E050-E052)."""
 
 from __future__ import annotations
 
@@ -77,11 +78,35 @@ def test_what_a_worker_refuses_to_start_on(settings):
     settings.TULIP_MEMORY = {}
     assert worker_start_errors() == []
     settings.TULIP_MEMORY = {"EXTRACTOR": "tests.manager.no_such_module.extract", "LLM": 3}
-    assert [error.id for error in worker_start_errors()] == ["tulip_memory.E041"]  # E04x only
+    # An EXTRACTOR: the worker never asks the chat model, so its checks do not apply.
+    assert [error.id for error in worker_start_errors()] == ["tulip_memory.E041"]
     settings.TULIP_MEMORY = {"CELERY_QUEU": "typo"}  # a warning (W001): it starts
     assert worker_start_errors() == []
     settings.TULIP_MEMORY = ["not", "a", "dict"]
     assert [error.id for error in worker_start_errors()] == ["tulip_memory.E001"]
     settings.TULIP_MEMORY = {"EXTRACTION_JOB_TIMEOUT_SECONDS": 0}
     settings.SILENCED_SYSTEM_CHECKS = ["tulip_memory.E043"]
+    assert worker_start_errors() == []
+
+
+@pytest.mark.parametrize(
+    ("llm", "expected"),
+    [
+        ({"MODEL": "test-model", "TIMEOUT": 0}, "tulip_memory.E050"),
+        ({"BASE_URL": "http://localhost:11434/v1"}, "tulip_memory.E051"),
+        ({"MODEL": "gpt-4o-mini", "API_KEY_ENV": "TULIP_TEST_NO_SUCH_KEY"}, "tulip_memory.E052"),
+    ],
+)
+def test_a_worker_refuses_to_start_on_its_chat_models_errors(settings, monkeypatch, llm, expected):
+    # Without EXTRACTOR the worker extracts with this model: every job's every attempt
+    # would fail on it.
+    from tulip_memory.checks.manager import worker_start_errors
+
+    monkeypatch.delenv("TULIP_TEST_NO_SUCH_KEY", raising=False)
+    settings.TULIP_MEMORY = {"LLM": llm}
+    assert [error.id for error in worker_start_errors()] == [expected]
+    settings.TULIP_MEMORY = {"LLM": llm, "EXTRACTOR": "tests.manager.extractors.logging_extractor"}
+    assert worker_start_errors() == []
+    settings.TULIP_MEMORY = {"LLM": llm}
+    settings.SILENCED_SYSTEM_CHECKS = [expected]
     assert worker_start_errors() == []

@@ -2,7 +2,8 @@
 tests/llm/chat_server.py (a local HTTP server speaking the chat-completions protocol).
 
 The worker code runs in this process first (``run_queue``: the job row's usage, the retry
-policy on a failing model, a run found done, attempts that lost their lease), then in a
+policy on a failing model, a run found done, attempts that lost their lease or were cut by
+a database error), then in a
 REAL Celery worker process that is SIGKILLed right after a run's decisions were committed:
 the redelivered job asks the model nothing and applies nothing twice.
 """
@@ -19,7 +20,7 @@ from typing import Any
 
 import pytest
 from asgiref.sync import async_to_sync, sync_to_async
-from django.db import connections
+from django.db import OperationalError, connection, connections
 
 from tests.llm.chat_server import Reply
 from tests.manager.celery_setup import Workers, celery_tulip_memory
@@ -236,10 +237,13 @@ A_DECIDES = {
 
 
 @pytest.mark.parametrize("case", ["answered", "model_failed"])
-def test_a_lost_attempts_usage_is_added_to_what_the_new_holder_recorded(llm_settings, server, case):
+def test_a_lost_attempts_usage_is_added_to_what_the_new_holder_recorded(
+    llm_settings, server, events, case
+):
     """Worker B claims the lease and finishes the job while worker A waits for the model:
     A's usage is added to B's row (an increment, not A's stale totals written back),
-    leaving B's state, worker and model as they are."""
+    leaving B's state, worker and model as they are. A's attempt, stopped by its fence or
+    failing, is not the job's failure: no ``extract_failed``, nothing counted as retried."""
     queue_id = _enqueue("I'm a nurse.")
     nurse = facts(("user", "role", "The user is a nurse."))
     a_decides, failed = A_DECIDES[case]
@@ -253,8 +257,10 @@ def test_a_lost_attempts_usage_is_added_to_what_the_new_holder_recorded(llm_sett
         by_b.append(_usage_of(_job()))
 
     worker_b = _once_the_model_is_asked(server, worker_b_runs_the_job)
-    assert run_queue("acme", queue_id, owner="worker-a").done == 0
+    outcome_a = run_queue("acme", queue_id, owner="worker-a")
     worker_b.join(timeout=30)
+    assert (outcome_a.done, outcome_a.retried, outcome_a.failed) == (0, 0, 0)
+    assert [name for name, _ in events] == ["memory.manager.extracted"]  # B's
     outcome_b, usage_b = by_b  # B's row before A's usage was added to it
     assert outcome_b.done == 1 and usage_b[0] == 1
     job = _job()
@@ -265,6 +271,44 @@ def test_a_lost_attempts_usage_is_added_to_what_the_new_holder_recorded(llm_sett
     # Every request the model answered counted once; A's calls on top of B's.
     assert (calls, unanswered) == (len(server.requests) - failed, failed)
     assert prompt > usage_b[1] and completion > usage_b[2]
+
+
+def _end_backend(pid: int) -> None:
+    """End the database session ``pid``, as a server restart or an administrator does."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
+
+
+@pytest.mark.parametrize("charged", [False, True], ids=["given_back", "last_retry"])
+def test_an_attempt_cut_by_a_database_error_adds_its_usage_to_the_job_row(
+    llm_settings, server, settings, events, charged
+):
+    """The model answered, then the worker's database session ended under it (its lease
+    fence fails): the attempt is given back (charged on the task's last retry) and the
+    task retries, and the model call it paid for is on the job row, written on a new
+    connection."""
+    settings.TULIP_MEMORY = {**llm_settings, "STORE": "tulip_memory.store.InMemoryStore"}
+    queue_id = _enqueue("I'm a nurse.")
+    server.add(Reply(answer=facts(("user", "role", "The user is a nurse.")), delay=0.5))
+    with connection.cursor() as cursor:  # the session run_queue works on (this thread's)
+        cursor.execute("SELECT pg_backend_pid()")
+        (pid,) = cursor.fetchone()
+    cutter = _once_the_model_is_asked(server, lambda: _end_backend(pid))
+    with pytest.raises(OperationalError):
+        run_queue("acme", queue_id, owner="worker-a", charge_database_errors=charged)
+    cutter.join(timeout=30)
+    assert len(server.requests) == 1
+    job = _job()
+    assert (job.state, job.attempts) == (JobState.PENDING, 1 if charged else 0)
+    assert job.error.startswith("OperationalError: ") if charged else not job.error
+    calls, prompt, completion, failed = _usage_of(job)
+    assert (job.llm_model, calls, failed) == ("test-model", 1, 0)
+    assert prompt > 0 and completion > 0
+    if charged:
+        ((name, payload),) = events
+        assert name == "memory.manager.extract_failed" and payload["final"] is False
+    else:
+        assert events == []
 
 
 @pytest.mark.slow

@@ -12,7 +12,10 @@ or every extraction job would fail at run time, far from the mistake:
   ``EXTRACTION_JOB_TIMEOUT_SECONDS`` is out of range.
 
 A Celery worker runs E040-E043 as it starts and refuses to start on an error
-(:mod:`tulip_memory.tasks`), since Celery runs Django's checks but ignores what they find.
+(:mod:`tulip_memory.tasks`), since Celery runs Django's checks but ignores what they find;
+with them the chat model's checks E050-E052 (:mod:`tulip_memory.checks.llm`) when its
+manager extracts with the model of ``TULIP_MEMORY["LLM"]`` (no ``EXTRACTOR``): a model
+without a key (read from the worker's own environment) fails every job's every attempt.
 
 And the caller's side of ``extract_mode="celery"``:
 
@@ -21,7 +24,9 @@ And the caller's side of ``extract_mode="celery"``:
   the project package's ``__init__``) was not loaded, so the job messages would go to
   Celery's built-in default broker, where no worker of the project listens, and the
   jobs would stay pending. Managers built at import time are seen: the check imports the
-  URLconf (and so the views) first, as Django's own URL check does.
+  URLconf (and so the views) first, as Django's own URL check does. Not a worker's
+  start-up check: a worker consumes from its app's broker (the follow-ups and re-sends it
+  sends go there too), and its own manager extracts inline.
 """
 
 from __future__ import annotations
@@ -198,11 +203,17 @@ def check_manager_settings(
 
 def worker_start_errors() -> list[checks.CheckMessage]:
     """The errors a Celery worker refuses to start on: E001 (``TULIP_MEMORY`` is not a
-    dict), else E040-E043; those silenced by ``SILENCED_SYSTEM_CHECKS`` left out."""
+    dict), else E040-E043, and E050-E052 unless ``EXTRACTOR`` is set (the worker then
+    never asks the chat model); those silenced by ``SILENCED_SYSTEM_CHECKS`` left out."""
+    from tulip_memory.checks.llm import check_llm_settings
     from tulip_memory.checks.settings import check_settings
+    from tulip_memory.conf import settings
 
     found = [message for message in check_settings() if message.id == "tulip_memory.E001"]
-    found = found or check_manager_settings()
+    if not found:
+        found = check_manager_settings()
+        if settings.EXTRACTOR is None:
+            found += check_llm_settings()
     return [message for message in found if message.is_serious() and not message.is_silenced()]
 
 

@@ -51,7 +51,6 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from tulip_memory.exceptions import LeaseLostError, LLMError
 from tulip_memory.identifiers import validate_identifier
 from tulip_memory.llm.budget import cut_to_budget
 from tulip_memory.llm.client import ChatClient
@@ -303,14 +302,15 @@ class LLMExtractor:
         :class:`~tulip_memory.exceptions.LeaseLostError` it raises gets the run's usage).
         """
         report = await self.plan(messages, target, run_id=run_id)
-        if before_apply is not None and not report.already_done:
-            try:
+        try:
+            if before_apply is not None and not report.already_done:
                 await before_apply()
-            except LeaseLostError as error:
-                # Nothing is written, but the model was asked: the worker counts it.
-                error.usage = report.usage
-                raise
-        return await self.apply(report, target)
+            return await self.apply(report, target)
+        except Exception as error:
+            # Nothing is written (a failed application is rolled back), but the model was
+            # asked: the worker counts it.
+            error.usage = report.usage  # type: ignore[attr-defined]
+            raise
 
     async def plan(
         self, messages: Sequence[Message], target: MemoryTarget, *, run_id: str | None = None
@@ -345,9 +345,9 @@ class LLMExtractor:
         else:
             try:
                 await self._decide(messages, target, report)
-            except LLMError as error:
-                # The run's calls before this one too.
-                error.usage = report.usage + Usage.of(error)
+            except Exception as error:
+                # The run's calls before this one (a failing one's own, for an LLMError) too.
+                error.usage = report.usage + Usage.of(error)  # type: ignore[attr-defined]
                 raise
         return report
 

@@ -36,12 +36,16 @@ whose save finished but whose "done" was not recorded changes nothing; with a ch
 ``job-<job id>``, so such a re-run finds the run journaled as done and neither asks the
 model nor applies anything. The model's usage of every attempt is added to the job row
 (``llm_model``, ``llm_calls``, ``prompt_tokens``, ``completion_tokens``, and
-``llm_failed_requests``: the requests that got no answer): failed attempts included, and
+``llm_failed_requests``: the requests that got no answer): failed attempts included,
 attempts stopped because their worker lost the lease, which saved nothing but were paid
 for (what their :class:`LeaseLostError` carries; the new holder's run of the job asks the
-model again, and adds its own). An attempt whose job another worker has taken over adds
-its usage with one ``UPDATE ... SET n = n + ...``, onto whatever the new holder recorded
-meanwhile, and leaves the row's state, worker and model to the new holder.
+model again, and adds its own), and attempts cut by a database error (what the error
+carries when the extractor attached the run's usage to it). An attempt whose job another
+worker has taken over adds its usage with one ``UPDATE ... SET n = n + ...``, onto
+whatever the new holder recorded meanwhile, and leaves the row's state, worker and model
+to the new holder; should it fail, that failure is the attempt's, not the job's (the new
+holder runs it): nothing but the usage is recorded and no ``extract_failed`` is sent, as
+for an attempt stopped by the lost lease.
 
 Not the job's failure, so no attempt is used up:
 
@@ -57,8 +61,9 @@ Not the job's failure, so no attempt is used up:
   the task retries itself. Bounded: on the task's last retry the attempt counts as a
   failure (``charge_database_errors``), so a job that always meets a database error
   still fails after ``EXTRACTION_MAX_ATTEMPTS`` rounds of retries (the sweep starts each).
+  The model usage the attempt spent before the error is added to the row either way.
   With the server down, nothing can be written: the attempt then stays counted, as a dead
-  worker's.
+  worker's, and its usage is only logged.
 """
 
 from __future__ import annotations
@@ -288,8 +293,10 @@ def _usage_columns(
 
 def _spent(exc: BaseException) -> Usage | None:
     """The model usage an attempt's error carries (an :class:`LLMError`'s; a
-    :class:`LeaseLostError`'s when the extractor attached the run's), or ``None``."""
-    usage = getattr(exc, "usage", None) if isinstance(exc, (LLMError, LeaseLostError)) else None
+    :class:`LeaseLostError`'s or a database error's when the extractor attached the
+    run's), or ``None``."""
+    carriers = (LLMError, LeaseLostError, OperationalError, InterfaceError)
+    usage = getattr(exc, "usage", None) if isinstance(exc, carriers) else None
     return usage if isinstance(usage, Usage) else None
 
 
@@ -305,8 +312,10 @@ def _record_attempt(
     model: str | None,
     usage: Usage | None,
     **columns: object,
-) -> None:
-    """Record the end of ``owner``'s attempt at ``job``: ``columns`` and its model usage.
+) -> bool:
+    """Record the end of ``owner``'s attempt at ``job``: ``columns`` and its model usage;
+    whether the job was still that attempt's (``False`` too when there was nothing to
+    record).
 
     ``columns`` only while the job is still that attempt's (``running``, by ``owner``); if
     another worker took it over meanwhile (``owner`` lost the lease), the row is the new
@@ -316,12 +325,15 @@ def _record_attempt(
     from tulip_memory.tenancy import tenant_atomic
 
     if not columns and usage is None:
-        return
+        return False
     with tenant_atomic(job.tenant):
         rows = ExtractionJob.objects.filter(pk=job.pk)
         mine = rows.filter(state=JobState.RUNNING, worker=owner)
-        if not mine.update(**columns, **_usage_columns(model, usage)) and usage is not None:
+        if mine.update(**columns, **_usage_columns(model, usage)):
+            return True
+        if usage is not None:
             rows.update(**_usage_columns(model, usage, latest=False))
+        return False
 
 
 def _retry_delay(attempts: int) -> float:
@@ -338,7 +350,12 @@ def _record_failure(
     outcome: RunOutcome,
     fields: Mapping[str, object],
 ) -> None:
-    """Put a failed attempt through the retry policy: pending again later, or failed."""
+    """Put a failed attempt through the retry policy: pending again later, or failed.
+
+    If another worker has taken the job over meanwhile (this one lost the lease), the
+    failure is this attempt's, not the job's, which the new holder runs: only the
+    attempt's usage is added to the row, and no ``extract_failed`` is sent.
+    """
     from tulip_memory.conf import settings
     from tulip_memory.models import ExtractionJob, JobState
     from tulip_memory.models.extraction import db_now_plus
@@ -347,16 +364,27 @@ def _record_failure(
     error = f"{type(exc).__name__}: {exc}"
     logger.exception("extraction job %s (attempt %s) failed", job.pk, job.attempts)
     # A model's failure still cost tokens: they go onto the row too.
-    _record_attempt(
+    spent = _spent(exc)
+    if not _record_attempt(
         job,
         job.worker,
         _model_of(manager),
-        _spent(exc),
+        spent,
         state=JobState.FAILED if final else JobState.PENDING,
         error=error,
         finished_at=Now() if final else None,
         run_after=None if final else db_now_plus(_retry_delay(job.attempts)),
-    )
+    ):
+        logger.warning(
+            "extraction job %s: another worker has taken it over (this worker lost the "
+            "lease of extraction queue %s), so attempt %s's failure is not recorded as the "
+            "job's (model usage of the attempt, added to the row: %s)",
+            job.pk,
+            job.queue_id,
+            job.attempts,
+            spent.as_fields() if spent is not None else "none reported",
+        )
+        return
     if final:
         outcome.failed += 1
     else:
@@ -448,12 +476,15 @@ def _database_failed(
     this attempt's), on a new connection if the database dropped this one; the caller
     re-raises ``exc`` and the task retries. ``charge`` (the task's last retry): the attempt
     counts as a failure instead, so that a database error that never goes away cannot keep
-    the job open for ever. If the database cannot be reached for that either, the attempt
-    stays counted (as a dead worker's) and the error is logged."""
-    from tulip_memory.models import ExtractionJob, JobState
-    from tulip_memory.tenancy import tenant_atomic
+    the job open for ever. Either way the model usage ``exc`` carries (calls made before
+    the error, when the extractor attached them) is added to the row, as an increment.
+    If the database cannot be reached for that either, the attempt stays counted (as a
+    dead worker's), its usage is lost, and the error is logged: nothing raised here masks
+    ``exc``."""
+    from tulip_memory.models import JobState
 
     owner = job.worker  # this attempt's
+    spent = _spent(exc)
     if charge:
 
         def step() -> None:
@@ -470,18 +501,24 @@ def _database_failed(
         )
 
         def step() -> None:
-            with tenant_atomic(job.tenant):
-                ExtractionJob.objects.filter(
-                    pk=job.pk, state=JobState.RUNNING, worker=owner
-                ).update(state=JobState.PENDING, attempts=job.attempts - 1, run_after=None)
+            _record_attempt(
+                job,
+                owner,
+                _model_of(manager),
+                spent,
+                state=JobState.PENDING,
+                attempts=job.attempts - 1,
+                run_after=None,
+            )
 
     try:
         _on_a_live_connection(step)
-    except (OperationalError, InterfaceError):
+    except Exception:
         logger.exception(
             "extraction job %s: the database error could not be recorded; the attempt "
-            "stays counted",
+            "stays counted (model usage of the attempt, not added to the row: %s)",
             job.pk,
+            spent.as_fields() if spent is not None else "none reported",
         )
 
 
