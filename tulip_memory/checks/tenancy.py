@@ -9,13 +9,15 @@ setting than ``TENANT_SETTING`` (or none), E014 vector column narrower or wider 
 checked without a database: E002-E004, :mod:`tulip_memory.checks.settings`.)
 
 They run in two ways, and look at each alias once. Tagged ``database``, on the aliases a
-command names (``check --database A``, ``migrate --database A``). And, untagged, on the
-``default`` alias when no alias is named (plain ``check``, ``runserver``, any command's
-start-up checks) and it is a PostgreSQL tenant database: three catalog queries on one
-connection. Django up to 6.0 calls the checks of a run that named no alias with
-``databases=None``; Django 6.1 with every configured alias (and runs the ``database``
-checks only when aliases were named): :func:`names_no_alias` tells the two apart as far
-as they can be, and says what cannot be. When that connection cannot be opened (a build
+run passes (``check --database A``, ``migrate --database A``; under Django 6.1 also
+``check --tag database``, which passes every alias). And, untagged, on the ``default``
+alias when no alias is named (plain ``check``, ``runserver``, any command's start-up
+checks) and it is a PostgreSQL tenant database: three catalog queries on one connection.
+Django up to 6.0 calls the checks of a run that named no alias with ``databases=None``;
+Django 6.1 with every configured alias (and runs the ``database`` checks only when aliases
+were named or tags given): :func:`names_no_alias` tells the two apart as far as they can
+be, and in a 6.1 run given every alias the first of the two checks to reach ``default``
+looks at it (:func:`_first_at_default`). When that connection cannot be opened (a build
 step without a database), plain ``check`` says so with I010, an Info that fails no
 ``--fail-level`` in use; ``check --database A`` reports E015 for a PostgreSQL alias named
 that cannot be reached (every check of tulip_memory tagged ``database`` then skips it:
@@ -28,9 +30,10 @@ header.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from django.core import checks
@@ -270,20 +273,25 @@ def check_tenant_databases(
     app_configs: Iterable[Any] | None = None, databases: Iterable[str] | None = None, **kwargs: Any
 ) -> list[checks.CheckMessage]:
     """The row-level security checks (tagged ``database``) on the aliases of
-    ``TENANT_DATABASES`` named by the run.
+    ``TENANT_DATABASES`` the run passes.
 
-    In a run that named none (:func:`names_no_alias`) ``default`` is left to
-    :func:`check_default_tenant_database`, which runs in every run without tags: so each
-    alias is looked at once whichever way Django called the two.
+    In a run given every alias under Django 6.1 (:func:`names_no_alias`), which
+    :func:`check_default_tenant_database` may be part of too, ``default`` is looked at by
+    the first of the two to reach it (:func:`_first_at_default`): ``check --tag
+    database`` runs this one alone, and a plain run the other alone.
     """
     from django.db import DEFAULT_DB_ALIAS
 
-    databases = list(databases or ())
     aliases = tenant_databases()
     if not databases or aliases is None:  # a TENANT_DATABASES of the wrong type: E003
         return []
-    named = set(databases)
-    if names_no_alias(databases):
+    listed = list(databases)
+    named = set(listed)
+    if (
+        DEFAULT_DB_ALIAS in named
+        and names_no_alias(listed)
+        and not _first_at_default(check_tenant_databases, databases)
+    ):
         named.discard(DEFAULT_DB_ALIAS)
     errors: list[checks.CheckMessage] = []
     for alias in dict.fromkeys(aliases):
@@ -301,7 +309,8 @@ def check_default_tenant_database(
     (:func:`names_no_alias`); when ``default`` is a PostgreSQL tenant database that cannot
     be reached, I010 (an Info) says it was not checked. A run that named aliases, even
     none (``manage.py test`` without database tests), leaves them to
-    :func:`check_tenant_databases`.
+    :func:`check_tenant_databases`, and so does a Django 6.1 run given every alias in
+    which that check reached ``default`` first (:func:`_first_at_default`).
     """
     from django.db import DEFAULT_DB_ALIAS, connections
 
@@ -323,7 +332,41 @@ def check_default_tenant_database(
                 id="tulip_memory.I010",
             )
         ]
+    if databases is not None and not _first_at_default(check_default_tenant_database, databases):
+        return []
     return check_connection(connection, DEFAULT_DB_ALIAS)
+
+
+@dataclasses.dataclass
+class _Run:
+    """The ``databases`` object of a Django 6.1 check run given every alias, and which of
+    the two checks of ``default`` have been called with it."""
+
+    databases: object = None
+    checks: set[Callable[..., Any]] = dataclasses.field(default_factory=set)
+
+
+_last_run = _Run()
+
+
+def _first_at_default(check: Callable[..., Any], databases: Iterable[str]) -> bool:
+    """Whether ``check`` (:func:`check_tenant_databases` or
+    :func:`check_default_tenant_database`) is the first of the two to reach ``default`` in
+    a Django 6.1 run given every alias (``databases``), so is the one to look at it.
+
+    Such a run runs either check alone (``check --tag database``: the tagged one; plain
+    ``check``: the untagged one) or both (``check --database`` naming every alias in their
+    order), and neither can tell which from its arguments. But Django passes the same
+    ``databases`` object to every check of a run: the first of the two called with it looks
+    at ``default``. A check called again with the object it was called with before is in
+    another run (a caller that passes one list to two runs), which starts there. Runs are
+    taken one at a time, as Django makes them.
+    """
+    if _last_run.databases is not databases or check in _last_run.checks:
+        _last_run.databases, _last_run.checks = databases, {check}
+        return True
+    _last_run.checks.add(check)
+    return False
 
 
 def names_no_alias(databases: Iterable[str] | None) -> bool:
@@ -331,14 +374,12 @@ def names_no_alias(databases: Iterable[str] | None) -> bool:
 
     Up to Django 6.0 such a run passes ``databases=None`` to every check. Django 6.1
     passes the list of every configured alias instead (and runs the checks tagged
-    ``database`` only in a run that named aliases): there, ``databases`` equal to
+    ``database`` only in a run that named aliases or tags): there, ``databases`` equal to
     ``list(connections)`` — the same aliases in the same order — is taken for a run that
     named none. A run that named exactly those aliases, in that order, cannot be told
-    apart from it (with a single alias, ``check --database default``): ``default`` is then
-    looked at by :func:`check_default_tenant_database` as in a plain run (I010, not only
-    E015, when it cannot be reached) and the other aliases by
-    :func:`check_tenant_databases`; and ``check --tag database`` naming them all (or none)
-    leaves ``default`` out, since a run with tags skips the untagged check.
+    apart from it (with a single alias, ``check --database default``): ``default`` then
+    shows I010, as in a plain run, besides E015 when it cannot be reached, and is looked at
+    once when it can (:func:`_first_at_default`).
     """
     from django.db import connections
 
