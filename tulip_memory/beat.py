@@ -52,7 +52,9 @@ def beat_models() -> Any:
     from tulip_memory.exceptions import ConfigurationError
     from tulip_memory.optional_dependencies import import_optional
 
-    import_optional("django_celery_beat", "beat", needed_by="schedule_in_database")
+    import_optional(
+        "django_celery_beat", "beat", needed_by="Keeping the sweep schedule in the database"
+    )
     if not apps.is_installed("django_celery_beat"):
         raise ConfigurationError(
             "django-celery-beat is installed but 'django_celery_beat' is not in "
@@ -60,7 +62,9 @@ def beat_models() -> Any:
             "--database=owner`, and run beat with `--scheduler "
             "django_celery_beat.schedulers:DatabaseScheduler`"
         )
-    beat = import_optional("django_celery_beat.models", "beat", needed_by="schedule_in_database")
+    beat = import_optional(
+        "django_celery_beat.models", "beat", needed_by="Keeping the sweep schedule in the database"
+    )
     alias = router.db_for_write(beat.PeriodicTask)
     table = beat.PeriodicTask._meta.db_table
     if table not in connections[alias].introspection.table_names():

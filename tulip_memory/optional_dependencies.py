@@ -21,5 +21,6 @@ def import_optional(module: str, extra: str, needed_by: str = "this checkpointer
         return importlib.import_module(module)
     except ImportError as exc:
         raise ImportError(
-            f"{needed_by} needs the {module!r} package: pip install 'tulip-memory[{extra}]'"
+            f"{needed_by} needs the optional dependency that provides {module!r}: "
+            f"pip install 'tulip-memory[{extra}]'"
         ) from exc

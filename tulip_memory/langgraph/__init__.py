@@ -20,7 +20,7 @@ def __getattr__(name: str) -> Any:
     if name == "DjangoSaver":
         from tulip_memory.optional_dependencies import import_optional
 
-        import_optional("langgraph.checkpoint.base", "langgraph")
+        import_optional("langgraph.checkpoint.base", "langgraph", "DjangoSaver")
         from tulip_memory.langgraph.saver import DjangoSaver
 
         return DjangoSaver
