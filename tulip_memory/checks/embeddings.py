@@ -118,7 +118,7 @@ def check_sources_on(connection: Any, alias: str, source: str) -> list[checks.Ch
             f"encoder than the configured {source!r} ({by_source}); searches find them by "
             "their words only.",
             hint=f"Run python manage.py tulip_memory_reembed --database {alias} {which} "
-            "to re-embed them.",
+            "to re-embed them (after the ALTER TABLE of tulip_memory.E014, if reported).",
             id="tulip_memory.W020",
         )
     ]

@@ -147,7 +147,7 @@ def check_connection(connection: Any, alias: str) -> list[checks.CheckMessage]:
                 id="tulip_memory.E010",
             )
         )
-    if bypassrls:
+    if bypassrls and not superuser:  # a superuser's E010 says it all: NOBYPASSRLS is not enough
         errors.append(
             checks.Error(
                 f"Database alias {alias!r} connects as {role!r}, which has BYPASSRLS: "
@@ -261,7 +261,8 @@ def _vector_width_errors(columns: list[tuple[str, str, int]]) -> list[checks.Che
             f"Column {table}.{column} is vector({width}), but "
             f"TULIP_MEMORY['VECTOR_DIMENSIONS'] is {wanted}: every write would fail.",
             hint=f"Set VECTOR_DIMENSIONS = {width}, or (as the owner) ALTER TABLE {table} "
-            f"ALTER COLUMN {column} TYPE vector({wanted}) after clearing the column.",
+            f"ALTER COLUMN {column} TYPE vector({wanted}) USING NULL (every vector is "
+            "cleared), then run manage.py tulip_memory_reembed.",
             id="tulip_memory.E014",
         )
         for table, column, width in columns
