@@ -252,24 +252,159 @@ def _states_json_cannot_hold() -> list[tuple[AgentState, str]]:
     ]
 
 
+async def _assert_refused_leaving_the_thread(
+    checkpointer, refused_states: list[tuple[AgentState, str]]
+) -> None:
+    """Each state, saved as a new checkpoint or replacing one, raises ValueError starting
+    with its message, and the thread's checkpoints stay as they were."""
+    await checkpointer.save(make_state(1), "t", "first")
+    await checkpointer.save(make_state(2), "t", "second")
+    for bad, message in refused_states:
+        for checkpoint_id in ("first", "second", None):  # replacing one, or a new one
+            with pytest.raises(ValueError) as refused:
+                await checkpointer.save(bad, "t", checkpoint_id)
+            assert str(refused.value).startswith(message), (str(refused.value), checkpoint_id)
+    assert await checkpointer.list_checkpoints("t") == ["second", "first"]
+    for reader in _readers(checkpointer):
+        assert await reader.load("t", "first") == make_state(1)
+        assert await reader.load("t", "second") == make_state(2)
+        assert await reader.load("t") == make_state(2)
+
+
 async def test_a_state_json_cannot_hold_is_refused_naming_where_and_leaves_the_thread(
     checkpointer,
 ):
     """A value JSON cannot hold anywhere in the state (metadata, a message's metadata, a
     tool call's arguments...) raises ValueError naming its path and type, before anything
     is written: the thread's checkpoints, the one it would replace too, stay as they were."""
-    await checkpointer.save(make_state(1), "t", "first")
-    await checkpointer.save(make_state(2), "t", "second")
-    for bad, message in _states_json_cannot_hold():
-        for checkpoint_id in ("first", "second", None):  # replacing one, or a new one
-            with pytest.raises(ValueError) as refused:
-                await checkpointer.save(bad, "t", checkpoint_id)
-            assert str(refused.value).startswith(message), (message, checkpoint_id)
-    assert await checkpointer.list_checkpoints("t") == ["second", "first"]
+    await _assert_refused_leaving_the_thread(checkpointer, _states_json_cannot_hold())
+
+
+def _states_with_keys_that_are_not_str() -> list[tuple[AgentState, str]]:
+    """(state, the start of the ValueError saving it raises): a dict key JSON would turn
+    into a string, in each part of a state that is the caller's."""
+    holds = "is not JSON-serialisable: it is of type"
+    keys = "and the keys of a checkpoint's dicts must be str"
+    return [
+        (AgentState(metadata={1: "a"}), f"state.metadata[1] (the key) {holds} int, {keys}"),
+        (
+            AgentState(metadata={"1": "b", 1: "a"}),  # json would keep one of the two
+            f"state.metadata[1] (the key) {holds} int, {keys}",
+        ),
+        (
+            AgentState(metadata={"scores": [{"x": 1}, {2.5: "y"}]}),
+            f"state.metadata.scores[1][2.5] (the key) {holds} float, {keys}",
+        ),
+        (
+            AgentState(messages=[Message(Role.USER, "hi", metadata={None: 1, True: 2})]),
+            f"state.messages[0].metadata[None] (the key) {holds} NoneType, {keys}",
+        ),
+        (
+            AgentState(
+                messages=[
+                    Message(Role.USER, "flag it"),
+                    Message(
+                        Role.ASSISTANT,
+                        "",
+                        tool_calls=[ToolCall("c1", "set", {"flags": {True: "on"}})],
+                    ),
+                ]
+            ),
+            f"state.messages[1].tool_calls[0].arguments.flags[True] (the key) {holds} bool, {keys}",
+        ),
+    ]
+
+
+async def test_a_dict_key_that_is_not_a_str_is_refused_naming_where_and_leaves_the_thread(
+    checkpointer,
+):
+    """JSON writes an int, float, bool or None key as a string: ``{1: "a"}`` would load
+    back as ``{"1": "a"}``, and ``{1: "a", "1": "b"}`` as one key. Such a key raises
+    ValueError naming its path before anything is written; str keys that read like one
+    ("1", "null") are stored as they are."""
+    await _assert_refused_leaving_the_thread(checkpointer, _states_with_keys_that_are_not_str())
+    look_alike = AgentState(
+        messages=[
+            Message(
+                Role.ASSISTANT,
+                "",
+                tool_calls=[ToolCall("c1", "page", {"1": [{"-2.5e+16": None}]})],
+                metadata={"true": 1, "null": 2},
+            )
+        ],
+        metadata={"2024": {"NaN": "x", "-Infinity": "y"}, "list": ["1", "false"]},
+    )
+    checkpoint_id = await checkpointer.save(look_alike, "t")
     for reader in _readers(checkpointer):
-        assert await reader.load("t", "first") == make_state(1)
-        assert await reader.load("t", "second") == make_state(2)
-        assert await reader.load("t") == make_state(2)
+        assert await reader.load("t", checkpoint_id) == look_alike
+
+
+def _states_with_lone_surrogates() -> list[tuple[AgentState, str]]:
+    """(state, the start of the ValueError saving it raises): a lone surrogate, which
+    UTF-8 cannot encode, in each text of a state."""
+    holds = "holds a lone surrogate"
+    return [
+        (
+            AgentState(messages=[Message(Role.USER, "q\ud800")]),
+            rf"state.messages[0].content {holds} ('\ud800' at index 1), which UTF-8 cannot",
+        ),
+        (
+            AgentState(metadata={"note": ["ok", "é\udfff"]}),
+            rf"state.metadata.note[1] {holds} ('\udfff' at index 1)",
+        ),
+        (
+            AgentState(metadata={"a\udc00": 1}),
+            rf"state.metadata['a\udc00'] (the key) {holds} ('\udc00' at index 1)",
+        ),
+        (
+            AgentState(
+                messages=[
+                    Message(
+                        Role.ASSISTANT,
+                        "",
+                        tool_calls=[ToolCall("c\ud83d", "search", {"q": "tulips"})],
+                    )
+                ]
+            ),
+            rf"state.messages[0].tool_calls[0].id {holds} ('\ud83d' at index 1)",
+        ),
+        (
+            AgentState(
+                messages=[
+                    Message(Role.USER, "hi"),
+                    Message(
+                        Role.ASSISTANT,
+                        "",
+                        tool_calls=[ToolCall("c1", "search", {"q": ["\ude00 tulips"]})],
+                    ),
+                ]
+            ),
+            rf"state.messages[1].tool_calls[0].arguments.q[0] {holds} ('\ude00' at index 0)",
+        ),
+        (
+            AgentState(messages=[Message(Role.USER, "hi", metadata={"seen": {"\ud800": 1}})]),
+            rf"state.messages[0].metadata.seen['\ud800'] (the key) {holds}",
+        ),
+        (
+            AgentState(messages=[Message(Role.TOOL, "42", tool_call_id="c1", name="f\udbff")]),
+            rf"state.messages[0].name {holds} ('\udbff' at index 1)",
+        ),
+        (AgentState(thread_id="t\ud800"), rf"state.thread_id {holds} ('\ud800' at index 1)"),
+    ]
+
+
+async def test_a_lone_surrogate_is_refused_naming_where_and_leaves_the_thread(checkpointer):
+    """A str may hold a lone surrogate ("\\ud800"), which UTF-8 cannot encode: wherever
+    it is (a message's content, metadata keys or values, tool calls, the thread id), every
+    backend raises ValueError naming its path before anything is written. A character
+    outside the BMP (one code point, not a pair of surrogates) is stored."""
+    await _assert_refused_leaving_the_thread(checkpointer, _states_with_lone_surrogates())
+    astral = AgentState(
+        messages=[Message(Role.USER, "tulips \U0001f337", metadata={"\U0001f337": "\U0001f600"})]
+    )
+    checkpoint_id = await checkpointer.save(astral, "t")
+    for reader in _readers(checkpointer):
+        assert await reader.load("t", checkpoint_id) == astral
 
 
 @pytest.mark.parametrize(

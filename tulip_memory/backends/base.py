@@ -19,8 +19,9 @@ ids, counts and ``duration_ms``, never the state's content; a call that raises s
 Concurrent saves to one thread all persist. Thread and checkpoint ids are validated
 before any storage is touched (:func:`validate_thread_id`, :func:`validate_checkpoint_id`),
 and so is the state: a value JSON cannot hold anywhere in it (a set, bytes, a datetime, an
-object; in its metadata, a message's metadata or a tool call's arguments) raises
-``ValueError`` naming where and its type, whatever the backend (:func:`refuse_non_json`).
+object; in its metadata, a message's metadata or a tool call's arguments), a dict key that
+is not a str, or a str UTF-8 cannot encode (a lone surrogate, in a message's content too)
+raises ``ValueError`` naming where, whatever the backend (:func:`refuse_non_json`).
 Stored data that does not hold a state raises
 :class:`~tulip_memory.exceptions.CheckpointCorruptError` naming the thread and the
 checkpoint (:func:`corrupt_checkpoint`, :func:`decode_state`, :func:`state_from_snapshot`).
@@ -31,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import re
 import time
 import uuid
 from abc import ABC, abstractmethod
@@ -95,29 +97,84 @@ def validate_state(state: object) -> AgentState:
     return state
 
 
-# The scalars JSON holds, as values and as dict keys (bool is an int); json encodes
-# their subclasses too.
+# The scalars JSON holds (bool is an int); json encodes their subclasses too. A dict key
+# must be a str: json writes an int, float, bool or None key as a string, which loads back
+# as another key (or collides with one).
 _JSON_SCALARS = (str, int, float, type(None))
 
+# What json writes for a dict key that is not a str (an int, float, bool or None) in the
+# compact text of _encoder, read backwards: searched that way, the regex engine jumps from
+# one `":` to the next instead of trying at every quote or comma. A str key matches only
+# when it reads the same ("1", "null"); a string value never does (its quotes are escaped).
+_NON_STR_KEY_REVERSED = re.compile(r':"(?:[0-9][0-9.e+-]*|ytinifnI-?|NaN|eurt|eslaf|llun)"[{,]')
 
-def _not_json(value: Any) -> bool:
+
+def _surrogate_at(text: str) -> int | None:
+    """The index of the first lone surrogate of ``text`` (UTF-8 cannot encode one: a
+    surrogate pair is two of them in a str), or None when there is none."""
+    if text.isascii():
+        return None
+    try:
+        text.encode()
+    except UnicodeEncodeError as error:
+        return error.start
+    return None
+
+
+def _non_str_key_in(value: Any) -> bool:
+    """Whether a dict in ``value`` has a key that is not a str: it confirms, without
+    building paths, a match of :data:`_NON_STR_KEY_REVERSED` (which a str key "1" makes
+    too)."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):  # most items: the texts
+            continue
+        if isinstance(item, dict):
+            for key in item:
+                if not isinstance(key, str):
+                    return True
+            pending.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            pending.extend(item)
+    return False
+
+
+def _bad_value(value: Any) -> bool:
+    if isinstance(value, str):
+        return _surrogate_at(value) is not None
     return not isinstance(value, _JSON_SCALARS)
 
 
-_encoder = json.JSONEncoder(check_circular=True)
+def _bad_key(key: Any) -> bool:
+    return not isinstance(key, str) or _surrogate_at(key) is not None
+
+
+_encoder = json.JSONEncoder(check_circular=True, ensure_ascii=False, separators=(",", ":"))
+
+_TOO_DEEP = "state is nested too deeply to be stored as JSON"
 
 
 def refuse_non_json(state: AgentState) -> None:
     """``ValueError`` when ``state`` holds a value JSON cannot hold, naming where.
 
-    Every checkpointer stores the state as JSON (the in-memory one keeps what JSON would
-    give back), so ``save`` calls this before any storage is touched. The fast check is
-    ``json``'s own encoder over the parts that are the caller's: the thread id, the
-    metadata and the messages with more than a role and content (both checked when the
-    message is built); only when it fails is the state walked for the path.
+    Every checkpointer stores the state as UTF-8 JSON (the in-memory one keeps what JSON
+    would give back), so ``save`` calls this before any storage is touched. Refused: a
+    value of another type than a dict, list, str, int, float, bool or None; a dict key
+    that is not a str; a str holding a lone surrogate, which UTF-8 cannot encode.
+
+    The fast check is ``json``'s own encoder over the parts that are the caller's: the
+    thread id, the metadata, the messages' contents that are not ASCII and the messages
+    with more than a role and content (their types checked when the message is built),
+    then a search of its text for a lone surrogate and for a key ``json`` may have made a
+    string of (confirmed by a look at the parts' dict keys). Only when one of these fails
+    is the state walked for the path.
     """
     parts: list[Any] = [state.thread_id, state.metadata]
     for message in state.messages:
+        content = message.content
+        if not (isinstance(content, str) and content.isascii()):
+            parts.append(content)
         if message.metadata:
             parts.append(message.metadata)
         for call in message.tool_calls:
@@ -125,35 +182,65 @@ def refuse_non_json(state: AgentState) -> None:
         if message.name is not None or message.tool_call_id is not None:
             parts.extend((message.name, message.tool_call_id))
     try:
-        _encoder.encode(parts)
+        text = _encoder.encode(parts)
     except (TypeError, ValueError, RecursionError) as exc:
         raise _non_json_error(state, exc) from exc
+    if _surrogate_at(text) is not None or (
+        _NON_STR_KEY_REVERSED.search(text[::-1]) and _non_str_key_in(parts)
+    ):
+        try:
+            error = _first_unstorable(state)
+        except RecursionError as exc:
+            raise ValueError(_TOO_DEEP) from exc
+        if error is not None:
+            raise error
 
 
-def _non_json_error(state: AgentState, exc: Exception) -> ValueError:
-    """The error for ``state``, which ``json`` refused with ``exc``."""
+def _first_unstorable(state: AgentState) -> ValueError | None:
+    """The error naming the first value of ``state`` a checkpoint cannot hold, or None;
+    ``RecursionError`` for a circular or far too deep state."""
     # The layout of AgentState.to_checkpoint(), without its copy of the metadata.
     snapshot = {
         "thread_id": state.thread_id,
         "messages": [message.to_dict() for message in state.messages],
         "metadata": state.metadata,
     }
+    found = first_at(snapshot, "state", _bad_value, bad_key=_bad_key)
+    if found is None:
+        return None
+    where, value = found
+    index = _surrogate_at(value) if isinstance(value, str) else None
+    if index is not None:
+        return ValueError(
+            f"{where} holds a lone surrogate ({value[index]!r} at index {index}), which "
+            "UTF-8 cannot encode: a checkpoint holds only valid Unicode text"
+        )
+    kind = type(value)
+    name = kind.__qualname__
+    if kind.__module__ != "builtins":
+        name = f"{kind.__module__}.{name}"
+    if isinstance(value, _JSON_SCALARS):  # refused only as a dict key
+        return ValueError(
+            f"{where} is not JSON-serialisable: it is of type {name}, and the keys of a "
+            "checkpoint's dicts must be str (JSON would make a string of it, which loads "
+            "back as another key)"
+        )
+    return ValueError(
+        f"{where} is not JSON-serialisable: it is of type {name}, and a checkpoint "
+        "holds only dicts with str keys, lists, str, int, float, bool and None"
+    )
+
+
+def _non_json_error(state: AgentState, exc: Exception) -> ValueError:
+    """The error for ``state``, which ``json`` refused with ``exc``."""
     try:
-        found = first_at(snapshot, "state", _not_json)
+        found = _first_unstorable(state)
     except RecursionError:  # a circular or far too deep value: json said which
         found = None
     if found is not None:
-        where, value = found
-        kind = type(value)
-        name = kind.__qualname__
-        if kind.__module__ != "builtins":
-            name = f"{kind.__module__}.{name}"
-        return ValueError(
-            f"{where} is not JSON-serialisable: it is of type {name}, and a checkpoint "
-            "holds only dicts, lists, str, int, float, bool and None"
-        )
+        return found
     if isinstance(exc, RecursionError):
-        return ValueError("state is nested too deeply to be stored as JSON")
+        return ValueError(_TOO_DEEP)
     return ValueError(f"state is not JSON-serialisable: {exc}")
 
 
