@@ -682,3 +682,30 @@ async def test_search_ranking_stems_drops_stop_words_and_weighs_rare_words(store
     # Stop words only: no term to rank by, the newest items as without a query.
     newest = [i.key for i in await store.search(ns)]
     assert [i.key for i in await store.search(ns, "what is it?")] == newest
+
+
+async def test_search_ties_are_newest_first_then_key_before_the_limit(store, root):
+    ns = (root, "ties")
+    if not store.capabilities.search:
+        return  # test_search asserts the capability error
+    for index in range(6):
+        await store.put(ns, f"k{index}", "green tea")
+    assert [i.key for i in await store.search(ns, "tea", limit=2)] == ["k5", "k4"]
+    assert [i.key for i in await store.search(ns, "green tea", limit=3)] == ["k5", "k4", "k3"]
+
+
+async def test_a_query_word_missing_from_a_large_namespace_leaves_the_others(
+    store, root, monkeypatch
+):
+    """HolographicStore prunes the common words of a query in a namespace over its row
+    budget (made 10 here, so that the namespace is small): a word matching nothing must
+    not take the place of the word that matches."""
+    monkeypatch.setattr("tulip_memory.store.holographic_fts.ROW_BUDGET", 10)
+    ns = (root, "large")
+    if not store.capabilities.search:
+        return  # test_search asserts the capability error
+    await store.put_batch([(ns, f"k{i:02}", {"t": f"apple note {i}"}, None) for i in range(12)])
+    found = await store.search(ns, "apple zzzz", limit=3)
+    assert len(found) == 3 and all("apple" in item.value["t"] for item in found)
+    [many] = await store.search_many([ns], "zzzz apple", limit=3)
+    assert len(many) == 3 and all("apple" in item.value["t"] for item in many)

@@ -25,6 +25,8 @@ BAD_TTLS = [
     (-1, "must be positive"),
     (0, "must be positive"),
     (0.0, "must be positive"),
+    (1e-9, "must be at least one microsecond, got 1e-09 seconds"),
+    (9.9e-7, "must be at least one microsecond"),
     (math.nan, "must be a finite number"),
     (math.inf, "must be a finite number"),
     (True, "must be a number of seconds or a timedelta"),

@@ -233,6 +233,21 @@ async def test_search_returns_only_items_sharing_a_term():
     await store.close()
 
 
+async def test_over_the_row_budget_the_rarest_matching_words_are_kept(monkeypatch):
+    """In a namespace over the row budget (made 10 here) the query keeps its rarest words
+    that match, up to the budget; a word matching nothing is no candidate, and a query
+    of such words only finds nothing. A left-out common word is not searched: the result
+    holds only the items of the kept words, fewer than ``limit`` (docs/store.md)."""
+    monkeypatch.setattr("tulip_memory.store.holographic_fts.ROW_BUDGET", 10)
+    store = HolographicStore()
+    await store.put_batch([(NS, f"a{i:02}", f"apple note {i}", None) for i in range(12)])
+    await store.put_batch([(NS, f"b{i}", f"banana {i}", None) for i in range(2)])
+    assert len(await store.search(NS, "apple zzzz", limit=3)) == 3
+    assert await store.search(NS, "zzzz qqqq") == []
+    assert [item.key for item in await store.search(NS, "apple banana", limit=3)] == ["b1", "b0"]
+    await store.close()
+
+
 async def test_plain_put_drops_a_stale_embedding():
     store = HolographicStore()
     await store.put_with_embedding(NS, "k", "v", [1.0, 0.0])

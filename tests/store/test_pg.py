@@ -532,7 +532,10 @@ class BrokenEmbedding(SeededEmbedding):
 @pytest.mark.django_db
 @pytest.mark.parametrize(
     ("vector", "match"),
-    [([math.nan] * 1024, r"embedder output\[0\] must be finite"), ([1.0] * 3, r"shape \(3,\)")],
+    [
+        ([math.nan] * 1024, r"the embedder's vector\[0\] must be finite"),
+        ([1.0] * 3, "the embedder's vector has 3 dimensions, the store expects 1024"),
+    ],
 )
 def test_bad_embedder_output_is_refused_before_the_database(vector, match):
     store = PgMemory(embedder=BrokenEmbedding(vector))
@@ -559,9 +562,9 @@ class OneBadVectorEmbedding(SeededEmbedding):
 @pytest.mark.parametrize(
     ("bad", "match"),
     [
-        ([1.0] * 1023 + [math.inf], r"embedder output\[1023\] must be finite"),
-        ([0.0] * 1024, "must not be all zeros"),
-        ([1.0] * 3, r"shape \(3,\)"),
+        ([1.0] * 1023 + [math.inf], r"the embedder's vector\[1023\] must be finite"),
+        ([1.0] * 3, "has 3 dimensions, the store expects 1024"),
+        ([[1.0] * 1024], r"has shape \(1, 1024\), the store expects \(1024,\)"),
         (["x"] * 1024, "not a sequence of numbers"),
     ],
 )

@@ -7,10 +7,14 @@ store's own HRR encoding (``hrr``), so a change of embedder is seen without a mo
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from asgiref.sync import async_to_sync
+from django.db import connection
 from django.test import override_settings
 
+from tests.store.concepts import ConceptEmbedding
 from tulip_memory.embeddings import HRR, HRREmbedding
 from tulip_memory.exceptions import ConfigurationError
 from tulip_memory.manager.factory import (
@@ -19,6 +23,7 @@ from tulip_memory.manager.factory import (
 )
 from tulip_memory.models.store import MemoryItem
 from tulip_memory.store import PgMemory
+from tulip_memory.store.pg_reembed import Reembedder, foreign_sources
 from tulip_memory.tenancy import tenant_atomic
 
 sync = async_to_sync
@@ -121,3 +126,50 @@ def test_an_embedding_outage_ranks_queries_by_words_and_refuses_writes(caplog):
         caplog.clear()
         assert [item.key for item in sync(store.search)(ns, query="green tea")] == ["tea", "mode"]
         assert "the embedder failed" not in caplog.text
+
+
+class ZerosForUnknownWords(ConceptEmbedding):
+    """An embedder that finds nothing in a text holding "unknown": an all-zero vector
+    (what a model gives a text of tokens it does not know)."""
+
+    def __init__(self) -> None:
+        super().__init__(1024)
+
+    async def embed_batch(self, texts: list[str]) -> list[list[float]]:
+        return [
+            [0.0] * 1024 if "unknown" in text else self.vector(text)
+            for text in self.check_texts(texts)
+        ]
+
+
+@pytest.mark.django_db
+def test_rows_the_embedder_gives_all_zeros_have_no_vector_and_are_never_reembedded():
+    """Stored without a vector and source '': not another encoder's rows (W020) and not
+    selected by tulip_memory_reembed, which writes such a row the same way."""
+    ns = ("acme", "notes")
+    sync(PgMemory(embedder=HRR).put)(ns, "old", "unknown old glyphs")  # HRR: a vector
+    store = PgMemory(embedder=ZerosForUnknownWords(), encoding_cache=0)
+    sync(store.put)(ns, "odd", "unknown glyphs")
+    sync(store.put_batch)([(ns, "odd2", "unknown words", None), (ns, "tea", "green tea", None)])
+    source = store.encoder.source
+    reembedder = Reembedder(store.encoder, loop=(loop := asyncio.new_event_loop()))
+    try:
+        with tenant_atomic("acme"):
+            assert foreign_sources(connection, source) == {"hrr": 1}
+        assert reembedder.counts("acme") == (1, 1)
+        report = reembedder.run("acme", lambda report: None)
+        assert (report.reembedded, report.without_words) == (0, 1)
+        assert reembedder.counts("acme") == (0, 1)
+    finally:
+        loop.close()
+    with tenant_atomic("acme"):
+        assert foreign_sources(connection, source) == {}
+        rows = MemoryItem.objects.values_list("key", "embedding_source", "embedding")
+        stored = {key: (source, vector is None) for key, source, vector in rows}
+    assert stored == {
+        "old": ("", True),
+        "odd": ("", True),
+        "odd2": ("", True),
+        "tea": (source, False),
+    }
+    assert [item.key for item in sync(store.search)(ns, "glyphs", limit=2)] == ["odd", "old"]

@@ -4,6 +4,9 @@ An embedder has a fixed ``dimension`` and turns text into vectors of that width,
 (``embed``) or many (``embed_batch``). Subclasses implement ``dimension`` and
 ``embed_batch``; ``embed`` is a one-text batch. Empty or blank text raises ``ValueError``:
 it has no meaning to embed, and a zero vector would make every cosine similarity undefined.
+An ``embed_batch`` answering another number of vectors than texts raises ``ValueError``
+naming the embedder and both counts (:func:`check_count`), in ``embed`` and
+:func:`embed_texts` alike.
 """
 
 from __future__ import annotations
@@ -16,7 +19,13 @@ from typing import Any, TypeVar
 from tulip_memory.exceptions import EmbeddingError
 from tulip_memory.text import has_words
 
-__all__ = ["BaseEmbedding", "embed_texts", "embedder_source", "query_vector_or_none"]
+__all__ = [
+    "BaseEmbedding",
+    "check_count",
+    "embed_texts",
+    "embedder_source",
+    "query_vector_or_none",
+]
 
 T = TypeVar("T")
 
@@ -35,7 +44,8 @@ class BaseEmbedding(ABC):
 
     async def embed(self, text: str) -> list[float]:
         """The vector of one text."""
-        return (await self.embed_batch([text]))[0]
+        [vector] = check_count(self, await self.embed_batch([text]), 1)
+        return vector
 
     def configuration_problem(self) -> str | None:
         """What this embedder lacks to work (a credential its service needs), said before
@@ -65,6 +75,17 @@ def embedder_source(embedder: Any) -> str:
     return f"embedder:{name}"[:100]
 
 
+def check_count(embedder: Any, vectors: Sequence[T], texts: int) -> Sequence[T]:
+    """``vectors``, the answer of ``embedder.embed_batch`` to ``texts`` texts, if it holds
+    one vector per text; else ``ValueError`` naming the embedder and both counts."""
+    if len(vectors) != texts:
+        raise ValueError(
+            f"the embedder {type(embedder).__name__} returned {len(vectors)} vectors "
+            f"for {texts} texts"
+        )
+    return vectors
+
+
 async def embed_texts(embedder: BaseEmbedding, texts: Sequence[str]) -> list[list[float] | None]:
     """The vector of each text that has words, None for one without (blank, or only
     punctuation and symbols), in one ``embed_batch`` call: what a store writes for a batch
@@ -72,7 +93,9 @@ async def embed_texts(embedder: BaseEmbedding, texts: Sequence[str]) -> list[lis
     wanted = [i for i, text in enumerate(texts) if has_words(text)]
     vectors: list[list[float] | None] = [None] * len(texts)
     if wanted:
-        embedded = await embedder.embed_batch([texts[i] for i in wanted])
+        embedded = check_count(
+            embedder, await embedder.embed_batch([texts[i] for i in wanted]), len(wanted)
+        )
         for i, vector in zip(wanted, embedded, strict=True):
             vectors[i] = vector
     return vectors
@@ -80,11 +103,13 @@ async def embed_texts(embedder: BaseEmbedding, texts: Sequence[str]) -> list[lis
 
 async def query_vector_or_none(embed: Callable[[], Awaitable[T]], store: str) -> T | None:
     """The query's vector from ``embed()``, or ``None`` when the embedder fails with
-    :class:`~tulip_memory.exceptions.EmbeddingError` (its service down): the search then
-    ranks by words alone, and a warning names the error and the ``store``."""
+    :class:`~tulip_memory.exceptions.EmbeddingError` (its service down) or its answer is
+    refused with ``ValueError`` (not one vector, the wrong width, a NaN: ``embed()``
+    checks it as a write would): the search then ranks by words alone, and a warning
+    names the error and the ``store``."""
     try:
         return await embed()
-    except EmbeddingError as error:
+    except (EmbeddingError, ValueError) as error:
         logging.getLogger("tulip_memory.store").warning(
             "%s: the embedder failed on a query (%s); this search ranks by words only",
             store,

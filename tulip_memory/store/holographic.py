@@ -100,6 +100,7 @@ from tulip_memory.store.validation import (
     prepare_batch,
     prepare_put,
     validate_embedder,
+    validate_embedder_vector,
     validate_embedding,
     validate_expected_versions,
     validate_key,
@@ -289,14 +290,12 @@ class HolographicStore(BaseStore):
         texts = [value_text(decode_json(one.value_json)) for one in prepared]
         embeddings: list[bytes | None] = []
         for vector in await embed_texts(self._embedder, texts):
-            values = None if vector is None else [float(x) for x in vector]
-            if values is None or not any(values):  # an all-zero vector ranks nothing
-                embeddings.append(None)
-                continue
-            checked = validate_embedding(
-                values, dimension=self._embedding_dim, name="the embedder's vector"
+            checked = (
+                None
+                if vector is None
+                else validate_embedder_vector(vector, dimension=self._embedding_dim)
             )
-            embeddings.append(embedding_blob(checked))
+            embeddings.append(None if checked is None else embedding_blob(checked))
         return embeddings
 
     def _write(
@@ -589,8 +588,12 @@ class HolographicStore(BaseStore):
             return None
         embedder = self._embedder
         assert embedder is not None
-        vector = await query_vector_or_none(lambda: embedder.embed(query), "HolographicStore")
-        return [float(x) for x in vector] if vector and any(vector) else None
+
+        async def embed() -> list[float] | None:
+            vector = await embedder.embed(query)
+            return validate_embedder_vector(vector, dimension=self._embedding_dim)
+
+        return await query_vector_or_none(embed, "HolographicStore")
 
     async def search(
         self,

@@ -2,8 +2,11 @@
 
 A query's terms are OR-ed (an item need not contain every word) and confined to one
 namespace by its scope token inside FTS5 itself. In a namespace of more than
-``ROW_BUDGET`` items the candidate search leaves out the query's most common terms: BM25
-costs microseconds per matching row and a frequent word can match half of a namespace.
+``ROW_BUDGET`` items the candidate search keeps the query's rarest terms whose matches add
+up to at most ``ROW_BUDGET`` rows (always the rarest term found in the namespace) and leaves
+out the others: BM25 costs microseconds per matching row and a frequent word can match half
+of a namespace. So such a search may return fewer than ``limit`` items although more hold
+a left-out word.
 The HRR ranking of the candidates (:mod:`tulip_memory.store.holographic_vectors`) still
 counts every term.
 """
@@ -36,7 +39,8 @@ def fts_query(ns_text: str, terms: Iterable[str]) -> str:
 def _candidate_terms(conn: sqlite3.Connection, ns: str, terms: list[str]) -> list[str]:
     """The query terms whose matches BM25 ranks: all of them unless the namespace is
     large, then the rarest ones whose matches add up to at most ``ROW_BUDGET`` rows
-    (at least the rarest term)."""
+    (at least the rarest term that matches). A term matching nothing in the namespace is
+    left out: it adds no row, and must not take the place of one that does."""
     cap = ROW_BUDGET + 1
     if len(terms) == 1 or conn.execute(COUNT_NAMESPACE, (ns, cap)).fetchone()[0] < cap:
         return terms
@@ -46,7 +50,7 @@ def _candidate_terms(conn: sqlite3.Connection, ns: str, terms: list[str]) -> lis
     }
     chosen: list[str] = []
     total = 0
-    for term in sorted(terms, key=lambda term: (counts[term], term)):
+    for term in sorted((term for term in terms if counts[term]), key=lambda t: (counts[t], t)):
         if chosen and total + counts[term] > ROW_BUDGET:
             break
         chosen.append(term)
@@ -57,7 +61,10 @@ def _candidate_terms(conn: sqlite3.Connection, ns: str, terms: list[str]) -> lis
 def bm25_candidates(conn: sqlite3.Connection, ns: str, terms: list[str], pool: int) -> list[Any]:
     """The ``pool`` BM25-best items of namespace ``ns`` for ``terms``, best first.
 
-    Each row is ``ITEM_COLUMNS`` followed by the item's HRR vector (``hrr``).
+    Each row is ``ITEM_COLUMNS`` followed by the item's HRR vector (``hrr``) and its BM25
+    score. Ties: newest-updated first, then key.
     """
-    expression = fts_query(ns, _candidate_terms(conn, ns, terms))
-    return conn.execute(BM25_CANDIDATES, (expression, pool)).fetchall()
+    chosen = _candidate_terms(conn, ns, terms)
+    if not chosen:  # no term of the query is in the namespace
+        return []
+    return conn.execute(BM25_CANDIDATES, (fts_query(ns, chosen), pool)).fetchall()

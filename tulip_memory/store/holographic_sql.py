@@ -205,12 +205,14 @@ LIST_NAMESPACES_UNDER = (
 
 # The BM25-best ``limit`` matches of an FTS5 expression, as items with their HRR vector
 # and their BM25 score (higher is better; parameters: MATCH expression, limit). Column 0
-# of the FTS table (the namespace scope) weighs nothing in the score.
+# of the FTS table (the namespace scope) weighs nothing in the score. Ties are broken
+# (newest-updated first, then key) before the cut to ``limit``, not only after it.
 BM25_CANDIDATES = (
     f"SELECT {ITEM_COLUMNS}, hrr, -hits.score FROM ("
     "SELECT tulip_items_fts.rowid AS id, bm25(tulip_items_fts, 0.0, 1.0) AS score "
     "FROM tulip_items_fts JOIN tulip_items ON tulip_items.rowid = tulip_items_fts.rowid "
-    f"WHERE tulip_items_fts MATCH ? AND {LIVE} ORDER BY score LIMIT ?"
+    f"WHERE tulip_items_fts MATCH ? AND {LIVE} "
+    "ORDER BY score, tulip_items.updated_at DESC, tulip_items.key LIMIT ?"
     ") AS hits JOIN tulip_items ON tulip_items.rowid = hits.id "
     "ORDER BY hits.score, updated_at DESC, key"
 )

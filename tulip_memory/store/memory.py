@@ -62,6 +62,7 @@ from tulip_memory.store.validation import (
     prepare_batch,
     prepare_put,
     validate_embedder,
+    validate_embedder_vector,
     validate_expected_versions,
     validate_key,
     validate_limit,
@@ -173,6 +174,8 @@ class InMemoryStore(BaseStore):
         if not callable(clock):
             raise TypeError(f"clock must be a callable returning a datetime, got {clock!r}")
         self._embedder = embedder
+        # The width of every vector: the embedder's vectors of another are refused.
+        self._dimension = None if embedder is None else int(embedder.dimension)
         self._now = clock
         self._namespaces: dict[tuple[str, ...], _Namespace] = {}
         self._lock = threading.Lock()
@@ -197,12 +200,24 @@ class InMemoryStore(BaseStore):
     # --- writes -----------------------------------------------------------------------
 
     async def _vectors(self, texts: list[str]) -> list[np.ndarray | None]:
-        """Unit-length embeddings of ``texts`` (None for a text without words, or for
-        every text without an embedder); computed before the lock is taken."""
+        """Unit-length embeddings of ``texts`` (None for a text without words or whose
+        vector is all zeros, or for every text without an embedder); computed before the
+        lock is taken. A vector of another width than the embedder's, or not finite, is
+        refused with ``ValueError``: nothing is written."""
         if self._embedder is None:
             return [None] * len(texts)
         embedded = await embed_texts(self._embedder, texts)
-        return [None if vector is None else _unit(vector) for vector in embedded]
+        return [None if vector is None else self._unit(vector) for vector in embedded]
+
+    def _unit(self, vector: Any) -> np.ndarray | None:
+        """An embedder's ``vector``, checked, as a float64 array of length 1 (None when
+        it is all zeros)."""
+        values = validate_embedder_vector(vector, dimension=self._dimension)
+        if values is None:
+            return None
+        array = np.asarray(values, dtype=np.float64)
+        array /= np.abs(array).max()  # so that the squares of huge or tiny numbers stay finite
+        return array / float(np.linalg.norm(array))
 
     async def _encode(self, prepared: list[PreparedPut]) -> list[_Encoded]:
         """The terms and vector of each write, before the lock is taken (the terms in a
@@ -394,9 +409,11 @@ class InMemoryStore(BaseStore):
         vector = None
         embedder = self._embedder
         if embedder is not None and query and has_words(query):
-            vector = _unit(
-                await query_vector_or_none(lambda: embedder.embed(query), "InMemoryStore")
-            )
+
+            async def embed() -> np.ndarray | None:
+                return self._unit(await embedder.embed(query))
+
+            vector = await query_vector_or_none(embed, "InMemoryStore")
         if not terms and vector is None:
             return [entry.to_item(namespace, key) for key, entry in self._newest(namespace, limit)]
 
@@ -439,12 +456,3 @@ async def _terms_of(texts: list[str]) -> list[Counter[str]]:
     return await off_loop_when_long(
         sum(map(len, texts)), lambda: [Counter(search_terms(text)) for text in texts]
     )
-
-
-def _unit(vector: Any) -> np.ndarray | None:
-    """``vector`` as a float64 array of length 1 (None when it is all zeros, or None)."""
-    if vector is None:
-        return None
-    array = np.asarray(vector, dtype=np.float64)
-    norm = float(np.linalg.norm(array))
-    return None if norm == 0.0 or not np.isfinite(norm) else array / norm

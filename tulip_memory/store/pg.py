@@ -27,8 +27,11 @@ distance has to detoast. Rows without a vector from this store's encoder (no tex
 written by another encoder — e.g. before an embedder was configured) are still found by
 their words, with a one-time warning. A query of stop words only lists the newest items
 (HRR), or ranks by the embedder's vector alone. When the embedder fails on a query
-(``EmbeddingError``: an embedding service down), the search ranks by words alone and logs
-a warning, so recall survives the outage; a write fails with the error and stores nothing.
+(``EmbeddingError``: an embedding service down) or answers a vector that cannot be used
+(not finite, the wrong width), the search ranks by words alone and logs a warning, so
+recall survives the outage; a write fails with the error and stores nothing. An all-zero
+vector from the embedder means "no vector": the row is stored without one (source ``''``)
+and ranked by its words, the query ranks by words.
 
 Expiry: ``ttl=`` (``put``, ``put_batch`` — one ttl for the call —, ``put_with_embedding``)
 sets the row's ``expires_at`` to ``clock() + ttl`` (``clock=``, the application's clock,
@@ -652,6 +655,9 @@ class PgMemory(BaseStore):
             encoded = await query_vector_or_none(
                 lambda: self.encoder.encode(tenant, query), "PgMemory"
             )
+            # No vector (the embedder failed, or gave all zeros) and no word to rank by:
+            # the newest items, as in the other stores.
+            ranked = encoded is not None or bool(search_terms(" ".join(tokens)))
         return {
             "vector": encoded,
             "source": self.encoder.source,
@@ -690,8 +696,9 @@ class PgMemory(BaseStore):
             self._lexical_warned = True
             logger.warning(
                 "PgMemory: search ranked rows without a %s vector by their words only "
-                "(rows with no text, or written before this encoder was configured); "
-                "re-put them to rank them by vector.",
+                "(rows with no text or whose vector the embedder gave as all zeros, or "
+                "written before this encoder was configured); re-put or re-embed the "
+                "latter to rank them by vector.",
                 self.encoder.source,
             )
         return out

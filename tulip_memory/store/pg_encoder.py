@@ -2,7 +2,11 @@
 
 Without an embedder a text's vector is the HRR ``[cos φ, sin φ]`` encoding of its tokens
 (:mod:`tulip_memory.hrr`), ``2 * dim`` wide; with one it is the embedder's, of its
-``dimension``. A text without any word has no vector (None). Vectors are float32 numpy
+``dimension``. A text without any word has no vector (None), nor has one whose embedder
+vector is all zeros (a text of tokens the model does not know: the row is then ranked by
+its words, as in the other stores). An embedder's vector of the wrong width, not finite,
+or past float32 is refused with ``ValueError`` (a write stores nothing; a query ranks by
+words, :func:`~tulip_memory.embeddings.base.query_vector_or_none`). Vectors are float32 numpy
 arrays (what pgvector stores; they travel to PostgreSQL in binary), read-only because the
 cache shares them.
 
@@ -26,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from tulip_memory import hrr
-from tulip_memory.embeddings.base import embedder_source
+from tulip_memory.embeddings.base import embed_texts, embedder_source
 from tulip_memory.hrr import DEFAULT_DIM
 from tulip_memory.lru import LRUCache
 from tulip_memory.postgresql_operations import PGVECTOR_ANN_MAX_DIM
@@ -36,6 +40,9 @@ from tulip_memory.text import has_words, off_loop_when_long, tokenize
 __all__ = ["DEFAULT_ENCODING_CACHE", "EXTERNAL_SOURCE", "TextEncoder"]
 
 DEFAULT_ENCODING_CACHE = 1024
+
+# What names an embedder's vector in the messages refusing it (as the other stores do).
+EMBEDDER_VECTOR = "the embedder's vector"
 
 # The source of a caller's own vector stored without an embedder (``put_with_embedding``).
 EXTERNAL_SOURCE = "external"
@@ -130,20 +137,24 @@ class TextEncoder:
         _check_length(array, name)
         return array
 
-    def _encoded(self, values: Any, *, name: str) -> np.ndarray:
-        # An encoder's vector, checked with numpy (the bulk path).
+    def _encoded(self, values: Any, *, name: str) -> np.ndarray | None:
+        # An encoder's vector, checked with numpy (the bulk path); None when all zeros.
         try:
             array = np.asarray(values, dtype=np.float64)
         except (TypeError, ValueError):
             raise ValueError(f"{name} is not a sequence of numbers") from None
-        if array.ndim != 1 or array.shape[0] != self.width:
+        if array.ndim != 1:
             raise ValueError(f"{name} has shape {array.shape}, the store expects ({self.width},)")
+        if array.shape[0] != self.width:
+            raise ValueError(
+                f"{name} has {array.shape[0]} dimensions, the store expects {self.width}"
+            )
         finite = np.isfinite(array)
         if not finite.all():
             index = int(np.argmin(finite))
             raise ValueError(f"{name}[{index}] must be finite, got {array[index]}")
         if not array.any():
-            raise ValueError(f"{name} must not be all zeros (cosine similarity is undefined)")
+            return None
         with np.errstate(over="ignore"):  # reported below, as a ValueError
             vector = array.astype(np.float32)
         if not np.isfinite(vector).all():
@@ -153,9 +164,10 @@ class TextEncoder:
         vector.setflags(write=False)
         return vector
 
-    def _encoded_all(self, values: Sequence[Any], *, name: str) -> list[np.ndarray]:
+    def _encoded_all(self, values: Sequence[Any], *, name: str) -> list[np.ndarray | None]:
         """:meth:`_encoded` of each of ``values``, checked as one matrix (a batch of a
-        bulk write); when one is bad, the check of each alone names it."""
+        bulk write); when one is bad or all zeros, the check of each alone names it (or
+        gives it None)."""
         try:
             matrix = np.asarray(values, dtype=np.float64)
         except (TypeError, ValueError):  # not numbers, or vectors of different widths
@@ -199,17 +211,12 @@ class TextEncoder:
         """The vector of each text (one ``embed_batch`` call), uncached: the write path."""
         if self.embedder is None:
             return await self._hrr_all(texts)
-        wanted = [i for i, text in enumerate(texts) if has_words(text)]
+        embedded = await embed_texts(self.embedder, texts)
+        wanted = [i for i, vector in enumerate(embedded) if vector is not None]
         out: list[np.ndarray | None] = [None] * len(texts)
-        if wanted:
-            vectors = await self.embedder.embed_batch([texts[i] for i in wanted])
-            if len(vectors) != len(wanted):
-                raise ValueError(
-                    f"embedder returned {len(vectors)} vectors for {len(wanted)} texts"
-                )
-            checked = self._encoded_all(vectors, name="embedder output")
-            for i, vector in zip(wanted, checked, strict=True):
-                out[i] = vector
+        checked = self._encoded_all([embedded[i] for i in wanted], name=EMBEDDER_VECTOR)
+        for i, vector in zip(wanted, checked, strict=True):
+            out[i] = vector
         return out
 
     async def encode(self, tenant: str, text: str) -> np.ndarray | None:
@@ -223,7 +230,7 @@ class TextEncoder:
         elif not has_words(text):
             vector = None
         else:
-            vector = self._encoded(await self.embedder.embed(text), name="embedder output")
+            vector = self._encoded(await self.embedder.embed(text), name=EMBEDDER_VECTOR)
         self._cache.put(key, vector)
         return vector
 

@@ -16,7 +16,9 @@ found by their words, but not by meaning, until they are re-embedded.
   A committed batch stays done: a run that stops resumes where it stopped, and rows that
   already carry a vector of the configured source are never selected (re-running changes
   nothing); rows of that source whose vector was cleared (a new column width) are.
-  ``external`` vectors (the caller's own) and rows without words are left alone.
+  ``external`` vectors (the caller's own) and rows without words are left alone. A row
+  whose text the embedder gives as all zeros is written without a vector and source
+  ``''`` (counted in ``without_words``), as PgMemory writes it: never selected again.
 """
 
 from __future__ import annotations
@@ -109,7 +111,8 @@ def foreign_sources(connection: Any, source: str) -> dict[str, int]:
 
 @dataclass
 class TenantReport:
-    """What :meth:`Reembedder.run` did for one tenant."""
+    """What :meth:`Reembedder.run` did for one tenant (``without_words``: rows left
+    without a vector, their text having no word or an all-zero vector)."""
 
     tenant: str
     reembedded: int = 0

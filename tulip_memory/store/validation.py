@@ -11,11 +11,12 @@ reaches storage and the message always names the argument and the problem:
   ``jsonb`` cannot hold ``\\u0000``, so every store refuses it alike); metadata is ``None``
   or a ``dict`` with ``str`` keys;
 - an embedding is a non-empty sequence of finite real numbers, not all zero, of the
-  store's width when the store has one;
+  store's width when the store has one; an embedder's vector of a stored text or a query
+  is checked alike, except that all zeros means "no vector" (ranked by words);
 - a limit is an ``int`` >= 1 (:mod:`tulip_memory.paging`), a threshold a finite number
   in [-1, 1];
-- a ttl is ``None`` or a positive, finite number of seconds (``int``/``float``, not
-  ``bool``) or a positive ``timedelta``, at most :data:`MAX_TTL`.
+- a ttl is ``None`` or a finite number of seconds (``int``/``float``, not ``bool``) or a
+  ``timedelta``, at least one microsecond and at most :data:`MAX_TTL`.
 
 The namespace and limit rules are re-exported from their own modules, so every store
 imports its validators from here. The helpers return the normalised form a store writes
@@ -47,6 +48,7 @@ __all__ = [
     "prepare_batch",
     "prepare_put",
     "validate_embedder",
+    "validate_embedder_vector",
     "validate_embedding",
     "validate_expected_versions",
     "validate_key",
@@ -243,6 +245,25 @@ def validate_embedding(
     embedding: object, *, dimension: int | None = None, name: str = "embedding"
 ) -> list[float]:
     """A non-empty list of finite floats, not all zero, ``dimension`` wide when given."""
+    values = _embedding_values(embedding, dimension, name)
+    if not any(values):
+        raise ValueError(f"{name} must not be all zeros (cosine similarity is undefined)")
+    return values
+
+
+def validate_embedder_vector(
+    vector: object, *, dimension: int | None, name: str = "the embedder's vector"
+) -> list[float] | None:
+    """An embedder's ``vector`` of a text, checked as :func:`validate_embedding` checks a
+    caller's, or None when it is all zeros: the embedder found nothing in the text to
+    place (a text of unknown tokens), which is then stored without a vector and ranked by
+    its words, and such a query ranks by words."""
+    values = _embedding_values(vector, dimension, name)
+    return values if any(values) else None
+
+
+def _embedding_values(embedding: object, dimension: int | None, name: str) -> list[float]:
+    """``embedding`` as a non-empty list of finite floats, ``dimension`` wide when given."""
     if isinstance(embedding, (str, bytes, dict)) or not isinstance(embedding, Iterable):
         raise ValueError(f"{name} must be a sequence of numbers, got {type(embedding).__name__}")
     values: list[float] = []
@@ -257,8 +278,6 @@ def validate_embedding(
         raise ValueError(f"{name} must not be empty")
     if dimension is not None and len(values) != dimension:
         raise ValueError(f"{name} has {len(values)} dimensions, the store expects {dimension}")
-    if not any(values):
-        raise ValueError(f"{name} must not be all zeros (cosine similarity is undefined)")
     return values
 
 
@@ -303,7 +322,8 @@ def validate_ttl(ttl: object, *, name: str = "ttl") -> timedelta | None:
     """``None`` (never expires), or the ttl as a positive ``timedelta``.
 
     Seconds may be an ``int`` or a ``float``; ``bool``, strings, NaN, infinities, zero,
-    negative values and anything over :data:`MAX_TTL` are refused with a ``ValueError``.
+    negative values, positive ones under a microsecond (the stores' resolution, and a
+    ``timedelta``'s) and anything over :data:`MAX_TTL` are refused with a ``ValueError``.
     """
     if ttl is None:
         return None
@@ -319,6 +339,8 @@ def validate_ttl(ttl: object, *, name: str = "ttl") -> timedelta | None:
             raise ValueError(f"{name} must be a finite number of seconds, got {ttl!r}")
         if seconds <= 0:
             raise ValueError(f"{name} must be positive, got {ttl!r}")
+        if seconds < 1e-6:
+            raise ValueError(f"{name} must be at least one microsecond, got {ttl!r} seconds")
         if seconds > MAX_TTL.total_seconds():
             raise ValueError(f"{name} must be at most {MAX_TTL.days} days, got {ttl!r} seconds")
         step = timedelta(seconds=seconds)
@@ -326,6 +348,4 @@ def validate_ttl(ttl: object, *, name: str = "ttl") -> timedelta | None:
         raise ValueError(f"{name} must be positive, got {ttl!r}")
     if step > MAX_TTL:
         raise ValueError(f"{name} must be at most {MAX_TTL.days} days, got {ttl!r}")
-    if step < timedelta(microseconds=1):
-        raise ValueError(f"{name} must be at least one microsecond, got {ttl!r}")
     return step
