@@ -348,6 +348,18 @@ async def test_list_namespaces(store, root):
 # --- semantic search (capability) ---------------------------------------------------
 
 
+async def test_search_by_embedding_breaks_ties_newest_first_then_key(store, root):
+    ns = (root, "semantic-ties")
+    if not store.capabilities.semantic_search:
+        return  # test_semantic_search asserts the capability error
+    width = store.capabilities.embedding_dimension or 4
+    same = [1.0, *([0.0] * (width - 1))]
+    for key in ("k2", "k0", "k3", "k1", "k0"):  # k0 written again: the newest
+        await store.put_with_embedding(ns, key, {"k": key}, same)
+    ranked = await store.search_by_embedding(ns, same, limit=3)
+    assert [result.item.key for result in ranked] == ["k0", "k1", "k3"]
+
+
 async def test_semantic_search(store, root):
     ns = (root, "semantic")
     if not store.capabilities.semantic_search:

@@ -222,6 +222,15 @@ async def test_hrr_mode_scans_the_whole_namespace():
     await store.close()
 
 
+async def test_hrr_mode_breaks_ties_newest_first_then_key():
+    store = HolographicStore(dim=64)
+    for key in ("k2", "k0", "k3", "k1", "k0"):  # k0 written again: the newest
+        await store.put(NS, key, "green tea")
+    ranked = [item.key for item in await store.search(NS, "tea", mode="hrr", limit=3)]
+    assert ranked == ["k0", "k1", "k3"]
+    await store.close()
+
+
 async def test_search_returns_only_items_sharing_a_term():
     store = await _corpus_store()
     found = [item.key for item in await store.search(NS, "coffee evening")]

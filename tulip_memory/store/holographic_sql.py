@@ -224,11 +224,15 @@ COUNT_MATCHES = (
 )
 
 # Every HRR vector of a namespace, for the exact HRR scan (parameter: ns).
-NAMESPACE_PHASES = f"SELECT rowid, hrr FROM tulip_items WHERE ns = ? AND {LIVE}"
+# Newest first (the ``tulip_items_recent`` index, no sort): the stable ranking of what reads
+# them then breaks ties newest-updated first, then by key.
+NAMESPACE_PHASES = (
+    f"SELECT rowid, hrr FROM tulip_items WHERE ns = ? AND {LIVE} ORDER BY updated_at DESC, key"
+)
 # Every item of a namespace with a caller's embedding (parameter: ns).
 EMBEDDED_ITEMS = (
     f"SELECT {ITEM_COLUMNS}, embedding FROM tulip_items "
-    f"WHERE ns = ? AND embedding IS NOT NULL AND {LIVE}"
+    f"WHERE ns = ? AND embedding IS NOT NULL AND {LIVE} ORDER BY updated_at DESC, key"
 )
 # Only the rowid, key and vector of each: what an exact scan reads before the top rows.
 NAMESPACE_EMBEDDINGS = (
