@@ -146,6 +146,7 @@ class Command(TenantCommand):
                 f"Re-embedded {totals.reembedded} item(s) in {len(tenants)} tenant(s) with "
                 f"{source}; {current_total} already carried it; "
                 f"{totals.changed_meanwhile} changed meanwhile (kept the vector of their new "
-                f"write); {totals.without_words} without words (no vector)."
+                f"write); {totals.without_words} left without a vector (no words, or the "
+                "embedder gave all zeros: found by their words)."
             )
         )
