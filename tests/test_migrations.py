@@ -63,6 +63,56 @@ def test_migrate_on_the_application_role_stops_with_what_to_run_instead():
     call_command("migrate", database="default", verbosity=0)
 
 
+def _refusal_of(using: str, monkeypatch, **changes: dict) -> str:
+    """The migrate guard's message for ``using`` (something to migrate), the aliases'
+    settings changed by ``changes`` (alias -> keys; None drops the alias) for the call."""
+    from django.core.management.base import CommandError
+    from django.db import connections
+
+    from tulip_memory.migration_roles import refuse_migrations_without_schema_rights
+
+    aliases = {alias: dict(config) for alias, config in connections.settings.items()}
+    for alias, change in changes.items():
+        if change is None:
+            aliases.pop(alias)
+        else:
+            aliases[alias] = {**aliases.get(alias, {}), **change}
+    monkeypatch.setattr(connections, "settings", aliases)
+    with pytest.raises(CommandError) as refused:
+        refuse_migrations_without_schema_rights(None, using=using, plan=[object()])
+    return str(refused.value)
+
+
+@pytest.mark.django_db(databases=["default", "prepared"])
+def test_the_migrate_guard_never_suggests_an_application_alias(monkeypatch):
+    from django.test import override_settings
+
+    # "prepared" is another alias of the application role; "default" (the first alias of
+    # the same NAME) is the application's: the owner alias is the one to name.
+    message = _refusal_of("prepared", monkeypatch)
+    assert "migrate --database=owner` (role 'tulip_owner')" in message
+    assert "--database=default" not in message
+    # Nor an alias of TENANT_DATABASES whatever its role, nor one of another server.
+    from django.db import connections
+
+    elsewhere = {**connections.settings["owner"], "HOST": "db.elsewhere.example"}
+    with override_settings(TULIP_MEMORY={"TENANT_DATABASES": ["default", "owner"]}):
+        message = _refusal_of("default", monkeypatch, elsewhere=elsewhere)
+    assert "--database=owner" not in message and "--database=elsewhere" not in message
+    assert "add the table owner's role as another alias" in message
+    assert "`manage.py migrate --database=table_owner`" in message  # an alias to add
+
+
+@pytest.mark.django_db
+def test_the_migrate_guard_gives_the_grant_when_the_owner_alias_may_not_create(monkeypatch):
+    # The owner alias's role may not create in the schema either (here a role that exists
+    # and cannot): its GRANT, then migrate through it; never the application alias.
+    message = _refusal_of("default", monkeypatch, owner={"USER": "pg_monitor"})
+    assert 'GRANT CREATE ON SCHEMA "public" TO "pg_monitor"' in message
+    assert "then `manage.py migrate --database=owner`" in message
+    assert "--database=default" not in message and "--database=prepared" not in message
+
+
 @pytest.mark.django_db
 def test_every_tenant_table_registers_its_tenants():
     # The tenant registry (admin switcher, extraction sweep) is filled by a trigger on each

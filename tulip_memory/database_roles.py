@@ -6,8 +6,9 @@ database of tulip_memory is used by two roles:
 * the **owner** role (``tulip_owner`` by default) runs ``migrate --database=owner`` and
   owns the tables;
 * the **application** role (``tulip_app``) runs the application: no superuser, no
-  BYPASSRLS, not the owner, with DML rights on the owner's tables through default
-  privileges.
+  BYPASSRLS, not the owner, with DML rights on the owner's tables: those the owner
+  creates later through default privileges, and those it already owns (a project's own
+  tables, when tulip_memory joins an existing database) through grants on each.
 
 ``pgvector`` is not a trusted extension, so a superuser creates it. The statements here
 are idempotent and are what ``manage.py tulip_memory_setup_roles`` runs (or prints with
@@ -18,13 +19,18 @@ an embedded or test server. Needs psycopg only.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
     "APP_ROLE",
     "OWNER_ROLE",
+    "SchemaObjects",
     "database_setup_sql",
+    "ownership_conflict",
     "role_sql",
+    "schema_objects",
     "validate_identifier",
 ]
 
@@ -57,18 +63,40 @@ def role_sql(role: str, *, exists: bool, password: str | None = None) -> list[An
 
 
 def database_setup_sql(
-    dbname: str, *, owner: str, app: str, app_can_truncate: bool = False
+    dbname: str,
+    *,
+    owner: str,
+    app: str,
+    app_can_truncate: bool = False,
+    tables: Sequence[str] = (),
+    sequences: Sequence[str] = (),
 ) -> list[Any]:
     """What a superuser runs inside ``dbname`` (idempotent): the vector extension, the
     ``public`` schema owned by ``owner``, and the application role's rights on what
-    ``owner`` creates there (DML only; TRUNCATE with ``app_can_truncate``)."""
+    ``owner`` creates there (DML only; TRUNCATE with ``app_can_truncate``) and on the
+    ``tables`` and ``sequences`` of ``public`` it already owns (:func:`schema_objects`):
+    default privileges cover only what is created after them."""
     from psycopg import sql
 
     db, owner_id, app_id = (sql.Identifier(validate_identifier(n)) for n in (dbname, owner, app))
     privileges = "SELECT, INSERT, UPDATE, DELETE" + (", TRUNCATE" if app_can_truncate else "")
+    existing = []
+    if tables:
+        existing.append(
+            sql.SQL("GRANT " + privileges + " ON TABLE {} TO {}").format(
+                sql.SQL(", ").join(sql.Identifier("public", t) for t in tables), app_id
+            )
+        )
+    if sequences:
+        existing.append(
+            sql.SQL("GRANT USAGE, SELECT ON SEQUENCE {} TO {}").format(
+                sql.SQL(", ").join(sql.Identifier("public", q) for q in sequences), app_id
+            )
+        )
     return [
         sql.SQL("CREATE EXTENSION IF NOT EXISTS vector"),
         sql.SQL("ALTER SCHEMA public OWNER TO {}").format(owner_id),
+        sql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(db, owner_id),
         sql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(db, app_id),
         sql.SQL("GRANT USAGE ON SCHEMA public TO {}").format(app_id),
         sql.SQL(
@@ -80,4 +108,119 @@ def database_setup_sql(
             "ALTER DEFAULT PRIVILEGES FOR ROLE {} IN SCHEMA public "
             "GRANT USAGE, SELECT ON SEQUENCES TO {}"
         ).format(owner_id, app_id),
+        *existing,
     ]
+
+
+# The relations of schema public (tables, partitioned tables, views, materialized views,
+# foreign tables, sequences) with their owners, but an extension's own (PostGIS'
+# spatial_ref_sys): those belong to the extension, not to the project.
+_SCHEMA_OBJECTS_SQL = """
+SELECT c.relname, c.relkind = 'S', r.rolname, r.rolsuper OR r.rolbypassrls
+FROM pg_class c
+JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname = 'public'
+JOIN pg_roles r ON r.oid = c.relowner
+WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f', 'S')
+  AND NOT EXISTS (
+    SELECT 1 FROM pg_depend d
+    WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid AND d.deptype = 'e'
+  )
+ORDER BY c.relname
+"""
+
+
+@dataclass(frozen=True)
+class SchemaObjects:
+    """What schema ``public`` already holds (:func:`schema_objects`)."""
+
+    #: The owner role's tables (and views, materialized views, foreign tables).
+    tables: tuple[str, ...] = ()
+    #: The owner role's sequences.
+    sequences: tuple[str, ...] = ()
+    #: The tables of every other role, by role.
+    foreign: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: Those other roles that are superusers or have BYPASSRLS.
+    privileged: frozenset[str] = frozenset()
+
+
+def schema_objects(cursor: Any, owner: str) -> SchemaObjects:
+    """The relations of schema ``public``, by owner, read from the catalog through
+    ``cursor`` (any role may read it); an extension's own relations are left out."""
+    cursor.execute(_SCHEMA_OBJECTS_SQL)
+    tables: list[str] = []
+    sequences: list[str] = []
+    foreign: dict[str, list[str]] = {}
+    privileged: set[str] = set()
+    for name, is_sequence, role, bypasses in cursor.fetchall():
+        if role == owner:
+            (sequences if is_sequence else tables).append(name)
+        elif not is_sequence:
+            foreign.setdefault(role, []).append(name)
+            if bypasses:
+                privileged.add(role)
+    return SchemaObjects(
+        tables=tuple(tables),
+        sequences=tuple(sequences),
+        foreign={role: tuple(names) for role, names in foreign.items()},
+        privileged=frozenset(privileged),
+    )
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _some(names: Sequence[str], shown: int = 5) -> str:
+    more = len(names) - shown
+    return ", ".join(names[:shown]) + (f" and {more} more" if more > 0 else "")
+
+
+def ownership_conflict(
+    objects: SchemaObjects, *, owner: str, app: str, dbname: str, owner_exists: bool = True
+) -> str | None:
+    """None when no other role than ``owner`` owns tables in ``public``; else what is wrong
+    and what to do about it (``--owner-role <that role>``, or giving its tables to
+    ``owner`` as a superuser), to be said before anything is changed.
+
+    Such tables would stop ``owner`` at its first migration (Django's own
+    ``django_migrations`` among them: "permission denied for table django_migrations"),
+    and the application role would get no right on them.
+    """
+    if not objects.foreign:
+        return None
+    counted = "; ".join(
+        f"{role!r} owns {len(names)} ({_some(names)})" for role, names in objects.foreign.items()
+    )
+    create = (
+        ""
+        if owner_exists
+        else f'CREATE ROLE "{owner}" LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE; '
+    )
+    advice = []
+    for index, (role, names) in enumerate(objects.foreign.items()):
+        create = create if index == 0 else ""  # the missing owner role is created once
+        if role in objects.privileged or role == app:
+            why = "the application role" if role == app else "a superuser or a role with BYPASSRLS"
+            statements = create + " ".join(
+                f'ALTER TABLE {_quoted(name)} OWNER TO "{owner}";' for name in names
+            )
+            advice.append(
+                f"{role!r} is {why}, so it cannot be the owner role: as a superuser in "
+                f"database {dbname!r}, give its tables to {owner!r}: {statements}"
+            )
+        else:
+            advice.append(
+                f"either name it as the owner role (--owner-role {role}), or, as a superuser "
+                f"in database {dbname!r}, give everything it owns there to {owner!r}: "
+                f'{create}REASSIGN OWNED BY "{role}" TO "{owner}";'
+            )
+    return (
+        f"Schema public of database {dbname!r} already has tables of another role than the "
+        f"owner role {owner!r}: {counted}. {owner!r} could not migrate them (permission "
+        "denied, at django_migrations when it is among them) and the application role "
+        "would get no right on them, so nothing was changed. For "
+        + "; for ".join(
+            f"{role!r}: {text}" for role, text in zip(objects.foreign, advice, strict=True)
+        )
+        + ". Then run this command again."
+    )

@@ -5,7 +5,9 @@ create, alter or drop tables: row-level security binds it, and it must not own w
 bound by. A plain ``manage.py migrate`` on that role used to fail deep inside Django with
 "permission denied for schema public". :func:`refuse_migrations_without_schema_rights`
 (connected to ``pre_migrate`` in the app's ``ready()``) stops it first, with what to run
-instead.
+instead: the alias of the same database whose role may create there (never an alias
+of ``TENANT_DATABASES``, which the application runs on), or the grant that would let the
+owner alias's role migrate.
 """
 
 from __future__ import annotations
@@ -39,22 +41,75 @@ def refuse_migrations_without_schema_rights(
         role, schema, can_create = cursor.fetchone()
     if can_create:
         return
-    owner_aliases = [
-        alias
-        for alias in connections.settings
-        if alias != using
-        and connections.settings[alias].get("NAME") == connections.settings[using].get("NAME")
-    ]
-    hint = (
-        f"run `manage.py migrate --database={owner_aliases[0]}`"
-        if owner_aliases
-        else "add the table owner's role as another alias of the same database (for "
-        "example 'owner') and run `manage.py migrate --database=owner`"
-    )
+    hint = _what_to_run_instead(connection, using, schema)
     raise CommandError(
         f"tulip_memory: the database role {role!r} of alias {using!r} may not create tables "
         f"in schema {schema!r}, so it cannot run migrations; {hint}. The application role "
         "runs under row-level security and must not own the tables. For a single-role "
         "development database, give that role the schema (ALTER SCHEMA "
         f"{schema} OWNER TO {role}) — never in production."
+    )
+
+
+def _same_database(one: dict[str, Any], other: dict[str, Any]) -> bool:
+    """Whether two aliases' settings reach the same PostgreSQL database (same NAME, HOST
+    and PORT; an empty HOST or PORT only matches an empty one)."""
+    return all(
+        str(other.get(key) or "") == str(one.get(key) or "") for key in ("NAME", "HOST", "PORT")
+    )
+
+
+def _what_to_run_instead(connection: Any, using: str, schema: str) -> str:
+    """What to run instead of migrating through ``using``, whose role may not create in
+    ``schema``.
+
+    The candidates are the other aliases of the same database (NAME, HOST, PORT) with a
+    role of their own (``USER``) that are not application aliases (``TENANT_DATABASES``).
+    The first whose role may create in ``schema`` (asked of the catalog through
+    ``using``'s connection: no other connection is opened) is named; when none may, the
+    statement that would let the first one; with no candidate, the owner alias to add.
+    """
+    from django.db import connections
+
+    from tulip_memory.checks.settings import tenant_databases
+
+    applications = set(tenant_databases() or ())
+    mine = connections.settings[using]
+    candidates: dict[str, str] = {}  # alias -> its role
+    for alias, config in connections.settings.items():
+        user = config.get("USER") or ""
+        if (
+            alias != using
+            and alias not in applications
+            and user
+            and user != (mine.get("USER") or "")
+            and _same_database(mine, config)
+        ):
+            candidates[alias] = user
+    if not candidates:
+        taken = connections.settings
+        example = next((n for n in ("owner", "table_owner") if n not in taken), "tulip_owner")
+        return (
+            "add the table owner's role as another alias of the same database (for example "
+            f"{example!r}) and run `manage.py migrate --database={example}`"
+        )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT rolname FROM pg_roles WHERE rolname = ANY(%s) "
+            "AND has_schema_privilege(oid, %s, 'CREATE')",
+            [list(candidates.values()), schema],
+        )
+        may_create = {name for (name,) in cursor.fetchall()}
+    for alias, role in candidates.items():
+        if role in may_create:
+            return f"run `manage.py migrate --database={alias}` (role {role!r})"
+    alias, role = next(iter(candidates.items()))
+    quoted_schema = connection.ops.quote_name(schema)
+    quoted_role = connection.ops.quote_name(role)
+    return (
+        f"the alias {alias!r} of the same database connects as {role!r}, which may not "
+        f"create in schema {schema!r} either (or does not exist): as a superuser run "
+        f"`GRANT CREATE ON SCHEMA {quoted_schema} TO {quoted_role}` (or `manage.py "
+        f"tulip_memory_setup_roles --owner-role {role}`, which gives it the schema), then "
+        f"`manage.py migrate --database={alias}`"
     )

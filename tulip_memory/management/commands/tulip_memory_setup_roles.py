@@ -1,19 +1,25 @@
 """``manage.py tulip_memory_setup_roles``: the owner and application roles of a database.
 
-Run once per PostgreSQL database, through a **superuser** connection to it (``--database``
-names the alias; e.g. ``DATABASE_URL=postgres://postgres@db/app`` for this one command):
-it creates the owner role (``migrate --database=owner``) and the application role (no
-superuser, no BYPASSRLS, not the owner) when they are missing, sets their passwords when
-given, creates the ``vector`` extension, gives the ``public`` schema to the owner and
-grants the application role DML on what the owner creates
-(:mod:`tulip_memory.database_roles`). Every statement is idempotent; they run in one
-transaction. ``--dry-run`` prints the SQL it would run (it reads the catalog to see which
-roles exist, so any role may run it), to hand to a DBA.
+Run once per PostgreSQL database, through a **superuser** connection to it
+(``--database`` names the alias; e.g. ``DATABASE_URL=postgres://postgres@db/app`` for
+this one command): it creates the owner role (``migrate --database=owner``) and the
+application role (no superuser, no BYPASSRLS, not the owner) when they are missing, sets
+their passwords when given, creates the ``vector`` extension, gives the ``public``
+schema to the owner and grants the application role DML on what the owner creates
+(:mod:`tulip_memory.database_roles`) and on the tables (and sequences) of ``public`` the
+owner already owns: a project's own tables, when tulip_memory joins an existing
+database. Every statement is idempotent; they run in one transaction. ``--dry-run``
+prints the SQL it would run (it reads the catalog to see which roles exist, so any role
+may run it), to hand to a DBA.
 
 It refuses a connection that is not a superuser's, role names that are not plain
 lower-case identifiers or are the same, and an existing role (owner or application) that
-is a superuser or has BYPASSRLS. It skips the system checks: it is what makes
-them pass (a superuser connection fails ``tulip_memory.E010``).
+is a superuser or has BYPASSRLS; and, before anything is changed, a schema ``public``
+that already has tables of another role than the owner role (the owner could not migrate
+them): it says which role owns which, and what to do (``--owner-role`` that role, or
+``REASSIGN OWNED BY`` it to the owner role as a superuser). The application role gets no
+right on such tables, nor on an extension's own tables. It skips the system checks: it
+is what makes them pass (a superuser connection fails ``tulip_memory.E010``).
 """
 
 from __future__ import annotations
@@ -28,7 +34,9 @@ from tulip_memory.database_roles import (
     APP_ROLE,
     OWNER_ROLE,
     database_setup_sql,
+    ownership_conflict,
     role_sql,
+    schema_objects,
     validate_identifier,
 )
 from tulip_memory.management.tenant_command import TenantCommand
@@ -101,6 +109,7 @@ class Command(TenantCommand):
                 [[owner, app]],
             )
             existing = dict(cursor.fetchall())
+            objects = schema_objects(cursor, owner)
         try:
             validate_identifier(dbname)
         except ValueError as exc:
@@ -114,17 +123,29 @@ class Command(TenantCommand):
                     f'ALTER ROLE "{role}" NOSUPERUSER NOBYPASSRLS, or name another '
                     f"--{kind}-role."
                 )
+        conflict = ownership_conflict(
+            objects, owner=owner, app=app, dbname=dbname, owner_exists=owner in existing
+        )
+        if conflict is not None:
+            raise CommandError(conflict)
         statements = [
             statement
             for role in (owner, app)
             for statement in role_sql(role, exists=role in existing, password=passwords[role])
-        ] + database_setup_sql(dbname, owner=owner, app=app)
+        ] + database_setup_sql(
+            dbname, owner=owner, app=app, tables=objects.tables, sequences=objects.sequences
+        )
         raw = connection.connection  # the psycopg connection renders the SQL
         if options["dry_run"]:
             self.stdout.write(f"-- As a superuser, in database {dbname!r}:")
             for role in (owner, app):
                 if role in existing and passwords[role] is None:
                     self.stdout.write(f"-- role {role!r} exists: kept as it is")
+            if objects.tables:
+                self.stdout.write(
+                    f"-- {len(objects.tables)} existing tables of {owner!r} in schema public: "
+                    f"{app!r} gets DML on them too"
+                )
             for statement in statements:
                 self.stdout.write(f"{statement.as_string(raw)};")
             return
@@ -143,11 +164,16 @@ class Command(TenantCommand):
         except DatabaseError as exc:
             raise CommandError(f"Setting up the roles failed, nothing was changed: {exc}") from None
         created = [role for role in (owner, app) if role not in existing]
+        granted = (
+            f" (DML on the {len(objects.tables)} existing tables of {owner!r} too)"
+            if objects.tables
+            else ""
+        )
         self.stdout.write(
             self.style.SUCCESS(
                 f"Database {dbname!r}: roles {owner!r} (owner) and {app!r} (application) "
                 f"ready ({', '.join(map(repr, created)) or 'none'} created); vector extension "
-                "and grants in place. Migrate with the owner role "
+                f"and grants in place{granted}. Migrate with the owner role "
                 "(manage.py migrate --database=owner), run the application as the other."
             )
         )
