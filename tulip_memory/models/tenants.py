@@ -9,7 +9,9 @@ is under row-level security: listing the tenants needs no role that bypasses it.
   store, checkpointers, extraction queue — fills it without a line of Python. Other
   vendors have no row-level security: there :meth:`TenantQuerySet.names` also reads the
   tenant columns directly.
-* :class:`TenantMembership` — a user may open a tenant in the admin (edited by superusers).
+* :class:`TenantMembership` — a user belongs to a tenant: ``TenantMiddleware`` binds the
+  user's requests to it (to none while the user has several and the session names none),
+  and a staff user may open it in the admin (edited there by superusers only).
 """
 
 from __future__ import annotations
@@ -78,7 +80,8 @@ class Tenant(models.Model):
 
 
 class TenantMembership(models.Model):
-    """``user`` may open ``tenant`` in the admin."""
+    """``user`` belongs to ``tenant``: their requests are bound to it by ``TenantMiddleware``
+    (docs/pg_store.md, "Tenancy"), and a staff user may open it in the admin."""
 
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="tulip_tenants"
