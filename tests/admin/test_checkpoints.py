@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import pytest
 from asgiref.sync import async_to_sync
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from tests.admin.conftest import checkpoint_pk, pick_tenant
+from tulip_memory.admin import checkpoints as checkpoints_admin
+from tulip_memory.admin.checkpoints import MessageCount
 from tulip_memory.backends import PostgreSQLCheckpointer
 from tulip_memory.delta import DeltaCheckpointer, ORMDeltaStorage
 from tulip_memory.messages import Message, Role, ToolCall
@@ -153,3 +157,88 @@ def test_a_delta_checkpoint_whose_chain_is_damaged_renders_and_says_why(root_cli
     assert "message 0" in page.content.decode()
     changelist = root_client.get(reverse("admin:tulip_memory_deltacheckpointrecord_changelist"))
     assert changelist.status_code == 200
+
+
+def test_the_checkpoint_list_counts_messages_in_the_database(root_client):
+    """The list reads no state (the whole conversation): the database counts messages."""
+    _save_chain("acme", "chat-1", 2)
+    pick_tenant(root_client, "acme")
+    with CaptureQueriesContext(connection) as queries:
+        page = root_client.get(reverse("admin:tulip_memory_checkpointrecord_changelist"))
+    rows = page.content.decode()
+    assert '<td class="field-message_count">1</td>' in rows  # snapshot-1
+    assert '<td class="field-message_count">4</td>' in rows  # snapshot-2
+    state = '"tulip_memory_checkpoint"."state"'
+    listed = [q["sql"] for q in queries.captured_queries if state in q["sql"]]
+    assert listed and all(
+        sql.count(state) == sql.count(f"{state} -> 'messages'") for sql in listed
+    ), listed
+
+
+@pytest.mark.django_db(transaction=True, databases=["default", "mysql"])
+def test_the_message_count_is_computed_on_mariadb_too():
+    """The checkpoint table also lives on MySQL/MariaDB (the ORM checkpointer)."""
+    rows = CheckpointRecord.objects.using("mysql")
+    for checkpoint_id, state in (
+        ("list", {"messages": [{"role": "user"}, {"role": "assistant"}]}),
+        ("empty", {"messages": []}),
+        ("not-a-list", {"messages": 5}),
+        ("none", {}),
+    ):
+        rows.create(tenant="acme", thread_id="t", checkpoint_id=checkpoint_id, state=state)
+    counts = dict(rows.annotate(n=MessageCount("state")).values_list("checkpoint_id", "n"))
+    assert counts == {"list": 2, "empty": 0, "not-a-list": None, "none": None}
+
+
+@pytest.mark.parametrize(
+    "changelist",
+    [
+        "admin:tulip_memory_checkpointrecord_changelist",
+        "admin:tulip_memory_deltacheckpointrecord_changelist",
+    ],
+)
+def test_the_checkpoint_lists_have_no_filter_listing_every_thread(root_client, changelist):
+    """A thread filter lists every thread of the tenant (a DISTINCT over the table); the
+    search box finds a thread instead."""
+    for n in range(3):
+        _save_chain("acme", f"chat-{n}", 1)
+    pick_tenant(root_client, "acme")
+    with CaptureQueriesContext(connection) as queries:
+        page = root_client.get(reverse(changelist)).content.decode()
+    assert "?thread_id=" not in page
+    sqls = [q["sql"] for q in queries.captured_queries]
+    assert not [sql for sql in sqls if "DISTINCT" in sql and '"thread_id"' in sql]
+    found = root_client.get(reverse(changelist), {"q": "chat-1"}).content.decode()
+    assert "chat-1" in found and "chat-2" not in found
+
+
+def test_a_long_thread_shows_a_window_of_its_timeline_and_a_link_to_the_first_added_message(
+    root_client, monkeypatch
+):
+    """The page of a checkpoint in a long thread: its neighbours in the timeline (the
+    rest counted, with a link to the thread's checkpoints in the list), and a link from
+    the top of the chat to the first message added since its parent."""
+    monkeypatch.setattr(checkpoints_admin, "TIMELINE_WINDOW", 1)
+    ids = _save_chain("acme", "chat-1", 7)
+    pick_tenant(root_client, "acme")
+    pk = checkpoint_pk(DeltaCheckpointRecord, "acme", ids[4])  # a delta: F D D F D D F
+    page = root_client.get(
+        reverse("admin:tulip_memory_deltacheckpointrecord_change", args=[pk])
+    ).content.decode()
+    timeline = page[
+        page.index('id="tulip-thread-timeline"') : page.index(
+            "</ol>", page.index('id="tulip-thread-timeline"')
+        )
+    ]
+    assert [i for i in ids if i in timeline] == ids[3:6]
+    assert "3 earlier checkpoints are not shown." in page
+    assert "1 later checkpoint is not shown." in page
+    full_list = reverse("admin:tulip_memory_deltacheckpointrecord_changelist") + "?thread_id=chat-1"
+    assert page.count(f'href="{full_list}"') == 2
+    listed = root_client.get(full_list).content.decode()
+    assert all(i in listed for i in ids) and "7 delta checkpoints" in listed
+
+    chat = page[page.index('id="tulip-conversation"') :]
+    assert chat.index('href="#tulip-conversation-first-added"') < chat.index("message 0")
+    first_added = chat[chat.index('id="tulip-conversation-first-added"') :]
+    assert first_added.index("message 4") < first_added.index("</div>")

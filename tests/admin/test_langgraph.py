@@ -13,6 +13,7 @@ import pytest
 from django.urls import reverse
 
 from tests.admin.conftest import checkpoint_pk, make_staff, pick_tenant
+from tulip_memory.admin import checkpoints as checkpoints_admin
 from tulip_memory.langgraph import DjangoSaver
 from tulip_memory.models import LangGraphCheckpoint
 from tulip_memory.tenancy import tenant_atomic
@@ -68,7 +69,10 @@ def test_every_checkpoint_lists_them_all_with_working_parent_links(root_client):
     assert f'<a href="{parent}">{ids[1]}</a>' in page
 
 
-def test_a_checkpoint_shows_its_chat_timeline_and_thread_rebuilt_from_splices(root_client):
+def test_a_checkpoint_shows_its_chat_timeline_and_thread_rebuilt_from_splices(
+    root_client, monkeypatch
+):
+    monkeypatch.setattr(checkpoints_admin, "TIMELINE_WINDOW", 100)  # the whole thread
     ids = run_graph("acme", "chat-a", 3)
     with tenant_atomic("acme"):
         # Stored against its parents (the messages as splices): the page shows it whole.
@@ -196,3 +200,32 @@ def test_on_a_database_that_is_not_postgresql_the_pages_are_hidden_not_a_500(roo
     settings.DATABASE_ROUTERS = [f"{__name__}._ToMariaDB"]
     assert root_client.get(changelist).status_code == 403
     assert changelist not in root_client.get(reverse("admin:index")).content.decode()
+
+
+def test_a_long_thread_shows_a_window_of_its_timeline_and_a_link_to_the_first_added_message(
+    root_client, monkeypatch
+):
+    monkeypatch.setattr(checkpoints_admin, "TIMELINE_WINDOW", 1)
+    ids = list(reversed(run_graph("acme", "chat-a", 2)))  # oldest first
+    middle = len(ids) // 2
+    pick_tenant(root_client, "acme")
+    page = root_client.get(reverse(CHANGE, args=[_pk("acme", ids[middle])])).content.decode()
+    timeline = page[page.index('id="tulip-thread-timeline"') :]
+    timeline = timeline[: timeline.index("</table>")]
+    shown = re.findall(r'<tr[^>]*><td class="tulip-id"><a href="[^"]*">([^<]+)<', timeline)
+    assert shown == ids[middle - 1 : middle + 2]
+    earlier, later = middle - 1, len(ids) - middle - 2
+    assert f"{earlier} earlier checkpoints are not shown." in page
+    assert f"{later} later checkpoint{'s are' if later > 1 else ' is'} not shown." in page
+    full_list = reverse(CHANGELIST) + "?show=checkpoints&amp;thread_id=chat-a"
+    assert page.count(f'href="{full_list}"') == 2
+    listed = root_client.get(full_list.replace("&amp;", "&")).content.decode()
+    assert all(i in listed for i in ids)
+
+    # The newest checkpoint added the answer: the top of its chat links to it.
+    page = root_client.get(reverse(CHANGE, args=[_pk("acme", ids[-1])])).content.decode()
+    chat = page[page.index('id="tulip-conversation"') :]
+    assert 'href="#tulip-conversation-first-added"' in chat[: chat.index("data-role")]
+    first_added = chat[chat.index('id="tulip-conversation-first-added"') :]
+    assert "2 times 3 is 6" in first_added[: first_added.index("</div>")]
+    assert chat.count('id="tulip-conversation-first-added"') == 1

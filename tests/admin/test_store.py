@@ -5,10 +5,13 @@ import re
 import pytest
 from asgiref.sync import async_to_sync
 from django.contrib.admin.models import DELETION, LogEntry
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from tests.admin.conftest import make_staff, pick_tenant
-from tulip_memory.admin.store import content_text, history_path
+from tulip_memory.admin import store as store_admin
+from tulip_memory.admin.store import NamespacePrefixFilter, content_text, history_path
 from tulip_memory.models.store import MemoryItem
 from tulip_memory.store import PgMemory
 from tulip_memory.tenancy import tenant_atomic
@@ -186,3 +189,119 @@ def test_search_in_a_tenant_without_live_memories_finds_nothing(memories, root_c
     page = root_client.get(reverse(CHANGELIST), {"q": "berlin"})
     assert page.status_code == 200
     assert "0 memories" in page.content.decode()
+
+
+@async_to_sync
+async def _put_many(namespace: tuple[str, ...], contents: dict[str, str]) -> None:
+    store = PgMemory()
+    for key, content in contents.items():
+        await store.put(namespace, key, {"content": content})
+
+
+def test_the_namespace_prefix_filter_lists_every_namespace_from_distinct_namespaces(
+    memories, root_client, monkeypatch
+):
+    """The choices come from the distinct namespaces, not the first rows of the list's
+    order (a namespace of many memories used to fill them)."""
+    monkeypatch.setattr(NamespacePrefixFilter, "max_choices", 3)
+    _put_many(("alpha", "a0", "user"), {f"k{i}": f"memory {i}" for i in range(4)})
+    pick_tenant(root_client, "alpha")
+    with CaptureQueriesContext(connection) as queries:
+        page = root_client.get(reverse(CHANGELIST)).content.decode()
+    for prefix in ("alpha/a0/user", "alpha/u1/project", "alpha/u1/user"):
+        assert f"?namespace_prefix={prefix.replace('/', '%2F')}" in page, prefix
+    distinct = [q["sql"] for q in queries.captured_queries if "DISTINCT" in q["sql"]]
+    assert distinct and all("updated_at" not in sql for sql in distinct), distinct
+
+
+def test_search_ranks_within_the_filtered_memories(memories, root_client, monkeypatch):
+    """Each namespace's best hit is found when the list is filtered to it, even when it
+    is not among the tenant's best (the ranking runs inside the filters)."""
+    monkeypatch.setattr(store_admin, "SEARCH_LIMIT", 1)
+    for index in range(3):
+        _put_many(("alpha", f"n{index}", "user"), {"t": f"tea number {index}", "x": "coffee"})
+    pick_tenant(root_client, "alpha")
+    for index in range(3):
+        page = root_client.get(
+            reverse(CHANGELIST), {"q": "tea", "namespace_prefix": f"alpha/n{index}"}
+        ).content.decode()
+        assert list(_scores(page)) == [f"tea number {index}"], index
+
+
+def test_search_ranks_within_a_filter_not_on_the_namespace(memories, root_client, monkeypatch):
+    """The embedding source is no namespace: the ranking asks for more hits until the
+    filtered ones are found."""
+    monkeypatch.setattr(store_admin, "SEARCH_LIMIT", 1)
+    _put_many(("alpha", "u2", "user"), {"a": "tea one", "b": "tea two", "c": "tea three"})
+    with tenant_atomic("alpha"):
+        MemoryItem.objects.filter(namespace="alpha/u2/user", key="b").update(
+            embedding_source="external"
+        )
+    pick_tenant(root_client, "alpha")
+    for source, expected in (("external", ["tea two"]), ("hrr", None)):
+        page = root_client.get(
+            reverse(CHANGELIST),
+            {"q": "tea", "namespace_prefix": "alpha/u2", "embedding_source": source},
+        ).content.decode()
+        found = list(_scores(page))
+        assert len(found) == 1 and (expected is None or found == expected), (source, found)
+
+
+def test_the_list_reads_the_tenant_once_and_its_filters_scan_nothing(memories, root_client):
+    """One count (no "of N total"), the embedding sources from a bounded read (no
+    DISTINCT over the table), the search's namespaces read DISTINCT."""
+    pick_tenant(root_client, "alpha")
+    for params in ({}, {"q": "tea"}):
+        with CaptureQueriesContext(connection) as queries:
+            page = root_client.get(reverse(CHANGELIST), params).content.decode()
+        sqls = [q["sql"] for q in queries.captured_queries]
+        assert sum("COUNT(" in sql for sql in sqls) == 1, params
+        sources = [sql for sql in sqls if '"embedding_source" FROM' in sql]
+        assert sources and all("DISTINCT" not in s and "LIMIT 1000" in s for s in sources)
+        assert "?embedding_source=hrr" in page and "?embedding_source=-" in page
+        namespace_reads = [sql for sql in sqls if sql.startswith('SELECT DISTINCT "tulip')]
+        assert namespace_reads and all("updated_at" not in sql for sql in namespace_reads)
+    page = root_client.get(reverse(CHANGELIST), {"embedding_source": "-"}).content.decode()
+    assert "0 memories" in page
+
+
+def test_forget_across_many_memories_confirms_a_count_and_deletes_compactly(
+    memories, client, monkeypatch
+):
+    """The confirmation shows a count and the first few; the delete's statements do not
+    grow with the memories (no term per memory); their past versions go too."""
+    monkeypatch.setattr(store_admin, "FORGET_SHOWN", 2, raising=False)
+    monkeypatch.setattr(store_admin, "FORGET_CHUNK", 3, raising=False)
+    namespace = ("alpha", "many", "user")
+    _put_many(namespace, {f"k{i}": f"many {i}" for i in range(7)})
+    for i in range(7):
+        _put_many(("alpha", "many", "_history", "user", f"k{i}"), {"000000000001": f"old {i}"})
+    forgetter = make_staff("forgetter", ("alpha",), "view_memoryitem", "forget_memoryitem")
+    client.force_login(forgetter)
+    url = reverse(CHANGELIST) + "?namespace_prefix=alpha/many"
+    any_pk = _item("k0").pk
+    action = {"action": "forget_memories", "select_across": "1", "_selected_action": [any_pk]}
+    confirm = client.post(url, {**action, "index": "0"}).content.decode()
+    items = confirm[confirm.index('id="tulip-forget-items"') :]
+    assert items[: items.index("</ul>")].count("<li>") == 2
+    assert "These 7 memories" in confirm and "these 7 past versions" in confirm
+    assert confirm.count('name="_selected_action"') == 1
+    assert 'name="select_across" value="1"' in confirm
+    assert 'name="tulip_forget_count" value="7"' in confirm
+
+    # The selection changed meanwhile: confirm again, nothing forgotten.
+    stale = client.post(url, {**action, "post": "yes", "tulip_forget_count": "6"})
+    assert "confirm again" in stale.content.decode() and _item("k0").pk == any_pk
+
+    with CaptureQueriesContext(connection) as queries:
+        client.post(url, {**action, "post": "yes", "tulip_forget_count": "7"})
+    assert async_to_sync(PgMemory().list_keys)(namespace) == []
+    for i in range(7):
+        history = ("alpha", "many", "_history", "user", f"k{i}")
+        assert async_to_sync(PgMemory().list_keys)(history) == [], i
+    assert _item("drink").value == {"content": "alpha likes green tea"}
+    # No statement names each memory's history path (one per memory used to).
+    assert not [q for q in queries.captured_queries if "_history/user/k" in q["sql"]]
+    deletes = [q["sql"] for q in queries.captured_queries if q["sql"].startswith("DELETE")]
+    assert len(deletes) == 2 * 3  # memories and past versions, per chunk of 3 (7 → 3)
+    assert LogEntry.objects.filter(action_flag=DELETION).count() == 7

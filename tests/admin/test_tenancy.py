@@ -3,7 +3,9 @@
 import pytest
 from asgiref.sync import async_to_sync
 from django.conf import settings
+from django.db import connection
 from django.test import override_settings
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from tests.admin.conftest import make_staff, pick_tenant
@@ -88,3 +90,21 @@ def test_list_of_maps_a_detail_page_to_its_list():
     assert _list_of("/admin/tulip_memory/memoryitem/3/change/") == "/admin/tulip_memory/memoryitem/"
     assert _list_of("/admin/tulip_memory/memoryitem/?q=x") == "/admin/tulip_memory/memoryitem/?q=x"
     assert _list_of("/admin/") == "/admin/"
+
+
+def test_the_tenant_list_counts_members_with_the_tenants(two_tenants, client, superuser):
+    """No query per tenant: the member counts come with the list."""
+    client.force_login(superuser)
+    make_staff("a1", ("acme",))
+    make_staff("a2", ("acme", "globex"))
+    url = reverse("admin:tulip_memory_tenant_changelist")
+    with CaptureQueriesContext(connection) as two:
+        page = client.get(url).content.decode()
+    assert '<td class="field-member_count">2</td>' in page
+    assert '<td class="field-member_count">1</td>' in page
+    for n in range(4):
+        Tenant.objects.create(name=f"more-{n}")
+    with CaptureQueriesContext(connection) as six:
+        page = client.get(url).content.decode()
+    assert page.count('<td class="field-member_count">0</td>') == 4
+    assert len(six.captured_queries) == len(two.captured_queries)

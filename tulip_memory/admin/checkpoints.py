@@ -25,15 +25,20 @@ from typing import Any, ClassVar
 from asgiref.sync import async_to_sync
 from django.contrib import admin
 from django.db import models
-from django.db.models import OuterRef, Subquery
+from django.db.models import OuterRef, QuerySet, Subquery
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.html import format_html
+from django.utils.http import urlencode
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-from tulip_memory.admin.tenancy import ReadOnlyAdminMixin, TenantScopedAdminMixin
+from tulip_memory.admin.tenancy import (
+    ListQuerysetMixin,
+    ReadOnlyAdminMixin,
+    TenantScopedAdminMixin,
+)
 from tulip_memory.exceptions import CheckpointCorruptError
 from tulip_memory.messages import Message
 from tulip_memory.models import CheckpointRecord, DeltaBlock, DeltaCheckpointRecord
@@ -42,6 +47,8 @@ from tulip_memory.state import AgentState
 # A checkpoint as the admin read it: its state, or None and why it could not be read.
 Read = tuple[AgentState | None, str]
 NOT_READ: Read = (None, "")
+# Checkpoints a thread's timeline shows on each side of the page's own (the list has all).
+TIMELINE_WINDOW = 10
 
 __all__ = [
     "CheckpointRecordAdmin",
@@ -51,6 +58,7 @@ __all__ = [
     "change_link",
     "render_chat",
     "sibling_pk",
+    "timeline_window",
 ]
 
 
@@ -103,8 +111,10 @@ def render_chat(
     """Message views (role, content, name, tool_call_id, tool_calls, metadata) as a chat.
 
     With ``diff``, those after the longest prefix shared with ``parent`` (None: no
-    parent) are marked as added and counted above the chat; ``metadata`` is shown below
-    it as it is. ``dom_id`` is the chat's element id ("" for none).
+    parent) are marked as added and counted above the chat, with a link to the first of
+    them (a long chat's additions are at its end); ``metadata`` is shown below it as it
+    is. ``dom_id`` is the chat's element id ("" for none; the first added message's is
+    ``<dom_id>-first-added``).
     """
     shared = 0
     if parent is not None:
@@ -112,6 +122,7 @@ def render_chat(
             if mine != theirs:
                 break
             shared += 1
+    first_added = shared if parent is not None and shared < len(messages) and dom_id else None
     return render_to_string(
         "admin/tulip_memory/conversation.html",
         {
@@ -122,6 +133,7 @@ def render_chat(
             "metadata": metadata,
             "diff": diff,
             "dom_id": dom_id,
+            "first_added": first_added,
             "has_parent": parent is not None,
             "added": len(messages) - shared if parent is not None else len(messages),
             "removed": len(parent) - shared if parent is not None else 0,
@@ -140,6 +152,25 @@ def _message_view(message: Message) -> dict[str, Any]:
             for c in message.tool_calls
         ],
         "metadata": json.dumps(message.metadata, ensure_ascii=False) if message.metadata else "",
+    }
+
+
+def timeline_window(
+    model: type[models.Model], thread_id: str, rows: list[Any], current: int, **params: str
+) -> dict[str, Any]:
+    """The context of a thread's timeline: ``rows`` (the thread's, oldest first) within
+    ``TIMELINE_WINDOW`` of ``rows[current]``, how many are left out before and after, and
+    the URL of the thread's checkpoints in ``model``'s list (``params`` added to it)."""
+    start = max(current - TIMELINE_WINDOW, 0)
+    end = current + TIMELINE_WINDOW + 1
+    opts = model._meta
+    url = reverse(f"admin:{opts.app_label}_{opts.model_name}_changelist")
+    return {
+        "rows": rows[start:end],
+        "earlier": start,
+        "later": max(len(rows) - end, 0),
+        "total": len(rows),
+        "full_list": f"{url}?{urlencode({**params, 'thread_id': thread_id})}",
     }
 
 
@@ -172,24 +203,63 @@ def sibling_pk(model: type[models.Model], field: str, *same: str) -> Subquery:
     )
 
 
+class MessageCount(models.Func):
+    """The length of the JSON array under ``"messages"`` of a JSON column; NULL when it
+    is not an array. PostgreSQL, MySQL and MariaDB (the checkpoint table lives on both),
+    and SQLite (JSON1, the default template)."""
+
+    template = (
+        "CASE WHEN json_type(%(expressions)s, '$.messages') = 'array' "
+        "THEN json_array_length(%(expressions)s, '$.messages') END"
+    )
+    output_field = models.IntegerField()
+    arity = 1
+
+    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
+        return self.as_sql(
+            compiler,
+            connection,
+            template="CASE WHEN jsonb_typeof(%(expressions)s -> 'messages') = 'array' "
+            "THEN jsonb_array_length(%(expressions)s -> 'messages') END",
+            **extra,
+        )
+
+    def as_mysql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
+        return self.as_sql(
+            compiler,
+            connection,
+            template="CASE WHEN JSON_TYPE(JSON_EXTRACT(%(expressions)s, '$.messages')) = 'ARRAY' "
+            "THEN JSON_LENGTH(%(expressions)s, '$.messages') END",
+            **extra,
+        )
+
+
 @admin.register(CheckpointRecord)
 class CheckpointRecordAdmin(
-    NoHistoryAdminMixin, ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdmin
+    NoHistoryAdminMixin,
+    ListQuerysetMixin,
+    ReadOnlyAdminMixin,
+    TenantScopedAdminMixin,
+    admin.ModelAdmin,
 ):
     """Plain checkpoints: full snapshots, each shown as the chat it holds."""
 
     list_display = ("checkpoint_id", "thread_id", "message_count", "created_at")
-    list_filter = ("thread_id",)
+    # No thread filter: it would list every thread of the tenant (the search box finds one).
     search_fields = ("thread_id", "checkpoint_id")
     date_hierarchy = "created_at"
     ordering = ("-id",)
     fields = ("thread_id", "checkpoint_id", "created_at", "parent_link", "conversation")
     readonly_fields = fields
 
+    def get_list_queryset(self, request: Any, queryset: QuerySet) -> QuerySet:
+        # The state (the whole conversation) stays in the database, which counts its messages.
+        return queryset.defer("state").annotate(messages=MessageCount("state"))
+
     @admin.display(description=_("messages"))
     def message_count(self, obj: CheckpointRecord) -> int | str:
-        messages = obj.state.get("messages") if isinstance(obj.state, dict) else None
-        return len(messages) if isinstance(messages, list) else "-"
+        count = getattr(obj, "messages", None)
+        return "-" if count is None else count
 
     def _parent(self, obj: CheckpointRecord) -> CheckpointRecord | None:
         return (
@@ -238,7 +308,8 @@ class DeltaCheckpointRecordAdmin(
         "stored_bytes",
         "created_at",
     )
-    list_filter = ("is_full", "thread_id")
+    # No thread filter: it would list every thread of the tenant (the search box finds one).
+    list_filter = ("is_full",)
     search_fields = ("thread_id", "checkpoint_id", "parent_id", "base_id")
     ordering = ("-id",)
     fields = (
@@ -327,20 +398,19 @@ class DeltaCheckpointRecordAdmin(
 
     @admin.display(description=_("the thread's checkpoints (oldest first)"))
     def thread_timeline(self, obj: DeltaCheckpointRecord) -> str:
-        return render_to_string(
-            "admin/tulip_memory/thread_timeline.html",
+        rows = list(self._thread(obj))
+        current = next((i for i, row in enumerate(rows) if row.pk == obj.pk), 0)
+        window = timeline_window(DeltaCheckpointRecord, obj.thread_id, rows, current)
+        window["rows"] = [
             {
-                "rows": [
-                    {
-                        "link": change_link(DeltaCheckpointRecord, row.pk, row.checkpoint_id),
-                        "kind": gettext("full") if row.is_full else gettext("delta"),
-                        "row": row,
-                        "current": row.pk == obj.pk,
-                    }
-                    for row in self._thread(obj)
-                ]
-            },
-        )
+                "link": change_link(DeltaCheckpointRecord, row.pk, row.checkpoint_id),
+                "kind": gettext("full") if row.is_full else gettext("delta"),
+                "row": row,
+                "current": row.pk == obj.pk,
+            }
+            for row in window["rows"]
+        ]
+        return render_to_string("admin/tulip_memory/thread_timeline.html", window)
 
     @admin.display(description=_("the thread's storage"))
     def thread_storage(self, obj: DeltaCheckpointRecord) -> str:

@@ -39,6 +39,7 @@ from tulip_memory.admin.checkpoints import (
     change_link,
     render_chat,
     sibling_pk,
+    timeline_window,
 )
 from tulip_memory.admin.tenancy import ReadOnlyAdminMixin, TenantScopedAdminMixin
 from tulip_memory.exceptions import CheckpointCorruptError
@@ -355,8 +356,16 @@ class LangGraphCheckpointAdmin(
             records = thread.records()
         except ImportError:
             loads, records = None, {}
+        current = next((i for i, row in enumerate(rows) if row[0] == obj.pk), 0)
+        window = timeline_window(
+            LangGraphCheckpoint,
+            obj.thread_id,
+            rows,
+            current,
+            **{ThreadsOrCheckpointsFilter.parameter_name: ThreadsOrCheckpointsFilter.CHECKPOINTS},
+        )
         entries = []
-        for pk, ns, checkpoint_id, parent_id, created in rows:
+        for pk, ns, checkpoint_id, parent_id, created in window["rows"]:
             decoded = {}
             if loads is not None and (record := records.get(pk)) is not None:
                 decoded = loads((record.metadata_type, record.metadata))
@@ -375,7 +384,9 @@ class LangGraphCheckpointAdmin(
                     "current": pk == obj.pk,
                 }
             )
-        return render_to_string("admin/tulip_memory/langgraph_timeline.html", {"rows": entries})
+        return render_to_string(
+            "admin/tulip_memory/langgraph_timeline.html", {**window, "rows": entries}
+        )
 
     @admin.display(description=_("the thread's storage"))
     def thread_storage(self, obj: LangGraphCheckpoint) -> str:

@@ -22,6 +22,7 @@ from functools import partial
 from typing import Any
 
 from django.contrib import admin, messages
+from django.contrib.admin.models import CHANGE, LogEntry
 from django.db import router, transaction
 from django.db.models import Count, Q, QuerySet
 from django.urls import reverse
@@ -31,7 +32,11 @@ from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
 from tulip_memory.admin.checkpoints import NOT_READ, Read, render_conversation
-from tulip_memory.admin.tenancy import ReadOnlyAdminMixin, TenantScopedAdminMixin
+from tulip_memory.admin.tenancy import (
+    ListQuerysetMixin,
+    ReadOnlyAdminMixin,
+    TenantScopedAdminMixin,
+)
 from tulip_memory.models import ExtractionJob, ExtractionQueue
 from tulip_memory.models.extraction import JobState
 from tulip_memory.state import AgentState
@@ -128,7 +133,9 @@ class ExtractionQueueAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.Mod
 
 
 @admin.register(ExtractionJob)
-class ExtractionJobAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdmin):
+class ExtractionJobAdmin(
+    ListQuerysetMixin, ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdmin
+):
     list_display = (
         "id",
         "queue_link",
@@ -151,6 +158,10 @@ class ExtractionJobAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.Model
         "llm_model", "llm_calls", "prompt_tokens", "completion_tokens", "llm_failed_requests",
         "conversation",
     )  # fmt: skip
+
+    def get_list_queryset(self, request: Any, queryset: QuerySet) -> QuerySet:
+        # The payload (the conversation) shows on the job's page only.
+        return queryset.defer("payload")
 
     def get_fields(self, request: Any, obj: Any = None) -> Any:
         fields = list(self.readonly_fields)
@@ -203,15 +214,16 @@ class ExtractionJobAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.Model
     def retry_jobs(self, request: Any, queryset: QuerySet) -> None:
         from tulip_memory.manager.extraction.queue import send_run_task
 
-        failed = list(queryset.filter(state=JobState.FAILED).select_related("queue"))
+        failed = list(
+            queryset.filter(state=JobState.FAILED).select_related("queue").defer("payload")
+        )
         if not failed:
             self.message_user(request, gettext("No failed job was selected."), messages.WARNING)
             return
         ExtractionJob.objects.using(queryset.db).filter(
             pk__in=[j.pk for j in failed]
         ).retry_failed()
-        for job in failed:
-            self.log_change(request, job, gettext("Retried (was failed: %s)") % job.error[:200])
+        self.log_retries(request, failed)
         queues = {(job.tenant, job.queue_id) for job in failed}
         using = router.db_for_write(ExtractionJob)
         for tenant, queue_id in sorted(queues):
@@ -228,3 +240,19 @@ class ExtractionJobAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.Model
             % {"count": len(failed)},
             messages.SUCCESS,
         )
+
+    def log_retries(self, request: Any, jobs: list[ExtractionJob]) -> None:
+        """Record each retried job in the admin log with the error it had: one
+        ``LogEntry.objects.log_actions`` (one INSERT) per distinct message, not one per
+        job."""
+        by_message: dict[str, list[ExtractionJob]] = {}
+        for job in jobs:
+            message = gettext("Retried (was failed: %s)") % job.error[:200]
+            by_message.setdefault(message, []).append(job)
+        for message, group in by_message.items():
+            LogEntry.objects.log_actions(
+                user_id=request.user.pk,
+                queryset=group,
+                action_flag=CHANGE,
+                change_message=message,
+            )

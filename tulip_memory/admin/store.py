@@ -6,13 +6,14 @@
   content as text;
 * the search box ranks like the agent does — the store's own search statement
   (:meth:`~tulip_memory.models.store.MemoryItemQuerySet.search_paths`, with PgMemory's
-  query encoder) over the tenant's namespaces — and shows each hit's score; the list
-  then says it is ranked by relevance and its columns do not sort;
+  query encoder) over the namespaces of the memories the list filters keep, the top
+  ``SEARCH_LIMIT`` of those memories — and shows each hit's score; the list then says it
+  is ranked by relevance and its columns do not sort;
 * a memory's page shows its value and metadata as pretty JSON and its versions as a
   timeline;
 * **Forget** is the one write: an action gated by the ``forget_memoryitem`` permission,
-  confirmed on a page that lists the memories and the history rows that go with them,
-  recorded in Django's admin log.
+  confirmed on a page that counts the memories and the history rows that go with them
+  (and lists the first ``FORGET_SHOWN`` of each), recorded in Django's admin log.
 
 Registered on the default site and meant to be subclassed (unregister, then register your
 subclass). Tenant scoping: :class:`~tulip_memory.admin.tenancy.TenantScopedAdminMixin`.
@@ -21,6 +22,7 @@ subclass). Tenant scoping: :class:`~tulip_memory.admin.tenancy.TenantScopedAdmin
 from __future__ import annotations
 
 import json
+from collections import Counter
 from datetime import datetime
 from typing import Any
 
@@ -28,7 +30,7 @@ from asgiref.sync import async_to_sync
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.contrib.admin.views.main import ORDER_VAR
-from django.db.models import Case, FloatField, Q, QuerySet, Value, When
+from django.db.models import Case, FloatField, QuerySet, Value, When
 from django.db.models.functions import Cast
 from django.template.response import TemplateResponse
 from django.utils.html import format_html, format_html_join
@@ -38,13 +40,17 @@ from django.utils.translation import gettext_lazy as _
 from tulip_memory.admin.tenancy import ReadOnlyAdminMixin, TenantScopedAdminMixin
 from tulip_memory.manager.history import CONTENT_SINCE, HISTORY_LABEL
 from tulip_memory.manager.types import MemoryType
-from tulip_memory.models.store import MemoryItem
+from tulip_memory.models.store import MemoryItem, namespace_prefix_condition
 from tulip_memory.namespaces import NAMESPACE_SEPARATOR, decode_namespace, encode_namespace
 
 __all__ = ["MemoryItemAdmin"]
 
 # Hits the search box shows (it ranks as PgMemory.search does).
 SEARCH_LIMIT = 50
+# Memories (and past versions) the forget confirmation lists; it counts them all.
+FORGET_SHOWN = 100
+# Memories per DELETE statement of Forget.
+FORGET_CHUNK = 1000
 # Characters of a memory's content shown in the list (the page shows all of it).
 LIST_CONTENT_CHARS = 200
 _HISTORY_MARK = f"{NAMESPACE_SEPARATOR}{HISTORY_LABEL}{NAMESPACE_SEPARATOR}"
@@ -83,7 +89,14 @@ class NamespacePrefixFilter(admin.SimpleListFilter):
     max_choices = 100
 
     def lookups(self, request: Any, model_admin: Any) -> list[tuple[str, str]]:
-        paths = model_admin.get_queryset(request).values_list("namespace", flat=True).distinct()
+        # The distinct namespaces alone: neither the list's ordering (it would join the
+        # DISTINCT, one row per memory) nor the search's score.
+        paths = (
+            model_admin.live_memories(request)
+            .order_by("namespace")
+            .values_list("namespace", flat=True)
+            .distinct()
+        )
         prefixes: set[str] = set()
         for path in paths[: self.max_choices]:
             labels = decode_namespace(path)
@@ -120,6 +133,43 @@ class MemoryTypeFilter(admin.SimpleListFilter):
         return queryset
 
 
+class EmbeddingSourceFilter(admin.SimpleListFilter):
+    """What computed the memory's vector.
+
+    The choices are read without a pass over the tenant's memories (a ``SELECT
+    DISTINCT`` is one): the sources the store itself writes (HRR, external vectors,
+    none), those of the first ``sample_rows`` rows the database returns (a read that
+    stops there), and the chosen one. Any source can be given in the URL
+    (``?embedding_source=embedder:<name>``).
+    """
+
+    title = _("embedding source")
+    parameter_name = "embedding_source"
+    sample_rows = 1000
+    NONE = "-"
+
+    def lookups(self, request: Any, model_admin: Any) -> list[tuple[str, str]]:
+        from tulip_memory.embeddings.loading import HRR
+        from tulip_memory.store.pg_encoder import EXTERNAL_SOURCE
+
+        sample = (
+            model_admin.live_memories(request)
+            .order_by()
+            .values_list("embedding_source", flat=True)[: self.sample_rows]
+        )
+        sources = {HRR, EXTERNAL_SOURCE, *sample}
+        if self.value() and self.value() != self.NONE:
+            sources.add(self.value())
+        sources.discard("")
+        return [(s, s) for s in sorted(sources)] + [(self.NONE, gettext("none"))]
+
+    def queryset(self, request: Any, queryset: QuerySet) -> QuerySet:
+        value = self.value()
+        if not value:
+            return queryset
+        return queryset.filter(embedding_source="" if value == self.NONE else value)
+
+
 @admin.register(MemoryItem)
 class MemoryItemAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdmin):
     """Browse one tenant's live memories; forget some (with the forget permission)."""
@@ -127,11 +177,13 @@ class MemoryItemAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdm
     # The embedding source is a filter and on the page: the list keeps room for the content.
     list_display = ("namespace", "key", "content", "version", "updated_at")
     list_display_links = ("key",)
-    list_filter = (NamespacePrefixFilter, MemoryTypeFilter, "embedding_source")
+    list_filter = (NamespacePrefixFilter, MemoryTypeFilter, EmbeddingSourceFilter)
     search_fields = ("key",)  # the box itself is answered by the store's search
     search_help_text = _("Ranked like the agent's recall (the store's own search).")
     ordering = ("namespace", "-updated_at", "key")
     list_per_page = 50
+    # "N of M": a second count over the whole tenant on every page; the filtered count stays.
+    show_full_result_count = False
     actions = ["forget_memories"]
     fields = (
         "tenant",
@@ -148,71 +200,91 @@ class MemoryItemAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdm
     readonly_fields = fields
     change_form_template = "admin/tulip_memory/memoryitem/change_form.html"
 
-    def get_queryset(self, request: Any) -> Any:
-        # Live memories only; the vector is wide and not shown: leave it in the database.
-        queryset = (
+    def live_memories(self, request: Any) -> QuerySet:
+        """The tenant's live memories, unordered: past versions are left out (they show on
+        their memory's page), and so is the vector (wide, never shown)."""
+        return (
             self.model._default_manager.get_queryset()
             .exclude(namespace__contains=_HISTORY_MARK)
             .defer("embedding")
         )
-        scores = self._search_scores(request, queryset)
-        if scores:
-            queryset = queryset.annotate(
-                search_score=Case(
-                    *(When(pk=pk, then=Value(score)) for pk, score in scores.items()),
-                    default=Value(0.0),
-                    output_field=FloatField(),
-                )
-            )
-        elif scores is not None:
-            # No hit: a Case without a When is its default alone, and PostgreSQL refuses
-            # ORDER BY a bare constant (a cast one is an expression).
-            queryset = queryset.annotate(search_score=Cast(Value(0.0), FloatField()))
-        # As ModelAdmin.get_queryset, but ordered after the score is annotated.
-        return queryset.order_by(*self.get_ordering(request))
 
-    def _search_scores(self, request: Any, queryset: QuerySet) -> dict[int, float] | None:
-        """The search box's hits (pk → score), once per request; None without a query."""
-        term = request.GET.get("q", "").strip()
-        tenant = self.request_tenant(request)
-        if not term or tenant is None:
-            return None
-        if not hasattr(request, "_tulip_scores"):
-            request._tulip_scores = self._ranked(tenant, queryset.order_by(), term)
-        return request._tulip_scores
+    def get_queryset(self, request: Any) -> Any:
+        # The search's score is annotated, and ordered by, once the filters have run
+        # (get_search_results).
+        return self.live_memories(request).order_by(*self.get_ordering(request))
 
     def get_search_results(
         self, request: Any, queryset: QuerySet, search_term: str
     ) -> tuple[QuerySet, bool]:
-        scores = self._search_scores(request, queryset)
-        if scores is None:
+        """The search box's hits among ``queryset`` (the list filters applied), each
+        annotated with its ``search_score``."""
+        term = search_term.strip()
+        tenant = self.request_tenant(request)
+        if not term or tenant is None or queryset.query.is_empty():
             return queryset, False
-        return queryset.filter(pk__in=list(scores)), False
+        # Once per request and filtered set (the list and an action ask alike).
+        cache = request.__dict__.setdefault("_tulip_scores", {})
+        key = (term, str(queryset.order_by().query))
+        if key not in cache:
+            cache[key] = self._ranked(tenant, queryset.order_by(), term)
+        scores = cache[key]
+        score: Case | Cast
+        if scores:
+            score = Case(
+                *(When(pk=pk, then=Value(s)) for pk, s in scores.items()),
+                default=Value(0.0),
+                output_field=FloatField(),
+            )
+        else:
+            # No hit: a Case without a When is its default alone, and PostgreSQL refuses
+            # ORDER BY a bare constant (a cast one is an expression).
+            score = Cast(Value(0.0), FloatField())
+        # Highest score first: the list's ordering was set before the search (ChangeList).
+        hits = queryset.filter(pk__in=list(scores)).annotate(search_score=score)
+        return hits.order_by("-search_score", "key", "pk"), False
 
     def _ranked(self, tenant: str, queryset: QuerySet, query: str) -> dict[int, float]:
-        """pk → score of the top hits, as PgMemory.search ranks them: with words to rank
-        by, the fused score (the rank is minus it); else the cosine similarity (the rank
-        is the cosine distance)."""
+        """pk → score of the top hits among ``queryset``, as PgMemory.search ranks them:
+        with words to rank by, the fused score (the rank is minus it); else the cosine
+        similarity (the rank is the cosine distance).
+
+        The store ranks the namespaces of ``queryset``, each on its own; a filter that
+        is not on the namespace (the embedding source) can leave out ranked rows, so the
+        ranking is asked for more until ``SEARCH_LIMIT`` hits remain or none is left out.
+        """
         from tulip_memory.store.pg import PgMemory
 
         store = PgMemory(queryset.db)
-        paths = sorted(set(queryset.values_list("namespace", flat=True)))
+        paths = list(queryset.order_by("namespace").values_list("namespace", flat=True).distinct())
+        if not paths:
+            return {}
         ranking = async_to_sync(store.ranking_arguments)(tenant, query)
-        rows = MemoryItem.objects.using(queryset.db).search_paths(
-            tenant, paths, SEARCH_LIMIT, **ranking
-        )
-        rows = sorted(rows, key=lambda row: row.rank)[:SEARCH_LIMIT]
         fused = ranking.get("terms") is not None
-        found = queryset.filter(
-            tenant=tenant,
-            namespace__in={paths[row.position] for row in rows},
-            key__in={row.key for row in rows},
-        ).values_list("pk", "namespace", "key")
-        pk_of = {(namespace, key): pk for pk, namespace, key in found}
+        limit = SEARCH_LIMIT
+        while True:
+            rows = MemoryItem.objects.using(queryset.db).search_paths(
+                tenant, paths, limit, **ranking
+            )
+            rows.sort(key=lambda row: row.rank)
+            found = queryset.filter(
+                tenant=tenant,
+                namespace__in={paths[row.position] for row in rows},
+                key__in={row.key for row in rows},
+            ).values_list("pk", "namespace", "key")
+            pk_of = {(namespace, key): pk for pk, namespace, key in found}
+            hits = [row for row in rows if (paths[row.position], row.key) in pk_of]
+            # A namespace that gave ``limit`` rows may hold more, each ranked below its
+            # last: enough when that last one ranks below the SEARCH_LIMIT-th hit.
+            counts = Counter(row.position for row in rows)
+            last = {row.position: row.rank for row in rows}  # rows are best first
+            cut = [last[position] for position, count in counts.items() if count >= limit]
+            if not cut or (len(hits) >= SEARCH_LIMIT and min(cut) >= hits[SEARCH_LIMIT - 1].rank):
+                break
+            limit *= 4
         return {
             pk_of[paths[row.position], row.key]: round(-row.rank if fused else 1.0 - row.rank, 4)
-            for row in rows
-            if (paths[row.position], row.key) in pk_of
+            for row in hits[:SEARCH_LIMIT]
         }
 
     def changelist_view(self, request: Any, extra_context: Any = None) -> Any:
@@ -234,11 +306,6 @@ class MemoryItemAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdm
         if request.GET.get("q", "").strip():
             return ("score", *self.list_display)
         return self.list_display
-
-    def get_ordering(self, request: Any) -> Any:
-        if request.GET.get("q", "").strip():
-            return ("-search_score", "key")
-        return super().get_ordering(request)
 
     @admin.display(description=_("score"))
     def score(self, item: MemoryItem) -> str:
@@ -315,9 +382,25 @@ class MemoryItemAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdm
         description=_("Forget the selected memories (and their history)"), permissions=["forget"]
     )
     def forget_memories(self, request: Any, queryset: QuerySet) -> TemplateResponse | None:
-        items = list(queryset)
-        history = MemoryItem.objects.using(queryset.db).filter(_history_condition(items))
-        if request.POST.get("post") != "yes":
+        """Confirm (a count and the first ``FORGET_SHOWN`` memories and past versions),
+        then delete the memories and their past versions by primary key, and log each
+        memory's deletion, ``FORGET_CHUNK`` rows per statement."""
+        selected = list(queryset.order_by().values_list("pk", "namespace", "key"))
+        pks = [pk for pk, _namespace, _key in selected]
+        history = _history_pks(queryset.db, [(namespace, key) for _pk, namespace, key in selected])
+        rows = MemoryItem.objects.using(queryset.db)
+        select_across = request.POST.get("select_across") == "1"
+        # Select-across posts the list's filters, not the memories: what they select now
+        # must be what was confirmed.
+        changed = select_across and request.POST.get("tulip_forget_count") != str(len(selected))
+        if request.POST.get("post") != "yes" or changed:
+            if request.POST.get("post") == "yes":
+                self.message_user(
+                    request,
+                    gettext("The selection changed since it was confirmed: confirm again."),
+                    messages.WARNING,
+                )
+            shown = rows.filter(pk__in=history[:FORGET_SHOWN]).order_by("namespace", "key")
             return TemplateResponse(
                 request,
                 "admin/tulip_memory/memoryitem/forget_confirmation.html",
@@ -325,17 +408,23 @@ class MemoryItemAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdm
                     **self.admin_site.each_context(request),
                     "title": gettext("Forget memories?"),
                     "opts": self.opts,
-                    "items": [(i, content_text(i.value)) for i in items],
-                    "history": [
-                        (h, content_text(h.value)) for h in history.order_by("namespace", "key")
-                    ],
+                    "count": len(selected),
+                    "items": [(i, content_text(i.value)) for i in queryset[:FORGET_SHOWN]],
+                    "history_count": len(history),
+                    "history": [(h, content_text(h.value)) for h in shown],
                     "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
-                    "queryset": items,
+                    # Select-across posts the list's filters again (the form keeps the
+                    # URL's query) and one memory, as the list does; else the memories.
+                    "select_across": select_across,
+                    "selected_pks": pks[: 1 if select_across else None],
                 },
             )
-        self.log_deletions(request, queryset)
-        gone_history = history.clear()
-        gone = MemoryItem.objects.using(queryset.db).filter(pk__in=[i.pk for i in items]).clear()
+        gone_history = sum(rows.filter(pk__in=chunk).clear() for chunk in _chunks(history))
+        gone = 0
+        for chunk in _chunks(pks):
+            memories = rows.filter(pk__in=chunk)
+            self.log_deletions(request, memories.only("pk", "tenant", "namespace", "key"))
+            gone += memories.clear()
         self.message_user(
             request,
             ngettext(
@@ -349,13 +438,32 @@ class MemoryItemAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdm
         return None
 
 
-def _history_condition(items: list[MemoryItem]) -> Q:
-    condition = Q(pk__in=[])
-    for item in items:
-        path = history_path(item)
-        if path:
-            condition |= Q(tenant=item.tenant, namespace=path)
-    return condition
+def _history_pks(using: str, memories: list[tuple[str, str]]) -> list[int]:
+    """The primary keys of the past versions of ``memories`` (namespace, key): the rows
+    of each one's :func:`history_path`. ONE query, by the namespaces' history prefixes
+    (its size grows with the namespaces, not the memories); the rows found under them
+    are kept when they are a memory's history path."""
+    paths = set()
+    prefixes = set()
+    for namespace, key in memories:
+        labels = decode_namespace(namespace)
+        if len(labels) >= 2:
+            prefix = (*labels[:-1], HISTORY_LABEL, labels[-1])
+            prefixes.add(prefix)
+            paths.add(encode_namespace((*prefix, key)))
+    if not prefixes:
+        return []
+    found = (
+        MemoryItem.objects.using(using)
+        .filter(namespace_prefix_condition(sorted(prefixes)))
+        .values_list("pk", "namespace")
+    )
+    return sorted(pk for pk, namespace in found if namespace in paths)
+
+
+def _chunks(pks: list[int]) -> list[list[int]]:
+    """``pks`` by ``FORGET_CHUNK``: the keys of one statement each."""
+    return [pks[start : start + FORGET_CHUNK] for start in range(0, len(pks), FORGET_CHUNK)]
 
 
 def _when(value: Any) -> str:
