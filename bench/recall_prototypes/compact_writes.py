@@ -11,7 +11,11 @@ ALL``: generated columns and indexes, no trigger, no row-level security), as
 
 * ``plain``: the table as migrated;
 * ``codes``, ``postings``: one of the two parts the compact pass reads instead of the heap;
-* ``compact``: both:
+* ``compact``: both;
+* ``gin``: a GIN index over ``(tenant, namespace, search_vector)`` (the trusted
+  ``btree_gin`` extension), which the application role can only read through a
+  ``SECURITY DEFINER`` function (docs/pg_store.md, "Lexical candidates from an index");
+* ``codes+gin``: the codes and that index, no postings:
 
   - ``codes``: a stored generated ``bit varying`` column, the unit vector thermometer
     coded in two bits a dimension (three planes: above ``-t``, above 0, above ``t``, ``t =
@@ -27,7 +31,7 @@ ALL``: generated columns and indexes, no trigger, no row-level security), as
 ``../shared/data/locomo-dev``), repeated: a dialogue turn's length of words.
 
     .venv/bin/python bench/recall_prototypes/compact_writes.py [--rows 100000]
-        [--texts bench|locomo] [--rounds 2]
+        [--texts bench|locomo] [--rounds 2] [--modes plain gin ...]
 """
 
 from __future__ import annotations
@@ -52,7 +56,7 @@ from pg_store import DIM, Layout, SeededEmbedding, _item_table, load_copy
 from recall import load_conversations
 
 TENANTS = 20
-MODES = ("plain", "codes", "postings", "compact")
+MODES = ("plain", "codes", "postings", "compact", "gin", "codes+gin")
 
 CODES = """
 CREATE FUNCTION bench_codes(v vector) RETURNS bit varying
@@ -124,8 +128,16 @@ def posting_schema(table: str, app_role: str, policy: str) -> list[str]:
     ]
 
 
+def gin_schema(table: str) -> list[str]:
+    return [
+        "CREATE EXTENSION IF NOT EXISTS btree_gin",
+        f"CREATE INDEX bench_lexical ON {table} USING gin (tenant, namespace, search_vector)",
+    ]
+
+
 def plain_schema(table: str) -> list[str]:
     return [
+        "DROP INDEX IF EXISTS bench_lexical",
         f"DROP TRIGGER IF EXISTS bench_posting_insert ON {table}",
         f"DROP TRIGGER IF EXISTS bench_posting_update ON {table}",
         f"DROP TRIGGER IF EXISTS bench_posting_delete ON {table}",
@@ -181,18 +193,21 @@ async def run(args: argparse.Namespace, urls: Any) -> dict[str, list[dict[str, f
     rows = list(items(layout, locomo_texts() if args.texts == "locomo" else None))
     table = _item_table()
     app_role = psycopg.conninfo.conninfo_to_dict(urls.app)["user"]
-    results: dict[str, list[dict[str, float]]] = {mode: [] for mode in MODES}
+    results: dict[str, list[dict[str, float]]] = {mode: [] for mode in args.modes}
     for _ in range(args.rounds):
-        for mode in MODES:
+        for mode in args.modes:
             with psycopg.connect(urls.admin, autocommit=True) as conn:
                 for statement in plain_schema(table):
                     conn.execute(statement)
                 conn.execute(f"TRUNCATE {table}")
-                if mode in ("codes", "compact"):
+                if mode in ("codes", "compact", "codes+gin"):
                     for statement in codes_schema(table):
                         conn.execute(statement)
                 if mode in ("postings", "compact"):
                     for statement in posting_schema(table, app_role, policy_expression()):
+                        conn.execute(statement)
+                if mode in ("gin", "codes+gin"):
+                    for statement in gin_schema(table):
                         conn.execute(statement)
                 conn.execute(f"VACUUM ANALYZE {table}")
             put = await put_all(store, rows, args.chunk)
@@ -218,6 +233,7 @@ def main() -> None:
     parser.add_argument("--chunk", type=int, default=5_000)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--texts", choices=("bench", "locomo"), default="bench")
+    parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
     args = parser.parse_args()
     with embedded_workdir("tulip-bench-compact-writes-") as tmp:
         urls = setup_django(Path(tmp), VECTOR_DIMENSIONS=DIM)
