@@ -133,7 +133,7 @@ def _lexical_function_sql(schema: str, table: str) -> str:
     in_tenant text, in_path text, in_words tsquery, in_lexemes text[], in_now timestamptz,
     in_k1 float8, in_b float8, in_pool integer)
 RETURNS TABLE (item_id bigint, bm25 float8)
-LANGUAGE sql STABLE SECURITY DEFINER
+LANGUAGE sql STABLE SECURITY DEFINER ROWS 50
 SET search_path = pg_catalog, pg_temp
 AS $body$
 WITH hits AS MATERIALIZED (

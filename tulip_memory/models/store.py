@@ -633,9 +633,11 @@ class MemoryItemQuerySet(models.QuerySet):
             f"FROM {LEXICAL_FUNCTION}(%(tenant)s, p.path, (SELECT tsq FROM q), "
             "(SELECT lexemes FROM q), %(lexical_now)s::timestamptz, %(k1)s, %(b)s, "
             "%(pool)s) l)",
-            # Each lexical candidate's distance (NULL without a usable vector).
-            f"worded AS MATERIALIZED (SELECT l.id, l.score, {distance} AS distance "
-            f"FROM lexical l JOIN {table} c ON c.{id_} = l.id)",
+            # Each lexical candidate's distance (NULL without a usable vector), looked up
+            # by primary key (LIMIT 1: one lookup per row, never a whole-table join).
+            "worded AS MATERIALIZED (SELECT l.id, l.score, d.distance FROM lexical l "
+            f"CROSS JOIN LATERAL (SELECT {distance} AS distance FROM {table} c "
+            f"WHERE c.{id_} = l.id LIMIT 1) d)",
         ]
         pooled = "SELECT id, score, distance FROM worded"
         if with_vector:
