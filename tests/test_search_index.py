@@ -107,7 +107,10 @@ def test_only_roles_that_may_read_the_table_may_call_the_function():
             [LEXICAL_FUNCTION],
         )
         definer, config, owner = cursor.fetchone()
-    assert definer and config == ["search_path=pg_catalog, pg_temp"]
+    assert definer and config == [
+        "search_path=pg_catalog, pg_temp",
+        "plan_cache_mode=force_custom_plan",
+    ]
     with connections["owner"].cursor() as cursor:
         cursor.execute("SELECT current_user")
         assert cursor.fetchone() == (owner,)

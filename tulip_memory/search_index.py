@@ -121,6 +121,10 @@ def _lexical_function_sql(schema: str, table: str) -> str:
     ``search_vector`` (cut to the query's lexemes: weighted A, only the A positions
     kept), df the hits holding it, N and the average length those of the namespace's live
     rows (computed only when there are hits). ``now`` NULL: no row has expired.
+
+    Planned at each call with its arguments: a generic plan (PostgreSQL's choice after
+    five calls in a session, or the search's own under prepared statements) does not know
+    the namespace's size, and chose to filter every row of it instead of the GIN index.
     """
     # The tenant policy's own predicate, on the one table in scope (the arguments' names
     # are prefixed: none is a column's).
@@ -135,6 +139,7 @@ def _lexical_function_sql(schema: str, table: str) -> str:
 RETURNS TABLE (item_id bigint, bm25 float8)
 LANGUAGE sql STABLE SECURITY DEFINER ROWS 50
 SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_custom_plan
 AS $body$
 WITH hits AS MATERIALIZED (
     SELECT h.id, h.dl, (h.u).lexeme AS lexeme, array_length((h.u).positions, 1) AS tf
