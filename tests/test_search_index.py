@@ -238,3 +238,39 @@ def test_the_width_statements_change_the_column_and_keep_the_codes():
         # Planes: above -t, above 0, above t (t = 0.6745 / sqrt(8) of the unit vector).
         assert cursor.fetchone() == ("10111011" + "10101001" + "10001000",)
     assert _schema(owner) == {**MIGRATED, "embedding": "vector(8)"}
+
+
+@pytest.mark.django_db
+def test_a_missing_btree_gin_the_owner_cannot_create_fails_with_the_fix():
+    import os
+    import uuid
+
+    import psycopg
+
+    from tests.migration_connections import connect, with_database
+    from tulip_memory.exceptions import ConfigurationError
+    from tulip_memory.search_index import _require_btree_gin
+
+    admin_url = os.environ["TULIP_TEST_ADMIN_URL"]
+    name = f"tulip_nogin_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(admin_url, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name}")  # owned by the superuser
+    try:
+        owner_url = with_database(os.environ["DATABASE_OWNER_URL"], name)
+        with (
+            connect(owner_url, "tulip_nogin_owner") as owner,
+            owner.schema_editor(atomic=False) as editor,
+            pytest.raises(ConfigurationError, match=r"CREATE EXTENSION btree_gin"),
+        ):
+            _require_btree_gin(editor)
+        with (
+            connect(with_database(admin_url, name), "tulip_nogin_admin") as admin,
+            admin.schema_editor(atomic=False) as editor,
+        ):
+            _require_btree_gin(editor)  # a superuser creates it
+            with admin.cursor() as cursor:
+                cursor.execute("SELECT count(*) FROM pg_extension WHERE extname = 'btree_gin'")
+                assert cursor.fetchone() == (1,)
+    finally:
+        with psycopg.connect(admin_url, autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")

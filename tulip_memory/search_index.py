@@ -63,7 +63,7 @@ WORDS_INDEX = "tulip_store_item_words"
 OWNER_READ_POLICY = "tulip_owner_read"
 LEXICAL_FUNCTION = "tulip_memory_lexical_pool"
 # The function's argument types, in order (its identity for GRANT, REVOKE and DROP).
-LEXICAL_ARGUMENTS = "text, text, tsquery, text[], timestamptz, float8, float8, integer"
+LEXICAL_ARGUMENTS = "text, text, tsquery, text[], timestamptz, float8, float8, bigint"
 CODES_COLUMN = "search_codes"
 
 
@@ -135,7 +135,7 @@ def _lexical_function_sql(schema: str, table: str) -> str:
     )
     return f"""CREATE FUNCTION {schema}.{LEXICAL_FUNCTION}(
     in_tenant text, in_path text, in_words tsquery, in_lexemes text[], in_now timestamptz,
-    in_k1 float8, in_b float8, in_pool integer)
+    in_k1 float8, in_b float8, in_pool bigint)
 RETURNS TABLE (item_id bigint, bm25 float8)
 LANGUAGE sql STABLE SECURITY DEFINER ROWS 50
 SET search_path = pg_catalog, pg_temp
@@ -158,6 +158,32 @@ GROUP BY h.id ORDER BY score DESC LIMIT in_pool
 $body$"""
 
 
+def _require_btree_gin(schema_editor: Any) -> None:
+    """Create ``btree_gin`` if it is missing and the migrating role may (a superuser, or
+    a role with CREATE on the database: it is a trusted extension); else fail with the
+    command that fixes it, having changed nothing."""
+    with schema_editor.connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT EXISTS (SELECT FROM pg_extension WHERE extname = 'btree_gin'), "
+            "has_database_privilege(current_database(), 'CREATE') OR (SELECT rolsuper "
+            "FROM pg_roles WHERE rolname = current_user), current_database()"
+        )
+        exists, allowed, database = cursor.fetchone()
+    if exists:
+        return
+    if allowed:
+        schema_editor.execute("CREATE EXTENSION IF NOT EXISTS btree_gin", params=None)
+        return
+    from tulip_memory.exceptions import ConfigurationError
+
+    raise ConfigurationError(
+        f"The btree_gin extension is not installed in database {database!r}, and the "
+        "migrating role cannot create it (it needs CREATE on the database). Run as a "
+        f'superuser:\n\n    psql -d {database} -c "CREATE EXTENSION btree_gin"\n\n'
+        "(manage.py tulip_memory_setup_roles does), then migrate again."
+    )
+
+
 class AddSearchIndex(Operation):
     """The codes, both indexes, the owner's read policy and the lexical function (the
     module's docstring says why), on the store item table ``model_name``.
@@ -167,8 +193,9 @@ class AddSearchIndex(Operation):
     role's through default privileges): the function returns ids and scores of rows the
     caller's tenant policy shows, which a role without SELECT on the table must not read.
     A role granted SELECT later needs ``GRANT EXECUTE ON FUNCTION`` too (docs/pg_store.md).
-    ``btree_gin`` is a trusted extension: the database's owner (the migrating role of the
-    two-role layout) creates it; reversing keeps it, as other apps may use it. Not part
+    ``btree_gin`` is a trusted extension: a role with CREATE on the database (its owner)
+    creates it, otherwise a superuser must (:func:`tulip_memory.database_roles.
+    database_setup_sql` does); reversing keeps it, as other apps may use it. Not part
     of the model state (the ORM never reads these); other vendors get nothing.
     """
 
@@ -193,8 +220,8 @@ class AddSearchIndex(Operation):
             schema = quote(cursor.fetchone()[0])
         table = f"{schema}.{quote(model._meta.db_table)}"
         function = f"{schema}.{LEXICAL_FUNCTION}({LEXICAL_ARGUMENTS})"
+        _require_btree_gin(schema_editor)
         for statement in [
-            "CREATE EXTENSION IF NOT EXISTS btree_gin",
             *_codes_sql(table, quote),
             f"CREATE INDEX {quote(WORDS_INDEX)} ON {table} USING gin "
             f"(tenant, namespace, search_vector) WHERE {indexed()}",
