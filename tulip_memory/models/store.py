@@ -12,7 +12,9 @@ statement: :func:`live_predicate`, one separate condition) and the sweep deletes
 :meth:`MemoryItemQuerySet.expired` (partial index ``tulip_store_item_expiry``).
 
 Indexes, the unique constraint and the vector column's type are PostgreSQL's; on other
-vendors the table is created plainly (PgMemory refuses them).
+vendors the table is created plainly (PgMemory refuses them). The generated search columns
+and the indexes text search reads (migrations 0006 and 0014, :mod:`tulip_memory.search_index`)
+are not in the model state: the ORM never writes nor reads them.
 """
 
 from __future__ import annotations
@@ -430,7 +432,7 @@ class MemoryItemQuerySet(models.QuerySet):
         A text query without ``subtree``, ``value_condition`` nor ``metadata`` (which need
         every row) reads the indexes of :mod:`tulip_memory.search_index` instead of the
         namespace's rows, when its vector (an array) has codes and every path fits the
-        indexes (:meth:`_hybrid` says how); ``use_indexes=False`` forces the statement that
+        indexes (:meth:`_hybrid_indexed` says how); ``use_indexes=False`` forces the statement that
         reads every row. Both give the same results for a namespace of at most
         ``pass_pool`` rows.
         """
