@@ -128,3 +128,36 @@ def test_every_tenant_table_registers_its_tenants():
         )
         registered = {name for (name,) in cursor.fetchall()}
     assert registered == set(tenant_tables())
+
+
+@pytest.mark.django_db(transaction=True, databases=["default", "owner"])
+def test_the_search_index_migration_goes_back_and_forth_as_the_owner():
+    from django.db import connection, connections
+
+    from tulip_memory.search_index import LEXICAL_FUNCTION, PASS_INDEX, WORDS_INDEX
+
+    def made() -> tuple[object, ...]:
+        with connections["owner"].cursor() as cursor:
+            cursor.execute(
+                "SELECT to_regclass(%s) IS NOT NULL, to_regclass(%s) IS NOT NULL, "
+                "EXISTS (SELECT FROM pg_proc WHERE proname = %s), "
+                "EXISTS (SELECT FROM pg_attribute WHERE attname = 'search_codes' "
+                "AND attrelid = 'tulip_memory_store_item'::regclass AND NOT attisdropped)",
+                [PASS_INDEX, WORDS_INDEX, LEXICAL_FUNCTION],
+            )
+            return cursor.fetchone()
+
+    assert made() == (True, True, True, True)
+    try:
+        call_command("migrate", "tulip_memory", "0013", database="owner", verbosity=0)
+        assert made() == (False, False, False, False)
+    finally:
+        call_command("migrate", "tulip_memory", database="owner", verbosity=0)
+    assert made() == (True, True, True, True)
+    with connection.cursor() as cursor:  # the application role may call it again
+        cursor.execute(
+            "SELECT has_function_privilege(current_user, oid, 'EXECUTE') FROM pg_proc "
+            "WHERE proname = %s",
+            [LEXICAL_FUNCTION],
+        )
+        assert cursor.fetchone() == (True,)

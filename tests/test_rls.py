@@ -11,6 +11,7 @@ from django.db.migrations.executor import MigrationExecutor
 from tests.migration_connections import connect, state_after_0001, with_database
 from tulip_memory.checks.tenancy import check_connection, check_tenant_databases
 from tulip_memory.rls import POLICY_NAME, EnableTenantRowLevelSecurity
+from tulip_memory.search_index import OWNER_READ_POLICY
 
 TABLE = "tulip_memory_store_item"
 
@@ -102,19 +103,21 @@ def test_row_level_security_operation_is_reversible():
         with owner.cursor() as cursor:
             cursor.execute(
                 "SELECT relrowsecurity, relforcerowsecurity, "
-                "(SELECT array_agg(polname) FROM pg_policy WHERE polrelid = c.oid) "
+                "(SELECT array_agg(polname ORDER BY polname) FROM pg_policy "
+                "WHERE polrelid = c.oid) "
                 "FROM pg_class c WHERE relname = %s",
                 [TABLE],
             )
             return cursor.fetchone()
 
-    assert flags() == (True, True, [POLICY_NAME])
+    # (The owner's read policy is tulip_memory.search_index's.)
+    assert flags() == (True, True, [OWNER_READ_POLICY, POLICY_NAME])
     with owner.schema_editor() as editor:
         operation.database_backwards("tulip_memory", editor, state, state)
-    assert flags() == (False, False, None)
+    assert flags() == (False, False, [OWNER_READ_POLICY])
     with owner.schema_editor() as editor:
         operation.database_forwards("tulip_memory", editor, state, state)
-    assert flags() == (True, True, [POLICY_NAME])
+    assert flags() == (True, True, [OWNER_READ_POLICY, POLICY_NAME])
 
 
 def test_operation_serialises_into_migration_files():

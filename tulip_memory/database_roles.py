@@ -10,7 +10,8 @@ database of tulip_memory is used by two roles:
   creates later through default privileges, and those it already owns (a project's own
   tables, when tulip_memory joins an existing database) through grants on each.
 
-``pgvector`` is not a trusted extension, so a superuser creates it. The statements here
+``pgvector`` is not a trusted extension, so a superuser creates it (and ``btree_gin``,
+trusted, which an owner role without CREATE on the database could not create). The statements here
 are idempotent and are what ``manage.py tulip_memory_setup_roles`` runs (or prints with
 ``--dry-run``) and what :func:`tulip_memory.testing.postgres.bootstrap_database` runs on
 an embedded or test server. Needs psycopg only.
@@ -71,7 +72,8 @@ def database_setup_sql(
     tables: Sequence[str] = (),
     sequences: Sequence[str] = (),
 ) -> list[Any]:
-    """What a superuser runs inside ``dbname`` (idempotent): the vector extension, the
+    """What a superuser runs inside ``dbname`` (idempotent): the vector and btree_gin
+    extensions (the search index of migration 0014 needs the latter), the
     ``public`` schema owned by ``owner``, and the application role's rights on what
     ``owner`` creates there (DML only; TRUNCATE with ``app_can_truncate``) and on the
     ``tables`` and ``sequences`` of ``public`` it already owns (:func:`schema_objects`):
@@ -95,6 +97,8 @@ def database_setup_sql(
         )
     return [
         sql.SQL("CREATE EXTENSION IF NOT EXISTS vector"),
+        # Trusted, but the owner role may not have CREATE on a database it does not own.
+        sql.SQL("CREATE EXTENSION IF NOT EXISTS btree_gin"),
         sql.SQL("ALTER SCHEMA public OWNER TO {}").format(owner_id),
         sql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(db, owner_id),
         sql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(db, app_id),

@@ -315,7 +315,13 @@ def test_the_settings_a_policy_reads_are_found_in_postgresqls_text_of_it():
 def test_policies_reading_another_setting_than_tenant_setting_are_e019(settings):
     assert _e019(check_connection(connections["default"], "default")) == []
     settings.TULIP_MEMORY = {"TENANT_SETTING": "other.tenant"}
-    [error] = _e019(check_connection(connections["default"], "default"))  # one for all
+    # One for all the policies, one for the lexical search function.
+    [error, function] = _e019(check_connection(connections["default"], "default"))
+    assert function.msg.startswith(
+        "The search function 'tulip_memory_lexical_pool' reads 'tulip_memory.tenant', but "
+        "TULIP_MEMORY['TENANT_SETTING'] is 'other.tenant'"
+    )
+    assert "migrate tulip_memory 0013 --database=owner" in function.hint
     assert error.msg == (
         f"The policies 'tulip_tenant_isolation' of the tenant tables {tenant_tables()} read "
         "'tulip_memory.tenant', but TULIP_MEMORY['TENANT_SETTING'] is 'other.tenant', the "
@@ -343,7 +349,7 @@ def test_policies_reading_another_setting_than_tenant_setting_are_e019(settings)
     statements = error.hint.split("for each table T: ", 1)[1]
     with owner.cursor() as cursor:
         cursor.execute(statements.replace(" ON T", " ON tulip_memory_store_item"))
-    [error] = _e019(check_connection(owner, "owner"))
+    [error, _function] = _e019(check_connection(owner, "owner"))
     assert "tulip_memory_store_item" not in error.msg
     assert "'tulip_memory_checkpoint'" in error.msg
 

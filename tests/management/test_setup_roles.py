@@ -81,6 +81,7 @@ def test_sets_up_a_fresh_database_idempotently_and_the_two_roles_work(fresh_data
         }
         assert roles == {owner: (False, False, True, False), app: (False, False, True, True)}
         assert conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone()
+        assert conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'btree_gin'").fetchone()
         schema_owner = conn.execute(
             "SELECT pg_get_userbyid(nspowner) FROM pg_namespace WHERE nspname = 'public'"
         ).fetchone()[0]
@@ -257,6 +258,7 @@ def test_dry_run_prints_the_sql_through_any_connection():
     assert not any('CREATE ROLE "tulip_owner"' in line for line in lines)  # it exists
     assert "-- role 'tulip_owner' exists: kept as it is" in lines
     assert "CREATE EXTENSION IF NOT EXISTS vector;" in lines
+    assert "CREATE EXTENSION IF NOT EXISTS btree_gin;" in lines
     assert 'GRANT CONNECT ON DATABASE "tulip_test" TO "someone_new";' in lines
     assert 'GRANT CONNECT ON DATABASE "tulip_test" TO "tulip_owner";' in lines
     # The tables the owner already owns are granted too (default privileges cover only

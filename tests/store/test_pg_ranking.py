@@ -96,7 +96,7 @@ def test_rows_without_a_vector_rank_by_their_words():
 
 
 @pytest.mark.django_db(transaction=True, databases=["default", "owner"])
-def test_search_many_is_one_statement_and_reads_each_namespace_through_the_btree():
+def test_search_many_is_one_statement_and_reads_each_namespace_through_the_indexes():
     with tenant_atomic("acme"), connection.cursor() as cursor:
         # 12,000 rows in 24 namespaces (500 each), "zebra" in 1 row of 50, no vectors.
         cursor.execute(
@@ -119,8 +119,20 @@ def test_search_many_is_one_statement_and_reads_each_namespace_through_the_btree
     assert together == [sync(store.search)(ns, "zebra", limit=5) for ns in namespaces]
     with tenant_atomic("acme"):
         plan = explain(*statements[0])
-    # Each namespace's rows come from the (tenant, namespace) btree, never a whole-table
-    # scan. (No GIN index: under row-level security `@@` could not use it.)
+    # Each namespace's vectors come from its codes in the covering index alone, its words
+    # from the lexical function (the GIN index); never a whole-table scan.
+    assert "Index Only Scan using tulip_store_item_pass" in plan, plan
+    assert "tulip_memory_lexical_pool" in plan, plan
+    assert "Seq Scan on tulip_memory_store_item" not in plan, plan
+    # The statement that reads every row (for what the indexes cannot serve) reads each
+    # namespace's rows through the (tenant, namespace) btree.
+    with tenant_atomic("acme"):
+        ranking = sync(store.ranking_arguments)("acme", "zebra")
+        with executions() as calls:
+            MemoryItem.objects.search_paths(
+                "acme", ["acme/ns0", "acme/ns2"], 5, use_indexes=False, **ranking
+            )
+        plan = explain(*search_statements(calls)[0])
     assert "tulip_store_item_recent" in plan, plan
     assert "Seq Scan on tulip_memory_store_item" not in plan, plan
 

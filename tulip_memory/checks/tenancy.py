@@ -2,8 +2,10 @@
 
 On the aliases of ``TULIP_MEMORY["TENANT_DATABASES"]``: E010 superuser role, E011
 BYPASSRLS role, E012 tenant table without ENABLE/FORCE row level security, E013 tenant
-table whose policies are not exactly the expected one, E019 that policy reads another
-setting than ``TENANT_SETTING`` (or none), E014 vector column narrower or wider than
+table whose policies are not exactly the expected one (the store item table also has its
+owner's read policy), E019 that policy, or the lexical search function
+(:mod:`tulip_memory.search_index`), reads another setting than ``TENANT_SETTING`` (or
+none), E014 vector column narrower or wider than
 ``VECTOR_DIMENSIONS``, W010 the role owns tenant tables. The policy itself is created by
 :class:`tulip_memory.rls.EnableTenantRowLevelSecurity`. (The shape of these settings is
 checked without a database: E002-E004, :mod:`tulip_memory.checks.settings`.)
@@ -40,6 +42,7 @@ from django.core import checks
 
 from tulip_memory.checks.settings import tenant_databases, tenant_setting, vector_dimensions
 from tulip_memory.rls import POLICY_NAME, tenant_tables
+from tulip_memory.search_index import LEXICAL_FUNCTION, OWNER_READ_POLICY, vector_width_sql
 
 __all__ = [
     "check_connection",
@@ -105,6 +108,8 @@ def _check_alias(alias: str) -> list[checks.CheckMessage]:
 
 def check_connection(connection: Any, alias: str) -> list[checks.CheckMessage]:
     """Row-level security problems seen through ``connection`` (of database ``alias``)."""
+    from tulip_memory.models.store import MemoryItem
+
     tables = tenant_tables()
     errors: list[checks.CheckMessage] = []
     with connection.cursor() as cursor:
@@ -115,8 +120,14 @@ def check_connection(connection: Any, alias: str) -> list[checks.CheckMessage]:
         cursor.execute(
             "SELECT c.relname, c.relrowsecurity, c.relforcerowsecurity, "
             "pg_get_userbyid(c.relowner) = current_user, "
+            # The owner's read policy of the store item table (tulip_memory.search_index)
+            # is expected there, and only as created: SELECT, permissive, to the owner
+            # alone, USING (true).
             "coalesce(array_agg(p.polname ORDER BY p.polname) "
-            "FILTER (WHERE p.polname IS NOT NULL), '{}'), "
+            "FILTER (WHERE p.polname IS NOT NULL AND NOT (c.relname = %s "
+            "AND p.polname = %s AND p.polcmd = 'r' AND p.polpermissive "
+            "AND p.polroles = ARRAY[c.relowner] AND pg_get_expr(p.polqual, p.polrelid) = 'true' "
+            "AND p.polwithcheck IS NULL)), '{}'), "
             # The expressions of tulip_memory's own policy, as pg_policies shows them
             # (its qual and with_check columns). pg_get_expr opens the table (ACCESS
             # SHARE): the check waits for a migration that holds it exclusively.
@@ -125,9 +136,15 @@ def check_connection(connection: Any, alias: str) -> list[checks.CheckMessage]:
             "FROM pg_class c LEFT JOIN pg_policy p ON p.polrelid = c.oid "
             "WHERE c.relname = ANY(%s) AND c.relkind = 'r' AND pg_table_is_visible(c.oid) "
             "GROUP BY c.oid, c.relname, c.relrowsecurity, c.relforcerowsecurity, c.relowner",
-            [POLICY_NAME, POLICY_NAME, tables],
+            [MemoryItem._meta.db_table, OWNER_READ_POLICY, POLICY_NAME, POLICY_NAME, tables],
         )
         rows = cursor.fetchall()
+        # The lexical search function applies the tenant policy's predicate itself.
+        cursor.execute(
+            "SELECT prosrc FROM pg_proc WHERE proname = %s AND pg_function_is_visible(oid)",
+            [LEXICAL_FUNCTION],
+        )
+        functions = [source for (source,) in cursor.fetchall()]
         cursor.execute(
             "SELECT c.relname, a.attname, a.atttypmod FROM pg_attribute a "
             "JOIN pg_class c ON c.oid = a.attrelid JOIN pg_type t ON t.oid = a.atttypid "
@@ -189,6 +206,7 @@ def check_connection(connection: Any, alias: str) -> list[checks.CheckMessage]:
     # (table, qual, with_check) of each tenant table that has tulip_memory's policy.
     expressions = [(row[0], row[5], row[6]) for row in rows if POLICY_NAME in row[4]]
     errors.extend(_policy_setting_errors(expressions))
+    errors.extend(_function_setting_errors(functions))
     return errors
 
 
@@ -252,6 +270,32 @@ def _policy_setting_errors(
     return errors
 
 
+def _function_setting_errors(sources: list[str]) -> list[checks.CheckMessage]:
+    """E019: the lexical search function (``sources``: its body, if it exists) does not
+    read ``TENANT_SETTING`` alone."""
+    setting = tenant_setting()
+    if setting is None:
+        return []  # not a setting name: E004
+    errors: list[checks.CheckMessage] = []
+    for source in sources:
+        read = settings_read(source)
+        if read == [setting.lower()]:
+            continue
+        what = f"reads {', '.join(map(repr, read))}" if read else "reads no setting"
+        errors.append(
+            checks.Error(
+                f"The search function {LEXICAL_FUNCTION!r} {what}, but "
+                f"TULIP_MEMORY['TENANT_SETTING'] is {setting!r}: a search would never find "
+                "a word of the pinned tenant's memories, or those of a tenant set elsewhere.",
+                hint="Set TENANT_SETTING to the setting it reads, or recreate it as the "
+                "owner: manage.py migrate tulip_memory 0013 --database=owner, then "
+                "manage.py migrate --database=owner.",
+                id="tulip_memory.E019",
+            )
+        )
+    return errors
+
+
 def _vector_width_errors(columns: list[tuple[str, str, int]]) -> list[checks.CheckMessage]:
     wanted = vector_dimensions()
     if wanted is None:
@@ -260,14 +304,24 @@ def _vector_width_errors(columns: list[tuple[str, str, int]]) -> list[checks.Che
         checks.Error(
             f"Column {table}.{column} is vector({width}), but "
             f"TULIP_MEMORY['VECTOR_DIMENSIONS'] is {wanted}: every write would fail.",
-            hint=f"Set VECTOR_DIMENSIONS = {width}, or (as the owner) ALTER TABLE {table} "
-            f"ALTER COLUMN {column} TYPE vector({wanted}) USING NULL (every vector is "
-            "cleared), then run manage.py tulip_memory_reembed.",
+            hint=f"Set VECTOR_DIMENSIONS = {width}, or as the owner, in one transaction: "
+            + "; ".join(_width_statements(table, column, wanted))
+            + "; then manage.py tulip_memory_reembed re-embeds every row.",
             id="tulip_memory.E014",
         )
         for table, column, width in columns
         if width > 0 and width != wanted
     ]
+
+
+def _width_statements(table: str, column: str, width: int) -> list[str]:
+    """What makes ``table.column`` ``vector(width)``: the store's own statements for its
+    vector column (its generated codes depend on it), a plain ``ALTER`` otherwise."""
+    from tulip_memory.models.store import MemoryItem
+
+    if table == MemoryItem._meta.db_table and column == "embedding":
+        return vector_width_sql(table, width)
+    return [f"ALTER TABLE {table} ALTER COLUMN {column} TYPE vector({width}) USING NULL"]
 
 
 def check_tenant_databases(

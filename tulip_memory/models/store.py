@@ -12,7 +12,9 @@ statement: :func:`live_predicate`, one separate condition) and the sweep deletes
 :meth:`MemoryItemQuerySet.expired` (partial index ``tulip_store_item_expiry``).
 
 Indexes, the unique constraint and the vector column's type are PostgreSQL's; on other
-vendors the table is created plainly (PgMemory refuses them).
+vendors the table is created plainly (PgMemory refuses them). The generated search columns
+and the indexes text search reads (migrations 0006 and 0014, :mod:`tulip_memory.search_index`)
+are not in the model state: the ORM never writes nor reads them.
 """
 
 from __future__ import annotations
@@ -32,9 +34,16 @@ from django.utils.translation import gettext_lazy as _
 from pgvector.django import VectorField
 
 from tulip_memory.namespaces import NAMESPACE_SEPARATOR, encode_namespace
+from tulip_memory.search_index import (
+    CODES_MAX_DIMENSIONS,
+    INDEXED_NAMESPACE_MAX_BYTES,
+    LEXICAL_FUNCTION,
+    indexed,
+)
 from tulip_memory.tenancy import TENANT_MAX_LENGTH
 
 __all__ = [
+    "PASS_POOL",
     "SEARCH_TEXT_MAX_BYTES",
     "EmbeddingField",
     "MemoryItem",
@@ -142,6 +151,37 @@ _QUERY_LEXEMES = (
     "coalesce(replace(strip(v)::text, ' ', ' | '), '')::tsquery AS tsq "
     "FROM (SELECT to_tsvector(%(config)s::regconfig, %(query)s) AS v) t) "
 )
+
+
+# The vector candidates of a text query in a namespace: the best PASS_POOL rows of the
+# index-only pass over the codes (search_index), re-ranked by exact cosine distance. A
+# namespace of at most this many rows is therefore ranked exactly; over it, the pass kept
+# the exact top 10 in 0.996-1.0 of the queries on isotropic random vectors (the hardest
+# case: docs/pg_store.md, "Exact search at 50k rows").
+PASS_POOL = 1000
+
+# The query's coordinates (of the unit vector, in its standard deviations) quantised to
+# two bits with a Gaussian's Lloyd-Max levels: thresholds at 0 and +-LLOYD_MAX_THRESHOLD,
+# levels +-0.4528 and +-1.510, i.e. -1.510 + CODE_WEIGHTS[0] * bit0 + CODE_WEIGHTS[1] * bit1.
+LLOYD_MAX_THRESHOLD = 0.9816
+CODE_WEIGHTS = (1.0572, 1.9628)
+
+
+def query_planes(vector: np.ndarray) -> tuple[str, str]:
+    """The query's two bit planes, each repeated over a row's three planes of codes.
+
+    A row's rank is the inner product of the query's levels with its own (the number of
+    its planes a coordinate is above: 0 to 3). As a sum of Hamming distances
+    (``|Q and R| = (|Q| + |R| - hamming(Q, R)) / 2``), it is a constant minus
+    ``(CODE_WEIGHTS[0] * hamming(Q0, R) + CODE_WEIGHTS[1] * hamming(Q1, R)) / 2``, plus a
+    multiple of the row's bit count that is zero here: the levels are symmetric.
+    """
+    q = np.asarray(vector, dtype=np.float64)
+    q = q / (np.linalg.norm(q) or 1.0)
+    step = LLOYD_MAX_THRESHOLD * q.std()
+    level = np.digitize(q, [-step, 0.0, step])
+    low, high = (np.tile((level >> bit) & 1, 3).astype(np.uint8) + ord("0") for bit in (0, 1))
+    return low.tobytes().decode(), high.tobytes().decode()
 
 
 def live_predicate(alias: str, column: str, parameter: str = "now") -> str:
@@ -359,6 +399,8 @@ class MemoryItemQuerySet(models.QuerySet):
         subtree: bool = False,
         value_condition: Callable[[str], tuple[str, dict[str, Any]]] | None = None,
         now: datetime | None = None,
+        pass_pool: int = PASS_POOL,
+        use_indexes: bool = True,
     ) -> list[SearchRow]:
         """Rank each namespace path of ``tenant`` on its own, in ONE statement.
 
@@ -386,6 +428,13 @@ class MemoryItemQuerySet(models.QuerySet):
 
         ``vector`` is best a float32 array: it travels in binary rather than being
         printed as text and parsed back; pgvector's text form is accepted too.
+
+        A text query without ``subtree``, ``value_condition`` nor ``metadata`` (which need
+        every row) reads the indexes of :mod:`tulip_memory.search_index` instead of the
+        namespace's rows, when its vector (an array) has codes and every path fits the
+        indexes (:meth:`_hybrid_indexed` says how); ``use_indexes=False`` forces the statement that
+        reads every row. Both give the same results for a namespace of at most
+        ``pass_pool`` rows.
         """
         n = self._sql_names()
         params: dict[str, Any] = {"tenant": tenant, "paths": list(paths), "limit": limit}
@@ -421,7 +470,14 @@ class MemoryItemQuerySet(models.QuerySet):
                 query=" ".join(terms), config=config, weight=weight, k1=bm25[0], b=bm25[1]
             )
             prefix = _QUERY_LEXEMES
-            ranked = self._hybrid(n, " AND ".join(conditions), usable, vector is not None, params)
+            if use_indexes and _indexes_serve(paths, vector, subtree, value_condition, metadata):
+                ranked = self._hybrid_indexed(
+                    n, " AND ".join(conditions), usable, params, pass_pool=pass_pool
+                )
+            else:
+                ranked = self._hybrid(
+                    n, " AND ".join(conditions), usable, vector is not None, params
+                )
         elif vector is None:
             ranked = (
                 f"SELECT c.{n['id']} AS id, 0.0::float8 AS rank, false AS lexical "
@@ -511,10 +567,8 @@ class MemoryItemQuerySet(models.QuerySet):
         tie-break columns (``updated_at``, ``key``) are read only for the pooled rows
         that can still make the top ``limit``.
 
-        Why the btree and not the GIN index of ``search_vector``: under row-level
-        security the planner may only use an index for a leakproof operator, and ``@@``
-        is not one, so the match is a filter over the namespace's rows, which the vector
-        part reads anyway (docs/pg_store.md, "Ranking").
+        This statement reads every row of the namespace; :meth:`_hybrid_indexed` ranks the
+        same way from the indexes, for the searches they can serve.
         """
         params["pool"] = max(50, 5 * params["limit"])
         table, id_ = n["table"], n["id"]
@@ -551,25 +605,69 @@ class MemoryItemQuerySet(models.QuerySet):
             "pooled AS MATERIALIZED (SELECT b.id, max(b.score) AS score, min(b.distance) AS "
             "distance FROM (SELECT id, score, distance FROM lexical UNION ALL "
             "SELECT id, NULL, distance FROM semantic) b GROUP BY b.id)",
-            # The fused score of each pooled row, computed once: the cut below compares
-            # these very values.
-            "fused AS MATERIALIZED (SELECT u.id, u.distance IS NULL AS lexical, "
-            "coalesce(u.score / nullif(max(u.score) OVER (), 0), 0) "
-            "+ %(weight)s * coalesce(1.0 - u.distance, 0.0) AS score FROM pooled u)",
         ]
-        return (
-            f"WITH {', '.join(parts)} "
-            "SELECT f.id, -f.score AS rank, f.lexical FROM fused f "
-            # The tie-break columns, looked up by primary key (LIMIT 1: one lookup per
-            # row, never a join the planner could turn into a whole-table scan), for the
-            # rows scoring at least the limit-th best score only: a row below it cannot
-            # make the top ``limit``, whatever its tie-break.
-            f"CROSS JOIN LATERAL (SELECT r.{n['updated_at']} AS updated_at, r.{n['key']} AS key "
-            f"FROM {table} r WHERE r.{id_} = f.id LIMIT 1) t "
-            "WHERE f.score >= (SELECT min(x.score) FROM (SELECT score FROM fused "
-            "ORDER BY score DESC LIMIT %(limit)s) x) "
-            "ORDER BY f.score DESC, t.updated_at DESC, t.key LIMIT %(limit)s"
+        return _fused(n, parts)
+
+    def _hybrid_indexed(
+        self, n: dict[str, str], where: str, usable: str, params: dict[str, Any], pass_pool: int
+    ) -> str:
+        """:meth:`_hybrid`'s ranking from the indexes (:mod:`tulip_memory.search_index`).
+
+        Lexical part: the ``pool`` best rows by BM25, computed as :meth:`_hybrid` does, from
+        the GIN index of the words through the ``SECURITY DEFINER`` function (the only way
+        the application role can use that index under row-level security: it applies the
+        tenant policy's predicate itself); their distances are read by primary key.
+        Vector part: an index-only pass over the codes of the namespace's rows with a
+        vector of the query's source keeps the ``pass_pool`` best by the query's two
+        bit planes (:func:`query_planes`), and those are re-ranked by exact cosine
+        distance, the ``pool`` nearest kept: the exact ones whenever the namespace has at
+        most ``pass_pool`` rows. Fused as :meth:`_hybrid` fuses.
+        """
+        params["pool"] = max(50, 5 * params["limit"])
+        params["lexical_now"] = params.get("now")
+        table, id_ = n["table"], n["id"]
+        with_vector = "vector" in params
+        distance = "NULL::float8"
+        if with_vector:
+            distance = f"CASE WHEN {usable} THEN c.{n['embedding']} <=> %(vector)s::vector END"
+        parts = [
+            "lexical AS MATERIALIZED (SELECT l.item_id AS id, l.bm25 AS score "
+            f"FROM {LEXICAL_FUNCTION}(%(tenant)s, p.path, (SELECT tsq FROM q), "
+            "(SELECT lexemes FROM q), %(lexical_now)s::timestamptz, %(k1)s, %(b)s, "
+            "%(pool)s) l)",
+            # Each lexical candidate's distance (NULL without a usable vector), looked up
+            # by primary key (LIMIT 1: one lookup per row, never a whole-table join).
+            "worded AS MATERIALIZED (SELECT l.id, l.score, d.distance FROM lexical l "
+            f"CROSS JOIN LATERAL (SELECT {distance} AS distance FROM {table} c "
+            f"WHERE c.{id_} = l.id LIMIT 1) d)",
+        ]
+        pooled = "SELECT id, score, distance FROM worded"
+        if with_vector:
+            params["q0"], params["q1"] = query_planes(params["vector"])
+            params["w0"], params["w1"] = CODE_WEIGHTS
+            params["pass_pool"] = max(pass_pool, params["pool"])
+            coded = f"c.search_codes IS NOT NULL AND {indexed('c')}"
+            if "source" in params:
+                coded = f"c.{n['embedding_source']} = %(source)s AND {coded}"
+            # The codes are a bit string a row, ranked by the query's planes: a sum of
+            # Hamming distances, from the covering index alone.
+            closeness = (
+                "%(w0)s * (c.search_codes <~> %(q0)s::varbit) "
+                "+ %(w1)s * (c.search_codes <~> %(q1)s::varbit)"
+            )
+            parts += [
+                f"passed AS MATERIALIZED (SELECT c.{id_} AS id FROM {table} c "
+                f"WHERE {where} AND {coded} ORDER BY {closeness} LIMIT %(pass_pool)s)",
+                f"semantic AS (SELECT c.{id_} AS id, c.{n['embedding']} <=> %(vector)s::vector "
+                f"AS distance FROM {table} c WHERE c.{id_} IN (SELECT id FROM passed) "
+                "ORDER BY distance LIMIT %(pool)s)",
+            ]
+            pooled += " UNION ALL SELECT id, NULL, distance FROM semantic"
+        parts.append(
+            "pooled AS MATERIALIZED (SELECT b.id, max(b.score) AS score, min(b.distance) AS "
+            f"distance FROM ({pooled}) b GROUP BY b.id)"
         )
+        return _fused(n, parts)
 
     def namespace_paths(self) -> models.QuerySet[Any, tuple[str, str]]:
         """Distinct ``(path, sort key)`` pairs in namespace-tuple order.
@@ -594,6 +692,51 @@ class MemoryItemQuerySet(models.QuerySet):
             .values_list("namespace", "sort_key")
             .distinct()
         )
+
+
+def _indexes_serve(
+    paths: Sequence[str],
+    vector: np.ndarray | str | None,
+    subtree: bool,
+    value_condition: Any,
+    metadata: dict[str, Any] | None,
+) -> bool:
+    """Whether a text query over ``paths`` can be ranked from the search indexes: no
+    condition that needs the rows, a vector (if any) given as an array with codes, every
+    path short enough to be indexed."""
+    if subtree or value_condition is not None or metadata:
+        return False
+    if vector is not None and not (
+        isinstance(vector, np.ndarray) and vector.shape[-1] <= CODES_MAX_DIMENSIONS
+    ):
+        return False
+    return all(len(path.encode()) <= INDEXED_NAMESPACE_MAX_BYTES for path in paths)
+
+
+def _fused(n: dict[str, str], parts: list[str]) -> str:
+    """The fused ranking over ``parts``' ``pooled`` CTE (``id``, BM25 ``score``: NULL
+    outside the lexical pool, ``distance``: NULL without a usable vector), best first."""
+    table, id_ = n["table"], n["id"]
+    fused = (
+        # The fused score of each pooled row, computed once: the cut below compares these
+        # very values.
+        "fused AS MATERIALIZED (SELECT u.id, u.distance IS NULL AS lexical, "
+        "coalesce(u.score / nullif(max(u.score) OVER (), 0), 0) "
+        "+ %(weight)s * coalesce(1.0 - u.distance, 0.0) AS score FROM pooled u)"
+    )
+    return (
+        f"WITH {', '.join([*parts, fused])} "
+        "SELECT f.id, -f.score AS rank, f.lexical FROM fused f "
+        # The tie-break columns, looked up by primary key (LIMIT 1: one lookup per row,
+        # never a join the planner could turn into a whole-table scan), for the rows
+        # scoring at least the limit-th best score only: a row below it cannot make the
+        # top ``limit``, whatever its tie-break.
+        f"CROSS JOIN LATERAL (SELECT r.{n['updated_at']} AS updated_at, r.{n['key']} AS key "
+        f"FROM {table} r WHERE r.{id_} = f.id LIMIT 1) t "
+        "WHERE f.score >= (SELECT min(x.score) FROM (SELECT score FROM fused "
+        "ORDER BY score DESC LIMIT %(limit)s) x) "
+        "ORDER BY f.score DESC, t.updated_at DESC, t.key LIMIT %(limit)s"
+    )
 
 
 def _json(value: Any) -> Any:

@@ -16,12 +16,16 @@ Search plan, chosen on purpose: one statement for ``search``, ``search_many`` an
 ``search_by_embedding`` (``MemoryItemQuerySet.search_paths``), ranking ids first and
 reading only the k winners in full. A text query is ranked by words and vector fused
 (docs/pg_store.md, "Ranking"): Okapi BM25 over the ``search_vector`` tsvector PostgreSQL
-generates with ``TULIP_MEMORY["TEXT_SEARCH_CONFIG"]`` (migration 0006; matched over the
-namespace's rows: row-level security keeps a GIN index out of reach, docs/pg_store.md),
-and the exact cosine distance to the query's vector over the namespace (the ``(tenant,
-namespace)`` btree; an HNSW scan under a selective tenant/namespace filter returns too few
-or wrong rows), fused as ``bm25 / best_bm25 + weight * cosine`` with weight 0.3 for HRR
-vectors and 0.5 for an embedder's.
+generates with ``TULIP_MEMORY["TEXT_SEARCH_CONFIG"]`` (migration 0006; its GIN index read
+through a ``SECURITY DEFINER`` function, since row-level security keeps the application
+role's own statements from using it: :mod:`tulip_memory.search_index`), and the cosine
+distance to the query's vector: exact over a namespace of up to ``PASS_POOL`` rows, over
+the best ``PASS_POOL`` of an index-only pass over two-bit codes in a larger one (an HNSW
+scan under a selective tenant/namespace filter returns too few or wrong rows), fused as
+``bm25 / best_bm25 + weight * cosine`` with weight 0.3 for HRR vectors and 0.5 for an
+embedder's. Searches that need every row (a subtree, a value condition, a metadata
+filter, ``search_by_embedding``) read the namespace through its ``(tenant, namespace)``
+btree.
 The vectors live in the heap row (STORAGE MAIN, set by the migration), not in TOAST, so no
 distance has to detoast. Rows without a vector from this store's encoder (no text, or
 written by another encoder — e.g. before an embedder was configured) are still found by

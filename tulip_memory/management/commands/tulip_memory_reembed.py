@@ -22,6 +22,7 @@ from typing import Any
 from django.core.management.base import CommandError, CommandParser
 
 from tulip_memory.management.tenant_command import TenantCommand
+from tulip_memory.search_index import vector_width_sql
 from tulip_memory.store.pg_encoder import TextEncoder
 from tulip_memory.store.pg_reembed import (
     TABLE,
@@ -78,10 +79,10 @@ class Command(TenantCommand):
             raise CommandError(
                 f"The column {TABLE}.embedding is vector({width}) but the configured encoder "
                 f"({encoder.source}) is {encoder.width} wide. As the owner role (the alias you "
-                f"migrate with), run: ALTER TABLE {TABLE} ALTER COLUMN embedding TYPE "
-                f"vector({encoder.width}) USING NULL; then run this command again (the rows "
-                "keep their old source, so all of them are re-embedded). See check "
-                "tulip_memory.E014."
+                "migrate with), run in one transaction: "
+                + "; ".join(vector_width_sql(TABLE, encoder.width))
+                + "; then run this command again (the rows keep their old source, so all of "
+                "them are re-embedded). See check tulip_memory.E014."
             )
 
     # --- run --------------------------------------------------------------------------

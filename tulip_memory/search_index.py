@@ -1,0 +1,269 @@
+"""The indexes PgMemory's text search reads instead of a namespace's heap rows.
+
+Migration ``0014_store_item_search_index`` (:class:`AddSearchIndex`, PostgreSQL only)
+adds to the store item table:
+
+* ``search_codes``, a stored generated ``bit varying``: the unit vector coded in two bits
+  a dimension (three planes: coordinate above ``-t``, above 0, above ``t``, ``t = 0.6745 /
+  sqrt(d)``, the quartiles of a unit Gaussian vector's coordinates), from pgvector's
+  ``binary_quantize``; NULL without a vector or over :data:`CODES_MAX_DIMENSIONS`;
+* :data:`PASS_INDEX`, a covering btree ``(tenant, namespace) INCLUDE (search_length,
+  expires_at, embedding_source, id, search_codes)``: an index-only pass over a namespace
+  ranks its rows by the codes (the vector candidates) and gives BM25's length statistics;
+* :data:`WORDS_INDEX`, a GIN index over ``(tenant, namespace, search_vector)``
+  (the trusted extension ``btree_gin``);
+* :data:`OWNER_READ_POLICY`, a SELECT policy ``USING (true)`` for the migrating role (the
+  tables' owner), and :data:`LEXICAL_FUNCTION`, a ``SECURITY DEFINER`` function of that
+  role which returns a namespace's best rows by BM25 from the GIN index.
+
+Why the function: under row-level security the planner uses an index only for a
+leakproof operator, and ``@@`` is not one, so the application role can never read the GIN
+index itself. The owner's policies include one ``USING (true)``, so inside the function
+no security qual is left and the index is used; the function applies the tenant itself,
+with the very predicate of the tenant policy (:func:`tulip_memory.rls.policy_expression`),
+so a caller gets what the policy would show it: nothing without a tenant bound, nothing
+of another tenant. The owner reading every tenant's rows adds no power: it can lift FORCE
+or drop the policies at will; FORCE still applies to its writes, and other roles are not
+concerned by the policy.
+
+Both indexes skip the rows of a namespace over :data:`INDEXED_NAMESPACE_MAX_BYTES` (a
+btree entry holds at most 2,704 bytes): such a namespace is ranked by the statement that
+reads every row. :func:`vector_width_sql` gives the statements that change the vector
+column's width (the generated column depends on it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.migrations.operations.base import Operation
+
+from tulip_memory.postgresql_operations import is_postgresql
+from tulip_memory.rls import policy_expression
+
+__all__ = [
+    "CODES_MAX_DIMENSIONS",
+    "INDEXED_NAMESPACE_MAX_BYTES",
+    "LEXICAL_FUNCTION",
+    "OWNER_READ_POLICY",
+    "PASS_INDEX",
+    "WORDS_INDEX",
+    "AddSearchIndex",
+    "indexed",
+    "vector_width_sql",
+]
+
+# Vectors wider than this get no codes (3 bits a dimension: 750 bytes at 2,000).
+CODES_MAX_DIMENSIONS = 2000
+# A namespace path of more UTF-8 bytes than this is in neither index (a btree entry holds
+# 2,704 bytes: the path, the tenant (up to 1,020), the source (up to 400), the codes).
+INDEXED_NAMESPACE_MAX_BYTES = 1024
+PASS_INDEX = "tulip_store_item_pass"
+WORDS_INDEX = "tulip_store_item_words"
+OWNER_READ_POLICY = "tulip_owner_read"
+LEXICAL_FUNCTION = "tulip_memory_lexical_pool"
+# The function's argument types, in order (its identity for GRANT, REVOKE and DROP).
+LEXICAL_ARGUMENTS = "text, text, tsquery, text[], timestamptz, float8, float8, bigint"
+CODES_COLUMN = "search_codes"
+
+
+def indexed(alias: str | None = None) -> str:
+    """The condition on the namespace column (of ``alias``) of the rows both indexes hold:
+    their predicate."""
+    column = "namespace" if alias is None else f"{alias}.namespace"
+    return f"octet_length({column}) <= {INDEXED_NAMESPACE_MAX_BYTES}"
+
+
+def _codes_expression(embedding: str) -> str:
+    """``search_codes``: the three planes of the unit vector, NULL over the width limit."""
+    unit = f"l2_normalize({embedding})"
+    threshold = (
+        f"array_fill(0.6745 / sqrt(vector_dims({embedding})), "
+        f"ARRAY[vector_dims({embedding})])::vector"
+    )
+    planes = (f"{unit} + {threshold}", unit, f"{unit} - {threshold}")
+    codes = " || ".join(f"binary_quantize({plane})::bit varying" for plane in planes)
+    return f"CASE WHEN vector_dims({embedding}) <= {CODES_MAX_DIMENSIONS} THEN {codes} END"
+
+
+def _codes_sql(table: str, quote: Any) -> list[str]:
+    """The codes column and the covering index over them (``table`` quoted)."""
+    return [
+        f"ALTER TABLE {table} ADD COLUMN {CODES_COLUMN} bit varying "
+        f"GENERATED ALWAYS AS ({_codes_expression(quote('embedding'))}) STORED",
+        f"CREATE INDEX {quote(PASS_INDEX)} ON {table} (tenant, namespace) INCLUDE "
+        f"(search_length, expires_at, embedding_source, id, {CODES_COLUMN}) "
+        f"WHERE {indexed()}",
+    ]
+
+
+def vector_width_sql(table: str, width: int) -> list[str]:
+    """The statements (as the owner, in one transaction) that make the vector column of
+    the store item table ``table`` ``vector(width)``, every vector cleared (re-embedded
+    afterwards by ``manage.py tulip_memory_reembed``): the generated codes depend on the
+    column, so they are dropped with their index and added again."""
+
+    def quote(name: str) -> str:
+        return name
+
+    return [
+        f"ALTER TABLE {table} DROP COLUMN {CODES_COLUMN}",
+        f"ALTER TABLE {table} ALTER COLUMN embedding TYPE vector({int(width)}) USING NULL",
+        *_codes_sql(table, quote),
+    ]
+
+
+def _lexical_function_sql(schema: str, table: str) -> str:
+    """The ``SECURITY DEFINER`` function: a namespace's ``pool`` best rows by Okapi BM25.
+
+    As PgMemory's search statement computes it: the rows matching the query (``words``,
+    ``lexemes`` its lexemes) are the hits, tf the positions of a query lexeme in a hit's
+    ``search_vector`` (cut to the query's lexemes: weighted A, only the A positions
+    kept), df the hits holding it, N and the average length those of the namespace's live
+    rows (computed only when there are hits). ``now`` NULL: no row has expired.
+
+    Planned at each call with its arguments: a generic plan (PostgreSQL's choice after
+    five calls in a session, or the search's own under prepared statements) does not know
+    the namespace's size, and chose to filter every row of it instead of the GIN index.
+    """
+    # The tenant policy's own predicate, on the one table in scope (the arguments' names
+    # are prefixed: none is a column's).
+    tenant = policy_expression()
+    live = "(in_now IS NULL OR i.expires_at IS NULL OR i.expires_at > in_now)"
+    rows = (
+        f"i.tenant = in_tenant AND {tenant} AND i.namespace = in_path AND {indexed('i')} AND {live}"
+    )
+    return f"""CREATE FUNCTION {schema}.{LEXICAL_FUNCTION}(
+    in_tenant text, in_path text, in_words tsquery, in_lexemes text[], in_now timestamptz,
+    in_k1 float8, in_b float8, in_pool bigint)
+RETURNS TABLE (item_id bigint, bm25 float8)
+LANGUAGE sql STABLE SECURITY DEFINER ROWS 50
+SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_custom_plan
+AS $body$
+WITH hits AS MATERIALIZED (
+    SELECT h.id, h.dl, (h.u).lexeme AS lexeme, array_length((h.u).positions, 1) AS tf
+    FROM (SELECT i.id, i.search_length AS dl,
+            unnest(ts_filter(setweight(i.search_vector, 'A', in_lexemes), '{{a}}')) AS u
+        FROM {table} i
+        WHERE numnode(in_words) > 0 AND {rows} AND i.search_vector @@ in_words) h),
+df AS MATERIALIZED (SELECT lexeme, count(*)::float8 AS df FROM hits GROUP BY lexeme),
+stats AS MATERIALIZED (
+    SELECT count(*)::float8 AS n, coalesce(avg(i.search_length), 1)::float8 AS avgdl
+    FROM {table} i WHERE EXISTS (SELECT FROM hits) AND {rows})
+SELECT h.id, sum(ln(1 + (st.n - df.df + 0.5) / (df.df + 0.5)) * h.tf * (in_k1 + 1)
+    / (h.tf + in_k1 * (1 - in_b + in_b * h.dl / st.avgdl))) AS score
+FROM hits h JOIN df USING (lexeme) CROSS JOIN stats st
+GROUP BY h.id ORDER BY score DESC LIMIT in_pool
+$body$"""
+
+
+def _require_btree_gin(schema_editor: Any) -> None:
+    """Create ``btree_gin`` if it is missing and the migrating role may (a superuser, or
+    a role with CREATE on the database: it is a trusted extension); else fail with the
+    command that fixes it, having changed nothing."""
+    with schema_editor.connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT EXISTS (SELECT FROM pg_extension WHERE extname = 'btree_gin'), "
+            "has_database_privilege(current_database(), 'CREATE') OR (SELECT rolsuper "
+            "FROM pg_roles WHERE rolname = current_user), current_database()"
+        )
+        exists, allowed, database = cursor.fetchone()
+    if exists:
+        return
+    if allowed:
+        schema_editor.execute("CREATE EXTENSION IF NOT EXISTS btree_gin", params=None)
+        return
+    from tulip_memory.exceptions import ConfigurationError
+
+    raise ConfigurationError(
+        f"The btree_gin extension is not installed in database {database!r}, and the "
+        "migrating role cannot create it (it needs CREATE on the database). Run as a "
+        f'superuser:\n\n    psql -d {database} -c "CREATE EXTENSION btree_gin"\n\n'
+        "(manage.py tulip_memory_setup_roles does), then migrate again."
+    )
+
+
+class AddSearchIndex(Operation):
+    """The codes, both indexes, the owner's read policy and the lexical function (the
+    module's docstring says why), on the store item table ``model_name``.
+
+    ``EXECUTE`` on the function is revoked from PUBLIC and granted to the roles that may
+    read the table (those with SELECT on it when the migration runs, the application
+    role's through default privileges): the function returns ids and scores of rows the
+    caller's tenant policy shows, which a role without SELECT on the table must not read.
+    A role granted SELECT later needs ``GRANT EXECUTE ON FUNCTION`` too (docs/pg_store.md).
+    ``btree_gin`` is a trusted extension: a role with CREATE on the database (its owner)
+    creates it, otherwise a superuser must (:func:`tulip_memory.database_roles.
+    database_setup_sql` does); reversing keeps it, as other apps may use it. Not part
+    of the model state (the ORM never reads these); other vendors get nothing.
+    """
+
+    reversible = True
+    reduces_to_sql = True
+
+    def __init__(self, model_name: str) -> None:
+        self.model_name = model_name
+
+    def state_forwards(self, app_label: str, state: Any) -> None:
+        return None
+
+    def database_forwards(
+        self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
+    ) -> None:
+        if not is_postgresql(schema_editor):
+            return
+        model = to_state.apps.get_model(app_label, self.model_name)
+        quote = schema_editor.quote_name
+        with schema_editor.connection.cursor() as cursor:
+            cursor.execute("SELECT current_schema()")
+            schema = quote(cursor.fetchone()[0])
+        table = f"{schema}.{quote(model._meta.db_table)}"
+        function = f"{schema}.{LEXICAL_FUNCTION}({LEXICAL_ARGUMENTS})"
+        _require_btree_gin(schema_editor)
+        for statement in [
+            *_codes_sql(table, quote),
+            f"CREATE INDEX {quote(WORDS_INDEX)} ON {table} USING gin "
+            f"(tenant, namespace, search_vector) WHERE {indexed()}",
+            f"CREATE POLICY {quote(OWNER_READ_POLICY)} ON {table} AS PERMISSIVE FOR SELECT "
+            "TO CURRENT_USER USING (true)",
+            _lexical_function_sql(schema, table),
+            f"REVOKE ALL ON FUNCTION {function} FROM PUBLIC",
+        ]:
+            schema_editor.execute(statement, params=None)
+        # Every role that may read the table (PUBLIC included) may call the function.
+        with schema_editor.connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT DISTINCT CASE WHEN a.grantee = 0 THEN 'PUBLIC' "
+                "ELSE quote_ident(pg_get_userbyid(a.grantee)) END "
+                "FROM pg_class c, aclexplode(c.relacl) a WHERE c.oid = %s::regclass "
+                "AND a.privilege_type = 'SELECT' AND a.grantee <> c.relowner ORDER BY 1",
+                [table],
+            )
+            readers = [name for (name,) in cursor.fetchall()]
+        for reader in readers:
+            schema_editor.execute(f"GRANT EXECUTE ON FUNCTION {function} TO {reader}", params=None)
+
+    def database_backwards(
+        self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
+    ) -> None:
+        if not is_postgresql(schema_editor):
+            return
+        model = from_state.apps.get_model(app_label, self.model_name)
+        quote = schema_editor.quote_name
+        table = quote(model._meta.db_table)
+        for statement in [
+            f"DROP FUNCTION IF EXISTS {LEXICAL_FUNCTION}({LEXICAL_ARGUMENTS})",
+            f"DROP POLICY IF EXISTS {quote(OWNER_READ_POLICY)} ON {table}",
+            f"DROP INDEX IF EXISTS {quote(WORDS_INDEX)}",
+            # The covering index goes with the column.
+            f"ALTER TABLE {table} DROP COLUMN IF EXISTS {CODES_COLUMN}",
+        ]:
+            schema_editor.execute(statement, params=None)
+
+    def describe(self) -> str:
+        return f"Add the search codes, indexes and lexical function of {self.model_name}"
+
+    @property
+    def migration_name_fragment(self) -> str:
+        return "search_index"
