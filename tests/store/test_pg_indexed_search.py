@@ -79,6 +79,9 @@ def test_the_indexes_rank_as_the_statement_reading_every_row():
         MemoryItem.objects.upsert(_corpus(rng, "acme/a", 300), NOW)
         MemoryItem.objects.upsert(_corpus(rng, "acme/b", 90), NOW)
     paths = ["acme/a", "acme/b", "acme/empty"]
+    with tenant_atomic("acme"):
+        items = MemoryItem.objects.live(NOW)
+        live = {path: items.filter(namespace=path).count() for path in paths}
     queries = [
         ["word3"],
         ["word3", "word17", "word30"],
@@ -90,10 +93,27 @@ def test_the_indexes_rank_as_the_statement_reading_every_row():
         vector = rng.standard_normal(DIM).astype(np.float32)
         for limit in (10, 60):
             for given in (vector, None):
-                expected = _search(paths, terms, given, limit, use_indexes=False)
+                expected = _search(paths, terms, given, limit, use_indexes=False, count_rows=True)
                 found = _search(paths, terms, given, limit)
                 assert expected or given is None, terms
                 _same(found, expected)
+                # Chosen path by path: acme/a from the indexes, acme/b from its rows.
+                mixed = _search(
+                    paths, terms, given, limit, use_indexes=[True, False, True], count_rows=True
+                )
+                _same(mixed, expected)
+                # A namespace read says how many live rows it has; from the indexes, no
+                # count (it would read them).
+                assert [r.namespace_rows for r in expected] == [
+                    live[paths[r.position]] for r in expected
+                ]
+                assert {r.namespace_rows for r in found} <= {None}
+                uncounted = _search(paths, terms, given, limit, use_indexes=False)
+                _same(uncounted, expected)
+                assert {r.namespace_rows for r in uncounted} <= {None}
+                assert [r.namespace_rows for r in mixed] == [
+                    live[paths[r.position]] if r.position == 1 else None for r in mixed
+                ]
     # A pass pool smaller than the namespace still ranks the rows it keeps exactly.
     narrow = _search(["acme/b"], ["zzzunknown"], vector, 5, pass_pool=60)
     _same(narrow, _search(["acme/b"], ["zzzunknown"], vector, 5, use_indexes=False))

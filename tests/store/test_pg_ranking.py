@@ -95,8 +95,19 @@ def test_rows_without_a_vector_rank_by_their_words():
     assert found[0] == "old" and "novector" not in found
 
 
+def _ran(plan: str, node: str) -> bool | None:
+    """Whether the plan nodes named ``node`` of an EXPLAIN ANALYZE ran (None: no such
+    node); a node in the branch PostgreSQL skipped says "never executed"."""
+    lines = [line for line in plan.splitlines() if node in line]
+    if not lines:
+        return None
+    return not all("never executed" in line for line in lines)
+
+
 @pytest.mark.django_db(transaction=True, databases=["default", "owner"])
-def test_search_many_is_one_statement_and_reads_each_namespace_through_the_indexes():
+def test_search_many_is_one_statement_and_reads_each_namespace_through_the_indexes(
+    monkeypatch,
+):
     with tenant_atomic("acme"), connection.cursor() as cursor:
         # 12,000 rows in 24 namespaces (500 each), "zebra" in 1 row of 50, no vectors.
         cursor.execute(
@@ -119,21 +130,35 @@ def test_search_many_is_one_statement_and_reads_each_namespace_through_the_index
     assert together == [sync(store.search)(ns, "zebra", limit=5) for ns in namespaces]
     with tenant_atomic("acme"):
         plan = explain(*statements[0])
-    # Each namespace's vectors come from its codes in the covering index alone, its words
-    # from the lexical function (the GIN index); never a whole-table scan.
+    # Namespaces of 500 rows, under INDEXED_SEARCH_MIN_ROWS (and, searched for the first
+    # time, of no known size): each read through the (tenant, namespace) btree, the
+    # indexed branch not even planned; never a whole-table scan.
+    assert "tulip_store_item_recent" in plan, plan
+    assert "tulip_memory_lexical_pool" not in plan, plan
+    assert "Seq Scan on tulip_memory_store_item" not in plan, plan
+    # A store that has seen them hold that many ranks them from the indexes, the others
+    # (never searched: their size unknown) from their rows, in one statement still.
+    monkeypatch.setattr("tulip_memory.models.store.INDEXED_SEARCH_MIN_ROWS", 400)
+    more = [*namespaces, ("acme", "ns6")]
+    with executions() as calls:
+        found = sync(store.search_many)(more, "zebra", limit=5)
+    assert found[:3] == together and len(found[3]) == 5
+    [statement] = search_statements(calls)
+    with tenant_atomic("acme"):
+        ran = explain(*statement, analyze=True)
+    assert _ran(ran, "Function Scan on tulip_memory_lexical_pool") is True, ran
+    assert "never executed" in ran and _ran(ran, "tulip_store_item_recent") is True, ran
+    # Learned: the whole set from the indexes now. Each namespace's vectors come from its
+    # codes in the covering index alone, its words from the lexical function (the GIN
+    # index); its rows are never read, nor is the whole table.
+    with executions() as calls:
+        assert sync(store.search_many)(more, "zebra", limit=5) == found
+    [statement] = search_statements(calls)
+    with tenant_atomic("acme"):
+        plan = explain(*statement)
     assert "Index Only Scan using tulip_store_item_pass" in plan, plan
     assert "tulip_memory_lexical_pool" in plan, plan
-    assert "Seq Scan on tulip_memory_store_item" not in plan, plan
-    # The statement that reads every row (for what the indexes cannot serve) reads each
-    # namespace's rows through the (tenant, namespace) btree.
-    with tenant_atomic("acme"):
-        ranking = sync(store.ranking_arguments)("acme", "zebra")
-        with executions() as calls:
-            MemoryItem.objects.search_paths(
-                "acme", ["acme/ns0", "acme/ns2"], 5, use_indexes=False, **ranking
-            )
-        plan = explain(*search_statements(calls)[0])
-    assert "tulip_store_item_recent" in plan, plan
+    assert "tulip_store_item_recent" not in plan, plan
     assert "Seq Scan on tulip_memory_store_item" not in plan, plan
 
 
@@ -173,3 +198,29 @@ def test_a_long_query_keeps_the_words_it_is_about():
     assert _keys(sync(store.search)(ns, query, limit=1)) == ["diet"]
     with pytest.raises(ValueError, match="query"):
         sync(store.search)(ns, 42)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_namespace_is_ranked_from_the_indexes_once_seen_to_grow_past_the_threshold(
+    monkeypatch,
+):
+    monkeypatch.setattr("tulip_memory.models.store.INDEXED_SEARCH_MIN_ROWS", 60)
+    monkeypatch.setattr("tulip_memory.store.pg.RECOUNT_EVERY", 3)
+    store = PgMemory()
+    ns = ("acme", "growing")
+
+    def put(first: int, count: int) -> None:
+        items = [(ns, f"k{i}", {"text": f"zebra note {i}"}, None) for i in range(first, count)]
+        sync(store.put_batch)(items)
+
+    def from_the_indexes() -> bool:
+        with executions() as calls:
+            assert len(sync(store.search)(ns, "zebra", limit=5)) == 5
+        [(sql, _params)] = search_statements(calls)
+        return "tulip_memory_lexical_pool" in sql
+
+    put(0, 50)
+    # Counted at its first search (50 rows), then every third: the fourth sees 80.
+    assert [from_the_indexes() for _ in range(3)] == [False, False, False]
+    put(50, 80)
+    assert [from_the_indexes() for _ in range(3)] == [False, True, True]

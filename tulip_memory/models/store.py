@@ -43,6 +43,7 @@ from tulip_memory.search_index import (
 from tulip_memory.tenancy import TENANT_MAX_LENGTH
 
 __all__ = [
+    "INDEXED_SEARCH_MIN_ROWS",
     "PASS_POOL",
     "SEARCH_TEXT_MAX_BYTES",
     "EmbeddingField",
@@ -139,6 +140,9 @@ class SearchRow(NamedTuple):
     rank: float
     namespace: str = ""
     has_ttl: bool = False  # written with a ttl (a read may refresh its expiry)
+    # A text query ranked by reading the namespace's rows, with ``count_rows``: how many
+    # live rows it has (None from the indexes, without ``count_rows``, in other modes).
+    namespace_rows: int | None = None
 
 
 # The query's lexemes, once for every namespace of the statement: its tokens analysed by
@@ -159,6 +163,13 @@ _QUERY_LEXEMES = (
 # the exact top 10 in 0.996-1.0 of the queries on isotropic random vectors (the hardest
 # case: docs/pg_store.md, "Exact search at 50k rows").
 PASS_POOL = 1000
+
+# PgMemory ranks a namespace from the indexes once it has seen it hold at least this many
+# rows (SearchRow.namespace_rows): below it, reading the rows costs less than the lexical
+# function's call and re-ranking the pass's rows by primary key (bench/pg_store.py, 384-d:
+# 2.8 against 3.9 ms at 1k rows, 12.2 against 7.0 at 10k; bench/manager.py, four
+# namespaces of 2,500 rows of 1,024-d vectors: 18.8 against 29.4 ms).
+INDEXED_SEARCH_MIN_ROWS = 5000
 
 # The query's coordinates (of the unit vector, in its standard deviations) quantised to
 # two bits with a Gaussian's Lloyd-Max levels: thresholds at 0 and +-LLOYD_MAX_THRESHOLD,
@@ -400,7 +411,8 @@ class MemoryItemQuerySet(models.QuerySet):
         value_condition: Callable[[str], tuple[str, dict[str, Any]]] | None = None,
         now: datetime | None = None,
         pass_pool: int = PASS_POOL,
-        use_indexes: bool = True,
+        use_indexes: bool | Sequence[bool] = True,
+        count_rows: bool | Sequence[bool] = False,
     ) -> list[SearchRow]:
         """Rank each namespace path of ``tenant`` on its own, in ONE statement.
 
@@ -430,14 +442,22 @@ class MemoryItemQuerySet(models.QuerySet):
         printed as text and parsed back; pgvector's text form is accepted too.
 
         A text query without ``subtree``, ``value_condition`` nor ``metadata`` (which need
-        every row) reads the indexes of :mod:`tulip_memory.search_index` instead of the
+        every row) reads the indexes of :mod:`tulip_memory.search_index` instead of a
         namespace's rows, when its vector (an array) has codes and every path fits the
-        indexes (:meth:`_hybrid_indexed` says how); ``use_indexes=False`` forces the statement that
-        reads every row. Both give the same results for a namespace of at most
-        ``pass_pool`` rows.
+        indexes (:meth:`_hybrid_indexed` says how): for every path (``use_indexes``
+        True), none (False), or those whose item of ``use_indexes`` is true (a branch for
+        each, the other never run: :meth:`_per_path`). Both give the same results for a
+        namespace of at most ``pass_pool`` rows; ``SearchRow.namespace_rows`` says how many
+        rows were ranked.
         """
         n = self._sql_names()
-        params: dict[str, Any] = {"tenant": tenant, "paths": list(paths), "limit": limit}
+        params: dict[str, Any] = {
+            "tenant": tenant,
+            "paths": list(paths),
+            "limit": limit,
+            "indexed": _chosen_paths(use_indexes, len(paths)),
+            "counted": _chosen_paths(count_rows, len(paths)),
+        }
         in_path = f"c.{n['namespace']} = p.path"
         if subtree:
             in_path = f"({in_path} OR starts_with(c.{n['namespace']}, p.path || %(separator)s))"
@@ -470,14 +490,15 @@ class MemoryItemQuerySet(models.QuerySet):
                 query=" ".join(terms), config=config, weight=weight, k1=bm25[0], b=bm25[1]
             )
             prefix = _QUERY_LEXEMES
-            if use_indexes and _indexes_serve(paths, vector, subtree, value_condition, metadata):
-                ranked = self._hybrid_indexed(
-                    n, " AND ".join(conditions), usable, params, pass_pool=pass_pool
-                )
+            where = " AND ".join(conditions)
+            whole = self._hybrid(n, where, usable, vector is not None, params)
+            if any(params["indexed"]) and _indexes_serve(
+                paths, vector, subtree, value_condition, metadata
+            ):
+                indexed_ranking = self._hybrid_indexed(n, where, usable, params, pass_pool)
+                ranked = self._per_path(whole, indexed_ranking, params["indexed"])
             else:
-                ranked = self._hybrid(
-                    n, " AND ".join(conditions), usable, vector is not None, params
-                )
+                ranked = whole
         elif vector is None:
             ranked = (
                 f"SELECT c.{n['id']} AS id, 0.0::float8 AS rank, false AS lexical "
@@ -503,8 +524,10 @@ class MemoryItemQuerySet(models.QuerySet):
         sql = prefix + (
             f"SELECT p.idx, i.{n['key']}, i.{n['value']}, i.{n['metadata']}, "
             f"i.{n['created_at']}, i.{n['updated_at']}, i.{n['version']}, m.lexical, m.rank, "
-            f"i.{n['namespace']}, i.{n['ttl']} IS NOT NULL "
-            "FROM unnest(%(paths)s::text[]) WITH ORDINALITY AS p(path, idx) "
+            f"i.{n['namespace']}, i.{n['ttl']} IS NOT NULL, "
+            f"{'m.seen' if terms is not None else 'NULL::bigint'} "
+            "FROM unnest(%(paths)s::text[], %(indexed)s::bool[], %(counted)s::bool[]) "
+            "WITH ORDINALITY AS p(path, indexed, counted, idx) "
             f"CROSS JOIN LATERAL ({ranked}) m "
             f"JOIN {n['table']} i ON i.{n['id']} = m.id "
             f"ORDER BY p.idx, m.rank, i.{n['updated_at']} DESC, i.{n['key']}"
@@ -531,6 +554,7 @@ class MemoryItemQuerySet(models.QuerySet):
                 float(rank),
                 path,
                 has_ttl,
+                None if seen is None else int(seen),
             )
             for (
                 idx,
@@ -544,6 +568,7 @@ class MemoryItemQuerySet(models.QuerySet):
                 rank,
                 path,
                 has_ttl,
+                seen,
             ) in rows
         ]
 
@@ -606,7 +631,23 @@ class MemoryItemQuerySet(models.QuerySet):
             "distance FROM (SELECT id, score, distance FROM lexical UNION ALL "
             "SELECT id, NULL, distance FROM semantic) b GROUP BY b.id)",
         ]
-        return _fused(n, parts)
+        # The namespace's live rows, for the paths that ask (counting them costs a pass
+        # over the rows read when no row matches a word, or ~2.7 ms a search of four
+        # namespaces of 2,500 rows).
+        return _fused(n, parts, "CASE WHEN p.counted THEN (SELECT n::bigint FROM stats) END")
+
+    @staticmethod
+    def _per_path(whole: str, indexed_ranking: str, chosen: list[bool]) -> str:
+        """``indexed_ranking`` for the paths ``chosen`` marks, ``whole`` (the ranking
+        reading every row) for the others; both when they differ, each behind a filter
+        on the path's mark, which PostgreSQL evaluates once a path (a one-time filter):
+        the branch it rules out is planned but never run."""
+        if all(chosen):
+            return indexed_ranking
+        return (
+            f"SELECT w.* FROM ({whole}) w WHERE NOT p.indexed UNION ALL "
+            f"SELECT x.* FROM ({indexed_ranking}) x WHERE p.indexed"
+        )
 
     def _hybrid_indexed(
         self, n: dict[str, str], where: str, usable: str, params: dict[str, Any], pass_pool: int
@@ -667,7 +708,8 @@ class MemoryItemQuerySet(models.QuerySet):
             "pooled AS MATERIALIZED (SELECT b.id, max(b.score) AS score, min(b.distance) AS "
             f"distance FROM ({pooled}) b GROUP BY b.id)"
         )
-        return _fused(n, parts)
+        # How many rows the namespace holds is not counted here: that would read them.
+        return _fused(n, parts, "NULL::bigint")
 
     def namespace_paths(self) -> models.QuerySet[Any, tuple[str, str]]:
         """Distinct ``(path, sort key)`` pairs in namespace-tuple order.
@@ -694,6 +736,16 @@ class MemoryItemQuerySet(models.QuerySet):
         )
 
 
+def _chosen_paths(marks: bool | Sequence[bool], count: int) -> list[bool]:
+    """Which of ``count`` paths ``marks`` (one for all, or one a path) marks."""
+    if isinstance(marks, bool):
+        return [marks] * count
+    chosen = [bool(mark) for mark in marks]
+    if len(chosen) != count:
+        raise ValueError(f"{len(chosen)} marks for the {count} paths of the search")
+    return chosen
+
+
 def _indexes_serve(
     paths: Sequence[str],
     vector: np.ndarray | str | None,
@@ -713,9 +765,10 @@ def _indexes_serve(
     return all(len(path.encode()) <= INDEXED_NAMESPACE_MAX_BYTES for path in paths)
 
 
-def _fused(n: dict[str, str], parts: list[str]) -> str:
+def _fused(n: dict[str, str], parts: list[str], seen: str) -> str:
     """The fused ranking over ``parts``' ``pooled`` CTE (``id``, BM25 ``score``: NULL
-    outside the lexical pool, ``distance``: NULL without a usable vector), best first."""
+    outside the lexical pool, ``distance``: NULL without a usable vector), best first;
+    ``seen``, the count of the namespace's rows ranked, on every row."""
     table, id_ = n["table"], n["id"]
     fused = (
         # The fused score of each pooled row, computed once: the cut below compares these
@@ -726,7 +779,7 @@ def _fused(n: dict[str, str], parts: list[str]) -> str:
     )
     return (
         f"WITH {', '.join([*parts, fused])} "
-        "SELECT f.id, -f.score AS rank, f.lexical FROM fused f "
+        f"SELECT f.id, -f.score AS rank, f.lexical, {seen} AS seen FROM fused f "
         # The tie-break columns, looked up by primary key (LIMIT 1: one lookup per row,
         # never a join the planner could turn into a whole-table scan), for the rows
         # scoring at least the limit-th best score only: a row below it cannot make the

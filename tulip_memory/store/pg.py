@@ -23,9 +23,14 @@ distance to the query's vector: exact over a namespace of up to ``PASS_POOL`` ro
 the best ``PASS_POOL`` of an index-only pass over two-bit codes in a larger one (an HNSW
 scan under a selective tenant/namespace filter returns too few or wrong rows), fused as
 ``bm25 / best_bm25 + weight * cosine`` with weight 0.3 for HRR vectors and 0.5 for an
-embedder's. Searches that need every row (a subtree, a value condition, a metadata
-filter, ``search_by_embedding``) read the namespace through its ``(tenant, namespace)``
-btree.
+embedder's. The indexes rank a namespace the store has seen hold at least
+``INDEXED_SEARCH_MIN_ROWS`` (5,000) rows (a search that reads a namespace's rows counts
+them the first time, then every ``RECOUNT_EVERY``-th time; the sizes of the last 4,096
+namespaces are kept); a smaller namespace, one not searched yet, and searches that need
+every row (a subtree, a value condition, a metadata filter, ``search_by_embedding``) read
+the namespace through its ``(tenant, namespace)`` btree, which costs less below that
+size. Both kinds of namespace can be in one
+``search_many`` statement.
 The vectors live in the heap row (STORAGE MAIN, set by the migration), not in TOAST, so no
 distance has to detoast. Rows without a vector from this store's encoder (no text, or
 written by another encoder — e.g. before an embedder was configured) are still found by
@@ -68,6 +73,7 @@ from tulip_memory.embeddings import BaseEmbedding, resolve_embedder
 from tulip_memory.embeddings.base import query_vector_or_none
 from tulip_memory.exceptions import ConfigurationError, TenantError
 from tulip_memory.hrr import DEFAULT_DIM
+from tulip_memory.lru import LRUCache
 from tulip_memory.namespaces import Namespace, decode_namespace, encode_namespace
 from tulip_memory.postgresql_operations import PGVECTOR_ANN_MAX_DIM, text_search_config
 from tulip_memory.store.base import (
@@ -113,6 +119,11 @@ MAX_INDEXED_BYTES = 2600
 # At most this many distinct query tokens take part in the lexical match (see
 # ``lexical_tokens``): each is a term of the statement's text search query.
 MAX_QUERY_TOKENS = 64
+# Namespaces whose size (the rows a text search ranked) a store remembers, to choose how
+# to rank them (MemoryItemQuerySet.search_paths's use_indexes).
+NAMESPACE_SIZES_KEPT = 4096
+# A namespace under INDEXED_SEARCH_MIN_ROWS is counted again every this many searches.
+RECOUNT_EVERY = 16
 
 T = TypeVar("T")
 
@@ -190,6 +201,11 @@ class PgMemory(BaseStore):
         )
         self._check_database()
         self._lexical_warned = False
+        # (tenant, namespace path) -> the rows its last text search ranked: a namespace
+        # seen to hold INDEXED_SEARCH_MIN_ROWS rows is ranked from the indexes.
+        self._namespace_rows: LRUCache[tuple[str, str], tuple[int, int]] = LRUCache(
+            NAMESPACE_SIZES_KEPT
+        )
 
     # --- construction checks ----------------------------------------------------------
 
@@ -626,14 +642,36 @@ class PgMemory(BaseStore):
         # The one search statement of this store (search, search_many and
         # search_by_embedding): ids and ranks over the namespace first, then only the k
         # winners read in full (MemoryItemQuerySet.search_paths).
+        from tulip_memory.models.store import INDEXED_SEARCH_MIN_ROWS
+
+        paths = [encode_namespace(ns) for ns in namespaces]
+        # (rows, searches since they were counted) of each path, when known.
+        known = [self._namespace_rows.get((tenant, path)) for path in paths]
+        indexed = [k is not None and k[0] >= INDEXED_SEARCH_MIN_ROWS for k in known]
+        # Counted when unknown, and again every RECOUNT_EVERY searches of a small one (to
+        # notice it grow); one ranked from the indexes stays so (a namespace seldom
+        # shrinks tenfold, and the cache forgets).
+        counted = [
+            k is None or (not i and k[1] + 1 >= RECOUNT_EVERY)
+            for k, i in zip(known, indexed, strict=True)
+        ]
+        for path, k, count in zip(paths, known, counted, strict=True):
+            if k is not None and not count:
+                self._namespace_rows.put((tenant, path), (k[0], k[1] + 1))
         with self._atomic(tenant):
-            return self._items().search_paths(
+            rows = self._items().search_paths(
                 tenant,
-                [encode_namespace(ns) for ns in namespaces],
+                paths,
                 limit,
                 now=self._now(),
+                use_indexes=indexed,
+                count_rows=counted,
                 **ranking,
             )
+        for row in rows:
+            if row.namespace_rows is not None:
+                self._namespace_rows.put((tenant, paths[row.position]), (row.namespace_rows, 0))
+        return rows
 
     async def search(
         self, namespace: tuple[str, ...], query: str | None = None, limit: int = 10
