@@ -93,7 +93,7 @@ def test_an_embedder_of_a_hosted_service_without_its_key_is_e022(monkeypatch):
         assert _ids(check_embedder_settings()) == ["tulip_memory.E022", "tulip_memory.E021"]
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.django_db(transaction=True, databases=["default", "owner"])
 def test_rows_of_another_encoder_are_counted_as_w020():
     store = PgMemory(embedder=HRR)
     for tenant in ("acme", "globex"):
@@ -108,6 +108,9 @@ def test_rows_of_another_encoder_are_counted_as_w020():
             # The application role sees no row without a pinned tenant: it counts tenant
             # by tenant (the registry's), each in a transaction pinned to it.
             [through_app] = check_embedding_sources(databases=["default"])
+            # The owner (migrate --database=owner runs the checks) reads every tenant's
+            # store items, so each tenant's count names its tenant.
+            [through_owner] = check_embedding_sources(databases=["owner"])
             assert check_embedding_sources(databases=None) == []
     assert message.id == "tulip_memory.W020"
     assert "6 stored item(s)" in message.msg and "6 of 'hrr'" in message.msg
@@ -115,6 +118,7 @@ def test_rows_of_another_encoder_are_counted_as_w020():
     assert through_app.id == "tulip_memory.W020"
     assert "'default': 6 stored item(s) of 2 tenant(s) ('acme', 'globex')" in through_app.msg
     assert "(6 of 'hrr')" in through_app.msg
+    assert "'owner': 6 stored item(s) of 2 tenant(s) ('acme', 'globex')" in through_owner.msg
     assert (
         "tulip_memory_reembed --database default --tenant acme --tenant globex " in through_app.hint
     )

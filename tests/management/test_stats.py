@@ -44,7 +44,7 @@ def rows():
     CeleryExtractions().enqueue(user, [Message(Role.USER, "I live in Berlin.")])
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True, databases=["default", "owner"])
 def test_json_has_the_figures_of_each_tenant(rows):
     figures = json.loads(stats("--tenant", "acme", "--tenant", "globex", "--json"))["tenants"]
     acme, globex = figures["acme"], figures["globex"]
@@ -58,6 +58,11 @@ def test_json_has_the_figures_of_each_tenant(rows):
     assert acme["embedding_sources"] == {"hrr": 4, "none": 1}
     assert globex["memories"]["feedback"] == 1 and globex["jobs"]["pending"] == 0
     assert globex["checkpoints"]["plain"] == {"count": 0, "bytes": 0}
+    # Through the tables' owner, which reads every tenant's store items: the same figures.
+    through_owner = json.loads(
+        stats("--tenant", "acme", "--tenant", "globex", "--json", "--database", "owner")
+    )["tenants"]
+    assert through_owner == figures
 
 
 @pytest.mark.django_db

@@ -139,7 +139,7 @@ def _foreign_sources_tenant_by_tenant(
     tenants = []
     for tenant in Tenant.objects.using(alias).names():
         with tenant_atomic(tenant, using=alias):
-            counts = foreign_sources(connection, source)
+            counts = foreign_sources(connection, source, tenant)
         if counts:
             tenants.append(tenant)
         for name, count in counts.items():

@@ -93,18 +93,22 @@ def bypasses_row_level_security(connection: Any) -> bool:
     return bool(row and row[0])
 
 
-def foreign_sources(connection: Any, source: str) -> dict[str, int]:
-    """Rows visible to ``connection`` whose vector is not of ``source``, by source.
+def foreign_sources(connection: Any, source: str, tenant: str | None = None) -> dict[str, int]:
+    """Rows visible to ``connection`` (of ``tenant`` when given) whose vector is not of
+    ``source``, by source.
 
     ``external`` vectors and rows without a vector are not counted: re-embedding leaves
-    them alone. Under row-level security a connection sees only its pinned tenant's rows.
+    them alone. Under row-level security a connection sees only its pinned tenant's rows,
+    but the tables' owner reads every tenant's store items (the search function's policy,
+    :mod:`tulip_memory.search_index`): a count of one tenant names it.
     """
+    only = "" if tenant is None else "AND tenant = %s "
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT embedding_source, count(*) FROM {TABLE} "
-            "WHERE embedding_source <> ALL(%s) GROUP BY embedding_source "
+            f"WHERE embedding_source <> ALL(%s) {only}GROUP BY embedding_source "
             "ORDER BY embedding_source",
-            [[source, *_KEPT_SOURCES]],
+            [[source, *_KEPT_SOURCES], *([] if tenant is None else [tenant])],
         )
         return {name: int(count) for name, count in cursor.fetchall()}
 

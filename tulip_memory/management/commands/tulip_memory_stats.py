@@ -51,7 +51,9 @@ def tenant_stats(tenant: str, alias: str) -> dict[str, Any]:
 
     history = Q(namespace__contains=f"/{HISTORY_LABEL}/")
     with tenant_atomic(tenant, using=alias):
-        items = MemoryItem.objects.using(alias)
+        # The tenant named too: the tables' owner reads every tenant's store items (the
+        # search function's policy, tulip_memory.search_index).
+        items = MemoryItem.objects.using(alias).filter(tenant=tenant)
         store = items.aggregate(
             items=Count("pk"),
             history=Count("pk", filter=history),
