@@ -22,6 +22,7 @@ __all__ = [
     "PGVECTOR_ANN_MAX_DIM",
     "AddSearchVector",
     "CreateVectorAnnIndex",
+    "DatabaseOnlyTableOperation",
     "EnableVectorExtension",
     "PostgreSQLOnly",
     "is_postgresql",
@@ -212,22 +213,10 @@ class PostgreSQLOnly(Operation):
         return self.operation.migration_name_fragment
 
 
-class AddSearchVector(Operation):
-    """The full-text columns of PgMemory's ranking, kept by the database, and their index.
-
-    ``search_vector`` is ``to_tsvector('<config>', search_text)`` and ``search_length`` its
-    number of lexemes (BM25's document length), both ``GENERATED ALWAYS ... STORED`` with
-    the configuration ``TULIP_MEMORY["TEXT_SEARCH_CONFIG"]`` names when the migration runs
-    (a generated column cannot read a setting later; tulip_memory.E061 reports a
-    difference). Not part of the model state (the ORM never writes them); other vendors
-    get nothing.
-
-    No GIN index: under row-level security (FORCE, as migration 0001 sets it) PostgreSQL
-    only uses an index for a leakproof operator, and the text search match ``@@`` is not
-    one, so the application role's queries could never use it (measured: not even with
-    ``enable_seqscan`` off) while every write would pay for it. A namespace's rows come
-    from the ``(tenant, namespace)`` btree instead (docs/pg_store.md, "Ranking").
-    """
+class DatabaseOnlyTableOperation(Operation):
+    """An operation on the table of ``model_name`` that the model state does not see
+    (generated columns and indexes the ORM never reads nor writes): reversible, and
+    ``state_forwards`` changes nothing."""
 
     reversible = True
     reduces_to_sql = True
@@ -237,6 +226,23 @@ class AddSearchVector(Operation):
 
     def state_forwards(self, app_label: str, state: Any) -> None:
         return None
+
+
+class AddSearchVector(DatabaseOnlyTableOperation):
+    """The full-text columns of PgMemory's ranking, kept by the database, and their index.
+
+    ``search_vector`` is ``to_tsvector('<config>', search_text)`` and ``search_length`` its
+    number of lexemes (BM25's document length), both ``GENERATED ALWAYS ... STORED`` with
+    the configuration ``TULIP_MEMORY["TEXT_SEARCH_CONFIG"]`` names when the migration runs
+    (a generated column cannot read a setting later; tulip_memory.E061 reports a
+    difference). Not part of the model state (the ORM never writes them); other vendors
+    get nothing.
+
+    Their GIN index came later, with migration 0014 (:mod:`tulip_memory.search_index`):
+    under row-level security (FORCE, as migration 0001 sets it) PostgreSQL only uses an
+    index for a leakproof operator, and the text search match ``@@`` is not one, so the
+    application role reads it through a ``SECURITY DEFINER`` function.
+    """
 
     def database_forwards(
         self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any

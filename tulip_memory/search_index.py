@@ -36,9 +36,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.migrations.operations.base import Operation
-
-from tulip_memory.postgresql_operations import is_postgresql
+from tulip_memory.postgresql_operations import DatabaseOnlyTableOperation, is_postgresql
 from tulip_memory.rls import policy_expression
 
 __all__ = [
@@ -184,7 +182,7 @@ def _require_btree_gin(schema_editor: Any) -> None:
     )
 
 
-class AddSearchIndex(Operation):
+class AddSearchIndex(DatabaseOnlyTableOperation):
     """The codes, both indexes, the owner's read policy and the lexical function (the
     module's docstring says why), on the store item table ``model_name``.
 
@@ -198,15 +196,6 @@ class AddSearchIndex(Operation):
     database_setup_sql` does); reversing keeps it, as other apps may use it. Not part
     of the model state (the ORM never reads these); other vendors get nothing.
     """
-
-    reversible = True
-    reduces_to_sql = True
-
-    def __init__(self, model_name: str) -> None:
-        self.model_name = model_name
-
-    def state_forwards(self, app_label: str, state: Any) -> None:
-        return None
 
     def database_forwards(
         self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
