@@ -249,7 +249,7 @@ def test_a_missing_btree_gin_the_owner_cannot_create_fails_with_the_fix():
 
     from tests.migration_connections import connect, with_database
     from tulip_memory.exceptions import ConfigurationError
-    from tulip_memory.search_index import _require_btree_gin
+    from tulip_memory.postgresql_operations import require_extension
 
     admin_url = os.environ["TULIP_TEST_ADMIN_URL"]
     name = f"tulip_nogin_{uuid.uuid4().hex[:8]}"
@@ -262,12 +262,12 @@ def test_a_missing_btree_gin_the_owner_cannot_create_fails_with_the_fix():
             owner.schema_editor(atomic=False) as editor,
             pytest.raises(ConfigurationError, match=r"CREATE EXTENSION btree_gin"),
         ):
-            _require_btree_gin(editor)
+            require_extension(editor, "btree_gin", trusted=True)
         with (
             connect(with_database(admin_url, name), "tulip_nogin_admin") as admin,
             admin.schema_editor(atomic=False) as editor,
         ):
-            _require_btree_gin(editor)  # a superuser creates it
+            require_extension(editor, "btree_gin", trusted=True)  # a superuser creates it
             with admin.cursor() as cursor:
                 cursor.execute("SELECT count(*) FROM pg_extension WHERE extname = 'btree_gin'")
                 assert cursor.fetchone() == (1,)

@@ -26,6 +26,7 @@ __all__ = [
     "EnableVectorExtension",
     "PostgreSQLOnly",
     "is_postgresql",
+    "require_extension",
     "text_search_config",
 ]
 
@@ -57,6 +58,36 @@ def is_postgresql(schema_editor: Any) -> bool:
     return schema_editor.connection.vendor == "postgresql"
 
 
+def require_extension(schema_editor: Any, name: str, *, trusted: bool) -> None:
+    """Create the extension ``name`` if it is missing and the migrating role may (a
+    superuser; for a ``trusted`` one, also a role with CREATE on the database); else fail
+    with the command that fixes it, having changed nothing. PostgreSQL only."""
+    allowed = "(SELECT rolsuper FROM pg_roles WHERE rolname = current_user)"
+    if trusted:
+        allowed = f"has_database_privilege(current_database(), 'CREATE') OR {allowed}"
+    with schema_editor.connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT EXISTS (SELECT FROM pg_extension WHERE extname = %s), "
+            f"{allowed}, current_database()",
+            [name],
+        )
+        exists, may_create, database = cursor.fetchone()
+    if exists:
+        return
+    if may_create:
+        schema_editor.execute(f"CREATE EXTENSION IF NOT EXISTS {name}", params=None)
+        return
+    from tulip_memory.exceptions import ConfigurationError
+
+    needs = "it needs CREATE on the database" if trusted else "only a superuser can"
+    raise ConfigurationError(
+        f"The {name} extension is not installed in database {database!r}, and the "
+        f"migrating role cannot create it ({needs}). Run as a superuser:\n\n"
+        f'    psql -d {database} -c "CREATE EXTENSION {name}"\n\n'
+        "(manage.py tulip_memory_setup_roles does), then migrate again."
+    )
+
+
 class EnableVectorExtension(Operation):
     """Make sure the ``vector`` extension exists (PostgreSQL only).
 
@@ -74,27 +105,8 @@ class EnableVectorExtension(Operation):
     def database_forwards(
         self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
     ) -> None:
-        if not is_postgresql(schema_editor):
-            return
-        with schema_editor.connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'vector'), "
-                "(SELECT rolsuper FROM pg_roles WHERE rolname = current_user), current_database()"
-            )
-            exists, superuser, database = cursor.fetchone()
-        if exists:
-            return
-        if superuser:
-            schema_editor.execute("CREATE EXTENSION IF NOT EXISTS vector")
-            return
-        from tulip_memory.exceptions import ConfigurationError
-
-        raise ConfigurationError(
-            f"The pgvector extension is not installed in database {database!r}, and the "
-            "migrating role cannot create it (only a superuser can). Run as a superuser:\n\n"
-            f'    psql -d {database} -c "CREATE EXTENSION vector"\n\n'
-            "then migrate again."
-        )
+        if is_postgresql(schema_editor):
+            require_extension(schema_editor, "vector", trusted=False)
 
     def database_backwards(
         self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any

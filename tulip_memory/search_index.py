@@ -36,7 +36,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from tulip_memory.postgresql_operations import DatabaseOnlyTableOperation, is_postgresql
+from tulip_memory.postgresql_operations import (
+    DatabaseOnlyTableOperation,
+    is_postgresql,
+    require_extension,
+)
 from tulip_memory.rls import policy_expression
 
 __all__ = [
@@ -156,32 +160,6 @@ GROUP BY h.id ORDER BY score DESC LIMIT in_pool
 $body$"""
 
 
-def _require_btree_gin(schema_editor: Any) -> None:
-    """Create ``btree_gin`` if it is missing and the migrating role may (a superuser, or
-    a role with CREATE on the database: it is a trusted extension); else fail with the
-    command that fixes it, having changed nothing."""
-    with schema_editor.connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT EXISTS (SELECT FROM pg_extension WHERE extname = 'btree_gin'), "
-            "has_database_privilege(current_database(), 'CREATE') OR (SELECT rolsuper "
-            "FROM pg_roles WHERE rolname = current_user), current_database()"
-        )
-        exists, allowed, database = cursor.fetchone()
-    if exists:
-        return
-    if allowed:
-        schema_editor.execute("CREATE EXTENSION IF NOT EXISTS btree_gin", params=None)
-        return
-    from tulip_memory.exceptions import ConfigurationError
-
-    raise ConfigurationError(
-        f"The btree_gin extension is not installed in database {database!r}, and the "
-        "migrating role cannot create it (it needs CREATE on the database). Run as a "
-        f'superuser:\n\n    psql -d {database} -c "CREATE EXTENSION btree_gin"\n\n'
-        "(manage.py tulip_memory_setup_roles does), then migrate again."
-    )
-
-
 class AddSearchIndex(DatabaseOnlyTableOperation):
     """The codes, both indexes, the owner's read policy and the lexical function (the
     module's docstring says why), on the store item table ``model_name``.
@@ -209,7 +187,7 @@ class AddSearchIndex(DatabaseOnlyTableOperation):
             schema = quote(cursor.fetchone()[0])
         table = f"{schema}.{quote(model._meta.db_table)}"
         function = f"{schema}.{LEXICAL_FUNCTION}({LEXICAL_ARGUMENTS})"
-        _require_btree_gin(schema_editor)
+        require_extension(schema_editor, "btree_gin", trusted=True)
         for statement in [
             *_codes_sql(table, quote),
             f"CREATE INDEX {quote(WORDS_INDEX)} ON {table} USING gin "
