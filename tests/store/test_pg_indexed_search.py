@@ -10,7 +10,8 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from tulip_memory.models.store import MemoryItem, UpsertRow, query_planes
+from tulip_memory.models.store import MemoryItem, UpsertRow
+from tulip_memory.search_index import QUERY_LEVEL_OFFSET, QUERY_WEIGHTS, query_planes
 from tulip_memory.tenancy import tenant_atomic
 
 DIM = 1024  # the test settings' VECTOR_DIMENSIONS
@@ -139,14 +140,85 @@ def test_the_vector_pass_keeps_the_exact_top_10_over_its_pool():
     assert np.mean(recalls) >= 0.99, recalls
 
 
-def test_the_query_planes_are_its_two_bit_levels_repeated_over_the_row_planes():
-    vector = np.array([2.0, -2.0, 0.1, -0.1, 0.0, 1.0, -1.0, 0.3])
-    low, high = query_planes(vector)
-    assert len(low) == len(high) == 3 * len(vector)
-    assert low == low[:8] * 3 and high == high[:8] * 3
-    # Levels 0-3 (bit0 + 2 * bit1) by the thresholds -0.9816 sigma, 0, 0.9816 sigma.
+@pytest.mark.django_db
+def test_the_pass_cut_sorts_fewer_rows_and_keeps_the_same_best():
+    rng = np.random.default_rng(12)
+    vectors = rng.standard_normal((3000, DIM)).astype(np.float32)
+    rows = [
+        UpsertRow("acme", path, f"k{i:04d}", "1", "{}", " note ", vector, SOURCE)
+        for path, count in (("acme/big", 3000), ("acme/small", 500))
+        for i, vector in enumerate(vectors[:count])
+    ]
+    with tenant_atomic("acme"):
+        MemoryItem.objects.upsert(rows, NOW)
+    paths = ["acme/big", "acme/small"]
+    for _ in range(6):
+        query = rng.standard_normal(DIM).astype(np.float32)
+        whole = _search(paths, ["zzzunknown"], query, 10, pass_pool=100)
+        assert [len([r for r in whole if r.position == i]) for i in (0, 1)] == [10, 10]
+        # 3,000 rows known with a pass of 100: only the rows ranking with the best 546 of
+        # the 2,048 sampled are sorted (~800), the best 100 among them: the same.
+        _same(
+            _search(paths, ["zzzunknown"], query, 10, pass_pool=100, known_rows=[3000, 500]), whole
+        )
+        # A namespace holding fewer rows than the sample is not cut, whatever its count.
+        _same(
+            _search(paths, ["zzzunknown"], query, 10, pass_pool=100, known_rows=[None, 10**6]),
+            whole,
+        )
+        # A count far too large (the namespace shrank since): the cut lets through at
+        # least the vector pool's 50 rows, so the search still finds its 10.
+        stale = _search(["acme/big"], ["zzzunknown"], query, 10, pass_pool=100, known_rows=[10**9])
+        assert len(stale) == 10
+
+
+@pytest.mark.django_db
+def test_row_counts_must_name_each_path():
+    with pytest.raises(ValueError, match="1 row counts for the 2 paths of the search"):
+        _search(["acme/a", "acme/b"], ["word1"], None, 5, known_rows=[10])
+
+
+def test_the_query_planes_are_its_three_bit_levels_repeated_over_the_row_planes():
+    vector = np.array([2.0, -2.0, 0.1, -0.1, 0.02, 1.0, -1.0, 0.3, 0.6, -0.6])
+    planes = query_planes(vector)
+    assert len(planes) == len(QUERY_WEIGHTS) == 3
+    assert all(len(plane) == 3 * len(vector) for plane in planes)
+    assert all(plane == plane[: len(vector)] * 3 for plane in planes)
+    # Each coordinate's level number (bit0 + 2 * bit1 + 4 * bit2) names the level nearest
+    # to it, in the unit vector's standard deviations.
     unit = vector / np.linalg.norm(vector)
-    step = 0.9816 * unit.std()
-    levels = [int(b) + 2 * int(h) for b, h in zip(low[:8], high[:8], strict=True)]
-    assert levels == [int(np.digitize(x, [-step, 0.0, step])) for x in unit]
-    assert levels[:5] == [3, 0, 2, 1, 2]
+    numbers = [
+        sum(int(plane[i]) << k for k, plane in enumerate(planes)) for i in range(len(vector))
+    ]
+    levels = [
+        QUERY_LEVEL_OFFSET + sum(w * ((n >> k) & 1) for k, w in enumerate(QUERY_WEIGHTS))
+        for n in range(8)
+    ]
+    sigma = unit.std()
+    nearest = [int(np.argmin([abs(x / sigma - level) for level in levels])) for x in unit]
+    assert numbers == nearest
+    assert numbers == [7, 0, 4, 3, 4, 5, 2, 4, 5, 2]
+    # Symmetric about 0: the row's bit count drops out of the rank.
+    assert levels == pytest.approx([-level for level in reversed(levels)])
+
+
+def test_the_rank_of_the_query_planes_is_the_inner_product_with_the_row_levels():
+    rng = np.random.default_rng(5)
+    query, rows = rng.standard_normal(64), rng.standard_normal((200, 64))
+    planes = [np.array([c == "1" for c in plane]) for plane in query_planes(query)]
+    unit = rows / np.linalg.norm(rows, axis=1, keepdims=True)
+    t = 0.6745 / np.sqrt(64)
+    codes = np.concatenate([unit > -t, unit > 0, unit > t], axis=1)
+    hamming = sum(
+        w * (codes != plane).sum(axis=1) for w, plane in zip(QUERY_WEIGHTS, planes, strict=True)
+    )
+    # The query's levels (one copy of each plane) against the rows' levels (0-3).
+    number = sum(plane[:64].astype(int) << k for k, plane in enumerate(planes))
+    levels = np.array(
+        [
+            QUERY_LEVEL_OFFSET + sum(w * ((n >> k) & 1) for k, w in enumerate(QUERY_WEIGHTS))
+            for n in number
+        ]
+    )
+    inner = codes.reshape(200, 3, 64).sum(axis=1) @ levels
+    assert np.argsort(hamming, kind="stable").tolist() == np.argsort(-inner, kind="stable").tolist()

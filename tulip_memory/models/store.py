@@ -38,7 +38,9 @@ from tulip_memory.search_index import (
     CODES_MAX_DIMENSIONS,
     INDEXED_NAMESPACE_MAX_BYTES,
     LEXICAL_FUNCTION,
+    QUERY_WEIGHTS,
     indexed,
+    query_planes,
 )
 from tulip_memory.tenancy import TENANT_MAX_LENGTH
 
@@ -160,9 +162,22 @@ _QUERY_LEXEMES = (
 # The vector candidates of a text query in a namespace: the best PASS_POOL rows of the
 # index-only pass over the codes (search_index), re-ranked by exact cosine distance. A
 # namespace of at most this many rows is therefore ranked exactly; over it, the pass kept
-# the exact top 10 in 0.996-1.0 of the queries on isotropic random vectors (the hardest
-# case: docs/pg_store.md, "Exact search at 50k rows").
+# the exact top 10 in 0.998 of 400 queries on isotropic random vectors in a 50k-row
+# namespace (the hardest case: docs/pg_store.md, "Exact search at 50k rows").
 PASS_POOL = 1000
+
+# The pass's cut: in a namespace known to hold more than PASS_CUT_MARGIN * 2 * pass_pool
+# rows, its first PASS_SAMPLE_ROWS index entries are ranked first, and only the rows
+# ranking at least as well as the best PASS_CUT_MARGIN * pass_pool / rows of that sample
+# go on to the pass's sort (about PASS_CUT_MARGIN * pass_pool rows): sorting all 50,000
+# entries of a namespace was a quarter of the pass (bench/pg_store.py: ~1.2 ms of a 15 ms
+# search). The sample is the namespace's oldest rows (index order); should the newer ones
+# rank otherwise, more rows or fewer pass the cut, and fewer than pass_pool only if the
+# sample misjudged the share by the margin: the pass then keeps those, still the best. A
+# namespace found to hold fewer rows than the sample (it shrank since it was counted) is
+# not cut.
+PASS_SAMPLE_ROWS = 2048
+PASS_CUT_MARGIN = 8
 
 # PgMemory ranks a namespace from the indexes once it has seen it hold at least this many
 # rows (SearchRow.namespace_rows): below it, reading the rows costs less than the lexical
@@ -170,29 +185,6 @@ PASS_POOL = 1000
 # 2.8 against 3.9 ms at 1k rows, 12.2 against 7.0 at 10k; bench/manager.py, four
 # namespaces of 2,500 rows of 1,024-d vectors: 18.8 against 29.4 ms).
 INDEXED_SEARCH_MIN_ROWS = 5000
-
-# The query's coordinates (of the unit vector, in its standard deviations) quantised to
-# two bits with a Gaussian's Lloyd-Max levels: thresholds at 0 and +-LLOYD_MAX_THRESHOLD,
-# levels +-0.4528 and +-1.510, i.e. -1.510 + CODE_WEIGHTS[0] * bit0 + CODE_WEIGHTS[1] * bit1.
-LLOYD_MAX_THRESHOLD = 0.9816
-CODE_WEIGHTS = (1.0572, 1.9628)
-
-
-def query_planes(vector: np.ndarray) -> tuple[str, str]:
-    """The query's two bit planes, each repeated over a row's three planes of codes.
-
-    A row's rank is the inner product of the query's levels with its own (the number of
-    its planes a coordinate is above: 0 to 3). As a sum of Hamming distances
-    (``|Q and R| = (|Q| + |R| - hamming(Q, R)) / 2``), it is a constant minus
-    ``(CODE_WEIGHTS[0] * hamming(Q0, R) + CODE_WEIGHTS[1] * hamming(Q1, R)) / 2``, plus a
-    multiple of the row's bit count that is zero here: the levels are symmetric.
-    """
-    q = np.asarray(vector, dtype=np.float64)
-    q = q / (np.linalg.norm(q) or 1.0)
-    step = LLOYD_MAX_THRESHOLD * q.std()
-    level = np.digitize(q, [-step, 0.0, step])
-    low, high = (np.tile((level >> bit) & 1, 3).astype(np.uint8) + ord("0") for bit in (0, 1))
-    return low.tobytes().decode(), high.tobytes().decode()
 
 
 def live_predicate(alias: str, column: str, parameter: str = "now") -> str:
@@ -413,6 +405,7 @@ class MemoryItemQuerySet(models.QuerySet):
         pass_pool: int = PASS_POOL,
         use_indexes: bool | Sequence[bool] = True,
         count_rows: bool | Sequence[bool] = False,
+        known_rows: Sequence[int | None] | None = None,
     ) -> list[SearchRow]:
         """Rank each namespace path of ``tenant`` on its own, in ONE statement.
 
@@ -448,7 +441,9 @@ class MemoryItemQuerySet(models.QuerySet):
         True), none (False), or those whose item of ``use_indexes`` is true (a branch for
         each, the other never run: :meth:`_per_path`). Both give the same results for a
         namespace of at most ``pass_pool`` rows; ``SearchRow.namespace_rows`` says how many
-        rows were ranked.
+        rows were ranked. ``known_rows``, one a path (None: unknown), is how many rows a
+        caller last saw in each namespace: from the indexes, the vector pass of one known
+        to be large sorts only the rows that pass a cut (:data:`PASS_SAMPLE_ROWS`).
         """
         n = self._sql_names()
         params: dict[str, Any] = {
@@ -457,6 +452,7 @@ class MemoryItemQuerySet(models.QuerySet):
             "limit": limit,
             "indexed": _chosen_paths(use_indexes, len(paths)),
             "counted": _chosen_paths(count_rows, len(paths)),
+            "cuts": _sample_cuts(known_rows, len(paths), max(pass_pool, 5 * limit, 50), limit),
         }
         in_path = f"c.{n['namespace']} = p.path"
         if subtree:
@@ -526,8 +522,8 @@ class MemoryItemQuerySet(models.QuerySet):
             f"i.{n['created_at']}, i.{n['updated_at']}, i.{n['version']}, m.lexical, m.rank, "
             f"i.{n['namespace']}, i.{n['ttl']} IS NOT NULL, "
             f"{'m.seen' if terms is not None else 'NULL::bigint'} "
-            "FROM unnest(%(paths)s::text[], %(indexed)s::bool[], %(counted)s::bool[]) "
-            "WITH ORDINALITY AS p(path, indexed, counted, idx) "
+            "FROM unnest(%(paths)s::text[], %(indexed)s::bool[], %(counted)s::bool[], "
+            "%(cuts)s::int[]) WITH ORDINALITY AS p(path, indexed, counted, cut, idx) "
             f"CROSS JOIN LATERAL ({ranked}) m "
             f"JOIN {n['table']} i ON i.{n['id']} = m.id "
             f"ORDER BY p.idx, m.rank, i.{n['updated_at']} DESC, i.{n['key']}"
@@ -659,10 +655,12 @@ class MemoryItemQuerySet(models.QuerySet):
         the application role can use that index under row-level security: it applies the
         tenant policy's predicate itself); their distances are read by primary key.
         Vector part: an index-only pass over the codes of the namespace's rows with a
-        vector of the query's source keeps the ``pass_pool`` best by the query's two
+        vector of the query's source keeps the ``pass_pool`` best by the query's three
         bit planes (:func:`query_planes`), and those are re-ranked by exact cosine
         distance, the ``pool`` nearest kept: the exact ones whenever the namespace has at
-        most ``pass_pool`` rows. Fused as :meth:`_hybrid` fuses.
+        most ``pass_pool`` rows. In a path with a cut (``p.cut``, the place in the ranked
+        sample of its first :data:`PASS_SAMPLE_ROWS` entries), only the rows ranking at
+        least as well as that sample row are sorted. Fused as :meth:`_hybrid` fuses.
         """
         params["pool"] = max(50, 5 * params["limit"])
         params["lexical_now"] = params.get("now")
@@ -684,21 +682,30 @@ class MemoryItemQuerySet(models.QuerySet):
         ]
         pooled = "SELECT id, score, distance FROM worded"
         if with_vector:
-            params["q0"], params["q1"] = query_planes(params["vector"])
-            params["w0"], params["w1"] = CODE_WEIGHTS
+            planes = query_planes(params["vector"])
+            for k, (plane, weight) in enumerate(zip(planes, QUERY_WEIGHTS, strict=True)):
+                params[f"plane{k}"], params[f"weight{k}"] = plane, weight
             params["pass_pool"] = max(pass_pool, params["pool"])
             coded = f"c.search_codes IS NOT NULL AND {indexed('c')}"
             if "source" in params:
                 coded = f"c.{n['embedding_source']} = %(source)s AND {coded}"
             # The codes are a bit string a row, ranked by the query's planes: a sum of
             # Hamming distances, from the covering index alone.
-            closeness = (
-                "%(w0)s * (c.search_codes <~> %(q0)s::varbit) "
-                "+ %(w1)s * (c.search_codes <~> %(q1)s::varbit)"
+            closeness = " + ".join(
+                f"%(weight{k})s * (c.search_codes <~> %(plane{k})s::varbit)"
+                for k in range(len(QUERY_WEIGHTS))
             )
             parts += [
+                # Read only for a path with a cut.
+                f"sample AS MATERIALIZED (SELECT {closeness} AS closeness FROM {table} c "
+                f"WHERE {where} AND {coded} LIMIT {PASS_SAMPLE_ROWS})",
                 f"passed AS MATERIALIZED (SELECT c.{id_} AS id FROM {table} c "
-                f"WHERE {where} AND {coded} ORDER BY {closeness} LIMIT %(pass_pool)s)",
+                # Without a cut, the OR stops at its first term: the closeness is not
+                # computed twice a row.
+                f"WHERE {where} AND {coded} AND (p.cut IS NULL OR {closeness} <= "
+                f"(SELECT CASE WHEN count(*) = {PASS_SAMPLE_ROWS} THEN coalesce((array_agg("
+                "closeness ORDER BY closeness))[p.cut + 1], 'Infinity') ELSE 'Infinity' "
+                f"END FROM sample)) ORDER BY {closeness} LIMIT %(pass_pool)s)",
                 f"semantic AS (SELECT c.{id_} AS id, c.{n['embedding']} <=> %(vector)s::vector "
                 f"AS distance FROM {table} c WHERE c.{id_} IN (SELECT id FROM passed) "
                 "ORDER BY distance LIMIT %(pool)s)",
@@ -744,6 +751,31 @@ def _chosen_paths(marks: bool | Sequence[bool], count: int) -> list[bool]:
     if len(chosen) != count:
         raise ValueError(f"{len(chosen)} marks for the {count} paths of the search")
     return chosen
+
+
+def _sample_cuts(
+    known_rows: Sequence[int | None] | None, count: int, pass_pool: int, limit: int
+) -> list[int | None]:
+    """Each path's cut (:data:`PASS_SAMPLE_ROWS`): the place in its ranked sample of the
+    worst row that still passes, for a namespace known to hold more than twice the
+    margin's rows; None for the others (all rows sorted).
+
+    Never under the vector pool's size (``max(50, 5 * limit)``) minus one: the sample's
+    rows are rows of the namespace, so at least that many pass, however wrong the count
+    (a namespace that shrank since it was counted gets a smaller pass, never fewer
+    candidates than its search ranks)."""
+    if known_rows is None:
+        return [None] * count
+    if len(known_rows) != count:
+        raise ValueError(f"{len(known_rows)} row counts for the {count} paths of the search")
+    kept = PASS_CUT_MARGIN * pass_pool
+    least = max(50, 5 * limit) - 1
+    return [
+        None
+        if rows is None or rows <= 2 * kept
+        else min(PASS_SAMPLE_ROWS - 1, max(least, PASS_SAMPLE_ROWS * kept // rows))
+        for rows in known_rows
+    ]
 
 
 def _indexes_serve(

@@ -666,6 +666,7 @@ class PgMemory(BaseStore):
                 now=self._now(),
                 use_indexes=indexed,
                 count_rows=counted,
+                known_rows=[None if k is None else k[0] for k in known],
                 **ranking,
             )
         for row in rows:
