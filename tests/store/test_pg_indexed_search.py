@@ -83,6 +83,13 @@ def test_the_indexes_rank_as_the_statement_reading_every_row():
     with tenant_atomic("acme"):
         items = MemoryItem.objects.live(NOW)
         live = {path: items.filter(namespace=path).count() for path in paths}
+        texts = {
+            path: [
+                value["text"]
+                for value in items.filter(namespace=path).values_list("value", flat=True)
+            ]
+            for path in paths
+        }
     queries = [
         ["word3"],
         ["word3", "word17", "word30"],
@@ -98,6 +105,19 @@ def test_the_indexes_rank_as_the_statement_reading_every_row():
                 found = _search(paths, terms, given, limit)
                 assert expected or given is None, terms
                 _same(found, expected)
+                # The vector only re-ranking the word matches (HRR): the same both ways,
+                # and every row found matches a word.
+                worded = _search(paths, terms, given, limit, vector_candidates=False)
+                _same(
+                    worded,
+                    _search(paths, terms, given, limit, use_indexes=False, vector_candidates=False),
+                )
+                words = {term for term in terms if term.startswith("word")}  # not stop words
+                assert all(words & set(row.value["text"].split()) for row in worded), terms
+                for i, path in enumerate(paths):
+                    matching = [t for t in texts[path] if words & set(t.split())]
+                    found_here = [row for row in worded if row.position == i]
+                    assert len(found_here) == min(limit, len(matching)), (terms, path)
                 # Chosen path by path: acme/a from the indexes, acme/b from its rows.
                 mixed = _search(
                     paths, terms, given, limit, use_indexes=[True, False, True], count_rows=True

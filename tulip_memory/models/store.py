@@ -406,6 +406,7 @@ class MemoryItemQuerySet(models.QuerySet):
         use_indexes: bool | Sequence[bool] = True,
         count_rows: bool | Sequence[bool] = False,
         known_rows: Sequence[int | None] | None = None,
+        vector_candidates: bool = True,
     ) -> list[SearchRow]:
         """Rank each namespace path of ``tenant`` on its own, in ONE statement.
 
@@ -430,6 +431,12 @@ class MemoryItemQuerySet(models.QuerySet):
         path, over all their rows); ``value_condition(column)`` returns an SQL condition
         on the ``value`` column (named ``column``) and its parameters, applied before the
         ranking, in every mode. Each row names its namespace path (``SearchRow.namespace``).
+
+        ``vector_candidates`` False (a text query): the vector only re-ranks the rows that
+        match the query's words, none is found by its vector alone — for vectors that
+        carry nothing but the words (HRR: a row sharing no word with the query is at a
+        random distance from it, and filled the results with noise). Only the matching
+        rows' distances are computed.
 
         ``vector`` is best a float32 array: it travels in binary rather than being
         printed as text and parsed back; pgvector's text form is accepted too.
@@ -487,11 +494,15 @@ class MemoryItemQuerySet(models.QuerySet):
             )
             prefix = _QUERY_LEXEMES
             where = " AND ".join(conditions)
-            whole = self._hybrid(n, where, usable, vector is not None, params)
+            whole = self._hybrid(
+                n, where, usable, vector is not None, params, candidates=vector_candidates
+            )
             if any(params["indexed"]) and _indexes_serve(
                 paths, vector, subtree, value_condition, metadata
             ):
-                indexed_ranking = self._hybrid_indexed(n, where, usable, params, pass_pool)
+                indexed_ranking = self._hybrid_indexed(
+                    n, where, usable, params, pass_pool, candidates=vector_candidates
+                )
                 ranked = self._per_path(whole, indexed_ranking, params["indexed"])
             else:
                 ranked = whole
@@ -569,7 +580,14 @@ class MemoryItemQuerySet(models.QuerySet):
         ]
 
     def _hybrid(
-        self, n: dict[str, str], where: str, usable: str, with_vector: bool, params: dict[str, Any]
+        self,
+        n: dict[str, str],
+        where: str,
+        usable: str,
+        with_vector: bool,
+        params: dict[str, Any],
+        *,
+        candidates: bool,
     ) -> str:
         """The per-namespace ranking of a text query (the inner part of the statement).
 
@@ -582,7 +600,9 @@ class MemoryItemQuerySet(models.QuerySet):
         ``to_tsvector`` always records), df the number of hits holding it,
         N and the average length are the namespace's; the ``pool`` best are kept. Vector
         part: the ``pool`` nearest rows by exact cosine distance among those with a
-        usable vector. Fused over the union of both pools: ``bm25 / best_bm25 + weight *
+        usable vector (with ``candidates``; otherwise no such pool, and only the rows
+        matching a query lexeme get a distance). Fused over the union of both pools:
+        ``bm25 / best_bm25 + weight *
         (1 - distance)`` (a row without a usable vector gets 0 for the second term, and
         is flagged ``lexical``). Without a query vector the lexical part ranks alone. The
         tie-break columns (``updated_at``, ``key``) are read only for the pooled rows
@@ -595,7 +615,10 @@ class MemoryItemQuerySet(models.QuerySet):
         table, id_ = n["table"], n["id"]
         distance = "NULL::float8"
         if with_vector:
-            distance = f"CASE WHEN {usable} THEN c.{n['embedding']} <=> %(vector)s::vector END"
+            matching = "" if candidates else " AND c.search_vector @@ (SELECT tsq FROM q)"
+            distance = (
+                f"CASE WHEN {usable}{matching} THEN c.{n['embedding']} <=> %(vector)s::vector END"
+            )
         parts = [
             # ONE pass over the namespace's rows: each row's length, its tsvector when it
             # matches a query lexeme, its distance when it has a usable vector. Nothing
@@ -619,14 +642,20 @@ class MemoryItemQuerySet(models.QuerySet):
             "/ (df.df + 0.5)) * h.tf * (%(k1)s + 1) / (h.tf + %(k1)s * (1 - %(b)s + %(b)s "
             "* h.dl / st.avgdl))) AS score FROM hits h JOIN df USING (lexeme) "
             "CROSS JOIN stats st GROUP BY h.id ORDER BY score DESC LIMIT %(pool)s)",
-            "semantic AS (SELECT id, distance FROM scan "
-            "WHERE distance IS NOT NULL ORDER BY distance LIMIT %(pool)s)",
-            # Both pools, one row per item: its BM25 (NULL outside the lexical pool) and
-            # its distance (NULL without a usable vector).
-            "pooled AS MATERIALIZED (SELECT b.id, max(b.score) AS score, min(b.distance) AS "
-            "distance FROM (SELECT id, score, distance FROM lexical UNION ALL "
-            "SELECT id, NULL, distance FROM semantic) b GROUP BY b.id)",
         ]
+        pooled = "SELECT id, score, distance FROM lexical"
+        if with_vector and candidates:
+            parts.append(
+                "semantic AS (SELECT id, distance FROM scan "
+                "WHERE distance IS NOT NULL ORDER BY distance LIMIT %(pool)s)"
+            )
+            pooled += " UNION ALL SELECT id, NULL, distance FROM semantic"
+        # Both pools, one row per item: its BM25 (NULL outside the lexical pool) and its
+        # distance (NULL without a usable vector).
+        parts.append(
+            "pooled AS MATERIALIZED (SELECT b.id, max(b.score) AS score, min(b.distance) AS "
+            f"distance FROM ({pooled}) b GROUP BY b.id)"
+        )
         # The namespace's live rows, for the paths that ask (counting them costs a pass
         # over the rows read when no row matches a word, or ~2.7 ms a search of four
         # namespaces of 2,500 rows).
@@ -646,7 +675,14 @@ class MemoryItemQuerySet(models.QuerySet):
         )
 
     def _hybrid_indexed(
-        self, n: dict[str, str], where: str, usable: str, params: dict[str, Any], pass_pool: int
+        self,
+        n: dict[str, str],
+        where: str,
+        usable: str,
+        params: dict[str, Any],
+        pass_pool: int,
+        *,
+        candidates: bool,
     ) -> str:
         """:meth:`_hybrid`'s ranking from the indexes (:mod:`tulip_memory.search_index`).
 
@@ -660,7 +696,8 @@ class MemoryItemQuerySet(models.QuerySet):
         distance, the ``pool`` nearest kept: the exact ones whenever the namespace has at
         most ``pass_pool`` rows. In a path with a cut (``p.cut``, the place in the ranked
         sample of its first :data:`PASS_SAMPLE_ROWS` entries), only the rows ranking at
-        least as well as that sample row are sorted. Fused as :meth:`_hybrid` fuses.
+        least as well as that sample row are sorted. Without ``candidates``, no pass: the
+        vector only re-ranks the lexical candidates. Fused as :meth:`_hybrid` fuses.
         """
         params["pool"] = max(50, 5 * params["limit"])
         params["lexical_now"] = params.get("now")
@@ -681,7 +718,7 @@ class MemoryItemQuerySet(models.QuerySet):
             f"WHERE c.{id_} = l.id LIMIT 1) d)",
         ]
         pooled = "SELECT id, score, distance FROM worded"
-        if with_vector:
+        if with_vector and candidates:
             planes = query_planes(params["vector"])
             for k, (plane, weight) in enumerate(zip(planes, QUERY_WEIGHTS, strict=True)):
                 params[f"plane{k}"], params[f"weight{k}"] = plane, weight

@@ -708,6 +708,9 @@ class PgMemory(BaseStore):
             "config": text_search_config(),
             "weight": HRR_WEIGHT if hrr else MODEL_WEIGHT,
             "bm25": (BM25_K1, BM25_B),
+            # An HRR vector is a bag of the words: a row sharing none with the query is
+            # at a random distance from it, so it only re-ranks the rows the words found.
+            "vector_candidates": not hrr,
         }
 
     async def search_many(
