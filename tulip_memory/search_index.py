@@ -100,7 +100,7 @@ def _codes_expression(embedding: str) -> str:
 # Gaussian's eight Lloyd-Max levels (+-0.2451, +-0.7560, +-1.344, +-2.152); each coordinate
 # takes the nearest level (thresholds at 0, +-0.5005, +-1.1243, +-1.748). Symmetric about
 # 0, as the rank below needs. Two bits (four Lloyd-Max levels) kept the exact top 10 in
-# the best 1,000 of a 50k-row namespace in 0.987 of 400 queries, these three bits in 0.998
+# the best 1,000 of a 50k-row namespace in 0.986 of 400 queries, these three bits in 0.998
 # (docs/pg_store.md, "The query's three bits").
 QUERY_WEIGHTS = (0.6595, 1.2475, 2.2485)
 QUERY_LEVEL_OFFSET = -sum(QUERY_WEIGHTS) / 2

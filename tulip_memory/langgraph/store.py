@@ -19,7 +19,9 @@ own stores do.
 ``search`` ranks with PgMemory's hybrid statement (``MemoryItemQuerySet.search_paths``:
 BM25 over the indexed text fused with the vector's cosine), over every namespace under the
 prefix as one ranking, with the value filter applied inside the statement, before the
-cut. Without a query it lists the newest items first, like ``PostgresStore``.
+cut; every item with a vector is a candidate by its vector, as in LangGraph's stores, also
+with HRR vectors (``PgMemory.search`` ranks only an HRR store's word matches). Without a
+query it lists the newest items first, like ``PostgresStore``.
 
 The text of an item (its words and its vector) is taken from the fields of ``index``
 (LangGraph's paths, ``"$"`` = the whole value; per put ``index=[...]`` overrides them),
@@ -499,6 +501,9 @@ class DjangoStore(TenantDatabase, BaseStore):
         for index, op in enumerate(plan.ops):
             if isinstance(op, SearchOp) and op.query and op.query.strip():
                 ranking = await self.memory.ranking_arguments(plan.tenant, op.query)
+                # LangGraph's contract: every item with a vector is ranked by similarity,
+                # whatever the vectors (PgMemory's own search keeps HRR to word matches).
+                ranking["vector_candidates"] = True
                 # A query of stop words only (HRR vectors) ranks nothing: newest first.
                 if ranking["terms"] is not None or ranking["vector"] is not None:
                     plan.rankings[index] = ranking

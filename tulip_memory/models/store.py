@@ -170,8 +170,8 @@ PASS_POOL = 1000
 # rows, its first PASS_SAMPLE_ROWS index entries are ranked first, and only the rows
 # ranking at least as well as the best PASS_CUT_MARGIN * pass_pool / rows of that sample
 # go on to the pass's sort (about PASS_CUT_MARGIN * pass_pool rows): sorting all 50,000
-# entries of a namespace was a quarter of the pass (bench/pg_store.py: ~1.2 ms of a 15 ms
-# search). The sample is the namespace's oldest rows (index order); should the newer ones
+# entries of a namespace was a quarter of the pass (the cut saves 1.2-1.5 ms of a 15 ms
+# statement: docs/pg_store.md, "The pass's cut"). The sample is the namespace's oldest rows (index order); should the newer ones
 # rank otherwise, more rows or fewer pass the cut, and fewer than pass_pool only if the
 # sample misjudged the share by the margin: the pass then keeps those, still the best. A
 # namespace found to hold fewer rows than the sample (it shrank since it was counted) is
@@ -602,9 +602,8 @@ class MemoryItemQuerySet(models.QuerySet):
         part: the ``pool`` nearest rows by exact cosine distance among those with a
         usable vector (with ``candidates``; otherwise no such pool, and only the rows
         matching a query lexeme get a distance). Fused over the union of both pools:
-        ``bm25 / best_bm25 + weight *
-        (1 - distance)`` (a row without a usable vector gets 0 for the second term, and
-        is flagged ``lexical``). Without a query vector the lexical part ranks alone. The
+        ``bm25 / best_bm25 + weight * (1 - distance)`` (a row without a usable vector gets
+        0 for the second term, and is flagged ``lexical``). Without a query vector the lexical part ranks alone. The
         tie-break columns (``updated_at``, ``key``) are read only for the pooled rows
         that can still make the top ``limit``.
 
