@@ -171,11 +171,11 @@ PASS_POOL = 1000
 # ranking at least as well as the best PASS_CUT_MARGIN * pass_pool / rows of that sample
 # go on to the pass's sort (about PASS_CUT_MARGIN * pass_pool rows): sorting all 50,000
 # entries of a namespace was a quarter of the pass (the cut saves 1.2-1.5 ms of a 15 ms
-# statement: docs/pg_store.md, "The pass's cut"). The sample is the namespace's oldest rows (index order); should the newer ones
-# rank otherwise, more rows or fewer pass the cut, and fewer than pass_pool only if the
-# sample misjudged the share by the margin: the pass then keeps those, still the best. A
-# namespace found to hold fewer rows than the sample (it shrank since it was counted) is
-# not cut.
+# statement: docs/pg_store.md, "The pass's cut"). The sample is the namespace's oldest
+# rows (index order); should the newer ones rank otherwise, more rows or fewer pass the
+# cut, and fewer than pass_pool only if the sample misjudged the share by the margin: the
+# pass then keeps those, still the best. A namespace found to hold fewer rows than the
+# sample (it shrank since it was counted) is not cut.
 PASS_SAMPLE_ROWS = 2048
 PASS_CUT_MARGIN = 8
 
@@ -603,9 +603,9 @@ class MemoryItemQuerySet(models.QuerySet):
         usable vector (with ``candidates``; otherwise no such pool, and only the rows
         matching a query lexeme get a distance). Fused over the union of both pools:
         ``bm25 / best_bm25 + weight * (1 - distance)`` (a row without a usable vector gets
-        0 for the second term, and is flagged ``lexical``). Without a query vector the lexical part ranks alone. The
-        tie-break columns (``updated_at``, ``key``) are read only for the pooled rows
-        that can still make the top ``limit``.
+        0 for the second term, and is flagged ``lexical``). Without a query vector the
+        lexical part ranks alone. The tie-break columns (``updated_at``, ``key``) are read
+        only for the pooled rows that can still make the top ``limit``.
 
         This statement reads every row of the namespace; :meth:`_hybrid_indexed` ranks the
         same way from the indexes, for the searches they can serve.
