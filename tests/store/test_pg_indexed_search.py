@@ -123,18 +123,26 @@ def test_the_indexes_rank_as_the_statement_reading_every_row():
                     paths, terms, given, limit, use_indexes=[True, False, True], count_rows=True
                 )
                 _same(mixed, expected)
-                # A namespace read says how many live rows it has; from the indexes, no
-                # count (it would read them).
-                assert [r.namespace_rows for r in expected] == [
-                    live[paths[r.position]] for r in expected
-                ]
-                assert {r.namespace_rows for r in found} <= {None}
+                # A namespace read says how many live rows it has, with a hit or not
+                # (the empty one: 0); from the indexes, no count (it would read them).
+                counts = {i: live[path] for i, path in enumerate(paths)}
+                assert expected.namespace_rows == counts
+                assert found.namespace_rows == {}
                 uncounted = _search(paths, terms, given, limit, use_indexes=False)
                 _same(uncounted, expected)
-                assert {r.namespace_rows for r in uncounted} <= {None}
-                assert [r.namespace_rows for r in mixed] == [
-                    live[paths[r.position]] if r.position == 1 else None for r in mixed
-                ]
+                assert uncounted.namespace_rows == {}
+                assert mixed.namespace_rows == {1: live["acme/b"]}
+                # Without a word found (HRR: no vector candidates), no hit, still counted.
+                none = _search(
+                    paths,
+                    terms,
+                    given,
+                    limit,
+                    use_indexes=False,
+                    count_rows=True,
+                    vector_candidates=False,
+                )
+                assert none.namespace_rows == counts
     # A pass pool smaller than the namespace still ranks the rows it keeps exactly.
     narrow = _search(["acme/b"], ["zzzunknown"], vector, 5, pass_pool=60)
     _same(narrow, _search(["acme/b"], ["zzzunknown"], vector, 5, use_indexes=False))

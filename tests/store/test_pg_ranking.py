@@ -15,6 +15,7 @@ from django.test import override_settings
 from tests.store.concepts import ConceptEmbedding
 from tests.store.pg_statements import executions, explain, search_statements
 from tulip_memory.checks.search import check_text_search_config, check_text_search_databases
+from tulip_memory.manager import LLMMemoryManager, Memory, MemoryType
 from tulip_memory.models.store import MemoryItem
 from tulip_memory.store import PgMemory
 from tulip_memory.store.pg import MAX_QUERY_TOKENS, lexical_tokens
@@ -53,6 +54,50 @@ def test_a_word_only_and_a_meaning_only_match_are_both_found():
     # with the query (the cat, the fillers) is at a random distance from it, no result.
     assert found == ["word"]
     assert sync(hrr.search)(other, "kitten giraffe") == []
+
+
+# 70 distinct words, then the one word a memory shares with the message.
+CHATTER = " ".join(f"topic{chr(97 + i // 26)}{chr(97 + i % 26)}" for i in range(70))
+LONG_MESSAGE = f"{CHATTER} and by the way does my parrot need a vet"
+PARROT = "The user owns a parrot named Kiwi"
+
+
+@pytest.mark.django_db
+def test_a_long_message_finds_the_item_sharing_a_word_past_the_words_it_matches():
+    # The words past MAX_QUERY_TOKENS match nothing; the HRR vector, of the whole
+    # message, finds the rows sharing them.
+    assert "parrot" not in lexical_tokens(LONG_MESSAGE)
+    store = PgMemory()
+    fillers = [(f"n{i}", f"note {i} about weather and trains") for i in range(5)]
+    sync(store.put_batch)([(NS, key, text, None) for key, text in [("pet", PARROT), *fillers]])
+    assert _keys(sync(store.search)(NS, LONG_MESSAGE, limit=3))[0] == "pet"
+    manager = LLMMemoryManager(store, namespace_prefix=("acme", "users", "ada"))
+    sync(manager.save)([Memory(MemoryType.USER, "pet", PARROT)])
+    sync(manager.save)(
+        [
+            Memory(MemoryType.PROJECT, f"f{i}", f"The user noted item {i} about trains")
+            for i in range(25)
+        ]
+    )
+    recalled = sync(manager.retrieve)(query=LONG_MESSAGE)  # retrieve_limit 20
+    assert len(recalled) == 20 and "pet" in [m.key for m in recalled]
+
+
+@pytest.mark.django_db
+def test_a_namespace_whose_words_match_nothing_is_still_counted(monkeypatch):
+    # Its size, which picks the indexes, is counted by a search that finds nothing too.
+    monkeypatch.setattr("tulip_memory.models.store.INDEXED_SEARCH_MIN_ROWS", 60)
+    store = PgMemory()
+    ns = ("acme", "growing")
+    sync(store.put_batch)([(ns, f"k{i}", {"text": f"zebra note {i}"}, None) for i in range(80)])
+
+    def from_the_indexes(query: str) -> bool:
+        with executions() as calls:
+            assert sync(store.search)(ns, query, limit=5) == []
+        [(sql, _params)] = search_statements(calls)
+        return "tulip_memory_lexical_pool" in sql
+
+    assert [from_the_indexes("giraffe") for _ in range(3)] == [False, True, True]
 
 
 @pytest.mark.django_db

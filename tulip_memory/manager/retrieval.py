@@ -10,7 +10,8 @@ A recall reads every memory type of every namespace in scope ("targets"):
   still injects something when no memory shares a word with the user's message. It runs
   only when the ranking brought back fewer than ``limit`` memories: the top-up comes
   after every ranked memory, so it would not change a full list (with a store that
-  ranks every memory with a vector, PgMemory's, a recall is then one statement);
+  ranks every memory with a vector, PgMemory's with a model embedder, a recall is then
+  one statement; PgMemory's default HRR vectors rank only the memories sharing a word);
 * the two are de-duplicated (by namespace and key) and cut to the limit.
 
 A store that cannot search (``capabilities.search`` false) falls back to recency read

@@ -52,6 +52,7 @@ __all__ = [
     "MemoryItem",
     "MemoryItemQuerySet",
     "SearchRow",
+    "SearchRows",
     "UpsertRow",
     "live_predicate",
     "namespace_prefix_condition",
@@ -142,9 +143,19 @@ class SearchRow(NamedTuple):
     rank: float
     namespace: str = ""
     has_ttl: bool = False  # written with a ttl (a read may refresh its expiry)
-    # A text query ranked by reading the namespace's rows, with ``count_rows``: how many
-    # live rows it has (None from the indexes, without ``count_rows``, in other modes).
-    namespace_rows: int | None = None
+
+
+class SearchRows(list[SearchRow]):
+    """The hits of :meth:`MemoryItemQuerySet.search_paths`, in order.
+
+    ``namespace_rows`` maps the position of each path whose text query was ranked by
+    reading its rows, with ``count_rows``, to how many live rows it has — a path without
+    a hit too; the other paths (from the indexes, not counted, other modes) are absent.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.namespace_rows: dict[int, int] = {}
 
 
 # The query's lexemes, once for every namespace of the statement: its tokens analysed by
@@ -180,7 +191,7 @@ PASS_SAMPLE_ROWS = 2048
 PASS_CUT_MARGIN = 8
 
 # PgMemory ranks a namespace from the indexes once it has seen it hold at least this many
-# rows (SearchRow.namespace_rows): below it, reading the rows costs less than the lexical
+# rows (SearchRows.namespace_rows): below it, reading the rows costs less than the lexical
 # function's call and re-ranking the pass's rows by primary key (bench/pg_store.py, 384-d:
 # 2.8 against 3.9 ms at 1k rows, 12.2 against 7.0 at 10k; bench/manager.py, four
 # namespaces of 2,500 rows of 1,024-d vectors: 18.8 against 29.4 ms).
@@ -407,7 +418,7 @@ class MemoryItemQuerySet(models.QuerySet):
         count_rows: bool | Sequence[bool] = False,
         known_rows: Sequence[int | None] | None = None,
         vector_candidates: bool = True,
-    ) -> list[SearchRow]:
+    ) -> SearchRows:
         """Rank each namespace path of ``tenant`` on its own, in ONE statement.
 
         Without ``query`` nor ``vector``: newest-updated first, ties by key (the
@@ -447,7 +458,7 @@ class MemoryItemQuerySet(models.QuerySet):
         indexes (:meth:`_hybrid_indexed` says how): for every path (``use_indexes``
         True), none (False), or those whose item of ``use_indexes`` is true (a branch for
         each, the other never run: :meth:`_per_path`). Both give the same results for a
-        namespace of at most ``pass_pool`` rows; ``SearchRow.namespace_rows`` says how many
+        namespace of at most ``pass_pool`` rows; ``SearchRows.namespace_rows`` says how many
         rows were ranked. ``known_rows``, one a path (None: unknown), is how many rows a
         caller last saw in each namespace: from the indexes, the vector pass of one known
         to be large sorts only the rows that pass a cut (:data:`PASS_SAMPLE_ROWS`).
@@ -536,7 +547,8 @@ class MemoryItemQuerySet(models.QuerySet):
             "FROM unnest(%(paths)s::text[], %(indexed)s::bool[], %(counted)s::bool[], "
             "%(cuts)s::int[]) WITH ORDINALITY AS p(path, indexed, counted, cut, idx) "
             f"CROSS JOIN LATERAL ({ranked}) m "
-            f"JOIN {n['table']} i ON i.{n['id']} = m.id "
+            # LEFT: a counted path without a hit gives one row, its count (no id).
+            f"LEFT JOIN {n['table']} i ON i.{n['id']} = m.id "
             f"ORDER BY p.idx, m.rank, i.{n['updated_at']} DESC, i.{n['key']}"
         )
         with self._binary_cursor() as cursor:
@@ -548,36 +560,7 @@ class MemoryItemQuerySet(models.QuerySet):
                 cursor.execute("SELECT set_config('plan_cache_mode', 'force_generic_plan', true)")
             cursor.execute(sql, params)
             rows = cursor.fetchall()
-        return [
-            SearchRow(
-                int(idx) - 1,
-                key,
-                _json(value),
-                _json(metadata),
-                created,
-                updated,
-                version,
-                lexical,
-                float(rank),
-                path,
-                has_ttl,
-                None if seen is None else int(seen),
-            )
-            for (
-                idx,
-                key,
-                value,
-                metadata,
-                created,
-                updated,
-                version,
-                lexical,
-                rank,
-                path,
-                has_ttl,
-                seen,
-            ) in rows
-        ]
+        return _search_rows(rows)
 
     def _hybrid(
         self,
@@ -658,7 +641,7 @@ class MemoryItemQuerySet(models.QuerySet):
         # The namespace's live rows, for the paths that ask (counting them costs a pass
         # over the rows read when no row matches a word, or ~2.7 ms a search of four
         # namespaces of 2,500 rows).
-        return _fused(n, parts, "CASE WHEN p.counted THEN (SELECT n::bigint FROM stats) END")
+        return _fused(n, parts, "(SELECT n::bigint FROM stats)")
 
     @staticmethod
     def _per_path(whole: str, indexed_ranking: str, chosen: list[bool]) -> str:
@@ -752,7 +735,7 @@ class MemoryItemQuerySet(models.QuerySet):
             f"distance FROM ({pooled}) b GROUP BY b.id)"
         )
         # How many rows the namespace holds is not counted here: that would read them.
-        return _fused(n, parts, "NULL::bigint")
+        return _fused(n, parts, None)
 
     def namespace_paths(self) -> models.QuerySet[Any, tuple[str, str]]:
         """Distinct ``(path, sort key)`` pairs in namespace-tuple order.
@@ -833,10 +816,13 @@ def _indexes_serve(
     return all(len(path.encode()) <= INDEXED_NAMESPACE_MAX_BYTES for path in paths)
 
 
-def _fused(n: dict[str, str], parts: list[str], seen: str) -> str:
+def _fused(n: dict[str, str], parts: list[str], count: str | None) -> str:
     """The fused ranking over ``parts``' ``pooled`` CTE (``id``, BM25 ``score``: NULL
-    outside the lexical pool, ``distance``: NULL without a usable vector), best first;
-    ``seen``, the count of the namespace's rows ranked, on every row."""
+    outside the lexical pool, ``distance``: NULL without a usable vector), best first.
+
+    ``count``, the SQL of the namespace's live rows (None: not known here), is the
+    ``seen`` column of every row of a path marked ``counted``; such a path without a hit
+    gives one row of its own, with that count and no id."""
     table, id_ = n["table"], n["id"]
     fused = (
         # The fused score of each pooled row, computed once: the cut below compares these
@@ -845,8 +831,8 @@ def _fused(n: dict[str, str], parts: list[str], seen: str) -> str:
         "coalesce(u.score / nullif(max(u.score) OVER (), 0), 0) "
         "+ %(weight)s * coalesce(1.0 - u.distance, 0.0) AS score FROM pooled u)"
     )
-    return (
-        f"WITH {', '.join([*parts, fused])} "
+    seen = "NULL::bigint" if count is None else f"CASE WHEN p.counted THEN {count} END"
+    ranked = (
         f"SELECT f.id, -f.score AS rank, f.lexical, {seen} AS seen FROM fused f "
         # The tie-break columns, looked up by primary key (LIMIT 1: one lookup per row,
         # never a join the planner could turn into a whole-table scan), for the rows
@@ -858,6 +844,51 @@ def _fused(n: dict[str, str], parts: list[str], seen: str) -> str:
         "ORDER BY score DESC LIMIT %(limit)s) x) "
         "ORDER BY f.score DESC, t.updated_at DESC, t.key LIMIT %(limit)s"
     )
+    if count is not None:
+        ranked = (
+            f"({ranked}) UNION ALL SELECT NULL::bigint, NULL::float8, NULL::boolean, {count} "
+            "WHERE p.counted AND NOT EXISTS (SELECT FROM fused)"
+        )
+    return f"WITH {', '.join([*parts, fused])} {ranked}"
+
+
+def _search_rows(rows: Sequence[tuple[Any, ...]]) -> SearchRows:
+    """The search statement's rows as :class:`SearchRows`."""
+    found = SearchRows()
+    for (
+        idx,
+        key,
+        value,
+        meta,
+        created,
+        updated,
+        version,
+        lexical,
+        rank,
+        path,
+        has_ttl,
+        seen,
+    ) in rows:
+        if seen is not None:
+            found.namespace_rows[int(idx) - 1] = int(seen)
+        if key is None:  # a counted path without a hit: its count only
+            continue
+        found.append(
+            SearchRow(
+                int(idx) - 1,
+                key,
+                _json(value),
+                _json(meta),
+                created,
+                updated,
+                version,
+                lexical,
+                float(rank),
+                path,
+                has_ttl,
+            )
+        )
+    return found
 
 
 def _json(value: Any) -> Any:

@@ -669,9 +669,8 @@ class PgMemory(BaseStore):
                 known_rows=[None if k is None else k[0] for k in known],
                 **ranking,
             )
-        for row in rows:
-            if row.namespace_rows is not None:
-                self._namespace_rows.put((tenant, paths[row.position]), (row.namespace_rows, 0))
+        for position, count in rows.namespace_rows.items():
+            self._namespace_rows.put((tenant, paths[position]), (count, 0))
         return rows
 
     async def search(
@@ -689,6 +688,9 @@ class PgMemory(BaseStore):
         """
         tokens = lexical_tokens(query)
         hrr = self.encoder.embedder is None
+        # Over MAX_QUERY_TOKENS words (stop words apart), the words past the cap match
+        # nothing: the vector, made of the whole query, must find those rows.
+        every_word = len(set(tokenize(query or "")) - STOP_WORDS) <= MAX_QUERY_TOKENS
         # A query of stop words only ranks nothing by its words; its HRR vector (a bag of
         # those stop words) means nothing either, so it lists the newest items, as no
         # query does. A model embedder's vector still carries meaning: it ranks alone.
@@ -709,8 +711,9 @@ class PgMemory(BaseStore):
             "weight": HRR_WEIGHT if hrr else MODEL_WEIGHT,
             "bm25": (BM25_K1, BM25_B),
             # An HRR vector is a bag of the words: a row sharing none with the query is
-            # at a random distance from it, so it only re-ranks the rows the words found.
-            "vector_candidates": not hrr,
+            # at a random distance from it, so it only re-ranks the rows the words found
+            # (when they are all of the query's).
+            "vector_candidates": not (hrr and every_word),
         }
 
     async def search_many(
