@@ -161,3 +161,42 @@ def test_the_search_index_migration_goes_back_and_forth_as_the_owner():
             [LEXICAL_FUNCTION],
         )
         assert cursor.fetchone() == (True,)
+
+
+@pytest.mark.django_db(transaction=True, databases=["default", "owner"])
+def test_the_lexical_function_of_a_database_migrated_before_keeps_its_ties_after_0015():
+    from django.db import connection, connections
+
+    from tulip_memory.search_index import LEXICAL_FUNCTION, _lexical_function_sql
+
+    def body() -> str:
+        with connections["owner"].cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_get_functiondef(oid) FROM pg_proc WHERE proname = %s",
+                [LEXICAL_FUNCTION],
+            )
+            return cursor.fetchone()[0]
+
+    assert "WITH TIES" in body()
+    try:
+        # A database at 0014 before this change: the body cut its pool in plan order.
+        call_command("migrate", "tulip_memory", "0014", database="owner", verbosity=0)
+        assert "WITH TIES" in body()  # going back keeps the new body
+        with connections["owner"].cursor() as cursor:
+            cursor.execute("SELECT current_schema()")
+            quote = connections["owner"].ops.quote_name
+            schema = quote(cursor.fetchone()[0])
+            table = f"{schema}.{quote('tulip_memory_store_item')}"
+            old = _lexical_function_sql(schema, table, replace=True)
+            cursor.execute(old.replace("FETCH FIRST in_pool ROWS WITH TIES", "LIMIT in_pool"))
+        assert "WITH TIES" not in body()
+    finally:
+        call_command("migrate", "tulip_memory", database="owner", verbosity=0)
+    assert "WITH TIES" in body()
+    with connection.cursor() as cursor:  # its owner and grants kept
+        cursor.execute(
+            "SELECT has_function_privilege(current_user, oid, 'EXECUTE'), "
+            "pg_get_userbyid(proowner) FROM pg_proc WHERE proname = %s",
+            [LEXICAL_FUNCTION],
+        )
+        assert cursor.fetchone() == (True, connections["owner"].settings_dict["USER"])

@@ -56,6 +56,7 @@ __all__ = [
     "QUERY_WEIGHTS",
     "WORDS_INDEX",
     "AddSearchIndex",
+    "ReplaceLexicalFunction",
     "indexed",
     "query_planes",
     "vector_width_sql",
@@ -158,8 +159,11 @@ def vector_width_sql(table: str, width: int) -> list[str]:
     ]
 
 
-def _lexical_function_sql(schema: str, table: str) -> str:
-    """The ``SECURITY DEFINER`` function: a namespace's ``pool`` best rows by Okapi BM25.
+def _lexical_function_sql(schema: str, table: str, *, replace: bool = False) -> str:
+    """The ``SECURITY DEFINER`` function: a namespace's ``pool`` best rows by Okapi BM25,
+    and every row tied with the last of them (which of tied rows rank first is the search
+    statement's tie-break, newest-updated first: cutting ties here would pick in plan
+    order). ``replace``: ``CREATE OR REPLACE`` (owner and grants kept).
 
     As PgMemory's search statement computes it: the rows matching the query (``words``,
     ``lexemes`` its lexemes) are the hits, tf the positions of a query lexeme in a hit's
@@ -178,7 +182,8 @@ def _lexical_function_sql(schema: str, table: str) -> str:
     rows = (
         f"i.tenant = in_tenant AND {tenant} AND i.namespace = in_path AND {indexed('i')} AND {live}"
     )
-    return f"""CREATE FUNCTION {schema}.{LEXICAL_FUNCTION}(
+    create = "CREATE OR REPLACE FUNCTION" if replace else "CREATE FUNCTION"
+    return f"""{create} {schema}.{LEXICAL_FUNCTION}(
     in_tenant text, in_path text, in_words tsquery, in_lexemes text[], in_now timestamptz,
     in_k1 float8, in_b float8, in_pool bigint)
 RETURNS TABLE (item_id bigint, bm25 float8)
@@ -199,8 +204,17 @@ stats AS MATERIALIZED (
 SELECT h.id, sum(ln(1 + (st.n - df.df + 0.5) / (df.df + 0.5)) * h.tf * (in_k1 + 1)
     / (h.tf + in_k1 * (1 - in_b + in_b * h.dl / st.avgdl))) AS score
 FROM hits h JOIN df USING (lexeme) CROSS JOIN stats st
-GROUP BY h.id ORDER BY score DESC LIMIT in_pool
+GROUP BY h.id ORDER BY score DESC FETCH FIRST in_pool ROWS WITH TIES
 $body$"""
+
+
+def _schema_and_table(schema_editor: Any, model: Any) -> tuple[str, str]:
+    """The current schema and the model's table in it, quoted."""
+    quote = schema_editor.quote_name
+    with schema_editor.connection.cursor() as cursor:
+        cursor.execute("SELECT current_schema()")
+        schema = quote(cursor.fetchone()[0])
+    return schema, f"{schema}.{quote(model._meta.db_table)}"
 
 
 class AddSearchIndex(DatabaseOnlyTableOperation):
@@ -223,12 +237,10 @@ class AddSearchIndex(DatabaseOnlyTableOperation):
     ) -> None:
         if not is_postgresql(schema_editor):
             return
-        model = to_state.apps.get_model(app_label, self.model_name)
         quote = schema_editor.quote_name
-        with schema_editor.connection.cursor() as cursor:
-            cursor.execute("SELECT current_schema()")
-            schema = quote(cursor.fetchone()[0])
-        table = f"{schema}.{quote(model._meta.db_table)}"
+        schema, table = _schema_and_table(
+            schema_editor, to_state.apps.get_model(app_label, self.model_name)
+        )
         function = f"{schema}.{LEXICAL_FUNCTION}({LEXICAL_ARGUMENTS})"
         require_extension(schema_editor, "btree_gin", trusted=True)
         for statement in [
@@ -277,3 +289,32 @@ class AddSearchIndex(DatabaseOnlyTableOperation):
     @property
     def migration_name_fragment(self) -> str:
         return "search_index"
+
+
+class ReplaceLexicalFunction(DatabaseOnlyTableOperation):
+    """The lexical function of the store item table ``model_name`` replaced by this
+    module's (``CREATE OR REPLACE``: its owner and grants kept), run by the function's
+    owner, the migrating role. Migration ``0015`` keeps the rows tied at the pool's end
+    with it. Reversing keeps the new body: the one before differs only in cutting ties in
+    plan order. PostgreSQL only."""
+
+    def database_forwards(
+        self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
+    ) -> None:
+        if not is_postgresql(schema_editor):
+            return
+        model = to_state.apps.get_model(app_label, self.model_name)
+        schema, table = _schema_and_table(schema_editor, model)
+        schema_editor.execute(_lexical_function_sql(schema, table, replace=True), params=None)
+
+    def database_backwards(
+        self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
+    ) -> None:
+        return
+
+    def describe(self) -> str:
+        return f"Replace the lexical search function of {self.model_name}"
+
+    @property
+    def migration_name_fragment(self) -> str:
+        return "lexical_function_ties"

@@ -194,10 +194,56 @@ def test_the_pass_cut_sorts_fewer_rows_and_keeps_the_same_best():
             _search(paths, ["zzzunknown"], query, 10, pass_pool=100, known_rows=[None, 10**6]),
             whole,
         )
-        # A count far too large (the namespace shrank since): the cut lets through at
-        # least the vector pool's 50 rows, so the search still finds its 10.
-        stale = _search(["acme/big"], ["zzzunknown"], query, 10, pass_pool=100, known_rows=[10**9])
-        assert len(stale) == 10
+        # A count far too large (the namespace shrank since): fewer rows than the pass
+        # keeps get through the cut, so the pass runs again without it: the same.
+        stale = _search(paths, ["zzzunknown"], query, 10, pass_pool=100, known_rows=[10**9, None])
+        _same(stale, whole)
+    # A limit over the sample, a count far too large: all the rows still, as without it.
+    many = _search(["acme/big"], ["zzzunknown"], query, 2100, pass_pool=100)
+    assert len(many) == 2100
+    _same(
+        _search(["acme/big"], ["zzzunknown"], query, 2100, pass_pool=100, known_rows=[10**9]), many
+    )
+
+
+@pytest.mark.django_db
+def test_rows_tied_past_the_pools_come_newest_first_from_both_plans():
+    # 200 rows of equal BM25 (more than a pool of 50), 80 of them written again later.
+    rng = np.random.default_rng(5)
+    vectors = rng.standard_normal((200, DIM)).astype(np.float32)
+
+    def row(i):
+        text = f" coffee other{i} "
+        return UpsertRow(
+            "acme", "acme/n", f"k{i:04d}", json.dumps({"t": i}), "{}", text, vectors[i], SOURCE
+        )
+
+    with tenant_atomic("acme"):
+        MemoryItem.objects.upsert([row(i) for i in range(200)], NOW)
+        updated = [int(i) for i in rng.permutation(200)[:80]]
+        for i in updated:
+            MemoryItem.objects.upsert([row(i)], NOW)
+    newest = [f"k{i:04d}" for i in reversed(updated[-10:])]
+    query = rng.standard_normal(DIM).astype(np.float32)
+    for vector in (None, query):
+        for candidates in (True, False):
+            ranked = [
+                [
+                    r.key
+                    for r in _search(
+                        ["acme/n"],
+                        ["coffee"],
+                        vector,
+                        10,
+                        use_indexes=indexes,
+                        vector_candidates=candidates,
+                    )
+                ]
+                for indexes in (False, True)
+            ]
+            assert ranked[0] == ranked[1], (vector is None, candidates)
+            if vector is None:  # every row ties: newest-updated first
+                assert ranked[0] == newest
 
 
 @pytest.mark.django_db

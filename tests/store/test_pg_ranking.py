@@ -84,6 +84,21 @@ def test_a_long_message_finds_the_item_sharing_a_word_past_the_words_it_matches(
 
 
 @pytest.mark.django_db
+def test_equal_memories_past_the_pool_come_newest_first():
+    store = PgMemory()
+    for i in range(120):  # one at a time: each later put is newer
+        sync(store.put)(NS, f"k{i:03d}", "I like coffee")
+    # The same words, the same HRR vector: a tie, broken newest first.
+    assert _keys(sync(store.search)(NS, "coffee", limit=5)) == [
+        "k119",
+        "k118",
+        "k117",
+        "k116",
+        "k115",
+    ]
+
+
+@pytest.mark.django_db
 def test_a_namespace_whose_words_match_nothing_is_still_counted(monkeypatch):
     # Its size, which picks the indexes, is counted by a search that finds nothing too.
     monkeypatch.setattr("tulip_memory.models.store.INDEXED_SEARCH_MIN_ROWS", 60)

@@ -182,11 +182,11 @@ PASS_POOL = 1000
 # ranking at least as well as the best PASS_CUT_MARGIN * pass_pool / rows of that sample
 # go on to the pass's sort (about PASS_CUT_MARGIN * pass_pool rows): sorting all 50,000
 # entries of a namespace was a quarter of the pass (the cut saves 1.2-1.5 ms of a 15 ms
-# statement: docs/pg_store.md, "The pass's cut"). The sample is the namespace's oldest
-# rows (index order); should the newer ones rank otherwise, more rows or fewer pass the
-# cut, and fewer than pass_pool only if the sample misjudged the share by the margin: the
-# pass then keeps those, still the best. A namespace found to hold fewer rows than the
-# sample (it shrank since it was counted) is not cut.
+# statement: docs/pg_store.md, "The pass's cut"). At least pass_pool rows passing, the
+# best pass_pool are the same as without the cut. The sample is the namespace's oldest
+# rows (index order): should the newer ones rank otherwise (or the namespace have shrunk
+# since it was counted), fewer may pass; then the pass runs again without the cut. A
+# namespace found to hold fewer rows than the sample is not cut.
 PASS_SAMPLE_ROWS = 2048
 PASS_CUT_MARGIN = 8
 
@@ -470,7 +470,7 @@ class MemoryItemQuerySet(models.QuerySet):
             "limit": limit,
             "indexed": _chosen_paths(use_indexes, len(paths)),
             "counted": _chosen_paths(count_rows, len(paths)),
-            "cuts": _sample_cuts(known_rows, len(paths), max(pass_pool, 5 * limit, 50), limit),
+            "cuts": _sample_cuts(known_rows, len(paths), max(pass_pool, 5 * limit, 50)),
         }
         in_path = f"c.{n['namespace']} = p.path"
         if subtree:
@@ -623,13 +623,15 @@ class MemoryItemQuerySet(models.QuerySet):
             "sum(ln(1 + (st.n - df.df + 0.5) "
             "/ (df.df + 0.5)) * h.tf * (%(k1)s + 1) / (h.tf + %(k1)s * (1 - %(b)s + %(b)s "
             "* h.dl / st.avgdl))) AS score FROM hits h JOIN df USING (lexeme) "
-            "CROSS JOIN stats st GROUP BY h.id ORDER BY score DESC LIMIT %(pool)s)",
+            # Every row tied with the pool's last: the tie-break (newest first) is _fused's.
+            "CROSS JOIN stats st GROUP BY h.id ORDER BY score DESC "
+            "FETCH FIRST %(pool)s ROWS WITH TIES)",
         ]
         pooled = "SELECT id, score, distance FROM lexical"
         if with_vector and candidates:
             parts.append(
                 "semantic AS (SELECT id, distance FROM scan "
-                "WHERE distance IS NOT NULL ORDER BY distance LIMIT %(pool)s)"
+                "WHERE distance IS NOT NULL ORDER BY distance FETCH FIRST %(pool)s ROWS WITH TIES)"
             )
             pooled += " UNION ALL SELECT id, NULL, distance FROM semantic"
         # Both pools, one row per item: its BM25 (NULL outside the lexical pool) and its
@@ -678,7 +680,8 @@ class MemoryItemQuerySet(models.QuerySet):
         distance, the ``pool`` nearest kept: the exact ones whenever the namespace has at
         most ``pass_pool`` rows. In a path with a cut (``p.cut``, the place in the ranked
         sample of its first :data:`PASS_SAMPLE_ROWS` entries), only the rows ranking at
-        least as well as that sample row are sorted. Without ``candidates``, no pass: the
+        least as well as that sample row are sorted, and the pass runs again without the
+        cut when fewer than ``pass_pool`` got through. Without ``candidates``, no pass: the
         vector only re-ranks the lexical candidates. Fused as :meth:`_hybrid` fuses.
         """
         params["pool"] = max(50, 5 * params["limit"])
@@ -718,16 +721,24 @@ class MemoryItemQuerySet(models.QuerySet):
                 # Read only for a path with a cut.
                 f"sample AS MATERIALIZED (SELECT {closeness} AS closeness FROM {table} c "
                 f"WHERE {where} AND {coded} LIMIT {PASS_SAMPLE_ROWS})",
-                f"passed AS MATERIALIZED (SELECT c.{id_} AS id FROM {table} c "
+                f"cut_pass AS MATERIALIZED (SELECT c.{id_} AS id FROM {table} c "
                 # Without a cut, the OR stops at its first term: the closeness is not
                 # computed twice a row.
                 f"WHERE {where} AND {coded} AND (p.cut IS NULL OR {closeness} <= "
                 f"(SELECT CASE WHEN count(*) = {PASS_SAMPLE_ROWS} THEN coalesce((array_agg("
                 "closeness ORDER BY closeness))[p.cut + 1], 'Infinity') ELSE 'Infinity' "
                 f"END FROM sample)) ORDER BY {closeness} LIMIT %(pass_pool)s)",
+                # Fewer rows than the pass keeps got through the cut (the sample misjudged
+                # the share): the pass again without it. Each branch behind a one-time
+                # filter: only one runs.
+                "passed AS (SELECT id FROM cut_pass WHERE p.cut IS NULL OR (SELECT count(*) "
+                "FROM cut_pass) >= %(pass_pool)s UNION ALL "
+                f"(SELECT c.{id_} FROM {table} c WHERE p.cut IS NOT NULL AND (SELECT count(*) "
+                f"FROM cut_pass) < %(pass_pool)s AND {where} AND {coded} ORDER BY {closeness} "
+                "LIMIT %(pass_pool)s))",
                 f"semantic AS (SELECT c.{id_} AS id, c.{n['embedding']} <=> %(vector)s::vector "
                 f"AS distance FROM {table} c WHERE c.{id_} IN (SELECT id FROM passed) "
-                "ORDER BY distance LIMIT %(pool)s)",
+                "ORDER BY distance FETCH FIRST %(pool)s ROWS WITH TIES)",
             ]
             pooled += " UNION ALL SELECT id, NULL, distance FROM semantic"
         parts.append(
@@ -773,26 +784,18 @@ def _chosen_paths(marks: bool | Sequence[bool], count: int) -> list[bool]:
 
 
 def _sample_cuts(
-    known_rows: Sequence[int | None] | None, count: int, pass_pool: int, limit: int
+    known_rows: Sequence[int | None] | None, count: int, pass_pool: int
 ) -> list[int | None]:
     """Each path's cut (:data:`PASS_SAMPLE_ROWS`): the place in its ranked sample of the
     worst row that still passes, for a namespace known to hold more than twice the
-    margin's rows; None for the others (all rows sorted).
-
-    Never under the vector pool's size (``max(50, 5 * limit)``) minus one: the sample's
-    rows are rows of the namespace, so at least that many pass, however wrong the count
-    (a namespace that shrank since it was counted gets a smaller pass, never fewer
-    candidates than its search ranks)."""
+    margin's rows; None for the others (all rows sorted)."""
     if known_rows is None:
         return [None] * count
     if len(known_rows) != count:
         raise ValueError(f"{len(known_rows)} row counts for the {count} paths of the search")
     kept = PASS_CUT_MARGIN * pass_pool
-    least = max(50, 5 * limit) - 1
     return [
-        None
-        if rows is None or rows <= 2 * kept
-        else min(PASS_SAMPLE_ROWS - 1, max(least, PASS_SAMPLE_ROWS * kept // rows))
+        None if rows is None or rows <= 2 * kept else PASS_SAMPLE_ROWS * kept // rows
         for rows in known_rows
     ]
 

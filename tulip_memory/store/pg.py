@@ -23,7 +23,10 @@ distance to the query's vector: exact over a namespace of up to ``PASS_POOL`` ro
 the best ``PASS_POOL`` of an index-only pass over two-bit codes in a larger one (an HNSW
 scan under a selective tenant/namespace filter returns too few or wrong rows), fused as
 ``bm25 / best_bm25 + weight * cosine`` with weight 0.3 for HRR vectors and 0.5 for an
-embedder's. The indexes rank a namespace the store has seen hold at least
+embedder's. HRR vectors, a bag of the words, only re-score the rows matching the query's
+words (a query of more than ``MAX_QUERY_TOKENS`` words apart, whose vector finds rows
+sharing the words past the cap); an embedder's vectors find rows of their own. The
+indexes rank a namespace the store has seen hold at least
 ``INDEXED_SEARCH_MIN_ROWS`` (5,000) rows (a search that reads a namespace's rows counts
 them the first time, then every ``RECOUNT_EVERY``-th time; the sizes of the last 4,096
 namespaces are kept); a smaller namespace, one not searched yet, and searches that need
