@@ -5,11 +5,13 @@ that reads every row of a namespace: the same results whenever a namespace has a
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
 
+from tests.store.pg_statements import executions, explain, search_statements
 from tulip_memory.models.store import MemoryItem, UpsertRow
 from tulip_memory.search_index import QUERY_LEVEL_OFFSET, QUERY_WEIGHTS, query_planes
 from tulip_memory.tenancy import tenant_atomic
@@ -174,7 +176,7 @@ def test_the_pass_cut_sorts_fewer_rows_and_keeps_the_same_best():
     vectors = rng.standard_normal((3000, DIM)).astype(np.float32)
     rows = [
         UpsertRow("acme", path, f"k{i:04d}", "1", "{}", " note ", vector, SOURCE)
-        for path, count in (("acme/big", 3000), ("acme/small", 500))
+        for path, count in (("acme/big", 3000), ("acme/small", 300))
         for i, vector in enumerate(vectors[:count])
     ]
     with tenant_atomic("acme"):
@@ -185,20 +187,22 @@ def test_the_pass_cut_sorts_fewer_rows_and_keeps_the_same_best():
         whole = _search(paths, ["zzzunknown"], query, 10, pass_pool=100)
         assert [len([r for r in whole if r.position == i]) for i in (0, 1)] == [10, 10]
         # 3,000 rows known with a pass of 100: only the rows ranking with the best 546 of
-        # the 2,048 sampled are sorted (~800), the best 100 among them: the same.
-        _same(
-            _search(paths, ["zzzunknown"], query, 10, pass_pool=100, known_rows=[3000, 500]), whole
-        )
-        # A namespace holding fewer rows than the sample is not cut, whatever its count.
-        _same(
-            _search(paths, ["zzzunknown"], query, 10, pass_pool=100, known_rows=[None, 10**6]),
-            whole,
-        )
-        # A count far too large (the namespace shrank since): fewer rows than the pass
-        # keeps get through the cut, so the pass runs again without it: the same.
-        stale = _search(paths, ["zzzunknown"], query, 10, pass_pool=100, known_rows=[10**9, None])
-        _same(stale, whole)
-    # A limit over the sample, a count far too large: all the rows still, as without it.
+        # the first 2,048 are sorted (~800), the best 100 among them: the same. A namespace
+        # holding fewer rows than the sample is not cut, whatever its count; a count far
+        # too large (the namespace shrank since) lets too few rows through, and the pass
+        # runs again without the cut: the same.
+        for known in ([3000, None], [None, 10**6], [10**9, 10**9]):
+            _same(_search(paths, ["zzzunknown"], query, 10, pass_pool=100, known_rows=known), whole)
+    with executions() as calls:
+        _search(["acme/big"], ["zzzunknown"], query, 10, pass_pool=100, known_rows=[3000])
+    [(sql, params)] = search_statements(calls)
+    with tenant_atomic("acme"):
+        plan = explain(sql, params, analyze=True)
+    # The pass's scan of the 3,000 entries keeps those passing the cut only.
+    scan = plan[plan.index("CTE cut_pass") :]
+    removed = int(re.search(r"Rows Removed by Filter: (\d+)", scan)[1])
+    assert 1500 <= removed <= 2900, plan
+    # A limit over the sample with a count far too large: all the rows still.
     many = _search(["acme/big"], ["zzzunknown"], query, 2100, pass_pool=100)
     assert len(many) == 2100
     _same(
