@@ -643,7 +643,8 @@ class MemoryItemQuerySet(models.QuerySet):
         # The namespace's live rows, for the paths that ask (counting them costs a pass
         # over the rows read when no row matches a word, or ~2.7 ms a search of four
         # namespaces of 2,500 rows).
-        return _fused(n, parts, "(SELECT n::bigint FROM stats)")
+        counted = any(params["counted"])  # else no count, nor its row for a path without hits
+        return _fused(n, parts, "(SELECT n::bigint FROM stats)" if counted else None)
 
     @staticmethod
     def _per_path(whole: str, indexed_ranking: str, chosen: list[bool]) -> str:
