@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib
+import os
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -33,6 +35,23 @@ def with_database(url: str, name: str) -> str:
     """``url`` pointing at database ``name``."""
     parts = urlsplit(url)
     return urlunsplit((parts.scheme, parts.netloc, f"/{name}", parts.query, ""))
+
+
+@contextmanager
+def scratch_database(prefix: str, owner: str | None = None) -> Iterator[str]:
+    """A database made by the superuser for one test (owned by ``owner``, else by the
+    superuser), dropped on exit; yields its name."""
+    import psycopg
+
+    admin_url = os.environ["TULIP_TEST_ADMIN_URL"]
+    name = f"{prefix}_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(admin_url, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name}" + (f" OWNER {owner}" if owner else ""))
+    try:
+        yield name
+    finally:
+        with psycopg.connect(admin_url, autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
 def state_after_0001(connection: Any) -> Any:

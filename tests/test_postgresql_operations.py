@@ -1,12 +1,11 @@
 """tulip_memory.postgresql_operations: vector extension, ANN index, search vector, wrapper."""
 
 import os
-import uuid
 
 import pytest
 from django.db import connections
 
-from tests.migration_connections import connect, state_after_0001, with_database
+from tests.migration_connections import connect, scratch_database, state_after_0001, with_database
 from tulip_memory.exceptions import ConfigurationError
 from tulip_memory.postgresql_operations import (
     AddSearchVector,
@@ -37,13 +36,7 @@ def test_ann_index_is_opt_in_and_skipped_over_2000_dimensions(settings):
 
 @pytest.mark.django_db
 def test_missing_vector_extension_fails_with_the_fix():
-    admin_url = os.environ["TULIP_TEST_ADMIN_URL"]
-    name = f"tulip_noext_{uuid.uuid4().hex[:8]}"
-    import psycopg
-
-    with psycopg.connect(admin_url, autocommit=True) as admin:
-        admin.execute(f"CREATE DATABASE {name} OWNER tulip_owner")
-    try:
+    with scratch_database("tulip_noext", owner="tulip_owner") as name:
         owner_url = with_database(os.environ["DATABASE_OWNER_URL"], name)
         with (
             connect(owner_url, "tulip_noext_owner") as owner,
@@ -51,15 +44,13 @@ def test_missing_vector_extension_fails_with_the_fix():
             pytest.raises(ConfigurationError, match=r"CREATE EXTENSION vector"),
         ):
             EnableVectorExtension().database_forwards("tulip_memory", editor, None, None)
-        with connect(with_database(admin_url, name), "tulip_noext_admin") as admin:
+        admin_url = with_database(os.environ["TULIP_TEST_ADMIN_URL"], name)
+        with connect(admin_url, "tulip_noext_admin") as admin:
             with admin.schema_editor(atomic=False) as editor:  # a superuser creates it
                 EnableVectorExtension().database_forwards("tulip_memory", editor, None, None)
             with admin.cursor() as cursor:
                 cursor.execute("SELECT count(*) FROM pg_extension WHERE extname = 'vector'")
                 assert cursor.fetchone() == (1,)
-    finally:
-        with psycopg.connect(admin_url, autocommit=True) as admin:
-            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
 def test_postgresql_only_serialises_into_migration_files():

@@ -243,19 +243,12 @@ def test_the_width_statements_change_the_column_and_keep_the_codes():
 @pytest.mark.django_db
 def test_a_missing_btree_gin_the_owner_cannot_create_fails_with_the_fix():
     import os
-    import uuid
 
-    import psycopg
-
-    from tests.migration_connections import connect, with_database
+    from tests.migration_connections import connect, scratch_database, with_database
     from tulip_memory.exceptions import ConfigurationError
     from tulip_memory.postgresql_operations import require_extension
 
-    admin_url = os.environ["TULIP_TEST_ADMIN_URL"]
-    name = f"tulip_nogin_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(admin_url, autocommit=True) as admin:
-        admin.execute(f"CREATE DATABASE {name}")  # owned by the superuser
-    try:
+    with scratch_database("tulip_nogin") as name:  # owned by the superuser
         owner_url = with_database(os.environ["DATABASE_OWNER_URL"], name)
         with (
             connect(owner_url, "tulip_nogin_owner") as owner,
@@ -263,14 +256,12 @@ def test_a_missing_btree_gin_the_owner_cannot_create_fails_with_the_fix():
             pytest.raises(ConfigurationError, match=r"CREATE EXTENSION btree_gin"),
         ):
             require_extension(editor, "btree_gin", trusted=True)
+        admin_url = with_database(os.environ["TULIP_TEST_ADMIN_URL"], name)
         with (
-            connect(with_database(admin_url, name), "tulip_nogin_admin") as admin,
+            connect(admin_url, "tulip_nogin_admin") as admin,
             admin.schema_editor(atomic=False) as editor,
         ):
             require_extension(editor, "btree_gin", trusted=True)  # a superuser creates it
             with admin.cursor() as cursor:
                 cursor.execute("SELECT count(*) FROM pg_extension WHERE extname = 'btree_gin'")
                 assert cursor.fetchone() == (1,)
-    finally:
-        with psycopg.connect(admin_url, autocommit=True) as admin:
-            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")

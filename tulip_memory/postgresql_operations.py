@@ -228,7 +228,8 @@ class PostgreSQLOnly(Operation):
 class DatabaseOnlyTableOperation(Operation):
     """An operation on the table of ``model_name`` that the model state does not see
     (generated columns and indexes the ORM never reads nor writes): reversible, and
-    ``state_forwards`` changes nothing."""
+    ``state_forwards`` changes nothing. PostgreSQL only: a subclass says what it does in
+    :meth:`forwards` and :meth:`backwards`, given the model; other vendors get nothing."""
 
     reversible = True
     reduces_to_sql = True
@@ -238,6 +239,26 @@ class DatabaseOnlyTableOperation(Operation):
 
     def state_forwards(self, app_label: str, state: Any) -> None:
         return None
+
+    def database_forwards(
+        self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
+    ) -> None:
+        if is_postgresql(schema_editor):
+            self.forwards(schema_editor, to_state.apps.get_model(app_label, self.model_name))
+
+    def database_backwards(
+        self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
+    ) -> None:
+        if is_postgresql(schema_editor):
+            self.backwards(schema_editor, from_state.apps.get_model(app_label, self.model_name))
+
+    def forwards(self, schema_editor: Any, model: Any) -> None:
+        """The statements that apply the operation to ``model``'s table."""
+        raise NotImplementedError
+
+    def backwards(self, schema_editor: Any, model: Any) -> None:
+        """The statements that reverse it."""
+        raise NotImplementedError
 
 
 class AddSearchVector(DatabaseOnlyTableOperation):
@@ -256,13 +277,8 @@ class AddSearchVector(DatabaseOnlyTableOperation):
     application role reads it through a ``SECURITY DEFINER`` function.
     """
 
-    def database_forwards(
-        self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
-    ) -> None:
-        if not is_postgresql(schema_editor):
-            return
+    def forwards(self, schema_editor: Any, model: Any) -> None:
         config = text_search_config()
-        model = to_state.apps.get_model(app_label, self.model_name)
         quote = schema_editor.quote_name
         table = quote(model._meta.db_table)
         source = quote(model._meta.get_field("search_text").column)
@@ -273,12 +289,7 @@ class AddSearchVector(DatabaseOnlyTableOperation):
             f"ADD COLUMN search_length integer GENERATED ALWAYS AS (length({words})) STORED"
         )
 
-    def database_backwards(
-        self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
-    ) -> None:
-        if not is_postgresql(schema_editor):
-            return
-        model = from_state.apps.get_model(app_label, self.model_name)
+    def backwards(self, schema_editor: Any, model: Any) -> None:
         schema_editor.execute(
             f"ALTER TABLE {schema_editor.quote_name(model._meta.db_table)} "
             "DROP COLUMN search_vector, DROP COLUMN search_length"

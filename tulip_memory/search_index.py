@@ -41,7 +41,6 @@ import numpy as np
 
 from tulip_memory.postgresql_operations import (
     DatabaseOnlyTableOperation,
-    is_postgresql,
     require_extension,
 )
 from tulip_memory.rls import policy_expression
@@ -232,15 +231,9 @@ class AddSearchIndex(DatabaseOnlyTableOperation):
     of the model state (the ORM never reads these); other vendors get nothing.
     """
 
-    def database_forwards(
-        self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
-    ) -> None:
-        if not is_postgresql(schema_editor):
-            return
+    def forwards(self, schema_editor: Any, model: Any) -> None:
         quote = schema_editor.quote_name
-        schema, table = _schema_and_table(
-            schema_editor, to_state.apps.get_model(app_label, self.model_name)
-        )
+        schema, table = _schema_and_table(schema_editor, model)
         function = f"{schema}.{LEXICAL_FUNCTION}({LEXICAL_ARGUMENTS})"
         require_extension(schema_editor, "btree_gin", trusted=True)
         for statement in [
@@ -266,12 +259,7 @@ class AddSearchIndex(DatabaseOnlyTableOperation):
         for reader in readers:
             schema_editor.execute(f"GRANT EXECUTE ON FUNCTION {function} TO {reader}", params=None)
 
-    def database_backwards(
-        self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
-    ) -> None:
-        if not is_postgresql(schema_editor):
-            return
-        model = from_state.apps.get_model(app_label, self.model_name)
+    def backwards(self, schema_editor: Any, model: Any) -> None:
         quote = schema_editor.quote_name
         table = quote(model._meta.db_table)
         for statement in [
@@ -298,19 +286,12 @@ class ReplaceLexicalFunction(DatabaseOnlyTableOperation):
     with it. Reversing keeps the new body: the one before differs only in cutting ties in
     plan order. PostgreSQL only."""
 
-    def database_forwards(
-        self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
-    ) -> None:
-        if not is_postgresql(schema_editor):
-            return
-        model = to_state.apps.get_model(app_label, self.model_name)
+    def forwards(self, schema_editor: Any, model: Any) -> None:
         schema, table = _schema_and_table(schema_editor, model)
         schema_editor.execute(_lexical_function_sql(schema, table, replace=True), params=None)
 
-    def database_backwards(
-        self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
-    ) -> None:
-        return
+    def backwards(self, schema_editor: Any, model: Any) -> None:
+        """Nothing: the new body stays (see the class)."""
 
     def describe(self) -> str:
         return f"Replace the lexical search function of {self.model_name}"
