@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 
 import pytest
 from asgiref.sync import async_to_sync
@@ -19,6 +20,7 @@ from tests.admin.browser import (
     tenant_shown,
 )
 from tests.admin.conftest import make_staff
+from tulip_memory.clock import ManualClock, utc_now
 from tulip_memory.delta import DeltaCheckpointer, ORMDeltaStorage
 from tulip_memory.messages import Message, Role, ToolCall
 from tulip_memory.models import DeltaCheckpointRecord, LangGraphCheckpoint, MemoryItem
@@ -112,6 +114,29 @@ def test_superuser_switches_filters_reads_versions_and_forgets(page, live_server
     shoot("forgotten")
     drink, history, stack = off_the_loop(_after_forget)
     assert drink is None and history == [] and stack is not None
+
+
+@async_to_sync
+async def _expired_memory() -> None:
+    """A memory written with a one-second ttl an hour ago: expired, not yet swept."""
+    store = PgMemory(clock=ManualClock(utc_now() - timedelta(hours=1)))
+    await store.put(("acme", "u1", "user"), "herb", {"content": "liked mint"}, ttl=1)
+
+
+def test_expired_memories_are_behind_the_expiry_filter(page, live_server, shoot, superuser):
+    off_the_loop(_memories)
+    off_the_loop(_expired_memory)
+    login(page, live_server, "root")
+    open_list_of_tenant(page, live_server, "admin:tulip_memory_memoryitem_changelist", "acme")
+    assert "liked mint" not in page.content() and "likes green tea" in page.content()
+    follow(page, "#changelist-filter a:text-is('expired, due for the sweep')")
+    assert "liked mint" in page.inner_text("#result_list")
+    assert "green tea" not in page.inner_text("#result_list")
+    assert page.inner_text("#result_list .field-expired_at").strip()
+    shoot("expired-filter")
+    follow(page, "#result_list a:text-is('herb')")
+    assert "due for the sweep" in page.inner_text(".field-expiry")
+    shoot("expired-memory")
 
 
 def test_staff_of_one_tenant_cannot_reach_another(page, live_server, shoot):

@@ -1,10 +1,12 @@
 """The memories admin through Django's test client, as the app role under RLS."""
 
 import re
+from datetime import timedelta
 
 import pytest
 from asgiref.sync import async_to_sync
 from django.contrib.admin.models import DELETION, LogEntry
+from django.contrib.messages import get_messages
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
@@ -12,6 +14,7 @@ from django.urls import reverse
 from tests.admin.conftest import make_staff, pick_tenant
 from tulip_memory.admin import store as store_admin
 from tulip_memory.admin.store import NamespacePrefixFilter, content_text, history_path
+from tulip_memory.clock import ManualClock, utc_now
 from tulip_memory.models.store import MemoryItem
 from tulip_memory.store import PgMemory
 from tulip_memory.tenancy import tenant_atomic
@@ -306,3 +309,93 @@ def test_forget_across_many_memories_confirms_a_count_and_deletes_compactly(
     deletes = [q["sql"] for q in queries.captured_queries if q["sql"].startswith("DELETE")]
     assert len(deletes) == 2 * 3  # memories and past versions, per chunk of 3 (7 → 3)
     assert LogEntry.objects.filter(action_flag=DELETION).count() == 7
+
+
+@async_to_sync
+async def _put_expired() -> None:
+    """A memory and a past version of "drink" written with a one-second ttl an hour ago:
+    expired for PgMemory, not yet swept."""
+    store = PgMemory(clock=ManualClock(utc_now() - timedelta(hours=1)))
+    await store.put(("alpha", "u1", "user"), "herb", {"content": "alpha liked mint"}, ttl=1)
+    await store.put(
+        ("alpha", "u1", "_history", "user", "drink"),
+        "000000000002",
+        {"content": "alpha liked oolong", "version": 2},
+        ttl=1,
+    )
+    assert await PgMemory().get(("alpha", "u1", "user"), "herb") is None
+
+
+@pytest.fixture
+def expired(memories):
+    _put_expired()
+
+
+def _messages(response) -> list[str]:
+    return [str(m) for m in get_messages(response.wsgi_request)]
+
+
+def test_expired_memories_are_hidden_by_default_everywhere(expired, client):
+    """List, count, search, filter choices, detail and history pages, the versions
+    timeline and the forget confirmation show what PgMemory.get returns."""
+    client.force_login(make_staff("forgetter", ("alpha",), "view_memoryitem", "forget_memoryitem"))
+    page = client.get(reverse(CHANGELIST)).content.decode()
+    assert "alpha likes green tea" in page and "mint" not in page
+    assert "3 memories" in page
+    searched = client.get(reverse(CHANGELIST), {"q": "alpha liked mint"}).content.decode()
+    assert "alpha likes green tea" in _scores(searched)
+    assert "alpha liked mint" not in _scores(searched)
+    assert "0 memories" in client.get(reverse(CHANGELIST), {"q": "mint"}).content.decode()
+    # The expired memory's own pages: "does not exist", as for any memory not shown.
+    herb = _item("herb").pk
+    for view in ("change", "history"):
+        response = client.get(reverse(f"admin:tulip_memory_memoryitem_{view}", args=[herb]))
+        assert response.status_code == 302, view
+        assert "doesn\u2019t exist" in _messages(response)[0], view
+    # The live memory's page: its expired past version is no version of it any more.
+    drink = _item("drink").pk
+    detail = client.get(reverse("admin:tulip_memory_memoryitem_change", args=[drink]))
+    assert "black coffee" in detail.content.decode() and "oolong" not in detail.content.decode()
+    assert re.search(r"field-expiry.*?>never<", detail.content.decode(), re.S)  # no expiry
+    confirm = client.post(
+        reverse(CHANGELIST), {"action": "forget_memories", "_selected_action": [drink, herb]}
+    ).content.decode()
+    assert "This memory will be forgotten:" in confirm and "and its past version:" in confirm
+    assert "black coffee" in confirm and "mint" not in confirm and "oolong" not in confirm
+    # Forgotten: the expired past version goes too, counted as what the store returned.
+    done = client.post(
+        reverse(CHANGELIST),
+        {"action": "forget_memories", "_selected_action": [drink], "post": "yes"},
+        follow=True,
+    )
+    assert "Forgot 1 memory and 1 past versions." in _messages(done)
+    with tenant_atomic("alpha"):
+        assert not MemoryItem.objects.filter(namespace="alpha/u1/_history/user/drink").exists()
+        assert MemoryItem.objects.filter(key="herb").exists()  # not selected: still there
+
+
+def test_the_expiry_filter_shows_the_expired_memories_due_for_the_sweep(expired, client):
+    """Behind the filter only: the list, its count, its search, the memory's page (from
+    the list) and Forget."""
+    client.force_login(make_staff("forgetter", ("alpha",), "view_memoryitem", "forget_memoryitem"))
+    plain = client.get(reverse(CHANGELIST)).content.decode()
+    assert "By expiry" in plain and "?expired=yes" in plain
+    assert "expired, due for the sweep" in plain
+    page = client.get(reverse(CHANGELIST), {"expired": "yes"}).content.decode()
+    assert "alpha liked mint" in page and "green tea" not in page and "1 memory" in page
+    assert "column-expired_at" in page
+    found = client.get(reverse(CHANGELIST), {"expired": "yes", "q": "mint"}).content.decode()
+    assert list(_scores(found)) == ["alpha liked mint"]
+    # The list's links keep its filters: the memory's page opens and says it is expired.
+    herb = _item("herb").pk
+    change = reverse("admin:tulip_memory_memoryitem_change", args=[herb])
+    assert f"{change}?_changelist_filters=expired%3Dyes" in page
+    detail = client.get(change, {"_changelist_filters": "expired=yes"}).content.decode()
+    assert "alpha liked mint" in detail and "due for the sweep" in detail
+    # Its Forget button posts to the list with the filter, so the memory is found there.
+    assert f'action="{reverse(CHANGELIST)}?expired=yes"' in detail
+    action = {"action": "forget_memories", "_selected_action": [herb], "post": "yes"}
+    client.post(reverse(CHANGELIST) + "?expired=yes", action)
+    with tenant_atomic("alpha"):
+        assert not MemoryItem.objects.filter(key="herb").exists()
+        assert MemoryItem.objects.filter(key="drink").exists()

@@ -3,14 +3,15 @@
 import pytest
 from asgiref.sync import async_to_sync
 from django.conf import settings
+from django.contrib.messages import get_messages
 from django.db import connection
 from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from tests.admin.conftest import make_staff, pick_tenant
-from tulip_memory.admin.tenancy import SESSION_KEY, _list_of
-from tulip_memory.models import Tenant
+from tulip_memory.admin.tenancy import REVOKED_MESSAGE, SESSION_KEY, _list_of
+from tulip_memory.models import Tenant, TenantMembership
 from tulip_memory.store import PgMemory
 
 CHANGELIST = "admin:tulip_memory_memoryitem_changelist"
@@ -108,3 +109,24 @@ def test_the_tenant_list_counts_members_with_the_tenants(two_tenants, client, su
         page = client.get(url).content.decode()
     assert page.count('<td class="field-member_count">0</td>') == 4
     assert len(six.captured_queries) == len(two.captured_queries)
+
+
+def test_a_revoked_membership_loses_its_tenant_at_the_next_request(two_tenants, client):
+    """acme and globex, globex picked, then its membership deleted: the next list shows
+    neither tenant's memories, says why, and the session forgets globex."""
+    staff = make_staff("ag", ("acme", "globex"), "view_memoryitem")
+    client.force_login(staff)
+    pick_tenant(client, "globex")
+    assert "globex secret" in client.get(reverse(CHANGELIST)).content.decode()
+    TenantMembership.objects.filter(user=staff, tenant_id="globex").delete()
+    response = client.get(reverse(CHANGELIST))
+    page = response.content.decode()
+    # Neither globex nor, in its place, acme: the page was asked for globex.
+    assert "globex secret" not in page and "acme secret" not in page
+    assert "0 memories" in page and "no longer open the tenant" in page
+    assert [str(m) for m in get_messages(response.wsgi_request)] == [
+        REVOKED_MESSAGE % {"tenant": "globex"}
+    ]
+    assert SESSION_KEY not in client.session
+    # Back to what a member of acme alone gets: acme, without picking.
+    assert "acme secret" in client.get(reverse(CHANGELIST)).content.decode()

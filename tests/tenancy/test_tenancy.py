@@ -3,12 +3,15 @@
 import asyncio
 
 import pytest
+from asgiref.sync import async_to_sync
 from django.db import connection, connections, transaction
 from django.http import FileResponse, HttpResponse, StreamingHttpResponse
 from django.test import RequestFactory, override_settings
 
 from tulip_memory.exceptions import TenantError
 from tulip_memory.middleware import TenantMiddleware, resolve_tenant_from_header
+from tulip_memory.models.store import MemoryItem
+from tulip_memory.store import PgMemory
 from tulip_memory.tenancy import current_tenant, tenant_atomic, tenant_context
 
 
@@ -134,6 +137,23 @@ def test_nested_tenant_atomic_restores_the_outer_tenant():
             pass
         assert _setting() in ("", None)  # restored to "no tenant", not left at globex
     assert _setting() in ("", None)
+
+
+@pytest.mark.django_db
+def test_tenant_atomic_pins_the_requested_tenant_not_the_bound_one():
+    """The bound tenant is only tenant_atomic's default (docs/pg_store.md, "Tenancy"):
+    asked for globex inside tenant_context("acme") it pins globex, raises nothing, and
+    row-level security shows globex's rows only; the binding is left as it was."""
+    for tenant in ("acme", "globex"):
+        async_to_sync(PgMemory().put)((tenant, "notes"), "k", {"content": f"{tenant} note"})
+    with tenant_context("acme"):
+        with tenant_atomic("globex") as pinned:
+            assert pinned == "globex" and _setting() == "globex"
+            assert list(MemoryItem.objects.values_list("tenant", flat=True)) == ["globex"]
+            assert current_tenant() == "acme"
+        with tenant_atomic() as pinned:
+            assert pinned == "acme" and _setting() == "acme"
+            assert list(MemoryItem.objects.values_list("tenant", flat=True)) == ["acme"]
 
 
 @pytest.mark.django_db

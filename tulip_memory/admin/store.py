@@ -4,6 +4,12 @@
   manager under ``(*prefix, "_history", type, key)``, appear on its page instead), with
   filters by namespace prefix, memory type and embedding source, and the memory's
   content as text;
+* live also means not expired: by default every view (list, its count and filter
+  choices, search, a memory's page and history, its versions, Forget's counts) shows
+  only what PgMemory still returns (no expiry, or a later one than now by the stores'
+  default clock, :func:`~tulip_memory.clock.utc_now`); the memories it no longer returns
+  but the sweep has not deleted yet are behind the expiry filter alone ("expired, due
+  for the sweep"), whose choice a memory's page keeps from the list that linked to it;
 * the search box ranks like the agent does — the store's own search statement
   (:meth:`~tulip_memory.models.store.MemoryItemQuerySet.search_paths`, with PgMemory's
   query encoder) over the namespaces of the memories the list filters keep, the top
@@ -29,15 +35,18 @@ from typing import Any
 from asgiref.sync import async_to_sync
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
+from django.contrib.admin.utils import display_for_value
 from django.contrib.admin.views.main import ORDER_VAR
 from django.db.models import Case, FloatField, QuerySet, Value, When
 from django.db.models.functions import Cast
+from django.http import QueryDict
 from django.template.response import TemplateResponse
 from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
 from tulip_memory.admin.tenancy import ReadOnlyAdminMixin, TenantScopedAdminMixin
+from tulip_memory.clock import utc_now
 from tulip_memory.manager.history import CONTENT_SINCE, HISTORY_LABEL
 from tulip_memory.manager.types import MemoryType
 from tulip_memory.models.store import MemoryItem, namespace_prefix_condition
@@ -81,6 +90,30 @@ def _pretty(value: Any) -> str:
     )
 
 
+class ExpiryFilter(admin.SimpleListFilter):
+    """Live memories (the default), or the expired ones the sweep has yet to delete.
+
+    The choice is applied by :meth:`MemoryItemAdmin.get_queryset`, not here: the other
+    filters' choices, the search, actions and a memory's page read the same memories.
+    """
+
+    title = _("expiry")
+    parameter_name = "expired"
+    EXPIRED = "yes"
+
+    def lookups(self, request: Any, model_admin: Any) -> list[tuple[str, str]]:
+        return [(self.EXPIRED, gettext("expired, due for the sweep"))]
+
+    def choices(self, changelist: Any) -> Any:
+        # No choice is not "All" here: it is the live memories alone.
+        choices = list(super().choices(changelist))
+        choices[0]["display"] = gettext("live")
+        return choices
+
+    def queryset(self, request: Any, queryset: QuerySet) -> QuerySet:
+        return queryset
+
+
 class NamespacePrefixFilter(admin.SimpleListFilter):
     """Memories under a namespace prefix (every prefix of the tenant's namespaces)."""
 
@@ -92,7 +125,7 @@ class NamespacePrefixFilter(admin.SimpleListFilter):
         # The distinct namespaces alone: neither the list's ordering (it would join the
         # DISTINCT, one row per memory) nor the search's score.
         paths = (
-            model_admin.live_memories(request)
+            model_admin.shown_memories(request)
             .order_by("namespace")
             .values_list("namespace", flat=True)
             .distinct()
@@ -153,7 +186,7 @@ class EmbeddingSourceFilter(admin.SimpleListFilter):
         from tulip_memory.store.pg_encoder import EXTERNAL_SOURCE
 
         sample = (
-            model_admin.live_memories(request)
+            model_admin.shown_memories(request)
             .order_by()
             .values_list("embedding_source", flat=True)[: self.sample_rows]
         )
@@ -172,18 +205,22 @@ class EmbeddingSourceFilter(admin.SimpleListFilter):
 
 @admin.register(MemoryItem)
 class MemoryItemAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdmin):
-    """Browse one tenant's live memories; forget some (with the forget permission)."""
+    """Browse one tenant's live memories (the expired ones behind a filter); forget some
+    (with the forget permission)."""
 
     # The embedding source is a filter and on the page: the list keeps room for the content.
     list_display = ("namespace", "key", "content", "version", "updated_at")
     list_display_links = ("key",)
-    list_filter = (NamespacePrefixFilter, MemoryTypeFilter, EmbeddingSourceFilter)
+    list_filter = (ExpiryFilter, NamespacePrefixFilter, MemoryTypeFilter, EmbeddingSourceFilter)
     search_fields = ("key",)  # the box itself is answered by the store's search
     search_help_text = _("Ranked like the agent's recall (the store's own search).")
     ordering = ("namespace", "-updated_at", "key")
     list_per_page = 50
     # "N of M": a second count over the whole tenant on every page; the filtered count stays.
     show_full_result_count = False
+    # Facets would count each filter choice over the tenant on every page, and the expiry
+    # filter's choice is applied before the filters (get_queryset), so it has no facet.
+    show_facets = admin.ShowFacets.NEVER
     actions = ["forget_memories"]
     fields = (
         "tenant",
@@ -196,23 +233,31 @@ class MemoryItemAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdm
         "version",
         "created_at",
         "updated_at",
+        "expiry",
     )
     readonly_fields = fields
     change_form_template = "admin/tulip_memory/memoryitem/change_form.html"
 
-    def live_memories(self, request: Any) -> QuerySet:
-        """The tenant's live memories, unordered: past versions are left out (they show on
+    def shows_expired(self, request: Any) -> bool:
+        """Whether ``request`` asks for the expired memories (:class:`ExpiryFilter`): on
+        the list, or in the list's filters a memory's page keeps (``_changelist_filters``)."""
+        query = request.GET
+        if ExpiryFilter.parameter_name not in query and "_changelist_filters" in query:
+            query = QueryDict(query["_changelist_filters"])
+        return query.get(ExpiryFilter.parameter_name) == ExpiryFilter.EXPIRED
+
+    def shown_memories(self, request: Any) -> QuerySet:
+        """The tenant's memories ``request`` shows, unordered: the live ones, or the
+        expired ones (:meth:`shows_expired`); past versions are left out (they show on
         their memory's page), and so is the vector (wide, never shown)."""
-        return (
-            self.model._default_manager.get_queryset()
-            .exclude(namespace__contains=_HISTORY_MARK)
-            .defer("embedding")
-        )
+        rows = self.model._default_manager.get_queryset()
+        rows = rows.expired(utc_now()) if self.shows_expired(request) else rows.live(utc_now())
+        return rows.exclude(namespace__contains=_HISTORY_MARK).defer("embedding")
 
     def get_queryset(self, request: Any) -> Any:
         # The search's score is annotated, and ordered by, once the filters have run
         # (get_search_results).
-        return self.live_memories(request).order_by(*self.get_ordering(request))
+        return self.shown_memories(request).order_by(*self.get_ordering(request))
 
     def get_search_results(
         self, request: Any, queryset: QuerySet, search_term: str
@@ -227,7 +272,9 @@ class MemoryItemAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdm
         cache = request.__dict__.setdefault("_tulip_scores", {})
         key = (term, str(queryset.order_by().query))
         if key not in cache:
-            cache[key] = self._ranked(tenant, queryset.order_by(), term)
+            # The expired memories are ranked only when they are the ones shown.
+            now = None if self.shows_expired(request) else utc_now()
+            cache[key] = self._ranked(tenant, queryset.order_by(), term, now)
         scores = cache[key]
         score: Case | Cast
         if scores:
@@ -244,10 +291,13 @@ class MemoryItemAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdm
         hits = queryset.filter(pk__in=list(scores)).annotate(search_score=score)
         return hits.order_by("-search_score", "key", "pk"), False
 
-    def _ranked(self, tenant: str, queryset: QuerySet, query: str) -> dict[int, float]:
+    def _ranked(
+        self, tenant: str, queryset: QuerySet, query: str, now: datetime | None
+    ) -> dict[int, float]:
         """pk → score of the top hits among ``queryset``, as PgMemory.search ranks them:
         with words to rank by, the fused score (the rank is minus it); else the cosine
-        similarity (the rank is the cosine distance).
+        similarity (the rank is the cosine distance). ``now``: only the rows not expired
+        then are ranked (every row when None).
 
         The store ranks the namespaces of ``queryset``, each on its own; a filter that
         is not on the namespace (the embedding source) can leave out ranked rows, so the
@@ -264,7 +314,7 @@ class MemoryItemAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdm
         limit = SEARCH_LIMIT
         while True:
             rows = MemoryItem.objects.using(queryset.db).search_paths(
-                tenant, paths, limit, **ranking
+                tenant, paths, limit, now=now, **ranking
             )
             rows.sort(key=lambda row: row.rank)
             found = queryset.filter(
@@ -303,9 +353,13 @@ class MemoryItemAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdm
         return super().get_sortable_by(request)
 
     def get_list_display(self, request: Any) -> Any:
+        shown: tuple[str, ...] = self.list_display
+        if self.shows_expired(request):
+            # When it expired says more than when it was written, in the same room.
+            shown = tuple("expired_at" if name == "updated_at" else name for name in shown)
         if request.GET.get("q", "").strip():
-            return ("score", *self.list_display)
-        return self.list_display
+            return ("score", *shown)
+        return shown
 
     @admin.display(description=_("score"))
     def score(self, item: MemoryItem) -> str:
@@ -317,6 +371,22 @@ class MemoryItemAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdm
     def content(self, item: MemoryItem) -> str:
         text = content_text(item.value)
         return text if len(text) <= LIST_CONTENT_CHARS else text[: LIST_CONTENT_CHARS - 1] + "…"
+
+    @admin.display(description=_("expiry"), ordering="expires_at")
+    def expiry(self, item: MemoryItem) -> str:
+        """When the memory expires: never, a time, or that it is expired and awaits the
+        sweep (PgMemory no longer returns it)."""
+        if item.expires_at is None:
+            return gettext("never")
+        when = display_for_value(item.expires_at, "")
+        if item.expires_at <= utc_now():
+            return gettext("expired at %(when)s, due for the sweep") % {"when": when}
+        return when
+
+    @admin.display(description=_("expired at"), ordering="expires_at")
+    def expired_at(self, item: MemoryItem) -> datetime | None:
+        # The list of expired memories: the filter's choice already says they are.
+        return item.expires_at
 
     @admin.display(description=_("value"))
     def pretty_value(self, item: MemoryItem) -> str:
@@ -359,8 +429,9 @@ class MemoryItemAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdm
         )
 
     def _history(self, item: MemoryItem) -> QuerySet:
+        """``item``'s past versions that have not expired."""
         path = history_path(item)
-        rows = MemoryItem.objects.using(item._state.db)
+        rows = MemoryItem.objects.using(item._state.db).live(utc_now())
         return rows.filter(tenant=item.tenant, namespace=path) if path else rows.none()
 
     # --- forgetting -----------------------------------------------------------------------
@@ -384,10 +455,16 @@ class MemoryItemAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdm
     def forget_memories(self, request: Any, queryset: QuerySet) -> TemplateResponse | None:
         """Confirm (a count and the first ``FORGET_SHOWN`` memories and past versions),
         then delete the memories and their past versions by primary key, and log each
-        memory's deletion, ``FORGET_CHUNK`` rows per statement."""
+        memory's deletion, ``FORGET_CHUNK`` rows per statement.
+
+        The past versions counted and listed are the live ones; the expired ones (which
+        the store no longer returns) are deleted with them."""
         selected = list(queryset.order_by().values_list("pk", "namespace", "key"))
         pks = [pk for pk, _namespace, _key in selected]
-        history = _history_pks(queryset.db, [(namespace, key) for _pk, namespace, key in selected])
+        now = utc_now()
+        history, live_history = _history_pks(
+            queryset.db, [(namespace, key) for _pk, namespace, key in selected], now
+        )
         rows = MemoryItem.objects.using(queryset.db)
         select_across = request.POST.get("select_across") == "1"
         # Select-across posts the list's filters, not the memories: what they select now
@@ -400,7 +477,7 @@ class MemoryItemAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdm
                     gettext("The selection changed since it was confirmed: confirm again."),
                     messages.WARNING,
                 )
-            shown = rows.filter(pk__in=history[:FORGET_SHOWN]).order_by("namespace", "key")
+            shown = rows.filter(pk__in=live_history[:FORGET_SHOWN]).order_by("namespace", "key")
             return TemplateResponse(
                 request,
                 "admin/tulip_memory/memoryitem/forget_confirmation.html",
@@ -410,7 +487,7 @@ class MemoryItemAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdm
                     "opts": self.opts,
                     "count": len(selected),
                     "items": [(i, content_text(i.value)) for i in queryset[:FORGET_SHOWN]],
-                    "history_count": len(history),
+                    "history_count": len(live_history),
                     "history": [(h, content_text(h.value)) for h in shown],
                     "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
                     # Select-across posts the list's filters again (the form keeps the
@@ -419,7 +496,7 @@ class MemoryItemAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdm
                     "selected_pks": pks[: 1 if select_across else None],
                 },
             )
-        gone_history = sum(rows.filter(pk__in=chunk).clear() for chunk in _chunks(history))
+        gone_history = sum(rows.filter(pk__in=chunk).clear_live(now) for chunk in _chunks(history))
         gone = 0
         for chunk in _chunks(pks):
             memories = rows.filter(pk__in=chunk)
@@ -438,11 +515,14 @@ class MemoryItemAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdm
         return None
 
 
-def _history_pks(using: str, memories: list[tuple[str, str]]) -> list[int]:
-    """The primary keys of the past versions of ``memories`` (namespace, key): the rows
-    of each one's :func:`history_path`. ONE query, by the namespaces' history prefixes
-    (its size grows with the namespaces, not the memories); the rows found under them
-    are kept when they are a memory's history path."""
+def _history_pks(
+    using: str, memories: list[tuple[str, str]], now: datetime
+) -> tuple[list[int], list[int]]:
+    """The primary keys of the past versions of ``memories`` (namespace, key), and of
+    those of them not expired at ``now``: the rows of each one's :func:`history_path`.
+    ONE query, by the namespaces' history prefixes (its size grows with the namespaces,
+    not the memories); the rows found under them are kept when they are a memory's
+    history path."""
     paths = set()
     prefixes = set()
     for namespace, key in memories:
@@ -452,13 +532,15 @@ def _history_pks(using: str, memories: list[tuple[str, str]]) -> list[int]:
             prefixes.add(prefix)
             paths.add(encode_namespace((*prefix, key)))
     if not prefixes:
-        return []
-    found = (
-        MemoryItem.objects.using(using)
+        return [], []
+    found = sorted(
+        (pk, expires_at is None or expires_at > now)
+        for pk, namespace, expires_at in MemoryItem.objects.using(using)
         .filter(namespace_prefix_condition(sorted(prefixes)))
-        .values_list("pk", "namespace")
+        .values_list("pk", "namespace", "expires_at")
+        if namespace in paths
     )
-    return sorted(pk for pk, namespace in found if namespace in paths)
+    return [pk for pk, _live in found], [pk for pk, live in found if live]
 
 
 def _chunks(pks: list[int]) -> list[list[int]]:

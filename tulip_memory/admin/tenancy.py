@@ -11,7 +11,10 @@ tenant table runs (template rendering included) inside
   for a superuser, the tenants of its memberships for a staff user;
 * the choice is made with the switcher (a POST to ``admin:tulip_memory_tenant_switch``)
   and kept in the session; it is re-checked against the allowed tenants on every
-  request; a user allowed exactly one tenant never has to pick.
+  request, and one no longer allowed (a membership deleted) is dropped from the session:
+  that request shows no tenant and says so (never another tenant in its place, which the
+  page and its forms were not meant for); a user allowed exactly one tenant never has to
+  pick.
 
 The admin never takes its tenant from a request header, a query parameter or
 ``request.tenant`` (the middleware's resolver may trust a header any client can send).
@@ -61,20 +64,33 @@ NO_TENANT_MESSAGE = _(
 NO_MEMBERSHIP_MESSAGE = _(
     "You are not a member of any tenant: a superuser can add you in Tenant memberships."
 )
+# Shown when the session's tenant is no longer one the user may open.
+REVOKED_MESSAGE = _(
+    "You may no longer open the tenant “%(tenant)s” (your membership of it was removed): "
+    "this page shows no tenant."
+)
 
 
 def admin_tenant(request: HttpRequest) -> tuple[str | None, list[str]]:
     """The request's admin tenant (or None) and the tenants its user may open.
 
-    Cached on the request (the tenant bar and the view both ask).
+    The session's tenant is checked against the user's current memberships: one no longer
+    allowed is removed from the session, with a warning (``REVOKED_MESSAGE``), and the
+    request gets no tenant. Cached on the request (the tenant bar and the view both ask).
     """
     cached = getattr(request, "_tulip_admin_tenant", None)
     if cached is not None:
         return cached
     allowed = Tenant.objects.visible_to(getattr(request, "user", None))
-    chosen = request.session.get(SESSION_KEY) if hasattr(request, "session") else None
-    if chosen not in allowed:
-        chosen = allowed[0] if len(allowed) == 1 else None
+    session = getattr(request, "session", None)
+    chosen = session.get(SESSION_KEY) if session is not None else None
+    if chosen is not None and chosen not in allowed:
+        del session[SESSION_KEY]  # type: ignore[union-attr]
+        messages.warning(request, REVOKED_MESSAGE % {"tenant": chosen})
+        request._tulip_admin_revoked = True  # type: ignore[attr-defined]
+        chosen = None
+    elif chosen is None and len(allowed) == 1:
+        chosen = allowed[0]
     request._tulip_admin_tenant = (chosen, allowed)  # type: ignore[attr-defined]
     return chosen, allowed
 
@@ -122,8 +138,10 @@ class TenantScopedAdminMixin:
     def _in_tenant(self, request: HttpRequest, view: Any, *args: Any) -> HttpResponse:
         tenant = self.request_tenant(request)
         if tenant is None:
-            allowed = admin_tenant(request)[1]
-            messages.warning(request, NO_TENANT_MESSAGE if allowed else NO_MEMBERSHIP_MESSAGE)
+            # A revoked tenant's warning already says why the page is empty.
+            if not getattr(request, "_tulip_admin_revoked", False):
+                allowed = admin_tenant(request)[1]
+                messages.warning(request, NO_TENANT_MESSAGE if allowed else NO_MEMBERSHIP_MESSAGE)
             return view(request, *args)
         with tenant_atomic(tenant, using=router.db_for_read(self.model)):
             response = view(request, *args)
