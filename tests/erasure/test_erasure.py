@@ -385,6 +385,90 @@ def test_a_job_running_while_its_subject_is_erased_saves_nothing(settings, monke
     assert alices_memories() == []
 
 
+def _tables_holding(text: str, tenant: str) -> list[str]:
+    """Every table (of those the app role may read, as ``tenant``) with a row holding
+    ``text`` anywhere in it, as ``table: rows``."""
+    found = []
+    with tenant_atomic(tenant), connections["default"].cursor() as cursor:
+        cursor.execute(
+            "SELECT c.oid::regclass::text FROM pg_catalog.pg_class c "
+            "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE c.relkind IN ('r', 'p') AND n.nspname = current_schema() "
+            "AND has_table_privilege(c.oid, 'SELECT')"
+        )
+        tables = [table for (table,) in cursor.fetchall()]
+        assert "tulip_memory_extraction_job" in tables
+        for table in tables:
+            cursor.execute(
+                f"SELECT count(*) FROM {table} AS t WHERE strpos(t::text, %s) > 0", [text]
+            )
+            (count,) = cursor.fetchone()
+            if count:
+                found.append(f"{table}: {count}")
+    return found
+
+
+@pytest.mark.parametrize("raised", ["LLMError", "RuntimeError"])
+def test_a_job_failing_after_its_subject_is_erased_writes_nothing_back(
+    raised, settings, monkeypatch, caplog, sent_events
+):
+    """The extractor is inside its call when the erasure commits, then fails with an error
+    quoting the conversation (as a model's reply may): the revoked lease keeps the failure
+    off the job's row, the job's error never holds the message anyway, and no log record
+    above DEBUG nor any event carries it; a second erasure finds nothing left."""
+    import asyncio
+    import logging
+    import threading
+
+    from tulip_memory.exceptions import LLMError
+    from tulip_memory.manager import LLMMemoryManager
+    from tulip_memory.manager.worker import run_queue
+    from tulip_memory.messages import Message, Role
+    from tulip_memory.models import ExtractionJob
+
+    secret = "Wisteria Lane 4"
+    settings.TULIP_MEMORY = {"STORE": "tulip_memory.store.PgMemory"}
+    extracting, erased = threading.Event(), threading.Event()
+    extract = LLMMemoryManager.extract
+
+    async def extract_then_fail_quoting(self, messages):
+        if not any(secret in message.content for message in messages):
+            return await extract(self, messages)  # the erased payload, run again
+        extracting.set()
+        while not erased.is_set():
+            await asyncio.sleep(0.01)
+        quoted = f"the reply 'alice lives at {secret}' is not JSON"
+        if raised == "LLMError":
+            raise LLMError(quoted, kind="malformed_output")
+        raise RuntimeError(quoted)
+
+    monkeypatch.setattr(LLMMemoryManager, "extract", extract_then_fail_quoting)
+    caplog.set_level(logging.DEBUG)
+    payload = {"messages": [Message(Role.USER, f"I live at {secret}.").to_dict()]}
+    with tenant_atomic("acme"):
+        job_id, queue_id = ExtractionJob.objects.enqueue(("acme", "users", "alice"), payload)
+
+    running = OnItsOwnConnections(lambda: run_queue("acme", queue_id, owner="w1"))
+    running.start()
+    assert extracting.wait(30)
+    first = forget_subject("acme", "alice", actor="dpo")
+    assert first.counts["extraction_payloads"] == 1
+    erased.set()
+    running.join_and_raise(30)
+
+    with tenant_atomic("acme"):
+        job = ExtractionJob.objects.get(pk=job_id)
+    # The failed attempt left no mark; the worker ran the job again, on the erased payload.
+    assert (job.state, job.error, job.payload) == ("done", "", ERASED_PAYLOAD)
+    assert _tables_holding(secret, "acme") == []
+    assert _tables_holding("Wisteria", "globex") == []
+    loud = [r for r in caplog.records if r.levelno > logging.DEBUG]
+    assert not [r for r in loud if secret in logging.Formatter().format(r)]
+    assert not [e for e in sent_events.sent if secret in json.dumps(e.payload, default=str)]
+    second = forget_subject("acme", "alice", actor="dpo")
+    assert second.total == 0
+
+
 @BOTH
 def test_a_delta_save_during_the_erasure_waits_and_stores_a_whole_checkpoint(alias, monkeypatch):
     """A DeltaCheckpointer appends to a thread it has cached without reading it again.

@@ -24,6 +24,9 @@ from tulip_memory.tenancy import tenant_atomic
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
+# The error of an attempt whose extractor raised RuntimeError (tests.manager.extractors).
+EXTRACTION_FAILED = "RuntimeError: the extraction failed; its message is logged at DEBUG level"
+
 
 @pytest.fixture
 def celery_settings(celery_settings, settings):
@@ -184,9 +187,82 @@ def test_failing_job_is_retried_then_failed_and_stops_blocking(celery_settings):
     assert [line.split()[0] for line in read_log("q8")] == ["fail", "fail", "fail", "1"]
     jobs = _jobs("acme")
     assert jobs[0][:3] == (1, JobState.FAILED, 3)
-    assert "RuntimeError: job 0 always fails" in jobs[0][3]
+    assert jobs[0][3] == EXTRACTION_FAILED
     assert jobs[1][:3] == (2, JobState.DONE, 1)
     assert sum(o.retried for o in outcomes) == 2 and sum(o.failed for o in outcomes) == 1
+
+
+def test_a_failed_jobs_error_event_and_log_never_quote_its_message(
+    celery_settings, settings, events, caplog
+):
+    # An extractor's error may quote the conversation or the model's reply: the job's row,
+    # its event and every log record above DEBUG say what failed, in words of ours; the
+    # message itself is logged at DEBUG only (erasure cannot reach a log aggregator).
+    import logging
+
+    settings.TULIP_MEMORY = {**celery_settings, "EXTRACTION_MAX_ATTEMPTS": 1}
+    caplog.set_level(logging.DEBUG, logger="tulip_memory")
+    runner = _manager()._celery()
+    runner.enqueue(("acme", "q21"), [Message(Role.USER, "q21 0 fail")])
+    with tenant_atomic("acme"):
+        queue_id = ExtractionQueue.objects.get().pk
+    assert run_queue("acme", queue_id).failed == 1
+    [(_, _, _, error)] = _jobs("acme")
+    assert error == EXTRACTION_FAILED
+    [failed] = [payload for name, payload in events if name.endswith("extract_failed")]
+    assert (failed["error"], failed["error_type"], failed["final"]) == (error, "RuntimeError", True)
+    quoting = [r for r in caplog.records if "always fails" in logging.Formatter().format(r)]
+    assert [r.levelname for r in quoting] == ["DEBUG"]
+    assert any(error in r.getMessage() and r.levelname == "ERROR" for r in caplog.records)
+
+
+def test_the_worker_binds_the_queues_tenant_while_it_runs_a_job(celery_settings, monkeypatch):
+    # A store or extractor that guards on the bound tenant (PgMemory does) sees the job's.
+    from tulip_memory.tenancy import current_tenant
+
+    seen = []
+    extract = LLMMemoryManager.extract
+
+    async def extract_noting_the_tenant(self, messages):
+        seen.append(current_tenant())
+        return await extract(self, messages)
+
+    monkeypatch.setattr(LLMMemoryManager, "extract", extract_noting_the_tenant)
+    runner = _manager()._celery()
+    runner.enqueue(("acme", "q22"), [Message(Role.USER, "q22 0")])
+    with tenant_atomic("acme"):
+        queue_id = ExtractionQueue.objects.get().pk
+    assert run_queue("acme", queue_id).done == 1
+    assert seen == ["acme"]
+
+
+def test_a_queue_whose_namespace_names_another_tenant_fails_and_writes_nothing(
+    celery_settings, events
+):
+    # acme's own role may write any path into its queue row (row-level security checks
+    # the tenant column, not the path): the worker must not write into globex for it.
+    from tulip_memory.models import MemoryItem
+
+    runner = _manager()._celery()
+    runner.enqueue(("acme", "users", "victim"), [Message(Role.USER, "q23 0")])
+    runner.enqueue(("acme", "users", "victim"), [Message(Role.USER, "q23 1")])
+    with tenant_atomic("acme"):
+        queue_id = ExtractionQueue.objects.get().pk
+        ExtractionQueue.objects.filter(pk=queue_id).update(namespace="globex/users/victim")
+    outcome = run_queue("acme", queue_id)
+    assert (outcome.done, outcome.failed, outcome.retry_in) == (0, 2, None)
+    refused = (
+        "TenantError: the queue's namespace is of tenant 'globex', not of the job's tenant "
+        "'acme'; nothing was run"
+    )
+    assert _jobs("acme") == [(1, "failed", 0, refused), (2, "failed", 0, refused)]
+    assert [p["error"] for name, p in events if name.endswith("extract_failed")] == [refused] * 2
+    assert read_log("q23") == []  # the extractor never ran
+    for tenant in ("acme", "globex"):
+        with tenant_atomic(tenant):
+            assert not MemoryItem.objects.exists()
+    with tenant_atomic("acme"):
+        assert ExtractionQueue.objects.get().lease_owner == ""
 
 
 def test_job_whose_worker_died_on_its_last_attempt_is_failed(celery_settings):
@@ -272,7 +348,10 @@ def test_job_with_an_unreadable_payload_is_failed_and_stops_blocking(celery_sett
     assert (outcome.done, outcome.failed) == (1, 1)
     jobs = _jobs("acme")
     assert jobs[0][:3] == (1, JobState.FAILED, 1)
-    assert "ValueError" in jobs[0][3] and "bogus" in jobs[0][3]
+    assert jobs[0][3] == (
+        "ValueError: the job's payload does not decode to messages; its message is logged at "
+        "DEBUG level"
+    )
     assert jobs[1][:3] == (2, JobState.DONE, 1)
     assert [line.split()[0] for line in read_log("q14")] == ["1"]
     with tenant_atomic("acme"):

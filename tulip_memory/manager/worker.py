@@ -24,17 +24,30 @@
    database restart releases it on a new connection (the task's retry claims it again
    at once instead of waiting for the lease to expire).
 
+The whole run is bound to the tenant (:func:`~tulip_memory.tenancy.tenant_context`) of the
+queue's row (read under that tenant's row-level security), and a job runs only in a
+namespace of that tenant: a queue whose path names another tenant fails its jobs
+(``TenantError``) with nothing run. Row-level security checks a row's tenant column, not
+the path in it, so a path written into a tenant's own row never makes the worker write
+into another tenant's memories.
+
 Failure policy (``TULIP_MEMORY``): a job that raises goes back to ``pending`` with its
 error and ``run_after = now + EXTRACTION_RETRY_DELAY * 2**(attempts-1)`` (capped at 10
 minutes); its namespace waits for it, which keeps the order. The attempt that reaches
 ``EXTRACTION_MAX_ATTEMPTS`` marks it ``failed`` (with its error) and the namespace moves
 on. An attempt whose worker died (SIGKILL, OOM) counts too: when the lease expires the
 next worker finds the job ``running``, and runs it again, or fails it if that was the
-last attempt ("worker lost"). Saves are idempotent (upsert by key), so re-running a job
-whose save finished but whose "done" was not recorded changes nothing; with a chat model
-(an :class:`~tulip_memory.manager.consolidation.LLMExtractor`) the run's id is
-``job-<job id>``, so such a re-run finds the run journaled as done and neither asks the
-model nor applies anything. The model's usage of every attempt is added to the job row
+last attempt ("worker lost"). A job's error (on its row, in its ``extract_failed`` event
+and in every log record above DEBUG) is the exception's type and what failed, in words of
+this module, never the exception's message, which may quote the conversation or the
+model's reply: that is logged at DEBUG level only. An attempt records how it ended only
+while its worker still holds the lease: an erasure revokes it, so a job it erased gets
+nothing of the attempt written back (its error neither), only its model usage (counts).
+Saves are idempotent (upsert by key), so re-running a job whose save finished but whose
+"done" was not recorded changes nothing; with a chat model (an
+:class:`~tulip_memory.manager.consolidation.LLMExtractor`) the run's id is ``job-<job id>``,
+so such a re-run finds the run journaled as done and neither asks the model nor applies
+anything. The model's usage of every attempt is added to the job row
 (``llm_model``, ``llm_calls``, ``prompt_tokens``, ``completion_tokens``, and
 ``llm_failed_requests``: the requests that got no answer): failed attempts included,
 attempts stopped because their worker lost the lease, which saved nothing but were paid
@@ -88,7 +101,7 @@ from tulip_memory.events import (
     EV_MEMORY_MANAGER_EXTRACTED,
     emit_sync,
 )
-from tulip_memory.exceptions import ConfigurationError, LeaseLostError, LLMError
+from tulip_memory.exceptions import ConfigurationError, LeaseLostError, LLMError, TenantError
 from tulip_memory.llm.usage import Usage
 from tulip_memory.manager.base import failure_fields
 from tulip_memory.manager.factory import build_memory_manager_from_settings
@@ -97,6 +110,8 @@ from tulip_memory.manager.types import ExtractionOutcome
 from tulip_memory.messages import Message
 
 if TYPE_CHECKING:
+    from django.db.models import QuerySet
+
     from tulip_memory.models import ExtractionJob
 
 __all__ = ["RunOutcome", "run_queue"]
@@ -109,6 +124,14 @@ _MAX_RETRY_DELAY = 600.0
 # (clock skew between the worker that sent it and the one that runs it); at most a tenth
 # of the lease, so that other messages rarely book a second follow-up for one lease.
 RECHECK_SKEW_SECONDS = 1.0
+
+# What failed, in a failed attempt's error (after the exception's type). The exception's
+# message is not said: it may quote the conversation or the model's reply, and an
+# erasure can reach the job's row but not a log aggregator or an event receiver.
+_EXTRACTION_FAILED = "the extraction failed"
+_UNREADABLE_PAYLOAD = "the job's payload does not decode to messages"
+_DATABASE_FAILED = "a database error cut the attempt"
+_MESSAGE_AT_DEBUG = "its message is logged at DEBUG level"
 
 
 @dataclass
@@ -189,8 +212,8 @@ class _Heartbeat:
                 raise LeaseLostError(f"lost the lease of extraction queue {queue_id}")
 
     def _give_up(self, job_id: int, attempt: int) -> None:
-        """The running attempt is overdue: say so, in the log and on the job's row."""
-        from tulip_memory.models import ExtractionJob, JobState
+        """The running attempt is overdue: say so, in the log and on the job's row (while
+        the attempt is still this worker's)."""
         from tulip_memory.tenancy import tenant_atomic
 
         tenant, queue_id, owner, _lease = self.args
@@ -203,9 +226,9 @@ class _Heartbeat:
             queue_id,
         )
         with tenant_atomic(tenant):
-            ExtractionJob.objects.filter(pk=job_id, state=JobState.RUNNING, worker=owner).update(
-                error=error
-            )
+            row = _attempt_row(job_id, queue_id, owner)
+            if row is not None:
+                row.update(error=error)
 
     def _run(self) -> None:
         from tulip_memory.models import ExtractionQueue
@@ -306,6 +329,28 @@ def _model_of(manager: LLMMemoryManager) -> str | None:
     return extractor.config.model if extractor is not None else None
 
 
+def _attempt_row(job_id: int, queue_id: int, owner: str) -> QuerySet[ExtractionJob] | None:
+    """Inside ``tenant_atomic``: the row of job ``job_id``, locked, if it is still
+    ``owner``'s attempt (``running``, by ``owner``, who still holds the lease of queue
+    ``queue_id``), else ``None``.
+
+    The lease is checked too because an erasure revokes it without touching the job's
+    state: the attempt then holds a conversation that is no longer stored, and must write
+    nothing of it back. The job's row is locked before the lease is read, in the order an
+    erasure takes them (its jobs, then its queues): an erasure under way commits before
+    the lease is read here, and one that starts later waits for this transaction and
+    erases what it wrote.
+    """
+    from tulip_memory.models import ExtractionJob, ExtractionQueue, JobState
+
+    rows = ExtractionJob.objects.filter(pk=job_id, state=JobState.RUNNING, worker=owner)
+    if not rows.select_for_update().exists():
+        return None
+    if not ExtractionQueue.objects.filter(pk=queue_id, lease_owner=owner).exists():
+        return None
+    return rows
+
+
 def _record_attempt(
     job: ExtractionJob,
     owner: str,
@@ -317,22 +362,24 @@ def _record_attempt(
     whether the job was still that attempt's (``False`` too when there was nothing to
     record).
 
-    ``columns`` only while the job is still that attempt's (``running``, by ``owner``); if
-    another worker took it over meanwhile (``owner`` lost the lease), the row is the new
-    holder's and gets the attempt's usage alone.
+    ``columns`` only while the job is still that attempt's (:func:`_attempt_row`); if
+    ``owner`` lost the lease meanwhile (another worker took the job over, or an erasure
+    revoked it), the row gets the attempt's usage alone, counts that add up whatever else
+    wrote the row.
     """
-    from tulip_memory.models import ExtractionJob, JobState
+    from tulip_memory.models import ExtractionJob
     from tulip_memory.tenancy import tenant_atomic
 
     if not columns and usage is None:
         return False
     with tenant_atomic(job.tenant):
-        rows = ExtractionJob.objects.filter(pk=job.pk)
-        mine = rows.filter(state=JobState.RUNNING, worker=owner)
-        if mine.update(**columns, **_usage_columns(model, usage)):
+        mine = _attempt_row(job.pk, job.queue_id, owner)
+        if mine is not None and mine.update(**columns, **_usage_columns(model, usage)):
             return True
         if usage is not None:
-            rows.update(**_usage_columns(model, usage, latest=False))
+            ExtractionJob.objects.filter(pk=job.pk).update(
+                **_usage_columns(model, usage, latest=False)
+            )
         return False
 
 
@@ -342,27 +389,44 @@ def _retry_delay(attempts: int) -> float:
     return min(float(settings.EXTRACTION_RETRY_DELAY) * 2 ** max(attempts - 1, 0), _MAX_RETRY_DELAY)
 
 
+def _job_error(exc: BaseException, what: str | None = None) -> str:
+    """A failed attempt's error: the type of ``exc`` and ``what`` failed (by default what
+    its type says: a chat model's failure and its kind, else the extraction), never the
+    message of ``exc``."""
+    if what is None:
+        if isinstance(exc, LLMError):
+            what = f"the chat model failed ({exc.kind})"
+        else:
+            what = _EXTRACTION_FAILED
+    return f"{type(exc).__name__}: {what}; {_MESSAGE_AT_DEBUG}"
+
+
 def _record_failure(
     job: ExtractionJob,
     exc: Exception,
     *,
+    what: str | None = None,
     manager: LLMMemoryManager,
     outcome: RunOutcome,
     fields: Mapping[str, object],
 ) -> None:
-    """Put a failed attempt through the retry policy: pending again later, or failed.
+    """Put a failed attempt through the retry policy: pending again later, or failed,
+    with the error :func:`_job_error` (``what`` failed) and the message of ``exc`` logged
+    at DEBUG level only.
 
-    If another worker has taken the job over meanwhile (this one lost the lease), the
-    failure is this attempt's, not the job's, which the new holder runs: only the
-    attempt's usage is added to the row, and no ``extract_failed`` is sent.
+    If this worker lost the lease meanwhile (another worker has taken the job over, or an
+    erasure revoked it), the failure is this attempt's, not the job's, which the new
+    holder runs: only the attempt's usage is added to the row, and no ``extract_failed``
+    is sent.
     """
     from tulip_memory.conf import settings
     from tulip_memory.models import ExtractionJob, JobState
     from tulip_memory.models.extraction import db_now_plus
 
     final = job.attempts >= int(settings.EXTRACTION_MAX_ATTEMPTS)
-    error = f"{type(exc).__name__}: {exc}"
-    logger.exception("extraction job %s (attempt %s) failed", job.pk, job.attempts)
+    error = _job_error(exc, what)
+    logger.error("extraction job %s (attempt %s) failed: %s", job.pk, job.attempts, error)
+    logger.debug("extraction job %s (attempt %s) failed", job.pk, job.attempts, exc_info=exc)
     # A model's failure still cost tokens: they go onto the row too.
     spent = _spent(exc)
     if not _record_attempt(
@@ -376,9 +440,9 @@ def _record_failure(
         run_after=None if final else db_now_plus(_retry_delay(job.attempts)),
     ):
         logger.warning(
-            "extraction job %s: another worker has taken it over (this worker lost the "
-            "lease of extraction queue %s), so attempt %s's failure is not recorded as the "
-            "job's (model usage of the attempt, added to the row: %s)",
+            "extraction job %s: this worker lost the lease of extraction queue %s (another "
+            "worker has taken it over, or an erasure revoked it), so attempt %s's failure "
+            "is not recorded as the job's (model usage of the attempt, added to the row: %s)",
             job.pk,
             job.queue_id,
             job.attempts,
@@ -417,9 +481,15 @@ def _run_job(
 
     owner = heartbeat.args[2]
     try:
-        # Decoded inside the try: an unreadable payload is a failure of this job like
-        # any other, not an exception that leaves it "running" with no error recorded.
         messages = [Message.from_dict(data) for data in job.payload.get("messages", [])]
+    except Exception as exc:
+        # A failure of this job like any other, not an exception that leaves it
+        # "running" with no error recorded.
+        _record_failure(
+            job, exc, what=_UNREADABLE_PAYLOAD, manager=manager, outcome=outcome, fields=fields
+        )
+        return True
+    try:
         result = async_to_sync(_extract_in)(
             manager, namespace, messages, f"job-{job.pk}", heartbeat.fence
         )
@@ -488,7 +558,9 @@ def _database_failed(
     if charge:
 
         def step() -> None:
-            _record_failure(job, exc, manager=manager, outcome=outcome, fields=fields)
+            _record_failure(
+                job, exc, what=_DATABASE_FAILED, manager=manager, outcome=outcome, fields=fields
+            )
 
     else:
         logger.warning(
@@ -522,6 +594,34 @@ def _database_failed(
         )
 
 
+def _fail_at_once(
+    job: ExtractionJob,
+    error: str,
+    error_type: str,
+    *,
+    outcome: RunOutcome,
+    fields: Mapping[str, object],
+) -> None:
+    """Mark ``job`` failed with ``error``, no attempt run (inside the transaction that
+    holds the lease), and send its ``extract_failed``."""
+    from tulip_memory.models import ExtractionJob, JobState
+
+    logger.error("extraction job %s failed: %s", job.pk, error)
+    ExtractionJob.objects.filter(pk=job.pk).update(
+        state=JobState.FAILED, error=error, finished_at=Now()
+    )
+    outcome.failed += 1
+    emit_sync(
+        EV_MEMORY_MANAGER_EXTRACT_FAILED,
+        sender=ExtractionJob,
+        error=error,
+        error_type=error_type,
+        job=job.pk,
+        final=True,
+        **fields,
+    )
+
+
 def _run_claimed(
     tenant: str,
     queue_id: int,
@@ -551,23 +651,20 @@ def _run_claimed(
             job, db_now = found
             if job.run_after is not None and job.run_after > db_now:
                 return (job.run_after - db_now).total_seconds()
+            if namespace[0] != job.tenant:
+                # Never run: the store would write into that tenant (PgMemory refuses it
+                # while the job's tenant is bound; another store may not).
+                error = (
+                    f"{TenantError.__name__}: the queue's namespace is of tenant "
+                    f"{namespace[0]!r}, not of the job's tenant {job.tenant!r}; nothing was run"
+                )
+                _fail_at_once(job, error, TenantError.__name__, outcome=outcome, fields=fields)
+                continue
             if job.attempts >= max_attempts:
                 # Its last attempt started and never reported: the worker died, or hung
                 # past the job timeout.
                 error = f"worker lost during attempt {job.attempts}; {job.error}".rstrip("; ")
-                ExtractionJob.objects.filter(pk=job.pk).update(
-                    state=JobState.FAILED, error=error, finished_at=Now()
-                )
-                outcome.failed += 1
-                emit_sync(
-                    EV_MEMORY_MANAGER_EXTRACT_FAILED,
-                    sender=ExtractionJob,
-                    error=error,
-                    error_type="WorkerLost",
-                    job=job.pk,
-                    final=True,
-                    **fields,
-                )
+                _fail_at_once(job, error, "WorkerLost", outcome=outcome, fields=fields)
                 continue
             job.attempts += 1
             job.worker = owner
@@ -669,7 +766,8 @@ def run_queue(
     owner: str | None = None,
     charge_database_errors: bool = False,
 ) -> RunOutcome:
-    """Run the open jobs of extraction queue ``queue_id`` (of ``tenant``) in order.
+    """Run the open jobs of extraction queue ``queue_id`` (of ``tenant``) in order, with
+    ``tenant`` bound (row-level security shows the queue's row only to its own tenant).
 
     ``charge_database_errors``: a database error that cuts a job's attempt counts as that
     attempt's failure (the task's last retry) instead of being given back.
@@ -677,37 +775,38 @@ def run_queue(
     from tulip_memory.conf import settings
     from tulip_memory.models import ExtractionJob, ExtractionQueue
     from tulip_memory.namespaces import decode_namespace
-    from tulip_memory.tenancy import tenant_atomic
+    from tulip_memory.tenancy import tenant_atomic, tenant_context
 
     manager = _build_manager()
     owner = owner or worker_identity()
     lease = float(settings.EXTRACTION_LEASE_SECONDS)
     job_timeout = float(settings.EXTRACTION_JOB_TIMEOUT_SECONDS)
     outcome = RunOutcome()
-    while True:
-        with tenant_atomic(tenant):
-            if not ExtractionQueue.objects.claim(queue_id, owner, lease):
-                outcome.retry_in = ExtractionQueue.objects.book_recheck(
-                    queue_id, early=min(RECHECK_SKEW_SECONDS, lease / 10)
-                )
+    with tenant_context(tenant):
+        while True:
+            with tenant_atomic(tenant):
+                if not ExtractionQueue.objects.claim(queue_id, owner, lease):
+                    outcome.retry_in = ExtractionQueue.objects.book_recheck(
+                        queue_id, early=min(RECHECK_SKEW_SECONDS, lease / 10)
+                    )
+                    return outcome
+                path = ExtractionQueue.objects.values_list("namespace", flat=True).get(pk=queue_id)
+            try:
+                with _Heartbeat(tenant, queue_id, owner, lease, job_timeout) as heartbeat:
+                    retry_in = _run_claimed(
+                        tenant,
+                        queue_id,
+                        decode_namespace(path),
+                        manager=manager,
+                        heartbeat=heartbeat,
+                        outcome=outcome,
+                        charge_database_errors=charge_database_errors,
+                    )
+            finally:
+                _release(tenant, queue_id, owner)
+            if retry_in is not None:
+                outcome.retry_in = retry_in
                 return outcome
-            path = ExtractionQueue.objects.values_list("namespace", flat=True).get(pk=queue_id)
-        try:
-            with _Heartbeat(tenant, queue_id, owner, lease, job_timeout) as heartbeat:
-                retry_in = _run_claimed(
-                    tenant,
-                    queue_id,
-                    decode_namespace(path),
-                    manager=manager,
-                    heartbeat=heartbeat,
-                    outcome=outcome,
-                    charge_database_errors=charge_database_errors,
-                )
-        finally:
-            _release(tenant, queue_id, owner)
-        if retry_in is not None:
-            outcome.retry_in = retry_in
-            return outcome
-        with tenant_atomic(tenant):
-            if not ExtractionJob.objects.runnable().filter(queue_id=queue_id).exists():
-                return outcome
+            with tenant_atomic(tenant):
+                if not ExtractionJob.objects.runnable().filter(queue_id=queue_id).exists():
+                    return outcome
