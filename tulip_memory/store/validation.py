@@ -36,7 +36,7 @@ from datetime import timedelta
 from numbers import Real
 from typing import Any, NamedTuple
 
-from tulip_memory.identifiers import validate_identifier
+from tulip_memory.identifiers import surrogate_at, validate_identifier
 from tulip_memory.namespaces import validate_namespace, validate_namespace_prefix
 from tulip_memory.paging import validate_limit
 
@@ -201,11 +201,8 @@ def _to_json(obj: Any, name: str) -> str:
 
 def _check_unicode(text: str, name: str) -> None:
     """Refuse a lone surrogate: no store can encode one as UTF-8."""
-    if not text.isascii():
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            raise ValueError(f"{name} must be valid Unicode (it holds a lone surrogate)") from None
+    if surrogate_at(text) is not None:
+        raise ValueError(f"{name} must be valid Unicode (it holds a lone surrogate)")
 
 
 def encode_value(value: Any, *, name: str = "value") -> str:
