@@ -12,10 +12,27 @@ read them from this one place.
 
 from __future__ import annotations
 
-__all__ = ["CHECKPOINT_ID_MAX_LENGTH", "THREAD_ID_MAX_LENGTH", "validate_identifier"]
+__all__ = [
+    "CHECKPOINT_ID_MAX_LENGTH",
+    "THREAD_ID_MAX_LENGTH",
+    "surrogate_at",
+    "validate_identifier",
+]
 
 THREAD_ID_MAX_LENGTH = 255
 CHECKPOINT_ID_MAX_LENGTH = 128
+
+
+def surrogate_at(text: str) -> int | None:
+    """The index of the first lone surrogate of ``text`` (UTF-8 cannot encode one: a
+    surrogate pair is two of them in a str), or None when there is none."""
+    if text.isascii():
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        return error.start
+    return None
 
 
 def validate_identifier(
@@ -34,13 +51,9 @@ def validate_identifier(
         raise ValueError(f"{what} must not be only whitespace, got {value!r}")
     if "\x00" in value:
         raise ValueError(f"{what} must not contain a NUL character")
-    if not value.isascii():
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError as error:
-            raise ValueError(
-                f"{what} must be valid Unicode: lone surrogate at index {error.start}"
-            ) from None
+    index = surrogate_at(value)
+    if index is not None:
+        raise ValueError(f"{what} must be valid Unicode: lone surrogate at index {index}")
     if max_length is not None and len(value) > max_length:
         raise ValueError(f"{what} is {len(value)} characters long, over {max_length}")
     return value

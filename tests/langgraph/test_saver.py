@@ -566,6 +566,84 @@ async def test_bad_thread_and_run_ids_are_refused_before_anything_is_deleted_or_
     assert len([t async for t in saver.alist(_config("123"))]) == stored
 
 
+LONE = "a\ud800b"  # a lone surrogate: UTF-8 cannot encode it
+
+
+def _text_calls(saver: DjangoSaver, saved: Any, aio: bool) -> list[tuple[Callable[[], Any], str]]:
+    """Calls with text no column or stored frame can hold (a NUL, a lone surrogate) or an
+    empty run id, and the error each must raise (the driver's DataError or Python's
+    UnicodeEncodeError before); ``aio``: of the async API."""
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    put, put_writes = (saver.aput, saver.aput_writes) if aio else (saver.put, saver.put_writes)
+    delete_for_runs = saver.adelete_for_runs if aio else saver.delete_for_runs
+    channel = empty_checkpoint()
+    channel["channel_values"] = {LONE: 1}
+    channel["channel_versions"] = {LONE: "000000000001.00000000"}
+    unicode = "must be valid Unicode: lone surrogate at index 1$"
+    return [
+        (lambda: delete_for_runs(["a\x00b"]), r"^run_ids\[0\] must not contain a NUL character$"),
+        (lambda: delete_for_runs(["run", LONE]), rf"^run_ids\[1\] {unicode}"),
+        (lambda: delete_for_runs([""]), r"^run_ids\[0\] must not be empty$"),
+        (lambda: put_writes(saved, [("a", 2)], LONE), rf"^task_id {unicode}"),
+        (lambda: put_writes(saved, [("a", 2)], "t\x00"), r"^task_id must not contain a NUL"),
+        (lambda: put_writes(saved, [("a", 2)], "task", LONE), rf"^task_path {unicode}"),
+        (
+            lambda: put_writes(saved, [("a", 2), (LONE, 3)], "task"),
+            rf"^writes\[1\] channel {unicode}",
+        ),
+        (
+            lambda: put_writes(saved, ["a"], "task"),
+            r"^writes\[0\] must be a \(channel, value\) pair",
+        ),
+        (
+            lambda: put(_config("t"), channel, {}, {LONE: "000000000001.00000000"}),
+            r"^checkpoint\['channel_versions'\] key 'a\\ud800b' " + unicode,
+        ),
+        (
+            lambda: put(_config("t"), empty_checkpoint(), {LONE: 1}, {}),
+            r"^metadata\['a\\ud800b'\] \(the key\) holds a lone surrogate",
+        ),
+        (
+            lambda: put(_config("t"), empty_checkpoint(), {"note": [LONE]}, {}),
+            r"^metadata.note\[0\] holds a lone surrogate",
+        ),
+    ]
+
+
+def test_text_no_column_can_hold_is_refused_naming_the_argument_and_nothing_changes():
+    """A NUL or a lone surrogate in a run id, a task id or path, a channel's name or the
+    metadata is a ValueError naming it before any statement (it was psycopg's DataError,
+    a UnicodeEncodeError or serde's TypeError); an empty run id is refused instead of
+    deleting every checkpoint without a run id."""
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    saver = DjangoSaver(tenant="acme")
+    saved = saver.put(_config("t"), empty_checkpoint(), {}, {})
+    saver.put_writes(saved, [("a", 1)], "task")
+    before = DjangoSaver(tenant="acme").get_tuple(saved)
+    with CaptureQueriesContext(_saver_connection(saver)) as queries:
+        for call, message in _text_calls(saver, saved, aio=False):
+            with pytest.raises(ValueError, match=message):
+                call()
+    assert queries.captured_queries == []
+    assert DjangoSaver(tenant="acme").get_tuple(saved) == before
+    assert [t.config for t in saver.list(None)] == [saved]
+
+
+async def test_the_async_api_refuses_such_text_too():
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    saver = DjangoSaver(tenant="acme")
+    saved = await saver.aput(_config("t"), empty_checkpoint(), {}, {})
+    await saver.aput_writes(saved, [("a", 1)], "task")
+    before = await saver.aget_tuple(saved)
+    for call, message in _text_calls(saver, saved, aio=True):
+        with pytest.raises(ValueError, match=message):
+            await call()
+    assert await DjangoSaver(tenant="acme").aget_tuple(saved) == before
+
+
 def _backend_pid() -> int:
     from django.db import connections
 

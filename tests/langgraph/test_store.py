@@ -130,6 +130,43 @@ async def test_a_key_that_is_not_text_is_refused_not_turned_into_text(stores):
     assert (await store.aget(("ns",), "1")).value == {"v": 1}  # nothing written or deleted
 
 
+LONE = "a\ud800b"  # a lone surrogate: UTF-8 cannot encode it
+UNICODE = "must be valid Unicode"
+
+
+@pytest.mark.parametrize("api", ["sync", "async"])
+async def test_text_postgresql_cannot_hold_is_refused_naming_the_argument(stores, api):
+    """Every text argument of every method goes through the stores' validation: a NUL or a
+    lone surrogate is a ValueError naming it (it was psycopg's DataError or a
+    UnicodeEncodeError), and a value whose keys JSON writes as one key is refused (it was
+    stored with one entry lost)."""
+    store = stores(tenant="acme")
+    await store.aput(("ns",), "kept", {"1": "kept"})
+    calls = [
+        ("get", (("ns", LONE), "k"), {}, rf"^namespace\[1\] {UNICODE}"),
+        ("get", (("ns", "a\x00"), "k"), {}, r"^Invalid namespace label 'a\x00'"),  # LangGraph's
+        ("put", (("ns", LONE), "k", {"v": 1}), {}, rf"^namespace\[1\] {UNICODE}"),
+        ("delete", ((LONE,), "kept"), {}, rf"^namespace\[0\] {UNICODE}"),
+        ("search", (("ns", LONE),), {}, rf"^namespace_prefix\[1\] {UNICODE}"),
+        ("search", (("ns",),), {"query": LONE}, rf"^query {UNICODE}"),
+        ("search", (("ns",),), {"filter": {"a\x00": 1}}, r"^filter must not contain a NUL"),
+        ("search", (("ns",),), {"filter": {LONE: 1}}, rf"^filter {UNICODE}"),
+        ("search", (("ns",),), {"filter": {"v": {"$ne": LONE}}}, rf"^filter value {UNICODE}"),
+        ("list_namespaces", (), {"prefix": ("ns", LONE)}, rf"^prefix\[1\] {UNICODE}"),
+        ("list_namespaces", (), {"suffix": (LONE,)}, rf"^suffix\[0\] {UNICODE}"),
+        ("put", (("ns",), "kept", {1: "a", "1": "b"}), {}, r"^value has the keys 1 and '1'"),
+        ("put", (("ns",), "kept", {"x": {True: 1, "true": 2}}), {}, r"^value\['x'\] has the"),
+    ]
+    for method, args, kwargs, message in calls:
+        with pytest.raises(ValueError, match=message):
+            if api == "sync":
+                await sync_to_async(getattr(store, method))(*args, **kwargs)
+            else:
+                await getattr(store, "a" + method)(*args, **kwargs)
+    assert await store.alist_namespaces() == [("ns",)]
+    assert (await store.aget(("ns",), "kept")).value == {"1": "kept"}
+
+
 @pytest.mark.parametrize(
     ("spec", "message"),
     [

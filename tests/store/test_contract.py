@@ -574,6 +574,41 @@ async def test_bad_metadata(store, root, metadata, message):
     assert await store.list_keys(ns) == []
 
 
+# Dicts two of whose keys JSON writes as one key: stored, one entry would be lost.
+COLLIDING_KEYS = [
+    ({1: "a", "1": "b"}, r"value has the keys 1 and '1', which are both '1' in JSON"),
+    ({True: 1, "true": 2}, r"value has the keys True and 'true', which are both 'true'"),
+    ({"notes": [{"x": {None: 1, "null": 2}}]}, r"value\['notes'\]\[0\]\['x'\] has the keys None"),
+]
+
+
+@pytest.mark.parametrize(("value", "message"), COLLIDING_KEYS, ids=["int", "bool", "nested"])
+async def test_keys_json_writes_as_one_are_refused_naming_them(store, root, value, message):
+    ns = (root, "collide")
+    await store.put(ns, "k", {"1": "kept"}, {"tag": "kept"})
+    before = await _snapshot(store, ns)
+    calls = [
+        (store.put(ns, "k", value), f"^{message}"),
+        (store.put(ns, "new", value), f"^{message}"),
+        (
+            store.put(ns, "k", 1, {"m": value}),
+            "^" + message.replace("value", r"metadata\['m'\]", 1),
+        ),
+        (store.put_batch([(ns, "new", 1), (ns, "k", value)]), rf"^items\[1\] {message}"),
+        (
+            store.compare_and_put_batch([(ns, "k", value)], {(ns, "k"): 1}),
+            rf"^items\[0\] {message}",
+        ),
+    ]
+    if store.capabilities.semantic_search:
+        width = store.capabilities.embedding_dimension or 4
+        calls.append((store.put_with_embedding(ns, "k", value, [1.0] * width), f"^{message}"))
+    for call, pattern in calls:
+        with pytest.raises(ValueError, match=pattern):
+            await call
+    assert await _snapshot(store, ns) == before
+
+
 @pytest.mark.parametrize("limit", [0, -1, 1.5, "10", True])
 async def test_bad_limit(store, root, limit):
     with pytest.raises(ValueError, match="limit"):

@@ -53,6 +53,7 @@ from tulip_memory.exceptions import CheckpointCorruptError
 from tulip_memory.identifiers import (
     CHECKPOINT_ID_MAX_LENGTH,
     THREAD_ID_MAX_LENGTH,
+    surrogate_at,
     validate_identifier,
 )
 from tulip_memory.json_paths import first_at
@@ -109,18 +110,6 @@ _JSON_SCALARS = (str, int, float, type(None))
 _NON_STR_KEY_REVERSED = re.compile(r':"(?:[0-9][0-9.e+-]*|ytinifnI-?|NaN|eurt|eslaf|llun)"[{,]')
 
 
-def _surrogate_at(text: str) -> int | None:
-    """The index of the first lone surrogate of ``text`` (UTF-8 cannot encode one: a
-    surrogate pair is two of them in a str), or None when there is none."""
-    if text.isascii():
-        return None
-    try:
-        text.encode()
-    except UnicodeEncodeError as error:
-        return error.start
-    return None
-
-
 def _non_str_key_in(value: Any) -> bool:
     """Whether a dict in ``value`` has a key that is not a str: it confirms, without
     building paths, a match of :data:`_NON_STR_KEY_REVERSED` (which a str key "1" makes
@@ -142,12 +131,12 @@ def _non_str_key_in(value: Any) -> bool:
 
 def _bad_value(value: Any) -> bool:
     if isinstance(value, str):
-        return _surrogate_at(value) is not None
+        return surrogate_at(value) is not None
     return not isinstance(value, _JSON_SCALARS)
 
 
 def _bad_key(key: Any) -> bool:
-    return not isinstance(key, str) or _surrogate_at(key) is not None
+    return not isinstance(key, str) or surrogate_at(key) is not None
 
 
 _encoder = json.JSONEncoder(check_circular=True, ensure_ascii=False, separators=(",", ":"))
@@ -185,7 +174,7 @@ def refuse_non_json(state: AgentState) -> None:
         text = _encoder.encode(parts)
     except (TypeError, ValueError, RecursionError) as exc:
         raise _non_json_error(state, exc) from exc
-    if _surrogate_at(text) is not None or (
+    if surrogate_at(text) is not None or (
         _NON_STR_KEY_REVERSED.search(text[::-1]) and _non_str_key_in(parts)
     ):
         try:
@@ -209,7 +198,7 @@ def _first_unstorable(state: AgentState) -> ValueError | None:
     if found is None:
         return None
     where, value = found
-    index = _surrogate_at(value) if isinstance(value, str) else None
+    index = surrogate_at(value) if isinstance(value, str) else None
     if index is not None:
         return ValueError(
             f"{where} holds a lone surrogate ({value[index]!r} at index {index}), which "

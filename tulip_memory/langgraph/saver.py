@@ -65,8 +65,10 @@ from tulip_memory.exceptions import CheckpointCorruptError
 from tulip_memory.identifiers import (
     CHECKPOINT_ID_MAX_LENGTH,
     THREAD_ID_MAX_LENGTH,
+    surrogate_at,
     validate_identifier,
 )
+from tulip_memory.json_paths import first_at
 from tulip_memory.langgraph import chains
 from tulip_memory.langgraph_rows import (
     MAX_DEPTH,
@@ -143,15 +145,34 @@ def _run_id(metadata: CheckpointMetadata) -> str:
     return text
 
 
+def _has_surrogate(text: object) -> bool:
+    return isinstance(text, str) and surrogate_at(text) is not None
+
+
 def _check_put(
-    config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata
+    config: RunnableConfig,
+    checkpoint: Checkpoint,
+    metadata: CheckpointMetadata,
+    new_versions: ChannelVersions,
 ) -> None:
     """ValueError naming the field if ``put`` cannot store these (see :func:`_configurable`):
     checked before the saver's connection is taken, as :meth:`DjangoSaver._put` checks
-    again."""
+    again. The channels' names are stored as text by this saver, the metadata (the
+    config's fields it takes in too) by the serializer, which cannot encode a lone
+    surrogate in a key and writes ``?`` for one in a value."""
     _configurable(config)
     _checkpoint_id(checkpoint.get("id"), "checkpoint['id']")
-    _run_id(get_serializable_checkpoint_metadata(config, metadata))
+    for name, versions in (
+        ("checkpoint['channel_versions']", checkpoint.get("channel_versions") or {}),
+        ("new_versions", new_versions or {}),
+    ):
+        for channel in versions:
+            validate_identifier(channel, f"{name} key {channel!r}")
+    serializable = get_serializable_checkpoint_metadata(config, metadata)
+    found = first_at(serializable, "metadata", _has_surrogate)
+    if found is not None:
+        raise ValueError(f"{found[0]} holds a lone surrogate, which UTF-8 cannot encode")
+    _run_id(serializable)
 
 
 def _before_id(before: RunnableConfig | None) -> str | None:
@@ -170,6 +191,22 @@ def _id_list(values: object, what: str, kind: str) -> list[object]:
     return list(values)
 
 
+def _checked_writes(
+    writes: Sequence[tuple[str, Any]], task_id: object, task_path: object
+) -> list[tuple[str, Any]]:
+    """``writes`` as a list; ValueError naming the argument if ``put_writes`` cannot store
+    them: the task's id and path and the channels' names are stored as UTF-8 text."""
+    validate_identifier(task_id, "task_id")
+    if task_path != "":
+        validate_identifier(task_path, "task_path")
+    pairs = _id_list(writes, "writes", "(channel, value) pairs")
+    for index, write in enumerate(pairs):
+        if not isinstance(write, (tuple, list)) or len(write) != 2:
+            raise ValueError(f"writes[{index}] must be a (channel, value) pair, got {write!r:.80}")
+        validate_identifier(write[0], f"writes[{index}] channel")
+    return cast(list[tuple[str, Any]], pairs)
+
+
 def _thread_ids(values: object, what: str = "thread_ids") -> list[str]:
     """A sequence of valid thread ids (see :func:`_thread_id`)."""
     ids = _id_list(values, what, "thread ids")
@@ -177,8 +214,10 @@ def _thread_ids(values: object, what: str = "thread_ids") -> list[str]:
 
 
 def _run_ids(values: object) -> list[str]:
-    """Run ids as text (LangGraph's are UUIDs or their text)."""
-    return [str(value) for value in _id_list(values, "run_ids", "run ids")]
+    """Run ids as text (LangGraph's are UUIDs or their text), each a valid identifier: not
+    empty (the run id of a checkpoint without one), no NUL, no lone surrogate."""
+    ids = _id_list(values, "run_ids", "run ids")
+    return [validate_identifier(str(value), f"run_ids[{i}]") for i, value in enumerate(ids)]
 
 
 def _config(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> RunnableConfig:
@@ -488,7 +527,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
     ) -> RunnableConfig:
         started = time.perf_counter()
         tenant = self._resolve_tenant()
-        _check_put(config, checkpoint, metadata)
+        _check_put(config, checkpoint, metadata, new_versions)
         saved = self._run_pinned_sync(self._put, config, checkpoint, metadata, new_versions)
         emit_sync(EV_CHECKPOINT_SAVED, sender=type(self), **_ids(tenant, saved, started))
         return saved
@@ -502,7 +541,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
     ) -> RunnableConfig:
         started = time.perf_counter()
         tenant = self._resolve_tenant()
-        _check_put(config, checkpoint, metadata)
+        _check_put(config, checkpoint, metadata, new_versions)
         saved = await self._run_pinned(self._put, config, checkpoint, metadata, new_versions)
         await emit(EV_CHECKPOINT_SAVED, sender=type(self), **_ids(tenant, saved, started))
         return saved
@@ -553,6 +592,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         task_path: str = "",
     ) -> None:
         _configurable(config)
+        writes = _checked_writes(writes, task_id, task_path)
         self._run_pinned_sync(self._put_writes, config, writes, task_id, task_path)
 
     async def aput_writes(
@@ -563,6 +603,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         task_path: str = "",
     ) -> None:
         _configurable(config)
+        writes = _checked_writes(writes, task_id, task_path)
         await self._run_pinned(self._put_writes, config, writes, task_id, task_path)
 
     # -- reading -----------------------------------------------------------------------

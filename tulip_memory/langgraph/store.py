@@ -9,7 +9,8 @@ transaction pinned to it (:class:`~tulip_memory.tenant_database.TenantDatabase`)
 row-level security shows and accepts only that tenant's rows.
 
 A batch is validated whole before anything runs (LangGraph's ``InvalidNamespaceError``
-for bad labels, ``ValueError`` for a bad value, key, filter, limit or TTL); then the
+for the labels it refuses; else the stores' rules, :mod:`tulip_memory.store.validation`:
+``ValueError`` naming the bad label, key, value, query, filter, limit or TTL); then the
 vectors of its puts and queries are computed (PgMemory's encoder: the configured
 embedder, else HRR), then, in the transaction, its reads in operation order (gets: one
 query; each search: one statement; list-namespaces: one query each) and last its writes
@@ -85,9 +86,15 @@ from tulip_memory.namespaces import (
     decode_namespace,
     encode_namespace,
     validate_namespace,
+    validate_namespace_prefix,
 )
 from tulip_memory.store.pg import MAX_INDEXED_BYTES, PgMemory
-from tulip_memory.store.validation import encode_value, validate_key, validate_ttl
+from tulip_memory.store.validation import (
+    encode_value,
+    validate_key,
+    validate_query,
+    validate_ttl,
+)
 from tulip_memory.tenant_database import TenantDatabase, on_worker_thread
 from tulip_memory.text import tokenize, value_text
 
@@ -190,6 +197,8 @@ class ValueFilter:
             raise ValueError(f"filter must be a dict or None, got {type(spec).__name__}")
         self.params: dict[str, Any] = {}
         self._template = self._fields(spec, [])
+        # The fields' names are text parameters too: the stores' rule for JSON names them.
+        encode_value(spec, name="filter")
 
     def __call__(self, column: str) -> tuple[str, dict[str, Any]]:
         return self._template.replace("\x00value\x00", column), self.params
@@ -421,21 +430,22 @@ class DjangoStore(TenantDatabase, BaseStore):
                 raise ValueError(f"Unknown operation type: {type(op)}")
             validate_op_namespace(op)
             if isinstance(op, GetOp):
-                _namespace_of(op.namespace, "namespace")
+                validate_namespace(_namespace_of(op.namespace, "namespace"))
                 validate_key(op.key)
             elif isinstance(op, SearchOp):
-                _namespace_of(op.namespace_prefix, "namespace_prefix")
+                name = "namespace_prefix"
+                validate_namespace_prefix(_namespace_of(op.namespace_prefix, name), name=name)
                 _page(op.limit, "limit")
                 _page(op.offset, "offset")
-                if op.query is not None and not isinstance(op.query, str):
-                    raise ValueError(f"query must be a str or None, got {op.query!r}")
+                validate_query(op.query)
                 if op.filter:
                     plan.filters[index] = ValueFilter(op.filter)
             elif isinstance(op, ListNamespacesOp):
                 for condition in op.match_conditions or ():
                     if condition.match_type not in ("prefix", "suffix"):
                         raise ValueError(f"Unsupported match type: {condition.match_type}")
-                    _namespace_of(tuple(condition.path), "match condition path")
+                    name = condition.match_type  # list_namespaces' argument
+                    validate_namespace_prefix(_namespace_of(tuple(condition.path), name), name=name)
                 _check_max_depth(op.max_depth)
                 _page(op.limit, "limit")
                 _page(op.offset, "offset")
@@ -457,7 +467,7 @@ class DjangoStore(TenantDatabase, BaseStore):
                     encode_value(value)
                     if op.index not in (None, False):
                         self._paths(op.index, "index")
-                full = validate_namespace((plan.tenant, *namespace))
+                full = (plan.tenant, *validate_namespace(namespace))
                 size = sum(len(p.encode()) for p in (plan.tenant, encode_namespace(full), key))
                 if size > MAX_INDEXED_BYTES:
                     raise ValueError(

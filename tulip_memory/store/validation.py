@@ -8,8 +8,9 @@ reaches storage and the message always names the argument and the problem:
 - a key is a non-empty ``str`` without NUL;
 - a value (and metadata) must be strict JSON: no NaN or Infinity
   (``json.dumps(..., allow_nan=False)``) and no NUL character in any string (PostgreSQL's
-  ``jsonb`` cannot hold ``\\u0000``, so every store refuses it alike); metadata is ``None``
-  or a ``dict`` with ``str`` keys;
+  ``jsonb`` cannot hold ``\\u0000``, so every store refuses it alike), nor a dict two of
+  whose keys JSON writes as one (``1`` and ``"1"``: one entry would be lost); metadata is
+  ``None`` or a ``dict`` with ``str`` keys;
 - an embedding is a non-empty sequence of finite real numbers, not all zero, of the
   store's width when the store has one; an embedder's vector of a stored text or a query
   is checked alike, except that all zeros means "no vector" (ranked by words);
@@ -35,7 +36,7 @@ from datetime import timedelta
 from numbers import Real
 from typing import Any, NamedTuple
 
-from tulip_memory.identifiers import validate_identifier
+from tulip_memory.identifiers import surrogate_at, validate_identifier
 from tulip_memory.namespaces import validate_namespace, validate_namespace_prefix
 from tulip_memory.paging import validate_limit
 
@@ -135,22 +136,53 @@ MAX_JSON_DEPTH = 128
 """How deeply values, metadata and filters may nest (lists and dicts); deeper is refused."""
 
 
-def _check_depth(obj: Any, name: str) -> None:
-    """Refuse containers nested deeper than :data:`MAX_JSON_DEPTH` (iteratively: no recursion)."""
-    stack: list[tuple[Any, int]] = [(obj, 1)]
+def _check_structure(obj: Any, name: str) -> None:
+    """Refuse containers nested deeper than :data:`MAX_JSON_DEPTH`, and a dict two of whose
+    keys are one key in JSON (``1`` and ``"1"``, ``True`` and ``"true"``): its text would
+    hold the key twice and read back with one entry lost. Iterative: no recursion."""
+    # Each entry: the container, its depth and where it is (None: the argument itself,
+    # else (where its parent is, its key or index)), a path built only for an error.
+    stack: list[tuple[Any, int, Any]] = [(obj, 1, None)]
     while stack:
-        item, depth = stack.pop()
+        item, depth, where = stack.pop()
         if isinstance(item, dict):
-            children: Any = item.values()
+            if not all(isinstance(key, str) for key in item):
+                _check_json_keys(item, name, where)
+            children: Any = item.items()
         elif isinstance(item, (list, tuple)):
-            children = item
+            children = enumerate(item)
         else:
             continue
         if depth > MAX_JSON_DEPTH:
             raise ValueError(f"{name} is nested more than {MAX_JSON_DEPTH} levels deep")
         stack.extend(
-            (child, depth + 1) for child in children if isinstance(child, (dict, list, tuple))
+            (child, depth + 1, (where, step))
+            for step, child in children
+            if isinstance(child, (dict, list, tuple))
         )
+
+
+def _check_json_keys(mapping: dict[Any, Any], name: str, where: Any) -> None:
+    """ValueError naming the key of ``mapping`` that JSON writes as the text of another."""
+    seen: dict[str, Any] = {}
+    for key in mapping:
+        # What json.dumps writes for the key: a str as it is, another scalar as its JSON.
+        text = key if isinstance(key, str) else json.dumps(key)
+        if text in seen:
+            raise ValueError(
+                f"{_path(name, where)} has the keys {seen[text]!r} and {key!r}, which are "
+                f"both {text!r} in JSON: one of them would be lost"
+            )
+        seen[text] = key
+
+
+def _path(name: str, where: Any) -> str:
+    """``name`` followed by the keys and indexes of ``where`` (see :func:`_check_structure`)."""
+    steps: list[str] = []
+    while where is not None:
+        where, step = where
+        steps.append(f"[{step!r}]")
+    return name + "".join(reversed(steps))
 
 
 def _to_json(obj: Any, name: str) -> str:
@@ -160,7 +192,7 @@ def _to_json(obj: Any, name: str) -> str:
         raise ValueError(f"{name} is nested more than {MAX_JSON_DEPTH} levels deep") from None
     except (ValueError, TypeError) as exc:  # NaN / Infinity, circular reference, bad type
         raise ValueError(f"{name} is not JSON-serialisable: {exc}") from None
-    _check_depth(obj, name)
+    _check_structure(obj, name)
     if "\\u0000" in text and _JSON_NUL.search(text):
         raise ValueError(f"{name} must not contain a NUL character (\\u0000)")
     _check_unicode(text, name)
@@ -169,11 +201,8 @@ def _to_json(obj: Any, name: str) -> str:
 
 def _check_unicode(text: str, name: str) -> None:
     """Refuse a lone surrogate: no store can encode one as UTF-8."""
-    if not text.isascii():
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            raise ValueError(f"{name} must be valid Unicode (it holds a lone surrogate)") from None
+    if surrogate_at(text) is not None:
+        raise ValueError(f"{name} must be valid Unicode (it holds a lone surrogate)")
 
 
 def encode_value(value: Any, *, name: str = "value") -> str:
