@@ -101,7 +101,7 @@ if TYPE_CHECKING:
 
 __all__ = ["RunOutcome", "run_queue"]
 
-logger = logging.getLogger("tulip_memory.manager.worker")
+logger = logging.getLogger("tulip_memory.manager.extraction.worker")
 
 _MAX_RETRY_DELAY = 600.0
 
@@ -178,7 +178,7 @@ class _Heartbeat:
         """Right before a job's save: raise :class:`LeaseLostError` (nothing is saved) if the
         attempt has run past the job timeout or ``owner`` lost the lease; else renew it."""
         from tulip_memory.models import ExtractionQueue
-        from tulip_memory.tenancy import tenant_atomic
+        from tulip_memory.tenancy.context import tenant_atomic
 
         tenant, queue_id, owner, lease = self.args
         overdue = self.overdue()
@@ -191,7 +191,7 @@ class _Heartbeat:
     def _give_up(self, job_id: int, attempt: int) -> None:
         """The running attempt is overdue: say so, in the log and on the job's row."""
         from tulip_memory.models import ExtractionJob, JobState
-        from tulip_memory.tenancy import tenant_atomic
+        from tulip_memory.tenancy.context import tenant_atomic
 
         tenant, queue_id, owner, _lease = self.args
         error = self.timeout_error(attempt)
@@ -209,7 +209,7 @@ class _Heartbeat:
 
     def _run(self) -> None:
         from tulip_memory.models import ExtractionQueue
-        from tulip_memory.tenancy import tenant_atomic
+        from tulip_memory.tenancy.context import tenant_atomic
 
         tenant, queue_id, owner, lease = self.args
         given_up: tuple[int, int, float] | None = None
@@ -322,7 +322,7 @@ def _record_attempt(
     holder's and gets the attempt's usage alone.
     """
     from tulip_memory.models import ExtractionJob, JobState
-    from tulip_memory.tenancy import tenant_atomic
+    from tulip_memory.tenancy.context import tenant_atomic
 
     if not columns and usage is None:
         return False
@@ -535,7 +535,7 @@ def _run_claimed(
     """Run open jobs while holding the lease; seconds until a retry is due, if one is."""
     from tulip_memory.conf import settings
     from tulip_memory.models import ExtractionJob, ExtractionQueue, JobState
-    from tulip_memory.tenancy import tenant_atomic
+    from tulip_memory.tenancy.context import tenant_atomic
 
     owner, lease = heartbeat.args[2], heartbeat.args[3]
     max_attempts = int(settings.EXTRACTION_MAX_ATTEMPTS)
@@ -626,7 +626,7 @@ def _release(tenant: str, queue_id: int, owner: str) -> None:
     claim it. Once the server is back, a new connection releases it at once.
     """
     from tulip_memory.models import ExtractionQueue
-    from tulip_memory.tenancy import tenant_atomic
+    from tulip_memory.tenancy.context import tenant_atomic
 
     def release() -> None:
         with tenant_atomic(tenant):
@@ -675,9 +675,9 @@ def run_queue(
     attempt's failure (the task's last retry) instead of being given back.
     """
     from tulip_memory.conf import settings
+    from tulip_memory.core.namespaces import decode_namespace
     from tulip_memory.models import ExtractionJob, ExtractionQueue
-    from tulip_memory.namespaces import decode_namespace
-    from tulip_memory.tenancy import tenant_atomic
+    from tulip_memory.tenancy.context import tenant_atomic
 
     manager = _build_manager()
     owner = owner or worker_identity()
