@@ -1,5 +1,5 @@
-"""PgMemory's text search from the indexes (tulip_memory.postgres.search_index) against the statement
-that reads every row of a namespace: the same results whenever a namespace has at most
+"""PgMemory's text search from the indexes (tulip_memory.postgres.search_index) against the
+statement that reads every row of a namespace: the same results whenever a namespace has at most
 ``pass_pool`` rows; over it, the vector pass keeps the exact top 10."""
 
 from __future__ import annotations

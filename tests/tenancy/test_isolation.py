@@ -171,8 +171,8 @@ def test_every_tenant_table_has_exactly_the_expected_policy():
         by_table.setdefault(table, []).append((name, permissive, roles, command, qual, with_check))
     expected = [(POLICY_NAME, "PERMISSIVE", ["public"], "ALL", expected_qual, expected_qual)]
     wanted = dict.fromkeys(tables, expected)
-    # The store item table's owner may read it whole (tulip_memory.postgres.search_index: its lexical
-    # search function reads the GIN index as the owner), and only read it.
+    # The store item table's owner may read it whole (tulip_memory.postgres.search_index: its
+    # lexical search function reads the GIN index as the owner), and only read it.
     wanted[TABLE] = [
         (OWNER_READ_POLICY, "PERMISSIVE", [OWNER_ROLE], "SELECT", "true", None),
         *expected,

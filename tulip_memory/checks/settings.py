@@ -9,9 +9,9 @@ its values (ids tulip_memory.E001-E005, W001).
 * E004 ``TENANT_SETTING`` is not a PostgreSQL custom setting name (``prefix.name``);
 * E005 ``SUBJECT_NAMESPACE`` is not a tuple of labels (erasure would look elsewhere).
 
-:func:`vector_dimensions` and :func:`tenant_setting` (as :func:`~tulip_memory.conf.tenant_databases`)
-return a
-usable value or ``None``: the checks that read these settings skip what they cannot use,
+:func:`vector_dimensions` and :func:`tenant_setting` (as
+:func:`~tulip_memory.conf.tenant_databases`) return a usable value or ``None``: the checks
+that read these settings skip what they cannot use,
 and the error above says why, once.
 """
 

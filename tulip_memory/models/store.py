@@ -13,8 +13,9 @@ statement: :func:`live_predicate`, one separate condition) and the sweep deletes
 
 Indexes, the unique constraint and the vector column's type are PostgreSQL's; on other
 vendors the table is created plainly (PgMemory refuses them). The generated search columns
-and the indexes text search reads (migrations 0006 and 0014, :mod:`tulip_memory.postgres.search_index`)
-are not in the model state: the ORM never writes nor reads them.
+and the indexes text search reads (migrations 0006 and 0014,
+:mod:`tulip_memory.postgres.search_index`) are not in the model state: the ORM never writes
+nor reads them.
 """
 
 from __future__ import annotations
