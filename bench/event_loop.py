@@ -28,7 +28,7 @@ def words(count: int, seed: int) -> list[str]:
 
 
 async def main(workdir: Path) -> None:
-    from tulip_memory import hrr
+    from tulip_memory.core import hrr
     from tulip_memory.store import HolographicStore, InMemoryStore, PgMemory
     from tulip_memory.testing.event_loop import longest_stall
 

@@ -31,7 +31,7 @@ Measured:
 against the exact top 10, for several N: one sign bit per dimension, symmetric (hamming
 distance between the query's and the rows' sign bits, pgvector's ``binary_quantize`` +
 ``<~>``) and asymmetric (the float query against the rows' signs); the search index's
-codes (two bits a dimension, ``tulip_memory.search_index``) against the query in two bits
+codes (two bits a dimension, ``tulip_memory.postgres.search_index``) against the query in two bits
 (the pass before 2026-12-05) and in the three bits of ``query_planes`` (the pass now).
 """
 
@@ -191,9 +191,9 @@ def load_copy(admin_url: str, rows: Iterable[tuple[Any, ...]], vectors: np.ndarr
     from pgvector.psycopg import register_vector
     from psycopg.types.json import Jsonb
 
+    from tulip_memory.core.namespaces import encode_namespace
+    from tulip_memory.core.text import tokenize
     from tulip_memory.models.store import search_text_of
-    from tulip_memory.namespaces import encode_namespace
-    from tulip_memory.text import tokenize
 
     with psycopg.connect(admin_url, autocommit=True) as conn:
         register_vector(conn)
@@ -340,7 +340,7 @@ async def langgraph_side(
 def quantisation_recall(
     layout: Layout, vectors: np.ndarray, queries: np.ndarray, count: int
 ) -> None:
-    from tulip_memory.search_index import QUERY_WEIGHTS, query_planes
+    from tulip_memory.postgres.search_index import QUERY_WEIGHTS, query_planes
 
     first, size = layout.span("ns50k")
     block = vectors[first : first + size].astype(np.float64)

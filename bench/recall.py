@@ -135,9 +135,9 @@ class PgPartSubject(StoreSubject):
         self.part = part
 
     async def search(self, namespace: tuple[str, ...], query: str, limit: int) -> list[str]:
-        from tulip_memory.postgresql_operations import text_search_config
+        from tulip_memory.core.text import tokenize
+        from tulip_memory.postgres.operations import text_search_config
         from tulip_memory.store.ranking import BM25_B, BM25_K1
-        from tulip_memory.text import tokenize
 
         encoder = self.store.encoder
         if self.part == "lexical":
@@ -202,7 +202,7 @@ class Fts5Keyword:
         )
 
     async def load(self, namespace: tuple[str, ...], items: list[tuple[str, Any]]) -> None:
-        from tulip_memory.text import value_text
+        from tulip_memory.core.text import value_text
 
         ns = "/".join(namespace)
         self.db.executemany(
@@ -211,7 +211,7 @@ class Fts5Keyword:
         )
 
     async def search(self, namespace: tuple[str, ...], query: str, limit: int) -> list[str]:
-        from tulip_memory.text import tokenize
+        from tulip_memory.core.text import tokenize
 
         words = sorted(set(tokenize(query)))
         if not words:

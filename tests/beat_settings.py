@@ -6,7 +6,7 @@ shows (tests/test_sweeps.py loads it the way Django does, in a child process).
 
 import os
 
-from tulip_memory.sweeps import beat_schedule
+from tulip_memory.retention.sweeps import beat_schedule
 
 SECRET_KEY = "beat-settings-test"
 INSTALLED_APPS = ["tulip_memory"]

@@ -1,10 +1,10 @@
-"""tulip_memory.binding: one ContextVar stack under tenant_context and the manager scopes."""
+"""tulip_memory.core.binding: one ContextVar stack under tenant_context and the manager scopes."""
 
 import asyncio
 
 import pytest
 
-from tulip_memory.binding import ContextBinding, ContextStack
+from tulip_memory.core.binding import ContextBinding, ContextStack
 
 _labels: ContextStack[str] = ContextStack("tests_binding_labels")
 

@@ -1,8 +1,8 @@
-"""tulip_memory.identifiers: the one rule for tenants, namespace labels, keys and ids."""
+"""tulip_memory.core.identifiers: the one rule for tenants, namespace labels, keys and ids."""
 
 import pytest
 
-from tulip_memory.identifiers import validate_identifier
+from tulip_memory.core.identifiers import validate_identifier
 
 
 def test_a_valid_identifier_is_returned_unchanged():

@@ -2,7 +2,7 @@
 
 import math
 
-from tulip_memory.json_paths import first_at
+from tulip_memory.core.json_paths import first_at
 
 
 def _is_nan(value):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tulip_memory.lru import LRUCache
+from tulip_memory.core.lru import LRUCache
 
 
 def test_the_least_recently_used_entry_goes_first():

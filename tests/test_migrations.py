@@ -69,7 +69,7 @@ def _refusal_of(using: str, monkeypatch, **changes: dict) -> str:
     from django.core.management.base import CommandError
     from django.db import connections
 
-    from tulip_memory.migration_roles import refuse_migrations_without_schema_rights
+    from tulip_memory.postgres.migrate_guard import refuse_migrations_without_schema_rights
 
     aliases = {alias: dict(config) for alias, config in connections.settings.items()}
     for alias, change in changes.items():
@@ -119,7 +119,7 @@ def test_every_tenant_table_registers_its_tenants():
     # tenant table: a new tenant table without it would hide its tenants from both.
     from django.db import connection
 
-    from tulip_memory.rls import tenant_tables
+    from tulip_memory.postgres.rls import tenant_tables
 
     with connection.cursor() as cursor:
         cursor.execute(
@@ -134,7 +134,7 @@ def test_every_tenant_table_registers_its_tenants():
 def test_the_search_index_migration_goes_back_and_forth_as_the_owner():
     from django.db import connection, connections
 
-    from tulip_memory.search_index import LEXICAL_FUNCTION, PASS_INDEX, WORDS_INDEX
+    from tulip_memory.postgres.search_index import LEXICAL_FUNCTION, PASS_INDEX, WORDS_INDEX
 
     def made() -> tuple[object, ...]:
         with connections["owner"].cursor() as cursor:
@@ -167,7 +167,7 @@ def test_the_search_index_migration_goes_back_and_forth_as_the_owner():
 def test_the_lexical_function_of_a_database_migrated_before_keeps_its_ties_after_0015():
     from django.db import connection, connections
 
-    from tulip_memory.search_index import LEXICAL_FUNCTION, _lexical_function_sql
+    from tulip_memory.postgres.search_index import LEXICAL_FUNCTION, _lexical_function_sql
 
     def body() -> str:
         with connections["owner"].cursor() as cursor:

@@ -1,4 +1,4 @@
-"""tulip_memory.postgresql_operations: vector extension, ANN index, search vector, wrapper."""
+"""tulip_memory.postgres.operations: vector extension, ANN index, search vector, wrapper."""
 
 import os
 
@@ -7,7 +7,7 @@ from django.db import connections
 
 from tests.migration_connections import connect, scratch_database, state_after_0001, with_database
 from tulip_memory.exceptions import ConfigurationError
-from tulip_memory.postgresql_operations import (
+from tulip_memory.postgres.operations import (
     AddSearchVector,
     CreateVectorAnnIndex,
     EnableVectorExtension,
@@ -61,8 +61,8 @@ def test_postgresql_only_serialises_into_migration_files():
         migrations.AddIndex("memoryitem", models.Index(fields=["tenant"], name="x_idx"))
     )
     text, imports = OperationWriter(wrapped, indentation=0).serialize()
-    assert "tulip_memory.postgresql_operations" in text
-    assert "import tulip_memory.postgresql_operations" in imports
+    assert "tulip_memory.postgres.operations" in text
+    assert "import tulip_memory.postgres.operations" in imports
 
 
 @pytest.mark.django_db(databases=["default", "mysql"])

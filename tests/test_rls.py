@@ -1,4 +1,4 @@
-"""tulip_memory.rls: the row-level security operation on each vendor, and the checks."""
+"""tulip_memory.postgres.rls: the row-level security operation on each vendor, and the checks."""
 
 import os
 from urllib.parse import urlsplit, urlunsplit
@@ -10,8 +10,8 @@ from django.db.migrations.executor import MigrationExecutor
 
 from tests.migration_connections import connect, state_after_0001, with_database
 from tulip_memory.checks.tenancy import check_connection, check_tenant_databases
-from tulip_memory.rls import POLICY_NAME, EnableTenantRowLevelSecurity
-from tulip_memory.search_index import OWNER_READ_POLICY
+from tulip_memory.postgres.rls import POLICY_NAME, EnableTenantRowLevelSecurity
+from tulip_memory.postgres.search_index import OWNER_READ_POLICY
 
 TABLE = "tulip_memory_store_item"
 
@@ -110,7 +110,7 @@ def test_row_level_security_operation_is_reversible():
             )
             return cursor.fetchone()
 
-    # (The owner's read policy is tulip_memory.search_index's.)
+    # (The owner's read policy is tulip_memory.postgres.search_index's.)
     assert flags() == (True, True, [OWNER_READ_POLICY, POLICY_NAME])
     with owner.schema_editor() as editor:
         operation.database_backwards("tulip_memory", editor, state, state)
@@ -125,7 +125,7 @@ def test_operation_serialises_into_migration_files():
 
     operation = EnableTenantRowLevelSecurity("memoryitem", column="owner_id")
     text, imports = OperationWriter(operation, indentation=0).serialize()
-    assert "tulip_memory.rls" in text and "import tulip_memory.rls" in imports
+    assert "tulip_memory.postgres.rls" in text and "import tulip_memory.postgres.rls" in imports
     assert (
         "column='owner_id'"
         in OperationWriter(

@@ -1,4 +1,4 @@
-"""tulip_memory.search_index: the codes, both indexes, the owner's read policy and the
+"""tulip_memory.postgres.search_index: the codes, both indexes, the owner's read policy and the
 lexical function, as migrated; who may read what through them; reversing the operation."""
 
 import pytest
@@ -6,7 +6,7 @@ from django.db import connection, connections, transaction
 
 from tests.migration_connections import state_after_0001
 from tulip_memory.checks.tenancy import _function_setting_errors
-from tulip_memory.search_index import (
+from tulip_memory.postgres.search_index import (
     LEXICAL_FUNCTION,
     OWNER_READ_POLICY,
     PASS_INDEX,
@@ -246,7 +246,7 @@ def test_a_missing_btree_gin_the_owner_cannot_create_fails_with_the_fix():
 
     from tests.migration_connections import connect, scratch_database, with_database
     from tulip_memory.exceptions import ConfigurationError
-    from tulip_memory.postgresql_operations import require_extension
+    from tulip_memory.postgres.operations import require_extension
 
     with scratch_database("tulip_nogin") as name:  # owned by the superuser
         owner_url = with_database(os.environ["DATABASE_OWNER_URL"], name)

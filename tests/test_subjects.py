@@ -7,12 +7,12 @@ from asgiref.sync import async_to_sync
 from django.test import override_settings
 
 from tulip_memory.backends import MySQLCheckpointer, PostgreSQLCheckpointer
+from tulip_memory.core.subjects import subject_namespace, subject_of
 from tulip_memory.delta import DeltaCheckpointer, ORMDeltaStorage
 from tulip_memory.erasure import forget_subject
 from tulip_memory.messages import Message, Role
 from tulip_memory.models import CheckpointRecord, DeltaCheckpointRecord, LangGraphCheckpoint
 from tulip_memory.state import AgentState
-from tulip_memory.subjects import subject_namespace, subject_of
 from tulip_memory.tenancy import tenant_atomic
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tulip_memory.exceptions import ConfigurationError
-from tulip_memory.sweeps import SWEEPS, beat_schedule, schedule_sweeps_in_database
+from tulip_memory.retention.sweeps import SWEEPS, beat_schedule, schedule_sweeps_in_database
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -11,7 +11,7 @@ from django.db import connections
 
 from tests.backends.test_contract import make_state
 from tulip_memory.backends import MySQLCheckpointer, PostgreSQLCheckpointer
-from tulip_memory.clock import ManualClock, utc_now
+from tulip_memory.core.clock import ManualClock, utc_now
 from tulip_memory.exceptions import SweepError
 from tulip_memory.models import ExtractionJob, JobState, Tenant
 from tulip_memory.store import HolographicStore, PgMemory

@@ -58,7 +58,7 @@ class TulipMemoryConfig(AppConfig):
 
         from django.db.models.signals import pre_migrate
 
-        from tulip_memory.migration_roles import refuse_migrations_without_schema_rights
+        from tulip_memory.postgres.migrate_guard import refuse_migrations_without_schema_rights
 
         pre_migrate.connect(
             refuse_migrations_without_schema_rights,

@@ -42,7 +42,7 @@ DEFAULTS: dict[str, Any] = {
     # Dotted path of a callable(request) -> str | None used by TenantMiddleware.
     # Who the request's tenant is: from the user's memberships by default; the header
     # resolver only behind an authenticating gateway (check --deploy warns: W011).
-    "TENANT_RESOLVER": "tulip_memory.middleware.resolve_tenant_from_membership",
+    "TENANT_RESOLVER": "tulip_memory.tenancy.middleware.resolve_tenant_from_membership",
     "TENANT_HEADER": "X-Tenant",
     # Database aliases the application reaches tenant tables through (as a role without
     # SUPERUSER/BYPASSRLS that does not own the tables): checked by tulip_memory.E010-W010.
@@ -169,3 +169,13 @@ def settings_of(tulip_memory: object) -> TulipMemorySettings:
 def _reload_settings(*, setting: str, **kwargs: Any) -> None:
     if setting == SETTINGS_NAME:
         settings.reload()
+
+
+def tenant_databases() -> list[str] | None:
+    """``TENANT_DATABASES`` as a list when it is a list or tuple of strings, else None
+    (E003). Aliases unknown to ``settings.DATABASES`` are kept (E003 names them): no
+    command can name them, so no check ever looks at them."""
+    value = settings.TENANT_DATABASES
+    if isinstance(value, (list, tuple)) and all(isinstance(alias, str) for alias in value):
+        return list(value)
+    return None

@@ -1,12 +1,12 @@
 """Erasure: forget everything the memory layer keeps about one subject, with a receipt.
 
 :func:`forget_subject` (and :func:`aforget_subject`) removes, in ONE transaction pinned
-to the tenant (:func:`~tulip_memory.tenancy.tenant_atomic`; on PostgreSQL row-level
+to the tenant (:func:`~tulip_memory.tenancy.context.tenant_atomic`; on PostgreSQL row-level
 security confines every statement to that tenant, elsewhere each query filters on it):
 
 * the subject's **memories and their history**: every store item (PgMemory's table) under
   the subject's namespace ``(tenant, *SUBJECT_NAMESPACE, subject)``
-  (:func:`tulip_memory.subjects.subject_namespace`) or under one of the caller's extra
+  (:func:`tulip_memory.core.subjects.subject_namespace`) or under one of the caller's extra
   ``namespace_prefixes`` (labels after the tenant). Past versions live under the same
   prefix (``(*P, "_history", type, key)``), so they go too;
 * the **conversation text of extraction jobs** of those namespaces: their payload is
@@ -42,21 +42,26 @@ from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import sync_to_async
 
-from tulip_memory.events import EV_STORE_SUBJECT_FORGOTTEN, elapsed_ms
-from tulip_memory.exceptions import ConfigurationError, TenantError
-from tulip_memory.manager.history import HISTORY_LABEL
-from tulip_memory.namespaces import (
+from tulip_memory.core.namespaces import (
     NAMESPACE_SEPARATOR,
     Namespace,
     encode_namespace,
     validate_namespace,
 )
-from tulip_memory.subjects import subject_namespace, validate_subject
-from tulip_memory.tenancy import current_tenant, emit_on_commit, tenant_atomic, validate_tenant
+from tulip_memory.core.subjects import subject_namespace, validate_subject
+from tulip_memory.events import EV_STORE_SUBJECT_FORGOTTEN, elapsed_ms
+from tulip_memory.exceptions import ConfigurationError, TenantError
+from tulip_memory.manager.history import HISTORY_LABEL
+from tulip_memory.tenancy.context import (
+    current_tenant,
+    emit_on_commit,
+    tenant_atomic,
+    validate_tenant,
+)
 
 if TYPE_CHECKING:
     from tulip_memory.models import ErasureReceipt
-    from tulip_memory.tenant_database import TenantDatabase
+    from tulip_memory.tenancy.database import TenantDatabase
 
 __all__ = [
     "ERASED_PAYLOAD",

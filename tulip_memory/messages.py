@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from tulip_memory import nul_characters
+from tulip_memory.core import nul_characters
 
 
 class Role(StrEnum):

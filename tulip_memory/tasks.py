@@ -1,7 +1,7 @@
 """Celery tasks of tulip_memory (autodiscovered by a project's Celery app).
 
 ``run_extraction_queue(tenant, queue_id)`` runs the open extraction jobs of one memory
-namespace, in order, under a lease (:mod:`tulip_memory.manager.worker`). Its
+namespace, in order, under a lease (:mod:`tulip_memory.manager.extraction.worker`). Its
 message carries no work: duplicates, redeliveries and reordering change nothing. Route
 it to ``TULIP_MEMORY["CELERY_QUEUE"]`` (the manager sends it there) and start workers
 with ``celery -A <project> worker -Q <that queue>``. A database error retries the task
@@ -16,7 +16,7 @@ Django's checks but ignores what they find, and every extraction job would fail 
 same mistake, attempts and all. E044 (celery mode without a broker) is the sending
 process's check, not a worker's: a worker consumes from its app's broker.
 
-The periodic sweeps (:mod:`tulip_memory.sweeps` schedules them on Celery beat):
+The periodic sweeps (:mod:`tulip_memory.retention.sweeps` schedules them on Celery beat):
 
 * ``sweep_extraction_queues()`` re-sends the message of every namespace that has runnable
   jobs nobody works on (:mod:`tulip_memory.manager.extraction.sweep`);
@@ -44,19 +44,17 @@ from celery import Task, shared_task
 from celery.signals import worker_init
 from django.db import InterfaceError, OperationalError
 
+from tulip_memory.core.task_names import (
+    CLEANUP_EXTRACTION_JOBS,
+    PRUNE_CHECKPOINTS,
+    RUN_EXTRACTION_QUEUE,
+    SWEEP_EXPIRED_ITEMS,
+    SWEEP_EXTRACTION_QUEUES,
+)
 from tulip_memory.exceptions import SweepError
 from tulip_memory.manager.extraction.queue import send_run_task
 from tulip_memory.manager.extraction.sweep import resend_stalled_queues
-from tulip_memory.manager.extraction.task_names import (
-    RUN_EXTRACTION_QUEUE,
-    SWEEP_EXTRACTION_QUEUES,
-)
-from tulip_memory.manager.worker import run_queue
-from tulip_memory.retention.task_names import (
-    CLEANUP_EXTRACTION_JOBS,
-    PRUNE_CHECKPOINTS,
-    SWEEP_EXPIRED_ITEMS,
-)
+from tulip_memory.manager.extraction.worker import run_queue
 
 logger = logging.getLogger("tulip_memory.tasks")
 
@@ -139,7 +137,7 @@ def sweep_expired_items() -> int:
     from tulip_memory.conf import settings
     from tulip_memory.manager.factory import build_store_from_settings
     from tulip_memory.retention.expiry import sweep_expired_items as sweep
-    from tulip_memory.store.pg import PgMemory
+    from tulip_memory.store.pg.store import PgMemory
 
     factory = settings.import_setting("STORE")
     if isinstance(factory, type) and issubclass(factory, PgMemory):

@@ -1,13 +1,13 @@
 """The term stream of the prototypes: tokenise, drop stop words, stem.
 
-The same analysis as the stores' (:mod:`tulip_memory.text`: its stop words — an English
+The same analysis as the stores' (:mod:`tulip_memory.core.text`: its stop words — an English
 list after Snowball's and NLTK's, with the question words — and its Snowball stemmer),
 with switches to measure each step alone.
 """
 
 from __future__ import annotations
 
-from tulip_memory.text import STOP_WORDS, stem, tokenize
+from tulip_memory.core.text import STOP_WORDS, stem, tokenize
 
 __all__ = ["STOP_WORDS", "stem", "terms"]
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from recall_prototypes.analysis import terms
 from recall_prototypes.fusion import rrf
-from tulip_memory.text import value_text
+from tulip_memory.core.text import value_text
 
 POOL = 50
 

@@ -184,7 +184,7 @@ async def put_all(store: Any, rows: list[tuple[Any, ...]], chunk: int) -> float:
 async def run(args: argparse.Namespace, urls: Any) -> dict[str, list[dict[str, float]]]:
     import psycopg
 
-    from tulip_memory.rls import policy_expression
+    from tulip_memory.postgres.rls import policy_expression
     from tulip_memory.store import PgMemory
 
     layout = Layout.build(args.rows, TENANTS)

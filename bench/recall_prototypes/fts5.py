@@ -14,8 +14,8 @@ import numpy as np
 
 from recall_prototypes.analysis import terms
 from recall_prototypes.fusion import rrf
-from tulip_memory import hrr
-from tulip_memory.text import value_text
+from tulip_memory.core import hrr
+from tulip_memory.core.text import value_text
 
 POOL = 50
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tulip_memory.namespaces import encode_namespace
+from tulip_memory.core.namespaces import encode_namespace
 from tulip_memory.store import PgMemory
 
 TABLE = "tulip_memory_store_item"

@@ -20,11 +20,11 @@ from django.views.decorators.http import require_http_methods, require_POST
 from example_project.playground import agent
 from example_project.playground.runtime import extract_mode, outcomes, run, runtime
 from tulip_memory.conf import settings
+from tulip_memory.core.namespaces import encode_namespace
 from tulip_memory.exceptions import LLMError
 from tulip_memory.messages import Message, Role
 from tulip_memory.models import ExtractionJob
 from tulip_memory.models.extraction import OPEN_STATES
-from tulip_memory.namespaces import encode_namespace
 from tulip_memory.state import AgentState
 from tulip_memory.tenancy import tenant_atomic
 

@@ -17,7 +17,7 @@ from tulip_memory.events import (
     EV_CHECKPOINT_SAVED,
     memory_event,
 )
-from tulip_memory.tenant_database import TenantDatabase
+from tulip_memory.tenancy.database import TenantDatabase
 
 CHECKPOINT_EVENTS = (
     EV_CHECKPOINT_SAVED,

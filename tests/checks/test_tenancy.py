@@ -28,7 +28,7 @@ from tulip_memory.checks.tenancy import (
     check_tenant_resolver_setting,
     settings_read,
 )
-from tulip_memory.rls import POLICY_NAME, tenant_tables
+from tulip_memory.postgres.rls import POLICY_NAME, tenant_tables
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 
 from tests.processes import run_python
-from tulip_memory import hrr
+from tulip_memory.core import hrr
 
 TEXTS = ["likes green tea", "Straße 東京タワー", "a b c d e f g"]
 
 SCRIPT = """
 import sys
-from tulip_memory import hrr
+from tulip_memory.core import hrr
 for text in sys.argv[1:]:
     print(hrr.to_bytes(hrr.encode_phases(text, 256)).hex())
 """

@@ -253,7 +253,7 @@ def test_a_user_as_actor_is_recorded_by_name_and_id():
 
 
 def test_an_erased_pending_job_runs_on_no_messages_and_saves_nothing(world):
-    from tulip_memory.manager.worker import run_queue
+    from tulip_memory.manager.extraction.worker import run_queue
     from tulip_memory.models import ExtractionQueue, MemoryItem
 
     def items(prefix: str) -> int:
@@ -340,7 +340,7 @@ def test_a_job_running_while_its_subject_is_erased_saves_nothing(settings, monke
     import threading
 
     from tulip_memory.manager import LLMMemoryManager
-    from tulip_memory.manager.worker import run_queue
+    from tulip_memory.manager.extraction.worker import run_queue
     from tulip_memory.messages import Message, Role
     from tulip_memory.models import ExtractionJob, MemoryItem
 

@@ -17,6 +17,7 @@ from asgiref.sync import async_to_sync
 from django.db import connections
 
 from tulip_memory.backends import MySQLCheckpointer, PostgreSQLCheckpointer
+from tulip_memory.core.namespaces import encode_namespace
 from tulip_memory.delta import DeltaCheckpointer, ORMDeltaStorage
 from tulip_memory.manager import LLMMemoryManager, Memory, MemoryType
 from tulip_memory.messages import Message, Role
@@ -30,7 +31,6 @@ from tulip_memory.models import (
     LangGraphCheckpoint,
     MemoryItem,
 )
-from tulip_memory.namespaces import encode_namespace
 from tulip_memory.state import AgentState
 from tulip_memory.tenancy import tenant_atomic
 

@@ -124,7 +124,7 @@ def test_going_back_from_0012_restores_the_tables_under_row_level_security():
     """Reversing 0012 creates the blob and write tables again as 0007 and 0008 left them:
     row-level security forced, the tenant policy, the trigger registering tenants (so the
     migrations before it can be reversed too)."""
-    from tulip_memory.rls import POLICY_NAME
+    from tulip_memory.postgres.rls import POLICY_NAME
 
     tables = ["tulip_memory_langgraph_blob", "tulip_memory_langgraph_write"]
     _migrate(BEFORE)

@@ -10,7 +10,7 @@ the sync API and through the async one.
 Query ranking differs by design (InMemoryStore: the cosine of the vectors alone;
 DjangoStore: BM25 fused with the vector's cosine), so a query test asserts only what both
 must agree on: the item holding the query's words comes first, filters and pagination
-hold. Both stores get the same vectors: HRR bags of words (``tulip_memory.hrr``).
+hold. Both stores get the same vectors: HRR bags of words (``tulip_memory.core.hrr``).
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ from langgraph.store.base import (
 )
 from langgraph.store.memory import InMemoryStore
 
-from tulip_memory import hrr
+from tulip_memory.core import hrr
+from tulip_memory.core.text import tokenize
 from tulip_memory.langgraph import DjangoStore
-from tulip_memory.text import tokenize
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

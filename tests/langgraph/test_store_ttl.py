@@ -11,7 +11,7 @@ from datetime import timedelta
 import pytest
 from asgiref.sync import sync_to_async
 
-from tulip_memory.clock import ManualClock
+from tulip_memory.core.clock import ManualClock
 from tulip_memory.langgraph import DjangoStore
 from tulip_memory.models import MemoryItem
 from tulip_memory.tenancy import tenant_atomic

@@ -15,7 +15,7 @@ from django.db.models.functions import Now
 
 from tests.backends.test_contract import make_state
 from tulip_memory.backends import MySQLCheckpointer
-from tulip_memory.clock import ManualClock, utc_now
+from tulip_memory.core.clock import ManualClock, utc_now
 from tulip_memory.delta import DeltaCheckpointer, ORMDeltaStorage
 from tulip_memory.models import DeltaCheckpointRecord, ExtractionJob, JobState, MemoryItem
 from tulip_memory.store import PgMemory

@@ -15,7 +15,7 @@ from django.db import transaction
 
 from tests.manager.extractors import read_log
 from tulip_memory.manager import LLMMemoryManager
-from tulip_memory.manager.worker import run_queue
+from tulip_memory.manager.extraction.worker import run_queue
 from tulip_memory.messages import Message, Role, ToolCall
 from tulip_memory.models import ExtractionJob, ExtractionQueue, JobState
 from tulip_memory.state import AgentState
@@ -365,7 +365,7 @@ def test_lease_heartbeat_survives_a_dropped_database_connection(celery_settings)
 
     from django.db import connections
 
-    from tulip_memory.manager.worker import _Heartbeat
+    from tulip_memory.manager.extraction.worker import _Heartbeat
 
     runner = _manager()._celery()
     runner.enqueue(("acme", "q15"), [Message(Role.USER, "q15 0")])

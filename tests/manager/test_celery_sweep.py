@@ -23,20 +23,20 @@ from django.db.models.functions import Now
 from tests.manager.extractors import read_log
 from tests.manager.faults import closed_port
 from tests.manager.test_celery_queue import celery_settings  # noqa: F401 (a local queue)
+from tulip_memory.core.task_names import (
+    RUN_EXTRACTION_QUEUE,
+    SWEEP_EXTRACTION_QUEUES,
+)
 from tulip_memory.manager import LLMMemoryManager
-from tulip_memory.manager.extraction.schedule import (
+from tulip_memory.manager.extraction.sweep import resend_stalled_queues
+from tulip_memory.manager.extraction.worker import run_queue
+from tulip_memory.messages import Message, Role
+from tulip_memory.models import ExtractionJob, ExtractionQueue, JobState, Tenant
+from tulip_memory.retention.extraction_schedule import (
     SWEEP_PERIODIC_TASK_NAME,
     beat_schedule_entry,
     schedule_sweep_in_database,
 )
-from tulip_memory.manager.extraction.sweep import resend_stalled_queues
-from tulip_memory.manager.extraction.task_names import (
-    RUN_EXTRACTION_QUEUE,
-    SWEEP_EXTRACTION_QUEUES,
-)
-from tulip_memory.manager.worker import run_queue
-from tulip_memory.messages import Message, Role
-from tulip_memory.models import ExtractionJob, ExtractionQueue, JobState, Tenant
 from tulip_memory.state import AgentState
 from tulip_memory.store import InMemoryStore, PgMemory
 from tulip_memory.tenancy import tenant_atomic

@@ -32,7 +32,7 @@ from tests.manager.consolidation_helpers import (
     failed_requests,
 )
 from tulip_memory.manager import LLMMemoryManager, Memory, MemoryType
-from tulip_memory.manager.worker import run_queue
+from tulip_memory.manager.extraction.worker import run_queue
 from tulip_memory.models import ExtractionJob, ExtractionQueue, JobState
 from tulip_memory.state import AgentState
 from tulip_memory.store import InMemoryStore, PgMemory

@@ -9,8 +9,8 @@ import pytest
 from asgiref.sync import sync_to_async
 from celery import current_app
 
+from tulip_memory.core.task_names import SWEEP_EXPIRED_ITEMS
 from tulip_memory.models import MemoryItem
-from tulip_memory.retention.task_names import SWEEP_EXPIRED_ITEMS
 from tulip_memory.store import PgMemory
 from tulip_memory.tenancy import tenant_atomic
 

@@ -12,7 +12,7 @@ from asgiref.sync import async_to_sync
 
 from tests.backends.test_contract import make_state
 from tulip_memory.backends import MySQLCheckpointer, PostgreSQLCheckpointer
-from tulip_memory.clock import utc_now
+from tulip_memory.core.clock import utc_now
 from tulip_memory.delta import DeltaCheckpointer, ORMDeltaStorage
 from tulip_memory.events import EV_CHECKPOINT_PRUNED
 from tulip_memory.models import CheckpointRecord, DeltaBlock, DeltaCheckpointRecord

@@ -9,7 +9,7 @@ import pytest
 from asgiref.sync import async_to_sync
 from django.db import connection
 
-from tulip_memory.clock import ManualClock
+from tulip_memory.core.clock import ManualClock
 from tulip_memory.events import EV_STORE_EXPIRED_SWEPT
 from tulip_memory.models import MemoryItem
 from tulip_memory.retention.expiry import sweep_expired_items, sweep_expired_tenant

@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 from django.db.models.functions import Now
 
-from tulip_memory.manager.worker import run_queue
+from tulip_memory.manager.extraction.worker import run_queue
 from tulip_memory.models import ExtractionJob, JobState
 from tulip_memory.retention.jobs import cleanup_jobs, cleanup_tenant_jobs
 from tulip_memory.retention.policy import RetentionPolicy

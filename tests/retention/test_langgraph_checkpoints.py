@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import pytest
 
-from tulip_memory.clock import utc_now
+from tulip_memory.core.clock import utc_now
 from tulip_memory.events import EV_CHECKPOINT_PRUNED
 from tulip_memory.langgraph import DjangoSaver
 from tulip_memory.models import LangGraphCheckpoint

@@ -15,7 +15,7 @@ from tulip_memory.retention.policy import (
     retention_policy,
     sweep_intervals,
 )
-from tulip_memory.sweeps import SWEEPS
+from tulip_memory.retention.sweeps import SWEEPS
 
 
 def test_by_default_nothing_is_removed(settings):

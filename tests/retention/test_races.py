@@ -25,7 +25,7 @@ from django.db import connections, transaction
 from tests.backends.test_contract import make_state
 from tests.threads import OnItsOwnConnections
 from tulip_memory.backends import MySQLCheckpointer, PostgreSQLCheckpointer
-from tulip_memory.clock import ManualClock, utc_now
+from tulip_memory.core.clock import ManualClock, utc_now
 from tulip_memory.delta import DeltaCheckpointer, ORMDeltaStorage
 from tulip_memory.events import EV_CHECKPOINT_PRUNED, EV_STORE_EXPIRED_SWEPT
 from tulip_memory.langgraph import DjangoSaver

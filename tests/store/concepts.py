@@ -12,8 +12,8 @@ import hashlib
 
 import numpy as np
 
+from tulip_memory.core.text import tokenize
 from tulip_memory.embeddings import BaseEmbedding
-from tulip_memory.text import tokenize
 
 CONCEPTS = {
     word: axis

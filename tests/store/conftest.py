@@ -33,7 +33,7 @@ from typing import Any
 import pytest
 
 from tests.store.pg_factory import pg_store
-from tulip_memory.clock import MonotonicWallClock
+from tulip_memory.core.clock import MonotonicWallClock
 from tulip_memory.store import BaseStore, HolographicStore, InMemoryStore, StoreItem
 from tulip_memory.store.validation import (
     decode_json,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tulip_memory.paging import MAX_LIMIT
+from tulip_memory.core.paging import MAX_LIMIT
 from tulip_memory.store.validation import MAX_JSON_DEPTH
 
 

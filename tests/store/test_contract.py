@@ -747,7 +747,7 @@ async def test_a_query_word_missing_from_a_large_namespace_leaves_the_others(
     """HolographicStore prunes the common words of a query in a namespace over its row
     budget (made 10 here, so that the namespace is small): a word matching nothing must
     not take the place of the word that matches."""
-    monkeypatch.setattr("tulip_memory.store.holographic_fts.ROW_BUDGET", 10)
+    monkeypatch.setattr("tulip_memory.store.holographic.fts.ROW_BUDGET", 10)
     ns = (root, "large")
     if not store.capabilities.search:
         return  # test_search asserts the capability error

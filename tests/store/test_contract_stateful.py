@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
+from tulip_memory.core.text import tokenize, value_text
 from tulip_memory.store import StoreCapabilityError
-from tulip_memory.text import tokenize, value_text
 
 WORDS = ["apple", "Berry", "cherry", "date", "Éclair", "fig"]
 LABELS = [("a",), ("a", "b"), ("c",)]

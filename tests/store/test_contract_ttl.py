@@ -1,7 +1,7 @@
 """Expiry (``ttl=``) in the store contract, on every backend of ``STORE_FACTORIES``.
 
 Stores advertising ``capabilities.ttl`` (InMemoryStore, HolographicStore, PgMemory) are
-built with a :class:`~tulip_memory.clock.ManualClock`, so time moves only when a test
+built with a :class:`~tulip_memory.core.clock.ManualClock`, so time moves only when a test
 moves it; the others must refuse ``ttl`` with StoreCapabilityError and write nothing.
 """
 
@@ -14,7 +14,7 @@ import pytest
 from asgiref.sync import async_to_sync
 
 from tests.store.conftest import STORE_FACTORIES
-from tulip_memory.clock import ManualClock
+from tulip_memory.core.clock import ManualClock
 from tulip_memory.store import StoreCapabilityError
 from tulip_memory.tenancy import tenant_context
 

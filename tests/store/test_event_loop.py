@@ -12,7 +12,7 @@ import gc
 import random
 import string
 
-from tulip_memory import hrr
+from tulip_memory.core import hrr
 from tulip_memory.testing.event_loop import longest_stall
 
 MAX_STALL = 0.050

@@ -10,7 +10,7 @@ import pytest
 
 from tests.store.conftest import STORE_FACTORIES
 from tests.store.test_contract_ttl import TTL_BACKENDS
-from tulip_memory.clock import ManualClock
+from tulip_memory.core.clock import ManualClock
 from tulip_memory.events import (
     EV_STORE_EXPIRED_SWEPT,
     EV_STORE_ITEMS_DELETED,

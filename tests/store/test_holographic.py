@@ -10,9 +10,9 @@ import pytest
 
 from tests.processes import run_in_threads
 from tests.store.concepts import ConceptEmbedding
-from tulip_memory import hrr
+from tulip_memory.core import hrr
+from tulip_memory.core.text import tokenize, value_text
 from tulip_memory.store import HolographicStore, StoreCapabilityError
-from tulip_memory.text import tokenize, value_text
 
 NS = ("t", "notes")
 CORPUS = {
@@ -247,7 +247,7 @@ async def test_over_the_row_budget_the_rarest_matching_words_are_kept(monkeypatc
     that match, up to the budget; a word matching nothing is no candidate, and a query
     of such words only finds nothing. A left-out common word is not searched: the result
     holds only the items of the kept words, fewer than ``limit`` (docs/store.md)."""
-    monkeypatch.setattr("tulip_memory.store.holographic_fts.ROW_BUDGET", 10)
+    monkeypatch.setattr("tulip_memory.store.holographic.fts.ROW_BUDGET", 10)
     store = HolographicStore()
     await store.put_batch([(NS, f"a{i:02}", f"apple note {i}", None) for i in range(12)])
     await store.put_batch([(NS, f"b{i}", f"banana {i}", None) for i in range(2)])

@@ -454,7 +454,7 @@ def test_rows_written_before_an_embedder_are_found_lexically_with_one_warning(ca
     sync(PgMemory().put)(ns, "old", {"text": "prefers window seats"})
     store = PgMemory(embedder=SeededEmbedding())
     sync(store.put)(ns, "new", {"text": "orders vegetarian meals"})
-    with caplog.at_level(logging.WARNING, logger="tulip_memory.store.pg"):
+    with caplog.at_level(logging.WARNING, logger="tulip_memory.store.pg.store"):
         first = sync(store.search)(ns, "window seats", limit=5)
         sync(store.search)(ns, "window", limit=5)
     assert first[0].key == "old" and {i.key for i in first} == {"old", "new"}

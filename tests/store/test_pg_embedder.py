@@ -23,7 +23,7 @@ from tulip_memory.manager.factory import (
 )
 from tulip_memory.models.store import MemoryItem
 from tulip_memory.store import PgMemory
-from tulip_memory.store.pg_reembed import Reembedder, foreign_sources
+from tulip_memory.store.pg.reembed import Reembedder, foreign_sources
 from tulip_memory.tenancy import tenant_atomic
 
 sync = async_to_sync

@@ -1,5 +1,5 @@
-"""PgMemory's text search from the indexes (tulip_memory.search_index) against the statement
-that reads every row of a namespace: the same results whenever a namespace has at most
+"""PgMemory's text search from the indexes (tulip_memory.postgres.search_index) against the
+statement that reads every row of a namespace: the same results whenever a namespace has at most
 ``pass_pool`` rows; over it, the vector pass keeps the exact top 10."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 
 from tests.store.pg_statements import executions, explain, search_statements
 from tulip_memory.models.store import MemoryItem, UpsertRow
-from tulip_memory.search_index import QUERY_LEVEL_OFFSET, QUERY_WEIGHTS, query_planes
+from tulip_memory.postgres.search_index import QUERY_LEVEL_OFFSET, QUERY_WEIGHTS, query_planes
 from tulip_memory.tenancy import tenant_atomic
 
 DIM = 1024  # the test settings' VECTOR_DIMENSIONS

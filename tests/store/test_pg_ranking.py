@@ -15,12 +15,12 @@ from django.test import override_settings
 from tests.store.concepts import ConceptEmbedding
 from tests.store.pg_statements import executions, explain, search_statements
 from tulip_memory.checks.search import check_text_search_config, check_text_search_databases
+from tulip_memory.core.text import STOP_WORDS, tokenize
 from tulip_memory.manager import LLMMemoryManager, Memory, MemoryType
 from tulip_memory.models.store import MemoryItem
 from tulip_memory.store import PgMemory
-from tulip_memory.store.pg import MAX_QUERY_TOKENS, lexical_tokens
+from tulip_memory.store.pg.store import MAX_QUERY_TOKENS, lexical_tokens
 from tulip_memory.tenancy import tenant_atomic
-from tulip_memory.text import STOP_WORDS, tokenize
 
 sync = async_to_sync
 NS = ("acme", "ranking")
@@ -269,7 +269,7 @@ def test_a_namespace_is_ranked_from_the_indexes_once_seen_to_grow_past_the_thres
     monkeypatch,
 ):
     monkeypatch.setattr("tulip_memory.models.store.INDEXED_SEARCH_MIN_ROWS", 60)
-    monkeypatch.setattr("tulip_memory.store.pg.RECOUNT_EVERY", 3)
+    monkeypatch.setattr("tulip_memory.store.pg.store.RECOUNT_EVERY", 3)
     store = PgMemory()
     ns = ("acme", "growing")
 

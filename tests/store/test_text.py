@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tulip_memory.text import tokenize, value_text
+from tulip_memory.core.text import tokenize, value_text
 
 
 @pytest.mark.parametrize(

@@ -9,8 +9,8 @@ import pytest
 from django.db import DatabaseError, connection, connections, transaction
 
 from tulip_memory.models.store import MemoryItem
-from tulip_memory.rls import POLICY_NAME, policy_expression, tenant_tables
-from tulip_memory.search_index import OWNER_READ_POLICY
+from tulip_memory.postgres.rls import POLICY_NAME, policy_expression, tenant_tables
+from tulip_memory.postgres.search_index import OWNER_READ_POLICY
 from tulip_memory.tenancy import tenant_atomic
 from tulip_memory.testing.postgres import OWNER_ROLE
 
@@ -129,7 +129,7 @@ def test_force_applies_rls_to_the_owner_too():
         cursor.execute("SELECT current_user")
         assert cursor.fetchone() == ("tulip_owner",)
         # The owner reads the store items of every tenant (its own read policy, for the
-        # search function: tulip_memory.search_index), ...
+        # search function: tulip_memory.postgres.search_index), ...
         cursor.execute(f"SELECT count(*) FROM {TABLE}")
         assert cursor.fetchone() == (4,)
         # ... but writes none without a tenant (FORCE: the tenant policy holds its writes).
@@ -171,8 +171,8 @@ def test_every_tenant_table_has_exactly_the_expected_policy():
         by_table.setdefault(table, []).append((name, permissive, roles, command, qual, with_check))
     expected = [(POLICY_NAME, "PERMISSIVE", ["public"], "ALL", expected_qual, expected_qual)]
     wanted = dict.fromkeys(tables, expected)
-    # The store item table's owner may read it whole (tulip_memory.search_index: its lexical
-    # search function reads the GIN index as the owner), and only read it.
+    # The store item table's owner may read it whole (tulip_memory.postgres.search_index: its
+    # lexical search function reads the GIN index as the owner), and only read it.
     wanted[TABLE] = [
         (OWNER_READ_POLICY, "PERMISSIVE", [OWNER_ROLE], "SELECT", "true", None),
         *expected,

@@ -278,7 +278,6 @@ def test_middleware_keeps_its_tenancy_import_path():
     from tulip_memory import tenancy
 
     assert tenancy.TenantMiddleware is TenantMiddleware
-    assert tenancy.resolve_tenant_from_header is resolve_tenant_from_header
 
 
 # --- the default resolver: the user's memberships, never the client's word ------------------

@@ -2,7 +2,7 @@
 
 from tulip_memory.admin.checkpoints import *  # noqa: F403
 from tulip_memory.admin.erasure import *  # noqa: F403
+from tulip_memory.admin.extraction import *  # noqa: F403
 from tulip_memory.admin.langgraph import *  # noqa: F403
-from tulip_memory.admin.manager import *  # noqa: F403
 from tulip_memory.admin.store import *  # noqa: F403
 from tulip_memory.admin.tenancy import *  # noqa: F403

@@ -7,7 +7,7 @@
 * live also means not expired: by default every view (list, its count and filter
   choices, search, a memory's page and history, its versions, Forget's counts) shows
   only what PgMemory still returns (no expiry, or a later one than now by the stores'
-  default clock, :func:`~tulip_memory.clock.utc_now`); the memories it no longer returns
+  default clock, :func:`~tulip_memory.core.clock.utc_now`); the memories it no longer returns
   but the sweep has not deleted yet are behind the expiry filter alone ("expired, due
   for the sweep"), whose choice a memory's page keeps from the list that linked to it;
 * the search box ranks like the agent does — the store's own search statement
@@ -46,11 +46,11 @@ from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
 from tulip_memory.admin.tenancy import ReadOnlyAdminMixin, TenantScopedAdminMixin
-from tulip_memory.clock import utc_now
+from tulip_memory.core.clock import utc_now
 from tulip_memory.manager.history import CONTENT_SINCE, HISTORY_LABEL
 from tulip_memory.manager.types import MemoryType
 from tulip_memory.models.store import MemoryItem, namespace_prefix_condition
-from tulip_memory.namespaces import NAMESPACE_SEPARATOR, decode_namespace, encode_namespace
+from tulip_memory.core.namespaces import NAMESPACE_SEPARATOR, decode_namespace, encode_namespace
 
 __all__ = ["MemoryItemAdmin"]
 
@@ -183,7 +183,7 @@ class EmbeddingSourceFilter(admin.SimpleListFilter):
 
     def lookups(self, request: Any, model_admin: Any) -> list[tuple[str, str]]:
         from tulip_memory.embeddings.loading import HRR
-        from tulip_memory.store.pg_encoder import EXTERNAL_SOURCE
+        from tulip_memory.store.pg.encoder import EXTERNAL_SOURCE
 
         sample = (
             model_admin.shown_memories(request)
@@ -303,7 +303,7 @@ class MemoryItemAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdm
         is not on the namespace (the embedding source) can leave out ranked rows, so the
         ranking is asked for more until ``SEARCH_LIMIT`` hits remain or none is left out.
         """
-        from tulip_memory.store.pg import PgMemory
+        from tulip_memory.store.pg.store import PgMemory
 
         store = PgMemory(queryset.db)
         paths = list(queryset.order_by("namespace").values_list("namespace", flat=True).distinct())

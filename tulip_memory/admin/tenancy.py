@@ -4,7 +4,7 @@ The admin connects as the application role, so it sees a tenant table only insid
 transaction pinned to one tenant; a view over "all tenants" would need a role that
 bypasses row-level security, which the app never has — by design. So each view of a
 tenant table runs (template rendering included) inside
-:func:`~tulip_memory.tenancy.tenant_atomic` for the **admin tenant** of the request:
+:func:`~tulip_memory.tenancy.context.tenant_atomic` for the **admin tenant** of the request:
 
 * the tenants a user may open are :meth:`Tenant.objects.visible_to(user)
   <tulip_memory.models.tenants.TenantQuerySet.visible_to>` — every registered tenant
@@ -42,7 +42,7 @@ from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_POST
 
 from tulip_memory.models.tenants import Tenant, TenantMembership
-from tulip_memory.tenancy import tenant_atomic
+from tulip_memory.tenancy.context import tenant_atomic
 
 __all__ = [
     "ListQuerysetMixin",

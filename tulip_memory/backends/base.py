@@ -41,7 +41,7 @@ from types import TracebackType
 from typing import Any, Self, TypeVar
 from urllib.parse import unquote_to_bytes
 
-from tulip_memory.clock import MonotonicWallClock
+from tulip_memory.core.clock import MonotonicWallClock
 from tulip_memory.events import (
     EV_CHECKPOINT_DELETED,
     EV_CHECKPOINT_LOADED,
@@ -50,15 +50,15 @@ from tulip_memory.events import (
     emit,
 )
 from tulip_memory.exceptions import CheckpointCorruptError
-from tulip_memory.identifiers import (
+from tulip_memory.core.identifiers import (
     CHECKPOINT_ID_MAX_LENGTH,
     THREAD_ID_MAX_LENGTH,
     surrogate_at,
     validate_identifier,
 )
-from tulip_memory.json_paths import first_at
-from tulip_memory.optional_dependencies import import_optional
-from tulip_memory.paging import validate_limit
+from tulip_memory.core.json_paths import first_at
+from tulip_memory.core.optional_dependencies import import_optional
+from tulip_memory.core.paging import validate_limit
 from tulip_memory.state import AgentState
 
 __all__ = [

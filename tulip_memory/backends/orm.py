@@ -2,16 +2,16 @@
 
 One row per checkpoint (:class:`~tulip_memory.models.CheckpointRecord`) on the Django
 database alias ``using``. Each operation is one transaction opened by
-:func:`tulip_memory.tenancy.tenant_atomic` (see
-:class:`~tulip_memory.tenant_database.TenantDatabase`): the rows carry the tenant (the
+:func:`tulip_memory.tenancy.context.tenant_atomic` (see
+:class:`~tulip_memory.tenancy.database.TenantDatabase`): the rows carry the tenant (the
 one passed to the constructor, else the one bound by
-:func:`~tulip_memory.tenancy.tenant_context` at call time) and the state's subject
-(:mod:`tulip_memory.subjects`) and, on PostgreSQL, the
+:func:`~tulip_memory.tenancy.context.tenant_context` at call time) and the state's subject
+(:mod:`tulip_memory.core.subjects`) and, on PostgreSQL, the
 transaction is pinned to it, so row-level security shows and accepts only that tenant's
 rows. Queries filter on the tenant as well, so the isolation holds on MariaDB too (where
 there is no row-level security). Saves that may replace an existing id are serialised
 per thread by a database lock (see :meth:`TenantDatabase._writer_lock
-<tulip_memory.tenant_database.TenantDatabase._writer_lock>`), across processes. A row
+<tulip_memory.tenancy.database.TenantDatabase._writer_lock>`), across processes. A row
 whose ``state`` holds no state raises
 :class:`~tulip_memory.exceptions.CheckpointCorruptError` naming it.
 
@@ -27,10 +27,10 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from tulip_memory.backends.base import BlockingCheckpointer, state_from_snapshot
-from tulip_memory.json_paths import first_at
+from tulip_memory.core.json_paths import first_at
+from tulip_memory.core.subjects import subject_of
 from tulip_memory.state import AgentState
-from tulip_memory.subjects import subject_of
-from tulip_memory.tenant_database import TenantDatabase
+from tulip_memory.tenancy.database import TenantDatabase
 
 __all__ = ["ORMCheckpointer"]
 
@@ -43,7 +43,7 @@ def _not_finite(value: Any) -> bool:
 
 def _as_tenant(tenant: str, hook: Callable[..., T], *args: Any) -> T:
     """Run ``hook(*args)`` with the transaction's tenant bound, for :meth:`_rows` to read."""
-    from tulip_memory.tenancy import tenant_context
+    from tulip_memory.tenancy.context import tenant_context
 
     with tenant_context(tenant):
         return hook(*args)
@@ -75,7 +75,7 @@ class ORMCheckpointer(TenantDatabase, BlockingCheckpointer):
 
     @staticmethod
     def _tenant() -> str:
-        from tulip_memory.tenancy import current_tenant
+        from tulip_memory.tenancy.context import current_tenant
 
         tenant = current_tenant()
         assert tenant is not None, "the *_sync hooks run inside _as_tenant"

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from tulip_memory.backends.orm import ORMCheckpointer
-from tulip_memory.nul_characters import nul_at
+from tulip_memory.core.nul_characters import nul_at
 
 __all__ = ["PostgreSQLCheckpointer"]
 

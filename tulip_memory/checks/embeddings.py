@@ -40,7 +40,7 @@ def check_embedder_settings(
 ) -> list[checks.CheckMessage]:
     """E020-E022: the embedder of ``TULIP_MEMORY`` can be built, works and fits the column."""
     from tulip_memory.conf import settings
-    from tulip_memory.store.pg_reembed import settings_encoder, stores_hrr_in_pg
+    from tulip_memory.store.pg.reembed import settings_encoder, stores_hrr_in_pg
 
     try:
         encoder = settings_encoder()
@@ -90,7 +90,7 @@ def check_embedder_settings(
 
 def check_sources_on(connection: Any, alias: str, source: str) -> list[checks.CheckMessage]:
     """W020 for the rows of ``alias`` (its ``connection``), against the configured ``source``."""
-    from tulip_memory.store.pg_reembed import (
+    from tulip_memory.store.pg.reembed import (
         bypasses_row_level_security,
         column_width,
         foreign_sources,
@@ -130,8 +130,8 @@ def _foreign_sources_tenant_by_tenant(
     """:func:`foreign_sources` summed over the registry's tenants, each in a transaction
     pinned to it; and the tenants that have such rows."""
     from tulip_memory.models.tenants import Tenant
-    from tulip_memory.store.pg_reembed import foreign_sources
-    from tulip_memory.tenancy import tenant_atomic
+    from tulip_memory.store.pg.reembed import foreign_sources
+    from tulip_memory.tenancy.context import tenant_atomic
 
     if Tenant._meta.db_table not in connection.introspection.table_names():
         return {}, []  # migrated before the registry: no tenant to visit
@@ -154,7 +154,7 @@ def check_embedding_sources(
     from django.db import connections
 
     from tulip_memory.checks.tenancy import connection_problem
-    from tulip_memory.store.pg_reembed import settings_encoder
+    from tulip_memory.store.pg.reembed import settings_encoder
 
     if not databases:
         return []

@@ -15,7 +15,7 @@ from typing import Any
 
 from django.core import checks
 
-from tulip_memory.postgresql_operations import text_search_config
+from tulip_memory.postgres.operations import text_search_config
 
 __all__ = ["check_text_search_config", "check_text_search_databases"]
 
@@ -93,7 +93,7 @@ def check_text_search_databases(
     app_configs: Iterable[Any] | None = None, databases: Iterable[str] | None = None, **kwargs: Any
 ) -> list[checks.CheckMessage]:
     """tulip_memory.E061 for the aliases of ``TENANT_DATABASES`` asked for."""
-    from tulip_memory.checks.settings import tenant_databases
+    from tulip_memory.conf import tenant_databases
 
     aliases = tenant_databases()
     if not databases or aliases is None:  # a TENANT_DATABASES of the wrong type: E003

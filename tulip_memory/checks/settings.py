@@ -9,8 +9,9 @@ its values (ids tulip_memory.E001-E005, W001).
 * E004 ``TENANT_SETTING`` is not a PostgreSQL custom setting name (``prefix.name``);
 * E005 ``SUBJECT_NAMESPACE`` is not a tuple of labels (erasure would look elsewhere).
 
-:func:`vector_dimensions`, :func:`tenant_databases` and :func:`tenant_setting` return a
-usable value or ``None``: the checks that read these settings skip what they cannot use,
+:func:`vector_dimensions` and :func:`tenant_setting` (as
+:func:`~tulip_memory.conf.tenant_databases`) return a usable value or ``None``: the checks
+that read these settings skip what they cannot use,
 and the error above says why, once.
 """
 
@@ -27,7 +28,6 @@ __all__ = [
     "check_setting_values",
     "check_settings",
     "needs_usable_settings",
-    "tenant_databases",
     "tenant_setting",
     "vector_dimensions",
 ]
@@ -103,22 +103,10 @@ def _vector_dimensions_errors() -> list[checks.CheckMessage]:
     ]
 
 
-def tenant_databases() -> list[str] | None:
-    """``TENANT_DATABASES`` as a list when it is a list or tuple of strings, else None
-    (E003). Aliases unknown to ``settings.DATABASES`` are kept (E003 names them): no
-    command can name them, so no check ever looks at them."""
-    from tulip_memory.conf import settings
-
-    value = settings.TENANT_DATABASES
-    if isinstance(value, (list, tuple)) and all(isinstance(alias, str) for alias in value):
-        return list(value)
-    return None
-
-
 def _tenant_databases_errors() -> list[checks.CheckMessage]:
     from django.conf import settings as django_settings
 
-    from tulip_memory.conf import settings
+    from tulip_memory.conf import settings, tenant_databases
 
     aliases = tenant_databases()
     if aliases is None:
@@ -179,7 +167,7 @@ def _tenant_setting_errors() -> list[checks.CheckMessage]:
 
 
 def _subject_namespace_errors() -> list[checks.CheckMessage]:
-    from tulip_memory.subjects import subject_labels
+    from tulip_memory.core.subjects import subject_labels
 
     try:
         subject_labels()

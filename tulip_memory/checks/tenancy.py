@@ -4,10 +4,10 @@ On the aliases of ``TULIP_MEMORY["TENANT_DATABASES"]``: E010 superuser role, E01
 BYPASSRLS role, E012 tenant table without ENABLE/FORCE row level security, E013 tenant
 table whose policies are not exactly the expected one (the store item table also has its
 owner's read policy), E019 that policy, or the lexical search function
-(:mod:`tulip_memory.search_index`), reads another setting than ``TENANT_SETTING`` (or
+(:mod:`tulip_memory.postgres.search_index`), reads another setting than ``TENANT_SETTING`` (or
 none), E014 vector column narrower or wider than
 ``VECTOR_DIMENSIONS``, W010 the role owns tenant tables. The policy itself is created by
-:class:`tulip_memory.rls.EnableTenantRowLevelSecurity`. (The shape of these settings is
+:class:`tulip_memory.postgres.rls.EnableTenantRowLevelSecurity`. (The shape of these settings is
 checked without a database: E002-E004, :mod:`tulip_memory.checks.settings`.)
 
 They run in two ways, and look at each alias once. Tagged ``database``, on the aliases a
@@ -40,9 +40,10 @@ from typing import Any
 
 from django.core import checks
 
-from tulip_memory.checks.settings import tenant_databases, tenant_setting, vector_dimensions
-from tulip_memory.rls import POLICY_NAME, tenant_tables
-from tulip_memory.search_index import LEXICAL_FUNCTION, OWNER_READ_POLICY, vector_width_sql
+from tulip_memory.checks.settings import tenant_setting, vector_dimensions
+from tulip_memory.conf import tenant_databases
+from tulip_memory.postgres.rls import POLICY_NAME, tenant_tables
+from tulip_memory.postgres.search_index import LEXICAL_FUNCTION, OWNER_READ_POLICY, vector_width_sql
 
 __all__ = [
     "check_connection",
@@ -120,7 +121,7 @@ def check_connection(connection: Any, alias: str) -> list[checks.CheckMessage]:
         cursor.execute(
             "SELECT c.relname, c.relrowsecurity, c.relforcerowsecurity, "
             "pg_get_userbyid(c.relowner) = current_user, "
-            # The owner's read policy of the store item table (tulip_memory.search_index)
+            # The owner's read policy of the store item table (tulip_memory.postgres.search_index)
             # is expected there, and only as created: SELECT, permissive, to the owner
             # alone, USING (true).
             "coalesce(array_agg(p.polname ORDER BY p.polname) "
@@ -233,7 +234,7 @@ def _policy_setting_errors(
 ) -> list[checks.CheckMessage]:
     """E019: tulip_memory's policy does not read ``TENANT_SETTING`` alone, one error per
     setting(s) read, naming the tables; ``policies``: (table, qual, with_check)."""
-    from tulip_memory.rls import TENANT_COLUMN, policy_expression
+    from tulip_memory.postgres.rls import TENANT_COLUMN, policy_expression
 
     setting = tenant_setting()
     if setting is None:
@@ -470,7 +471,7 @@ def check_tenant_resolver_setting(
 
     hint = (
         "Name a callable(request) -> str | None by dotted path, e.g. the default "
-        "tulip_memory.middleware.resolve_tenant_from_membership."
+        "tulip_memory.tenancy.middleware.resolve_tenant_from_membership."
     )
     try:
         resolver = settings.import_setting("TENANT_RESOLVER")
@@ -493,7 +494,7 @@ def check_tenant_resolver_setting(
 def check_tenant_resolver(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
     """W011 (``check --deploy``): the tenant comes from a header any client can send."""
     from tulip_memory.conf import settings
-    from tulip_memory.middleware import resolve_tenant_from_header
+    from tulip_memory.tenancy.middleware import resolve_tenant_from_header
 
     try:
         resolver = settings.import_setting("TENANT_RESOLVER")
@@ -508,7 +509,7 @@ def check_tenant_resolver(app_configs: Any = None, **kwargs: Any) -> list[checks
             "caller could read and write another tenant's memories.",
             hint="Keep it only behind a gateway that authenticates callers and sets (or "
             "strips) that header; otherwise use the default, "
-            "tulip_memory.middleware.resolve_tenant_from_membership, or a resolver of "
+            "tulip_memory.tenancy.middleware.resolve_tenant_from_membership, or a resolver of "
             "request.user.",
             id="tulip_memory.W011",
         )

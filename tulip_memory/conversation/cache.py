@@ -11,7 +11,7 @@ of their JSON data, so the same arguments with their keys in another order only 
 
 Finding the longest cached prefix of a history reads each message of the span once: the
 fingerprints of the candidate prefixes (the lengths of the stored ones) are taken in the
-same pass. The entries live in an :class:`~tulip_memory.lru.LRUCache` (bounded, locked),
+same pass. The entries live in an :class:`~tulip_memory.core.lru.LRUCache` (bounded, locked),
 so one manager can be shared by the threads of a server.
 """
 
@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tulip_memory.conversation.summary import covered_count
-from tulip_memory.lru import LRUCache
+from tulip_memory.core.lru import LRUCache
 from tulip_memory.messages import Message, Role
 
 __all__ = ["CachedSummary", "Lookup", "SummaryCache"]

@@ -79,6 +79,8 @@ from tulip_memory.backends.base import (
     validate_checkpoint_id,
     validate_thread_id,
 )
+from tulip_memory.core.lru import LRUCache
+from tulip_memory.core.subjects import subject_of
 from tulip_memory.delta import codec, payload
 from tulip_memory.delta.exact import same_message
 from tulip_memory.delta.splice import Splice
@@ -86,10 +88,8 @@ from tulip_memory.delta.storage import DeltaStorage, InMemoryDeltaStorage
 from tulip_memory.delta.types import BlockRef, CheckpointMetadata, DeltaCheckpoint, MessageBlock
 from tulip_memory.events import EV_CHECKPOINT_PRUNED, elapsed_ms, emit
 from tulip_memory.exceptions import CheckpointCorruptError
-from tulip_memory.lru import LRUCache
 from tulip_memory.messages import Message, ToolCall
 from tulip_memory.state import AgentState
-from tulip_memory.subjects import subject_of
 
 __all__ = ["DeltaCheckpointer"]
 

@@ -5,7 +5,7 @@ chain root, full or delta, chain depth, sizes, block references, compressed payl
 created_at, tenant, subject) and :class:`~tulip_memory.models.DeltaBlock`. Works on PostgreSQL —
 where the rows are under the tenant row-level security, like the store's — and on
 MySQL/MariaDB. Every call is one transaction pinned to the tenant (see
-:class:`~tulip_memory.tenant_database.TenantDatabase`); ``retrieve_chain`` and
+:class:`~tulip_memory.tenancy.database.TenantDatabase`); ``retrieve_chain`` and
 ``retrieve_blocks`` are one SELECT each, and ``retrieve_for_load`` is one SELECT on
 PostgreSQL (both in one transaction elsewhere).
 """
@@ -22,7 +22,7 @@ from asgiref.sync import sync_to_async
 from tulip_memory.delta.keyed_locks import WRITER_LOCKS, poll
 from tulip_memory.delta.storage import DeltaStorage, root_block_digests
 from tulip_memory.delta.types import CheckpointMetadata, DeltaCheckpoint, MessageBlock
-from tulip_memory.tenant_database import TenantDatabase
+from tulip_memory.tenancy.database import TenantDatabase
 
 __all__ = ["ORMDeltaStorage"]
 

@@ -27,7 +27,7 @@ class CheckpointMetadata:
     None is read as "itself"). ``size_bytes`` is the encoded payload before compression,
     ``compressed_size_bytes`` what is stored (blocks are counted separately).
     ``subject`` is who the state's metadata says the thread is about (``""``: nobody; see
-    :mod:`tulip_memory.subjects`).
+    :mod:`tulip_memory.core.subjects`).
     """
 
     checkpoint_id: str

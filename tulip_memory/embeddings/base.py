@@ -16,8 +16,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
+from tulip_memory.core.text import has_words
 from tulip_memory.exceptions import EmbeddingError
-from tulip_memory.text import has_words
 
 __all__ = [
     "BaseEmbedding",

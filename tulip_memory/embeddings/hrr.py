@@ -1,7 +1,7 @@
 """HRREmbedding: the HRR text encoder as an embedder (deterministic, offline, lexical).
 
 The vector of a text is ``[cos φ, sin φ]`` of its HRR phases
-(:mod:`tulip_memory.hrr`), ``2 * dim`` wide, so the cosine similarity of two vectors
+(:mod:`tulip_memory.core.hrr`), ``2 * dim`` wide, so the cosine similarity of two vectors
 is the HRR similarity of the texts: it grows with the words they share and ignores
 meaning (a paraphrase with other words scores about 0). Use it in tests, or where recall
 by shared words is enough; use :class:`~tulip_memory.embeddings.WordLlamaEmbedding` for
@@ -10,7 +10,7 @@ paraphrases. Texts without any word (punctuation only) raise ``ValueError``.
 
 from __future__ import annotations
 
-from tulip_memory import hrr
+from tulip_memory.core import hrr
 from tulip_memory.embeddings.base import BaseEmbedding
 
 __all__ = ["HRREmbedding"]

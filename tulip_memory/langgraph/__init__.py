@@ -18,14 +18,14 @@ __all__ = ["DjangoSaver", "DjangoStore"]
 
 def __getattr__(name: str) -> Any:
     if name == "DjangoSaver":
-        from tulip_memory.optional_dependencies import import_optional
+        from tulip_memory.core.optional_dependencies import import_optional
 
         import_optional("langgraph.checkpoint.base", "langgraph", "DjangoSaver")
         from tulip_memory.langgraph.saver import DjangoSaver
 
         return DjangoSaver
     if name == "DjangoStore":
-        from tulip_memory.optional_dependencies import import_optional
+        from tulip_memory.core.optional_dependencies import import_optional
 
         import_optional("langgraph.store.base", "langgraph", "DjangoStore")
         from tulip_memory.langgraph.store import DjangoStore

@@ -18,9 +18,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from tulip_memory.chains.rows import Entry
 from tulip_memory.delta.splice import Splice
 from tulip_memory.exceptions import CheckpointCorruptError
-from tulip_memory.langgraph_rows import Entry
 
 __all__ = ["Head", "Stored", "encode", "next_head", "rebuild", "same_item"]
 

@@ -1,15 +1,15 @@
 """DjangoSaver: LangGraph's checkpoint saver on this app's tables, per tenant, delta-compressed.
 
 Rows (:mod:`tulip_memory.models.langgraph`): one per checkpoint, holding compressed
-(:mod:`tulip_memory.langgraph_rows`) the checkpoint, its metadata, the channel values it
+(:mod:`tulip_memory.chains.rows`) the checkpoint, its metadata, the channel values it
 adds and its pending writes:
 
 * **Tenants.** Every row carries its tenant and every statement runs pinned to it: in
-  a tenant transaction (:class:`~tulip_memory.tenant_database.TenantDatabase`), or —
+  a tenant transaction (:class:`~tulip_memory.tenancy.database.TenantDatabase`), or —
   ``put``, ``put_writes``, ``get_tuple`` — sent with the setting in one query that
   PostgreSQL runs as one transaction (:meth:`DjangoSaver._pinned`): row-level security
   shows and accepts only that tenant's rows. The tenant is the saver's
-  ``tenant`` argument, else the one bound by :func:`~tulip_memory.tenancy.tenant_context`
+  ``tenant`` argument, else the one bound by :func:`~tulip_memory.tenancy.context.tenant_context`
   (or ``TenantMiddleware``) at call time — never anything from the graph's config.
 * **Deltas.** A checkpoint whose parent this saver wrote last (in this process) stores
   only the values that changed, a list channel's new version (a message list one turn
@@ -24,7 +24,7 @@ adds and its pending writes:
 
 Values and metadata go through the saver's serializer (``serde``) as in every LangGraph
 saver. Sync methods run in the calling thread on the saver's own connection, one call at a
-time (:class:`~tulip_memory.tenant_database.SharedConnection`); async ones off the event
+time (:class:`~tulip_memory.tenancy.database.SharedConnection`); async ones off the event
 loop.
 """
 
@@ -62,15 +62,15 @@ from tulip_memory.events import (
     emit_sync,
 )
 from tulip_memory.exceptions import CheckpointCorruptError
-from tulip_memory.identifiers import (
+from tulip_memory.core.identifiers import (
     CHECKPOINT_ID_MAX_LENGTH,
     THREAD_ID_MAX_LENGTH,
     surrogate_at,
     validate_identifier,
 )
-from tulip_memory.json_paths import first_at
+from tulip_memory.core.json_paths import first_at
 from tulip_memory.langgraph import chains
-from tulip_memory.langgraph_rows import (
+from tulip_memory.chains.rows import (
     MAX_DEPTH,
     Record,
     chain_rows,
@@ -79,9 +79,9 @@ from tulip_memory.langgraph_rows import (
     record_bytes,
     unpack_writes,
 )
-from tulip_memory.lru import LRUCache
-from tulip_memory.subjects import subject_of
-from tulip_memory.tenant_database import SharedConnection, TenantDatabase
+from tulip_memory.core.lru import LRUCache
+from tulip_memory.core.subjects import subject_of
+from tulip_memory.tenancy.database import SharedConnection, TenantDatabase
 
 __all__ = ["DjangoSaver"]
 
@@ -353,7 +353,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         import psycopg
         from django.db import connections
 
-        from tulip_memory.tenancy import tenant_atomic
+        from tulip_memory.tenancy.context import tenant_atomic
 
         connection = connections[self.using]
         connection.ensure_connection()

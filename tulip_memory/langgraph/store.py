@@ -3,9 +3,9 @@
 LangGraph's namespaces map onto PgMemory's with the tenant first: the LangGraph
 namespace ``("memories", "u1")`` of tenant ``acme`` is the row namespace ``("acme",
 "memories", "u1")``. The tenant is the store's ``tenant`` argument, else the one bound by
-:func:`~tulip_memory.tenancy.tenant_context` (or ``TenantMiddleware``) when the call is
+:func:`~tulip_memory.tenancy.context.tenant_context` (or ``TenantMiddleware``) when the call is
 made — never a label of the namespace the graph passes — and every batch runs in ONE
-transaction pinned to it (:class:`~tulip_memory.tenant_database.TenantDatabase`), so
+transaction pinned to it (:class:`~tulip_memory.tenancy.database.TenantDatabase`), so
 row-level security shows and accepts only that tenant's rows.
 
 A batch is validated whole before anything runs (LangGraph's ``InvalidNamespaceError``
@@ -72,7 +72,7 @@ from langgraph.store.base import (
     validate_op_namespace,
 )
 
-from tulip_memory.clock import Clock, utc_now
+from tulip_memory.core.clock import Clock, utc_now
 from tulip_memory.embeddings import BaseEmbedding
 from tulip_memory.events import (
     EV_STORE_ITEMS_DELETED,
@@ -81,22 +81,22 @@ from tulip_memory.events import (
     emit,
     listening,
 )
-from tulip_memory.namespaces import (
+from tulip_memory.core.namespaces import (
     Namespace,
     decode_namespace,
     encode_namespace,
     validate_namespace,
     validate_namespace_prefix,
 )
-from tulip_memory.store.pg import MAX_INDEXED_BYTES, PgMemory
+from tulip_memory.store.pg.store import MAX_INDEXED_BYTES, PgMemory
 from tulip_memory.store.validation import (
     encode_value,
     validate_key,
     validate_query,
     validate_ttl,
 )
-from tulip_memory.tenant_database import TenantDatabase, on_worker_thread
-from tulip_memory.text import tokenize, value_text
+from tulip_memory.tenancy.database import TenantDatabase, on_worker_thread
+from tulip_memory.core.text import tokenize, value_text
 
 __all__ = ["DjangoStore"]
 

@@ -40,7 +40,7 @@ from typing import Any, ClassVar
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError, OperationalError
 
-from tulip_memory.tenancy import validate_tenants
+from tulip_memory.tenancy.context import validate_tenants
 
 __all__ = ["TenantCommand", "progress_bar"]
 

@@ -51,7 +51,7 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from tulip_memory.identifiers import validate_identifier
+from tulip_memory.core.identifiers import validate_identifier
 from tulip_memory.llm.budget import cut_to_budget
 from tulip_memory.llm.client import ChatClient
 from tulip_memory.llm.redaction import RedactionPolicy, Redactor
@@ -69,7 +69,7 @@ from tulip_memory.manager.types import (
 from tulip_memory.messages import Message
 
 if TYPE_CHECKING:
-    from tulip_memory.namespaces import Namespace
+    from tulip_memory.core.namespaces import Namespace
     from tulip_memory.store.base import BaseStore, StoreItem
 
 __all__ = [

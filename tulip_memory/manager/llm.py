@@ -23,6 +23,7 @@ from collections.abc import Callable, Hashable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, get_args
 
+from tulip_memory.core.namespaces import Namespace, validate_namespace
 from tulip_memory.exceptions import ConcurrentUpdateError
 from tulip_memory.llm.client import ChatClient
 from tulip_memory.llm.config import LLMConfig
@@ -50,7 +51,6 @@ from tulip_memory.manager.types import (
     validate_memory_key,
 )
 from tulip_memory.messages import Message
-from tulip_memory.namespaces import Namespace, validate_namespace
 from tulip_memory.state import AgentState, RunInfo, checked_state
 
 if TYPE_CHECKING:

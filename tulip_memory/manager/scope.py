@@ -13,8 +13,8 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tulip_memory.binding import ContextBinding, ContextStack
-from tulip_memory.namespaces import Namespace, validate_namespace
+from tulip_memory.core.binding import ContextBinding, ContextStack
+from tulip_memory.core.namespaces import Namespace, validate_namespace
 
 __all__ = ["MemoryScope", "ScopeBinding", "bound_scope"]
 

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
 
-from tulip_memory.identifiers import validate_identifier
+from tulip_memory.core.identifiers import validate_identifier
+from tulip_memory.core.nul_characters import nul_at
 from tulip_memory.llm.usage import Usage
 from tulip_memory.messages import Message
-from tulip_memory.nul_characters import nul_at
 
 __all__ = ["BeforeSave", "ExtractFn", "ExtractMode", "ExtractionOutcome", "Memory", "MemoryType"]
 

@@ -9,8 +9,8 @@ vendors (MariaDB, SQLite) only the plain table is created.
 from django.db import migrations, models
 
 import tulip_memory.models.store
-import tulip_memory.postgresql_operations
-import tulip_memory.rls
+import tulip_memory.postgres.operations
+import tulip_memory.postgres.rls
 
 
 class Migration(migrations.Migration):
@@ -19,7 +19,7 @@ class Migration(migrations.Migration):
     dependencies = []
 
     operations = [
-        tulip_memory.postgresql_operations.EnableVectorExtension(),
+        tulip_memory.postgres.operations.EnableVectorExtension(),
         migrations.CreateModel(
             name="MemoryItem",
             fields=[
@@ -66,7 +66,7 @@ class Migration(migrations.Migration):
         # to TOAST instead of failing, its other columns first. toast_tuple_target = 8160
         # (the maximum) keeps MAIN from pushing the row's small text and JSON columns out
         # of line instead. See docs/pg_store.md, "Storage of the vectors".
-        tulip_memory.postgresql_operations.PostgreSQLOnly(
+        tulip_memory.postgres.operations.PostgreSQLOnly(
             migrations.RunSQL(
                 "ALTER TABLE tulip_memory_store_item ALTER COLUMN embedding SET STORAGE MAIN, "
                 "SET (toast_tuple_target = 8160)",
@@ -76,7 +76,7 @@ class Migration(migrations.Migration):
                 ),
             )
         ),
-        tulip_memory.postgresql_operations.PostgreSQLOnly(
+        tulip_memory.postgres.operations.PostgreSQLOnly(
             migrations.AddConstraint(
                 model_name="memoryitem",
                 constraint=models.UniqueConstraint(
@@ -84,7 +84,7 @@ class Migration(migrations.Migration):
                 ),
             )
         ),
-        tulip_memory.postgresql_operations.PostgreSQLOnly(
+        tulip_memory.postgres.operations.PostgreSQLOnly(
             migrations.AddConstraint(
                 model_name="memoryitem",
                 constraint=models.CheckConstraint(
@@ -93,7 +93,7 @@ class Migration(migrations.Migration):
                 ),
             )
         ),
-        tulip_memory.postgresql_operations.PostgreSQLOnly(
+        tulip_memory.postgres.operations.PostgreSQLOnly(
             migrations.AddIndex(
                 model_name="memoryitem",
                 index=models.Index(
@@ -101,8 +101,8 @@ class Migration(migrations.Migration):
                 ),
             )
         ),
-        tulip_memory.postgresql_operations.CreateVectorAnnIndex(
+        tulip_memory.postgres.operations.CreateVectorAnnIndex(
             "memoryitem", name="tulip_store_item_embedding_hnsw"
         ),
-        tulip_memory.rls.EnableTenantRowLevelSecurity("memoryitem"),
+        tulip_memory.postgres.rls.EnableTenantRowLevelSecurity("memoryitem"),
     ]

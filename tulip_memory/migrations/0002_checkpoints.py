@@ -7,7 +7,7 @@ FORCE row level security with the tenant policy (a no-op on MariaDB).
 import django.utils.timezone
 from django.db import migrations, models
 
-import tulip_memory.rls
+import tulip_memory.postgres.rls
 
 
 class Migration(migrations.Migration):
@@ -125,7 +125,7 @@ class Migration(migrations.Migration):
                 ],
             },
         ),
-        tulip_memory.rls.EnableTenantRowLevelSecurity("checkpointrecord"),
-        tulip_memory.rls.EnableTenantRowLevelSecurity("deltacheckpointrecord"),
-        tulip_memory.rls.EnableTenantRowLevelSecurity("deltablock"),
+        tulip_memory.postgres.rls.EnableTenantRowLevelSecurity("checkpointrecord"),
+        tulip_memory.postgres.rls.EnableTenantRowLevelSecurity("deltacheckpointrecord"),
+        tulip_memory.postgres.rls.EnableTenantRowLevelSecurity("deltablock"),
     ]

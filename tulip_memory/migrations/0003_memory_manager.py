@@ -9,8 +9,8 @@ PostgreSQL's (MariaDB cannot index a TEXT column whole; the Celery mode needs Po
 import django.db.models.deletion
 from django.db import migrations, models
 
-import tulip_memory.postgresql_operations
-import tulip_memory.rls
+import tulip_memory.postgres.operations
+import tulip_memory.postgres.rls
 
 
 class Migration(migrations.Migration):
@@ -43,7 +43,7 @@ class Migration(migrations.Migration):
                 "db_table": "tulip_memory_extraction_queue",
             },
         ),
-        tulip_memory.postgresql_operations.PostgreSQLOnly(
+        tulip_memory.postgres.operations.PostgreSQLOnly(
             migrations.AddConstraint(
                 model_name="extractionqueue",
                 constraint=models.UniqueConstraint(
@@ -110,7 +110,7 @@ class Migration(migrations.Migration):
                 ],
             },
         ),
-        tulip_memory.postgresql_operations.PostgreSQLOnly(
+        tulip_memory.postgres.operations.PostgreSQLOnly(
             migrations.AddIndex(
                 model_name="extractionjob",
                 index=models.Index(
@@ -120,6 +120,6 @@ class Migration(migrations.Migration):
                 ),
             )
         ),
-        tulip_memory.rls.EnableTenantRowLevelSecurity("extractionqueue"),
-        tulip_memory.rls.EnableTenantRowLevelSecurity("extractionjob"),
+        tulip_memory.postgres.rls.EnableTenantRowLevelSecurity("extractionqueue"),
+        tulip_memory.postgres.rls.EnableTenantRowLevelSecurity("extractionjob"),
     ]

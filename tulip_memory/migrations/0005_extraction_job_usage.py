@@ -1,5 +1,5 @@
 """What a chat model cost each extraction job: the model and, summed over the job's
-attempts, its calls and prompt/completion tokens (tulip_memory.manager.worker writes them).
+attempts, its calls and prompt/completion tokens (tulip_memory.manager.extraction.worker writes them).
 
 Database defaults (``db_default``): the enqueue statement inserts jobs without naming
 these columns, and rows enqueued by a process still running the previous release get 0.

@@ -10,10 +10,10 @@ column is recomputed for every row); tulip_memory.E061 reports a difference.
 
 from django.db import migrations
 
-import tulip_memory.postgresql_operations
+import tulip_memory.postgres.operations
 
 
 class Migration(migrations.Migration):
     dependencies = [("tulip_memory", "0005_extraction_job_usage")]
 
-    operations = [tulip_memory.postgresql_operations.AddSearchVector("memoryitem")]
+    operations = [tulip_memory.postgres.operations.AddSearchVector("memoryitem")]

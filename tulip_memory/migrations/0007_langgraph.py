@@ -9,8 +9,8 @@ index keys could not hold their identifiers).
 import django.utils.timezone
 from django.db import migrations, models
 
-import tulip_memory.postgresql_operations
-import tulip_memory.rls
+import tulip_memory.postgres.operations
+import tulip_memory.postgres.rls
 
 
 class Migration(migrations.Migration):
@@ -19,7 +19,7 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        tulip_memory.postgresql_operations.PostgreSQLOnly(
+        tulip_memory.postgres.operations.PostgreSQLOnly(
             migrations.CreateModel(
                 name="LangGraphBlob",
                 fields=[
@@ -77,7 +77,7 @@ class Migration(migrations.Migration):
                 },
             )
         ),
-        tulip_memory.postgresql_operations.PostgreSQLOnly(
+        tulip_memory.postgres.operations.PostgreSQLOnly(
             migrations.CreateModel(
                 name="LangGraphCheckpoint",
                 fields=[
@@ -121,7 +121,7 @@ class Migration(migrations.Migration):
                 },
             )
         ),
-        tulip_memory.postgresql_operations.PostgreSQLOnly(
+        tulip_memory.postgres.operations.PostgreSQLOnly(
             migrations.CreateModel(
                 name="LangGraphWrite",
                 fields=[
@@ -161,7 +161,7 @@ class Migration(migrations.Migration):
                 },
             )
         ),
-        tulip_memory.rls.EnableTenantRowLevelSecurity("langgraphcheckpoint"),
-        tulip_memory.rls.EnableTenantRowLevelSecurity("langgraphblob"),
-        tulip_memory.rls.EnableTenantRowLevelSecurity("langgraphwrite"),
+        tulip_memory.postgres.rls.EnableTenantRowLevelSecurity("langgraphcheckpoint"),
+        tulip_memory.postgres.rls.EnableTenantRowLevelSecurity("langgraphblob"),
+        tulip_memory.postgres.rls.EnableTenantRowLevelSecurity("langgraphwrite"),
     ]

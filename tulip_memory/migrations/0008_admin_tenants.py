@@ -15,10 +15,10 @@ import django.db.models.deletion
 from django.conf import settings
 from django.db import migrations, models
 
-from tulip_memory.postgresql_operations import PostgreSQLOnly
+from tulip_memory.postgres.operations import PostgreSQLOnly
 
 FUNCTION = "tulip_memory_register_tenants"
-# The tenant tables at this migration (tulip_memory.rls.tenant_tables() lists them).
+# The tenant tables at this migration (tulip_memory.postgres.rls.tenant_tables() lists them).
 TENANT_TABLES = (
     "tulip_memory_store_item",
     "tulip_memory_checkpoint",

@@ -17,8 +17,8 @@ import importlib
 import django.utils.timezone
 from django.db import migrations, models
 
-import tulip_memory.postgresql_operations
-import tulip_memory.rls
+import tulip_memory.postgres.operations
+import tulip_memory.postgres.rls
 
 _collation = importlib.import_module("tulip_memory.migrations.0004_checkpoint_identifier_collation")
 _registry = importlib.import_module("tulip_memory.migrations.0008_admin_tenants")
@@ -85,8 +85,8 @@ class Migration(migrations.Migration):
                 ],
             },
         ),
-        tulip_memory.rls.EnableTenantRowLevelSecurity("ErasureReceipt"),
-        tulip_memory.postgresql_operations.PostgreSQLOnly(
+        tulip_memory.postgres.rls.EnableTenantRowLevelSecurity("ErasureReceipt"),
+        tulip_memory.postgres.operations.PostgreSQLOnly(
             migrations.RunSQL(
                 _registry._trigger_sql(RECEIPT_TABLE),
                 f'DROP TRIGGER tulip_register_tenant ON "{RECEIPT_TABLE}";',
@@ -112,7 +112,7 @@ class Migration(migrations.Migration):
                 max_length=255,
             ),
         ),
-        tulip_memory.postgresql_operations.PostgreSQLOnly(
+        tulip_memory.postgres.operations.PostgreSQLOnly(
             migrations.AddField(
                 model_name="langgraphcheckpoint",
                 name="subject",
@@ -133,7 +133,7 @@ class Migration(migrations.Migration):
             model_name="deltacheckpointrecord",
             index=models.Index(fields=["tenant", "subject"], name="tulip_dckpt_subject_idx"),
         ),
-        tulip_memory.postgresql_operations.PostgreSQLOnly(
+        tulip_memory.postgres.operations.PostgreSQLOnly(
             migrations.AddIndex(
                 model_name="langgraphcheckpoint",
                 index=models.Index(fields=["tenant", "subject"], name="tulip_lgckpt_subject_idx"),

@@ -7,7 +7,7 @@ Existing rows get NULL: nothing expires until written with a ttl.
 
 from django.db import migrations, models
 
-import tulip_memory.postgresql_operations
+import tulip_memory.postgres.operations
 
 
 class Migration(migrations.Migration):
@@ -23,7 +23,7 @@ class Migration(migrations.Migration):
                 blank=True, help_text="When the item expires (empty: never)", null=True
             ),
         ),
-        tulip_memory.postgresql_operations.PostgreSQLOnly(
+        tulip_memory.postgres.operations.PostgreSQLOnly(
             migrations.AddIndex(
                 model_name="memoryitem",
                 index=models.Index(

@@ -24,9 +24,9 @@ from typing import Any
 
 from django.db import migrations, models
 
-import tulip_memory.postgresql_operations
-import tulip_memory.rls
-from tulip_memory.langgraph_rows import Entry, Record, pack_record, pack_writes
+import tulip_memory.postgres.operations
+import tulip_memory.postgres.rls
+from tulip_memory.chains.rows import Entry, Record, pack_record, pack_writes
 
 CHECKPOINTS = "tulip_memory_langgraph_checkpoint"
 BLOBS = "tulip_memory_langgraph_blob"
@@ -117,7 +117,7 @@ def _convert_thread(cursor: Any, tenant: str, thread_id: str) -> None:
 
 
 def convert(apps: Any, schema_editor: Any) -> None:
-    if not tulip_memory.postgresql_operations.is_postgresql(schema_editor):
+    if not tulip_memory.postgres.operations.is_postgresql(schema_editor):
         return
     with schema_editor.connection.cursor() as cursor:
         _force(cursor, (CHECKPOINTS, BLOBS, WRITES), False)
@@ -128,7 +128,7 @@ def convert(apps: Any, schema_editor: Any) -> None:
 
 
 def empty(apps: Any, schema_editor: Any) -> None:
-    if not tulip_memory.postgresql_operations.is_postgresql(schema_editor):
+    if not tulip_memory.postgres.operations.is_postgresql(schema_editor):
         return
     with schema_editor.connection.cursor() as cursor:
         _force(cursor, (CHECKPOINTS,), False)
@@ -139,11 +139,11 @@ def empty(apps: Any, schema_editor: Any) -> None:
 def restore_tenant_tables(apps: Any, schema_editor: Any) -> None:
     """Going back, after the blob and write tables are created again: their row-level
     security (``0007``) and the tenant registry's trigger (``0008``)."""
-    if not tulip_memory.postgresql_operations.is_postgresql(schema_editor):
+    if not tulip_memory.postgres.operations.is_postgresql(schema_editor):
         return
     for table in (BLOBS, WRITES):
         quoted = schema_editor.quote_name(table)
-        tulip_memory.rls.enable_tenant_row_level_security(schema_editor, quoted)
+        tulip_memory.postgres.rls.enable_tenant_row_level_security(schema_editor, quoted)
         schema_editor.execute(
             f"CREATE TRIGGER tulip_register_tenant AFTER INSERT ON {quoted} REFERENCING NEW "
             "TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION tulip_memory_register_tenants()"
@@ -151,7 +151,7 @@ def restore_tenant_tables(apps: Any, schema_editor: Any) -> None:
 
 
 def _postgresql(*operations: Any) -> list[Any]:
-    return [tulip_memory.postgresql_operations.PostgreSQLOnly(op) for op in operations]
+    return [tulip_memory.postgres.operations.PostgreSQLOnly(op) for op in operations]
 
 
 class Migration(migrations.Migration):

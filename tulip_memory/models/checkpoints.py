@@ -10,7 +10,7 @@
 
 Every row carries its ``tenant``; on PostgreSQL the tables are under the tenant
 row-level security policy (migration ``0002_checkpoints``), so queries run inside
-:func:`tulip_memory.tenancy.tenant_atomic`. The tenant leads every composite index.
+:func:`tulip_memory.tenancy.context.tenant_atomic`. The tenant leads every composite index.
 Save order is the auto-increment ``id``: "newest first" is ``-id``.
 """
 
@@ -23,9 +23,9 @@ from django.db import connections, models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from tulip_memory.identifiers import CHECKPOINT_ID_MAX_LENGTH, THREAD_ID_MAX_LENGTH
-from tulip_memory.subjects import SUBJECT_MAX_LENGTH
-from tulip_memory.tenancy import TENANT_MAX_LENGTH
+from tulip_memory.core.identifiers import CHECKPOINT_ID_MAX_LENGTH, THREAD_ID_MAX_LENGTH
+from tulip_memory.core.subjects import SUBJECT_MAX_LENGTH
+from tulip_memory.tenancy.context import TENANT_MAX_LENGTH
 
 __all__ = [
     "CheckpointRecord",
@@ -91,7 +91,7 @@ class ThreadRow(models.Model):
 
 
 class SubjectThreadRow(ThreadRow):
-    """A checkpoint row and the subject its state names (:mod:`tulip_memory.subjects`)."""
+    """A checkpoint row and the subject its state names (:mod:`tulip_memory.core.subjects`)."""
 
     subject = models.CharField(
         max_length=SUBJECT_MAX_LENGTH,

@@ -5,7 +5,7 @@ its tenant, a non-reversible reference to the subject (:func:`subject_reference`
 many rows of each kind it removed or blanked (:data:`COUNT_KEYS`), when and by whom. It
 holds no content: not the subject's name, not the namespaces, nothing that was removed.
 The table is under the tenant row-level security policy (migration ``0009_erasure``):
-receipts are written and read inside :func:`tulip_memory.tenancy.tenant_atomic`.
+receipts are written and read inside :func:`tulip_memory.tenancy.context.tenant_atomic`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from django.utils import timezone
 from django.utils.crypto import salted_hmac
 from django.utils.translation import gettext_lazy as _
 
-from tulip_memory.tenancy import TENANT_MAX_LENGTH
+from tulip_memory.tenancy.context import TENANT_MAX_LENGTH
 
 __all__ = ["COUNT_KEYS", "ErasureReceipt", "ErasureReceiptQuerySet", "subject_reference"]
 

@@ -8,7 +8,7 @@
 
 Both carry the ``tenant`` (``namespace[0]``) and sit under the tenant row-level security
 policy (migration ``0003_memory_manager``): every query runs inside
-:func:`tulip_memory.tenancy.tenant_atomic`. The periodic sweep
+:func:`tulip_memory.tenancy.context.tenant_atomic`. The periodic sweep
 (:mod:`tulip_memory.manager.extraction.sweep`) finds the tenants to look at in the tenant
 registry (:class:`tulip_memory.models.Tenant`, names only, filled by database triggers).
 
@@ -29,8 +29,8 @@ from django.db.models import F, Q
 from django.db.models.functions import Now
 from django.utils.translation import gettext_lazy as _
 
-from tulip_memory.namespaces import decode_namespace, encode_namespace
-from tulip_memory.tenancy import TENANT_MAX_LENGTH
+from tulip_memory.core.namespaces import decode_namespace, encode_namespace
+from tulip_memory.tenancy.context import TENANT_MAX_LENGTH
 
 __all__ = [
     "ENQUEUE_JOB_SQL",

@@ -1,7 +1,7 @@
 """Models of the LangGraph checkpoint saver (:class:`tulip_memory.langgraph.DjangoSaver`).
 
 :class:`LangGraphCheckpoint` is one LangGraph checkpoint, in one row: ``data`` holds,
-compressed (:mod:`tulip_memory.langgraph_rows`), the checkpoint, its metadata, its channel
+compressed (:mod:`tulip_memory.chains.rows`), the checkpoint, its metadata, its channel
 versions and the channel values it adds — whole, or a splice of its parent's list — and
 ``writes`` its tasks' pending writes. A row whose ``depth`` is 0 holds every value it
 refers to; any other row holds the values that changed since its parent and is read
@@ -27,15 +27,15 @@ from django.db.models.functions import Coalesce, Length, RowNumber
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from tulip_memory.exceptions import CheckpointCorruptError
-from tulip_memory.identifiers import CHECKPOINT_ID_MAX_LENGTH, THREAD_ID_MAX_LENGTH
-from tulip_memory.langgraph_rows import (
+from tulip_memory.chains.rows import (
     MAX_DEPTH,
     Record,
     pack_record,
     self_contained,
     unpack_walk,
 )
+from tulip_memory.core.identifiers import CHECKPOINT_ID_MAX_LENGTH, THREAD_ID_MAX_LENGTH
+from tulip_memory.exceptions import CheckpointCorruptError
 from tulip_memory.models.checkpoints import SubjectRowsQuerySet, SubjectThreadRow
 
 __all__ = ["LangGraphCheckpoint", "LangGraphCheckpointQuerySet", "walk_records", "walks"]
@@ -395,7 +395,7 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
         version = self._upsert(tenant, row, parent_writes, parent_version, pin)
         if version is not None:
             return version
-        from tulip_memory.tenancy import tenant_atomic
+        from tulip_memory.tenancy.context import tenant_atomic
 
         key = {
             "tenant": tenant,

@@ -2,7 +2,7 @@
 
 One row per ``(namespace, key)``. ``tenant`` is ``namespace[0]``; row-level security
 (migration ``0001_initial``) shows a transaction only the rows of the tenant it is
-pinned to (:func:`tulip_memory.tenancy.tenant_atomic`). The full namespace is stored as
+pinned to (:func:`tulip_memory.tenancy.context.tenant_atomic`). The full namespace is stored as
 one text path (:func:`encode_namespace`) whose prefixes are namespace prefixes, so
 ``list_namespaces(prefix)`` is a ``LIKE 'prefix/%'`` range.
 
@@ -13,8 +13,9 @@ statement: :func:`live_predicate`, one separate condition) and the sweep deletes
 
 Indexes, the unique constraint and the vector column's type are PostgreSQL's; on other
 vendors the table is created plainly (PgMemory refuses them). The generated search columns
-and the indexes text search reads (migrations 0006 and 0014, :mod:`tulip_memory.search_index`)
-are not in the model state: the ORM never writes nor reads them.
+and the indexes text search reads (migrations 0006 and 0014,
+:mod:`tulip_memory.postgres.search_index`) are not in the model state: the ORM never writes
+nor reads them.
 """
 
 from __future__ import annotations
@@ -33,8 +34,8 @@ from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 from pgvector.django import VectorField
 
-from tulip_memory.namespaces import NAMESPACE_SEPARATOR, encode_namespace
-from tulip_memory.search_index import (
+from tulip_memory.core.namespaces import NAMESPACE_SEPARATOR, encode_namespace
+from tulip_memory.postgres.search_index import (
     CODES_MAX_DIMENSIONS,
     INDEXED_NAMESPACE_MAX_BYTES,
     LEXICAL_FUNCTION,
@@ -42,7 +43,7 @@ from tulip_memory.search_index import (
     indexed,
     query_planes,
 )
-from tulip_memory.tenancy import TENANT_MAX_LENGTH
+from tulip_memory.tenancy.context import TENANT_MAX_LENGTH
 
 __all__ = [
     "INDEXED_SEARCH_MIN_ROWS",
@@ -453,7 +454,7 @@ class MemoryItemQuerySet(models.QuerySet):
         printed as text and parsed back; pgvector's text form is accepted too.
 
         A text query without ``subtree``, ``value_condition`` nor ``metadata`` (which need
-        every row) reads the indexes of :mod:`tulip_memory.search_index` instead of a
+        every row) reads the indexes of :mod:`tulip_memory.postgres.search_index` instead of a
         namespace's rows, when its vector (an array) has codes and every path fits the
         indexes (:meth:`_hybrid_indexed` says how): for every path (``use_indexes``
         True), none (False), or those whose item of ``use_indexes`` is true (a branch for
@@ -669,7 +670,7 @@ class MemoryItemQuerySet(models.QuerySet):
         *,
         candidates: bool,
     ) -> str:
-        """:meth:`_hybrid`'s ranking from the indexes (:mod:`tulip_memory.search_index`).
+        """:meth:`_hybrid`'s ranking from the indexes (:mod:`tulip_memory.postgres.search_index`).
 
         Lexical part: the ``pool`` best rows by BM25, computed as :meth:`_hybrid` does, from
         the GIN index of the words through the ``SECURITY DEFINER`` function (the only way

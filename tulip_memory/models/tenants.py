@@ -22,7 +22,7 @@ from django.conf import settings
 from django.db import connections, models
 from django.utils.translation import gettext_lazy as _
 
-from tulip_memory.tenancy import TENANT_MAX_LENGTH
+from tulip_memory.tenancy.context import TENANT_MAX_LENGTH
 
 __all__ = ["Tenant", "TenantMembership"]
 
@@ -34,7 +34,7 @@ class TenantQuerySet(models.QuerySet):
         if connections[self.db].vendor != "postgresql":
             from django.apps import apps
 
-            from tulip_memory.rls import TENANT_COLUMN
+            from tulip_memory.postgres.rls import TENANT_COLUMN
 
             # Only the tables this database has (the LangGraph tables are PostgreSQL's).
             present = set(connections[self.db].introspection.table_names())

@@ -10,8 +10,8 @@
 * :mod:`.task_names` — the names of the Celery tasks that run the sweeps.
 
 Every sweep works tenant by tenant, each tenant in its own transaction pinned to it
-(:func:`~tulip_memory.tenancy.tenant_atomic`), so row-level security applies as for the
+(:func:`~tulip_memory.tenancy.context.tenant_atomic`), so row-level security applies as for the
 application. They run as Celery beat tasks (:mod:`tulip_memory.tasks`,
-:mod:`tulip_memory.sweeps`) and as management commands (``tulip_memory_sweep_expired``,
+:mod:`tulip_memory.retention.sweeps`) and as management commands (``tulip_memory_sweep_expired``,
 ``tulip_memory_cleanup_jobs``, ``tulip_memory_prune_checkpoints``). See docs/operations.md.
 """

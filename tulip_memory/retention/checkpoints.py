@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import async_to_sync
 
-from tulip_memory.clock import utc_now
+from tulip_memory.core.clock import utc_now
 from tulip_memory.events import EV_CHECKPOINT_PRUNED, elapsed_ms, muted
 from tulip_memory.retention.policy import RetentionPolicy, retention_policy
 from tulip_memory.retention.tenants import sweep_tenants
@@ -73,7 +73,7 @@ def _full_snapshots(
     tenant: str, using: str, policy: RetentionPolicy, now: datetime, dry_run: bool
 ) -> CheckpointPruning:
     from tulip_memory.models import CheckpointRecord
-    from tulip_memory.tenancy import tenant_atomic
+    from tulip_memory.tenancy.context import tenant_atomic
 
     report = CheckpointPruning()
     cutoff = _idle_cutoff(policy, now)
@@ -131,7 +131,7 @@ def _delta_threads(
     from django.db.models import Count
 
     from tulip_memory.models import DeltaCheckpointRecord
-    from tulip_memory.tenancy import tenant_atomic
+    from tulip_memory.tenancy.context import tenant_atomic
 
     with tenant_atomic(tenant, using=using):
         rows = DeltaCheckpointRecord.objects.using(using).filter(tenant=tenant)
@@ -161,7 +161,7 @@ def _langgraph(
     from django.db.models import Count
 
     from tulip_memory.models import LangGraphCheckpoint
-    from tulip_memory.tenancy import tenant_atomic
+    from tulip_memory.tenancy.context import tenant_atomic
 
     report = CheckpointPruning()
     if connections[using].vendor != "postgresql":
@@ -325,7 +325,7 @@ def prune_tenant_checkpoints(
 def _report_pruned(
     sender: type, tenant: str, using: str, pruning: CheckpointPruning, started: float
 ) -> None:
-    from tulip_memory.tenancy import emit_on_commit
+    from tulip_memory.tenancy.context import emit_on_commit
 
     if pruning.checkpoints:
         emit_on_commit(

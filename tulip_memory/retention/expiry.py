@@ -17,7 +17,7 @@ import time
 from collections.abc import Sequence
 from datetime import datetime
 
-from tulip_memory.clock import utc_now
+from tulip_memory.core.clock import utc_now
 from tulip_memory.events import EV_STORE_EXPIRED_SWEPT, elapsed_ms
 from tulip_memory.retention.tenants import sweep_tenants
 
@@ -36,7 +36,7 @@ def sweep_expired_tenant(
 ) -> int:
     """Delete (or, dry, count) ``tenant``'s items expired at ``now``; how many."""
     from tulip_memory.models import MemoryItem
-    from tulip_memory.tenancy import emit_on_commit, tenant_atomic
+    from tulip_memory.tenancy.context import emit_on_commit, tenant_atomic
 
     moment = utc_now() if now is None else now
     started = time.perf_counter()

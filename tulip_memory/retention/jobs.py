@@ -42,7 +42,7 @@ def cleanup_tenant_jobs(
     """Purge payloads and delete rows of ``tenant``'s finished jobs, per ``policy``
     (default: the settings')."""
     from tulip_memory.models import ExtractionJob, JobState
-    from tulip_memory.tenancy import tenant_atomic
+    from tulip_memory.tenancy.context import tenant_atomic
 
     policy = retention_policy() if policy is None else policy
     report = JobCleanup()

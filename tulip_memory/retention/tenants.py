@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tulip_memory.tenancy import validate_tenants
+from tulip_memory.tenancy.context import validate_tenants
 
 __all__ = ["sweep_tenants"]
 

@@ -3,7 +3,7 @@
 Backends: :class:`InMemoryStore` (process-local), :class:`HolographicStore` (one SQLite
 file, FTS5 + holographic vectors) and :class:`PgMemory` (PostgreSQL + pgvector with
 row-level security per tenant). ``PgMemory`` and ``PGVECTOR_ANN_MAX_DIM`` are imported
-lazily from :mod:`tulip_memory.store.pg`, so this package imports without Django settings.
+lazily from :mod:`tulip_memory.store.pg.store`, so this package imports without Django settings.
 The contract is documented in :mod:`tulip_memory.store.base`.
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 from tulip_memory.exceptions import StoreCapabilityError
 from tulip_memory.store.base import BaseStore, SemanticSearchResult, StoreCapabilities, StoreItem
 from tulip_memory.store.context import StoreContext
-from tulip_memory.store.holographic import HolographicStore
+from tulip_memory.store.holographic.store import HolographicStore
 from tulip_memory.store.memory import InMemoryStore
 from tulip_memory.store.namespaced import NamespacedStore
 
@@ -37,7 +37,7 @@ _LAZY = {"PgMemory", "PGVECTOR_ANN_MAX_DIM"}
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        from tulip_memory.store import pg
+        from tulip_memory.store.pg import store as pg
 
         return getattr(pg, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -35,7 +35,7 @@ honours (and that ``tests/store/test_contract.py`` checks on each backend):
   ``sweep_expired()``. Every write sets the expiry afresh: a write without ``ttl``
   clears it (the item then never expires). A bad ttl raises ``ValueError`` and writes
   nothing; ``ttl`` on a store without the capability raises ``StoreCapabilityError``.
-  The time comes from the store's clock (:mod:`tulip_memory.clock`).
+  The time comes from the store's clock (:mod:`tulip_memory.core.clock`).
 
 The abstract methods are ``put``, ``get``, ``delete`` and ``list_keys``; everything else has
 a default built over them. ``get_item``'s default wraps ``get``: it cannot know an item's
@@ -55,9 +55,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, NoReturn
 
-from tulip_memory.clock import utc_now
+from tulip_memory.core.clock import utc_now
+from tulip_memory.core.namespaces import Namespace
 from tulip_memory.exceptions import StoreCapabilityError
-from tulip_memory.namespaces import Namespace
 from tulip_memory.store.instrumentation import observe_methods
 from tulip_memory.store.validation import (
     batch_items,

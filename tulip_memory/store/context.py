@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tulip_memory.core.identifiers import validate_identifier
 from tulip_memory.exceptions import TenantError
-from tulip_memory.identifiers import validate_identifier
 from tulip_memory.store.base import (
     TTL,
     BaseStore,

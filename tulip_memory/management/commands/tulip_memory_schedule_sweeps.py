@@ -1,7 +1,7 @@
 """``manage.py tulip_memory_schedule_sweeps``: put every periodic sweep on Celery beat.
 
 Creates or updates one django-celery-beat ``PeriodicTask`` per sweep
-(:mod:`tulip_memory.sweeps`), every ``TULIP_MEMORY["SWEEP_INTERVALS"][<sweep>]`` seconds
+(:mod:`tulip_memory.retention.sweeps`), every ``TULIP_MEMORY["SWEEP_INTERVALS"][<sweep>]`` seconds
 on ``CELERY_QUEUE`` (or ``--queue``); ``--only`` picks sweeps. Idempotent: run it on every
 deploy. ``--print-settings`` prints the equivalent ``CELERY_BEAT_SCHEDULE`` instead (for a
 beat without django-celery-beat) and writes nothing; ``--dry-run`` lists what it would
@@ -16,10 +16,10 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from tulip_memory.beat import beat_models
 from tulip_memory.exceptions import ConfigurationError
+from tulip_memory.retention.beat import beat_models
 from tulip_memory.retention.policy import sweep_intervals
-from tulip_memory.sweeps import (
+from tulip_memory.retention.sweeps import (
     SWEEPS,
     beat_schedule,
     chosen_sweeps,

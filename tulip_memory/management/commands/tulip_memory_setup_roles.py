@@ -6,7 +6,7 @@ this one command): it creates the owner role (``migrate --database=owner``) and 
 application role (no superuser, no BYPASSRLS, not the owner) when they are missing, sets
 their passwords when given, creates the ``vector`` extension, gives the ``public``
 schema to the owner and grants the application role DML on what the owner creates
-(:mod:`tulip_memory.database_roles`) and on the tables (and sequences) of ``public`` the
+(:mod:`tulip_memory.postgres.roles`) and on the tables (and sequences) of ``public`` the
 owner already owns: a project's own tables, when tulip_memory joins an existing
 database. Every statement is idempotent; they run in one transaction. ``--dry-run``
 prints the SQL it would run (it reads the catalog to see which roles exist, so any role
@@ -30,7 +30,8 @@ from typing import Any
 from django.core.management.base import CommandError, CommandParser
 from django.db import DatabaseError, transaction
 
-from tulip_memory.database_roles import (
+from tulip_memory.management.tenant_command import TenantCommand
+from tulip_memory.postgres.roles import (
     APP_ROLE,
     OWNER_ROLE,
     database_setup_sql,
@@ -39,7 +40,6 @@ from tulip_memory.database_roles import (
     schema_objects,
     validate_identifier,
 )
-from tulip_memory.management.tenant_command import TenantCommand
 
 
 class Command(TenantCommand):

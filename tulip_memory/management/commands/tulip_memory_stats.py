@@ -47,12 +47,12 @@ def tenant_stats(tenant: str, alias: str) -> dict[str, Any]:
         MemoryItem,
     )
     from tulip_memory.models.extraction import JobState
-    from tulip_memory.tenancy import tenant_atomic
+    from tulip_memory.tenancy.context import tenant_atomic
 
     history = Q(namespace__contains=f"/{HISTORY_LABEL}/")
     with tenant_atomic(tenant, using=alias):
         # The tenant named too: the tables' owner reads every tenant's store items (the
-        # search function's policy, tulip_memory.search_index).
+        # search function's policy, tulip_memory.postgres.search_index).
         items = MemoryItem.objects.using(alias).filter(tenant=tenant)
         store = items.aggregate(
             items=Count("pk"),

@@ -5,6 +5,6 @@
 * ``"celery"``: :mod:`.queue` (the caller's side: job rows + task messages).
 
 The worker's side of celery mode (leases, ordered runs, retries) is
-:mod:`tulip_memory.manager.worker`: it builds a manager, so it sits above the manager
+:mod:`tulip_memory.manager.extraction.worker`: it builds a manager, so it sits above the manager
 core, while everything here sits below it.
 """

@@ -26,7 +26,7 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 
-from tulip_memory.manager.extraction.task_names import RUN_EXTRACTION_QUEUE
+from tulip_memory.core.task_names import RUN_EXTRACTION_QUEUE
 from tulip_memory.messages import Message
 
 __all__ = ["SEND_RETRY_POLICY", "CeleryExtractions", "send_run_task"]
@@ -128,7 +128,7 @@ class CeleryExtractions:
         from django.db import transaction
 
         from tulip_memory.models import ExtractionJob
-        from tulip_memory.tenancy import refuse_another_tenant, tenant_atomic
+        from tulip_memory.tenancy.context import refuse_another_tenant, tenant_atomic
 
         tenant = namespace[0]
         refuse_another_tenant(tenant)  # as PgMemory inline: the worker would write there
@@ -159,7 +159,7 @@ class CeleryExtractions:
     def _poll(self, kick: bool) -> None:
         from tulip_memory.models import ExtractionJob, ExtractionQueue
         from tulip_memory.models.extraction import OPEN_STATES
-        from tulip_memory.tenancy import tenant_atomic
+        from tulip_memory.tenancy.context import tenant_atomic
 
         by_tenant: dict[str, list[int]] = defaultdict(list)
         for job_id, (tenant, _queue_id) in list(self._pending.items()):

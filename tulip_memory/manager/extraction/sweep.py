@@ -36,7 +36,7 @@ def resend_stalled_queues(using: str = "default") -> int:
     """Send one run message to every stalled extraction queue, of every tenant; how many."""
     from tulip_memory.conf import settings
     from tulip_memory.models import ExtractionQueue, Tenant
-    from tulip_memory.tenancy import tenant_atomic
+    from tulip_memory.tenancy.context import tenant_atomic
 
     waited = float(settings.EXTRACTION_RESEND_AFTER)
     tenants = list(Tenant.objects.using(using).order_by("name").values_list("name", flat=True))

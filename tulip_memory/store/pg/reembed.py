@@ -29,11 +29,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from tulip_memory.conf import settings
+from tulip_memory.core.hrr import DEFAULT_DIM
+from tulip_memory.core.text import value_text
 from tulip_memory.embeddings import get_embedder
-from tulip_memory.hrr import DEFAULT_DIM
-from tulip_memory.store.pg_encoder import EXTERNAL_SOURCE, TextEncoder
-from tulip_memory.tenancy import tenant_atomic
-from tulip_memory.text import value_text
+from tulip_memory.store.pg.encoder import EXTERNAL_SOURCE, TextEncoder
+from tulip_memory.tenancy.context import tenant_atomic
 
 __all__ = [
     "Reembedder",
@@ -53,7 +53,7 @@ _KEPT_SOURCES = ("", EXTERNAL_SOURCE)
 
 def stores_hrr_in_pg() -> bool:
     """Whether ``STORE`` is PgMemory (or a subclass): its HRR width is then known."""
-    from tulip_memory.store.pg import PgMemory
+    from tulip_memory.store.pg.store import PgMemory
 
     try:
         store = settings.import_setting("STORE")
@@ -100,7 +100,7 @@ def foreign_sources(connection: Any, source: str, tenant: str | None = None) -> 
     ``external`` vectors and rows without a vector are not counted: re-embedding leaves
     them alone. Under row-level security a connection sees only its pinned tenant's rows,
     but the tables' owner reads every tenant's store items (the search function's policy,
-    :mod:`tulip_memory.search_index`): a count of one tenant names it.
+    :mod:`tulip_memory.postgres.search_index`): a count of one tenant names it.
     """
     only = "" if tenant is None else "AND tenant = %s "
     with connection.cursor() as cursor:

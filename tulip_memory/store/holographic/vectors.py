@@ -1,6 +1,6 @@
 """HolographicStore's vectors: the HRR phases of each item and callers' float32 embeddings.
 
-An item's HRR vector is the phases of its tokens (:mod:`tulip_memory.hrr`, 2 bytes per
+An item's HRR vector is the phases of its tokens (:mod:`tulip_memory.core.hrr`, 2 bytes per
 dimension), stored in the ``hrr`` column; an item without any token has none (``NULL``)
 and scores as a zero phase vector. A caller's embedding is stored as little-endian float32
 in the ``embedding`` column and ranked by an exact cosine scan.
@@ -13,8 +13,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from tulip_memory import hrr
-from tulip_memory.store.holographic_sql import NAMESPACE_PHASES
+from tulip_memory.core import hrr
+from tulip_memory.store.holographic.sql import NAMESPACE_PHASES
 from tulip_memory.store.ranking import cosine_similarities, cosine_top
 
 __all__ = [

@@ -7,7 +7,7 @@ up to at most ``ROW_BUDGET`` rows (always the rarest term found in the namespace
 out the others: BM25 costs microseconds per matching row and a frequent word can match half
 of a namespace. So such a search may return fewer than ``limit`` items although more hold
 a left-out word.
-The HRR ranking of the candidates (:mod:`tulip_memory.store.holographic_vectors`) still
+The HRR ranking of the candidates (:mod:`tulip_memory.store.holographic.vectors`) still
 counts every term.
 """
 
@@ -17,7 +17,7 @@ import sqlite3
 from collections.abc import Iterable
 from typing import Any
 
-from tulip_memory.store.holographic_sql import (
+from tulip_memory.store.holographic.sql import (
     BM25_CANDIDATES,
     COUNT_MATCHES,
     COUNT_NAMESPACE,

@@ -71,7 +71,7 @@ def _what_to_run_instead(connection: Any, using: str, schema: str) -> str:
     """
     from django.db import connections
 
-    from tulip_memory.checks.settings import tenant_databases
+    from tulip_memory.conf import tenant_databases
 
     applications = set(tenant_databases() or ())
     mine = connections.settings[using]

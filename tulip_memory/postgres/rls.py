@@ -3,7 +3,7 @@
 Every tenant table has a text ``tenant`` column and, on PostgreSQL, ENABLE + FORCE ROW
 LEVEL SECURITY with exactly one policy, :data:`POLICY_NAME`, whose USING and WITH CHECK
 clauses compare that column with the transaction's tenant setting
-(``TULIP_MEMORY["TENANT_SETTING"]``, set by :func:`tulip_memory.tenancy.tenant_atomic`).
+(``TULIP_MEMORY["TENANT_SETTING"]``, set by :func:`tulip_memory.tenancy.context.tenant_atomic`).
 With no tenant set the setting is NULL or ``''``, which matches no row: nothing is
 visible and every write is rejected.
 
@@ -16,7 +16,7 @@ connection).
 The migration operation :class:`EnableTenantRowLevelSecurity` (usable by every layer's
 migration) enables + forces RLS and creates the policy; it is a no-op on other vendors,
 so ``migrate`` works on MariaDB and SQLite. The other PostgreSQL-only operations (vector
-extension, ANN index, ``PostgreSQLOnly``) are in :mod:`tulip_memory.postgresql_operations`.
+extension, ANN index, ``PostgreSQLOnly``) are in :mod:`tulip_memory.postgres.operations`.
 
 :func:`tenant_tables` lists the tables the row-level security system checks inspect
 (:mod:`tulip_memory.checks.tenancy`).
@@ -28,7 +28,7 @@ from typing import Any
 
 from django.db.migrations.operations.base import Operation
 
-from tulip_memory.postgresql_operations import is_postgresql
+from tulip_memory.postgres.operations import is_postgresql
 
 __all__ = [
     "POLICY_NAME",

@@ -1,6 +1,6 @@
 """Holographic reduced representations (HRR) of text, as phase vectors.
 
-A text becomes ``dim`` phases: every token (see :func:`tulip_memory.text.tokenize`)
+A text becomes ``dim`` phases: every token (see :func:`tulip_memory.core.text.tokenize`)
 has a pseudo-random phase vector, and the text's vector is the phase of the sum of its
 distinct tokens' unit phasors (HRR superposition in the frequency domain). The similarity
 of two texts is ``mean(cos(a - b))``: about 0 for texts without a common token, growing
@@ -34,7 +34,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from tulip_memory.text import tokenize
+from tulip_memory.core.text import tokenize
 
 __all__ = [
     "DEFAULT_DIM",

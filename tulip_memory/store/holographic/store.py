@@ -1,12 +1,12 @@
 """HolographicStore: durable memory in one SQLite file, with no other infrastructure.
 
 Each item is a row of ``tulip_items`` plus an FTS5 index entry (external-content table kept
-in sync by triggers) and an HRR phase vector (:mod:`tulip_memory.hrr`, 2 bytes per
+in sync by triggers) and an HRR phase vector (:mod:`tulip_memory.core.hrr`, 2 bytes per
 dimension). The file runs in WAL mode, so readers in other processes do not block the
 writer.
 
 Search ranks by FTS5's BM25 over the query's words (OR-ed, so an item need not contain
-every word), stop words dropped (:data:`tulip_memory.text.STOP_WORDS`; FTS5 has no stop
+every word), stop words dropped (:data:`tulip_memory.core.text.STOP_WORDS`; FTS5 has no stop
 list) and stemmed by FTS5's ``porter`` tokenizer (``likes`` finds ``liked``); ties newest
 first. A query without words (empty, or stop words only) lists the newest items. HRR is
 not part of the default ranking: it encodes the same words without IDF, and re-scoring
@@ -29,13 +29,13 @@ with numpy. Its width is fixed by the first embedding written to the file (or
 file written with another ``dim`` is refused. A file written through an ``embedder=``
 keeps that embedder's name too, and refuses to be opened with another one.
 
-The class orchestrates; the seams live beside it: :mod:`~tulip_memory.store.holographic_sql`
-(schema and every statement), :mod:`~tulip_memory.store.holographic_fts` (BM25
-candidates) and :mod:`~tulip_memory.store.holographic_vectors` (HRR and embeddings).
+The class orchestrates; the seams live beside it: :mod:`~tulip_memory.store.holographic.sql`
+(schema and every statement), :mod:`~tulip_memory.store.holographic.fts` (BM25
+candidates) and :mod:`~tulip_memory.store.holographic.vectors` (HRR and embeddings).
 
 Expiry: ``ttl=`` on ``put``, ``put_batch`` and ``put_with_embedding`` stores
 ``clock() + ttl`` in the row's ``expires_at``; every statement keeps only the live rows
-(:data:`~tulip_memory.store.holographic_sql.LIVE`, against the clock given as ``clock=``)
+(:data:`~tulip_memory.store.holographic.sql.LIVE`, against the clock given as ``clock=``)
 and ``sweep_expired()`` deletes the others.
 
 One connection guarded by a lock serves every thread; each call runs in a worker thread
@@ -56,11 +56,11 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from tulip_memory.clock import Clock, MonotonicWallClock, from_micros, to_micros, utc_now
+from tulip_memory.core.clock import Clock, MonotonicWallClock, from_micros, to_micros, utc_now
+from tulip_memory.core.hrr import DEFAULT_DIM, validate_dim
+from tulip_memory.core.namespaces import Namespace
+from tulip_memory.core.text import STOP_WORDS, has_words, off_loop_when_long, tokenize, value_text
 from tulip_memory.embeddings.base import embed_texts, embedder_source, query_vector_or_none
-from tulip_memory.hrr import DEFAULT_DIM, validate_dim
-from tulip_memory.namespaces import Namespace
-from tulip_memory.store import holographic_sql as sql
 from tulip_memory.store.base import (
     TTL,
     BaseStore,
@@ -69,15 +69,16 @@ from tulip_memory.store.base import (
     StoreCapabilities,
     StoreItem,
 )
-from tulip_memory.store.holographic_fts import bm25_candidates
-from tulip_memory.store.holographic_sql import (
+from tulip_memory.store.holographic import sql
+from tulip_memory.store.holographic.fts import bm25_candidates
+from tulip_memory.store.holographic.sql import (
     Transaction,
     metadata_matches,
     ns_prefix_text,
     ns_to_text,
     scope_token,
 )
-from tulip_memory.store.holographic_vectors import (
+from tulip_memory.store.holographic.vectors import (
     embedding_blob,
     embedding_from_blob,
     embedding_similarities,
@@ -112,7 +113,6 @@ from tulip_memory.store.validation import (
     validate_query,
     validate_threshold,
 )
-from tulip_memory.text import STOP_WORDS, has_words, off_loop_when_long, tokenize, value_text
 
 if TYPE_CHECKING:
     from tulip_memory.embeddings import BaseEmbedding

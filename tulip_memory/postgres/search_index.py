@@ -21,7 +21,7 @@ Why the function: under row-level security the planner uses an index only for a
 leakproof operator, and ``@@`` is not one, so the application role can never read the GIN
 index itself. The owner's policies include one ``USING (true)``, so inside the function
 no security qual is left and the index is used; the function applies the tenant itself,
-with the very predicate of the tenant policy (:func:`tulip_memory.rls.policy_expression`),
+with the very predicate of the tenant policy (:func:`tulip_memory.postgres.rls.policy_expression`),
 so a caller gets what the policy would show it: nothing without a tenant bound, nothing
 of another tenant. The owner reading every tenant's rows adds no power: it can lift FORCE
 or drop the policies at will; FORCE still applies to its writes, and other roles are not
@@ -39,11 +39,11 @@ from typing import Any
 
 import numpy as np
 
-from tulip_memory.postgresql_operations import (
+from tulip_memory.postgres.operations import (
     DatabaseOnlyTableOperation,
     require_extension,
 )
-from tulip_memory.rls import policy_expression
+from tulip_memory.postgres.rls import policy_expression
 
 __all__ = [
     "CODES_MAX_DIMENSIONS",
@@ -226,7 +226,7 @@ class AddSearchIndex(DatabaseOnlyTableOperation):
     caller's tenant policy shows, which a role without SELECT on the table must not read.
     A role granted SELECT later needs ``GRANT EXECUTE ON FUNCTION`` too (docs/pg_store.md).
     ``btree_gin`` is a trusted extension: a role with CREATE on the database (its owner)
-    creates it, otherwise a superuser must (:func:`tulip_memory.database_roles.
+    creates it, otherwise a superuser must (:func:`tulip_memory.postgres.roles.
     database_setup_sql` does); reversing keeps it, as other apps may use it. Not part
     of the model state (the ORM never reads these); other vendors get nothing.
     """

@@ -8,7 +8,7 @@
   the migration state everywhere but the schema only on PostgreSQL.
 
 All of them are no-ops on other vendors, so ``migrate`` works on MariaDB and SQLite. The
-tenant row-level security operation lives with its checks in :mod:`tulip_memory.rls`.
+tenant row-level security operation lives with its checks in :mod:`tulip_memory.postgres.rls`.
 """
 
 from __future__ import annotations
@@ -271,7 +271,7 @@ class AddSearchVector(DatabaseOnlyTableOperation):
     difference). Not part of the model state (the ORM never writes them); other vendors
     get nothing.
 
-    Their GIN index came later, with migration 0014 (:mod:`tulip_memory.search_index`):
+    Their GIN index came later, with migration 0014 (:mod:`tulip_memory.postgres.search_index`):
     under row-level security (FORCE, as migration 0001 sets it) PostgreSQL only uses an
     index for a leakproof operator, and the text search match ``@@`` is not one, so the
     application role reads it through a ``SECURITY DEFINER`` function.

@@ -1,7 +1,7 @@
 """TextEncoder: the vectors of PgMemory — an embedder's, else HRR — with a per-tenant cache.
 
 Without an embedder a text's vector is the HRR ``[cos φ, sin φ]`` encoding of its tokens
-(:mod:`tulip_memory.hrr`), ``2 * dim`` wide; with one it is the embedder's, of its
+(:mod:`tulip_memory.core.hrr`), ``2 * dim`` wide; with one it is the embedder's, of its
 ``dimension``. A text without any word has no vector (None), nor has one whose embedder
 vector is all zeros (a text of tokens the model does not know: the row is then ranked by
 its words, as in the other stores). An embedder's vector of the wrong width, not finite,
@@ -10,7 +10,7 @@ words, :func:`~tulip_memory.embeddings.base.query_vector_or_none`). Vectors are 
 arrays (what pgvector stores; they travel to PostgreSQL in binary), read-only because the
 cache shares them.
 
-HRR vectors of long texts (:data:`~tulip_memory.text.LONG_TEXT_CHARS` and up) are computed in
+HRR vectors of long texts (:data:`~tulip_memory.core.text.LONG_TEXT_CHARS` and up) are computed in
 a worker thread, so encoding never stalls the event loop; an embedder is awaited as it is
 (the bundled ones run their model in a thread or over the network).
 
@@ -29,13 +29,13 @@ from typing import Any
 
 import numpy as np
 
-from tulip_memory import hrr
+from tulip_memory.core import hrr
+from tulip_memory.core.hrr import DEFAULT_DIM
+from tulip_memory.core.lru import LRUCache
+from tulip_memory.core.text import has_words, off_loop_when_long, tokenize
 from tulip_memory.embeddings.base import embed_texts, embedder_source
-from tulip_memory.hrr import DEFAULT_DIM
-from tulip_memory.lru import LRUCache
-from tulip_memory.postgresql_operations import PGVECTOR_ANN_MAX_DIM
+from tulip_memory.postgres.operations import PGVECTOR_ANN_MAX_DIM
 from tulip_memory.store.validation import validate_embedding
-from tulip_memory.text import has_words, off_loop_when_long, tokenize
 
 __all__ = ["DEFAULT_ENCODING_CACHE", "EXTERNAL_SOURCE", "TextEncoder"]
 

@@ -24,8 +24,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from tulip_memory.conf import settings
-from tulip_memory.identifiers import validate_identifier
-from tulip_memory.namespaces import Namespace, validate_namespace, validate_namespace_prefix
+from tulip_memory.core.identifiers import validate_identifier
+from tulip_memory.core.namespaces import Namespace, validate_namespace, validate_namespace_prefix
 
 __all__ = [
     "SUBJECT_MAX_LENGTH",

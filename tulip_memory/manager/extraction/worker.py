@@ -24,7 +24,7 @@
    database restart releases it on a new connection (the task's retry claims it again
    at once instead of waiting for the lease to expire).
 
-The whole run is bound to the tenant (:func:`~tulip_memory.tenancy.tenant_context`) of the
+The whole run is bound to the tenant (:func:`~tulip_memory.tenancy.context.tenant_context`) of the
 queue's row (read under that tenant's row-level security), and a job runs only in a
 namespace of that tenant: a queue whose path names another tenant fails its jobs
 (``TenantError``) with nothing run. Row-level security checks a row's tenant column, not
@@ -116,7 +116,7 @@ if TYPE_CHECKING:
 
 __all__ = ["RunOutcome", "run_queue"]
 
-logger = logging.getLogger("tulip_memory.manager.worker")
+logger = logging.getLogger("tulip_memory.manager.extraction.worker")
 
 _MAX_RETRY_DELAY = 600.0
 
@@ -201,7 +201,7 @@ class _Heartbeat:
         """Right before a job's save: raise :class:`LeaseLostError` (nothing is saved) if the
         attempt has run past the job timeout or ``owner`` lost the lease; else renew it."""
         from tulip_memory.models import ExtractionQueue
-        from tulip_memory.tenancy import tenant_atomic
+        from tulip_memory.tenancy.context import tenant_atomic
 
         tenant, queue_id, owner, lease = self.args
         overdue = self.overdue()
@@ -214,7 +214,7 @@ class _Heartbeat:
     def _give_up(self, job_id: int, attempt: int) -> None:
         """The running attempt is overdue: say so, in the log and on the job's row (while
         the attempt is still this worker's)."""
-        from tulip_memory.tenancy import tenant_atomic
+        from tulip_memory.tenancy.context import tenant_atomic
 
         tenant, queue_id, owner, _lease = self.args
         error = self.timeout_error(attempt)
@@ -232,7 +232,7 @@ class _Heartbeat:
 
     def _run(self) -> None:
         from tulip_memory.models import ExtractionQueue
-        from tulip_memory.tenancy import tenant_atomic
+        from tulip_memory.tenancy.context import tenant_atomic
 
         tenant, queue_id, owner, lease = self.args
         given_up: tuple[int, int, float] | None = None
@@ -368,7 +368,7 @@ def _record_attempt(
     wrote the row.
     """
     from tulip_memory.models import ExtractionJob
-    from tulip_memory.tenancy import tenant_atomic
+    from tulip_memory.tenancy.context import tenant_atomic
 
     if not columns and usage is None:
         return False
@@ -635,7 +635,7 @@ def _run_claimed(
     """Run open jobs while holding the lease; seconds until a retry is due, if one is."""
     from tulip_memory.conf import settings
     from tulip_memory.models import ExtractionJob, ExtractionQueue, JobState
-    from tulip_memory.tenancy import tenant_atomic
+    from tulip_memory.tenancy.context import tenant_atomic
 
     owner, lease = heartbeat.args[2], heartbeat.args[3]
     max_attempts = int(settings.EXTRACTION_MAX_ATTEMPTS)
@@ -723,7 +723,7 @@ def _release(tenant: str, queue_id: int, owner: str) -> None:
     claim it. Once the server is back, a new connection releases it at once.
     """
     from tulip_memory.models import ExtractionQueue
-    from tulip_memory.tenancy import tenant_atomic
+    from tulip_memory.tenancy.context import tenant_atomic
 
     def release() -> None:
         with tenant_atomic(tenant):
@@ -774,8 +774,8 @@ def run_queue(
     """
     from tulip_memory.conf import settings
     from tulip_memory.models import ExtractionJob, ExtractionQueue
-    from tulip_memory.namespaces import decode_namespace
-    from tulip_memory.tenancy import tenant_atomic, tenant_context
+    from tulip_memory.core.namespaces import decode_namespace
+    from tulip_memory.tenancy.context import tenant_atomic, tenant_context
 
     manager = _build_manager()
     owner = owner or worker_identity()

@@ -23,16 +23,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tulip_memory.beat import beat_entry, schedule_in_database
-from tulip_memory.exceptions import ConfigurationError
-from tulip_memory.manager.extraction.schedule import SWEEP_PERIODIC_TASK_NAME
-from tulip_memory.manager.extraction.task_names import SWEEP_EXTRACTION_QUEUES
-from tulip_memory.retention.policy import sweep_intervals
-from tulip_memory.retention.task_names import (
+from tulip_memory.core.task_names import (
     CLEANUP_EXTRACTION_JOBS,
     PRUNE_CHECKPOINTS,
     SWEEP_EXPIRED_ITEMS,
+    SWEEP_EXTRACTION_QUEUES,
 )
+from tulip_memory.exceptions import ConfigurationError
+from tulip_memory.retention.beat import beat_entry, schedule_in_database
+from tulip_memory.retention.extraction_schedule import SWEEP_PERIODIC_TASK_NAME
+from tulip_memory.retention.policy import sweep_intervals
 
 __all__ = ["SWEEPS", "Sweep", "beat_schedule", "chosen_sweeps", "schedule_sweeps_in_database"]
 

@@ -7,7 +7,7 @@ A namespace is stored as its compact JSON array (``["users","u1"]``): exact, rev
 and a prefix ``("users",)`` is the string prefix ``["users",`` of every namespace under
 it. The FTS5 table indexes two columns: ``scope``, one token per namespace (a BLAKE2b
 digest of its JSON) so that a full-text query is confined to one namespace inside FTS5
-itself, and ``content``, the value's tokens as :func:`tulip_memory.text.tokenize`
+itself, and ``content``, the value's tokens as :func:`tulip_memory.core.text.tokenize`
 produced them (the ``unicode61`` tokenizer with ``remove_diacritics 0`` then splits them
 exactly as they are, so every store matches the same words), each reduced by FTS5's
 ``porter`` stemmer (``likes``/``liked`` match ``like``). A file whose FTS table was made

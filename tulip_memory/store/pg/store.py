@@ -8,7 +8,7 @@ is what keeps tenants apart — not the ``WHERE`` clauses, which only narrow.
 Vectors: values and queries are embedded by ``embedder`` — a ``BaseEmbedding``; by
 default (``None``) the one configured in ``TULIP_MEMORY["EMBEDDER"]`` (+
 ``EMBEDDER_OPTIONS``); with ``embedder="hrr"``, or when none is configured, they get the
-HRR ``[cos φ, sin φ]`` encoding of :mod:`tulip_memory.hrr` (2 * ``dim`` wide).
+HRR ``[cos φ, sin φ]`` encoding of :mod:`tulip_memory.core.hrr` (2 * ``dim`` wide).
 The width must equal ``TULIP_MEMORY["VECTOR_DIMENSIONS"]`` (the column's); a mismatch
 fails at construction.
 
@@ -18,7 +18,7 @@ reading only the k winners in full. A text query is ranked by words and vector f
 (docs/pg_store.md, "Ranking"): Okapi BM25 over the ``search_vector`` tsvector PostgreSQL
 generates with ``TULIP_MEMORY["TEXT_SEARCH_CONFIG"]`` (migration 0006; its GIN index read
 through a ``SECURITY DEFINER`` function, since row-level security keeps the application
-role's own statements from using it: :mod:`tulip_memory.search_index`), and the cosine
+role's own statements from using it: :mod:`tulip_memory.postgres.search_index`), and the cosine
 distance to the query's vector: exact over a namespace of up to ``PASS_POOL`` rows, over
 the best ``PASS_POOL`` of an index-only pass over two-bit codes in a larger one (an HNSW
 scan under a selective tenant/namespace filter returns too few or wrong rows), fused as
@@ -71,14 +71,21 @@ from typing import Any, TypeVar
 import numpy as np
 from asgiref.sync import sync_to_async
 
-from tulip_memory.clock import Clock, utc_now
+from tulip_memory.core.clock import Clock, utc_now
+from tulip_memory.core.hrr import DEFAULT_DIM
+from tulip_memory.core.lru import LRUCache
+from tulip_memory.core.namespaces import Namespace, decode_namespace, encode_namespace
+from tulip_memory.core.text import (
+    STOP_WORDS,
+    off_loop_when_long,
+    search_terms,
+    tokenize,
+    value_text,
+)
 from tulip_memory.embeddings import BaseEmbedding, resolve_embedder
 from tulip_memory.embeddings.base import query_vector_or_none
 from tulip_memory.exceptions import ConfigurationError, TenantError
-from tulip_memory.hrr import DEFAULT_DIM
-from tulip_memory.lru import LRUCache
-from tulip_memory.namespaces import Namespace, decode_namespace, encode_namespace
-from tulip_memory.postgresql_operations import PGVECTOR_ANN_MAX_DIM, text_search_config
+from tulip_memory.postgres.operations import PGVECTOR_ANN_MAX_DIM, text_search_config
 from tulip_memory.store.base import (
     TTL,
     BaseStore,
@@ -86,7 +93,7 @@ from tulip_memory.store.base import (
     StoreCapabilities,
     StoreItem,
 )
-from tulip_memory.store.pg_encoder import DEFAULT_ENCODING_CACHE, EXTERNAL_SOURCE, TextEncoder
+from tulip_memory.store.pg.encoder import DEFAULT_ENCODING_CACHE, EXTERNAL_SOURCE, TextEncoder
 from tulip_memory.store.ranking import BM25_B, BM25_K1, HRR_WEIGHT, MODEL_WEIGHT
 from tulip_memory.store.validation import (
     PreparedPut,
@@ -103,13 +110,12 @@ from tulip_memory.store.validation import (
     validate_query,
     validate_threshold,
 )
-from tulip_memory.tenancy import (
+from tulip_memory.tenancy.context import (
     current_tenant,
     refuse_another_tenant,
     tenant_atomic,
     validate_tenant,
 )
-from tulip_memory.text import STOP_WORDS, off_loop_when_long, search_terms, tokenize, value_text
 
 __all__ = ["DEFAULT_DIM", "DEFAULT_ENCODING_CACHE", "PGVECTOR_ANN_MAX_DIM", "PgMemory"]
 
@@ -183,7 +189,7 @@ class PgMemory(BaseStore):
     the HRR encoding, a ``BaseEmbedding`` is used as given. ``dim`` is the HRR width used
     without an embedder (the column is ``2 * dim`` wide); ``encoding_cache`` is how many
     encodings are kept (LRU keyed by ``(tenant, text)``; 0 turns it off). ``clock`` is
-    what expiry reads the time from (:mod:`tulip_memory.clock`).
+    what expiry reads the time from (:mod:`tulip_memory.core.clock`).
     """
 
     def __init__(

@@ -1,7 +1,7 @@
 """Namespaces: the one validation rule and the text path they are stored under.
 
 A namespace is a non-empty ``tuple`` of labels; each label is an identifier (a non-empty
-``str`` without NUL, see :mod:`tulip_memory.identifiers`) that is not only whitespace.
+``str`` without NUL, see :mod:`tulip_memory.core.identifiers`) that is not only whitespace.
 Its first label is the tenant wherever a store isolates tenants. Every layer (stores,
 memory scopes, checkpoints' extraction queues) validates with :func:`validate_namespace`,
 so the rule is the same everywhere and the message names the caller's argument.
@@ -14,7 +14,7 @@ Pure Python: importable without Django settings.
 
 from __future__ import annotations
 
-from tulip_memory.identifiers import validate_identifier
+from tulip_memory.core.identifiers import validate_identifier
 
 __all__ = [
     "NAMESPACE_SEPARATOR",

@@ -4,10 +4,10 @@
 (:mod:`tulip_memory.backends.orm`) and the ORM delta storage
 (:mod:`tulip_memory.delta.orm`) share: the alias ``using`` (its vendor checked when
 built), the tenant (fixed by the constructor, else the one bound by
-:func:`~tulip_memory.tenancy.tenant_context` at call time) and :meth:`TenantDatabase._run`,
+:func:`~tulip_memory.tenancy.context.tenant_context` at call time) and :meth:`TenantDatabase._run`,
 which runs blocking ORM work off the event loop (:meth:`~TenantDatabase._run_sync`: in the
 caller's thread, for sync callers such as LangGraph's sync saver API) in one transaction opened by
-:func:`~tulip_memory.tenancy.tenant_atomic`. On PostgreSQL that transaction is pinned to
+:func:`~tulip_memory.tenancy.context.tenant_atomic`. On PostgreSQL that transaction is pinned to
 the tenant, so row-level security shows and accepts only that tenant's rows. A call made
 while another tenant is bound raises :class:`~tulip_memory.exceptions.TenantError`.
 
@@ -32,8 +32,8 @@ from typing import Any, ClassVar, TypeVar
 
 from asgiref.sync import sync_to_async
 
+from tulip_memory.core.optional_dependencies import import_optional
 from tulip_memory.exceptions import CheckpointError, ConfigurationError, TenantError
-from tulip_memory.optional_dependencies import import_optional
 
 __all__ = ["SharedConnection", "TenantDatabase", "on_worker_thread"]
 
@@ -139,7 +139,7 @@ class TenantDatabase:
     def __init__(self, using: str = "default", *, tenant: str | None = None) -> None:
         from django.db import connections
 
-        from tulip_memory.tenancy import validate_tenant
+        from tulip_memory.tenancy.context import validate_tenant
 
         if not isinstance(using, str) or not using:
             raise ValueError(f"using must be a Django database alias, got {using!r}")
@@ -168,13 +168,13 @@ class TenantDatabase:
 
     def event_tenant(self) -> str | None:
         """The tenant events name: the fixed one, else the bound one (``None``: neither)."""
-        from tulip_memory.tenancy import current_tenant
+        from tulip_memory.tenancy.context import current_tenant
 
         return self.tenant if self.tenant is not None else current_tenant()
 
     def _resolve_tenant(self) -> str:
         """The tenant of a call: the fixed one, else the bound one (TenantError if they differ)."""
-        from tulip_memory.tenancy import current_tenant
+        from tulip_memory.tenancy.context import current_tenant
 
         bound = current_tenant()
         if self.tenant is not None and bound is not None and bound != self.tenant:
@@ -207,7 +207,7 @@ class TenantDatabase:
     def _in_transaction(
         self, tenant: str, func: Callable[..., T], args: tuple[Any, ...], lock: str | None
     ) -> T:
-        from tulip_memory.tenancy import tenant_atomic
+        from tulip_memory.tenancy.context import tenant_atomic
 
         with contextlib.ExitStack() as stack:
             if lock is not None:

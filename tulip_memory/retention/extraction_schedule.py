@@ -13,9 +13,9 @@ Two ways, both naming the task ``tulip_memory.sweep_extraction_queues``
   periodic task (extra ``beat``: ``pip install 'tulip-memory[beat]'``; without it, the
   call raises an ImportError naming the extra, and nothing else needs it).
 
-Both are :mod:`tulip_memory.beat`'s helpers, with which every sweep of tulip_memory is
+Both are :mod:`tulip_memory.retention.beat`'s helpers, with which every sweep of tulip_memory is
 scheduled (``manage.py tulip_memory_schedule_sweeps`` sets them all up:
-:mod:`tulip_memory.sweeps`). A sweep message expires after one interval: while no worker
+:mod:`tulip_memory.retention.sweeps`). A sweep message expires after one interval: while no worker
 runs, beat's sweeps do not pile up in the broker.
 """
 
@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tulip_memory.beat import beat_entry, schedule_in_database
-from tulip_memory.manager.extraction.task_names import SWEEP_EXTRACTION_QUEUES
+from tulip_memory.core.task_names import SWEEP_EXTRACTION_QUEUES
+from tulip_memory.retention.beat import beat_entry, schedule_in_database
 
 __all__ = ["SWEEP_PERIODIC_TASK_NAME", "beat_schedule_entry", "schedule_sweep_in_database"]
 

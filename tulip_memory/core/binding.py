@@ -6,7 +6,7 @@ on exit. The stack of bound values lives in a :class:`~contextvars.ContextVar`, 
 the binding object, so it follows asyncio tasks and threads started with a copied
 context, and ONE binding object entered by several overlapping tasks pops each task's
 own entry on exit (a per-object stack of reset tokens would hand task A the token of
-task B). Tenancy (:func:`tulip_memory.tenancy.tenant_context`) and the memory manager's
+task B). Tenancy (:func:`tulip_memory.tenancy.context.tenant_context`) and the memory manager's
 scope (:class:`tulip_memory.manager.scope.ScopeBinding`) are built on it.
 
 Pure Python: importable without Django settings.

@@ -9,7 +9,7 @@ Two ways to run a task every N seconds on the queue the workers consume:
   ImportError naming the extra).
 
 A message of such a task expires after one interval: while no worker runs, beat's
-messages do not pile up in the broker. :mod:`tulip_memory.sweeps` lists the sweeps.
+messages do not pile up in the broker. :mod:`tulip_memory.retention.sweeps` lists the sweeps.
 """
 
 from __future__ import annotations
@@ -49,8 +49,8 @@ def beat_models() -> Any:
     from django.apps import apps
     from django.db import connections, router
 
+    from tulip_memory.core.optional_dependencies import import_optional
     from tulip_memory.exceptions import ConfigurationError
-    from tulip_memory.optional_dependencies import import_optional
 
     import_optional(
         "django_celery_beat", "beat", needed_by="Keeping the sweep schedule in the database"

@@ -13,8 +13,7 @@ to the next user of a pooled connection.
   the bound one) — every ORM query on a tenant table must run inside one;
 * :func:`emit_on_commit` sends the event reporting such work once it is committed (the
   caller's own ``atomic()`` around it may still roll it back);
-* :class:`~tulip_memory.middleware.TenantMiddleware` (in :mod:`tulip_memory.middleware`,
-  also importable from here) binds each request's tenant.
+* :class:`~tulip_memory.tenancy.middleware.TenantMiddleware` binds each request's tenant.
 """
 
 from __future__ import annotations
@@ -23,9 +22,9 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from tulip_memory.binding import ContextBinding, ContextStack
+from tulip_memory.core.binding import ContextBinding, ContextStack
+from tulip_memory.core.identifiers import validate_identifier
 from tulip_memory.exceptions import TenantError
-from tulip_memory.identifiers import validate_identifier
 
 __all__ = [
     "TENANT_MAX_LENGTH",
@@ -165,13 +164,3 @@ def emit_on_commit(using: str, name: str, *, sender: type | None = None, **field
     from tulip_memory.events import emit_sync
 
     transaction.on_commit(partial(emit_sync, name, sender=sender, **fields), using=using)
-
-
-def __getattr__(name: str) -> Any:
-    # The HTTP side lives in tulip_memory.middleware, which imports this module; it is
-    # re-exported lazily so that both old import paths keep working without a cycle.
-    if name in ("TenantMiddleware", "resolve_tenant_from_header"):
-        from tulip_memory import middleware
-
-        return getattr(middleware, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tulip_memory.json_paths import first_at
+from tulip_memory.core.json_paths import first_at
 
 __all__ = ["nul_at", "without_nul"]
 

@@ -1,0 +1,1 @@
+"""HolographicStore: the store on one SQLite file (FTS5 words and holographic vectors)."""
