@@ -20,7 +20,7 @@ from tests.admin.browser import (
     tenant_shown,
 )
 from tests.admin.conftest import make_staff
-from tulip_memory.clock import ManualClock, utc_now
+from tulip_memory.core.clock import ManualClock, utc_now
 from tulip_memory.delta import DeltaCheckpointer, ORMDeltaStorage
 from tulip_memory.messages import Message, Role, ToolCall
 from tulip_memory.models import DeltaCheckpointRecord, LangGraphCheckpoint, MemoryItem

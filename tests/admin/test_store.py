@@ -14,7 +14,7 @@ from django.urls import reverse
 from tests.admin.conftest import make_staff, pick_tenant
 from tulip_memory.admin import store as store_admin
 from tulip_memory.admin.store import NamespacePrefixFilter, content_text, history_path
-from tulip_memory.clock import ManualClock, utc_now
+from tulip_memory.core.clock import ManualClock, utc_now
 from tulip_memory.models.store import MemoryItem
 from tulip_memory.store import PgMemory
 from tulip_memory.tenancy import tenant_atomic

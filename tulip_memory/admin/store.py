@@ -47,10 +47,10 @@ from django.utils.translation import gettext_lazy as _
 
 from tulip_memory.admin.tenancy import ReadOnlyAdminMixin, TenantScopedAdminMixin
 from tulip_memory.core.clock import utc_now
+from tulip_memory.core.namespaces import NAMESPACE_SEPARATOR, decode_namespace, encode_namespace
 from tulip_memory.manager.history import CONTENT_SINCE, HISTORY_LABEL
 from tulip_memory.manager.types import MemoryType
 from tulip_memory.models.store import MemoryItem, namespace_prefix_condition
-from tulip_memory.core.namespaces import NAMESPACE_SEPARATOR, decode_namespace, encode_namespace
 
 __all__ = ["MemoryItemAdmin"]
 

@@ -42,14 +42,6 @@ from typing import Any, Self, TypeVar
 from urllib.parse import unquote_to_bytes
 
 from tulip_memory.core.clock import MonotonicWallClock
-from tulip_memory.events import (
-    EV_CHECKPOINT_DELETED,
-    EV_CHECKPOINT_LOADED,
-    EV_CHECKPOINT_SAVED,
-    elapsed_ms,
-    emit,
-)
-from tulip_memory.exceptions import CheckpointCorruptError
 from tulip_memory.core.identifiers import (
     CHECKPOINT_ID_MAX_LENGTH,
     THREAD_ID_MAX_LENGTH,
@@ -59,6 +51,14 @@ from tulip_memory.core.identifiers import (
 from tulip_memory.core.json_paths import first_at
 from tulip_memory.core.optional_dependencies import import_optional
 from tulip_memory.core.paging import validate_limit
+from tulip_memory.events import (
+    EV_CHECKPOINT_DELETED,
+    EV_CHECKPOINT_LOADED,
+    EV_CHECKPOINT_SAVED,
+    elapsed_ms,
+    emit,
+)
+from tulip_memory.exceptions import CheckpointCorruptError
 from tulip_memory.state import AgentState
 
 __all__ = [

@@ -52,6 +52,24 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from tulip_memory.chains.rows import (
+    MAX_DEPTH,
+    Record,
+    chain_rows,
+    pack_record,
+    pack_writes,
+    record_bytes,
+    unpack_writes,
+)
+from tulip_memory.core.identifiers import (
+    CHECKPOINT_ID_MAX_LENGTH,
+    THREAD_ID_MAX_LENGTH,
+    surrogate_at,
+    validate_identifier,
+)
+from tulip_memory.core.json_paths import first_at
+from tulip_memory.core.lru import LRUCache
+from tulip_memory.core.subjects import subject_of
 from tulip_memory.events import (
     EV_CHECKPOINT_DELETED,
     EV_CHECKPOINT_LOADED,
@@ -62,25 +80,7 @@ from tulip_memory.events import (
     emit_sync,
 )
 from tulip_memory.exceptions import CheckpointCorruptError
-from tulip_memory.core.identifiers import (
-    CHECKPOINT_ID_MAX_LENGTH,
-    THREAD_ID_MAX_LENGTH,
-    surrogate_at,
-    validate_identifier,
-)
-from tulip_memory.core.json_paths import first_at
 from tulip_memory.langgraph import chains
-from tulip_memory.chains.rows import (
-    MAX_DEPTH,
-    Record,
-    chain_rows,
-    pack_record,
-    pack_writes,
-    record_bytes,
-    unpack_writes,
-)
-from tulip_memory.core.lru import LRUCache
-from tulip_memory.core.subjects import subject_of
 from tulip_memory.tenancy.database import SharedConnection, TenantDatabase
 
 __all__ = ["DjangoSaver"]

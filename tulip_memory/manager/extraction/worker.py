@@ -773,8 +773,8 @@ def run_queue(
     attempt's failure (the task's last retry) instead of being given back.
     """
     from tulip_memory.conf import settings
-    from tulip_memory.models import ExtractionJob, ExtractionQueue
     from tulip_memory.core.namespaces import decode_namespace
+    from tulip_memory.models import ExtractionJob, ExtractionQueue
     from tulip_memory.tenancy.context import tenant_atomic, tenant_context
 
     manager = _build_manager()
