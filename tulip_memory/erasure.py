@@ -20,7 +20,12 @@ security confines every statement to that tenant, elsewhere each query filters o
   column, copied from the state's metadata on save, is the subject): the whole thread —
   plain records; delta records (every chain) and the thread's message blocks (blocks
   are stored per thread: a block of the same content in another thread is that thread's
-  row and stays); LangGraph checkpoints, channel values and pending writes (PostgreSQL).
+  row and stays); LangGraph checkpoints, channel values and pending writes (PostgreSQL),
+  rows holding only pending writes included (the subject of their run tags them);
+* the **admin log's entries** of those memories, jobs and queues (``django_admin_log``
+  of the same database): renamed to the row's model and id, their messages cleared
+  (:func:`tulip_memory.models.admin_log.scrub_entries`), the entries of memories the admin
+  forgot earlier under the subject's namespaces too.
 
 It then stores an :class:`~tulip_memory.models.ErasureReceipt` (counts per kind, when,
 by whom, a keyed hash of the subject; no content) in the same transaction, and after
@@ -52,6 +57,7 @@ from tulip_memory.core.subjects import subject_namespace, validate_subject
 from tulip_memory.events import EV_STORE_SUBJECT_FORGOTTEN, elapsed_ms
 from tulip_memory.exceptions import ConfigurationError, TenantError
 from tulip_memory.manager.history import HISTORY_LABEL
+from tulip_memory.models.admin_log import scrub_entries
 from tulip_memory.tenancy.context import (
     current_tenant,
     emit_on_commit,
@@ -157,6 +163,8 @@ def _erase(
     """Count (and unless ``dry_run`` remove) the subject's rows; run inside tenant_atomic.
     The session-level locks it takes (MySQL/MariaDB) are added to ``held``, for the
     caller to release once the transaction has ended."""
+    from django.db.models import Q
+
     from tulip_memory.delta.orm import ORMDeltaStorage
     from tulip_memory.models import (
         CheckpointRecord,
@@ -182,6 +190,19 @@ def _erase(
         .filter(tenant=tenant, queue__in=queues.values("pk"))
         .exclude(payload__has_key="erased")
     )
+    # The admin log's entries of these rows: by id, and (for memories, which may be
+    # gone already) by the object name Django's own form gives them (their ``str()``).
+    logged = {
+        MemoryItem: list(items.values_list("pk", flat=True)),
+        ExtractionQueue: list(queues.values_list("pk", flat=True)),
+        ExtractionJob: list(
+            ExtractionJob.objects.using(using)
+            .filter(tenant=tenant, queue__in=queues.values("pk"))
+            .values_list("pk", flat=True)
+        ),
+    }
+    named: dict[Any, list[str]] = {MemoryItem: [encode_namespace(p) for p in prefixes]}
+    counts["admin_log_entries"] = scrub_entries(using, logged, named, dry_run=dry_run)
     if dry_run:
         counts["extraction_payloads"] = jobs.count()
     else:
@@ -196,34 +217,50 @@ def _erase(
         )
         for pk, error in list(failed.values_list("pk", "error")):
             failed.filter(pk=pk).update(error=_erased_error(error))
-        for pk in list(queues.values_list("pk", flat=True)):
+        for pk in logged[ExtractionQueue]:
             erased = encode_namespace((tenant, ERASED_QUEUE_LABEL, uuid.uuid4().hex))
             ExtractionQueue.objects.using(using).filter(pk=pk).update(namespace=erased)
 
-    # Whole threads: every table of a checkpointer, for the threads tagged in its own table.
-    tables: list[tuple[Any, tuple[tuple[str, Any], ...]]] = [
-        (CheckpointRecord, (("checkpoints", CheckpointRecord),)),
+    # Whole threads: every table of a checkpointer, for the threads tagged in its own
+    # table. Every row is read, through managers that hide none: a LangGraph row holding
+    # only pending writes (its checkpoint not stored yet) carries the subject its
+    # writes' run named, and the conversation.
+    everything = Q()
+    tables: list[tuple[Any, tuple[tuple[str, Any, Q], ...]]] = [
+        (CheckpointRecord.objects, (("checkpoints", CheckpointRecord, everything),)),
         (
-            DeltaCheckpointRecord,
-            (("delta_checkpoints", DeltaCheckpointRecord), ("delta_blocks", DeltaBlock)),
+            DeltaCheckpointRecord.objects,
+            (
+                ("delta_checkpoints", DeltaCheckpointRecord, everything),
+                ("delta_blocks", DeltaBlock, everything),
+            ),
         ),
     ]
     if _connection_vendor(using) == "postgresql":  # the LangGraph tables are PostgreSQL's
-        tables.append((LangGraphCheckpoint, (("langgraph_checkpoints", LangGraphCheckpoint),)))
+        tables.append(
+            (
+                LangGraphCheckpoint.rows,
+                (
+                    ("langgraph_checkpoints", LangGraphCheckpoint, Q(data__isnull=False)),
+                    ("langgraph_pending_writes", LangGraphCheckpoint, Q(data__isnull=True)),
+                ),
+            )
+        )
     for tagged, parts in tables:
-        threads = tagged.objects.using(using).threads_of_subject(tenant, subject)
+        threads = tagged.using(using).threads_of_subject(tenant, subject)
         if not threads:
             continue
-        if tagged is DeltaCheckpointRecord and not dry_run:
+        if tagged.model is DeltaCheckpointRecord and not dry_run:
             # A delta checkpointer appends to a thread it has cached without reading it
             # again, under the thread's writer lock: held here, a save under way ends
             # first, and one that comes later finds the thread gone (it stores a whole
             # checkpoint), instead of appending a delta to the deleted rows.
             locks = ORMDeltaStorage(using, tenant=tenant)
             held.extend((locks, name) for name in locks.lock_threads(tenant, threads))
-        for key, model in parts:
-            # The base manager: every row, a LangGraph row holding only pending writes too.
-            rows = model._base_manager.using(using).filter(tenant=tenant, thread_id__in=threads)
+        for key, model, condition in parts:
+            rows = model._base_manager.using(using).filter(
+                condition, tenant=tenant, thread_id__in=threads
+            )
             counts[key] = rows.count() if dry_run else rows.delete()[0]
     return counts
 

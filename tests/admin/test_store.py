@@ -148,8 +148,10 @@ def test_forget_needs_the_permission_confirms_and_logs(memories, client):
     history = ("alpha", "u1", "_history", "user", "drink")
     assert async_to_sync(PgMemory().list_keys)(history) == []
     assert async_to_sync(PgMemory().get)(("alpha", "u1", "user"), "odd") is not None
+    # The log names the memory by id: its namespace and key may name the subject.
     entry = LogEntry.objects.get(action_flag=DELETION)
     assert entry.user == forgetter and entry.object_id == str(item.pk)
+    assert (entry.object_repr, entry.change_message) == (f"memory #{item.pk}", "")
 
 
 def test_the_admin_is_otherwise_read_only(memories, root_client):

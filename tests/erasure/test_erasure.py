@@ -2,7 +2,7 @@
 
 Each test writes two tenants' data about alice and bob through the real layers
 (tests/erasure/world.py), erases one subject of one tenant and compares every row of both
-tenants before and after.
+tenants, in every table of the app and every column, before and after.
 """
 
 from __future__ import annotations
@@ -14,13 +14,29 @@ import pytest
 from asgiref.sync import async_to_sync
 from django.db import connections
 
-from tests.erasure.world import populate, rows
+from tests.erasure.world import (
+    ITEMS,
+    JOBS,
+    QUEUES,
+    RECEIPTS,
+    THREAD_TABLES,
+    items,
+    populate,
+    receipts,
+    rows,
+)
 from tests.threads import OnItsOwnConnections
 from tulip_memory.delta import DeltaCheckpointer, ORMDeltaStorage
 from tulip_memory.erasure import ERASED_PAYLOAD, aforget_subject, forget_subject
 from tulip_memory.events import EV_STORE_SUBJECT_FORGOTTEN
 from tulip_memory.exceptions import ConfigurationError, TenantError
-from tulip_memory.models import DeltaBlock, ErasureReceipt, subject_reference
+from tulip_memory.models import (
+    CheckpointRecord,
+    DeltaBlock,
+    ErasureReceipt,
+    LangGraphCheckpoint,
+    subject_reference,
+)
 from tulip_memory.tenancy import tenant_atomic, tenant_context
 
 pytestmark = pytest.mark.django_db(transaction=True, databases=["default", "mysql"])
@@ -43,28 +59,39 @@ ERASED_QUEUE = re.compile(r"acme/_erased/[0-9a-f]{32}")
 
 def _erased_queues(found: dict[str, list]) -> dict[str, list]:
     """``found`` with each erased queue's random path as ``acme/_erased/*``."""
-    jobs = []
-    for ns, seq, state, text in found["jobs"]:
-        jobs.append(("acme/_erased/*" if ERASED_QUEUE.fullmatch(ns) else ns, seq, state, text))
-    return {**found, "jobs": sorted(jobs)}
+    queues = [
+        {**row, "namespace": "acme/_erased/*"} if ERASED_QUEUE.fullmatch(row["namespace"]) else row
+        for row in found[QUEUES]
+    ]
+    return {**found, QUEUES: sorted(queues, key=repr)}
 
 
 def _without(found: dict[str, list], subject: str) -> dict[str, list]:
-    """``found`` without ``subject``'s rows: its memories, threads, jobs' text, and its
-    name in their queues' paths."""
-    prefix = f"acme/users/{subject}/"
+    """``found`` as erasing ``subject`` leaves it: no memory under its namespace, no row
+    of its threads, its jobs' conversation erased and its name out of their queues'
+    paths; every other row as it was."""
+    namespace = f"acme/users/{subject}"
+    queues = {row["id"] for row in found[QUEUES] if row["namespace"] == namespace}
     kept = dict(found)
-    kept["items"] = [row for row in found["items"] if not row[0].startswith(prefix)]
-    kept["jobs"] = sorted(
-        ("acme/_erased/*", seq, state, False)
-        if ns.startswith(f"acme/users/{subject}")
-        else (ns, seq, state, text)
-        for ns, seq, state, text in found["jobs"]
-    )
-    for name, threads in found.items():
-        if name not in ("items", "jobs", "receipts"):
-            kept[name] = [t for t in threads if not t.startswith(f"{subject}-")]
-    return kept
+    kept[ITEMS] = [row for row in found[ITEMS] if not row["namespace"].startswith(f"{namespace}/")]
+    kept[QUEUES] = [
+        {**row, "namespace": "acme/_erased/*"} if row["id"] in queues else row
+        for row in found[QUEUES]
+    ]
+    kept[JOBS] = [
+        {**row, "payload": ERASED_PAYLOAD} if row["queue_id"] in queues else row
+        for row in found[JOBS]
+    ]
+    for table in THREAD_TABLES:
+        if table in found:
+            kept[table] = [
+                row for row in found[table] if not row["thread_id"].startswith(f"{subject}-")
+            ]
+    return {table: sorted(rows_, key=repr) for table, rows_ in kept.items()}
+
+
+def _thread_rows(found: dict[str, list], model, thread: str) -> int:
+    return sum(row["thread_id"] == thread for row in found[model._meta.db_table])
 
 
 def _digests(alias: str) -> dict[str, set[str]]:
@@ -85,22 +112,25 @@ def test_forgets_the_subject_and_keeps_everything_else(alias, world, sent_events
 
     after = rows(alias, "acme")
     expected = _without(before["acme"], "alice")
-    expected["receipts"] = [report.counts]
+    expected[RECEIPTS] = after[RECEIPTS]
+    assert receipts(after) == [report.counts]
     assert _erased_queues(after) == expected
-    assert not any("alice" in ns for ns, *_ in after["jobs"])
+    assert not any("alice" in row["namespace"] for row in after[QUEUES])
     assert rows(alias, "globex") == before["globex"]  # the same subject in another tenant
 
-    counts = report.counts
+    counts, acme = report.counts, before["acme"]
     assert counts["memories"] == 2 and counts["memory_versions"] == 1
     assert counts["extraction_payloads"] == 2
-    assert counts["checkpoints"] == before["acme"]["checkpoints"].count("alice-plain") == 2
+    assert counts["checkpoints"] == _thread_rows(acme, CheckpointRecord, "alice-plain") == 2
     assert counts["delta_checkpoints"] == 4
-    assert counts["delta_blocks"] == before["acme"]["delta_blocks"].count("alice-delta") > 0
+    assert counts["delta_blocks"] == _thread_rows(acme, DeltaBlock, "alice-delta") > 0
     if alias == "default":
-        name = "langgraph_checkpoints"
-        assert counts[name] == before["acme"][name].count("alice-graph") > 0
+        graph = _thread_rows(acme, LangGraphCheckpoint, "alice-graph")
+        # a row of its own thread, and one of a later checkpoint on the graph's thread
+        assert counts["langgraph_pending_writes"] == 2
+        assert counts["langgraph_checkpoints"] == graph - 1 > 0
     else:
-        assert counts["langgraph_checkpoints"] == 0
+        assert counts["langgraph_checkpoints"] == counts["langgraph_pending_writes"] == 0
     # bob's delta thread holds a block of the same content (digest) as alice's: it is his
     # own row, and stays (and his thread still loads).
     assert before_digests["alice-delta"] & before_digests["bob-delta"]
@@ -160,9 +190,9 @@ def test_a_second_run_removes_nothing_and_is_on_record(alias, world):
     second = forget_subject("acme", "alice", using=alias)
     assert second.total == 0 and set(second.counts) == set(first.counts)
     after_second = rows(alias, "acme")
-    assert after_second["receipts"] == [first.counts, second.counts]
-    assert {k: v for k, v in after_second.items() if k != "receipts"} == {
-        k: v for k, v in after_first.items() if k != "receipts"
+    assert receipts(after_second) == [first.counts, second.counts]
+    assert {k: v for k, v in after_second.items() if k != RECEIPTS} == {
+        k: v for k, v in after_first.items() if k != RECEIPTS
     }
 
 
@@ -176,10 +206,10 @@ def test_extra_namespace_prefixes_are_erased_too(alias, world):
         "acme", "alice", namespace_prefixes=[("users", "alice-notes")], using=alias
     )
     assert report.counts["memories"] == 4 and report.counts["memory_versions"] == 2
-    left = {namespace for namespace, _key in rows(alias, "acme")["items"]}
+    left = {namespace for namespace, _key in items(rows(alias, "acme"))}
     assert not any(ns.startswith(("acme/users/alice/", "acme/users/alice-notes/")) for ns in left)
     assert any(ns.startswith("acme/users/bob/") for ns in left)
-    assert len(before["items"]) - len(rows(alias, "acme")["items"]) == 6
+    assert len(items(before)) - len(items(rows(alias, "acme"))) == 6
 
 
 @BOTH
@@ -238,8 +268,8 @@ def test_a_failure_at_the_receipt_rolls_the_whole_erasure_back(receipts_refused)
 def test_the_async_twin_erases_under_row_level_security(world):
     report = async_to_sync(aforget_subject)("globex", "bob", actor="async caller")
     assert report.counts["memories"] == 2 and report.counts["checkpoints"] == 1
-    assert rows("default", "globex")["receipts"] == [report.counts]
-    assert rows("default", "acme")["receipts"] == []  # row-level security: globex's receipt
+    assert receipts(rows("default", "globex")) == [report.counts]
+    assert receipts(rows("default", "acme")) == []  # row-level security: globex's receipt
     with tenant_atomic("acme"):
         assert not ErasureReceipt.objects.exists()  # invisible to another tenant
 
@@ -323,7 +353,7 @@ def test_inside_an_outer_transaction_the_event_waits_for_its_commit(world, sent_
         assert sent_events.of(EV_STORE_SUBJECT_FORGOTTEN) == []  # not committed yet
         raise _RolledBack
     assert sent_events.of(EV_STORE_SUBJECT_FORGOTTEN) == []  # rolled back: never erased
-    assert rows("default", "acme")["receipts"] == []
+    assert receipts(rows("default", "acme")) == []
 
     with transaction.atomic():
         report = forget_subject("acme", "alice")

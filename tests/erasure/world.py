@@ -1,19 +1,21 @@
-"""A tenant's data about several subjects, written through the real layers, and row counts.
+"""A tenant's data about several subjects, written through the real layers, and its rows.
 
 :func:`populate` writes, for ``alice`` and ``bob`` of a tenant on a database alias:
 memories with a past version (the memory manager over PgMemory on PostgreSQL; the same
 rows through the ORM on MariaDB, where PgMemory does not run), extraction jobs of their
 namespaces, plain and delta checkpoints of threads tagged with them (bob's delta thread
 starts with the same messages as alice's, so it has a block of the same digest), an
-untagged thread and, on PostgreSQL, LangGraph threads. :func:`rows` counts every table.
+untagged thread and, on PostgreSQL, LangGraph threads (and rows holding only pending
+writes). :func:`rows` reads every row of a tenant in every table of the app.
 """
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
+from typing import Any
 
 from asgiref.sync import async_to_sync
+from django.apps import apps
 from django.db import connections
 
 from tulip_memory.backends import MySQLCheckpointer, PostgreSQLCheckpointer
@@ -30,6 +32,7 @@ from tulip_memory.models import (
     ExtractionQueue,
     LangGraphCheckpoint,
     MemoryItem,
+    Tenant,
 )
 from tulip_memory.state import AgentState
 from tulip_memory.tenancy import tenant_atomic
@@ -124,6 +127,18 @@ def _graphs(tenant: str) -> None:
         }
         for turn in range(turns):
             agent.invoke(user_turn(turn), config)
+    # Pending writes that came before their checkpoint (LangGraph may send them first):
+    # rows holding only them, on a thread of their own (tagged by the run's subject) and
+    # on the subject's graph thread (a later checkpoint's, untagged).
+    saver = DjangoSaver(tenant=tenant)
+    for subject in ("alice", "bob"):
+        for thread, metadata in (("pending", {"subject": subject}), ("graph", {})):
+            configurable = {"thread_id": f"{subject}-{thread}", "checkpoint_id": "f-pending"}
+            saver.put_writes(
+                {"configurable": configurable, "metadata": metadata},
+                [("messages", [f"{subject}: {CONVERSATION}"])],
+                "task-pending",
+            )
 
 
 def populate(alias: str, tenant: str) -> None:
@@ -135,35 +150,52 @@ def populate(alias: str, tenant: str) -> None:
         _graphs(tenant)
 
 
-THREAD_MODELS = {
-    "checkpoints": CheckpointRecord,
-    "delta_checkpoints": DeltaCheckpointRecord,
-    "delta_blocks": DeltaBlock,
-    "langgraph_checkpoints": LangGraphCheckpoint,
-}
+# The tables of thread rows: every row of a thread tagged with the subject goes.
+THREAD_TABLES = tuple(
+    model._meta.db_table
+    for model in (CheckpointRecord, DeltaCheckpointRecord, DeltaBlock, LangGraphCheckpoint)
+)
+ITEMS = MemoryItem._meta.db_table
+QUEUES = ExtractionQueue._meta.db_table
+JOBS = ExtractionJob._meta.db_table
+RECEIPTS = ErasureReceipt._meta.db_table
 
 
-def rows(alias: str, tenant: str) -> dict[str, list]:
-    """Every row of ``tenant`` in the tables erasure touches, comparable between calls.
+def _plain(value: Any) -> Any:
+    """A column's value, comparable (bytes for a binary column, a list for a vector)."""
+    if isinstance(value, memoryview):
+        return bytes(value)
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    return value
 
-    Items as (namespace, key); jobs as (namespace, sequence, state, holds the
-    conversation); checkpoint tables as one thread id per row; receipts as their counts.
-    """
-    found: dict[str, list] = {}
+
+def rows(alias: str, tenant: str) -> dict[str, list[dict[str, Any]]]:
+    """Every row of ``tenant`` in every table of the app, every column, by table:
+    comparable between calls. Read through the base managers, which hide no row (the
+    LangGraph table's default manager hides rows holding only pending writes)."""
+    found: dict[str, list[dict[str, Any]]] = {}
+    tables = set(connections[alias].introspection.table_names())
     with tenant_atomic(tenant, using=alias):
-        found["items"] = sorted(
-            MemoryItem.objects.using(alias).filter(tenant=tenant).values_list("namespace", "key")
-        )
-        jobs = ExtractionJob.objects.using(alias).filter(tenant=tenant).select_related("queue")
-        found["jobs"] = sorted(
-            (job.queue.namespace, job.sequence, job.state, "Berlin" in json.dumps(job.payload))
-            for job in jobs
-        )
-        for name, model in THREAD_MODELS.items():
-            if name.startswith("langgraph") and not _is_pg(alias):
+        for model in apps.get_app_config("tulip_memory").get_models():
+            if model._meta.db_table not in tables:  # the LangGraph tables: PostgreSQL's
                 continue
-            queryset = model.objects.using(alias).filter(tenant=tenant)
-            found[name] = sorted(queryset.values_list("thread_id", flat=True))
-        receipts = ErasureReceipt.objects.using(alias).filter(tenant=tenant).order_by("id")
-        found["receipts"] = [receipt.counts for receipt in receipts]
+            every = model._base_manager.using(alias)
+            of_tenant = every.filter(pk=tenant) if model is Tenant else every.filter(tenant=tenant)
+            fields = [field.attname for field in model._meta.concrete_fields]
+            found[model._meta.db_table] = sorted(
+                ({name: _plain(value) for name, value in row.items()}
+                 for row in of_tenant.values(*fields)),
+                key=repr,
+            )  # fmt: skip
     return found
+
+
+def items(found: dict[str, list[dict[str, Any]]]) -> list[tuple[str, str]]:
+    """The store items of ``found`` (:func:`rows`) as (namespace, key)."""
+    return sorted((row["namespace"], row["key"]) for row in found[ITEMS])
+
+
+def receipts(found: dict[str, list[dict[str, Any]]]) -> list[dict[str, int]]:
+    """The counts of the receipts of ``found`` (:func:`rows`), oldest first."""
+    return [row["counts"] for row in sorted(found[RECEIPTS], key=lambda row: row["id"])]

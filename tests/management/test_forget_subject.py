@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from tests.erasure.world import populate, rows
+from tests.erasure.world import items, populate, receipts, rows
 from tulip_memory.models import subject_reference
 
 pytestmark = pytest.mark.django_db(transaction=True, databases=["default", "mysql"])
@@ -33,19 +33,19 @@ def test_dry_run_lists_the_counts_then_the_run_prints_the_receipt(alias):
     database = f"--database={alias}"
     dry = forget("alice", "--tenant", "acme", "--dry-run", database)
     assert dry.startswith("Dry run: nothing was changed. Would erase from tenant 'acme':")
-    assert "  memories               2\n" in dry
-    assert "  memory_versions        1\n" in dry
-    assert "  extraction_payloads    2\n" in dry
-    assert "  delta_checkpoints      4\n" in dry
+    assert "  memories                  2\n" in dry
+    assert "  memory_versions           1\n" in dry
+    assert "  extraction_payloads       2\n" in dry
+    assert "  delta_checkpoints         4\n" in dry
     assert f"  subject reference  {subject_reference('acme', 'alice')}\n" in dry
     assert rows(alias, "acme") == before
 
     done = forget("alice", "--tenant", "acme", "--actor", "ticket #42", database)
     assert "Erased from tenant 'acme': receipt " in done and ", by ticket #42" in done
     assert done.splitlines()[1:] == dry.splitlines()[1:]  # the same counts
-    assert rows(alias, "acme")["receipts"] != []
+    assert receipts(rows(alias, "acme")) != []
     again = forget("alice", "--tenant", "acme", database)
-    assert again.rstrip().endswith("total                  0")
+    assert again.rstrip().endswith("total                     0")
     assert "(" in again.splitlines()[0]  # the default actor names the OS user
 
 
@@ -54,8 +54,8 @@ def test_namespace_prefixes_are_labels_after_the_tenant():
 
     _memories("default", "acme", "a/b")  # a label holding a '/': escaped as 'a\/b'
     out = forget("x", "--tenant", "acme", "--namespace-prefix", "users/a\\/b")
-    assert "  memories               2\n" in out
-    assert rows("default", "acme")["items"] == []
+    assert "  memories                  2\n" in out
+    assert items(rows("default", "acme")) == []
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,8 @@
   ``view_extractionjob_payload`` permission; **retry** (the ``retry_extractionjob``
   permission) puts failed jobs back to pending with their attempts reset and, once that
   commits, sends their queue's Celery message; each retry is recorded in Django's admin
-  log with the job's last error;
+  log by the job's id (:mod:`tulip_memory.models.admin_log`: its error may quote the
+  conversation);
 * queues: per namespace, the lease holder, the age of its last heartbeat (the lease is
   renewed to ``EXTRACTION_LEASE_SECONDS`` ahead at each one), and the pending, running
   and failed job counts.
@@ -22,7 +23,7 @@ from functools import partial
 from typing import Any
 
 from django.contrib import admin, messages
-from django.contrib.admin.models import CHANGE, LogEntry
+from django.contrib.admin.models import CHANGE
 from django.db import router, transaction
 from django.db.models import Count, Q, QuerySet
 from django.urls import reverse
@@ -38,10 +39,14 @@ from tulip_memory.admin.tenancy import (
     TenantScopedAdminMixin,
 )
 from tulip_memory.models import ExtractionJob, ExtractionQueue
+from tulip_memory.models.admin_log import log_actions
 from tulip_memory.models.extraction import JobState
 from tulip_memory.state import AgentState
 
 __all__ = ["ExtractionJobAdmin", "ExtractionQueueAdmin"]
+
+# The admin log's message of a retried job (the job's error stays out of the log).
+RETRIED_MESSAGE = "Retried a failed job"
 
 
 class QueueNamespaceFilter(admin.SimpleListFilter):
@@ -223,7 +228,9 @@ class ExtractionJobAdmin(
         ExtractionJob.objects.using(queryset.db).filter(
             pk__in=[j.pk for j in failed]
         ).retry_failed()
-        self.log_retries(request, failed)
+        log_actions(
+            request.user.pk, ExtractionJob, [job.pk for job in failed], CHANGE, RETRIED_MESSAGE
+        )
         queues = {(job.tenant, job.queue_id) for job in failed}
         using = router.db_for_write(ExtractionJob)
         for tenant, queue_id in sorted(queues):
@@ -240,19 +247,3 @@ class ExtractionJobAdmin(
             % {"count": len(failed)},
             messages.SUCCESS,
         )
-
-    def log_retries(self, request: Any, jobs: list[ExtractionJob]) -> None:
-        """Record each retried job in the admin log with the error it had: one
-        ``LogEntry.objects.log_actions`` (one INSERT) per distinct message, not one per
-        job."""
-        by_message: dict[str, list[ExtractionJob]] = {}
-        for job in jobs:
-            message = gettext("Retried (was failed: %s)") % job.error[:200]
-            by_message.setdefault(message, []).append(job)
-        for message, group in by_message.items():
-            LogEntry.objects.log_actions(
-                user_id=request.user.pk,
-                queryset=group,
-                action_flag=CHANGE,
-                change_message=message,
-            )

@@ -19,7 +19,8 @@
   timeline;
 * **Forget** is the one write: an action gated by the ``forget_memoryitem`` permission,
   confirmed on a page that counts the memories and the history rows that go with them
-  (and lists the first ``FORGET_SHOWN`` of each), recorded in Django's admin log.
+  (and lists the first ``FORGET_SHOWN`` of each), recorded in Django's admin log by
+  the memories' ids (:mod:`tulip_memory.models.admin_log`).
 
 Registered on the default site and meant to be subclassed (unregister, then register your
 subclass). Tenant scoping: :class:`~tulip_memory.admin.tenancy.TenantScopedAdminMixin`.
@@ -500,7 +501,7 @@ class MemoryItemAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdm
         gone = 0
         for chunk in _chunks(pks):
             memories = rows.filter(pk__in=chunk)
-            self.log_deletions(request, memories.only("pk", "tenant", "namespace", "key"))
+            self.log_deletions(request, memories)
             gone += memories.clear()
         self.message_user(
             request,

@@ -41,6 +41,7 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_POST
 
+from tulip_memory.models.admin_log import IdentifierLogMixin
 from tulip_memory.models.tenants import Tenant, TenantMembership
 from tulip_memory.tenancy.context import tenant_atomic
 
@@ -126,8 +127,9 @@ class _ListQuerysetChangeList(ChangeList):
         return cast("ListQuerysetMixin", self.model_admin).get_list_queryset(request, queryset)
 
 
-class TenantScopedAdminMixin:
-    """Run the changelist and detail views in a transaction pinned to the admin tenant."""
+class TenantScopedAdminMixin(IdentifierLogMixin):
+    """Run the changelist and detail views in a transaction pinned to the admin tenant;
+    log the rows it changes by their ids (a tenant table's rows hold content)."""
 
     model: Any
 

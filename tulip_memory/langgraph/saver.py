@@ -570,8 +570,11 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         # Special writes (errors, interrupts...) replace the task's earlier ones.
         special = all(channel in WRITES_IDX_MAP for channel, _ in writes)
         frame = pack_writes(task_id, task_path, special, rows)
+        # Writes may come before their checkpoint: the row they make is tagged with the
+        # subject the checkpoint's metadata takes from the same config, for erasure.
+        subject = subject_of(get_serializable_checkpoint_metadata(config, {}))
         before, after = LangGraphCheckpoint.rows.using(self.using).save_writes(
-            tenant, thread_id, checkpoint_ns, checkpoint_id, frame, pin=pin
+            tenant, thread_id, checkpoint_ns, checkpoint_id, frame, subject=subject, pin=pin
         )
         # Pending writes of the namespace's tip join it (see _put), if the row is still
         # the one this saver wrote; if another saver changed it meanwhile, the tip is

@@ -22,8 +22,10 @@ from tulip_memory.tenancy.context import TENANT_MAX_LENGTH
 __all__ = ["COUNT_KEYS", "ErasureReceipt", "ErasureReceiptQuerySet", "subject_reference"]
 
 # What a receipt counts, in the order it is shown: removed memories (current values),
-# removed past versions, extraction jobs whose conversation was blanked, then the removed
-# rows of each checkpoint table.
+# removed past versions, extraction jobs whose conversation was blanked, the removed rows
+# of each checkpoint table (LangGraph's rows holding only pending writes apart), then the
+# admin log's entries of those rows that were scrubbed. Receipts stored before a kind was
+# counted lack its key.
 COUNT_KEYS = (
     "memories",
     "memory_versions",
@@ -32,6 +34,8 @@ COUNT_KEYS = (
     "delta_checkpoints",
     "delta_blocks",
     "langgraph_checkpoints",
+    "langgraph_pending_writes",
+    "admin_log_entries",
 )
 
 # The HMAC's key salt: a reference is only comparable with references of this purpose.

@@ -7,7 +7,8 @@ versions and the channel values it adds — whole, or a splice of its parent's l
 refers to; any other row holds the values that changed since its parent and is read
 with its parents, up to one whose depth is 0 (at most ``max_chain_depth`` of them).
 ``data`` is NULL in a row whose pending writes came before its checkpoint (LangGraph may
-send them concurrently): the default manager leaves such rows out.
+send them concurrently): the default manager leaves such rows out (the ``rows`` manager,
+the base one, has every row); its ``subject`` is the one its writes' run names.
 
 Every row carries its ``tenant``; on PostgreSQL the table is under the tenant row-level
 security policy (migration ``0007_langgraph``). One index, ``(tenant, thread_id,
@@ -479,10 +480,12 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
         checkpoint_id: str,
         frame: bytes,
         *,
+        subject: str = "",
         pin: str | None = None,
     ) -> tuple[str | None, str]:
         """Append a frame of pending writes to a checkpoint's row: ONE statement (a row
-        without its checkpoint is inserted when the writes come first); the row's
+        without its checkpoint is inserted when the writes come first, tagged with
+        ``subject``, the subject of their run, so that erasure finds it); the row's
         version before (None for a new row) and after (see :meth:`save_checkpoint`), the
         row locked between the two. ``pin``: see :func:`_execute`."""
         connection = connections[self.db]
@@ -497,12 +500,13 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
                 "parent_checkpoint_id, run_id, subject, depth, writes, created_at) "
                 # Joined, ``before`` is read (and the row locked) before the row changes;
                 # read only by RETURNING, it would be read after, and miss the row.
-                "SELECT %s, %s, %s, %s, '', '', '', 0, %s, now() "
+                "SELECT %s, %s, %s, %s, '', '', %s, 0, %s, now() "
                 "FROM (SELECT 1) AS one LEFT JOIN before ON true "
                 "ON CONFLICT (tenant, thread_id, checkpoint_ns, checkpoint_id) "
-                "DO UPDATE SET writes = t.writes || EXCLUDED.writes "
-                "RETURNING (SELECT version FROM before), t.xmin::text",
-                [*key, *key, frame],
+                "DO UPDATE SET writes = t.writes || EXCLUDED.writes, subject = CASE "
+                "WHEN t.data IS NULL AND t.subject = '' THEN EXCLUDED.subject ELSE t.subject "
+                "END RETURNING (SELECT version FROM before), t.xmin::text",
+                [*key, *key, subject, frame],
                 pin,
             )
             before, after = cursor.fetchone()

@@ -1,0 +1,143 @@
+"""Django's admin log (``django_admin_log``) for this app's rows: identifiers, never content.
+
+A row of a tenant table holds what a subject said or what is known about them, and so
+may its namespace, key, thread id or error. The admin's log entries of such rows
+(:class:`IdentifierLogMixin`, :func:`log_actions`) name the row by its model and primary
+key (:func:`object_label`: ``"extraction job #12"``) and carry a message of ours, so
+nothing in them outlives an erasure. :func:`scrub_entries`, called by
+:func:`~tulip_memory.erasure.forget_subject` in its transaction, makes the entries of
+the rows it removes or blanks say the same, and no more: entries in Django's own form
+(the row's ``str()``, a namespace, as object name; a message quoting its error), written
+by another ModelAdmin or by code calling ``LogEntry.objects.log_actions``, included.
+Without ``django.contrib.admin`` installed, or in a database the routers keep the log
+out of, there is nothing to do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from django.apps import apps
+from django.db import models, router
+from django.db.models import Value
+from django.db.models.functions import Concat, Left
+
+if TYPE_CHECKING:
+    from django.contrib.admin.models import LogEntry
+    from django.http import HttpRequest
+
+__all__ = ["IdentifierLogMixin", "log_actions", "object_label", "scrub_entries"]
+
+# Django's limit on ``LogEntry.object_repr``.
+_OBJECT_REPR_LENGTH = 200
+# What follows a namespace in the object names of Django's own form (``str()``): a
+# memory's "<namespace> / <key>", a job's "<namespace> #<sequence> (<state>)", a
+# deeper namespace's "/<label>".
+_AFTER_NAMESPACE = ("/", " / ", " #")
+
+
+def object_label(model: type[models.Model], pk: Any) -> str:
+    """The name an admin log entry gives a row: its model and primary key."""
+    return f"{model._meta.verbose_name} #{pk}"[:_OBJECT_REPR_LENGTH]
+
+
+def log_actions(
+    user_id: Any,
+    model: type[models.Model],
+    pks: Iterable[Any],
+    action_flag: int,
+    change_message: str = "",
+) -> list[LogEntry]:
+    """One admin log entry per row of ``model`` in ``pks`` (ONE INSERT), each named by
+    :func:`object_label`; the entries. ``change_message`` must hold no content of the
+    rows."""
+    from django.contrib.admin.models import LogEntry
+    from django.contrib.contenttypes.models import ContentType
+
+    content_type = ContentType.objects.get_for_model(model, for_concrete_model=False)
+    return LogEntry.objects.bulk_create(
+        LogEntry(
+            user_id=user_id,
+            content_type_id=content_type.pk,
+            object_id=str(pk),
+            object_repr=object_label(model, pk),
+            action_flag=action_flag,
+            change_message=change_message,
+        )
+        for pk in pks
+    )
+
+
+class IdentifierLogMixin:
+    """A ModelAdmin whose log entries (additions, changes, deletions) name the row by
+    :func:`object_label`; a change keeps Django's message (the names of the changed
+    fields), never a value."""
+
+    model: Any
+
+    def log_addition(self, request: HttpRequest, obj: Any, message: Any) -> LogEntry:
+        from django.contrib.admin.models import ADDITION
+
+        user = request.user.pk
+        return log_actions(user, self.model, [obj.pk], ADDITION, _message(message))[0]
+
+    def log_change(self, request: HttpRequest, obj: Any, message: Any) -> LogEntry:
+        from django.contrib.admin.models import CHANGE
+
+        return log_actions(request.user.pk, self.model, [obj.pk], CHANGE, _message(message))[0]
+
+    def log_deletions(self, request: HttpRequest, queryset: models.QuerySet[Any]) -> list[LogEntry]:
+        from django.contrib.admin.models import DELETION
+
+        pks = list(queryset.values_list("pk", flat=True))
+        return log_actions(request.user.pk, self.model, pks, DELETION)
+
+
+def _message(message: Any) -> str:
+    """Django's change message (a list of what changed, by field name) as stored."""
+    import json
+
+    return message if isinstance(message, str) else json.dumps(message)
+
+
+def scrub_entries(
+    using: str,
+    rows: Mapping[type[models.Model], Sequence[Any]],
+    namespaces: Mapping[type[models.Model], Sequence[str]],
+    *,
+    dry_run: bool = False,
+) -> int:
+    """Rename the admin log entries of ``rows`` (model -> primary keys) in database
+    ``using`` to :func:`object_label` and clear their messages; how many entries. In the
+    caller's transaction.
+
+    ``namespaces`` (model -> encoded namespaces): entries of that model whose object
+    name is one of the namespaces, or starts with one and then names a row under it,
+    are scrubbed too (Django's own form names a row by its ``str()``; the row may be gone
+    already). With ``dry_run``, only counts."""
+    if not apps.is_installed("django.contrib.admin"):
+        return 0
+    from django.contrib.admin.models import LogEntry
+    from django.contrib.contenttypes.models import ContentType
+
+    if not router.allow_migrate_model(using, LogEntry):  # the log lives elsewhere
+        return 0
+
+    types = ContentType.objects.db_manager(using)
+    entries = LogEntry.objects.using(using)
+    scrubbed = 0
+    for model in {*rows, *namespaces}:
+        content_type = types.get_for_model(model, for_concrete_model=False)
+        named = models.Q(object_id__in=[str(pk) for pk in rows.get(model, ())])
+        for namespace in namespaces.get(model, ()):
+            named |= models.Q(object_repr=namespace)
+            for after in _AFTER_NAMESPACE:
+                named |= models.Q(object_repr__startswith=namespace + after)
+        of_model = entries.filter(named, content_type=content_type)
+        if dry_run:
+            scrubbed += of_model.count()
+            continue
+        label = Left(Concat(Value(object_label(model, "")), "object_id"), _OBJECT_REPR_LENGTH)
+        scrubbed += of_model.update(object_repr=label, change_message="")
+    return scrubbed
