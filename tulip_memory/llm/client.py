@@ -86,8 +86,7 @@ def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
         when = email.utils.parsedate_to_datetime(headers.get("retry-after", ""))
     except (TypeError, ValueError):
         return None
-    # A "-0000" zone means UTC with the local zone unknown, not the local zone (as the
-    # library reads it).
+    # "-0000" is UTC with no claim about the sender's zone, not this machine's zone.
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     return max(0.0, (when - datetime.now(UTC)).total_seconds())
