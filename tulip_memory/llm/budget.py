@@ -1,10 +1,7 @@
 """The token budget of a prompt: estimate, and cut the oldest messages that do not fit.
 
-Tokens are estimated from characters (``chars_per_token``, 4 for English by default)
-until the server reports usage; each reported ``prompt_tokens`` then corrects the ratio
-for the client that saw it (:meth:`TokenEstimator.observe`).
-
-Pure Python.
+Tokens are estimated from characters until the server reports usage, whose
+``prompt_tokens`` then correct the ratio (:meth:`TokenEstimator.observe`).
 """
 
 from __future__ import annotations
