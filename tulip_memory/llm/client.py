@@ -329,33 +329,51 @@ class ChatClient:
         client = await self._clients.client()
         try:
             raw = await client.chat.completions.with_raw_response.create(**request)
-        except openai.APIStatusError as error:
-            status = error.status_code
-            kind = (
-                "rate_limited" if status == 429 else "server_error" if status >= 500 else "rejected"
-            )
-            what = f"the model server answered HTTP {status}"
-            raise self._failure(
-                purpose, model, started, error, kind=kind, what=what, status=status
-            ) from error
-        except openai.APIConnectionError as error:
+        except (openai.APIStatusError, openai.APIConnectionError) as error:
+            # The library numbers its attempts in this header of each request it sends.
+            attempts = int(error.request.headers.get("x-stainless-retry-count", 0)) + 1
+            if isinstance(error, openai.APIStatusError):
+                status = error.status_code
+                kind = (
+                    "rate_limited"
+                    if status == 429
+                    else "server_error"
+                    if status >= 500
+                    else "rejected"
+                )
+                what = (
+                    f"the model server answered HTTP {status} after {attempts} attempt(s): "
+                    f"{_short(error.message)}"
+                )
+                raise self._error(
+                    purpose, model, started, attempts, what, kind=kind, status=status
+                ) from error
             kind = "timeout" if isinstance(error, openai.APITimeoutError) else "connection"
-            what = f"{kind} talking to {self.config.base_url}"
-            raise self._failure(purpose, model, started, error, kind=kind, what=what) from error
+            what = f"{kind} talking to {self.config.base_url} after {attempts} attempt(s)"
+            raise self._error(purpose, model, started, attempts, what, kind=kind) from error
         attempts = raw.retries_taken + 1
+        not_a_completion = (
+            f"the model server answered HTTP 200 after {attempts} attempt(s), "
+            "but not with a chat completion"
+        )
         try:
             completion = raw.parse()
         except json.JSONDecodeError as error:  # a body declared as JSON that is not
-            raise self._not_a_completion(
+            what = f"{not_a_completion}: the body is not JSON"
+            raise self._error(
+                purpose, model, started, attempts, what, kind="malformed_output", status=200
+            ) from error
+        if problem := _completion_problem(completion):
+            kind, detail = problem
+            raise self._error(
                 purpose,
                 model,
                 started,
                 attempts,
-                problem=("malformed_output", "the body is not JSON"),
-            ) from error
-        if problem := _completion_problem(completion):
-            raise self._not_a_completion(
-                purpose, model, started, attempts, problem=problem, reported=_reported(completion)
+                f"{not_a_completion}: {detail}",
+                kind=kind,
+                status=200,
+                reported=_reported(completion),
             )
         prompt_chars = _prompt_chars(messages, (response_format, tools))
         result = self._result(completion, prompt_chars, failed_requests=attempts - 1)
@@ -373,64 +391,34 @@ class ChatClient:
         )
         return result
 
-    def _failure(
-        self,
-        purpose: str,
-        model: str,
-        started: float,
-        error: Any,
-        *,
-        kind: str,
-        what: str,
-        status: int | None = None,
-    ) -> LLMError:
-        """The error ending a call the library gave up on (logged here)."""
-        # The library numbers its attempts in this header of each request it sends.
-        attempts = int(error.request.headers.get("x-stainless-retry-count", 0)) + 1
-        self._log_failure(
-            purpose, model, attempts, started, kind if status is None else f"HTTP {status}"
-        )
-        detail = f": {_short(error.message)}" if status is not None else ""
-        return LLMError(
-            f"{purpose}: {what} after {attempts} attempt(s){detail}",
-            kind=kind,
-            usage=Usage(failed_requests=attempts),
-            attempts=attempts,
-            status=status,
-        )
-
-    def _not_a_completion(
+    def _error(
         self,
         purpose: str,
         model: str,
         started: float,
         attempts: int,
+        what: str,
         *,
-        problem: tuple[str, str],
+        kind: str,
+        status: int | None = None,
         reported: Usage | None = None,
     ) -> LLMError:
-        """The error of a 200 answer that is not a chat completion (logged here)."""
-        kind, what = problem
-        self._log_failure(purpose, model, attempts, started, f"HTTP 200, {kind}")
+        """The error ending a call, logged."""
+        logger.debug(
+            "llm call %s: model=%s failed (%s%s) after %d attempt(s) in %.0f ms",
+            purpose,
+            model,
+            kind,
+            "" if status is None else f", HTTP {status}",
+            attempts,
+            (time.perf_counter() - started) * 1000,
+        )
         return LLMError(
-            f"{purpose}: the model server answered HTTP 200 after {attempts} attempt(s), "
-            f"but not with a chat completion: {what}",
+            f"{purpose}: {what}",
             kind=kind,
             usage=(reported or Usage()) + Usage(failed_requests=attempts),
             attempts=attempts,
-            status=200,
-        )
-
-    def _log_failure(
-        self, purpose: str, model: str, attempts: int, started: float, reason: str
-    ) -> None:
-        logger.debug(
-            "llm call %s: model=%s failed (%s) after %d attempt(s) in %.0f ms",
-            purpose,
-            model,
-            reason,
-            attempts,
-            (time.perf_counter() - started) * 1000,
+            status=status,
         )
 
     def _result(self, completion: Any, prompt_chars: int, *, failed_requests: int) -> ChatResult:
