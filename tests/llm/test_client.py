@@ -287,6 +287,37 @@ async def test_429_with_a_retry_after_date_without_a_zone_is_retried(server, cli
     assert len(server.requests) == 2
 
 
+async def test_a_future_retry_after_date_without_a_zone_is_waited_for_as_utc(
+    server, client, monkeypatch
+):
+    # In a zone far from UTC, reading "-0000" as local time would wait hours (no retry).
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    try:
+        later = datetime.now(UTC).replace(tzinfo=None) + timedelta(seconds=2)
+        header = email.utils.format_datetime(later)
+        server.add(Reply(status=429, headers={"Retry-After": header}), Reply(content="done"))
+        started = time.perf_counter()
+        result = await client.complete(HELLO, max_tokens=5)
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    assert result.content == "done" and len(server.requests) == 2
+    assert 0.5 < time.perf_counter() - started < 3
+
+
+@pytest.mark.parametrize(
+    ("backoff", "backoff_max"), [(0.01, 30.0), (10.0, 0.05)], ids=["backoff", "backoff max"]
+)
+async def test_the_configured_backoff_sets_the_delay_between_attempts(server, backoff, backoff_max):
+    client = make_client(server, RETRY_BACKOFF=backoff, RETRY_BACKOFF_MAX=backoff_max)
+    server.add(Reply(status=500), Reply(status=503), Reply(content="ok"))
+    started = time.perf_counter()
+    result = await client.complete(HELLO, max_tokens=5)
+    assert result.content == "ok" and result.usage.failed_requests == 2
+    assert time.perf_counter() - started < 0.3  # the library's own delays are 0.5 s and more
+
+
 _COMPLETION_FIELDS = {"id": "x", "object": "chat.completion", "created": 0, "model": "m"}
 
 

@@ -1,10 +1,7 @@
 """The token budget of a prompt: estimate, and cut the oldest messages that do not fit.
 
-Tokens are estimated from characters (``chars_per_token``, 4 for English by default)
-until the server reports usage; each reported ``prompt_tokens`` then corrects the ratio
-for the client that saw it (:meth:`TokenEstimator.observe`).
-
-Pure Python.
+Tokens are estimated from characters until the server reports usage, whose
+``prompt_tokens`` then correct the ratio (:meth:`TokenEstimator.observe`).
 """
 
 from __future__ import annotations
@@ -72,21 +69,18 @@ def cut_to_budget(
         raise ValueError(f"budget must be an int >= 1, got {budget!r}")
     kept: list[str] = []
     used = 0
-    first_kept = len(texts)
-    for index in range(len(texts) - 1, -1, -1):
-        cost = estimator.tokens(texts[index]) + MESSAGE_OVERHEAD_TOKENS
+    for text in reversed(texts):
+        cost = estimator.tokens(text) + MESSAGE_OVERHEAD_TOKENS
         if used + cost > budget:
             if not kept:
                 room = int((budget - MESSAGE_OVERHEAD_TOKENS) * estimator.chars_per_token) - 1
-                kept.append("…" + texts[index][-room:] if room > 0 else "…")
+                kept.append("…" + text[-room:] if room > 0 else "…")
                 used = budget
-                first_kept = index
             break
-        kept.append(texts[index])
+        kept.append(text)
         used += cost
-        first_kept = index
     kept.reverse()
-    dropped = list(range(first_kept))
+    dropped = list(range(len(texts) - len(kept)))
     if dropped:
         logger.info(
             "token budget %d: dropped %d of %d %s (indexes %s), kept %d (~%d tokens)",
@@ -94,22 +88,8 @@ def cut_to_budget(
             len(dropped),
             len(texts),
             what,
-            _ranges(dropped),
+            f"0-{dropped[-1]}" if dropped[-1] else "0",
             len(kept),
             used,
         )
     return BudgetCut(kept, dropped, used)
-
-
-def _ranges(indexes: list[int]) -> str:
-    """``[0, 1, 2, 5]`` as ``"0-2, 5"``."""
-    parts: list[str] = []
-    start = previous = indexes[0]
-    for index in [*indexes[1:], None]:
-        if index is not None and index == previous + 1:
-            previous = index
-            continue
-        parts.append(f"{start}-{previous}" if start != previous else str(start))
-        if index is not None:
-            start = previous = index
-    return ", ".join(parts)

@@ -1,40 +1,25 @@
 """The chat-model client: OpenAI's chat-completions protocol through the ``openai`` library.
 
-One :class:`ChatClient` reaches any OpenAI-compatible server (OpenAI, Azure OpenAI,
-Ollama, vLLM, llama.cpp, LM Studio) from ``TULIP_MEMORY["LLM"]`` (:class:`LLMConfig`).
-Around each request it adds what the library's own retry loop does not give:
-
-* a ``TIMEOUT`` on each attempt as a whole (sending the request and reading the whole
-  answer), not only on each network read;
-* retries on timeouts, connection errors, 429 and 5xx with exponential backoff and full
-  jitter; a 429's ``Retry-After`` (or ``retry-after-ms``) is honoured when it is within
-  ``RETRY_BACKOFF_MAX``, and ends the retries when it is longer (asking sooner would only
-  earn another 429);
-* a per-process cap on requests in flight to one ``BASE_URL`` (:mod:`.limiter`);
-* the usage of every call (:class:`~.usage.Usage`, estimated from characters when the
-  server reports none; the requests that got no answer counted too, on the result or on
-  the error) and one debug log line per call, without content or key;
-* one exception type, :class:`~tulip_memory.exceptions.LLMError`, for every failure. A
-  200 answer that is not a chat completion is one too, not retried: ``kind="server_error"``
-  when its body is an error object (``{"error": ...}``), ``"malformed_output"`` when it is
-  not JSON (a gateway's HTML page), not an object, or has no ``choices``; tokens it
-  reports are counted on the error's usage.
-
-The API key is read from the environment at each request, never from settings. The
-HTTP clients, one per event loop, are closed with their loop (:class:`LoopClients`). ``openai``
-is imported when the first request is made; it is the ``llm`` extra.
+:class:`ChatClient` reaches any OpenAI-compatible server set by ``TULIP_MEMORY["LLM"]``
+and raises :class:`~tulip_memory.exceptions.LLMError` for every failure, a 200 that is not
+a chat completion included; every result and error carries its :class:`~.usage.Usage`.
+Retries are the library's own; this adds only what it lacks: ``TIMEOUT`` on each attempt
+as a whole, one slot of the process-wide :mod:`.limiter` per attempt, and its delays set by
+``RETRY_BACKOFF``/``RETRY_BACKOFF_MAX`` (a longer ``Retry-After`` ends the retries).
 """
 
 from __future__ import annotations
 
 import asyncio
 import email.utils
+import functools
 import json
 import logging
 import random
+import sys
 import threading
 import time
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -42,7 +27,7 @@ from typing import Any
 from tulip_memory.exceptions import LLMError
 from tulip_memory.llm.budget import TokenEstimator
 from tulip_memory.llm.config import LLMConfig
-from tulip_memory.llm.limiter import limiter_for
+from tulip_memory.llm.limiter import ProcessLimiter, limiter_for
 from tulip_memory.llm.usage import Usage
 
 __all__ = [
@@ -56,7 +41,7 @@ __all__ = [
 
 logger = logging.getLogger("tulip_memory.llm")
 
-# The key sent to a local server that wants none (the library refuses an empty one).
+# The library refuses an empty key; a local server ignores this one.
 _NO_KEY = "not-needed"
 
 
@@ -88,73 +73,109 @@ def _import_openai() -> Any:
     return openai
 
 
-def _prompt_chars(messages: Sequence[dict[str, Any]], extra: Sequence[Any]) -> int:
-    return sum(len(str(m.get("content") or "")) for m in messages) + sum(
-        len(json.dumps(item)) for item in extra if item is not None
-    )
-
-
-def retry_after_seconds(headers: Any) -> float | None:
-    """The delay a 429 or 503 asks for (``retry-after-ms`` or ``Retry-After``), if any."""
+def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
+    """The delay a response asks for (``retry-after-ms`` or ``Retry-After``), if any."""
     if headers is None:
         return None
-    millis = headers.get("retry-after-ms")
-    if millis is not None:
+    for name, scale in (("retry-after-ms", 1000), ("retry-after", 1)):
         try:
-            return max(0.0, float(millis) / 1000)
-        except ValueError:
+            return max(0.0, float(headers[name]) / scale)
+        except (KeyError, ValueError):
             pass
-    value = headers.get("retry-after")
-    if value is None:
-        return None
     try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
+        when = email.utils.parsedate_to_datetime(headers.get("retry-after", ""))
     except (TypeError, ValueError):
         return None
-    if when.tzinfo is None:  # a "-0000" zone: UTC, with no claim about the local zone
+    # "-0000" is UTC with no claim about the sender's zone, not this machine's zone.
+    if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
-def backoff_delay(
-    attempts: int, headers: Any, *, max_retries: int, backoff: float, backoff_max: float
-) -> float | None:
-    """Seconds to wait after failed attempt number ``attempts``, or ``None`` to give up.
+def _waits_too_long(headers: Mapping[str, str] | None, backoff_max: float) -> bool:
+    asked = retry_after_seconds(headers)
+    return asked is not None and asked > backoff_max
 
-    Exponential backoff with full jitter (``backoff * 2**(attempts-1)``, capped at
-    ``backoff_max``); a ``Retry-After`` in ``headers`` is honoured instead when it is
-    within ``backoff_max``, and ends the retries when it is longer. Shared by the chat
-    client and :class:`~tulip_memory.embeddings.OpenAIEmbedding`.
-    """
-    if attempts > max_retries:
-        return None
+
+def _retry_delay(
+    retries_taken: int, headers: Mapping[str, str] | None, backoff: float, backoff_max: float
+) -> float:
     asked = retry_after_seconds(headers)
     if asked is not None:
-        return asked if asked <= backoff_max else None
-    return random.uniform(0, min(backoff_max, backoff * 2 ** (attempts - 1)))
+        return min(asked, backoff_max)
+    return random.uniform(0, min(backoff_max, backoff * 2**retries_taken))
+
+
+def backoff_delay(
+    attempts: int,
+    headers: Mapping[str, str] | None,
+    *,
+    max_retries: int,
+    backoff: float,
+    backoff_max: float,
+) -> float | None:
+    """Seconds to wait after failed attempt number ``attempts``, or ``None`` to give up:
+    the chat client's retry policy, for a caller running its own retry loop."""
+    if attempts > max_retries or _waits_too_long(headers, backoff_max):
+        return None
+    return _retry_delay(attempts - 1, headers, backoff, backoff_max)
+
+
+@functools.cache
+def _openai_types() -> tuple[Any, Any]:
+    """The ``openai`` client and HTTP client classes :class:`ChatClient` sends through,
+    defined once the library is imported."""
+    import openai
+
+    class AttemptClient(openai.DefaultAsyncHttpxClient):
+        """Each attempt of the library's retry loop in a limiter slot and bounded as a whole
+        by ``timeout``: the library's timeout bounds each network read, so a server dripping
+        its answer would never time out."""
+
+        def __init__(self, limiter: ProcessLimiter, timeout: float) -> None:
+            super().__init__(timeout=timeout)
+            self._limiter = limiter
+            self._attempt_timeout = timeout
+
+        async def send(self, request: Any, **kwargs: Any) -> Any:
+            try:
+                async with self._limiter.slot(), asyncio.timeout(self._attempt_timeout):
+                    return await super().send(request, **kwargs)
+            except TimeoutError:
+                # The retry loop retries the timeouts of its HTTP library, httpx or httpx2
+                # after openai's version: the one the request belongs to.
+                http = sys.modules[type(request).__module__.partition(".")[0]]
+                raise http.ReadTimeout("the attempt outlasted TIMEOUT", request=request) from None
+
+    class PolicyOpenAI(openai.AsyncOpenAI):
+        """The library's retry loop with delays from the config (its own are fixed)."""
+
+        def __init__(self, *, backoff: float, backoff_max: float, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self._backoff = backoff
+            self._backoff_max = backoff_max
+
+        def _should_retry(self, response: Any) -> bool:
+            if _waits_too_long(response.headers, self._backoff_max):
+                return False  # asking sooner would only earn another 429
+            return bool(super()._should_retry(response))
+
+        def _calculate_retry_timeout(
+            self, remaining_retries: int, options: Any, response_headers: Any = None
+        ) -> float:
+            retries_taken = options.get_max_retries(self.max_retries) - remaining_retries
+            return _retry_delay(retries_taken, response_headers, self._backoff, self._backoff_max)
+
+    return PolicyOpenAI, AttemptClient
 
 
 class LoopClients:
-    """The ``openai`` clients of one owner, one per event loop, never more than live loops.
+    """The ``openai`` clients of one owner, one per live event loop; thread-safe.
 
-    The library's HTTP client belongs to the loop it first ran on, and its keep-alive
-    connections hold that loop. ``async_to_sync`` (the sync facades, the Celery workers,
-    the admin) and ``asyncio.run`` per request make a new loop per call, so a cache keyed
-    by loop alone would keep one client, one socket and one closed loop per call. Here:
-
-    * each client is closed on its own loop when the loop shuts down its async generators
-      (``asyncio.run``, ``asyncio.Runner`` and ``async_to_sync`` do before closing it);
-    * every use drops the clients of loops closed without that step, closing what can
-      still be closed (their sockets otherwise go with the garbage collector);
-    * :meth:`aclose` closes the running loop's client at once.
-
-    Creating a client per call instead would cost ~20 ms (the TLS context) and a new
-    connection per call. Shared by :class:`ChatClient` and
-    :class:`~tulip_memory.embeddings.OpenAIEmbedding`; thread-safe.
+    The library's HTTP client belongs to the loop it first ran on, and ``async_to_sync``
+    or ``asyncio.run`` make a new loop per call: a client is closed on its loop when the
+    loop shuts down its async generators, and each use drops the clients of loops closed
+    without that step. :meth:`aclose` closes the running loop's client at once.
     """
 
     def __init__(self, factory: Callable[[], Any]) -> None:
@@ -163,7 +184,6 @@ class LoopClients:
         self._clients: dict[asyncio.AbstractEventLoop, tuple[Any, AsyncGenerator[None, None]]] = {}
 
     def __len__(self) -> int:
-        """The clients held (one per loop that used one and is not known closed)."""
         return len(self._clients)
 
     async def client(self) -> Any:
@@ -180,8 +200,8 @@ class LoopClients:
         closer = _close_with_loop(client)
         with self._lock:
             self._clients[loop] = (client, closer)
-        # Runs to its ``yield`` at once, which registers it with the loop (its first-iteration
-        # hook): the loop's ``shutdown_asyncgens()`` then resumes it, and it closes the client.
+        # Running it to its ``yield`` registers it with the loop, whose
+        # ``shutdown_asyncgens()`` then resumes it to close the client.
         await closer.__anext__()
         return client
 
@@ -198,24 +218,19 @@ class LoopClients:
 
 
 async def _close_with_loop(client: Any) -> AsyncGenerator[None, None]:
-    """Wait (suspended at ``yield``) for the loop's end or :meth:`LoopClients.aclose`, then
-    close ``client`` on its loop."""
     try:
         yield
     finally:
         try:
             await client.close()
-        except Exception:  # closing is best effort: the loop is ending anyway
+        except Exception:  # best effort: the loop is ending anyway
             logger.debug("closing an HTTP client failed", exc_info=True)
 
 
 async def _close_abandoned(client: Any) -> None:
-    """Close a client whose loop was closed without shutting down its async generators.
-
-    Its connections belong to the closed loop, whose transports refuse to close
-    (``RuntimeError: Event loop is closed``); the pool is emptied all the same, and the
-    sockets are closed when the garbage collector frees the transports.
-    """
+    """Close a client whose loop closed without shutting down its async generators: its
+    transports refuse (the loop is closed), but the pool is emptied and the garbage
+    collector closes the sockets."""
     if client.is_closed():
         return
     try:
@@ -241,7 +256,6 @@ class ChatClient:
         self.config = config if config is not None else LLMConfig.from_settings()
         self.estimator = estimator or TokenEstimator(self.config.chars_per_token)
         self.limiter = limiter_for(self.config.base_url, self.config.max_concurrency)
-        # The library's HTTP client belongs to one event loop: one per live loop.
         self._clients = LoopClients(self._new_openai)
 
     def __repr__(self) -> str:
@@ -254,14 +268,19 @@ class ChatClient:
         return self.config.model
 
     def _new_openai(self) -> Any:
-        return _import_openai().AsyncOpenAI(
+        policy_openai, attempt_client = _openai_types()
+        return policy_openai(
             api_key=self._api_key,
             base_url=self.config.base_url,
             timeout=self.config.timeout,
-            max_retries=0,  # retried here: jitter, Retry-After bound, one limiter slot each
+            max_retries=self.config.max_retries,
+            backoff=self.config.retry_backoff,
+            backoff_max=self.config.retry_backoff_max,
+            http_client=attempt_client(self.limiter, self.config.timeout),
         )
 
     async def _api_key(self) -> str:
+        # Called by the library before each request: a rotated key is used at once.
         return self.config.api_key() or _NO_KEY
 
     async def aclose(self) -> None:
@@ -278,11 +297,8 @@ class ChatClient:
         tool_choice: dict[str, Any] | str | None = None,
         purpose: str = "chat",
     ) -> ChatResult:
-        """One chat completion, retried per the config; raises :class:`LLMError`.
-
-        ``messages`` are chat-completions dicts (``{"role": ..., "content": ...}``).
-        ``purpose`` names the call in the log line.
-        """
+        """One chat completion of ``messages`` (chat-completions dicts), retried per the
+        config; raises :class:`LLMError`. ``purpose`` names the call in the log line."""
         if isinstance(messages, (str, dict)) or not all(
             isinstance(m, dict) and "role" in m for m in messages
         ):
@@ -309,16 +325,15 @@ class ChatClient:
             request["tools"] = tools
             if tool_choice is not None:
                 request["tool_choice"] = tool_choice
-        prompt_chars = _prompt_chars(messages, (response_format, tools))
         started = time.perf_counter()
-        attempts = 0
-        while True:
-            attempts += 1
-            try:
-                completion = await self._attempt(request)
-            except openai.APIStatusError as error:
+        client = await self._clients.client()
+        try:
+            raw = await client.chat.completions.with_raw_response.create(**request)
+        except (openai.APIStatusError, openai.APIConnectionError) as error:
+            # The library numbers its attempts in this header of each request it sends.
+            attempts = int(error.request.headers.get("x-stainless-retry-count", 0)) + 1
+            if isinstance(error, openai.APIStatusError):
                 status = error.status_code
-                retryable = status == 429 or status >= 500
                 kind = (
                     "rate_limited"
                     if status == 429
@@ -326,122 +341,84 @@ class ChatClient:
                     if status >= 500
                     else "rejected"
                 )
-                delay = self._delay(
-                    attempts, error.response.headers if status in (429, 503) else None
+                what = (
+                    f"the model server answered HTTP {status} after {attempts} attempt(s): "
+                    f"{_short(error.message)}"
                 )
-                if not retryable or delay is None:
-                    self._log_failure(purpose, model, attempts, started, f"HTTP {status}")
-                    raise LLMError(
-                        f"{purpose}: the model server answered HTTP {status} "
-                        f"after {attempts} attempt(s): {_short(error.message)}",
-                        kind=kind,
-                        usage=Usage(failed_requests=attempts),
-                        attempts=attempts,
-                        status=status,
-                    ) from error
-            except json.JSONDecodeError as error:  # a body declared as JSON that is not
-                raise self._not_a_completion(
-                    purpose,
-                    model,
-                    attempts,
-                    started,
-                    kind="malformed_output",
-                    what="the body is not JSON",
+                raise self._error(
+                    purpose, model, started, attempts, what, kind=kind, status=status
                 ) from error
-            except (openai.APIConnectionError, TimeoutError) as error:
-                timed_out = isinstance(error, (openai.APITimeoutError, TimeoutError))
-                kind = "timeout" if timed_out else "connection"
-                delay = self._delay(attempts, None)
-                if delay is None:
-                    self._log_failure(purpose, model, attempts, started, kind)
-                    raise LLMError(
-                        f"{purpose}: {kind} talking to {self.config.base_url} "
-                        f"after {attempts} attempt(s)",
-                        kind=kind,
-                        usage=Usage(failed_requests=attempts),
-                        attempts=attempts,
-                    ) from error
-            else:
-                if problem := _completion_problem(completion):
-                    kind, what = problem
-                    raise self._not_a_completion(
-                        purpose,
-                        model,
-                        attempts,
-                        started,
-                        kind=kind,
-                        what=what,
-                        reported=_reported(completion),
-                    )
-                result = self._result(completion, prompt_chars, failed_requests=attempts - 1)
-                logger.debug(
-                    "llm call %s: model=%s attempts=%d finish=%s prompt_tokens=%d "
-                    "completion_tokens=%d%s in %.0f ms",
-                    purpose,
-                    model,
-                    attempts,
-                    result.finish_reason,
-                    result.usage.prompt_tokens,
-                    result.usage.completion_tokens,
-                    " (estimated)" if result.usage.estimated else "",
-                    (time.perf_counter() - started) * 1000,
-                )
-                return result
-            logger.debug(
-                "llm call %s: attempt %d failed, retrying in %.2f s", purpose, attempts, delay
-            )
-            await asyncio.sleep(delay)
-
-    async def _attempt(self, request: dict[str, Any]) -> Any:
-        """One request in a limiter slot, bounded as a whole by ``TIMEOUT``: the library's
-        timeout bounds each network read only, so a server dripping its answer would never
-        time out (raises ``TimeoutError`` then)."""
-        client = await self._clients.client()
-        async with self.limiter.slot(), asyncio.timeout(self.config.timeout):
-            return await client.chat.completions.create(**request)
-
-    def _delay(self, attempts: int, headers: Any) -> float | None:
-        """Seconds before the next attempt, or ``None`` when there is none."""
-        return backoff_delay(
-            attempts,
-            headers,
-            max_retries=self.config.max_retries,
-            backoff=self.config.retry_backoff,
-            backoff_max=self.config.retry_backoff_max,
+            kind = "timeout" if isinstance(error, openai.APITimeoutError) else "connection"
+            what = f"{kind} talking to {self.config.base_url} after {attempts} attempt(s)"
+            raise self._error(purpose, model, started, attempts, what, kind=kind) from error
+        attempts = raw.retries_taken + 1
+        not_a_completion = (
+            f"the model server answered HTTP 200 after {attempts} attempt(s), "
+            "but not with a chat completion"
         )
-
-    def _log_failure(
-        self, purpose: str, model: str, attempts: int, started: float, reason: str
-    ) -> None:
+        try:
+            completion = raw.parse()
+        except json.JSONDecodeError as error:  # a body declared as JSON that is not
+            what = f"{not_a_completion}: the body is not JSON"
+            raise self._error(
+                purpose, model, started, attempts, what, kind="malformed_output", status=200
+            ) from error
+        if problem := _completion_problem(completion):
+            kind, detail = problem
+            raise self._error(
+                purpose,
+                model,
+                started,
+                attempts,
+                f"{not_a_completion}: {detail}",
+                kind=kind,
+                status=200,
+                reported=_reported(completion),
+            )
+        prompt_chars = _prompt_chars(messages, (response_format, tools))
+        result = self._result(completion, prompt_chars, failed_requests=attempts - 1)
         logger.debug(
-            "llm call %s: model=%s failed (%s) after %d attempt(s) in %.0f ms",
+            "llm call %s: model=%s attempts=%d finish=%s prompt_tokens=%d "
+            "completion_tokens=%d%s in %.0f ms",
             purpose,
             model,
-            reason,
             attempts,
+            result.finish_reason,
+            result.usage.prompt_tokens,
+            result.usage.completion_tokens,
+            " (estimated)" if result.usage.estimated else "",
             (time.perf_counter() - started) * 1000,
         )
+        return result
 
-    def _not_a_completion(
+    def _error(
         self,
         purpose: str,
         model: str,
-        attempts: int,
         started: float,
+        attempts: int,
+        what: str,
         *,
         kind: str,
-        what: str,
+        status: int | None = None,
         reported: Usage | None = None,
     ) -> LLMError:
-        """The error of a 200 answer that is not a chat completion (logged here)."""
-        self._log_failure(purpose, model, attempts, started, f"HTTP 200, {kind}")
+        """The error ending a call, logged."""
+        logger.debug(
+            "llm call %s: model=%s failed (%s%s) after %d attempt(s) in %.0f ms",
+            purpose,
+            model,
+            kind,
+            "" if status is None else f", HTTP {status}",
+            attempts,
+            (time.perf_counter() - started) * 1000,
+        )
         return LLMError(
-            f"{purpose}: the model server answered HTTP 200 after {attempts} attempt(s), "
-            f"but not with a chat completion: {what}",
+            f"{purpose}: {what}",
             kind=kind,
             usage=(reported or Usage()) + Usage(failed_requests=attempts),
             attempts=attempts,
-            status=200,
+            status=status,
         )
 
     def _result(self, completion: Any, prompt_chars: int, *, failed_requests: int) -> ChatResult:
@@ -474,10 +451,16 @@ class ChatClient:
         return ChatResult(content, calls, choice.finish_reason, usage)
 
 
+def _prompt_chars(messages: Sequence[dict[str, Any]], extra: Sequence[Any]) -> int:
+    return sum(len(str(m.get("content") or "")) for m in messages) + sum(
+        len(json.dumps(item)) for item in extra if item is not None
+    )
+
+
 def _completion_problem(completion: Any) -> tuple[str, str] | None:
-    """Why a 200 answer is not a chat completion (the error kind and what is wrong), or
-    ``None``. The library hands over a body that is not JSON as a str, one that is JSON
-    but not an object as it is."""
+    """Why a 200 answer is not a chat completion (error kind, what is wrong), or ``None``.
+    The library hands over a body that is not JSON as a str, JSON that is not an object
+    as it is."""
     if isinstance(completion, str) or not hasattr(completion, "choices"):
         return "malformed_output", "the body is not a JSON object"
     choices = completion.choices
@@ -491,8 +474,7 @@ def _completion_problem(completion: Any) -> tuple[str, str] | None:
 
 
 def _reported(completion: Any) -> Usage:
-    """The tokens an answer that is not a chat completion reports spent (none if it
-    reports none)."""
+    """The tokens an answer that is not a chat completion reports spent, if any."""
     reported = getattr(completion, "usage", None)
     prompt, answer = (
         getattr(reported, name, None) for name in ("prompt_tokens", "completion_tokens")

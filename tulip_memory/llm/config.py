@@ -1,64 +1,22 @@
-"""The chat model's settings: ``TULIP_MEMORY["LLM"]`` read into one :class:`LLMConfig`.
+"""The chat model's settings: ``TULIP_MEMORY["LLM"]`` checked into one :class:`LLMConfig`.
 
-Every key is optional; :data:`LLM_DEFAULTS` fills the rest. The API key itself is never a
-setting: ``API_KEY_ENV`` names the environment variable it is read from at each request,
-so it is neither kept on these objects nor written to a log.
-
-Pure Python: without configured Django settings :meth:`LLMConfig.from_settings` returns
-the defaults.
+Every key is optional (docs/llm.md lists them). The API key is never a setting:
+``API_KEY_ENV`` names the environment variable it is read from at each request. Without
+Django settings :meth:`LLMConfig.from_settings` gives the defaults.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import os
-from dataclasses import dataclass, field, fields
-from typing import Any, Literal
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Any, Literal, get_args
 from urllib.parse import urlsplit
 
 __all__ = ["LLM_DEFAULTS", "STRUCTURED_MODES", "LLMConfig", "StructuredMode", "is_local_url"]
 
 StructuredMode = Literal["auto", "json_schema", "tools", "text"]
-STRUCTURED_MODES: tuple[str, ...] = ("auto", "json_schema", "tools", "text")
-
-LLM_DEFAULTS: dict[str, Any] = {
-    # Any OpenAI-compatible server: OpenAI, Azure OpenAI (its /openai/v1 URL), Ollama
-    # (http://localhost:11434/v1), vLLM, llama.cpp, LM Studio.
-    "BASE_URL": "https://api.openai.com/v1",
-    "MODEL": None,
-    # Name of the environment variable holding the key; a local server needs none.
-    "API_KEY_ENV": "OPENAI_API_KEY",
-    # Seconds per HTTP request.
-    "TIMEOUT": 60.0,
-    # Retries after the first attempt, on timeouts, connection errors, 429 and 5xx.
-    "MAX_RETRIES": 3,
-    # First retry delay in seconds, doubled per retry (full jitter), capped at the max;
-    # a 429's Retry-After is honoured instead when the server sends one.
-    "RETRY_BACKOFF": 0.5,
-    "RETRY_BACKOFF_MAX": 30.0,
-    # Requests in flight at once to one BASE_URL from this process (all event loops).
-    "MAX_CONCURRENCY": 4,
-    # "auto": JSON-schema response format, else tool calling, else JSON in text.
-    "STRUCTURED_OUTPUT": "auto",
-    "TEMPERATURE": 0.0,
-    # Prompt tokens a run may take; older messages are cut first (tulip_memory.llm.budget).
-    "INPUT_TOKEN_BUDGET": 6000,
-    # Characters per token until the server reports usage.
-    "CHARS_PER_TOKEN": 4.0,
-    "EXTRACTION_MAX_TOKENS": 1500,
-    "SUMMARY_MAX_TOKENS": 400,
-    # Existing memories shown to the model per candidate fact.
-    "RELATED_MEMORIES": 5,
-    # Candidates below this confidence are dropped before consolidation.
-    "MIN_CONFIDENCE": 0.5,
-    # Facts one extraction answer may add (the rest are refused) and characters per fact
-    # (a longer one is refused): bounds on what one model answer can write.
-    "MAX_FACTS": 30,
-    "MAX_FACT_CHARS": 1000,
-    # tulip_memory.llm.redaction.RedactionPolicy options (DETECTORS, EXTRA_PATTERNS, ALLOW,
-    # REPLACEMENT).
-    "REDACTION": {},
-}
+STRUCTURED_MODES: tuple[str, ...] = get_args(StructuredMode)
 
 
 def _positive(name: str, value: Any, *, integer: bool = False, zero: bool = False) -> None:
@@ -72,26 +30,26 @@ def _positive(name: str, value: Any, *, integer: bool = False, zero: bool = Fals
 
 @dataclass(frozen=True)
 class LLMConfig:
-    """The chat model endpoint and how calls to it behave (see :data:`LLM_DEFAULTS`)."""
+    """The chat model endpoint and how calls to it behave; one field per upper-case key."""
 
-    base_url: str = LLM_DEFAULTS["BASE_URL"]
-    model: str | None = LLM_DEFAULTS["MODEL"]
-    api_key_env: str | None = LLM_DEFAULTS["API_KEY_ENV"]
-    timeout: float = LLM_DEFAULTS["TIMEOUT"]
-    max_retries: int = LLM_DEFAULTS["MAX_RETRIES"]
-    retry_backoff: float = LLM_DEFAULTS["RETRY_BACKOFF"]
-    retry_backoff_max: float = LLM_DEFAULTS["RETRY_BACKOFF_MAX"]
-    max_concurrency: int = LLM_DEFAULTS["MAX_CONCURRENCY"]
-    structured_output: StructuredMode = LLM_DEFAULTS["STRUCTURED_OUTPUT"]
-    temperature: float = LLM_DEFAULTS["TEMPERATURE"]
-    input_token_budget: int = LLM_DEFAULTS["INPUT_TOKEN_BUDGET"]
-    chars_per_token: float = LLM_DEFAULTS["CHARS_PER_TOKEN"]
-    extraction_max_tokens: int = LLM_DEFAULTS["EXTRACTION_MAX_TOKENS"]
-    summary_max_tokens: int = LLM_DEFAULTS["SUMMARY_MAX_TOKENS"]
-    related_memories: int = LLM_DEFAULTS["RELATED_MEMORIES"]
-    min_confidence: float = LLM_DEFAULTS["MIN_CONFIDENCE"]
-    max_facts: int = LLM_DEFAULTS["MAX_FACTS"]
-    max_fact_chars: int = LLM_DEFAULTS["MAX_FACT_CHARS"]
+    base_url: str = "https://api.openai.com/v1"
+    model: str | None = None
+    api_key_env: str | None = "OPENAI_API_KEY"
+    timeout: float = 60.0
+    max_retries: int = 3
+    retry_backoff: float = 0.5
+    retry_backoff_max: float = 30.0
+    max_concurrency: int = 4
+    structured_output: StructuredMode = "auto"
+    temperature: float = 0.0
+    input_token_budget: int = 6000
+    chars_per_token: float = 4.0
+    extraction_max_tokens: int = 1500
+    summary_max_tokens: int = 400
+    related_memories: int = 5
+    min_confidence: float = 0.5
+    max_facts: int = 30
+    max_fact_chars: int = 1000
     redaction: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -152,8 +110,7 @@ class LLMConfig:
             raise ValueError(
                 f"TULIP_MEMORY['LLM'] has unknown keys {unknown}; known: {sorted(LLM_DEFAULTS)}"
             )
-        names = {f.name.upper(): f.name for f in fields(cls)}
-        return cls(**{names[key]: value for key, value in {**LLM_DEFAULTS, **options}.items()})
+        return cls(**{key.lower(): value for key, value in options.items()})
 
     @classmethod
     def from_settings(cls) -> LLMConfig:
@@ -174,11 +131,8 @@ class LLMConfig:
 
 
 def is_local_url(url: str) -> bool:
-    """Whether ``url`` points at this machine or a private network (needs no API key).
-
-    Loopback, private and link-local addresses, ``localhost``, ``*.local`` and single-label
-    host names (a container's service name, e.g. ``http://ollama:11434``) count as local.
-    """
+    """Whether ``url`` is loopback, private or link-local, ``localhost``, ``*.local`` or a
+    single-label host (a container's service name): a server that needs no API key."""
     host = (urlsplit(url).hostname or "").lower()
     if not host:
         return False
@@ -190,3 +144,9 @@ def is_local_url(url: str) -> bool:
     except ValueError:
         return False
     return address.is_loopback or address.is_private or address.is_link_local
+
+
+#: Every ``TULIP_MEMORY["LLM"]`` key and its default.
+LLM_DEFAULTS: dict[str, Any] = {
+    f.name.upper(): {} if f.default is MISSING else f.default for f in fields(LLMConfig)
+}

@@ -1,11 +1,8 @@
 """A concurrency cap shared by every thread and event loop of the process.
 
-``asyncio.Semaphore`` belongs to one event loop, but a process may run several (a Celery
-worker thread per job, ``asyncio.run`` per request, ``async_to_sync``): a cap per loop
-would let each of them fill the model server's queue. :class:`ProcessLimiter` counts
-slots under a thread lock and wakes a waiter on its own loop.
-
-Pure Python.
+``asyncio.Semaphore`` caps one event loop, but a Celery worker thread per job,
+``asyncio.run`` per request and ``async_to_sync`` each run their own: :class:`ProcessLimiter`
+counts slots under a thread lock and wakes each waiter on its own loop.
 """
 
 from __future__ import annotations

@@ -1,30 +1,9 @@
 """Secret redaction: likely secrets replaced by ``[REDACTED:<kind>]`` before text leaves.
 
-The extractor runs it twice: on the conversation before it goes to the model, and on every
-memory before it is written (a model may rebuild a secret it was not shown whole). What
-counts as a secret is the :class:`RedactionPolicy`; the default detectors are:
-
-=====================  ==================================================================
-``private_key``        PEM private-key blocks
-``api_key``            provider keys by their shapes: OpenAI/Anthropic ``sk-…``, GitHub
-                       ``ghp_…``/``github_pat_…``, AWS ``AKIA…``, Slack ``xox?-…``, Stripe
-                       ``sk_live_…``, Google ``AIza…``
-``jwt``                JSON Web Tokens (``eyJ….eyJ….…``)
-``bearer``             ``Bearer <token>`` with a random-looking token
-``url_credentials``    the password of ``scheme://user:password@host``
-``secret_assignment``  ``api_key=…``, ``token: …``, ``client secret is …`` with a
-                       random-looking value
-``password``           a password or PIN stated in text (``my password is hunter2``)
-``card_number``        13-19 digits (spaces or dashes allowed) of a card network's
-                       first digit that pass the Luhn check
-=====================  ==================================================================
-
-"Random-looking" means letters and digits and one run of at least 16 characters between
-separators, so ``sk-learn``, ``token budget`` or a ticket id pass. A stated password is
-kept when it is a common word describing the password (``is required``, ``is wrong``).
-``tests/llm/redaction_corpus.py`` is the labelled corpus the policy is tested on.
-
-Pure Python.
+A :class:`RedactionPolicy` picks the detectors (:data:`DETECTORS`: private keys, provider
+API keys, JWTs, bearer tokens, URL passwords, secret assignments, stated passwords, card
+numbers), extra patterns, allowed values and the replacement; docs/llm.md says what each
+detector takes. ``tests/llm/redaction_corpus.py`` is the labelled corpus it is tested on.
 """
 
 from __future__ import annotations
@@ -264,21 +243,12 @@ class Redactor:
     def redact_value(self, value: Any) -> tuple[Any, list[str]]:
         """A copy of a JSON-like value with every string redacted, and the kinds found."""
         if isinstance(value, str):
-            found = self.redact(value)
-            return found.text, found.kinds
+            redaction = self.redact(value)
+            return redaction.text, redaction.kinds
         if isinstance(value, dict):
-            kinds: list[str] = []
-            copy: dict[Any, Any] = {}
-            for key, item in value.items():
-                copy[key], more = self.redact_value(item)
-                kinds += more
-            return copy, kinds
+            pairs = [(key, self.redact_value(item)) for key, item in value.items()]
+            return {key: item for key, (item, _) in pairs}, [k for _, (_, ks) in pairs for k in ks]
         if isinstance(value, (list, tuple)):
-            kinds = []
-            items = []
-            for item in value:
-                redacted, more = self.redact_value(item)
-                items.append(redacted)
-                kinds += more
-            return items, kinds
+            found = [self.redact_value(item) for item in value]
+            return [item for item, _ in found], [k for _, ks in found for k in ks]
         return value, []

@@ -1,21 +1,9 @@
 """Structured output: a JSON object matching a schema, whatever the server supports.
 
-``STRUCTURED_OUTPUT="auto"`` asks with the JSON-schema response format first; a server
-that refuses it (HTTP 400/422) is asked with one forced tool call instead, and one that
-refuses tools too gets the schema in the prompt and answers JSON in text. Once a lower
-mode has answered, the :class:`StructuredOutput` keeps it for its next calls; a request
-refused in every mode (the prompt itself was refused: over the context length, filtered)
-leaves the mode as it was. Whatever the
-mode, an answer that is not JSON or does not match the schema gets **one** repair request
-(the answer, the problem and the schema sent back); a second failure raises
-:class:`~tulip_memory.exceptions.LLMError` (``kind="malformed_output"``) and logs the raw
-answer, truncated, at debug level.
-
-The schema check covers the keywords the package's schemas use (``type``,
-``properties``, ``required``, ``additionalProperties: false``, ``items``, ``enum``,
-``minimum``/``maximum``).
-
-Pure Python over :class:`~.client.ChatClient`.
+``"auto"`` asks with the JSON-schema response format, then (on HTTP 400/422) with a forced
+tool call, then for JSON in text, and keeps the first mode that answers. An answer that is
+not JSON or breaks the schema gets one repair request; a second failure raises
+``LLMError(kind="malformed_output")``.
 """
 
 from __future__ import annotations
@@ -63,7 +51,11 @@ class StructuredResult:
 
 
 def schema_problem(value: Any, schema: dict[str, Any], path: str = "$") -> str | None:
-    """The first way ``value`` breaks ``schema`` (a JSON path and what is wrong), or ``None``."""
+    """The first way ``value`` breaks ``schema`` (a JSON path and what is wrong), or ``None``.
+
+    Covers the keywords the package's schemas use: ``type``, ``properties``, ``required``,
+    ``additionalProperties: false``, ``items``, ``enum``, ``minimum``/``maximum``.
+    """
     expected = schema.get("type")
     if expected is not None:
         names = expected if isinstance(expected, list) else [expected]

@@ -1,18 +1,9 @@
 """An LLM ``summarize_fn`` for :class:`~tulip_memory.conversation.SummarizingManager`.
 
-The manager calls ``summarize_fn(messages)`` with the span to fold away. When it already
-holds a summary of an earlier span, that summary comes first in ``messages`` (a summary
-message), followed only by the messages that newly crossed the cut. :class:`LLMSummarizer`
-sends exactly that to the model: the previous summary as its own block and the new
-messages rendered compactly (:mod:`.transcript`: tool calls as one line, tool results cut),
-so a long conversation is never summarised from the start again. Secrets are redacted
-before the model sees the text (each message whole, before a tool call or result is cut:
-the extractor's own code path); the new messages are cut to the token budget (oldest
-first, logged) and the answer is bounded by ``SUMMARY_MAX_TOKENS`` (and, should a server
-ignore that, cut at a sentence end near the same number of characters).
-
-Failures raise :class:`~tulip_memory.exceptions.LLMError`; the manager keeps the history
-unsummarised and sends ``memory.compactor.failed``.
+Incremental: the previous summary (first in ``messages``, when there is one) and only the
+messages that newly crossed the cut are sent, redacted and cut to the token budget; the
+answer is bounded by ``SUMMARY_MAX_TOKENS``. Failures raise
+:class:`~tulip_memory.exceptions.LLMError`.
 """
 
 from __future__ import annotations

@@ -1,19 +1,9 @@
-"""A conversation rendered as compact lines of text for a prompt, secrets redacted.
+"""A conversation as compact prompt lines (``user: …``, ``assistant: -> tool f(x=1)``,
+``tool f -> …``, ``summary: …``), tool calls and results cut at ``tool_chars``; system
+messages other than a summary are left out.
 
-One line per message: ``user: …``, ``assistant: …``; an assistant's tool calls as
-``assistant: -> tool get_weather(city="Paris")`` and a tool result as
-``tool get_weather -> …``, cut at ``tool_chars`` characters (results are often long and
-rarely hold what a summary or a memory needs). An earlier summary of the conversation is
-rendered as ``summary: …``; other system messages (instructions, memory blocks) are left
-out: they are not what the user said.
-
-Secrets are redacted before anything is cut: a message's whole content and the whole text
-of each tool call's arguments go through the :class:`~.redaction.Redactor`, then the line
-is put together and cut. A secret longer than the cut (a PEM private key read by a tool)
-is thus found whole and replaced, never cut in two with the half the model would see no
-longer recognisable as a secret.
-
-Pure Python.
+Each text is redacted whole before it is cut, so a secret longer than the cut is still
+recognised and replaced.
 """
 
 from __future__ import annotations

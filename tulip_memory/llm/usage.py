@@ -1,7 +1,4 @@
-"""Token usage of chat-model calls, summed per call, per run, per caller.
-
-Pure Python.
-"""
+"""Token usage of chat-model calls, summed per call, per run, per caller."""
 
 from __future__ import annotations
 
