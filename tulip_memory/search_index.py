@@ -23,9 +23,11 @@ index itself. The owner's policies include one ``USING (true)``, so inside the f
 no security qual is left and the index is used; the function applies the tenant itself,
 with the very predicate of the tenant policy (:func:`tulip_memory.rls.policy_expression`),
 so a caller gets what the policy would show it: nothing without a tenant bound, nothing
-of another tenant. The owner reading every tenant's rows adds no power: it can lift FORCE
-or drop the policies at will; FORCE still applies to its writes, and other roles are not
-concerned by the policy.
+of another tenant. A narrower owner policy (the tenant predicate) is a security qual
+again, which keeps ``@@`` out of the index condition (docs/pg_store.md, "Why the owner's
+read policy is USING (true)"). The owner reading every tenant's rows adds no power: it can
+lift FORCE or drop the policies at will; FORCE still applies to its writes, and other
+roles are not concerned by the policy.
 
 Both indexes skip the rows of a namespace over :data:`INDEXED_NAMESPACE_MAX_BYTES` (a
 btree entry holds at most 2,704 bytes): such a namespace is ranked by the statement that
