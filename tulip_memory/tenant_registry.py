@@ -59,7 +59,7 @@ class AddTenantRegistration(DatabaseOnlyTableOperation):
         schema_editor.execute(f"DROP FUNCTION {schema}.{FUNCTION}()", params=None)
 
     def describe(self) -> str:
-        return f"Add the function registering tenants into {self.model_name}"
+        return f"Add {FUNCTION}, registering tenants in {self.model_name}"
 
     @property
     def migration_name_fragment(self) -> str:
@@ -80,7 +80,7 @@ class PinTenantRegistration(DatabaseOnlyTableOperation):
         """Nothing: the pinned body stays (see the class)."""
 
     def describe(self) -> str:
-        return f"Pin the search path of the function registering tenants into {self.model_name}"
+        return f"Pin the search path of {FUNCTION}, registering tenants in {self.model_name}"
 
     @property
     def migration_name_fragment(self) -> str:
