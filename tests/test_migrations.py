@@ -200,3 +200,68 @@ def test_the_lexical_function_of_a_database_migrated_before_keeps_its_ties_after
             [LEXICAL_FUNCTION],
         )
         assert cursor.fetchone() == (True, connections["owner"].settings_dict["USER"])
+
+
+# The tenant registry's function as migration 0008 created it before 0016.
+REGISTER_TENANTS_BEFORE_0016 = """
+CREATE OR REPLACE FUNCTION tulip_memory_register_tenants() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $$
+BEGIN
+    INSERT INTO tulip_memory_tenant (name, registered_at)
+    SELECT DISTINCT tenant, now() FROM new_rows
+    ON CONFLICT (name) DO NOTHING;
+    RETURN NULL;
+END
+$$;
+"""
+
+
+@pytest.mark.django_db(transaction=True, databases=["default", "owner"])
+def test_the_security_definer_functions_of_a_database_migrated_before_are_pinned_by_0016():
+    from django.db import connection, connections
+    from tulip_memory.rls import tenant_tables
+    from tulip_memory.search_index import LEXICAL_FUNCTION
+
+    from tulip_memory.checks.tenancy import check_connection
+    from tulip_memory.postgres.tenant_registry import FUNCTION
+
+    def functions() -> list[tuple[object, ...]]:
+        with connection.cursor() as cursor:  # as the application role sees them
+            cursor.execute(
+                "SELECT p.proname, p.proconfig[1], pg_get_userbyid(p.proowner), "
+                "has_function_privilege(p.oid, 'EXECUTE'), "
+                "(SELECT count(*) FROM pg_trigger t WHERE t.tgfoid = p.oid), "
+                'p.prosrc LIKE \'%"public"."tulip_memory_tenant"%\' '
+                "OR p.prosrc LIKE '%OPERATOR(pg_catalog.@@)%' "
+                "FROM pg_proc p WHERE p.prosecdef ORDER BY 1"
+            )
+            return cursor.fetchall()
+
+    def e017() -> list[str]:
+        messages = check_connection(connection, "default")
+        return [m.msg.split(" of ")[0] for m in messages if m.id == "tulip_memory.E017"]
+
+    owner = connections["owner"].settings_dict["USER"]
+    triggers = len(tenant_tables())
+    pinned = [
+        (LEXICAL_FUNCTION, "search_path=pg_catalog, pg_temp", owner, True, 0, True),
+        (FUNCTION, "search_path=pg_catalog, pg_temp", owner, False, triggers, True),
+    ]
+    assert functions() == pinned and e017() == []
+    try:
+        call_command("migrate", "tulip_memory", "0015", database="owner", verbosity=0)
+        assert functions() == pinned  # going back keeps the pinned bodies
+        with connections["owner"].cursor() as cursor:
+            cursor.execute(REGISTER_TENANTS_BEFORE_0016)
+        assert functions()[1] == (
+            FUNCTION,
+            'search_path="$user", public',
+            owner,
+            False,
+            triggers,
+            False,
+        )
+        assert e017() == [f"The SECURITY DEFINER function {FUNCTION}()"]
+    finally:
+        call_command("migrate", "tulip_memory", database="owner", verbosity=0)
+    assert functions() == pinned and e017() == []

@@ -42,7 +42,7 @@ DEFAULTS: dict[str, Any] = {
     # Dotted path of a callable(request) -> str | None used by TenantMiddleware.
     # Who the request's tenant is: from the user's memberships by default; the header
     # resolver only behind an authenticating gateway (check --deploy warns: W011).
-    "TENANT_RESOLVER": "tulip_memory.tenancy.middleware.resolve_tenant_from_membership",
+    "TENANT_RESOLVER": "tulip_memory.middleware.resolve_tenant_from_membership",
     "TENANT_HEADER": "X-Tenant",
     # Database aliases the application reaches tenant tables through (as a role without
     # SUPERUSER/BYPASSRLS that does not own the tables): checked by tulip_memory.E010-W010.

@@ -26,6 +26,7 @@ from tulip_memory.checks.tenancy import (
     check_tenant_databases,
     check_tenant_resolver,
     check_tenant_resolver_setting,
+    search_path_of,
     settings_read,
 )
 from tulip_memory.postgres.rls import POLICY_NAME, tenant_tables
@@ -364,3 +365,102 @@ def test_a_policy_of_the_expected_name_that_reads_no_setting_is_e019():
     assert error.hint.startswith(
         "Recreate the policies as the table owner, for each table T: DROP POLICY "
     )
+
+
+# --- E012, E013: row level security and the policies of each tenant table ---------------------
+
+
+def _by_id(messages, check_id: str) -> list[checks.CheckMessage]:
+    return [m for m in messages if m.id == check_id]
+
+
+@pytest.mark.django_db(databases=["default", "owner"])
+def test_a_tenant_table_without_enable_or_force_is_e012_naming_it():
+    owner = connections["owner"]
+    assert _by_id(check_connection(owner, "owner"), "tulip_memory.E012") == []
+    with owner.cursor() as cursor:  # in the test's transaction: rolled back afterwards
+        cursor.execute("ALTER TABLE tulip_memory_checkpoint NO FORCE ROW LEVEL SECURITY")
+        cursor.execute("ALTER TABLE tulip_memory_extraction_job DISABLE ROW LEVEL SECURITY")
+    errors = sorted(_by_id(check_connection(owner, "owner"), "tulip_memory.E012"), key=str)
+    assert [error.msg for error in errors] == [
+        f"Tenant table {table!r} does not ENABLE and FORCE row level security."
+        for table in ("tulip_memory_checkpoint", "tulip_memory_extraction_job")
+    ]
+    assert errors[0].hint.startswith("ALTER TABLE tulip_memory_checkpoint ENABLE ROW LEVEL")
+
+
+@pytest.mark.django_db(databases=["default", "owner"])
+def test_a_tenant_table_with_another_policy_or_a_changed_owner_policy_is_e013():
+    owner = connections["owner"]
+    assert _by_id(check_connection(owner, "owner"), "tulip_memory.E013") == []
+    with owner.cursor() as cursor:  # in the test's transaction: rolled back afterwards
+        cursor.execute("CREATE POLICY everything ON tulip_memory_extraction_queue USING (true)")
+        # The store item table's owner read policy, widened to every command.
+        cursor.execute("DROP POLICY tulip_owner_read ON tulip_memory_store_item")
+        cursor.execute(
+            "CREATE POLICY tulip_owner_read ON tulip_memory_store_item TO CURRENT_USER USING (true)"
+        )
+    errors = sorted(_by_id(check_connection(owner, "owner"), "tulip_memory.E013"), key=str)
+    assert [error.msg.split(" has the policies ")[0] for error in errors] == [
+        "Tenant table 'tulip_memory_extraction_queue'",
+        "Tenant table 'tulip_memory_store_item'",
+    ]
+    assert "['everything', 'tulip_tenant_isolation']" in errors[0].msg
+    assert "['tulip_owner_read', 'tulip_tenant_isolation']" in errors[1].msg
+
+
+# --- E017: SECURITY DEFINER functions of the owner ------------------------------------------
+
+
+def test_the_search_path_a_function_sets_is_read_as_postgresql_resolves_it():
+    assert search_path_of(["search_path=pg_catalog, pg_temp"]) == ["pg_catalog", "pg_temp"]
+    assert search_path_of(["work_mem=1MB", 'search_path="$user", Public']) == ["$user", "public"]
+    assert search_path_of(['search_path="PG_CATALOG", pg_temp']) == ["PG_CATALOG", "pg_temp"]
+    assert search_path_of(["work_mem=1MB"]) is None
+    assert search_path_of(None) is None
+
+
+@pytest.mark.django_db(databases=["default", "owner"])
+def test_a_security_definer_function_of_the_owner_with_an_unpinned_search_path_is_e017():
+    owner = connections["owner"]
+    # tulip_memory's own (the tenant registry's, the lexical search) are pinned.
+    assert _by_id(check_connection(owner, "owner"), "tulip_memory.E017") == []
+    assert _by_id(check_connection(connections["default"], "default"), "tulip_memory.E017") == []
+    with owner.cursor() as cursor:  # in the test's transaction: rolled back afterwards
+        # The tenant registry's function as migration 0008 left it before 0016: the
+        # migrating session's search path, "$user", public.
+        cursor.execute(
+            "ALTER FUNCTION tulip_memory_register_tenants() SET search_path FROM CURRENT"
+        )
+        for name, config in (
+            ("tulip_test_caller_path", ""),
+            ("tulip_test_public_first", "SET search_path = public, pg_temp"),
+            ("tulip_test_pinned", "SET search_path = pg_catalog, pg_temp"),
+        ):
+            cursor.execute(
+                f"CREATE FUNCTION {name}(integer) RETURNS integer LANGUAGE sql "
+                f"SECURITY DEFINER {config} AS 'SELECT 1'"
+            )
+        # An invoker's function runs with its caller's rights: not concerned.
+        cursor.execute(
+            "CREATE FUNCTION tulip_test_invoker() RETURNS integer LANGUAGE sql AS 'SELECT 1'"
+        )
+    errors = _by_id(check_connection(owner, "owner"), "tulip_memory.E017")
+    assert [error.msg.split(" of 'tulip_owner', ")[0] for error in errors] == [
+        "The SECURITY DEFINER function tulip_memory_register_tenants()",
+        "The SECURITY DEFINER function tulip_test_caller_path(integer)",
+        "The SECURITY DEFINER function tulip_test_public_first(integer)",
+    ]
+    assert [error.msg.split(" runs with ")[1].split(":")[0] for error in errors] == [
+        "the search path $user, public",
+        "its caller's search path",
+        "the search path public, pg_temp",
+    ]
+    assert errors[1].hint.startswith(
+        "ALTER FUNCTION tulip_test_caller_path(integer) SET search_path = pg_catalog, pg_temp, "
+        "and name every table, function and operator of its body by schema."
+    )
+    # Its own hint pins it.
+    with owner.cursor() as cursor:
+        cursor.execute(errors[1].hint.split(", and name")[0])
+    assert len(_by_id(check_connection(owner, "owner"), "tulip_memory.E017")) == 2

@@ -7,7 +7,8 @@ Ids: ``tulip_memory.E001`` and up for errors, ``tulip_memory.W001`` and up for w
 * :mod:`.settings` — E001, W001: the ``TULIP_MEMORY`` dict itself; E002-E005 the type
   and shape of ``VECTOR_DIMENSIONS``, ``TENANT_DATABASES``, ``TENANT_SETTING`` and
   ``SUBJECT_NAMESPACE`` (with the dict's checks: no database);
-* :mod:`.tenancy` — E010-E014, E019, W010: row-level security on the tenant databases
+* :mod:`.tenancy` — E010-E014, E017, E019, W010: row-level security on the tenant databases,
+  and the search path of the owner's ``SECURITY DEFINER`` functions
   (``database`` tag, and on ``default`` under plain ``check``; I010 when ``default``
   cannot be reached then; each alias looked at once under Django 5.2-6.0's and 6.1's
   ways of calling checks); E015 a PostgreSQL alias named by ``check --database`` cannot

@@ -1,4 +1,4 @@
-"""System checks of tenant isolation (ids tulip_memory.E010-E016, E019, W010, W011, I010).
+"""System checks of tenant isolation (ids tulip_memory.E010-E017, E019, W010, W011, I010).
 
 On the aliases of ``TULIP_MEMORY["TENANT_DATABASES"]``: E010 superuser role, E011
 BYPASSRLS role, E012 tenant table without ENABLE/FORCE row level security, E013 tenant
@@ -6,7 +6,10 @@ table whose policies are not exactly the expected one (the store item table also
 owner's read policy), E019 that policy, or the lexical search function
 (:mod:`tulip_memory.postgres.search_index`), reads another setting than ``TENANT_SETTING`` (or
 none), E014 vector column narrower or wider than
-``VECTOR_DIMENSIONS``, W010 the role owns tenant tables. The policy itself is created by
+``VECTOR_DIMENSIONS``, E017 a ``SECURITY DEFINER`` function of the tenant tables' owner
+whose search path is not pinned to ``pg_catalog, pg_temp`` (a caller's temporary objects
+could stand in for the names it uses and run as the owner), W010 the role owns tenant
+tables. The policy itself is created by
 :class:`tulip_memory.postgres.rls.EnableTenantRowLevelSecurity`. (The shape of these settings is
 checked without a database: E002-E004, :mod:`tulip_memory.checks.settings`.)
 
@@ -14,7 +17,7 @@ They run in two ways, and look at each alias once. Tagged ``database``, on the a
 run passes (``check --database A``, ``migrate --database A``; under Django 6.1 also
 ``check --tag database``, which passes every alias). And, untagged, on the ``default``
 alias when no alias is named (plain ``check``, ``runserver``, any command's start-up
-checks) and it is a PostgreSQL tenant database: three catalog queries on one connection.
+checks) and it is a PostgreSQL tenant database: a few catalog queries on one connection.
 Django up to 6.0 calls the checks of a run that named no alias with ``databases=None``;
 Django 6.1 with every configured alias (and runs the ``database`` checks only when aliases
 were named or tags given): :func:`names_no_alias` tells the two apart as far as they can
@@ -46,6 +49,7 @@ from tulip_memory.postgres.rls import POLICY_NAME, tenant_tables
 from tulip_memory.postgres.search_index import LEXICAL_FUNCTION, OWNER_READ_POLICY, vector_width_sql
 
 __all__ = [
+    "PINNED_SEARCH_PATH",
     "check_connection",
     "check_database_connections",
     "check_default_tenant_database",
@@ -54,8 +58,14 @@ __all__ = [
     "check_tenant_resolver_setting",
     "connection_problem",
     "names_no_alias",
+    "search_path_of",
     "settings_read",
 ]
+
+# The search path of every SECURITY DEFINER function of the tables' owner: the catalog
+# first, then the temporary schema, whose objects are then never found before the
+# catalog's (nor, for functions and operators, at all).
+PINNED_SEARCH_PATH = ["pg_catalog", "pg_temp"]
 
 
 def connection_problem(connection: Any) -> str | None:
@@ -146,6 +156,15 @@ def check_connection(connection: Any, alias: str) -> list[checks.CheckMessage]:
             [LEXICAL_FUNCTION],
         )
         functions = [source for (source,) in cursor.fetchall()]
+        # The SECURITY DEFINER functions of the tenant tables' owner, in any schema.
+        cursor.execute(
+            "SELECT p.oid::regprocedure::text, pg_get_userbyid(p.proowner), p.proconfig "
+            "FROM pg_proc p WHERE p.prosecdef AND p.proowner IN (SELECT c.relowner "
+            "FROM pg_class c WHERE c.relname = ANY(%s) AND c.relkind = 'r' "
+            "AND pg_table_is_visible(c.oid)) ORDER BY 1",
+            [tables],
+        )
+        definers = cursor.fetchall()
         cursor.execute(
             "SELECT c.relname, a.attname, a.atttypmod FROM pg_attribute a "
             "JOIN pg_class c ON c.oid = a.attrelid JOIN pg_type t ON t.oid = a.atttypid "
@@ -208,6 +227,55 @@ def check_connection(connection: Any, alias: str) -> list[checks.CheckMessage]:
     expressions = [(row[0], row[5], row[6]) for row in rows if POLICY_NAME in row[4]]
     errors.extend(_policy_setting_errors(expressions))
     errors.extend(_function_setting_errors(functions))
+    errors.extend(_search_path_errors(definers))
+    return errors
+
+
+def search_path_of(config: list[str] | None) -> list[str] | None:
+    """The schemas of the ``search_path`` a function sets (``config``: its
+    ``pg_proc.proconfig``), as PostgreSQL resolves the names (a quoted one as written,
+    another lowercased); None when it sets none (it runs with its caller's)."""
+    for entry in config or ():
+        name, _, value = entry.partition("=")
+        if name.strip().lower() == "search_path":
+            return [_schema_name(part.strip()) for part in value.split(",")]
+    return None
+
+
+def _schema_name(written: str) -> str:
+    if len(written) >= 2 and written[0] == written[-1] == '"':
+        return written[1:-1].replace('""', '"')
+    return written.lower()
+
+
+def _search_path_errors(
+    definers: list[tuple[str, str, list[str] | None]],
+) -> list[checks.CheckMessage]:
+    """E017: a ``SECURITY DEFINER`` function of the tables' owner whose search path is not
+    :data:`PINNED_SEARCH_PATH`; ``definers``: (signature, owner, proconfig)."""
+    errors: list[checks.CheckMessage] = []
+    for signature, owner, config in definers:
+        schemas = search_path_of(config)
+        if schemas == PINNED_SEARCH_PATH:
+            continue
+        runs_with = (
+            "its caller's search path"
+            if schemas is None
+            else f"the search path {', '.join(schemas) or 'of no schema'}"
+        )
+        errors.append(
+            checks.Error(
+                f"The SECURITY DEFINER function {signature} of {owner!r}, the tenant "
+                f"tables' owner, runs with {runs_with}: a caller's temporary table, view or "
+                "type can stand in for a name it uses and run the caller's code with the "
+                "owner's rights (reading every tenant, lifting row level security).",
+                hint=f"ALTER FUNCTION {signature} SET search_path = pg_catalog, pg_temp, "
+                "and name every table, function and operator of its body by schema. "
+                "tulip_memory's own are pinned by its migration 0016 (manage.py migrate "
+                "--database=owner).",
+                id="tulip_memory.E017",
+            )
+        )
     return errors
 
 
@@ -471,7 +539,7 @@ def check_tenant_resolver_setting(
 
     hint = (
         "Name a callable(request) -> str | None by dotted path, e.g. the default "
-        "tulip_memory.tenancy.middleware.resolve_tenant_from_membership."
+        "tulip_memory.middleware.resolve_tenant_from_membership."
     )
     try:
         resolver = settings.import_setting("TENANT_RESOLVER")
@@ -509,7 +577,7 @@ def check_tenant_resolver(app_configs: Any = None, **kwargs: Any) -> list[checks
             "caller could read and write another tenant's memories.",
             hint="Keep it only behind a gateway that authenticates callers and sets (or "
             "strips) that header; otherwise use the default, "
-            "tulip_memory.tenancy.middleware.resolve_tenant_from_membership, or a resolver of "
+            "tulip_memory.middleware.resolve_tenant_from_membership, or a resolver of "
             "request.user.",
             id="tulip_memory.W011",
         )

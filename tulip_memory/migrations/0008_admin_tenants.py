@@ -6,7 +6,9 @@ register a tenant when a row of it is first inserted into any tenant table.
 The triggers are statement-level (one ``INSERT ... SELECT DISTINCT ... ON CONFLICT DO
 NOTHING`` per inserting statement, over its transition table) and run a ``SECURITY
 DEFINER`` function owned by the migrating role, so the application role needs no
-privilege on the registry. Tenants written before this migration are not back-filled
+privilege on the registry (:mod:`tulip_memory.postgres.tenant_registry`: its search path pinned,
+every name in it qualified; migration 0016 pins the function of a database migrated
+before). Tenants written before this migration are not back-filled
 (under FORCE ROW LEVEL SECURITY the migrating role cannot see them either): they appear
 once a row of theirs is inserted again, or when added by hand in the admin's registry.
 """
@@ -16,8 +18,8 @@ from django.conf import settings
 from django.db import migrations, models
 
 from tulip_memory.postgres.operations import PostgreSQLOnly
+from tulip_memory.postgres.tenant_registry import FUNCTION, AddTenantRegistration
 
-FUNCTION = "tulip_memory_register_tenants"
 # The tenant tables at this migration (tulip_memory.postgres.rls.tenant_tables() lists them).
 TENANT_TABLES = (
     "tulip_memory_store_item",
@@ -30,19 +32,6 @@ TENANT_TABLES = (
     "tulip_memory_langgraph_blob",
     "tulip_memory_langgraph_write",
 )
-
-CREATE_FUNCTION = f"""
-CREATE FUNCTION {FUNCTION}() RETURNS trigger
-LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $$
-BEGIN
-    INSERT INTO tulip_memory_tenant (name, registered_at)
-    SELECT DISTINCT tenant, now() FROM new_rows
-    ON CONFLICT (name) DO NOTHING;
-    RETURN NULL;
-END
-$$;
-REVOKE ALL ON FUNCTION {FUNCTION}() FROM PUBLIC;
-"""
 
 
 def _trigger_sql(table: str) -> str:
@@ -131,13 +120,11 @@ class Migration(migrations.Migration):
                 "verbose_name": "extraction job",
             },
         ),
+        AddTenantRegistration("tenant"),
         PostgreSQLOnly(
             migrations.RunSQL(
-                [CREATE_FUNCTION, *(_trigger_sql(t) for t in TENANT_TABLES)],
-                [
-                    *(f'DROP TRIGGER tulip_register_tenant ON "{t}";' for t in TENANT_TABLES),
-                    f"DROP FUNCTION {FUNCTION}();",
-                ],
+                [_trigger_sql(t) for t in TENANT_TABLES],
+                [f'DROP TRIGGER tulip_register_tenant ON "{t}";' for t in TENANT_TABLES],
             )
         ),
     ]

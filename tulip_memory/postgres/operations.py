@@ -27,6 +27,7 @@ __all__ = [
     "PostgreSQLOnly",
     "is_postgresql",
     "require_extension",
+    "schema_and_table",
     "text_search_config",
 ]
 
@@ -56,6 +57,17 @@ def text_search_config() -> str:
 def is_postgresql(schema_editor: Any) -> bool:
     """Whether ``schema_editor`` migrates a PostgreSQL database."""
     return schema_editor.connection.vendor == "postgresql"
+
+
+def schema_and_table(schema_editor: Any, model: Any) -> tuple[str, str]:
+    """The current schema and ``model``'s table in it, quoted: how a ``SECURITY DEFINER``
+    function's body names the table (its search path is pinned to ``pg_catalog,
+    pg_temp``). PostgreSQL only."""
+    quote = schema_editor.quote_name
+    with schema_editor.connection.cursor() as cursor:
+        cursor.execute("SELECT current_schema()")
+        schema = quote(cursor.fetchone()[0])
+    return schema, f"{schema}.{quote(model._meta.db_table)}"
 
 
 def require_extension(schema_editor: Any, name: str, *, trusted: bool) -> None:

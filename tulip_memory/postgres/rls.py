@@ -45,17 +45,29 @@ POLICY_NAME = "tulip_tenant_isolation"
 TENANT_COLUMN = "tenant"
 
 
-def policy_expression(column: str = TENANT_COLUMN, setting: str | None = None) -> str:
+def policy_expression(
+    column: str = TENANT_COLUMN, setting: str | None = None, *, qualified: bool = False
+) -> str:
     """The SQL predicate of the tenant policy on ``column``.
 
     ``current_setting`` is read in a scalar subquery (evaluated once per statement) and
     ``''`` — what a transaction-local setting reads as after its transaction ended — is
     turned into NULL, so that neither matches any row.
+
+    ``qualified``: the same predicate with its function and operator named by schema
+    (``pg_catalog``), for the body of a ``SECURITY DEFINER`` function
+    (:mod:`tulip_memory.search_index`). ``NULLIF`` names no operator: its ``=`` comes from
+    the search path, which such a function pins to ``pg_catalog, pg_temp``.
     """
     from tulip_memory.conf import settings
 
     setting = setting or settings.TENANT_SETTING
     literal = "'" + setting.replace("'", "''") + "'"
+    if qualified:
+        return (
+            f'"{column}" OPERATOR(pg_catalog.=) '
+            f"(SELECT NULLIF(pg_catalog.current_setting({literal}, true), ''))"
+        )
     return f"\"{column}\" = (SELECT NULLIF(current_setting({literal}, true), ''))"
 
 

@@ -23,9 +23,11 @@ index itself. The owner's policies include one ``USING (true)``, so inside the f
 no security qual is left and the index is used; the function applies the tenant itself,
 with the very predicate of the tenant policy (:func:`tulip_memory.postgres.rls.policy_expression`),
 so a caller gets what the policy would show it: nothing without a tenant bound, nothing
-of another tenant. The owner reading every tenant's rows adds no power: it can lift FORCE
-or drop the policies at will; FORCE still applies to its writes, and other roles are not
-concerned by the policy.
+of another tenant. A narrower owner policy (the tenant predicate) is a security qual
+again, which keeps ``@@`` out of the index condition (docs/pg_store.md, "Why the owner's
+read policy is USING (true)"). The owner reading every tenant's rows adds no power: it can
+lift FORCE or drop the policies at will; FORCE still applies to its writes, and other
+roles are not concerned by the policy.
 
 Both indexes skip the rows of a namespace over :data:`INDEXED_NAMESPACE_MAX_BYTES` (a
 btree entry holds at most 2,704 bytes): such a namespace is ranked by the statement that
@@ -42,6 +44,7 @@ import numpy as np
 from tulip_memory.postgres.operations import (
     DatabaseOnlyTableOperation,
     require_extension,
+    schema_and_table,
 )
 from tulip_memory.postgres.rls import policy_expression
 
@@ -71,15 +74,27 @@ WORDS_INDEX = "tulip_store_item_words"
 OWNER_READ_POLICY = "tulip_owner_read"
 LEXICAL_FUNCTION = "tulip_memory_lexical_pool"
 # The function's argument types, in order (its identity for GRANT, REVOKE and DROP).
-LEXICAL_ARGUMENTS = "text, text, tsquery, text[], timestamptz, float8, float8, bigint"
+LEXICAL_ARGUMENTS = (
+    "pg_catalog.text, pg_catalog.text, pg_catalog.tsquery, pg_catalog.text[], "
+    "pg_catalog.timestamptz, pg_catalog.float8, pg_catalog.float8, pg_catalog.int8"
+)
 CODES_COLUMN = "search_codes"
 
 
-def indexed(alias: str | None = None) -> str:
+def indexed(alias: str | None = None, *, qualified: bool = False) -> str:
     """The condition on the namespace column (of ``alias``) of the rows both indexes hold:
-    their predicate."""
+    their predicate (``qualified``: its function and operator named by schema, for the
+    ``SECURITY DEFINER`` function's body; the same expression to the planner)."""
     column = "namespace" if alias is None else f"{alias}.namespace"
+    if qualified:
+        return _op(f"pg_catalog.octet_length({column})", "<=", str(INDEXED_NAMESPACE_MAX_BYTES))
     return f"octet_length({column}) <= {INDEXED_NAMESPACE_MAX_BYTES}"
+
+
+def _op(left: str, operator: str, right: str) -> str:
+    """``left operator right`` with ``pg_catalog``'s operator, in parentheses (operators
+    named by schema all have the same precedence)."""
+    return f"({left} OPERATOR(pg_catalog.{operator}) {right})"
 
 
 def _codes_expression(embedding: str) -> str:
@@ -170,50 +185,64 @@ def _lexical_function_sql(schema: str, table: str, *, replace: bool = False) -> 
     kept), df the hits holding it, N and the average length those of the namespace's live
     rows (computed only when there are hits). ``now`` NULL: no row has expired.
 
+    Its search path is ``pg_catalog, pg_temp`` and its body names every table, function,
+    operator and type by schema: a caller's objects (its temporary schema is the only one
+    it may create in) never stand in for them. What names no operator (``NULLIF``,
+    ``GROUP BY``, ``ORDER BY``) takes ``pg_catalog``'s, first on that path.
+
     Planned at each call with its arguments: a generic plan (PostgreSQL's choice after
     five calls in a session, or the search's own under prepared statements) does not know
     the namespace's size, and chose to filter every row of it instead of the GIN index.
     """
     # The tenant policy's own predicate, on the one table in scope (the arguments' names
     # are prefixed: none is a column's).
-    tenant = policy_expression()
-    live = "(in_now IS NULL OR i.expires_at IS NULL OR i.expires_at > in_now)"
-    rows = (
-        f"i.tenant = in_tenant AND {tenant} AND i.namespace = in_path AND {indexed('i')} AND {live}"
+    tenant = policy_expression(qualified=True)
+    live = f"(in_now IS NULL OR i.expires_at IS NULL OR {_op('i.expires_at', '>', 'in_now')})"
+    rows = " AND ".join(
+        [
+            _op("i.tenant", "=", "in_tenant"),
+            tenant,
+            _op("i.namespace", "=", "in_path"),
+            indexed("i", qualified=True),
+            live,
+        ]
     )
+    # Okapi BM25 of one lexeme of a hit: ln(1 + (N - df + 0.5) / (df + 0.5)) * tf * (k1 + 1)
+    # / (tf + k1 * (1 - b + b * dl / avgdl)), evaluated in that order.
+    idf = _op(
+        "1", "+", _op(_op(_op("st.n", "-", "df.df"), "+", "0.5"), "/", _op("df.df", "+", "0.5"))
+    )
+    gain = _op(_op(f"pg_catalog.ln({idf})", "*", "h.tf"), "*", _op("in_k1", "+", "1"))
+    length = _op(_op("1", "-", "in_b"), "+", _op(_op("in_b", "*", "h.dl"), "/", "st.avgdl"))
+    score = _op(gain, "/", _op("h.tf", "+", _op("in_k1", "*", length)))
     create = "CREATE OR REPLACE FUNCTION" if replace else "CREATE FUNCTION"
     return f"""{create} {schema}.{LEXICAL_FUNCTION}(
-    in_tenant text, in_path text, in_words tsquery, in_lexemes text[], in_now timestamptz,
-    in_k1 float8, in_b float8, in_pool bigint)
-RETURNS TABLE (item_id bigint, bm25 float8)
+    in_tenant pg_catalog.text, in_path pg_catalog.text, in_words pg_catalog.tsquery,
+    in_lexemes pg_catalog.text[], in_now pg_catalog.timestamptz, in_k1 pg_catalog.float8,
+    in_b pg_catalog.float8, in_pool pg_catalog.int8)
+RETURNS TABLE (item_id pg_catalog.int8, bm25 pg_catalog.float8)
 LANGUAGE sql STABLE SECURITY DEFINER ROWS 50
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_custom_plan
 AS $body$
 WITH hits AS MATERIALIZED (
-    SELECT h.id, h.dl, (h.u).lexeme AS lexeme, array_length((h.u).positions, 1) AS tf
-    FROM (SELECT i.id, i.search_length AS dl,
-            unnest(ts_filter(setweight(i.search_vector, 'A', in_lexemes), '{{a}}')) AS u
+    SELECT h.id, h.dl, (h.u).lexeme AS lexeme,
+        pg_catalog.array_length((h.u).positions, 1) AS tf
+    FROM (SELECT i.id, i.search_length AS dl, pg_catalog.unnest(pg_catalog.ts_filter(
+            pg_catalog.setweight(i.search_vector, 'A', in_lexemes), '{{a}}')) AS u
         FROM {table} i
-        WHERE numnode(in_words) > 0 AND {rows} AND i.search_vector @@ in_words) h),
-df AS MATERIALIZED (SELECT lexeme, count(*)::float8 AS df FROM hits GROUP BY lexeme),
+        WHERE {_op("pg_catalog.numnode(in_words)", ">", "0")} AND {rows}
+            AND {_op("i.search_vector", "@@", "in_words")}) h),
+df AS MATERIALIZED (
+    SELECT lexeme, pg_catalog.count(*)::pg_catalog.float8 AS df FROM hits GROUP BY lexeme),
 stats AS MATERIALIZED (
-    SELECT count(*)::float8 AS n, coalesce(avg(i.search_length), 1)::float8 AS avgdl
+    SELECT pg_catalog.count(*)::pg_catalog.float8 AS n,
+        coalesce(pg_catalog.avg(i.search_length), 1)::pg_catalog.float8 AS avgdl
     FROM {table} i WHERE EXISTS (SELECT FROM hits) AND {rows})
-SELECT h.id, sum(ln(1 + (st.n - df.df + 0.5) / (df.df + 0.5)) * h.tf * (in_k1 + 1)
-    / (h.tf + in_k1 * (1 - in_b + in_b * h.dl / st.avgdl))) AS score
-FROM hits h JOIN df USING (lexeme) CROSS JOIN stats st
+SELECT h.id, pg_catalog.sum({score}) AS score
+FROM hits h JOIN df ON {_op("df.lexeme", "=", "h.lexeme")} CROSS JOIN stats st
 GROUP BY h.id ORDER BY score DESC FETCH FIRST in_pool ROWS WITH TIES
 $body$"""
-
-
-def _schema_and_table(schema_editor: Any, model: Any) -> tuple[str, str]:
-    """The current schema and the model's table in it, quoted."""
-    quote = schema_editor.quote_name
-    with schema_editor.connection.cursor() as cursor:
-        cursor.execute("SELECT current_schema()")
-        schema = quote(cursor.fetchone()[0])
-    return schema, f"{schema}.{quote(model._meta.db_table)}"
 
 
 class AddSearchIndex(DatabaseOnlyTableOperation):
@@ -233,7 +262,7 @@ class AddSearchIndex(DatabaseOnlyTableOperation):
 
     def forwards(self, schema_editor: Any, model: Any) -> None:
         quote = schema_editor.quote_name
-        schema, table = _schema_and_table(schema_editor, model)
+        schema, table = schema_and_table(schema_editor, model)
         function = f"{schema}.{LEXICAL_FUNCTION}({LEXICAL_ARGUMENTS})"
         require_extension(schema_editor, "btree_gin", trusted=True)
         for statement in [
@@ -283,11 +312,12 @@ class ReplaceLexicalFunction(DatabaseOnlyTableOperation):
     """The lexical function of the store item table ``model_name`` replaced by this
     module's (``CREATE OR REPLACE``: its owner and grants kept), run by the function's
     owner, the migrating role. Migration ``0015`` keeps the rows tied at the pool's end
-    with it. Reversing keeps the new body: the one before differs only in cutting ties in
-    plan order. PostgreSQL only."""
+    with it, ``0016`` names every function and operator of its body by schema. Reversing
+    keeps the new body: the ones before differ only in cutting ties in plan order and in
+    naming functions and operators through the pinned search path. PostgreSQL only."""
 
     def forwards(self, schema_editor: Any, model: Any) -> None:
-        schema, table = _schema_and_table(schema_editor, model)
+        schema, table = schema_and_table(schema_editor, model)
         schema_editor.execute(_lexical_function_sql(schema, table, replace=True), params=None)
 
     def backwards(self, schema_editor: Any, model: Any) -> None:
