@@ -125,13 +125,9 @@ _MAX_RETRY_DELAY = 600.0
 # of the lease, so that other messages rarely book a second follow-up for one lease.
 RECHECK_SKEW_SECONDS = 1.0
 
-# What failed, in a failed attempt's error (after the exception's type). The exception's
-# message is not said: it may quote the conversation or the model's reply, and an
-# erasure can reach the job's row but not a log aggregator or an event receiver.
-_EXTRACTION_FAILED = "the extraction failed"
+# What failed, in a failed attempt's error (failure_fields), when it is not the extraction.
 _UNREADABLE_PAYLOAD = "the job's payload does not decode to messages"
 _DATABASE_FAILED = "a database error cut the attempt"
-_MESSAGE_AT_DEBUG = "its message is logged at DEBUG level"
 
 
 @dataclass
@@ -389,18 +385,6 @@ def _retry_delay(attempts: int) -> float:
     return min(float(settings.EXTRACTION_RETRY_DELAY) * 2 ** max(attempts - 1, 0), _MAX_RETRY_DELAY)
 
 
-def _job_error(exc: BaseException, what: str | None = None) -> str:
-    """A failed attempt's error: the type of ``exc`` and ``what`` failed (by default what
-    its type says: a chat model's failure and its kind, else the extraction), never the
-    message of ``exc``."""
-    if what is None:
-        if isinstance(exc, LLMError):
-            what = f"the chat model failed ({exc.kind})"
-        else:
-            what = _EXTRACTION_FAILED
-    return f"{type(exc).__name__}: {what}; {_MESSAGE_AT_DEBUG}"
-
-
 def _record_failure(
     job: ExtractionJob,
     exc: Exception,
@@ -411,8 +395,8 @@ def _record_failure(
     fields: Mapping[str, object],
 ) -> None:
     """Put a failed attempt through the retry policy: pending again later, or failed,
-    with the error :func:`_job_error` (``what`` failed) and the message of ``exc`` logged
-    at DEBUG level only.
+    with the error of :func:`~tulip_memory.manager.base.failure_error` (``what`` failed)
+    and the message of ``exc`` logged at DEBUG level only.
 
     If this worker lost the lease meanwhile (another worker has taken the job over, or an
     erasure revoked it), the failure is this attempt's, not the job's, which the new
@@ -424,7 +408,8 @@ def _record_failure(
     from tulip_memory.models.extraction import db_now_plus
 
     final = job.attempts >= int(settings.EXTRACTION_MAX_ATTEMPTS)
-    error = _job_error(exc, what)
+    failure = failure_fields(exc, what)
+    error = failure["error"]
     logger.error("extraction job %s (attempt %s) failed: %s", job.pk, job.attempts, error)
     logger.debug("extraction job %s (attempt %s) failed", job.pk, job.attempts, exc_info=exc)
     # A model's failure still cost tokens: they go onto the row too.
@@ -456,7 +441,7 @@ def _record_failure(
     emit_sync(
         EV_MEMORY_MANAGER_EXTRACT_FAILED,
         sender=ExtractionJob,
-        **{**failure_fields(exc), "error": error},
+        **failure,
         job=job.pk,
         final=final,
         **fields,
