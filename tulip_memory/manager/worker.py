@@ -8,8 +8,11 @@
    runs every open job, this message's included. That follow-up, should it find the
    lease still held (renewed, or the message delivered a little early: its countdown runs
    on the sending worker's clock), books the next one.
-2. **Run the open jobs by sequence number**, one at a time. Before each: renew the lease,
-   count the attempt and mark the job running (committed). While it runs, a heartbeat
+2. **Run the open jobs by sequence number**, one at a time. Before each: lock the job's
+   row, renew the lease, count the attempt and mark the job running (committed). The
+   worker locks a job's row before its queue's, wherever it takes both, in the order of
+   an erasure (:mod:`tulip_memory.erasure`: its jobs, then its queues), so the two never
+   deadlock. While it runs, a heartbeat
    thread keeps renewing the lease, so a long job is not taken over while its worker is
    alive; right before the job's save the lease is renewed once more, and a worker that
    lost it (expired during a database outage, claimed by another) saves nothing and
@@ -627,10 +630,14 @@ def _run_claimed(
     fields = {"namespace": list(namespace), "mode": "celery"}
     while True:
         with tenant_atomic(tenant):
+            # The job's row is locked before the queue's (the renewal updates it): in the
+            # order an erasure locks them (its jobs, then its queues), so the two cannot
+            # deadlock. An erasure under way commits first, and its revoked lease then
+            # fails the renewal.
+            found = ExtractionJob.objects.next_open(queue_id)
             if not ExtractionQueue.objects.renew(queue_id, owner, lease):
                 logger.warning("lost the lease of extraction queue %s; stopping", queue_id)
                 return None
-            found = ExtractionJob.objects.next_open(queue_id)
             if found is None:
                 return None
             job, db_now = found
