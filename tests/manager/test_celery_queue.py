@@ -427,9 +427,9 @@ def test_celery_mode_refuses_a_namespace_of_another_tenant_than_the_bound_one(
     celery_settings, caplog
 ):
     # Inline, PgMemory refuses it; queued, the worker would write into that tenant.
-    from tulip_memory.tenancy import tenant_context
-
     import logging
+
+    from tulip_memory.tenancy import tenant_context
 
     manager = _manager()
     state = AgentState(messages=[Message(Role.USER, "I live in Oslo.")])
