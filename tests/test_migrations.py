@@ -219,10 +219,10 @@ $$;
 @pytest.mark.django_db(transaction=True, databases=["default", "owner"])
 def test_the_security_definer_functions_of_a_database_migrated_before_are_pinned_by_0016():
     from django.db import connection, connections
-    from tulip_memory.postgres.rls import tenant_tables
-    from tulip_memory.postgres.search_index import LEXICAL_FUNCTION
 
     from tulip_memory.checks.tenancy import check_connection
+    from tulip_memory.postgres.rls import tenant_tables
+    from tulip_memory.postgres.search_index import LEXICAL_FUNCTION
     from tulip_memory.postgres.tenant_registry import FUNCTION
 
     def functions() -> list[tuple[object, ...]]:

@@ -547,3 +547,66 @@ def test_a_delta_save_during_the_erasure_waits_and_stores_a_whole_checkpoint(ali
     assert len(async_to_sync(fresh.list_checkpoints)("t")) == 1
     loaded = async_to_sync(fresh.load)("t")
     assert [m.content for m in loaded.messages] == ["hi, I am Bob", "hello Bob"]
+
+
+def _waiting_for_locks() -> int:
+    """Lock requests of this database's sessions not granted yet (waiting)."""
+    with connections["default"].cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_catalog.pg_locks l "
+            "JOIN pg_catalog.pg_database d ON d.oid = l.database OR l.database IS NULL "
+            "WHERE NOT l.granted AND d.datname = current_database()"
+        )
+        (count,) = cursor.fetchone()
+    return count
+
+
+def _until(condition, what: str, seconds: float = 20.0) -> None:
+    import time
+
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"waited {seconds} s for {what}"
+        time.sleep(0.02)
+
+
+def test_a_worker_taking_its_next_job_while_its_subject_is_erased_cannot_deadlock(settings):
+    """The erasure locks the subject's jobs, then their queues; a worker taking its next job
+    must lock them in that order too. A third transaction holds the job's row while the
+    erasure, then the worker, queue behind it; once it commits, the erasure has the job and
+    wants the queue: a worker that locked the queue (renewing its lease) before asking for
+    the job would wait for the erasure while the erasure waits for it (PostgreSQL ends one
+    with DeadlockDetected). In the erasure's order, the worker waits, then finds its lease
+    revoked, and runs the job later on the erased payload."""
+    from tulip_memory.manager.extraction.worker import run_queue
+    from tulip_memory.messages import Message, Role
+    from tulip_memory.models import ExtractionJob, ExtractionQueue
+
+    # A lease far longer than the test: the heartbeat does not renew it meanwhile.
+    settings.TULIP_MEMORY = {
+        "STORE": "tulip_memory.store.PgMemory",
+        "EXTRACTION_LEASE_SECONDS": 300,
+    }
+    payload = {"messages": [Message(Role.USER, "I live in Berlin.").to_dict()]}
+    with tenant_atomic("acme"):
+        job_id, queue_id = ExtractionJob.objects.enqueue(("acme", "users", "alice"), payload)
+    erasing = OnItsOwnConnections(lambda: forget_subject("acme", "alice", actor="dpo"))
+    outcomes = []
+    working = OnItsOwnConnections(lambda: outcomes.append(run_queue("acme", queue_id, owner="w1")))
+    assert _waiting_for_locks() == 0
+    with tenant_atomic("acme"):
+        ExtractionJob.objects.select_for_update().get(pk=job_id)
+        erasing.start()
+        _until(lambda: _waiting_for_locks() == 1, "the erasure to wait for the job's row")
+        working.start()
+        _until(lambda: _waiting_for_locks() == 2, "the worker to wait for the job's row")
+    erasing.join_and_raise(30)
+    working.join_and_raise(30)
+    assert not erasing.is_alive() and not working.is_alive()
+    with tenant_atomic("acme"):
+        job = ExtractionJob.objects.get(pk=job_id)
+        queue = ExtractionQueue.objects.get(pk=queue_id)
+    assert (job.state, job.attempts, job.payload) == ("done", 1, ERASED_PAYLOAD)
+    assert ERASED_QUEUE.fullmatch(queue.namespace) and queue.lease_owner == ""
+    assert [o.done for o in outcomes] == [1]
+    assert _tables_holding("Berlin", "acme") == []

@@ -427,15 +427,28 @@ def test_celery_mode_refuses_a_namespace_of_another_tenant_than_the_bound_one(
     celery_settings, caplog
 ):
     # Inline, PgMemory refuses it; queued, the worker would write into that tenant.
+    import logging
+
     from tulip_memory.tenancy import tenant_context
 
     manager = _manager()
     state = AgentState(messages=[Message(Role.USER, "I live in Oslo.")])
-    with tenant_context("globex"), manager.scoped(("acme", "planted")):
+    with (
+        caplog.at_level(logging.DEBUG, logger="tulip_memory.manager"),
+        tenant_context("globex"),
+        manager.scoped(("acme", "planted")),
+    ):
         async_to_sync(manager.on_session_end)(state)
     assert manager.pending_extractions == 0
     assert _jobs("acme") == [] and _jobs("globex") == []
-    assert "namespace[0] is tenant 'acme' but tenant 'globex' is bound" in caplog.text
+    # The error's type and what failed at ERROR; its message (of ours here, but an
+    # enqueue's error may quote the conversation) at DEBUG.
+    assert any(
+        r.levelname == "ERROR" and "TenantError: enqueuing the extraction failed" in r.message
+        for r in caplog.records
+    )
+    said = "namespace[0] is tenant 'acme' but tenant 'globex' is bound"
+    assert [r.levelname for r in caplog.records if said in caplog.handler.format(r)] == ["DEBUG"]
     with tenant_context("acme"), manager.scoped(("acme", "own")):
         async_to_sync(manager.on_session_end)(state)
     assert manager.pending_extractions == 1
@@ -684,3 +697,23 @@ def test_a_hung_attempt_that_returns_before_a_take_over_saves_nothing_and_counts
         "EXTRACTION_JOB_TIMEOUT_SECONDS (0.5 s); its lease was left to expire"
     )
     assert [line.split()[0] for line in read_log("q20")] == ["start", "0", "1"]
+
+
+async def test_a_failed_enqueue_never_quotes_the_conversation(celery_settings, events, caplog):
+    # PostgreSQL refuses a lone surrogate in JSON, quoting the JSON around it (the
+    # conversation) in its error: the event and every log record above DEBUG name the
+    # error's type and what failed; the database's message is logged at DEBUG only.
+    import json
+    import logging
+
+    caplog.set_level(logging.DEBUG, logger="tulip_memory")
+    await _end(_manager(), ("acme", "q24"), "I live at Wisteria Lane 4 \ud800")
+    [failed] = [payload for name, payload in events if name.endswith("extract_failed")]
+    assert failed["error"] == (
+        f"{failed['error_type']}: enqueuing the extraction failed; its message is logged at "
+        "DEBUG level"
+    )
+    assert failed["mode"] == "celery" and "Wisteria" not in json.dumps(failed)
+    quoting = [r for r in caplog.records if "Wisteria" in logging.Formatter().format(r)]
+    assert quoting and {r.levelname for r in quoting} == {"DEBUG"}
+    assert await sync_to_async(_jobs)("acme") == []

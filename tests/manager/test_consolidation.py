@@ -184,18 +184,31 @@ async def test_unknown_types_keys_and_events_are_refused_and_logged(
             (7, "ADD"),
         ),
     )
-    with caplog.at_level(logging.WARNING, logger="tulip_memory.manager"):
+    with caplog.at_level(logging.DEBUG, logger="tulip_memory.manager"):
         report = await extractor.run(conversation("I'm a surgeon now."), manager)
     assert report.refused == 7
-    refusals = [r.getMessage() for r in caplog.records if "refused" in r.getMessage()]
-    assert any("facts[5] has a NUL character" in line for line in refusals)
-    assert any("unknown type 'hobby'" in line for line in refusals)
-    assert any("invalid key" in line for line in refusals)
-    assert any("confidence 1.5" in line for line in refusals)
-    assert any("'user'/'name', a memory not shown" in line for line in refusals)
-    assert any("unknown event 'MERGE'" in line for line in refusals)
-    assert any("unknown fact 7" in line for line in refusals)
-    assert "no usable decision for fact 0" in caplog.text
+    # At WARNING, the refusals in words of ours, with the run and its tenant; what the
+    # model wrote (it may quote the conversation) at DEBUG only.
+    warned = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    debug = [r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG]
+    refusals = [line for line in warned if "refused" in line]
+    assert len(refusals) == 7 and all("of tenant 'acme': refused" in x for x in refusals)
+    for reason, said in [
+        ("facts[5] has a NUL character in its content", None),
+        ("facts[0] has an unknown type", "'hobby'"),
+        ("facts[1] has an invalid key", None),
+        ("facts[3] has a confidence not in [0, 1]", "1.5"),
+        ("decisions[0]: UPDATE of a memory not shown for fact 0", "'user'/'name'"),
+        ("decisions[1] has an unknown event", "'MERGE'"),
+        ("decisions[2] names the unknown fact 7", None),
+    ]:
+        assert any(line.endswith(f"refused {reason}") for line in refusals), reason
+        if said is not None:
+            assert any(f"refused {reason}: " in x and said in x for x in debug), reason
+    assert any("no usable decision for fact 0 (a user memory)" in line for line in warned)
+    assert any("fact 0 without a decision has the key 'role'" in line for line in debug)
+    for model_said in ("hobby", "MERGE", "'name'", "1.5", "role"):
+        assert not [line for line in warned if model_said in line], model_said
     assert await state(manager) == {("user", "role"): "The user is a nurse."}
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 
 import pytest
@@ -391,6 +392,40 @@ async def test_failing_extractor_or_store_is_logged_and_emitted_never_raised(
         "RuntimeError" if failure == "extractor" else "ConnectionError"
     )
     assert "memory extraction failed" in caplog.text
+
+
+@pytest.mark.parametrize("mode", ["inline", "background"])
+@pytest.mark.parametrize("raised", ["LLMError", "RuntimeError"])
+async def test_a_failures_event_and_log_never_quote_its_message(mode, raised, events, caplog):
+    # A model server's error text or a parse problem may quote the conversation: the
+    # event's error and every log record above DEBUG say the type and what failed, in
+    # words of ours; the message itself goes to DEBUG only (erasure cannot reach a log
+    # aggregator or an event receiver).
+    from tulip_memory.exceptions import LLMError
+
+    quoted = "the reply 'Ada lives at Wisteria Lane 4' is not JSON"
+
+    async def broken(messages):
+        if raised == "LLMError":
+            raise LLMError(quoted, kind="malformed_output")
+        raise RuntimeError(quoted)
+
+    manager = LLMMemoryManager(
+        InMemoryStore(), namespace_prefix=NS, extract_fn=broken, extract_mode=mode
+    )
+    with caplog.at_level(logging.DEBUG, logger="tulip_memory"):
+        await manager.on_session_end(_state(_user("I live at Wisteria Lane 4.")))
+        await manager.drain()
+    [failed] = [p for e, p in events if e == EV_MEMORY_MANAGER_EXTRACT_FAILED]
+    what = {"LLMError": "the chat model failed (malformed_output)"}.get(
+        raised, "the extraction failed"
+    )
+    error = f"{raised}: {what}; its message is logged at DEBUG level"
+    assert (failed["error"], failed["error_type"], failed["mode"]) == (error, raised, mode)
+    assert "Wisteria" not in json.dumps(failed)
+    quoting = [r for r in caplog.records if "Wisteria" in logging.Formatter().format(r)]
+    assert [r.levelname for r in quoting] == ["DEBUG"]
+    assert any(error in r.getMessage() and r.levelname == "ERROR" for r in caplog.records)
 
 
 # --- scopes and resolvers ----------------------------------------------------------------------

@@ -31,16 +31,37 @@ from tulip_memory.manager.types import BeforeSave, ExtractionOutcome, ExtractMod
 from tulip_memory.messages import Message, without_nul
 from tulip_memory.state import AgentState, checked_state
 
-__all__ = ["BaseMemoryManager", "NoopMemoryManager", "failure_fields"]
+__all__ = ["BaseMemoryManager", "NoopMemoryManager", "failure_error", "failure_fields"]
 
 logger = logging.getLogger("tulip_memory.manager")
 
+# What failed, in a failure's error (after the exception's type). The exception's message
+# is not said: it may quote the conversation or the model's reply (a model server's error
+# text, a parse problem), and an erasure can reach neither a log aggregator nor an event
+# receiver.
+_EXTRACTION_FAILED = "the extraction failed"
+_MESSAGE_AT_DEBUG = "its message is logged at DEBUG level"
 
-def failure_fields(exc: BaseException) -> dict[str, Any]:
+
+def failure_error(exc: BaseException, what: str | None = None) -> str:
+    """A failed extraction's error, for its event, its job's row and every log record above
+    DEBUG: the type of ``exc`` and ``what`` failed (by default what its type says: a chat
+    model's failure and its kind, else the extraction), never the message of ``exc``, which
+    is logged at DEBUG level only."""
+    if what is None:
+        if isinstance(exc, LLMError):
+            what = f"the chat model failed ({exc.kind})"
+        else:
+            what = _EXTRACTION_FAILED
+    return f"{type(exc).__name__}: {what}; {_MESSAGE_AT_DEBUG}"
+
+
+def failure_fields(exc: BaseException, what: str | None = None) -> dict[str, Any]:
     """The fields of a ``memory.manager.extract_failed`` event for ``exc``.
 
-    ``reason`` is the :class:`~tulip_memory.exceptions.LLMError` kind (``timeout``,
-    ``rate_limited``, ``server_error``, ``connection``, ``rejected``, ``malformed_output``,
+    ``error`` is :func:`failure_error` (``what`` failed); ``reason`` is the
+    :class:`~tulip_memory.exceptions.LLMError` kind (``timeout``, ``rate_limited``,
+    ``server_error``, ``connection``, ``rejected``, ``malformed_output``,
     ``configuration``), ``cancelled``, or ``exception`` for anything else; a model's failure
     also carries the tokens its calls spent before it.
     """
@@ -50,7 +71,11 @@ def failure_fields(exc: BaseException) -> dict[str, Any]:
         reason = "cancelled"
     else:
         reason = "exception"
-    fields: dict[str, Any] = {"error": str(exc), "error_type": type(exc).__name__, "reason": reason}
+    fields: dict[str, Any] = {
+        "error": failure_error(exc, what),
+        "error_type": type(exc).__name__,
+        "reason": reason,
+    }
     if isinstance(exc, LLMError) and isinstance(exc.usage, Usage):
         fields.update(exc.usage.as_fields())
     return fields
@@ -163,11 +188,14 @@ class BaseMemoryManager(ABC):
         except (Exception, asyncio.CancelledError) as exc:
             # A cancelled extraction is lost work too: it is logged and emitted like a
             # failure (CancelledError is not an Exception), then the cancellation goes on.
-            logger.exception("memory extraction failed (%s)", fields or type(self).__name__)
+            failure = failure_fields(exc)
+            where = fields or type(self).__name__
+            logger.error("memory extraction failed (%s): %s", where, failure["error"])
+            logger.debug("memory extraction failed (%s)", where, exc_info=exc)
             await emit(
                 EV_MEMORY_MANAGER_EXTRACT_FAILED,
                 sender=type(self),
-                **failure_fields(exc),
+                **failure,
                 mode=self.extract_mode,
                 **fields,
             )

@@ -220,11 +220,13 @@ class ExtractionReport:
     """What one run did: its operations (``NONE`` included), whether it was a replay.
 
     ``already_done``: the run had been applied before (nothing asked, nothing applied);
-    ``replayed``: its journaled operations were applied without asking the model.
+    ``replayed``: its journaled operations were applied without asking the model;
+    ``tenant``: the first label of the run's namespace.
     """
 
     run_id: str
     model: str | None = None
+    tenant: str = ""
     operations: list[Operation] = field(default_factory=list)
     applied: list[Operation] = field(default_factory=list)
     already_done: bool = False
@@ -334,7 +336,7 @@ class LLMExtractor:
         _check_target(target)
         prefix = tuple(target.active_namespace)
         run_id = run_id or run_id_of(prefix, messages)
-        report = ExtractionReport(run_id, model=self.config.model)
+        report = ExtractionReport(run_id, model=self.config.model, tenant=prefix[0])
         entry = await _Journal(target.store, prefix, run_id).read()
         if entry is not None and entry.get("state") == "done":
             report.already_done = True
@@ -483,18 +485,18 @@ class LLMExtractor:
         try:
             memory_type = MemoryType(fact["type"])
         except ValueError:
-            return self._refuse(report, f"facts[{index}] has the unknown type {fact['type']!r}")
+            return self._refuse(report, f"facts[{index}] has an unknown type", repr(fact["type"]))
         key = fact["key"].strip()
         try:
             validate_memory_key(key)
         except ValueError as error:
-            return self._refuse(report, f"facts[{index}] has an invalid key: {error}")
+            return self._refuse(report, f"facts[{index}] has an invalid key", str(error))
         if self.redactor.redact(key).kinds or any(secret in key for secret in secrets):
             return self._refuse(report, f"facts[{index}] has a key holding a secret")
         confidence = fact["confidence"]
         if not 0 <= confidence <= 1:
             return self._refuse(
-                report, f"facts[{index}] has the confidence {confidence!r}, not in [0, 1]"
+                report, f"facts[{index}] has a confidence not in [0, 1]", repr(confidence)
             )
         problem = self._content_problem(fact["content"])
         if problem is not None:
@@ -527,9 +529,16 @@ class LLMExtractor:
         return None
 
     @staticmethod
-    def _refuse(report: ExtractionReport, why: str) -> None:
+    def _refuse(report: ExtractionReport, why: str, said: str = "") -> None:
+        """Count a refused fact or decision and log ``why`` (in words of ours). ``said``:
+        what the model wrote that was refused, at DEBUG only: the model's strings may quote
+        the conversation, which an erasure cannot take back from a log aggregator."""
         report.refused += 1
-        logger.warning("llm extraction run %s: refused %s", report.run_id, why)
+        logger.warning(
+            "llm extraction run %s of tenant %r: refused %s", report.run_id, report.tenant, why
+        )
+        if said:
+            logger.debug("llm extraction run %s: refused %s: %s", report.run_id, why, said)
 
     # --- step 2: decisions ------------------------------------------------------------------
 
@@ -578,11 +587,19 @@ class LLMExtractor:
                 answered.add(decision["fact"])
                 decided.append(operation)
         for index in sorted(set(to_ask) - answered):
+            # The key is the model's (it may quote the conversation): at DEBUG only.
             logger.warning(
-                "llm extraction run %s: no usable decision for fact %d (%s/%s); nothing done",
+                "llm extraction run %s of tenant %r: no usable decision for fact %d (a %s "
+                "memory); nothing done",
                 report.run_id,
+                report.tenant,
                 index,
                 candidates[index].type.value,
+            )
+            logger.debug(
+                "llm extraction run %s: fact %d without a decision has the key %r",
+                report.run_id,
+                index,
                 candidates[index].key,
             )
         return decided
@@ -602,7 +619,7 @@ class LLMExtractor:
         if index not in to_ask:
             return self._refuse(report, f"{where} names the unknown fact {index!r}")
         if event not in EVENTS:
-            return self._refuse(report, f"{where} has the unknown event {event!r}")
+            return self._refuse(report, f"{where} has an unknown event", repr(event))
         candidate = candidates[index]
         if event in ("ADD", "NONE"):
             return self._operation(report.run_id, event, candidate)
@@ -610,8 +627,8 @@ class LLMExtractor:
         if (decision["type"], decision["key"]) not in shown:
             return self._refuse(
                 report,
-                f"{where}: {event} of {decision['type']!r}/{decision['key']!r}, a memory not "
-                f"shown for fact {index}",
+                f"{where}: {event} of a memory not shown for fact {index}",
+                f"{decision['type']!r}/{decision['key']!r}",
             )
         content = decision["content"] if event == "UPDATE" else ""
         if event == "UPDATE" and not (content or "").strip():

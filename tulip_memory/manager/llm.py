@@ -273,13 +273,19 @@ class LLMMemoryManager(BaseMemoryManager):
         try:
             await self._celery().submit(self.active_namespace, messages)
         except Exception as exc:
-            logger.exception("could not enqueue a memory extraction for %r", self.active_namespace)
+            # The error may quote the messages (a database error naming a value): at DEBUG.
+            failure = failure_fields(exc, "enqueuing the extraction failed")
+            where = self.active_namespace
+            logger.error(
+                "could not enqueue a memory extraction for %r: %s", where, failure["error"]
+            )
+            logger.debug("could not enqueue a memory extraction for %r", where, exc_info=exc)
             from tulip_memory.events import EV_MEMORY_MANAGER_EXTRACT_FAILED, emit
 
             await emit(
                 EV_MEMORY_MANAGER_EXTRACT_FAILED,
                 sender=type(self),
-                **failure_fields(exc),
+                **failure,
                 mode="celery",
                 **self._event_fields(),
             )

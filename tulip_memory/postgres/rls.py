@@ -56,7 +56,7 @@ def policy_expression(
 
     ``qualified``: the same predicate with its function and operator named by schema
     (``pg_catalog``), for the body of a ``SECURITY DEFINER`` function
-    (:mod:`tulip_memory.search_index`). ``NULLIF`` names no operator: its ``=`` comes from
+    (:mod:`tulip_memory.postgres.search_index`). ``NULLIF`` names no operator: its ``=`` comes from
     the search path, which such a function pins to ``pg_catalog, pg_temp``.
     """
     from tulip_memory.conf import settings

@@ -8,8 +8,11 @@
    runs every open job, this message's included. That follow-up, should it find the
    lease still held (renewed, or the message delivered a little early: its countdown runs
    on the sending worker's clock), books the next one.
-2. **Run the open jobs by sequence number**, one at a time. Before each: renew the lease,
-   count the attempt and mark the job running (committed). While it runs, a heartbeat
+2. **Run the open jobs by sequence number**, one at a time. Before each: lock the job's
+   row, renew the lease, count the attempt and mark the job running (committed). The
+   worker locks a job's row before its queue's, wherever it takes both, in the order of
+   an erasure (:mod:`tulip_memory.erasure`: its jobs, then its queues), so the two never
+   deadlock. While it runs, a heartbeat
    thread keeps renewing the lease, so a long job is not taken over while its worker is
    alive; right before the job's save the lease is renewed once more, and a worker that
    lost it (expired during a database outage, claimed by another) saves nothing and
@@ -125,13 +128,9 @@ _MAX_RETRY_DELAY = 600.0
 # of the lease, so that other messages rarely book a second follow-up for one lease.
 RECHECK_SKEW_SECONDS = 1.0
 
-# What failed, in a failed attempt's error (after the exception's type). The exception's
-# message is not said: it may quote the conversation or the model's reply, and an
-# erasure can reach the job's row but not a log aggregator or an event receiver.
-_EXTRACTION_FAILED = "the extraction failed"
+# What failed, in a failed attempt's error (failure_fields), when it is not the extraction.
 _UNREADABLE_PAYLOAD = "the job's payload does not decode to messages"
 _DATABASE_FAILED = "a database error cut the attempt"
-_MESSAGE_AT_DEBUG = "its message is logged at DEBUG level"
 
 
 @dataclass
@@ -389,18 +388,6 @@ def _retry_delay(attempts: int) -> float:
     return min(float(settings.EXTRACTION_RETRY_DELAY) * 2 ** max(attempts - 1, 0), _MAX_RETRY_DELAY)
 
 
-def _job_error(exc: BaseException, what: str | None = None) -> str:
-    """A failed attempt's error: the type of ``exc`` and ``what`` failed (by default what
-    its type says: a chat model's failure and its kind, else the extraction), never the
-    message of ``exc``."""
-    if what is None:
-        if isinstance(exc, LLMError):
-            what = f"the chat model failed ({exc.kind})"
-        else:
-            what = _EXTRACTION_FAILED
-    return f"{type(exc).__name__}: {what}; {_MESSAGE_AT_DEBUG}"
-
-
 def _record_failure(
     job: ExtractionJob,
     exc: Exception,
@@ -411,8 +398,8 @@ def _record_failure(
     fields: Mapping[str, object],
 ) -> None:
     """Put a failed attempt through the retry policy: pending again later, or failed,
-    with the error :func:`_job_error` (``what`` failed) and the message of ``exc`` logged
-    at DEBUG level only.
+    with the error of :func:`~tulip_memory.manager.base.failure_error` (``what`` failed)
+    and the message of ``exc`` logged at DEBUG level only.
 
     If this worker lost the lease meanwhile (another worker has taken the job over, or an
     erasure revoked it), the failure is this attempt's, not the job's, which the new
@@ -424,7 +411,8 @@ def _record_failure(
     from tulip_memory.models.extraction import db_now_plus
 
     final = job.attempts >= int(settings.EXTRACTION_MAX_ATTEMPTS)
-    error = _job_error(exc, what)
+    failure = failure_fields(exc, what)
+    error = failure["error"]
     logger.error("extraction job %s (attempt %s) failed: %s", job.pk, job.attempts, error)
     logger.debug("extraction job %s (attempt %s) failed", job.pk, job.attempts, exc_info=exc)
     # A model's failure still cost tokens: they go onto the row too.
@@ -456,7 +444,7 @@ def _record_failure(
     emit_sync(
         EV_MEMORY_MANAGER_EXTRACT_FAILED,
         sender=ExtractionJob,
-        **{**failure_fields(exc), "error": error},
+        **failure,
         job=job.pk,
         final=final,
         **fields,
@@ -642,10 +630,14 @@ def _run_claimed(
     fields = {"namespace": list(namespace), "mode": "celery"}
     while True:
         with tenant_atomic(tenant):
+            # The job's row is locked before the queue's (the renewal updates it): in the
+            # order an erasure locks them (its jobs, then its queues), so the two cannot
+            # deadlock. An erasure under way commits first, and its revoked lease then
+            # fails the renewal.
+            found = ExtractionJob.objects.next_open(queue_id)
             if not ExtractionQueue.objects.renew(queue_id, owner, lease):
                 logger.warning("lost the lease of extraction queue %s; stopping", queue_id)
                 return None
-            found = ExtractionJob.objects.next_open(queue_id)
             if found is None:
                 return None
             job, db_now = found
