@@ -10,11 +10,11 @@ from django.contrib.messages import get_messages
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
+from tulip_memory.clock import ManualClock, utc_now
 
 from tests.admin.conftest import make_staff, pick_tenant
 from tulip_memory.admin import store as store_admin
 from tulip_memory.admin.store import NamespacePrefixFilter, content_text, history_path
-from tulip_memory.clock import ManualClock, utc_now
 from tulip_memory.models.store import MemoryItem
 from tulip_memory.store import PgMemory
 from tulip_memory.tenancy import tenant_atomic
