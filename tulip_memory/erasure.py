@@ -55,12 +55,12 @@ from tulip_memory.core.namespaces import (
 )
 from tulip_memory.core.subjects import subject_namespace, validate_subject
 from tulip_memory.events import EV_STORE_SUBJECT_FORGOTTEN, elapsed_ms
-from tulip_memory.exceptions import ConfigurationError, TenantError
+from tulip_memory.exceptions import ConfigurationError
 from tulip_memory.manager.history import HISTORY_LABEL
 from tulip_memory.models.admin_log import scrub_entries
 from tulip_memory.tenancy.context import (
-    current_tenant,
     emit_on_commit,
+    refuse_another_tenant,
     tenant_atomic,
     validate_tenant,
 )
@@ -290,9 +290,7 @@ def forget_subject(
     prefixes = _prefixes(tenant, subject, namespace_prefixes)
     label = _actor_label(actor)
     _connection_vendor(using)
-    bound = current_tenant()
-    if bound is not None and bound != tenant:
-        raise TenantError(f"cannot erase from tenant {tenant!r} while tenant {bound!r} is bound")
+    refuse_another_tenant(tenant, "erasure is for tenant")
     reference = subject_reference(tenant, subject)
     started = time.perf_counter()
     receipt = None

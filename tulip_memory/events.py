@@ -1,11 +1,7 @@
-"""Observability events, sent through one Django signal.
+"""Observability events, sent through one Django signal, :data:`memory_event`.
 
-Every event goes through :data:`memory_event` with ``sender=<the emitting object's
-class>``, ``event=<name>`` and ``payload=<dict>``. Payloads carry identifiers, counts and
-timings, never content (no values, messages or metadata). A receiver that raises is
-logged and never breaks the caller. With no receiver connected an emit costs one check.
-The table of every event and its payload is in docs/events.md.
-Pure: a ``Signal`` needs no configured settings.
+``sender`` is the emitting class, ``event`` the name, ``payload`` ids, counts and timings,
+never content (docs/events.md). A receiver that raises is logged, never breaks the caller.
 """
 
 from __future__ import annotations
@@ -51,9 +47,8 @@ def _log_failures(name: str, responses: list[tuple[Any, Any]]) -> None:
             logger.error("memory_event receiver %r failed on %s: %r", receiver, name, result)
 
 
-# Django runs async receivers of a sync send through async_to_sync, which refuses to run
-# in a thread whose event loop is running (a sync API called from async code). Such sends
-# go through this one worker thread instead.
+# async_to_sync refuses a thread whose event loop runs (a sync API called from async
+# code): such sends go through this worker thread.
 _sender_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tulip-memory-events")
 
 
@@ -68,11 +63,8 @@ def listening() -> bool:
 
 @contextmanager
 def muted() -> Iterator[None]:
-    """Send no event in this block (it follows the context into tasks and sync_to_async).
-
-    For an operation made of others that sends its own summary: the checkpoint retention
-    sweep prunes threads through the checkpointer, and reports per tenant instead.
-    """
+    """Send no event in this block (follows the context into tasks): for an operation that
+    reports its own summary, such as the retention sweep."""
     token = _muted.set(True)
     try:
         yield
@@ -86,8 +78,7 @@ def elapsed_ms(started: float) -> float:
 
 
 def emit_sync(name: str, *, sender: type | None = None, **fields: Any) -> None:
-    """Send event ``name`` from ``sender`` (the emitting object's class) with ``fields``
-    as its payload to every receiver."""
+    """Send event ``name`` from ``sender`` with ``fields`` as its payload."""
     if not listening():
         return
     try:

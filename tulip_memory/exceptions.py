@@ -1,7 +1,5 @@
-"""Every exception tulip_memory raises on purpose lives here.
-
-Bad input raises the builtin ``ValueError``/``TypeError`` (with a message naming the
-argument); the classes below are for conditions that callers may want to catch.
+"""Every exception tulip_memory raises on purpose. Bad input raises the builtin
+``ValueError``/``TypeError`` naming the argument; these are for conditions to catch.
 """
 
 from __future__ import annotations
@@ -16,10 +14,7 @@ class ConfigurationError(TulipMemoryError):
 
 
 class StoreCapabilityError(NotImplementedError, TulipMemoryError):
-    """A store was asked for an operation it does not advertise.
-
-    Carries the capability's name, the store class and a hint on what to use instead.
-    """
+    """A store was asked for an operation it does not advertise (names it and what to use)."""
 
     def __init__(self, capability: str, store_class: str, hint: str | None = None) -> None:
         self.capability = capability
@@ -48,16 +43,11 @@ class CheckpointCorruptError(CheckpointError):
 
 
 class LLMError(TulipMemoryError):
-    """A call to the chat model failed, or its answer could not be used.
+    """A call to the chat model failed, or its answer could not be used; nothing was stored.
 
-    ``kind`` says why: ``"timeout"``, ``"rate_limited"`` (429 after the retries),
-    ``"server_error"`` (5xx after the retries), ``"connection"``, ``"rejected"`` (the
-    server refused the request: 4xx other than 429), ``"malformed_output"`` (no usable
-    JSON after the repair attempt) or ``"configuration"``. ``usage`` holds the tokens
-    spent before the failure (a :class:`tulip_memory.llm.usage.Usage`), ``attempts`` the
-    HTTP requests made, ``status`` the last HTTP status (``None`` without an answer).
-    Nothing has been written to a store when it is raised.
-    """
+    ``kind``: ``"timeout"``, ``"rate_limited"``, ``"server_error"``, ``"connection"``,
+    ``"rejected"``, ``"malformed_output"`` or ``"configuration"``; ``usage``, ``attempts``
+    and ``status`` (None without an answer) say what was spent and seen."""
 
     def __init__(
         self,
@@ -76,11 +66,8 @@ class LLMError(TulipMemoryError):
 
 
 class SweepError(TulipMemoryError):
-    """A periodic sweep failed on some of its databases (the others were swept).
-
-    ``failed`` maps each failing alias to its error; ``done`` maps the others to what
-    the sweep removed there.
-    """
+    """A periodic sweep failed on some databases: ``failed`` maps aliases to errors, ``done``
+    the others to what was removed."""
 
     def __init__(self, sweep: str, failed: dict[str, str], done: dict[str, dict[str, int]]):
         listed = "; ".join(f"{alias}: {error}" for alias, error in failed.items())
@@ -91,13 +78,8 @@ class SweepError(TulipMemoryError):
 
 
 class LeaseLostError(TulipMemoryError):
-    """An extraction worker no longer holds its namespace's lease: it expired (a database
-    outage kept the heartbeat from renewing it) and another worker claimed it. The worker
-    saves nothing more and stops; the new holder runs the job again.
-
-    ``usage`` holds what the chat model spent on the stopped run (a
-    :class:`tulip_memory.llm.usage.Usage`, attached by the LLM extractor), or ``None``.
-    """
+    """An extraction worker lost its namespace's lease to another worker, which reruns the
+    job; this one stops saving. ``usage``: what its chat model spent, or None."""
 
     def __init__(self, message: str, *, usage: object = None) -> None:
         super().__init__(message)
@@ -105,15 +87,8 @@ class LeaseLostError(TulipMemoryError):
 
 
 class EmbeddingError(TulipMemoryError):
-    """A call to a network embedding endpoint failed, or its answer could not be used.
-
-    ``kind`` says why: ``"timeout"``, ``"connection"``, ``"rate_limited"`` (429 after the
-    retries), ``"server_error"`` (5xx after the retries), ``"rejected"`` (another 4xx),
-    ``"wrong_width"`` (vectors of another width than the embedder's ``dimension``),
-    ``"malformed_output"`` (not one vector per text) or ``"configuration"`` (no API key).
-    ``attempts`` is the HTTP requests made, ``status`` the last HTTP status. Nothing has
-    been written to a store when it is raised.
-    """
+    """A call to a network embedding endpoint failed, or its answer could not be used;
+    nothing was stored. ``kind`` as for :class:`LLMError`, plus ``"wrong_width"``."""
 
     def __init__(
         self, message: str, *, kind: str, attempts: int = 0, status: int | None = None

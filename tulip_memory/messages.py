@@ -1,7 +1,4 @@
-"""Chat messages: the unit every layer of tulip_memory works on.
-
-Pure Python: importable without Django settings.
-"""
+"""Chat messages: the unit every layer of tulip_memory works on. Pure Python."""
 
 from __future__ import annotations
 
@@ -27,10 +24,7 @@ _ROLES: dict[object, Role] = {role.value: role for role in Role}
 
 @dataclass
 class ToolCall:
-    """A tool invocation requested by an assistant message.
-
-    ``arguments=None`` is read as ``{}``; a field of the wrong type raises ValueError.
-    """
+    """A tool invocation requested by an assistant message (``arguments=None`` is ``{}``)."""
 
     id: str
     name: str
@@ -51,18 +45,15 @@ class ToolCall:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ToolCall:
-        """Read our shape, ``{"id", "name", "arguments"}``, or OpenAI's,
-        ``{"id", "type": "function", "function": {"name", "arguments": "<JSON text>"}}``."""
+        """Read our shape, ``{"id", "name", "arguments"}``, or OpenAI's (``function`` with
+        JSON-text arguments)."""
         return _read_tool_call(data, "ToolCall.from_dict")
 
 
 @dataclass
 class Message:
-    """One message of a conversation, compared by value.
-
-    ``tool_calls=None`` and ``metadata=None`` (as OpenAI-shaped code often passes) are read
-    as empty; any other field of the wrong type raises ValueError naming it.
-    """
+    """One message of a conversation, compared by value; None tool_calls/metadata are
+    empty, any other wrong type a ValueError naming the field."""
 
     role: Role
     content: str = ""
@@ -119,9 +110,7 @@ class Message:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Message:
-        """Read a dict written by :meth:`to_dict`, or an OpenAI-shaped chat message
-        (``content: None``, tool calls under ``function`` with JSON-text arguments).
-        ``data`` is not modified; what cannot be read raises ValueError naming it."""
+        """Read :meth:`to_dict`'s shape or an OpenAI chat message, without modifying ``data``."""
         if not isinstance(data, dict) or "role" not in data:
             raise ValueError(f"Message.from_dict needs a dict with a 'role', got {data!r:.80}")
         calls = data.get("tool_calls")
@@ -149,8 +138,6 @@ def _check_str(label: str, value: object) -> None:
 
 
 def _read_tool_call(data: object, where: str) -> ToolCall:
-    """A ToolCall read from our dict shape or OpenAI's (see ToolCall.from_dict); ``where``
-    names the item in the ValueError raised otherwise. ``data`` is not modified."""
     if not isinstance(data, dict):
         raise ValueError(f"{where} must be a dict, got {type(data).__name__}")
     # OpenAI's shape holds the name and the arguments under "function".
@@ -177,9 +164,7 @@ def _read_tool_call(data: object, where: str) -> ToolCall:
 
 
 def without_nul(messages: Iterable[Message]) -> list[Message]:
-    """``messages`` with every NUL character removed from their texts (content, tool calls,
-    names, metadata): what memory extraction reads. A NUL carries nothing in a chat, and
-    PostgreSQL's text and JSON types cannot hold it."""
+    """``messages`` without NUL characters anywhere (PostgreSQL text cannot hold one)."""
     cleaned = []
     for message in messages:
         data = message.to_dict()

@@ -1,25 +1,9 @@
 """Build a checkpointer from a string: ``get_checkpointer("provider")`` or ``("provider:hint")``.
 
-Built-in providers and what the hint means::
-
-    "memory"                 MemoryCheckpointer()
-    "file:./checkpoints"     FileCheckpointer(base_dir="./checkpoints")
-    "redis:localhost:6379"   RedisCheckpointer(url="redis://localhost:6379")  (a full URL works too)
-    "postgresql:default"     PostgreSQLCheckpointer(using="default")  (a Django alias)
-    "mysql:mysql"            MySQLCheckpointer(using="mysql")
-    "opensearch"             OpenSearchCheckpointer()  (hint: the hosts URL)
-    "s3:my-bucket"           S3Checkpointer(bucket="my-bucket")
-    "delta"                  DeltaCheckpointer() in memory; "delta:<alias>" over the ORM storage
-
-Keyword arguments go to the constructor. More providers come from
-``register_checkpointer(name, factory)`` or from ``TULIP_MEMORY["CHECKPOINTERS"]``
-(``{"name": "dotted.path.to.factory"}``, read at lookup time); a factory is called with
-the keyword arguments plus ``config_hint=<hint>`` when the string has one. Registered
-providers win over the setting's, which win over the built-ins.
-
-Pure Python: importable without Django settings (the setting then adds nothing).
-Providers whose library is an optional extra fail when built, with an ImportError naming
-the extra.
+Built-ins: ``memory``, ``file:<dir>``, ``redis:<url>``, ``postgresql:<alias>``,
+``mysql:<alias>``, ``opensearch[:<hosts>]``, ``s3:<bucket>``, ``delta[:<alias>]``; keyword
+arguments go to the constructor. ``register_checkpointer`` and
+``TULIP_MEMORY["CHECKPOINTERS"]`` add providers (they win, in that order). Pure Python.
 """
 
 from __future__ import annotations
@@ -55,17 +39,14 @@ def _delta_storage(hint: str) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class _BuiltinProvider:
-    """A built-in provider: the class to build and what its ``:hint`` stands for.
-
-    ``hint`` turns the hint into constructor keyword arguments (None: the provider takes
-    no hint); ``required``, when set, names a keyword argument the class cannot do
-    without, and the error raised when neither the hint nor the caller gives it.
-    """
+    """A built-in provider: its class and its hint, the keyword argument the hint gives
+    (or a function of it; None: takes none). ``required`` describes a hinted argument the
+    class cannot do without."""
 
     name: str
     target: str  # "module:attribute", imported when the provider is first built
-    hint: Callable[[str], dict[str, Any]] | None
-    required: tuple[str, str] | None = None
+    hint: str | Callable[[str], dict[str, Any]] | None
+    required: str | None = None
 
     def __call__(self, config_hint: str | None = None, **kwargs: Any) -> BaseCheckpointer:
         if config_hint is not None:
@@ -73,9 +54,14 @@ class _BuiltinProvider:
                 raise ValueError(
                     f"checkpointer provider {self.name!r} takes no ':hint', got {config_hint!r}"
                 )
-            kwargs.update(self.hint(config_hint))
-        if self.required is not None and self.required[0] not in kwargs:
-            raise ValueError(self.required[1])
+            kwargs.update(
+                {self.hint: config_hint} if isinstance(self.hint, str) else self.hint(config_hint)
+            )
+        if self.required is not None and self.hint not in kwargs:
+            raise ValueError(
+                f"the {self.name!r} checkpointer needs {self.required}: "
+                f"'{self.name}:<{self.hint}>' or {self.hint}=..."
+            )
         module, _, attribute = self.target.partition(":")
         return getattr(importlib.import_module(module), attribute)(**kwargs)
 
@@ -84,34 +70,14 @@ _BUILTIN: dict[str, Factory] = {
     provider.name: provider
     for provider in (
         _BuiltinProvider("memory", "tulip_memory.backends:MemoryCheckpointer", None),
-        _BuiltinProvider(
-            "file", "tulip_memory.backends:FileCheckpointer", lambda h: {"base_dir": h}
-        ),
+        _BuiltinProvider("file", "tulip_memory.backends:FileCheckpointer", "base_dir"),
         _BuiltinProvider("redis", "tulip_memory.backends:RedisCheckpointer", _redis_url),
+        _BuiltinProvider("postgresql", "tulip_memory.backends:PostgreSQLCheckpointer", "using"),
         _BuiltinProvider(
-            "postgresql", "tulip_memory.backends:PostgreSQLCheckpointer", lambda h: {"using": h}
+            "mysql", "tulip_memory.backends:MySQLCheckpointer", "using", "a Django alias"
         ),
-        _BuiltinProvider(
-            "mysql",
-            "tulip_memory.backends:MySQLCheckpointer",
-            lambda h: {"using": h},
-            required=(
-                "using",
-                "the 'mysql' checkpointer needs a Django alias: 'mysql:<alias>' or using=...",
-            ),
-        ),
-        _BuiltinProvider(
-            "opensearch", "tulip_memory.backends:OpenSearchCheckpointer", lambda h: {"hosts": h}
-        ),
-        _BuiltinProvider(
-            "s3",
-            "tulip_memory.backends:S3Checkpointer",
-            lambda h: {"bucket": h},
-            required=(
-                "bucket",
-                "the 's3' checkpointer needs a bucket: 's3:<bucket>' or bucket=...",
-            ),
-        ),
+        _BuiltinProvider("opensearch", "tulip_memory.backends:OpenSearchCheckpointer", "hosts"),
+        _BuiltinProvider("s3", "tulip_memory.backends:S3Checkpointer", "bucket", "a bucket"),
         _BuiltinProvider("delta", "tulip_memory.delta:DeltaCheckpointer", _delta_storage),
     )
 }
@@ -127,10 +93,7 @@ def _validate_provider_name(name: object) -> str:
 
 
 def configured_providers() -> dict[str, Factory]:
-    """The providers of ``TULIP_MEMORY["CHECKPOINTERS"]``, imported.
-
-    Raises ValueError (or ImportError) when the setting is unusable.
-    """
+    """The providers of ``TULIP_MEMORY["CHECKPOINTERS"]``, imported (ValueError if unusable)."""
     from django.utils.module_loading import import_string
 
     from tulip_memory.conf import settings
@@ -166,10 +129,8 @@ def list_checkpointers() -> list[str]:
 
 
 def get_checkpointer(checkpointer_string: str, **kwargs: Any) -> BaseCheckpointer:
-    """The checkpointer that ``"provider"`` or ``"provider:hint"`` names (see the module doc).
-
-    Raises ValueError for an unknown provider, listing the available ones.
-    """
+    """The checkpointer ``"provider"`` or ``"provider:hint"`` names (ValueError listing the
+    available ones)."""
     if not isinstance(checkpointer_string, str) or not checkpointer_string.strip():
         raise ValueError(
             "checkpointer string must be 'provider' or 'provider:hint', "

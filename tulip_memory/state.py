@@ -1,7 +1,5 @@
 """Agent state (what checkpointers persist) and run information (what resolvers see).
-
-Pure Python: importable without Django settings.
-"""
+Pure Python."""
 
 from __future__ import annotations
 
@@ -53,12 +51,8 @@ class AgentState:
 
     @classmethod
     def from_checkpoint(cls, data: dict[str, Any]) -> AgentState:
-        """The state ``data`` (what :meth:`to_checkpoint` wrote) holds.
-
-        ``ValueError`` when ``data`` is not a dict with a ``messages`` list (an empty
-        state's snapshot has one too) and, when present, a ``metadata`` dict; a malformed
-        message raises ``ValueError``, ``TypeError`` or ``KeyError``.
-        """
+        """The state :meth:`to_checkpoint` wrote in ``data``; ValueError (TypeError, KeyError for
+        a malformed message) otherwise."""
         if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
             raise ValueError(
                 "AgentState.from_checkpoint needs a dict with a 'messages' list, got "

@@ -1,23 +1,9 @@
 """Blocking versions of the async APIs, for synchronous Django code (views, commands).
 
-Stores, memory managers and checkpointers are async. :func:`sync_facade` wraps any of them
-in an object with the same method names that blocks instead::
-
-    from tulip_memory.sync_facade import sync_facade
-
-    def profile(request):                     # a plain synchronous view
-        store = sync_facade(PgMemory())
-        store.put((tenant, "users", uid), "theme", {"content": "dark"})
-        hits = store.search((tenant, "users", uid), query="theme")
-
-Each call runs the coroutine with ``asgiref``'s ``async_to_sync``. The ORM work inside it
-(run by ``sync_to_async(thread_sensitive=True)``) comes back to the calling thread, so it
-uses the caller's database connection: it joins the view's transaction
-(``ATOMIC_REQUESTS``, ``transaction.atomic()``) and its ``tenant_context``. Methods that
-are not coroutines (``SummarizingManager.apply``, properties, attributes) are passed
-through as they are. The facade is a context manager closing what it wraps (``close()`` of
-a store, ``aclose()`` of a checkpointer). Do not call it from inside a running event loop
-(``async_to_sync`` refuses): async code awaits the objects directly.
+:func:`sync_facade` wraps a store, manager or checkpointer; each coroutine method runs
+through ``async_to_sync``, whose ORM work comes back to the calling thread and so joins
+its transaction and ``tenant_context``. Other attributes pass through; the facade closes
+what it wraps on exit. Not for use inside a running event loop.
 """
 
 from __future__ import annotations

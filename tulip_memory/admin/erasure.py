@@ -1,11 +1,5 @@
 """Admin of erasure receipts: what was forgotten in the admin tenant, when and by whom.
-
-A receipt (:class:`~tulip_memory.models.ErasureReceipt`) holds counts per kind, the
-actor and a keyed hash of the subject, never content; the list shows the newest first
-and can be searched by that hash (:func:`~tulip_memory.models.subject_reference`
-computes it from a subject). Read-only and tenant-scoped like every page of a tenant
-table (:mod:`tulip_memory.admin.tenancy`); erasing is done by
-:func:`tulip_memory.erasure.forget_subject` or ``manage.py tulip_memory_forget_subject``.
+Read-only, searchable by the subject's keyed hash; a receipt holds no content.
 """
 
 from __future__ import annotations

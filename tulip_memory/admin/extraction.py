@@ -1,19 +1,9 @@
-"""Admin of the manager layer: the Celery extraction queues and jobs.
+"""Admin of the manager layer: the Celery extraction queues and jobs, one tenant at a time.
 
-* jobs: filterable by state, date and namespace; the queue is a link; the payload (the
-  conversation text) is shown, as a chat, only to users with the
-  ``view_extractionjob_payload`` permission; **retry** (the ``retry_extractionjob``
-  permission) puts failed jobs back to pending with their attempts reset and, once that
-  commits, sends their queue's Celery message; each retry is recorded in Django's admin
-  log by the job's id (:mod:`tulip_memory.models.admin_log`: its error may quote the
-  conversation);
-* queues: per namespace, the lease holder, the age of its last heartbeat (the lease is
-  renewed to ``EXTRACTION_LEASE_SECONDS`` ahead at each one), and the pending, running
-  and failed job counts.
-
-Everything else is read-only. Registered on the default site and meant to be subclassed.
-Tenant scoping: :class:`~tulip_memory.admin.tenancy.TenantScopedAdminMixin`. Memory
-history is not a table (it lives in the store): it is shown on each memory's page.
+Jobs show their payload only with ``view_extractionjob_payload``; **retry**
+(``retry_extractionjob``) puts failed jobs back to pending and sends their queue's message
+once committed, logged in the admin log. Queues show the lease, its heartbeat and job
+counts. Everything else is read-only; meant to be subclassed.
 """
 
 from __future__ import annotations

@@ -1,29 +1,10 @@
 """Admin of the store layer: PgMemory's live memories, one tenant at a time.
 
-* the list shows live memories only (a memory's past versions, kept by the memory
-  manager under ``(*prefix, "_history", type, key)``, appear on its page instead), with
-  filters by namespace prefix, memory type and embedding source, and the memory's
-  content as text;
-* live also means not expired: by default every view (list, its count and filter
-  choices, search, a memory's page and history, its versions, Forget's counts) shows
-  only what PgMemory still returns (no expiry, or a later one than now by the stores'
-  default clock, :func:`~tulip_memory.core.clock.utc_now`); the memories it no longer returns
-  but the sweep has not deleted yet are behind the expiry filter alone ("expired, due
-  for the sweep"), whose choice a memory's page keeps from the list that linked to it;
-* the search box ranks like the agent does — the store's own search statement
-  (:meth:`~tulip_memory.models.store.MemoryItemQuerySet.search_paths`, with PgMemory's
-  query encoder) over the namespaces of the memories the list filters keep, the top
-  ``SEARCH_LIMIT`` of those memories — and shows each hit's score; the list then says it
-  is ranked by relevance and its columns do not sort;
-* a memory's page shows its value and metadata as pretty JSON and its versions as a
-  timeline;
-* **Forget** is the one write: an action gated by the ``forget_memoryitem`` permission,
-  confirmed on a page that counts the memories and the history rows that go with them
-  (and lists the first ``FORGET_SHOWN`` of each), recorded in Django's admin log by
-  the memories' ids (:mod:`tulip_memory.models.admin_log`).
-
-Registered on the default site and meant to be subclassed (unregister, then register your
-subclass). Tenant scoping: :class:`~tulip_memory.admin.tenancy.TenantScopedAdminMixin`.
+Every view shows what PgMemory still returns (expired rows awaiting the sweep behind a
+filter; past versions on their memory's page); the search box ranks as the store's
+search does; **Forget**, gated by ``forget_memoryitem``, is the one write, confirmed and
+logged. Meant to be subclassed; tenant scoping from
+:class:`~tulip_memory.admin.tenancy.TenantScopedAdminMixin`.
 """
 
 from __future__ import annotations
@@ -92,11 +73,8 @@ def _pretty(value: Any) -> str:
 
 
 class ExpiryFilter(admin.SimpleListFilter):
-    """Live memories (the default), or the expired ones the sweep has yet to delete.
-
-    The choice is applied by :meth:`MemoryItemAdmin.get_queryset`, not here: the other
-    filters' choices, the search, actions and a memory's page read the same memories.
-    """
+    """Live memories (the default), or the expired ones the sweep has yet to delete; applied
+    in :meth:`MemoryItemAdmin.get_queryset` so that every view reads the same memories."""
 
     title = _("expiry")
     parameter_name = "expired"
@@ -123,8 +101,7 @@ class NamespacePrefixFilter(admin.SimpleListFilter):
     max_choices = 100
 
     def lookups(self, request: Any, model_admin: Any) -> list[tuple[str, str]]:
-        # The distinct namespaces alone: neither the list's ordering (it would join the
-        # DISTINCT, one row per memory) nor the search's score.
+        # Neither the list's ordering nor the score: DISTINCT would keep one row per memory.
         paths = (
             model_admin.shown_memories(request)
             .order_by("namespace")
@@ -168,14 +145,8 @@ class MemoryTypeFilter(admin.SimpleListFilter):
 
 
 class EmbeddingSourceFilter(admin.SimpleListFilter):
-    """What computed the memory's vector.
-
-    The choices are read without a pass over the tenant's memories (a ``SELECT
-    DISTINCT`` is one): the sources the store itself writes (HRR, external vectors,
-    none), those of the first ``sample_rows`` rows the database returns (a read that
-    stops there), and the chosen one. Any source can be given in the URL
-    (``?embedding_source=embedder:<name>``).
-    """
+    """What computed the memory's vector; choices from the store's own sources and a bounded
+    sample of rows (no pass over the tenant), any source accepted in the URL."""
 
     title = _("embedding source")
     parameter_name = "embedding_source"
@@ -206,9 +177,6 @@ class EmbeddingSourceFilter(admin.SimpleListFilter):
 
 @admin.register(MemoryItem)
 class MemoryItemAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdmin):
-    """Browse one tenant's live memories (the expired ones behind a filter); forget some
-    (with the forget permission)."""
-
     # The embedding source is a filter and on the page: the list keeps room for the content.
     list_display = ("namespace", "key", "content", "version", "updated_at")
     list_display_links = ("key",)
@@ -219,8 +187,7 @@ class MemoryItemAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdm
     list_per_page = 50
     # "N of M": a second count over the whole tenant on every page; the filtered count stays.
     show_full_result_count = False
-    # Facets would count each filter choice over the tenant on every page, and the expiry
-    # filter's choice is applied before the filters (get_queryset), so it has no facet.
+    # Facets would count every choice over the tenant on every page.
     show_facets = admin.ShowFacets.NEVER
     actions = ["forget_memories"]
     fields = (
@@ -240,36 +207,28 @@ class MemoryItemAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdm
     change_form_template = "admin/tulip_memory/memoryitem/change_form.html"
 
     def shows_expired(self, request: Any) -> bool:
-        """Whether ``request`` asks for the expired memories (:class:`ExpiryFilter`): on
-        the list, or in the list's filters a memory's page keeps (``_changelist_filters``)."""
+        """Whether ``request`` asks for the expired memories, on the list or kept from it."""
         query = request.GET
         if ExpiryFilter.parameter_name not in query and "_changelist_filters" in query:
             query = QueryDict(query["_changelist_filters"])
         return query.get(ExpiryFilter.parameter_name) == ExpiryFilter.EXPIRED
 
     def shown_memories(self, request: Any) -> QuerySet:
-        """The tenant's memories ``request`` shows, unordered: the live ones, or the
-        expired ones (:meth:`shows_expired`); past versions are left out (they show on
-        their memory's page), and so is the vector (wide, never shown)."""
+        """The memories ``request`` shows, unordered, without past versions or vectors."""
         rows = self.model._default_manager.get_queryset()
         rows = rows.expired(utc_now()) if self.shows_expired(request) else rows.live(utc_now())
         return rows.exclude(namespace__contains=_HISTORY_MARK).defer("embedding")
 
     def get_queryset(self, request: Any) -> Any:
-        # The search's score is annotated, and ordered by, once the filters have run
-        # (get_search_results).
         return self.shown_memories(request).order_by(*self.get_ordering(request))
 
     def get_search_results(
         self, request: Any, queryset: QuerySet, search_term: str
     ) -> tuple[QuerySet, bool]:
-        """The search box's hits among ``queryset`` (the list filters applied), each
-        annotated with its ``search_score``."""
         term = search_term.strip()
         tenant = self.request_tenant(request)
         if not term or tenant is None or queryset.query.is_empty():
             return queryset, False
-        # Once per request and filtered set (the list and an action ask alike).
         cache = request.__dict__.setdefault("_tulip_scores", {})
         key = (term, str(queryset.order_by().query))
         if key not in cache:
@@ -295,15 +254,9 @@ class MemoryItemAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdm
     def _ranked(
         self, tenant: str, queryset: QuerySet, query: str, now: datetime | None
     ) -> dict[int, float]:
-        """pk → score of the top hits among ``queryset``, as PgMemory.search ranks them:
-        with words to rank by, the fused score (the rank is minus it); else the cosine
-        similarity (the rank is the cosine distance). ``now``: only the rows not expired
-        then are ranked (every row when None).
-
-        The store ranks the namespaces of ``queryset``, each on its own; a filter that
-        is not on the namespace (the embedding source) can leave out ranked rows, so the
-        ranking is asked for more until ``SEARCH_LIMIT`` hits remain or none is left out.
-        """
+        """pk → score of the top hits among ``queryset`` as PgMemory.search ranks them (the
+        fused score, or the cosine without words), rows expired at ``now`` left out. Asks for
+        more while a non-namespace filter leaves ranked rows out."""
         from tulip_memory.store.pg.store import PgMemory
 
         store = PgMemory(queryset.db)
@@ -366,8 +319,6 @@ class MemoryItemAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdm
     def score(self, item: MemoryItem) -> str:
         return f"{getattr(item, 'search_score', 0.0):.3f}"
 
-    # --- reading ------------------------------------------------------------------------
-
     @admin.display(description=_("content"))
     def content(self, item: MemoryItem) -> str:
         text = content_text(item.value)
@@ -375,8 +326,6 @@ class MemoryItemAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdm
 
     @admin.display(description=_("expiry"), ordering="expires_at")
     def expiry(self, item: MemoryItem) -> str:
-        """When the memory expires: never, a time, or that it is expired and awaits the
-        sweep (PgMemory no longer returns it)."""
         if item.expires_at is None:
             return gettext("never")
         when = display_for_value(item.expires_at, "")
@@ -435,8 +384,6 @@ class MemoryItemAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdm
         rows = MemoryItem.objects.using(item._state.db).live(utc_now())
         return rows.filter(tenant=item.tenant, namespace=path) if path else rows.none()
 
-    # --- forgetting -----------------------------------------------------------------------
-
     def change_view(
         self, request: Any, object_id: str, form_url: str = "", extra_context: Any = None
     ) -> Any:
@@ -454,12 +401,8 @@ class MemoryItemAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdm
         description=_("Forget the selected memories (and their history)"), permissions=["forget"]
     )
     def forget_memories(self, request: Any, queryset: QuerySet) -> TemplateResponse | None:
-        """Confirm (a count and the first ``FORGET_SHOWN`` memories and past versions),
-        then delete the memories and their past versions by primary key, and log each
-        memory's deletion, ``FORGET_CHUNK`` rows per statement.
-
-        The past versions counted and listed are the live ones; the expired ones (which
-        the store no longer returns) are deleted with them."""
+        """Confirm, then delete the memories and their past versions by primary key in chunks,
+        logging each memory's deletion."""
         selected = list(queryset.order_by().values_list("pk", "namespace", "key"))
         pks = [pk for pk, _namespace, _key in selected]
         now = utc_now()
@@ -519,11 +462,8 @@ class MemoryItemAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdm
 def _history_pks(
     using: str, memories: list[tuple[str, str]], now: datetime
 ) -> tuple[list[int], list[int]]:
-    """The primary keys of the past versions of ``memories`` (namespace, key), and of
-    those of them not expired at ``now``: the rows of each one's :func:`history_path`.
-    ONE query, by the namespaces' history prefixes (its size grows with the namespaces,
-    not the memories); the rows found under them are kept when they are a memory's
-    history path."""
+    """The primary keys of the past versions of ``memories``, all and those live at ``now``,
+    in one query by the namespaces' history prefixes."""
     paths = set()
     prefixes = set()
     for namespace, key in memories:

@@ -1,28 +1,9 @@
 """Admin tenancy: which tenant a page shows, the tenant switcher, the registry and memberships.
 
-The admin connects as the application role, so it sees a tenant table only inside a
-transaction pinned to one tenant; a view over "all tenants" would need a role that
-bypasses row-level security, which the app never has — by design. So each view of a
-tenant table runs (template rendering included) inside
-:func:`~tulip_memory.tenancy.context.tenant_atomic` for the **admin tenant** of the request:
-
-* the tenants a user may open are :meth:`Tenant.objects.visible_to(user)
-  <tulip_memory.models.tenants.TenantQuerySet.visible_to>` — every registered tenant
-  for a superuser, the tenants of its memberships for a staff user;
-* the choice is made with the switcher (a POST to ``admin:tulip_memory_tenant_switch``)
-  and kept in the session; it is re-checked against the allowed tenants on every
-  request, and one no longer allowed (a membership deleted) is dropped from the session:
-  that request shows no tenant and says so (never another tenant in its place, which the
-  page and its forms were not meant for); a user allowed exactly one tenant never has to
-  pick.
-
-The admin never takes its tenant from a request header, a query parameter or
-``request.tenant`` (the middleware's resolver may trust a header any client can send).
-Without a tenant the pages of tenant tables are empty and say how to pick one.
-
-Every layer's ModelAdmins combine ``ReadOnlyAdminMixin, TenantScopedAdminMixin,
-admin.ModelAdmin`` and are meant to be subclassed: unregister one, then register a
-subclass. Override :meth:`TenantScopedAdminMixin.request_tenant` to choose differently.
+Each view of a tenant table runs inside :func:`~tulip_memory.tenancy.context.tenant_atomic`
+for the request's admin tenant: one the user may open, picked with the switcher and kept in
+the session, never taken from the request's data (docs/design/tenancy.md). ModelAdmins are
+meant to be subclassed; override :meth:`TenantScopedAdminMixin.request_tenant` to choose.
 """
 
 from __future__ import annotations
@@ -73,12 +54,8 @@ REVOKED_MESSAGE = _(
 
 
 def admin_tenant(request: HttpRequest) -> tuple[str | None, list[str]]:
-    """The request's admin tenant (or None) and the tenants its user may open.
-
-    The session's tenant is checked against the user's current memberships: one no longer
-    allowed is removed from the session, with a warning (``REVOKED_MESSAGE``), and the
-    request gets no tenant. Cached on the request (the tenant bar and the view both ask).
-    """
+    """The request's admin tenant (or None) and the tenants its user may open; a session
+    tenant no longer allowed is dropped with a warning. Cached on the request."""
     cached = getattr(request, "_tulip_admin_tenant", None)
     if cached is not None:
         return cached
@@ -110,8 +87,8 @@ class ReadOnlyAdminMixin:
 
 
 class ListQuerysetMixin:
-    """The changelist's rows from :meth:`get_list_queryset`: what the list leaves out (a
-    wide column it never shows) the detail page still reads."""
+    """The changelist's rows from :meth:`get_list_queryset` (a wide column the list never
+    shows left out); the detail page reads everything."""
 
     def get_list_queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
         """``queryset`` (filtered, searched and ordered) as the list reads it."""

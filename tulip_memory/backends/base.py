@@ -1,30 +1,8 @@
 """The checkpointer contract (:class:`BaseCheckpointer`) and what every backend shares.
 
-A checkpointer persists the :class:`~tulip_memory.state.AgentState` of one thread at a
-time, under a checkpoint id, and gives it back later. The contract:
-
-* ``save(state, thread_id, checkpoint_id=None) -> str`` stores a copy and returns its id
-  (a new time-ordered id when none is given). Saving under an id the thread already has
-  replaces that checkpoint, which then counts as the newest.
-* ``load(thread_id, checkpoint_id=None)`` returns an equal state, or None when there is
-  no such checkpoint (the newest one when no id is given).
-* ``list_checkpoints(thread_id, limit=10)`` lists ids, newest first.
-* ``delete(thread_id, checkpoint_id=None) -> bool`` deletes one checkpoint, or all of the
-  thread; True when something was deleted.
-
-Every ``save``, ``load`` and ``delete`` sends an event (``checkpoint.saved``,
-``checkpoint.loaded``, ``checkpoint.deleted``) with ``sender=<the checkpointer's class>``:
-ids, counts and ``duration_ms``, never the state's content; a call that raises sends none.
-
-Concurrent saves to one thread all persist. Thread and checkpoint ids are validated
-before any storage is touched (:func:`validate_thread_id`, :func:`validate_checkpoint_id`),
-and so is the state: a value JSON cannot hold anywhere in it (a set, bytes, a datetime, an
-object; in its metadata, a message's metadata or a tool call's arguments), a dict key that
-is not a str, or a str UTF-8 cannot encode (a lone surrogate, in a message's content too)
-raises ``ValueError`` naming where, whatever the backend (:func:`refuse_non_json`).
-Stored data that does not hold a state raises
-:class:`~tulip_memory.exceptions.CheckpointCorruptError` naming the thread and the
-checkpoint (:func:`corrupt_checkpoint`, :func:`decode_state`, :func:`state_from_snapshot`).
+``save`` / ``load`` / ``list_checkpoints`` / ``delete`` an :class:`~tulip_memory.state.AgentState`
+per thread (docs/checkpointers.md). Ids and state are validated before storage is touched
+(``ValueError`` naming where); unreadable stored data raises ``CheckpointCorruptError``.
 """
 
 from __future__ import annotations
@@ -83,12 +61,10 @@ T = TypeVar("T")
 
 
 def validate_thread_id(thread_id: object) -> str:
-    """Return ``thread_id`` if it is a non-empty str without NUL of sane length."""
     return validate_identifier(thread_id, "thread_id", max_length=THREAD_ID_MAX_LENGTH)
 
 
 def validate_checkpoint_id(checkpoint_id: object) -> str:
-    """Return ``checkpoint_id`` if it is a non-empty str without NUL of sane length."""
     return validate_identifier(checkpoint_id, "checkpoint_id", max_length=CHECKPOINT_ID_MAX_LENGTH)
 
 
@@ -98,22 +74,16 @@ def validate_state(state: object) -> AgentState:
     return state
 
 
-# The scalars JSON holds (bool is an int); json encodes their subclasses too. A dict key
-# must be a str: json writes an int, float, bool or None key as a string, which loads back
-# as another key (or collides with one).
+# A dict key must be a str: json writes another scalar key as a string, which loads back
+# as another key.
 _JSON_SCALARS = (str, int, float, type(None))
 
-# What json writes for a dict key that is not a str (an int, float, bool or None) in the
-# compact text of _encoder, read backwards: searched that way, the regex engine jumps from
-# one `":` to the next instead of trying at every quote or comma. A str key matches only
-# when it reads the same ("1", "null"); a string value never does (its quotes are escaped).
+# A non-str key as json writes it, searched in the reversed text so that the regex engine
+# jumps from one `":` to the next; a str key "1" matches too, hence _non_str_key_in.
 _NON_STR_KEY_REVERSED = re.compile(r':"(?:[0-9][0-9.e+-]*|ytinifnI-?|NaN|eurt|eslaf|llun)"[{,]')
 
 
 def _non_str_key_in(value: Any) -> bool:
-    """Whether a dict in ``value`` has a key that is not a str: it confirms, without
-    building paths, a match of :data:`_NON_STR_KEY_REVERSED` (which a str key "1" makes
-    too)."""
     pending = [value]
     while pending:
         item = pending.pop()
@@ -145,20 +115,9 @@ _TOO_DEEP = "state is nested too deeply to be stored as JSON"
 
 
 def refuse_non_json(state: AgentState) -> None:
-    """``ValueError`` when ``state`` holds a value JSON cannot hold, naming where.
-
-    Every checkpointer stores the state as UTF-8 JSON (the in-memory one keeps what JSON
-    would give back), so ``save`` calls this before any storage is touched. Refused: a
-    value of another type than a dict, list, str, int, float, bool or None; a dict key
-    that is not a str; a str holding a lone surrogate, which UTF-8 cannot encode.
-
-    The fast check is ``json``'s own encoder over the parts that are the caller's: the
-    thread id, the metadata, the messages' contents that are not ASCII and the messages
-    with more than a role and content (their types checked when the message is built),
-    then a search of its text for a lone surrogate and for a key ``json`` may have made a
-    string of (confirmed by a look at the parts' dict keys). Only when one of these fails
-    is the state walked for the path.
-    """
+    """``ValueError`` naming where ``state`` holds what UTF-8 JSON cannot: another type, a
+    non-str dict key, a lone surrogate. ``json``'s encoder checks the caller's parts
+    fast; the state is walked for the path only when that fails."""
     parts: list[Any] = [state.thread_id, state.metadata]
     for message in state.messages:
         content = message.content
@@ -186,9 +145,8 @@ def refuse_non_json(state: AgentState) -> None:
 
 
 def _first_unstorable(state: AgentState) -> ValueError | None:
-    """The error naming the first value of ``state`` a checkpoint cannot hold, or None;
-    ``RecursionError`` for a circular or far too deep state."""
-    # The layout of AgentState.to_checkpoint(), without its copy of the metadata.
+    """The error naming the first value a checkpoint cannot hold (RecursionError when
+    circular)."""
     snapshot = {
         "thread_id": state.thread_id,
         "messages": [message.to_dict() for message in state.messages],
@@ -221,7 +179,6 @@ def _first_unstorable(state: AgentState) -> ValueError | None:
 
 
 def _non_json_error(state: AgentState, exc: Exception) -> ValueError:
-    """The error for ``state``, which ``json`` refused with ``exc``."""
     try:
         found = _first_unstorable(state)
     except RecursionError:  # a circular or far too deep value: json said which
@@ -237,33 +194,21 @@ _clock = MonotonicWallClock(resolution_ns=1)
 
 
 def save_order_key() -> int:
-    """A strictly increasing integer (nanoseconds since the epoch) for ordering saves.
-
-    Strictly increasing within a process even when the wall clock stalls or steps back;
-    across processes it is the wall clock, so saves to one thread from several machines
-    are ordered as well as their clocks agree.
-    """
+    """Nanoseconds since the epoch, strictly increasing within a process."""
     return _clock.tick()
 
 
 def new_checkpoint_id() -> str:
-    """A new checkpoint id: hex, sortable by creation time, unique across processes."""
     return f"{save_order_key():016x}{uuid.uuid4().hex[:16]}"
 
 
 def encode_state(state: AgentState) -> bytes:
-    """The state as compact UTF-8 JSON (the format the byte-oriented backends store)."""
     return json.dumps(state.to_checkpoint(), separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def corrupt_checkpoint(
     thread_id: str, checkpoint_id: str | None, problem: str, *, where: str = ""
 ) -> CheckpointCorruptError:
-    """The error for stored data of a checkpoint that cannot be read.
-
-    ``checkpoint_id`` None: a checkpoint whose id cannot be read either; ``where``: the
-    file or key holding it.
-    """
     which = "a checkpoint" if checkpoint_id is None else f"checkpoint {checkpoint_id!r}"
     location = f" ({where})" if where else ""
     return CheckpointCorruptError(
@@ -274,7 +219,6 @@ def corrupt_checkpoint(
 def state_from_snapshot(
     snapshot: Any, thread_id: str, checkpoint_id: str | None, *, where: str = ""
 ) -> AgentState:
-    """The state a stored snapshot holds; ``CheckpointCorruptError`` when it holds none."""
     try:
         return AgentState.from_checkpoint(snapshot)
     except (ValueError, TypeError, KeyError) as exc:
@@ -284,7 +228,6 @@ def state_from_snapshot(
 def decode_state(
     data: bytes | str, thread_id: str, checkpoint_id: str, *, where: str = ""
 ) -> AgentState:
-    """The state :func:`encode_state` encoded; ``CheckpointCorruptError`` for other data."""
     try:
         snapshot = json.loads(data)
     except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
@@ -303,17 +246,9 @@ _MAX_ENCODED_NAME = 120
 
 
 def encode_name(value: str, *, fold_safe: bool = False) -> str:
-    """A path component for ``value``: unique, portable, never a separator or dot-name.
-
-    Letters, digits, ``_`` and ``-`` are kept and every other byte becomes ``%XX``,
-    prefixed ``t-``; when that is over 120 characters the name is ``h-`` and the SHA-256
-    of the value (then :func:`decode_name` cannot invert it: store the id alongside).
-
-    ``fold_safe=True`` escapes upper-case letters as well, so that names stay distinct
-    where they are compared case-insensitively (the default file systems of macOS and
-    Windows): the only letters kept are lower-case ones, and an escape is always ``%``
-    and two hex digits, so two values never encode to names equal up to case.
-    """
+    """A unique, portable path component for ``value`` (``t-`` and %-escapes; ``h-`` and
+    a SHA-256 when too long). ``fold_safe`` also escapes upper case, for file systems
+    that compare names case-insensitively."""
     safe = _FOLD_SAFE_BYTES if fold_safe else _SAFE_BYTES
     encoded = "".join(chr(b) if b in safe else f"%{b:02X}" for b in value.encode())
     if len(encoded) <= _MAX_ENCODED_NAME:
@@ -322,7 +257,6 @@ def encode_name(value: str, *, fold_safe: bool = False) -> str:
 
 
 def decode_name(name: str) -> str | None:
-    """The value :func:`encode_name` encoded, or None for a hashed (or foreign) name."""
     if not name.startswith("t-"):
         return None
     try:
@@ -332,21 +266,14 @@ def decode_name(name: str) -> str | None:
 
 
 class BaseCheckpointer(ABC):
-    """Persists agent states per thread; see the module docstring for the contract.
-
-    Subclasses implement the ``_save``/``_load``/``_list``/``_delete`` hooks, which
-    receive validated arguments. ``_save`` gets the checkpoint id already chosen and
-    ``may_exist=False`` when it was freshly generated (no checkpoint to replace).
-
-    A checkpointer that holds resources (connection pools, clients, file handles)
-    releases them in :meth:`aclose`, which ``async with checkpointer:`` calls on exit.
-    """
+    """Persists agent states per thread. Subclasses implement ``_save`` (``may_exist``
+    False for a fresh id), ``_load``, ``_list`` and ``_delete``, given validated
+    arguments, and release what they hold in :meth:`aclose`."""
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook, nothing to release by default
         """Release what the checkpointer holds; this default holds nothing."""
 
     def event_tenant(self) -> str | None:
-        """The tenant this checkpointer's events name; ``None`` for one without tenants."""
         return None
 
     async def __aenter__(self) -> Self:
@@ -439,13 +366,8 @@ class BaseCheckpointer(ABC):
 
 
 class BlockingCheckpointer(BaseCheckpointer):
-    """A checkpointer over a blocking client (files, S3, OpenSearch).
-
-    Subclasses implement the ``*_sync`` hooks — the same arguments as the async hooks
-    (``may_exist`` positional) — and each is run by :meth:`_call_blocking`: in a worker
-    thread, off the event loop, unless a subclass runs it some other way (the ORM
-    checkpointers: in a tenant-pinned transaction).
-    """
+    """A checkpointer over a blocking client: its ``*_sync`` hooks run through
+    :meth:`_call_blocking` (a worker thread unless a subclass says otherwise)."""
 
     async def _call_blocking(self, hook: Callable[..., T], *args: Any) -> T:
         return await asyncio.to_thread(hook, *args)

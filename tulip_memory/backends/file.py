@@ -1,31 +1,10 @@
 """FileCheckpointer: one JSON file per checkpoint under a base directory.
 
-Layout: ``<base_dir>/<thread>/<order>.<checkpoint>.json`` where ``<order>`` is the save's
-time-ordered key (so a directory listing sorts checkpoints by age) and ``<thread>`` /
-``<checkpoint>`` are the ids encoded by :func:`~tulip_memory.backends.base.encode_name`
-with ``fold_safe=True``: lower-case letters, digits, ``_`` and ``-`` are kept, every
-other byte (upper-case letters too) becomes ``%XX`` — so ``/``, ``.``, ``..`` and
-absolute paths can never name anything outside ``base_dir``, and ids differing only in
-case stay apart on case-insensitive file systems; names that would be long are replaced
-by a hash. Each file also holds its ids, so hashed names are still listed right.
-
-Saves and deletes of a thread hold its writer lock — an exclusive lock (``flock``; on
-Windows ``msvcrt.locking``) on one of 64 lock files under ``<base_dir>/.locks`` picked
-by the thread id — across threads and processes: a re-save writes the new file, then
-removes the older files of the id, so one file per checkpoint id remains and a delete
-removes it for good; a save recreates the thread's folder that a delete of the thread
-removed meanwhile. Loads and listings take no lock.
-
-Writes are atomic: the file is written under a temporary name in the same directory,
-flushed and fsynced, then renamed into place (and the directory fsynced). A crash at any
-point leaves either the previous files or the complete new one, never a torn file;
-temporary files of an interrupted write are ignored, and removed by a later save once
-they are an hour old (younger ones may belong to a write still in progress).
-
-A file that holds no checkpoint (damaged or edited by hand) makes ``load`` of it — and
-``list_checkpoints`` when the file's name does not hold its id — raise
-:class:`~tulip_memory.exceptions.CheckpointCorruptError` naming the thread, the
-checkpoint and the file; saves and deletes of other ids are not hindered by it.
+``<base_dir>/<thread>/<order>.<checkpoint>.json``, ids encoded with ``fold_safe`` (no name
+can leave ``base_dir``; ids differing in case stay apart). Saves and deletes of a thread
+hold its writer lock (``flock``/``msvcrt.locking`` on one of a bounded set of lock files);
+writes go to a temporary file, fsynced, then renamed, so a crash never leaves a torn file.
+A file that holds no checkpoint raises CheckpointCorruptError naming it.
 """
 
 from __future__ import annotations
@@ -107,12 +86,8 @@ class FileCheckpointer(BlockingCheckpointer):
         return path
 
     def _entries(self, thread_dir: Path, *, every_file: bool = False) -> list[_Entry]:
-        """The thread's checkpoints, newest first.
-
-        One entry per checkpoint id (its newest file), or with ``every_file`` every file:
-        a save or delete interrupted by a crash may leave an older file of an id. The id
-        of a file with a hashed name is read from the file: None when it cannot be.
-        """
+        """The thread's checkpoints, newest first: each id's newest file, or with ``every_file``
+        every file (a crash may leave older ones); a hashed name's id is read from the file."""
         try:
             names = os.listdir(thread_dir)
         except FileNotFoundError:
@@ -226,8 +201,7 @@ class FileCheckpointer(BlockingCheckpointer):
 
 
 class _Entry(NamedTuple):
-    """A checkpoint file: its save order, checkpoint id (None: unreadable), path, and
-    the encoded id its name holds."""
+    """A checkpoint file: order, checkpoint id (None: unreadable), path, encoded id."""
 
     order: int
     checkpoint_id: str | None
@@ -244,10 +218,7 @@ def _read_document(path: Path) -> dict[str, Any]:
 
 
 def _read_state(path: Path, thread_id: str, checkpoint_id: str | None) -> AgentState:
-    """The state in ``path``; CheckpointCorruptError naming it when it holds none.
-
-    FileNotFoundError passes through (the file was replaced or deleted meanwhile).
-    """
+    """The state in ``path`` (CheckpointCorruptError naming it); FileNotFoundError passes."""
     where = str(path)
     try:
         document = _read_document(path)

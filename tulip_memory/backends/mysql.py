@@ -1,8 +1,5 @@
-"""MySQLCheckpointer: full snapshots in MySQL or MariaDB through the Django ORM (extra ``mysql``).
-
-MariaDB has no row-level security: tenants are kept apart by the tenant filter of every
-query (see :mod:`tulip_memory.backends.orm`). Its JSON column takes no NaN or Infinity: a
-state holding one is refused with ``ValueError`` before anything is written.
+"""MySQLCheckpointer: full snapshots in MySQL or MariaDB through the ORM (extra ``mysql``);
+tenants kept apart by every query's filter, NaN and Infinity refused.
 """
 
 from __future__ import annotations
@@ -13,10 +10,7 @@ __all__ = ["MySQLCheckpointer"]
 
 
 class MySQLCheckpointer(ORMCheckpointer):
-    """Checkpoints on the Django alias ``using``, which must be MySQL or MariaDB.
-
-    ``using`` has no default: a project's ``"default"`` alias is usually its PostgreSQL.
-    """
+    """Checkpoints on the alias ``using`` (no default: ``"default"`` is usually PostgreSQL)."""
 
     vendor = "mysql"
     driver = "MySQLdb"

@@ -1,27 +1,9 @@
 """OpenSearchCheckpointer: checkpoints as documents of an OpenSearch index (extra ``opensearch``).
 
-UNVERIFIED against a real OpenSearch server: none can run where this package is tested,
-so the test suite runs it against an in-process HTTP fake of exactly the endpoints below.
-The requests are standard OpenSearch REST calls made by opensearch-py.
-
-One document per checkpoint, id ``sha256(thread_id NUL checkpoint_id)``, with fields
-``thread_id`` and ``checkpoint_id`` (keywords), ``order`` (long, the save order) and
-``state`` (an object stored but not indexed). The index carries a write alias,
-``<index>-write``, and saves write through it with ``require_alias=true``: OpenSearch
-then refuses the write (404 ``index_not_found_exception``) instead of auto-creating a
-missing index with a dynamic mapping, so an index deleted while the process runs (by an
-operator, by an index state management policy) is noticed on the next save, which
-creates it again with its mapping and retries. Saves cost one request while the index
-stands; reads and deletes answer as for an empty thread while it is missing.
-
-Endpoints used: ``PUT /<index>-write/_doc/<id>?refresh=true&require_alias=true``;
-when that answers index_not_found, ``GET /<index>`` then ``PUT /<index>`` (create the
-index with its mapping and alias) or, for an index already there with the checkpointer's
-mapping (one made by an earlier version, or restored), ``PUT /<index>/_alias/<index>-write``;
-``GET /<index>/_doc/<id>``, ``POST /<index>/_search`` (term on ``thread_id``, sorted by
-``order`` desc), ``DELETE /<index>/_doc/<id>?refresh=true`` and ``POST
-/<index>/_delete_by_query?refresh=true``. Writes refresh the index so that the next
-search sees them.
+Tested against an in-process HTTP fake of the endpoints it calls, not a real server. One
+document per checkpoint; saves go through the write alias ``<index>-write`` with
+``require_alias=true``, so an index deleted meanwhile is recreated with its mapping on the
+next save instead of auto-created with a dynamic one. Writes refresh the index.
 """
 
 from __future__ import annotations
@@ -54,13 +36,8 @@ MAPPING: dict[str, Any] = {
 
 
 class OpenSearchCheckpointer(BlockingCheckpointer):
-    """Checkpoints in the OpenSearch ``index`` at ``hosts``.
-
-    ``client`` may be a ready ``opensearchpy.OpenSearch``; otherwise one is built from
-    ``hosts`` and ``client_options`` (``http_auth``, ``use_ssl``, ``verify_certs``...).
-    Saves write through the alias ``<index>-write`` (:attr:`write_alias`), created with
-    the index. :meth:`aclose` closes the client (its connections).
-    """
+    """Checkpoints in the OpenSearch ``index`` at ``hosts``, through ``client`` or one built
+    from ``client_options``; :meth:`aclose` closes it."""
 
     def __init__(
         self,
@@ -94,14 +71,8 @@ class OpenSearchCheckpointer(BlockingCheckpointer):
         return hashlib.sha256(f"{thread_id}\x00{checkpoint_id}".encode()).hexdigest()
 
     def _prepare_index(self) -> None:
-        """Create the index with its mapping and write alias, or adopt the one there.
-
-        An index already there (created meanwhile by another process, by an earlier
-        version of this class, or restored by an operator) gets the write alias if its
-        mapping is the checkpointer's; one with another mapping (typically a dynamic one,
-        auto-created by a write that did not require the alias) is refused: its field
-        types cannot be changed in place, and dropping it would lose its documents.
-        """
+        """Create the index with its mapping and write alias, or alias one already there with
+        the same mapping; another mapping is refused (it cannot change in place)."""
         try:
             found = self.client.indices.get(index=self.index)
         except self._not_found:

@@ -1,23 +1,10 @@
-"""The ORM-backed checkpointer shared by the PostgreSQL and MySQL backends.
+"""The ORM checkpointer shared by the PostgreSQL and MySQL backends: one
+:class:`~tulip_memory.models.CheckpointRecord` row per checkpoint.
 
-One row per checkpoint (:class:`~tulip_memory.models.CheckpointRecord`) on the Django
-database alias ``using``. Each operation is one transaction opened by
-:func:`tulip_memory.tenancy.context.tenant_atomic` (see
-:class:`~tulip_memory.tenancy.database.TenantDatabase`): the rows carry the tenant (the
-one passed to the constructor, else the one bound by
-:func:`~tulip_memory.tenancy.context.tenant_context` at call time) and the state's subject
-(:mod:`tulip_memory.core.subjects`) and, on PostgreSQL, the
-transaction is pinned to it, so row-level security shows and accepts only that tenant's
-rows. Queries filter on the tenant as well, so the isolation holds on MariaDB too (where
-there is no row-level security). Saves that may replace an existing id are serialised
-per thread by a database lock (see :meth:`TenantDatabase._writer_lock
-<tulip_memory.tenancy.database.TenantDatabase._writer_lock>`), across processes. A row
-whose ``state`` holds no state raises
-:class:`~tulip_memory.exceptions.CheckpointCorruptError` naming it.
-
-The database's JSON types (PostgreSQL's json and jsonb, MariaDB's JSON check) take no
-NaN or Infinity: a state holding a float that is not finite anywhere is refused with a
-``ValueError`` naming where, before anything is written.
+Each operation is one :class:`~tulip_memory.tenancy.database.TenantDatabase` transaction;
+queries filter on the tenant too, so isolation holds on MariaDB (no row-level security).
+A state holding a non-finite float is refused before anything is written (JSON columns
+take none); an unreadable row raises CheckpointCorruptError.
 """
 
 from __future__ import annotations
@@ -60,9 +47,8 @@ class ORMCheckpointer(TenantDatabase, BlockingCheckpointer):
     async def _save(
         self, state: AgentState, thread_id: str, checkpoint_id: str, *, may_exist: bool
     ) -> None:
-        # A save that may replace an id deletes its row and inserts the new one: two of
-        # them at once would both insert (PostgreSQL: unique violation; MariaDB: a
-        # deadlock on the index gap), so they take the thread's writer lock.
+        # Two replacing saves at once would both insert (a unique violation, or a MariaDB gap
+        # deadlock): they take the thread's writer lock.
         await self._run(
             _as_tenant,
             self._save_sync,
@@ -87,8 +73,7 @@ class ORMCheckpointer(TenantDatabase, BlockingCheckpointer):
         return CheckpointRecord.objects.using(self.using).of_thread(self._tenant(), thread_id)
 
     def _check_snapshot(self, snapshot: dict[str, Any]) -> None:
-        """Refuse (``ValueError``) a snapshot the vendor's column cannot store: here one
-        holding a NaN or infinite float, which no JSON column takes."""
+        """Refuse (ValueError) a snapshot the column cannot store: a NaN or infinite float."""
         found = first_at(snapshot, "state", _not_finite)
         if found is not None:
             where, value = found

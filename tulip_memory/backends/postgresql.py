@@ -1,12 +1,7 @@
-"""PostgreSQLCheckpointer: full snapshots in PostgreSQL through the Django ORM.
+"""PostgreSQLCheckpointer: full snapshots as JSONB rows under row-level security.
 
-The rows carry the tenant and sit under the same row-level security as the store (see
-:mod:`tulip_memory.backends.orm`). The state is stored as JSONB, which cannot hold the NUL
-character (``\\u0000``): a state containing one anywhere (message text, tool call
-arguments, metadata keys or values, its thread id) is refused with ``ValueError`` before
-anything is written, as is one holding NaN or Infinity (see :mod:`tulip_memory.backends.orm`).
-:class:`~tulip_memory.delta.DeltaCheckpointer` over
-:class:`~tulip_memory.delta.ORMDeltaStorage` stores such states on PostgreSQL.
+JSONB holds no NUL, NaN or Infinity: such a state is refused (ValueError naming where)
+before anything is written; DeltaCheckpointer over ORMDeltaStorage stores it.
 """
 
 from __future__ import annotations
@@ -20,8 +15,6 @@ __all__ = ["PostgreSQLCheckpointer"]
 
 
 def _refuse_nul(snapshot: dict[str, Any]) -> None:
-    """ValueError naming where the state's snapshot holds a NUL character, which JSONB
-    cannot store."""
     where = nul_at(snapshot, "state")
     if where is not None:
         raise ValueError(
@@ -32,11 +25,7 @@ def _refuse_nul(snapshot: dict[str, Any]) -> None:
 
 
 class PostgreSQLCheckpointer(ORMCheckpointer):
-    """Checkpoints on the Django alias ``using``, which must be PostgreSQL.
-
-    A state holding a NUL character, NaN or Infinity is refused (``ValueError``): see the
-    module docstring.
-    """
+    """Checkpoints on the Django alias ``using``, which must be PostgreSQL."""
 
     vendor = "postgresql"
 

@@ -1,10 +1,7 @@
 """RedisCheckpointer: checkpoints in Redis through redis-py's asyncio client (extra ``redis``).
 
-Per thread, three keys under ``prefix``: ``<thread>:data`` (a hash checkpoint id -> JSON
-state), ``<thread>:index`` (a sorted set of checkpoint ids scored by save order) and
-``<thread>:seq`` (the counter that gives that order). Each operation that touches more
-than one key runs as one Lua script, so Redis applies it atomically and orders the saves
-of every client of the server, not just of this process.
+Per thread, ``<thread>:data`` (id -> JSON state), ``<thread>:index`` (ids by save order)
+and ``<thread>:seq``; operations on several keys are Lua scripts, atomic for every client.
 """
 
 from __future__ import annotations
@@ -36,8 +33,7 @@ if not state then return false end
 return {ids[1], state}
 """
 
-# The save counter goes too: after a thread is deleted no key names it (and, deleted in
-# the same script, no concurrent save can be ordered by a counter that is then reset).
+# The counter goes too, in the same script: no concurrent save is ordered by a reset one.
 _DELETE_ALL = """
 local deleted = redis.call('DEL', KEYS[1], KEYS[2])
 redis.call('DEL', KEYS[3])
@@ -53,12 +49,8 @@ return deleted
 
 
 class RedisCheckpointer(BaseCheckpointer):
-    """Checkpoints in Redis at ``url`` (``redis://host:port/db``), keys under ``prefix``.
-
-    ``client`` may be an existing ``redis.asyncio.Redis`` (then ``url`` is ignored).
-    :meth:`aclose` (or leaving ``async with``) closes the client and releases its
-    connection pool.
-    """
+    """Checkpoints in Redis at ``url`` (or through ``client``), keys under ``prefix``;
+    :meth:`aclose` closes the client."""
 
     def __init__(
         self,

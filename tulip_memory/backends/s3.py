@@ -1,23 +1,9 @@
-"""S3Checkpointer (alias ``S3Backend``): checkpoints as objects in an S3-compatible bucket.
+"""S3Checkpointer (alias ``S3Backend``): checkpoints as objects in an S3-compatible bucket (boto3).
 
-Via boto3 (extra ``s3``).
-
-Production targets AWS S3 and S3-compatible stores (MinIO, Cloudflare R2, Ceph RGW...);
-the test suite runs it against moto's S3 server started on 127.0.0.1.
-
-Layout under ``prefix``, with ids encoded by :func:`~tulip_memory.backends.base.encode_name`::
-
-    <prefix><thread>/data/<checkpoint>.json      the state (JSON); user metadata "order"
-    <prefix><thread>/order/<inverted>.<checkpoint>  an empty-ish marker per checkpoint
-
-``<inverted>`` is ``10**20 - order`` zero-padded, so S3's ascending key listing yields
-the newest checkpoint first and ``list_checkpoints(limit=n)`` reads one page. Readers
-skip a marker whose data object is gone or carries another order. A save writes its new
-marker, then the data object (with the new order), then removes the marker of the
-checkpoint it replaced: a crash before the data object is written leaves the old version
-listed under its old marker (the new marker is skipped), and a crash after it leaves the
-new version listed under the new one, so a re-saved checkpoint never vanishes. A marker
-left by such a crash stays skipped; deleting the thread removes it.
+``<prefix><thread>/data/<checkpoint>.json`` holds the state and its save order;
+``<prefix><thread>/order/<inverted>.<checkpoint>`` markers list newest first in one page.
+A save writes its marker, then the data, then drops the replaced marker; readers skip a
+marker whose data carries another order, so a crash never hides a re-saved checkpoint.
 """
 
 from __future__ import annotations
@@ -42,13 +28,8 @@ _ORDER_SPAN = 10**20
 
 
 class S3Checkpointer(BlockingCheckpointer):
-    """Checkpoints in ``bucket`` under ``prefix``.
-
-    ``client`` may be a ready boto3 S3 client; otherwise one is built from
-    ``client_options`` (``endpoint_url``, ``region_name``, credentials... as for
-    ``boto3.client("s3", ...)``). ``create_bucket=True`` creates the bucket when missing.
-    :meth:`aclose` closes the client (its HTTP connection pool).
-    """
+    """Checkpoints in ``bucket`` under ``prefix``, through ``client`` or one built from
+    ``client_options``; ``create_bucket`` creates a missing bucket."""
 
     def __init__(
         self,

@@ -38,6 +38,7 @@ from typing import Any
 
 from django.core import checks
 
+from tulip_memory.core.numbers import is_int
 from tulip_memory.retention.policy import retention_period
 
 __all__ = ["check_celery_app", "check_manager_settings", "worker_start_errors"]
@@ -181,7 +182,7 @@ def _check_queue(settings: Any) -> list[checks.CheckMessage]:
         except ValueError as exc:
             errors.append(_error(f"TULIP_MEMORY['{name}'] {exc}", "Seconds.", "E043"))
     attempts = settings.EXTRACTION_MAX_ATTEMPTS
-    if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
+    if not is_int(attempts) or attempts < 1:
         errors.append(
             _error(
                 f"TULIP_MEMORY['EXTRACTION_MAX_ATTEMPTS'] must be an int >= 1, got {attempts!r}",

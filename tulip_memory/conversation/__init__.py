@@ -1,10 +1,5 @@
-"""Conversation management: what part of a run's history is sent to the model.
-
-* :class:`NullManager` keeps everything.
-* :class:`SlidingWindowManager` keeps the leading system messages and the newest turns.
-* :class:`SummarizingManager` folds older turns into one summary message.
-
-Pure Python: importable and usable without Django settings.
+"""Conversation management: what part of a run's history is sent to the model
+(:class:`NullManager`, :class:`SlidingWindowManager`, :class:`SummarizingManager`). Pure Python.
 """
 
 from tulip_memory.conversation.base import ConversationManager, NullManager

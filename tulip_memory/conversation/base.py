@@ -1,8 +1,5 @@
-"""The conversation-manager contract, the no-op manager and argument checks shared by managers.
-
-A conversation manager turns the full message history of one run into the list that is
-sent to the model. It never mutates its input: it returns a new list (the messages in it
-are the caller's objects, except messages the manager writes itself, such as a summary).
+"""The conversation-manager contract (the full history in, a new list for the model out,
+the input never mutated), the no-op manager and the managers' argument checks.
 """
 
 from __future__ import annotations
@@ -10,6 +7,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
+from tulip_memory.core.numbers import is_int
 from tulip_memory.messages import Message
 
 
@@ -26,7 +24,7 @@ def check_messages(messages: Sequence[Message]) -> list[Message]:
 
 def check_int(name: str, value: object, minimum: int) -> int:
     """Return ``value`` if it is an int (not a bool) >= ``minimum``; else ValueError naming it."""
-    if isinstance(value, bool) or not isinstance(value, int):
+    if not is_int(value):
         raise ValueError(f"{name} must be an int, got {type(value).__name__}")
     if value < minimum:
         raise ValueError(f"{name} must be at least {minimum}, got {value}")

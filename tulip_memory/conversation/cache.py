@@ -1,18 +1,8 @@
 """The summaries a SummarizingManager remembers, each under the exact prefix it stands for.
 
-A summary replaces a prefix of a conversation. It is stored under the length of that prefix
-and a fingerprint of it: BLAKE2b over a self-delimiting encoding of each message's role,
-content, name, tool_call_id and tool calls (and, for a summary message, the number of
-messages it stands for). A lookup is therefore exact: two conversations share an entry
-only if they share the summarised messages themselves, not merely a first message (the
-system prompt of every conversation of an agent, a common "hi"). Metadata is not part of
-the fingerprint: it is not sent to the model. Tool-call arguments are encoded as the repr
-of their JSON data, so the same arguments with their keys in another order only miss.
-
-Finding the longest cached prefix of a history reads each message of the span once: the
-fingerprints of the candidate prefixes (the lengths of the stored ones) are taken in the
-same pass. The entries live in an :class:`~tulip_memory.core.lru.LRUCache` (bounded, locked),
-so one manager can be shared by the threads of a server.
+The key is the prefix's length and a BLAKE2b fingerprint of what the model sees of it
+(roles, contents, names, tool calls; not metadata), so conversations share an entry only
+when they share the summarised messages. Entries live in a bounded, locked LRU.
 """
 
 from __future__ import annotations
@@ -37,9 +27,6 @@ _DIGEST_SIZE = 16
 
 @dataclass(frozen=True)
 class CachedSummary:
-    """The text summarising a prefix, how many original messages it stands for, and the
-    summarize_fn that wrote it (an entry of another function is not reused)."""
-
     text: str
     covered: int
     summarizer: object
@@ -47,8 +34,8 @@ class CachedSummary:
 
 @dataclass(frozen=True)
 class Lookup:
-    """What the cache holds for ``messages[:end]``: the summary of its longest cached prefix
-    (``length`` messages; 0 and None when there is none) and the key of the whole span."""
+    """The summary of the longest cached prefix of ``messages[:end]`` (``length`` 0 and None
+    when none) and the key of the whole span."""
 
     key: Key
     length: int
@@ -73,8 +60,6 @@ class SummaryCache:
         return len(self._entries)
 
     def lookup(self, messages: Sequence[Message], end: int, summarizer: object) -> Lookup:
-        """The longest prefix of ``messages[:end]`` (``end`` itself included) that has a
-        summary written by ``summarizer``, and the key of ``messages[:end]``."""
         with self._lengths_lock:
             candidates = sorted(length for length in self._lengths if 0 < length < end)
         hasher = hashlib.blake2b(digest_size=_DIGEST_SIZE)
@@ -109,8 +94,6 @@ class SummaryCache:
 
 
 def _encoded(messages: Sequence[Message]) -> bytes:
-    """A self-delimiting encoding of what the model sees of ``messages``: each text is
-    length-prefixed, tool calls are written as the repr of their JSON data."""
     parts = []
     for message in messages:
         content, name, call_id = message.content, message.name, message.tool_call_id

@@ -1,29 +1,11 @@
 """Summarising conversation management: older turns folded into one summary message.
 
-Behaviour (see docs/conversation.md):
-
-* All leading system messages stay in front, in order; the summary follows them.
-* Once more than ``threshold`` messages follow them (a summary written by an earlier pass
-  does not count), the older ones are replaced by a summary and at least ``keep_recent``
-  recent ones are kept. The cut moves on a grid of ``threshold - keep_recent + 1``
-  messages of the whole conversation (a summary counts the messages it stands for), so
-  between two compactions the output only grows at its end (its prefix, summary included,
-  stays byte-identical) and the recent part holds between ``keep_recent`` and
-  ``threshold`` messages. The cut is moved back to a turn boundary, so it never separates
-  an assistant's tool_calls from their results (the recent part is then a little longer);
-  with ``preserve_system`` it also never leaves a system note first in the recent part
-  (the next pass would take it for a pinned instruction).
-* Applying the manager to its own output changes nothing: ``apply(apply(x)) == apply(x)``.
-* Summaries are cached under a fingerprint of the exact prefix they stand for (see
-  :mod:`tulip_memory.conversation.cache`): a history that only grew reuses its summary,
-  and the next compaction summarises only the earlier summary plus the messages that newly
-  crossed the cut. A summary found at the front of the input (the output of an earlier
-  pass, stored and fed back) is folded in the same way.
-* ``summarize_fn(messages) -> str`` may be sync or async. ``apply`` runs an async one to
-  completion when no event loop runs in the thread; ``async_apply`` awaits an async one
-  and runs a sync one in a worker thread. Without one, a bounded digest is used.
-* If summarising fails (raises, or returns no text), nothing is lost: the history comes
-  back unchanged, ``memory.compactor.failed`` is sent and the error is logged.
+Leading system messages stay in front; past ``threshold`` messages the older ones become
+a summary and at least ``keep_recent`` recent ones stay. The cut moves on a grid and back
+to a turn boundary, so the output's prefix stays byte-identical between compactions and
+``apply(apply(x)) == apply(x)``. Summaries are cached by the prefix they stand for. A
+failing summariser loses nothing: the history comes back unchanged and
+``memory.compactor.failed`` is sent (docs/conversation.md).
 """
 
 from __future__ import annotations
@@ -65,8 +47,7 @@ logger = logging.getLogger("tulip_memory.conversation")
 
 SummarizeFn: TypeAlias = Callable[[list[Message]], str | Awaitable[str]]
 
-# Summaries a manager remembers by default: one per live conversation of a shared manager
-# (a few kB each), plus the superseded ones until they are evicted.
+# One per live conversation of a shared manager, plus superseded ones until evicted.
 DEFAULT_CACHE_SIZE = 1024
 
 
@@ -148,8 +129,6 @@ class SummarizingManager(ConversationManager):
             )
         self.summarize_fn = summarize_fn
         self.preserve_system = check_bool("preserve_system", preserve_system)
-        # Summaries by the exact prefix they stand for: a history that only grew reuses
-        # its summary, so a compaction summarises only what newly crossed the cut.
         self._summary_cache = SummaryCache(check_int("cache_size", cache_size, 0))
 
     def __repr__(self) -> str:
@@ -210,28 +189,23 @@ class SummarizingManager(ConversationManager):
             len(plan.history),
         )
 
-    # --- planning -------------------------------------------------------------------
-
     def _plan(self, messages: list[Message]) -> list[Message] | _Compaction:
         """The managed history when no summarising is needed, else the work to do."""
         history = check_messages(messages)
         pinned = leading_system_count(history) if self.preserve_system else 0
-        # Every leading system message stays, in order: they are the agent's instructions.
-        # A system note in mid-run is conversation and is summarised with it.
+        # A system note in mid-run is conversation, summarised with it.
         kept_front = [m for m in history[:pinned] if not is_summary(m)]
         earlier = [m for m in history[:pinned] if is_summary(m)]
         body = history[pinned:]
-        # Without preserve_system an earlier pass's summary heads the body: it stands for
-        # the start of the conversation, it is not one of the recent messages.
+        # Without preserve_system an earlier summary heads the body: it is not a recent message.
         lead = next((i for i, m in enumerate(body) if not is_summary(m)), len(body))
         earlier.extend(body[:lead])
         body = body[lead:]
         if len(body) <= self.threshold:
             return history
 
-        # The grid is laid over the whole conversation, the messages that earlier
-        # summaries stand for included: the output of a pass, fed back, is cut where the
-        # full history would be, so a second pass finds nothing to do.
+        # The grid covers what earlier summaries stand for: a pass's output, fed back, is cut
+        # where the full history would be, so a second pass finds nothing to do.
         offset = sum(covered_count(m) for m in earlier)
         period = self.threshold - self.keep_recent + 1
         total = offset + len(body)
@@ -242,12 +216,9 @@ class SummarizingManager(ConversationManager):
 
         rest = earlier + body
         done = len(earlier) + cut
-        # A summary inside the span (a mid-run one) counts what it stood for, like the
-        # earlier ones.
         covered = offset + cut
         covered += sum(covered_count(m) - 1 for m in body[:cut] if m.role == Role.SYSTEM)
-        # The events' messages_before counts the conversation, not the instructions: the
-        # messages other than system ones (every message when preserve_system is off).
+        # messages_before counts the conversation, not the pinned instructions.
         messages_before = len(history)
         if self.preserve_system:
             messages_before -= [m.role for m in history].count(Role.SYSTEM)
@@ -265,11 +236,9 @@ class SummarizingManager(ConversationManager):
         return compaction
 
     def _cut(self, body: list[Message], grid_cut: int) -> int:
-        """Where the recent part of ``body`` starts: the last turn boundary at or before
-        ``grid_cut`` (0: no cut), since a model API rejects tool results without the
-        assistant message holding their tool_calls. With preserve_system the recent part
-        never starts with a system note either: the next pass would pin it with the
-        instructions."""
+        """Where the recent part of ``body`` starts (0: no cut): the last turn boundary at or
+        before ``grid_cut``, so tool results keep their assistant message; with
+        preserve_system, never on a system note, which the next pass would pin."""
         cut = last_boundary_at_or_before(body, grid_cut)
         while self.preserve_system and cut > 0 and body[cut].role == Role.SYSTEM:
             cut = last_boundary_at_or_before(body, cut - 1)
@@ -278,8 +247,6 @@ class SummarizingManager(ConversationManager):
     def _finish(self, plan: _Compaction, text: str) -> list[Message]:
         self._summary_cache.put(plan.key, CachedSummary(text, plan.covered, self.summarize_fn))
         return plan.result(text)
-
-    # --- summarising ------------------------------------------------------------------
 
     def _summarize(self, chunk: list[Message]) -> str:
         if self.summarize_fn is None:

@@ -1,9 +1,7 @@
-"""The summary message SummarizingManager writes, and the summary used without a summarize_fn.
+"""The summary message SummarizingManager writes, and the digest used without a summarize_fn.
 
-A summary is one SYSTEM message whose content starts with
-``[Summary of previous conversation (N messages)]:\\n``, N being the number of original
-messages it stands for (a summary of a summary counts what the earlier one covered). Its
-``metadata["tulip_memory_summary"]`` holds N, which is how a later pass recognises it.
+A summary is one SYSTEM message starting ``[Summary of previous conversation (N messages)]:``,
+N the original messages it stands for, also kept in ``metadata["tulip_memory_summary"]``.
 """
 
 from __future__ import annotations
@@ -64,24 +62,9 @@ def _quote(text: str, limit: int) -> str:
 
 
 def fallback_summary(messages: Sequence[Message]) -> str:
-    """A bounded, deterministic digest of ``messages``, used when no summarize_fn is given.
-
-    It is a rolling summary: an earlier fallback digest in ``messages`` (the previous
-    compaction's) is read back and extended, not quoted. Its lines:
-
-    * ``Messages summarised: N (user U, assistant A, tool results T, system notes S).``:
-      totals for all N messages the summary stands for (``in an earlier summary X``
-      counts those of an earlier summary written otherwise, which cannot be itemised);
-    * ``Tools called: name (calls), ..., other tools (calls).``: totals, the 8 most called
-      listed by name;
-    * ``First user message of the conversation: "..."``: the original request, kept once;
-    * one line per summarised span, ``Messages a-b: last user message "..."; last
-      assistant message "...".`` (the last tool result when neither is there), newest
-      last. When they outgrow their bound the oldest spans give up their quotes:
-      ``Messages a-b: not quoted (...)``.
-
-    Whatever the number of compactions it stays under ~3.5 kB, and no label is nested.
-    """
+    """A bounded, deterministic rolling digest of ``messages``: counts by role, the tools
+    called, the first user message and one line per summarised span (the oldest lose their
+    quotes first). An earlier digest in ``messages`` is extended, not quoted."""
     digest = _Digest()
     span: list[Message] = []
     for message in messages:
@@ -110,8 +93,7 @@ _ROLES_COUNTED = (Role.USER, Role.ASSISTANT, Role.TOOL, Role.SYSTEM)
 
 @dataclass
 class _Span:
-    """Messages ``first`` to ``last`` (1-based, in the summarised conversation) and what is
-    quoted of them (None: nothing any more)."""
+    """Messages ``first`` to ``last`` (1-based) and their quotes (None: dropped)."""
 
     first: int
     last: int
@@ -225,8 +207,6 @@ class _Digest:
         return "\n".join(lines)
 
     def _span_lines(self) -> list[str]:
-        """The span lines, within their bound: the oldest spans lose their quotes first,
-        and neighbouring spans without quotes share one line."""
         spans = [_Span(s.first, s.last, s.text) for s in self.spans]
         quoted = [s for s in spans if s.text is not None]
         size = sum(len(s.line()) + 1 for s in quoted)
@@ -250,8 +230,7 @@ def _tool_name(name: str) -> str:
 
 
 def _parse(text: str, covered: int) -> _Digest | None:
-    """The digest a fallback summary of ``covered`` messages was rendered from, or None if
-    ``text`` is not one (a summary by a summarize_fn, an older format, an edited one)."""
+    """The digest a fallback summary was rendered from, or None for any other text."""
     lines = text.split("\n")
     counts = _COUNTS_LINE.fullmatch(lines[0])
     if counts is None:

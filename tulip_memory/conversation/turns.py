@@ -1,14 +1,8 @@
 """Turn structure of a history: leading system messages and the positions a cut may take.
 
-A cut at position ``i`` keeps ``messages[i:]``. It is a *turn boundary* when the kept part
-neither starts with a tool result nor holds a tool result whose assistant ``tool_calls``
-message lies before the cut. Cutting anywhere else leaves orphan tool results, which
-providers reject. A tool result whose call appears nowhere before it (an orphan already in
-the input) does not block the cuts before it; it only never starts the kept part.
-
-The managers cut near the end of long histories, so boundaries are worked out for a
-region ``messages[start:]`` only: the work is proportional to the region, plus a backward
-scan for the calls of results that the region does not explain.
+A cut at ``i`` keeps ``messages[i:]``; it is a turn boundary when the kept part neither
+starts with a tool result nor holds one whose call lies before the cut (providers reject
+orphan results). Work is proportional to the region ``messages[start:]`` examined.
 """
 
 from __future__ import annotations

@@ -1,18 +1,9 @@
 """Sliding-window conversation management: the leading system messages plus the newest turns.
 
-Behaviour (see docs/conversation.md):
-
-* Only the *leading* system messages are pinned to the front. A system note written
-  mid-run stays where it was and leaves the window with the turns around it.
-* Once the window is full it drops ``slide_step`` messages at a time, on a fixed grid, so
-  the start of the window stays byte-identical until the window refills (a provider's
-  prompt cache only serves a byte-identical prefix). Without tool results at the cut the
-  window holds between ``window_size - slide_step + 1`` and ``window_size`` messages.
-* The window always starts at a turn boundary: never with a tool result, never between an
-  assistant's ``tool_calls`` and their results.
-* In an agent loop (no user message left in the window) the opening user message is
-  re-attached in front, and the window is slid one more step if needed so it still fits.
-* ``memory.conversation.pruned`` reports the number of messages that really went.
+The window slides ``slide_step`` messages at a time on a fixed grid, so its start stays
+byte-identical until it refills (prompt caches serve only such a prefix); it starts at a
+turn boundary, and in an agent loop the opening user message is re-attached
+(docs/conversation.md).
 """
 
 from __future__ import annotations
@@ -89,20 +80,16 @@ class SlidingWindowManager(ConversationManager):
         excess = len(body) - self.window_size
         grid_cut = -(-excess // self.slide_step) * self.slide_step
         boundaries = TurnBoundaries(body, grid_cut)
-        # Starting at a turn boundary leaves no tool result without its call anywhere in
-        # the window (a model API rejects one), even when a call id is reused later or a
-        # mid-run system note separates a result from its call.
+        # Starting at a turn boundary leaves no tool result without its call (a model API
+        # rejects one).
         start = boundaries.at_or_after(grid_cut)
 
         anchor: Message | None = None
         if self.preserve_first_user and not _has_user(body, start):
-            # An agent loop: assistant/tool all the way down, so the window holds no
-            # statement of the task. Re-attach the opening user message (it is before
-            # `start`, as no user message is at or after it).
+            # An agent loop with no user message left: re-attach the opening one.
             anchor = next((body[i] for i in range(start) if body[i].role == Role.USER), None)
             if anchor is not None and len(body) - start >= self.window_size:
-                # No room (the cut trimmed no orphan): make the cut the next slide would
-                # make anyway, so the start stays on the grid, then re-normalise.
+                # No room: make the cut the next slide would make, so the start stays on the grid.
                 start = boundaries.at_or_after(grid_cut + self.slide_step)
 
         window = body[start:]

@@ -1,15 +1,8 @@
 """Binding a value to the current context: :class:`ContextStack` and :class:`ContextBinding`.
 
-A binding is entered as a ``with`` block or wraps every call of a decorated function
-(plain or ``async def``), and nests: the innermost value wins and the outer one is back
-on exit. The stack of bound values lives in a :class:`~contextvars.ContextVar`, not on
-the binding object, so it follows asyncio tasks and threads started with a copied
-context, and ONE binding object entered by several overlapping tasks pops each task's
-own entry on exit (a per-object stack of reset tokens would hand task A the token of
-task B). Tenancy (:func:`tulip_memory.tenancy.context.tenant_context`) and the memory manager's
-scope (:class:`tulip_memory.manager.scope.ScopeBinding`) are built on it.
-
-Pure Python: importable without Django settings.
+A binding is a ``with`` block or a decorated (async) function, and nests. The bound values
+live in a ContextVar, not on the binding, so they follow asyncio tasks and one binding
+entered by overlapping tasks pops each task's own entry. Pure Python.
 """
 
 from __future__ import annotations
@@ -29,11 +22,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 class ContextStack(Generic[T]):
-    """The values bound in the current context, innermost last.
-
-    A tuple in a :class:`~contextvars.ContextVar`, so that pushing or popping never
-    changes the value another context sees.
-    """
+    """The values bound in the current context, innermost last (an immutable tuple)."""
 
     def __init__(self, name: str) -> None:
         self._var: ContextVar[tuple[T, ...]] = ContextVar(name, default=())
@@ -50,9 +39,8 @@ class ContextStack(Generic[T]):
         self._var.set((*self._var.get(), value))
 
     def remove(self, value: T) -> None:
-        """Remove the innermost entry equal to ``value``: the one its binding pushed,
-        also when bindings exit out of order (a ``with`` inside a generator, left open
-        across a ``yield`` while its caller enters and leaves its own)."""
+        """Remove the innermost entry equal to ``value``, also when bindings exit out of order
+        (a ``with`` left open across a generator's ``yield``)."""
         stack = self._var.get()
         for index in range(len(stack) - 1, -1, -1):
             if stack[index] == value:
@@ -61,12 +49,8 @@ class ContextStack(Generic[T]):
 
 
 class ContextBinding(Generic[T]):
-    """Push :attr:`value` on :attr:`stack` for a ``with`` block or a decorated function.
-
-    Subclasses set the class attribute ``stack`` and :attr:`value` (in ``__init__``);
-    ``__enter__`` returns :meth:`entered`, the value by default. A generator cannot be
-    decorated: the value would only be bound while the generator object is created.
-    """
+    """Push :attr:`value` on :attr:`stack` for a ``with`` block or a decorated function
+    (never a generator); ``__enter__`` returns :meth:`entered`."""
 
     stack: ContextStack[T]
     value: T

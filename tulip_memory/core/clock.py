@@ -1,13 +1,7 @@
-"""A wall clock forced strictly increasing within the process.
+"""A wall clock forced strictly increasing within the process, and the clocks expiry reads.
 
-Writes need an order even when the wall clock stalls or steps back: the stores stamp
-``updated_at`` with it (so "newest first" has no ties within one store) and the
-checkpointers order saves by it. Across processes it is the wall clock, so writes from
-several machines are ordered as well as their clocks agree.
-
-Expiry (``ttl=`` on the stores) reads the time through a *clock*: any callable returning
-an aware UTC datetime, :func:`utc_now` by default. :class:`ManualClock` is one that only
-moves when told to, for tests of expiry (``InMemoryStore(clock=ManualClock())``).
+Stores stamp ``updated_at`` and checkpointers order saves with it. A clock is any callable
+returning an aware UTC datetime (:func:`utc_now`); :class:`ManualClock` is for tests.
 """
 
 from __future__ import annotations
@@ -39,11 +33,7 @@ Clock = Callable[[], datetime]
 
 
 class ManualClock:
-    """A clock that stands still until :meth:`advance` moves it (thread-safe).
-
-    ``ManualClock()`` starts at the current wall-clock time; ``start=`` sets another
-    (aware) moment.
-    """
+    """A thread-safe clock that stands still until :meth:`advance` (from now, or ``start``)."""
 
     def __init__(self, start: datetime | None = None) -> None:
         if start is not None and start.tzinfo is None:
@@ -76,10 +66,7 @@ def from_micros(micros: int) -> datetime:
 
 
 class MonotonicWallClock:
-    """Strictly increasing readings of the wall clock, in a given unit (thread-safe).
-
-    ``resolution_ns`` is the unit: 1 for nanoseconds, 1,000 for microseconds.
-    """
+    """Strictly increasing wall-clock readings in units of ``resolution_ns`` (thread-safe)."""
 
     def __init__(self, resolution_ns: int = 1) -> None:
         self._resolution = resolution_ns

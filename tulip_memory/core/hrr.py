@@ -1,30 +1,10 @@
 """Holographic reduced representations (HRR) of text, as phase vectors.
 
-A text becomes ``dim`` phases: every token (see :func:`tulip_memory.core.text.tokenize`)
-has a pseudo-random phase vector, and the text's vector is the phase of the sum of its
-distinct tokens' unit phasors (HRR superposition in the frequency domain). The similarity
-of two texts is ``mean(cos(a - b))``: about 0 for texts without a common token, growing
-with the share of tokens they have in common, 1 for the same token set.
-
-Deterministic across processes and machines: a token's phases come from BLAKE2b (keyed by
-a version tag and the block counter, never Python's salted ``hash()``), read as
-little-endian uint16 and scaled to [0, 2π). The stored form is quantised the same way
-(2 bytes per dimension), so the bytes of an encoding are identical everywhere.
-
-API (also used by PgMemory for its fallback encoding without an embedder)::
-
-    phases = encode_phases("likes green tea", dim)   # np.ndarray (dim,) or None (no token)
-    vector = phases_to_vector(phases)                 # list[float], 2 * dim: [cos φ…, sin φ…]
-    similarity(phases_a, phases_b)                    # == cosine(vector_a, vector_b)
-    blob = to_bytes(phases); from_bytes(blob, dim)    # compact storage (uint16 per phase)
-
-``cosine([cos a, sin a], [cos b, sin b]) = Σ cos(a_j - b_j) / dim`` because every pair
-``(cos φ_j, sin φ_j)`` has norm 1, so the vector is ``sqrt(dim)`` long: a pgvector cosine
-search over these vectors ranks exactly as HRR similarity does.
-
-It sits below both the stores and the embedders: :class:`~tulip_memory.store.HolographicStore`
-and PgMemory's text encoder call it directly, and
-:class:`~tulip_memory.embeddings.HRREmbedding` adapts it to ``BaseEmbedding``.
+A text is the phase of the sum of its distinct tokens' unit phasors, each token's phases
+drawn from BLAKE2b (deterministic everywhere) and quantised to uint16. Similarity is
+``mean(cos(a - b))``, which equals the cosine of :func:`phases_to_vector`'s vectors, so a
+pgvector cosine search ranks as HRR does. Used by HolographicStore, PgMemory's fallback
+encoder and :class:`~tulip_memory.embeddings.HRREmbedding`.
 """
 
 from __future__ import annotations
@@ -34,6 +14,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from tulip_memory.core.numbers import check_int
 from tulip_memory.core.text import tokenize
 
 __all__ = [
@@ -65,9 +46,7 @@ _SCALE = 2 * np.pi / _STEPS
 
 def validate_dim(dim: object) -> int:
     """``dim`` if it is an ``int`` >= 1: the HRR width every user of this module accepts."""
-    if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
-        raise ValueError(f"dim must be an int >= 1, got {dim!r}")
-    return dim
+    return check_int(dim, "dim")
 
 
 @lru_cache(maxsize=4096)  # 4096 tokens x 512 dims x 8 bytes = 16 MiB at most
@@ -89,11 +68,8 @@ def _token_phasor(token: str, dim: int) -> np.ndarray:
 
 
 def encode_tokens(tokens: list[str] | set[str], dim: int) -> np.ndarray | None:
-    """The phases (float64, in [0, 2π), quantised) of a bag of tokens; ``None`` if empty.
-
-    Only the first :data:`MAX_TOKENS` distinct tokens count (in order of appearance; a set
-    has no order, so pass the token list when that matters).
-    """
+    """The quantised phases of a bag of tokens (the first :data:`MAX_TOKENS` distinct ones, in
+    order); None if empty."""
     if dim < 1:
         raise ValueError(f"dim must be >= 1, got {dim}")
     distinct = sorted(list(dict.fromkeys(tokens))[:MAX_TOKENS])

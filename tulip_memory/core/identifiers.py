@@ -1,13 +1,6 @@
-"""The one rule for names the layers store and look up by: tenants, namespace labels, keys, ids.
-
-An identifier is a ``str`` that is not empty and holds no NUL character (PostgreSQL
-text cannot hold one, so every backend refuses it alike) nor a lone surrogate (no
-encoding can store one), optionally of bounded length
-and not only whitespace. Each layer names its own argument in the error message.
-
-The length limits of the ids the checkpoint layer stores live here too: both the
-checkpointers (which validate) and the checkpoint models (whose columns must hold them)
-read them from this one place.
+"""The one rule for names stored and looked up by (tenants, namespace labels, keys, ids): a
+non-empty ``str`` without NUL or lone surrogate, optionally bounded and not only
+whitespace; plus the length limits the checkpointers and their columns share.
 """
 
 from __future__ import annotations
@@ -24,8 +17,7 @@ CHECKPOINT_ID_MAX_LENGTH = 128
 
 
 def surrogate_at(text: str) -> int | None:
-    """The index of the first lone surrogate of ``text`` (UTF-8 cannot encode one: a
-    surrogate pair is two of them in a str), or None when there is none."""
+    """The index of the first lone surrogate of ``text`` (UTF-8 cannot encode one), or None."""
     if text.isascii():
         return None
     try:
@@ -38,11 +30,8 @@ def surrogate_at(text: str) -> int | None:
 def validate_identifier(
     value: object, what: str, *, max_length: int | None = None, allow_blank: bool = True
 ) -> str:
-    """Return ``value`` if it is a valid identifier, else raise ValueError naming ``what``.
-
-    ``allow_blank=False`` also refuses a value of only whitespace; ``max_length`` bounds
-    the number of characters.
-    """
+    """``value`` if it is an identifier (``allow_blank=False``: not only whitespace; at most
+    ``max_length`` characters), else ValueError naming ``what``."""
     if not isinstance(value, str):
         raise ValueError(f"{what} must be a str, got {type(value).__name__}")
     if not value:

@@ -1,13 +1,5 @@
-"""Where in a JSON-like value (dicts, lists, tuples, leaves) a bad leaf is, by path.
-
-:func:`first_at` walks a value depth first and names the first leaf, or dict key, that a
-test refuses (keys may have a test of their own), as a path a reader can follow:
-``state.metadata.score``, ``state.messages[0].metadata['a b']``,
-``state.metadata['a\\x00'] (the key)``. The layers that refuse what a database column
-cannot hold (NUL characters, non-finite floats) name the place with it; so does the
-check of what any checkpoint can hold (non-str dict keys, lone surrogates).
-
-Pure Python: importable without Django settings.
+"""Where in a JSON-like value the first bad leaf or dict key is, as a path a reader can follow
+(``state.messages[0].metadata['a b']``). Pure Python.
 """
 
 from __future__ import annotations
@@ -29,11 +21,8 @@ def first_at(
     *,
     bad_key: Callable[[Any], bool] | None = None,
 ) -> tuple[str, Any] | None:
-    """``(path, leaf)`` of the first leaf or dict key of ``value`` (named ``path``) for
-    which ``bad`` is true, or None when there is none.
-
-    ``bad_key``, when given, is the test of dict keys instead of ``bad``.
-    """
+    """``(path, leaf)`` of the first leaf (or key, tested by ``bad_key`` when given) for which
+    ``bad`` is true, or None."""
     if isinstance(value, dict):
         key_test = bad if bad_key is None else bad_key
         for key, item in value.items():

@@ -1,10 +1,5 @@
-"""A bounded, thread-safe least-recently-used mapping.
-
-Several layers keep a small cache of values that are expensive to rebuild (reconstructed
-checkpoint heads, text encodings, summaries, unpacked checkpoint rows). They all share
-this one implementation: a ``maxsize`` of 0 disables caching, so callers need no special
-case for "no cache". With ``weigh``, ``maxsize`` bounds the entries' total weight (bytes,
-say) instead of their number.
+"""A bounded, thread-safe least-recently-used mapping, the one cache every layer uses.
+``maxsize`` 0 disables it; with ``weigh`` it bounds the total weight, not the count.
 """
 
 from __future__ import annotations
@@ -13,6 +8,8 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
+
+from tulip_memory.core.numbers import is_int
 
 __all__ = ["LRUCache"]
 
@@ -23,14 +20,13 @@ _MISSING = object()
 
 
 class LRUCache(Generic[K, V]):
-    """At most ``maxsize`` entries (of at most ``maxsize`` total weight, with ``weigh``);
-    the least recently read or written one goes first. A value heavier than ``maxsize``
-    alone is not kept."""
+    """At most ``maxsize`` entries (or total weight); the least recently used goes first, and
+    a value heavier than ``maxsize`` is not kept."""
 
     def __init__(
         self, maxsize: int, *, name: str = "maxsize", weigh: Callable[[V], int] | None = None
     ) -> None:
-        if isinstance(maxsize, bool) or not isinstance(maxsize, int):
+        if not is_int(maxsize):
             raise ValueError(f"{name} must be an int, got {maxsize!r}")
         if maxsize < 0:
             raise ValueError(f"{name} must be >= 0, got {maxsize}")

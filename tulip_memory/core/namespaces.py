@@ -1,15 +1,8 @@
 """Namespaces: the one validation rule and the text path they are stored under.
 
-A namespace is a non-empty ``tuple`` of labels; each label is an identifier (a non-empty
-``str`` without NUL, see :mod:`tulip_memory.core.identifiers`) that is not only whitespace.
-Its first label is the tenant wherever a store isolates tenants. Every layer (stores,
-memory scopes, checkpoints' extraction queues) validates with :func:`validate_namespace`,
-so the rule is the same everywhere and the message names the caller's argument.
-
-Stored as one text column, a namespace is a path: labels joined by ``/`` with ``\\`` and
-``/`` escaped (:func:`encode_namespace`), so a prefix query is a ``LIKE 'path/%'``.
-
-Pure Python: importable without Django settings.
+A namespace is a non-empty tuple of identifiers, none only whitespace; its first label is
+the tenant wherever a store isolates tenants. Stored as a ``/``-joined path with ``\\`` and
+``/`` escaped, so a prefix query is ``LIKE 'path/%'``. Pure Python.
 """
 
 from __future__ import annotations
@@ -60,11 +53,7 @@ def validate_namespace_prefix(prefix: object, *, name: str = "prefix") -> Namesp
 
 
 def encode_namespace(namespace: Namespace) -> str:
-    """The namespace as one text path: labels joined by ``/``, ``\\`` and ``/`` escaped.
-
-    Prefix-safe: the path of a namespace starts with ``path(prefix) + "/"`` exactly when
-    the prefix is a namespace prefix (an escaped ``/`` is preceded by ``\\``).
-    """
+    """The namespace as one prefix-safe text path (``\\`` and ``/`` escaped)."""
     return NAMESPACE_SEPARATOR.join(
         label.replace(_ESCAPE, _ESCAPE * 2).replace(
             NAMESPACE_SEPARATOR, _ESCAPE + NAMESPACE_SEPARATOR

@@ -1,10 +1,5 @@
-"""NUL characters (U+0000) in JSON-like values: where one is, and the value without them.
-
-PostgreSQL's text and JSON types cannot hold the character, so the layers that write
-there refuse it by name (:func:`nul_at`) or drop it (:func:`without_nul`). Dict keys are
-strings of the value too.
-
-Pure Python: importable without Django settings.
+"""NUL characters in JSON-like values, keys included: where one is (:func:`nul_at`) and the
+value without them (:func:`without_nul`). PostgreSQL text cannot hold one. Pure Python.
 """
 
 from __future__ import annotations
@@ -21,8 +16,7 @@ def _has_nul(value: Any) -> bool:
 
 
 def nul_at(value: Any, path: str) -> str | None:
-    """Where in ``value`` (named ``path``) the first NUL character is, or None:
-    ``state.messages[0].content``, ``state.metadata['a b'] (the key)``."""
+    """The path of the first NUL character in ``value`` (named ``path``), or None."""
     found = first_at(value, path, _has_nul)
     return None if found is None else found[0]
 

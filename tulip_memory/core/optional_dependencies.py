@@ -1,18 +1,16 @@
-"""Importing an optional dependency, with an error that names the extra to install.
-
-Backends whose library is an optional extra of tulip-memory (redis, boto3, opensearch-py,
-mysqlclient), and the helper that keeps the extraction sweep's schedule in
-django-celery-beat's tables, import it through :func:`import_optional` when they are
-built or called, so that a missing library fails with
-``pip install 'tulip-memory[<extra>]'`` instead of a bare ``ModuleNotFoundError``.
+"""Importing an optional dependency, failing with the ``pip install 'tulip-memory[<extra>]'``
+to run rather than a bare ModuleNotFoundError, and a package's names imported on first use.
 """
 
 from __future__ import annotations
 
 import importlib
+import sys
+from collections.abc import Callable
 from types import ModuleType
+from typing import Any
 
-__all__ = ["import_optional"]
+__all__ = ["import_optional", "lazy_attributes"]
 
 
 def import_optional(module: str, extra: str, needed_by: str = "this checkpointer") -> ModuleType:
@@ -24,3 +22,18 @@ def import_optional(module: str, extra: str, needed_by: str = "this checkpointer
             f"{needed_by} needs the optional dependency that provides {module!r}: "
             f"pip install 'tulip-memory[{extra}]'"
         ) from exc
+
+
+def lazy_attributes(package: str, sources: dict[str, str]) -> Callable[[str], Any]:
+    """A module ``__getattr__`` for ``package`` that imports each name of ``sources`` from
+    its module on first access (and keeps it)."""
+
+    def __getattr__(name: str) -> Any:
+        source = sources.get(name)
+        if source is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(source), name)
+        setattr(sys.modules[package], name, value)
+        return value
+
+    return __getattr__

@@ -8,6 +8,8 @@ means "everything", the same way in every backend.
 
 from __future__ import annotations
 
+from tulip_memory.core.numbers import is_int
+
 __all__ = ["MAX_LIMIT", "validate_limit"]
 
 MAX_LIMIT = 2**31 - 1
@@ -15,7 +17,7 @@ MAX_LIMIT = 2**31 - 1
 
 def validate_limit(limit: object, *, name: str = "limit") -> int:
     """Return ``limit`` (at most :data:`MAX_LIMIT`), or raise ValueError naming ``name``."""
-    if isinstance(limit, bool) or not isinstance(limit, int):
+    if not is_int(limit):
         raise ValueError(f"{name} must be an int, got {type(limit).__name__}")
     if limit < 1:
         raise ValueError(f"{name} must be >= 1, got {limit}")

@@ -1,21 +1,8 @@
 """Subjects: the person a thread is about, and where that person's memories live.
 
-A thread is tagged with a subject through its state's metadata: the value under
-``TULIP_MEMORY["SUBJECT_METADATA_KEY"]`` (``"subject"`` by default; for LangGraph, the
-checkpoint's metadata, which includes the ``metadata`` of the run's config). Every
-checkpointer of this app copies it into the indexed ``subject`` column of the rows it
-saves, so :func:`tulip_memory.erasure.forget_subject` finds a subject's threads with one
-index lookup. A string or an integer (stored as its decimal text) tags; a missing key or
-``None`` leaves the checkpoint untagged; anything else is refused at save time.
-
-A subject's memories are the store items under ``(tenant, *SUBJECT_NAMESPACE, subject)``
-(:func:`subject_namespace`), the namespace a manager writes to with a resolver such as
-``lambda run: (tenant, "users", run.metadata["subject"])``. ``SUBJECT_NAMESPACE`` must be a
-tuple of labels (``()`` for ``(tenant, subject)``); anything else — a str such as
-``"users"`` above all, which would be read letter by letter — is refused with a
-``ValueError`` naming the setting (:func:`subject_labels`; check ``tulip_memory.E005``).
-
-Pure Python: importable without Django settings (the defaults apply then).
+A thread's subject is ``metadata[TULIP_MEMORY["SUBJECT_METADATA_KEY"]]`` (a str or an int;
+None: untagged), copied by every checkpointer into an indexed column so that erasure finds
+its threads. Its memories live under ``(tenant, *SUBJECT_NAMESPACE, subject)``. Pure Python.
 """
 
 from __future__ import annotations
@@ -56,8 +43,8 @@ def subject_of(metadata: Mapping[str, Any] | None) -> str:
 
 
 def subject_labels() -> Namespace:
-    """``TULIP_MEMORY["SUBJECT_NAMESPACE"]``: the labels between the tenant and the subject,
-    a possibly empty tuple of labels; else ValueError naming the setting."""
+    """``TULIP_MEMORY["SUBJECT_NAMESPACE"]`` as a tuple of labels; else ValueError naming the
+    setting (a str would be read letter by letter)."""
     name = "TULIP_MEMORY['SUBJECT_NAMESPACE']"
     labels = settings.SUBJECT_NAMESPACE
     if not isinstance(labels, tuple):

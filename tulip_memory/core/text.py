@@ -1,25 +1,9 @@
-"""The searchable text of a stored value and its Unicode-aware tokenisation.
+"""The searchable text of a stored value and the one tokeniser every store uses.
 
-One tokeniser for every store (InMemoryStore's BM25 index, HolographicStore's FTS5 index
-and its HRR vectors, PgMemory's HRR fallback), so that a query matches the same words
-everywhere:
-
-- the text is NFKC-normalised and case-folded (``"Straße"`` matches ``"STRASSE"``);
-- a token is a run of letters and digits in any script (underscores and punctuation
-  separate tokens: ``"dark_theme"`` is ``["dark", "theme"]``);
-- scripts written without spaces (Han, Hiragana, Katakana) give one token per character,
-  so ``"東京タワー"`` can be found by ``"東京"``.
-
-The searchable text of a value is its string leaves and numbers (dict values, list items,
-recursively), not dict keys: ``{"content": "likes tea"}`` is found by ``"tea"``, and
-``"content"`` does not match every item.
-
-Ranking (InMemoryStore's BM25, HolographicStore's query and HRR vectors) works on *terms*:
-the tokens without English stop words (:data:`STOP_WORDS`, after Snowball's and NLTK's
-lists, question words included: a question is mostly *what/when/who/did*, and they match
-every item), each reduced by the Snowball English stemmer (``likes``/``liked`` → ``like``).
-Tokens of other scripts pass through the stemmer unchanged. Measured on LoCoMo
-(docs/recall-design.md): stemming and stop words are each worth ~0.06 recall@10.
+Text is NFKC-normalised and case-folded; a token is a run of letters and digits in any
+script, one per character in scripts written without spaces. A value's text is its string
+and number leaves, not its dict keys. Ranking uses :func:`search_terms`: tokens without
+English stop words, Snowball-stemmed (docs/design/recall.md).
 """
 
 from __future__ import annotations
@@ -55,10 +39,8 @@ the event loop stays free for other tasks while the text is encoded.
 
 
 async def off_loop_when_long(chars: int, work: Callable[[], T]) -> T:
-    """``work()``, inline when it handles fewer than :data:`LONG_TEXT_CHARS` characters of
-    text, else in a worker thread (``asyncio.to_thread``): what the async stores do with
-    every step that tokenises or encodes a value's text, so that a long one never stalls
-    the event loop."""
+    """``work()`` inline for short text, in a worker thread from :data:`LONG_TEXT_CHARS`
+    characters, so that a long value never stalls the event loop."""
     if chars < LONG_TEXT_CHARS:
         return work()
     return await asyncio.to_thread(work)
@@ -79,10 +61,8 @@ def tokenize(text: str) -> list[str]:
     """The tokens of ``text``, in order (duplicates kept)."""
     if len(text) <= _SLICE_CHARS:
         return _TOKEN.findall(unicodedata.normalize("NFKC", text).casefold())
-    # A long text goes slice by slice, cut at whitespace (no word is split): each C call
-    # (normalise, fold, match) holds the GIL for its whole length, so one call over a
-    # 200,000-character value would stall every other thread — the event loop of an async
-    # store encoding it in a worker thread — for ~12 ms.
+    # Slice by slice, cut at whitespace: each C call holds the GIL for its whole length,
+    # which would stall the event loop waiting on this worker thread.
     tokens: list[str] = []
     start = 0
     while start < len(text):
@@ -93,8 +73,7 @@ def tokenize(text: str) -> list[str]:
     return tokens
 
 
-# One string split (a word list a line each would be 130 lines). The one-letter and
-# two-letter fragments (s t d ll m o re ve y don) are what apostrophes leave.
+# The one- and two-letter fragments are what apostrophes leave.
 STOP_WORDS = frozenset(
     """
     i me my myself we our ours ourselves you your yours yourself yourselves he him his
@@ -108,8 +87,7 @@ STOP_WORDS = frozenset(
     """.split()  # noqa: SIM905
 )
 
-# PyStemmer's C build when installed (a dependency), else snowballstemmer's pure Python.
-# No cache: PyStemmer stems a word in under a microsecond.
+# PyStemmer's C build when installed, else snowballstemmer's pure Python.
 _STEMMER = snowballstemmer.stemmer("english")
 if hasattr(_STEMMER, "maxCacheSize"):  # PyStemmer: its cache purge costs more than it saves
     _STEMMER.maxCacheSize = 0
@@ -121,10 +99,8 @@ def stem(token: str) -> str:
 
 
 def search_terms(text: str) -> list[str]:
-    """The ranking terms of ``text`` in order (duplicates kept): its tokens without stop
-    words, stemmed."""
-    # Word by word, not stemWords(list): one C call over a long text would hold the GIL
-    # (and stall the event loop of the thread that waits for it) until the end.
+    """The ranking terms of ``text`` in order, duplicates kept."""
+    # Word by word: one C call over a long text would hold the GIL until the end.
     stem_word = _STEMMER.stemWord
     return [stem_word(token) for token in tokenize(text) if token not in STOP_WORDS]
 

@@ -8,8 +8,9 @@ is explained in :mod:`tulip_memory.delta.checkpointer`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from tulip_memory.core.optional_dependencies import lazy_attributes
 from tulip_memory.delta.checkpointer import DeltaCheckpointer
 from tulip_memory.delta.storage import DeltaStorage, InMemoryDeltaStorage
 from tulip_memory.delta.types import CheckpointMetadata, DeltaCheckpoint, MessageBlock
@@ -28,9 +29,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name == "ORMDeltaStorage":
-        from tulip_memory.delta.orm import ORMDeltaStorage
-
-        return ORMDeltaStorage
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_attributes(__name__, {"ORMDeltaStorage": "tulip_memory.delta.orm"})

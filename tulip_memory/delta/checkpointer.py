@@ -80,6 +80,7 @@ from tulip_memory.backends.base import (
     validate_thread_id,
 )
 from tulip_memory.core.lru import LRUCache
+from tulip_memory.core.numbers import check_int
 from tulip_memory.core.subjects import subject_of
 from tulip_memory.delta import codec, payload
 from tulip_memory.delta.exact import same_message
@@ -169,8 +170,7 @@ class DeltaCheckpointer(BaseCheckpointer):
             ("compression_level", compression_level, 0, 9),
             ("cache_size", cache_size, 0, 10_000_000),
         ):
-            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-                raise ValueError(f"{name} must be an int from {low} to {high}, got {value!r}")
+            check_int(value, name, low, high)
         self.storage = storage if storage is not None else InMemoryDeltaStorage()
         self.max_chain_depth = max_chain_depth
         self.compression_level = compression_level
@@ -573,8 +573,7 @@ class DeltaCheckpointer(BaseCheckpointer):
         Sends ``checkpoint.pruned`` when any went.
         """
         validate_thread_id(thread_id)
-        if isinstance(keep_last, bool) or not isinstance(keep_last, int) or keep_last < 0:
-            raise ValueError(f"keep_last must be an int >= 0, got {keep_last!r}")
+        check_int(keep_last, "keep_last", 0)
         started = time.perf_counter()
         async with self.storage.writer_lock(thread_id):
             records = await self.storage.list_checkpoints(thread_id, limit=None)

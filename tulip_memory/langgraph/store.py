@@ -80,6 +80,7 @@ from tulip_memory.core.namespaces import (
     validate_namespace,
     validate_namespace_prefix,
 )
+from tulip_memory.core.numbers import check_int, is_int, is_number
 from tulip_memory.core.text import tokenize, value_text
 from tulip_memory.embeddings import BaseEmbedding
 from tulip_memory.events import (
@@ -96,7 +97,8 @@ from tulip_memory.store.validation import (
     validate_query,
     validate_ttl,
 )
-from tulip_memory.tenancy.database import TenantDatabase, on_worker_thread
+from tulip_memory.tenancy.connections import on_worker_thread
+from tulip_memory.tenancy.database import TenantDatabase
 
 __all__ = ["DjangoStore"]
 
@@ -126,9 +128,7 @@ def _text_key(key: object) -> str:
 
 
 def _page(value: object, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= _MAX_PAGE:
-        raise ValueError(f"{name} must be an int from 0 to {_MAX_PAGE}, got {value!r}")
-    return value
+    return check_int(value, name, 0, _MAX_PAGE)
 
 
 def _minutes(value: object, name: str) -> timedelta | None:
@@ -177,7 +177,7 @@ def _ttl_config(config: object) -> TTLConfig | None:
 
 
 def _check_max_depth(value: object) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+    if value is not None and (not is_int(value) or value < 1):
         raise ValueError(f"max_depth must be a positive int or None, got {value!r}")
 
 
@@ -238,7 +238,7 @@ class ValueFilter:
         if op == "$ne":
             return f"coalesce({here}, 'null'::jsonb) <> {self._json(operand)}"
         if op in _ORDERING:
-            if isinstance(operand, bool) or not isinstance(operand, Real):
+            if not is_number(operand):
                 raise ValueError(f"filter operator {op} takes a number, got {operand!r}")
             if not math.isfinite(float(operand)):
                 raise ValueError(f"filter operator {op} takes a finite number, got {operand!r}")

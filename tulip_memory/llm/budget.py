@@ -12,6 +12,8 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from tulip_memory.core.numbers import check_int
+
 __all__ = ["BudgetCut", "TokenEstimator", "cut_to_budget"]
 
 logger = logging.getLogger("tulip_memory.llm")
@@ -65,8 +67,7 @@ def cut_to_budget(
     A single newest text larger than the budget is kept, truncated at its start (its end is
     the most recent). Which indexes were dropped is logged at info level.
     """
-    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
-        raise ValueError(f"budget must be an int >= 1, got {budget!r}")
+    check_int(budget, "budget")
     kept: list[str] = []
     used = 0
     for text in reversed(texts):

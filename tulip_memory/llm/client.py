@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from tulip_memory.core.numbers import check_int
 from tulip_memory.exceptions import LLMError
 from tulip_memory.llm.budget import TokenEstimator
 from tulip_memory.llm.config import LLMConfig
@@ -303,8 +304,7 @@ class ChatClient:
             isinstance(m, dict) and "role" in m for m in messages
         ):
             raise ValueError("messages must be a list of chat-completions dicts with a 'role'")
-        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
-            raise ValueError(f"max_tokens must be an int >= 1, got {max_tokens!r}")
+        check_int(max_tokens, "max_tokens")
         openai = _import_openai()
         model = self.model
         if not self.config.is_local and self.config.api_key() is None:

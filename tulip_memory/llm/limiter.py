@@ -14,6 +14,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
+from tulip_memory.core.numbers import check_int
+
 __all__ = ["ProcessLimiter", "limiter_for"]
 
 
@@ -28,9 +30,7 @@ class ProcessLimiter:
     """At most ``limit`` holders at once across threads and event loops, first come first served."""
 
     def __init__(self, limit: int) -> None:
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise ValueError(f"limit must be an int >= 1, got {limit!r}")
-        self.limit = limit
+        self.limit = check_int(limit, "limit")
         self._lock = threading.Lock()
         self._in_use = 0
         self._waiters: deque[_Waiter] = deque()

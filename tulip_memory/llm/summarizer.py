@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 
 from tulip_memory.conversation.summary import is_summary, summary_text
+from tulip_memory.core.numbers import check_int
 from tulip_memory.exceptions import LLMError
 from tulip_memory.llm.budget import cut_to_budget
 from tulip_memory.llm.client import ChatClient
@@ -52,10 +53,8 @@ class LLMSummarizer:
         if client is not None and not isinstance(client, ChatClient):
             raise ValueError(f"client must be a ChatClient or None, got {type(client).__name__}")
         for name, value in (("max_tokens", max_tokens), ("tool_chars", tool_chars)):
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, int) or value < 1
-            ):
-                raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+            if value is not None:
+                check_int(value, name)
         if redactor is not None and not isinstance(redactor, Redactor):
             raise ValueError(f"redactor must be a Redactor or None, got {type(redactor).__name__}")
         self.client = client or ChatClient()

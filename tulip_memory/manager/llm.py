@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, get_args
 
 from tulip_memory.core.namespaces import Namespace, validate_namespace
+from tulip_memory.core.numbers import check_int, is_int
 from tulip_memory.exceptions import ConcurrentUpdateError
 from tulip_memory.llm.client import ChatClient
 from tulip_memory.llm.config import LLMConfig
@@ -175,8 +176,7 @@ class LLMMemoryManager(BaseMemoryManager):
             ("retrieve_limit", retrieve_limit, 0),
             ("max_concurrent_extractions", max_concurrent_extractions, 1),
         ):
-            if isinstance(value, bool) or not isinstance(value, int) or value < floor:
-                raise ValueError(f"{name} must be an int >= {floor}, got {value!r}")
+            check_int(value, name, floor)
         if namespace_resolver is not None and not callable(namespace_resolver):
             raise ValueError("namespace_resolver must be a callable (RunInfo) -> prefix | None")
         self.store = store
@@ -400,7 +400,7 @@ class LLMMemoryManager(BaseMemoryManager):
         belong to one tenant (``namespace[0]``), else ValueError.
         """
         top = self.retrieve_limit if limit is None else limit
-        if isinstance(top, bool) or not isinstance(top, int) or top < 0:
+        if not is_int(top) or top < 0:
             raise ValueError(f"limit must be an int >= 0 or None, got {limit!r}")
         if query is not None and not isinstance(query, str):
             raise ValueError(f"query must be a str or None, got {type(query).__name__}")

@@ -1,13 +1,7 @@
 """Migrations run as the role that owns the tables, never as the application role.
 
-Under the documented two-role set-up (``docs/pg_store.md``) the application role may not
-create, alter or drop tables: row-level security binds it, and it must not own what it is
-bound by. A plain ``manage.py migrate`` on that role used to fail deep inside Django with
-"permission denied for schema public". :func:`refuse_migrations_without_schema_rights`
-(connected to ``pre_migrate`` in the app's ``ready()``) stops it first, with what to run
-instead: the alias of the same database whose role may create there (never an alias
-of ``TENANT_DATABASES``, which the application runs on), or the grant that would let the
-owner alias's role migrate.
+:func:`refuse_migrations_without_schema_rights` (a ``pre_migrate`` receiver) stops a
+``migrate`` through a role that may not create in the schema, naming what to run instead.
 """
 
 from __future__ import annotations
@@ -22,12 +16,8 @@ __all__ = ["refuse_migrations_without_schema_rights"]
 def refuse_migrations_without_schema_rights(
     sender: Any, *, using: str, plan: list[Any] | None = None, **kwargs: Any
 ) -> None:
-    """``pre_migrate`` receiver: CommandError when ``using`` cannot run the pending plan.
-
-    Only when there is something to migrate, on PostgreSQL, and the role may not create
-    in the current schema (the owner role can; a single-role development database whose
-    role owns the schema passes too).
-    """
+    """CommandError when there is something to migrate on PostgreSQL and ``using``'s role may
+    not create in the current schema."""
     from django.db import connections
 
     connection = connections[using]
@@ -52,23 +42,15 @@ def refuse_migrations_without_schema_rights(
 
 
 def _same_database(one: dict[str, Any], other: dict[str, Any]) -> bool:
-    """Whether two aliases' settings reach the same PostgreSQL database (same NAME, HOST
-    and PORT; an empty HOST or PORT only matches an empty one)."""
+    """Whether two aliases reach the same database (NAME, HOST and PORT)."""
     return all(
         str(other.get(key) or "") == str(one.get(key) or "") for key in ("NAME", "HOST", "PORT")
     )
 
 
 def _what_to_run_instead(connection: Any, using: str, schema: str) -> str:
-    """What to run instead of migrating through ``using``, whose role may not create in
-    ``schema``.
-
-    The candidates are the other aliases of the same database (NAME, HOST, PORT) with a
-    role of their own (``USER``) that are not application aliases (``TENANT_DATABASES``).
-    The first whose role may create in ``schema`` (asked of the catalog through
-    ``using``'s connection: no other connection is opened) is named; when none may, the
-    statement that would let the first one; with no candidate, the owner alias to add.
-    """
+    """The other alias of this database (not a ``TENANT_DATABASES`` one) whose role may create
+    in ``schema``; else the grant letting the first such alias; else the alias to add."""
     from django.db import connections
 
     from tulip_memory.conf import tenant_databases

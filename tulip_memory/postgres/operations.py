@@ -1,14 +1,6 @@
-"""Migration operations that change the schema on PostgreSQL only.
-
-* :class:`EnableVectorExtension` verifies (or, as a superuser, creates) ``vector``;
-* :class:`CreateVectorAnnIndex` creates an HNSW index when the vector width allows it;
-* :class:`AddSearchVector` adds the full-text columns of PgMemory's hybrid ranking (a
-  ``tsvector`` generated with ``TULIP_MEMORY["TEXT_SEARCH_CONFIG"]`` and its length);
-* :class:`PostgreSQLOnly` wraps an operation (an index, a constraint) so that it changes
-  the migration state everywhere but the schema only on PostgreSQL.
-
-All of them are no-ops on other vendors, so ``migrate`` works on MariaDB and SQLite. The
-tenant row-level security operation lives with its checks in :mod:`tulip_memory.postgres.rls`.
+"""Migration operations that change the schema on PostgreSQL only, no-ops elsewhere (so
+``migrate`` works on MariaDB and SQLite): the vector extension, the HNSW index, PgMemory's
+full-text columns and :class:`PostgreSQLOnly`. Row-level security: :mod:`.rls`.
 """
 
 from __future__ import annotations
@@ -71,9 +63,8 @@ def schema_and_table(schema_editor: Any, model: Any) -> tuple[str, str]:
 
 
 def require_extension(schema_editor: Any, name: str, *, trusted: bool) -> None:
-    """Create the extension ``name`` if it is missing and the migrating role may (a
-    superuser; for a ``trusted`` one, also a role with CREATE on the database); else fail
-    with the command that fixes it, having changed nothing. PostgreSQL only."""
+    """Create the extension ``name`` if missing and the migrating role may; else fail with
+    the command that fixes it, having changed nothing."""
     allowed = "(SELECT rolsuper FROM pg_roles WHERE rolname = current_user)"
     if trusted:
         allowed = f"has_database_privilege(current_database(), 'CREATE') OR {allowed}"
@@ -101,12 +92,8 @@ def require_extension(schema_editor: Any, name: str, *, trusted: bool) -> None:
 
 
 class EnableVectorExtension(Operation):
-    """Make sure the ``vector`` extension exists (PostgreSQL only).
-
-    Only a superuser can create it (it is not a trusted extension). When the migrating
-    role is one, it is created; otherwise a missing extension fails the migration with
-    the command that fixes it. Reversing does nothing: other apps may use the extension.
-    """
+    """Make sure ``vector`` exists (only a superuser can create it); reversing does nothing,
+    other apps may use it."""
 
     reversible = True
     reduces_to_sql = True
@@ -133,22 +120,15 @@ class EnableVectorExtension(Operation):
         return "vector_extension"
 
 
-class CreateVectorAnnIndex(Operation):
-    """An HNSW cosine index on a vector column, if ``TULIP_MEMORY["ANN_INDEX"]`` asks for it.
-
-    pgvector cannot build HNSW over more than ``PGVECTOR_ANN_MAX_DIM`` (2000) dimensions:
-    wider columns (``VECTOR_DIMENSIONS`` set for a wide embedder) get no ANN index and a
-    RuntimeWarning. PgMemory's searches never need it (they sort each namespace exactly),
-    so it is off by default. Not part of the model state: it depends on settings.
-    """
+class DatabaseOnlyTableOperation(Operation):
+    """A reversible operation on ``model_name``'s table that the model state does not see;
+    subclasses give :meth:`forwards` and :meth:`backwards`."""
 
     reversible = True
     reduces_to_sql = True
 
-    def __init__(self, model_name: str, name: str, field: str = "embedding") -> None:
+    def __init__(self, model_name: str) -> None:
         self.model_name = model_name
-        self.name = name
-        self.field = field
 
     def state_forwards(self, app_label: str, state: Any) -> None:
         return None
@@ -156,8 +136,34 @@ class CreateVectorAnnIndex(Operation):
     def database_forwards(
         self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
     ) -> None:
-        if not is_postgresql(schema_editor):
-            return
+        if is_postgresql(schema_editor):
+            self.forwards(schema_editor, to_state.apps.get_model(app_label, self.model_name))
+
+    def database_backwards(
+        self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
+    ) -> None:
+        if is_postgresql(schema_editor):
+            self.backwards(schema_editor, from_state.apps.get_model(app_label, self.model_name))
+
+    def forwards(self, schema_editor: Any, model: Any) -> None:
+        """The statements that apply the operation to ``model``'s table."""
+        raise NotImplementedError
+
+    def backwards(self, schema_editor: Any, model: Any) -> None:
+        """The statements that reverse it."""
+        raise NotImplementedError
+
+
+class CreateVectorAnnIndex(DatabaseOnlyTableOperation):
+    """An HNSW cosine index on a vector column if ``TULIP_MEMORY["ANN_INDEX"]`` asks, and the
+    width allows (else a RuntimeWarning). Not model state: it depends on settings."""
+
+    def __init__(self, model_name: str, name: str, field: str = "embedding") -> None:
+        super().__init__(model_name)
+        self.name = name
+        self.field = field
+
+    def forwards(self, schema_editor: Any, model: Any) -> None:
         import warnings
 
         from tulip_memory.conf import settings
@@ -173,7 +179,6 @@ class CreateVectorAnnIndex(Operation):
                 stacklevel=2,
             )
             return
-        model = to_state.apps.get_model(app_label, self.model_name)
         column = model._meta.get_field(self.field).column
         quote = schema_editor.quote_name
         schema_editor.execute(
@@ -181,11 +186,8 @@ class CreateVectorAnnIndex(Operation):
             f"USING hnsw ({quote(column)} vector_cosine_ops)"
         )
 
-    def database_backwards(
-        self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
-    ) -> None:
-        if is_postgresql(schema_editor):
-            schema_editor.execute(f"DROP INDEX IF EXISTS {schema_editor.quote_name(self.name)}")
+    def backwards(self, schema_editor: Any, model: Any) -> None:
+        schema_editor.execute(f"DROP INDEX IF EXISTS {schema_editor.quote_name(self.name)}")
 
     def describe(self) -> str:
         return f"Create ANN index {self.name} on {self.model_name} (PostgreSQL only)"
@@ -196,11 +198,7 @@ class CreateVectorAnnIndex(Operation):
 
 
 class PostgreSQLOnly(Operation):
-    """Apply ``operation`` to the migration state always, to the schema on PostgreSQL only.
-
-    For indexes and constraints that other vendors cannot build (or that the app does
-    not need there: PgMemory refuses non-PostgreSQL databases).
-    """
+    """Apply ``operation`` to the migration state always, to the schema on PostgreSQL only."""
 
     reduces_to_sql = True
 
@@ -237,57 +235,10 @@ class PostgreSQLOnly(Operation):
         return self.operation.migration_name_fragment
 
 
-class DatabaseOnlyTableOperation(Operation):
-    """An operation on the table of ``model_name`` that the model state does not see
-    (generated columns and indexes the ORM never reads nor writes): reversible, and
-    ``state_forwards`` changes nothing. PostgreSQL only: a subclass says what it does in
-    :meth:`forwards` and :meth:`backwards`, given the model; other vendors get nothing."""
-
-    reversible = True
-    reduces_to_sql = True
-
-    def __init__(self, model_name: str) -> None:
-        self.model_name = model_name
-
-    def state_forwards(self, app_label: str, state: Any) -> None:
-        return None
-
-    def database_forwards(
-        self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
-    ) -> None:
-        if is_postgresql(schema_editor):
-            self.forwards(schema_editor, to_state.apps.get_model(app_label, self.model_name))
-
-    def database_backwards(
-        self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
-    ) -> None:
-        if is_postgresql(schema_editor):
-            self.backwards(schema_editor, from_state.apps.get_model(app_label, self.model_name))
-
-    def forwards(self, schema_editor: Any, model: Any) -> None:
-        """The statements that apply the operation to ``model``'s table."""
-        raise NotImplementedError
-
-    def backwards(self, schema_editor: Any, model: Any) -> None:
-        """The statements that reverse it."""
-        raise NotImplementedError
-
-
 class AddSearchVector(DatabaseOnlyTableOperation):
-    """The full-text columns of PgMemory's ranking, kept by the database, and their index.
-
-    ``search_vector`` is ``to_tsvector('<config>', search_text)`` and ``search_length`` its
-    number of lexemes (BM25's document length), both ``GENERATED ALWAYS ... STORED`` with
-    the configuration ``TULIP_MEMORY["TEXT_SEARCH_CONFIG"]`` names when the migration runs
-    (a generated column cannot read a setting later; tulip_memory.E061 reports a
-    difference). Not part of the model state (the ORM never writes them); other vendors
-    get nothing.
-
-    Their GIN index came later, with migration 0014 (:mod:`tulip_memory.postgres.search_index`):
-    under row-level security (FORCE, as migration 0001 sets it) PostgreSQL only uses an
-    index for a leakproof operator, and the text search match ``@@`` is not one, so the
-    application role reads it through a ``SECURITY DEFINER`` function.
-    """
+    """``search_vector`` and ``search_length``, generated columns of PgMemory's BM25 ranking
+    with the ``TEXT_SEARCH_CONFIG`` of migration time (E061 reports a later difference).
+    Their GIN index: :mod:`tulip_memory.postgres.search_index`."""
 
     def forwards(self, schema_editor: Any, model: Any) -> None:
         config = text_search_config()

@@ -1,25 +1,9 @@
-"""Row-level security per tenant: migration operations and system checks.
+"""Row-level security per tenant: migration operations and the tables the checks inspect.
 
-Every tenant table has a text ``tenant`` column and, on PostgreSQL, ENABLE + FORCE ROW
-LEVEL SECURITY with exactly one policy, :data:`POLICY_NAME`, whose USING and WITH CHECK
-clauses compare that column with the transaction's tenant setting
-(``TULIP_MEMORY["TENANT_SETTING"]``, set by :func:`tulip_memory.tenancy.context.tenant_atomic`).
-With no tenant set the setting is NULL or ``''``, which matches no row: nothing is
-visible and every write is rejected.
-
-django-rls is used for what fits: its policy class (name/operation/role validation and
-the USING/WITH CHECK split) and its schema editor's DDL templates. Not used: its
-``TenantPolicy`` (it compares ``<field>_id`` with an integer) and its context helpers
-(session-scoped ``set_config(..., false)``, which outlive the request on a pooled
-connection).
-
-The migration operation :class:`EnableTenantRowLevelSecurity` (usable by every layer's
-migration) enables + forces RLS and creates the policy; it is a no-op on other vendors,
-so ``migrate`` works on MariaDB and SQLite. The other PostgreSQL-only operations (vector
-extension, ANN index, ``PostgreSQLOnly``) are in :mod:`tulip_memory.postgres.operations`.
-
-:func:`tenant_tables` lists the tables the row-level security system checks inspect
-(:mod:`tulip_memory.checks.tenancy`).
+Every tenant table has a ``tenant`` column and, on PostgreSQL, ENABLE + FORCE ROW LEVEL
+SECURITY with one policy comparing it with the transaction's tenant setting; no setting
+matches no row. django-rls gives the policy class and DDL templates, not its
+session-scoped context helpers (docs/design/tenancy.md).
 """
 
 from __future__ import annotations
@@ -48,17 +32,10 @@ TENANT_COLUMN = "tenant"
 def policy_expression(
     column: str = TENANT_COLUMN, setting: str | None = None, *, qualified: bool = False
 ) -> str:
-    """The SQL predicate of the tenant policy on ``column``.
-
-    ``current_setting`` is read in a scalar subquery (evaluated once per statement) and
-    ``''`` — what a transaction-local setting reads as after its transaction ended — is
-    turned into NULL, so that neither matches any row.
-
-    ``qualified``: the same predicate with its function and operator named by schema
-    (``pg_catalog``), for the body of a ``SECURITY DEFINER`` function
-    (:mod:`tulip_memory.postgres.search_index`). ``NULLIF`` names no operator: its ``=`` comes from
-    the search path, which such a function pins to ``pg_catalog, pg_temp``.
-    """
+    """The tenant policy's predicate on ``column``: the setting read once per statement, and
+    ``''`` (a transaction-local setting after its transaction) matching nothing.
+    ``qualified`` names its function and operator by schema, for the body of a
+    ``SECURITY DEFINER`` function (``NULLIF``'s ``=`` comes from its pinned search path)."""
     from tulip_memory.conf import settings
 
     setting = setting or settings.TENANT_SETTING
@@ -87,8 +64,6 @@ def _tenant_policy(column: str) -> Any:
 def enable_tenant_row_level_security(
     schema_editor: Any, table: str, column: str = TENANT_COLUMN
 ) -> None:
-    """ENABLE + FORCE row level security on ``table`` (quoted), with the tenant policy on
-    ``column`` in place of any policy of that name (PostgreSQL)."""
     from django_rls.backends.postgresql.base import RLSDatabaseSchemaEditor as Ddl
 
     policy = _tenant_policy(column)
@@ -113,10 +88,8 @@ def enable_tenant_row_level_security(
 
 
 class EnableTenantRowLevelSecurity(Operation):
-    """ENABLE + FORCE row level security on a model's table, with the tenant policy.
-
-    Reversible (drops the policy, NO FORCE, DISABLE). PostgreSQL only.
-    """
+    """ENABLE + FORCE row level security on a model's table with the tenant policy;
+    reversible, PostgreSQL only."""
 
     reversible = True
     reduces_to_sql = True

@@ -1,20 +1,9 @@
-"""The two database roles of a tulip_memory database, and the SQL that sets them up.
+"""The two database roles of a tulip_memory database, and the idempotent SQL that sets them up.
 
-Row-level security binds neither a superuser nor the owner of a table, so a PostgreSQL
-database of tulip_memory is used by two roles:
-
-* the **owner** role (``tulip_owner`` by default) runs ``migrate --database=owner`` and
-  owns the tables;
-* the **application** role (``tulip_app``) runs the application: no superuser, no
-  BYPASSRLS, not the owner, with DML rights on the owner's tables: those the owner
-  creates later through default privileges, and those it already owns (a project's own
-  tables, when tulip_memory joins an existing database) through grants on each.
-
-``pgvector`` is not a trusted extension, so a superuser creates it (and ``btree_gin``,
-trusted, which an owner role without CREATE on the database could not create). The statements here
-are idempotent and are what ``manage.py tulip_memory_setup_roles`` runs (or prints with
-``--dry-run``) and what :func:`tulip_memory.testing.postgres.bootstrap_database` runs on
-an embedded or test server. Needs psycopg only.
+The owner (``tulip_owner``) migrates and owns the tables; the application role
+(``tulip_app``) gets DML on them and cannot bypass row-level security; a superuser creates
+the extensions (docs/design/tenancy.md). Run by ``manage.py tulip_memory_setup_roles`` and
+:func:`tulip_memory.testing.postgres.bootstrap_database`.
 """
 
 from __future__ import annotations
@@ -48,8 +37,8 @@ def validate_identifier(name: str) -> str:
 
 
 def role_sql(role: str, *, exists: bool, password: str | None = None) -> list[Any]:
-    """The statements that make ``role`` a login role (none when it exists without a new
-    ``password``): no superuser, no BYPASSRLS, cannot create databases or roles."""
+    """The statements making ``role`` a login role without superuser, BYPASSRLS, CREATEDB or
+    CREATEROLE (none when it exists and no ``password`` is given)."""
     from psycopg import sql
 
     name = sql.Identifier(validate_identifier(role))
@@ -72,12 +61,9 @@ def database_setup_sql(
     tables: Sequence[str] = (),
     sequences: Sequence[str] = (),
 ) -> list[Any]:
-    """What a superuser runs inside ``dbname`` (idempotent): the vector and btree_gin
-    extensions (the search index of migration 0014 needs the latter), the
-    ``public`` schema owned by ``owner``, and the application role's rights on what
-    ``owner`` creates there (DML only; TRUNCATE with ``app_can_truncate``) and on the
-    ``tables`` and ``sequences`` of ``public`` it already owns (:func:`schema_objects`):
-    default privileges cover only what is created after them."""
+    """What a superuser runs inside ``dbname``: the extensions, ``public`` owned by ``owner``,
+    and the app role's DML on what ``owner`` creates and already owns (TRUNCATE with
+    ``app_can_truncate``)."""
     from psycopg import sql
 
     db, owner_id, app_id = (sql.Identifier(validate_identifier(n)) for n in (dbname, owner, app))
@@ -116,9 +102,7 @@ def database_setup_sql(
     ]
 
 
-# The relations of schema public (tables, partitioned tables, views, materialized views,
-# foreign tables, sequences) with their owners, but an extension's own (PostGIS'
-# spatial_ref_sys): those belong to the extension, not to the project.
+# An extension's own relations (PostGIS' spatial_ref_sys) belong to it, not the project.
 _SCHEMA_OBJECTS_SQL = """
 SELECT c.relname, c.relkind = 'S', r.rolname, r.rolsuper OR r.rolbypassrls
 FROM pg_class c
@@ -148,8 +132,7 @@ class SchemaObjects:
 
 
 def schema_objects(cursor: Any, owner: str) -> SchemaObjects:
-    """The relations of schema ``public``, by owner, read from the catalog through
-    ``cursor`` (any role may read it); an extension's own relations are left out."""
+    """The relations of schema ``public`` by owner, extensions' own left out."""
     cursor.execute(_SCHEMA_OBJECTS_SQL)
     tables: list[str] = []
     sequences: list[str] = []
@@ -182,14 +165,8 @@ def _some(names: Sequence[str], shown: int = 5) -> str:
 def ownership_conflict(
     objects: SchemaObjects, *, owner: str, app: str, dbname: str, owner_exists: bool = True
 ) -> str | None:
-    """None when no other role than ``owner`` owns tables in ``public``; else what is wrong
-    and what to do about it (``--owner-role <that role>``, or giving its tables to
-    ``owner`` as a superuser), to be said before anything is changed.
-
-    Such tables would stop ``owner`` at its first migration (Django's own
-    ``django_migrations`` among them: "permission denied for table django_migrations"),
-    and the application role would get no right on them.
-    """
+    """None when only ``owner`` owns tables in ``public``; else what is wrong and what to do,
+    said before anything changes (such tables would stop the first migration)."""
     if not objects.foreign:
         return None
     counted = "; ".join(

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from tulip_memory.core.numbers import is_int
 from tulip_memory.exceptions import ConfigurationError
 
 if TYPE_CHECKING:
@@ -103,7 +104,7 @@ def retention_policy() -> RetentionPolicy:
     )
     idle = _period("CHECKPOINT_IDLE_DAYS", settings.CHECKPOINT_IDLE_DAYS, unit="days", strict=True)
     keep = settings.CHECKPOINT_KEEP_LAST
-    if keep is not None and (isinstance(keep, bool) or not isinstance(keep, int) or keep < 1):
+    if keep is not None and (not is_int(keep) or keep < 1):
         raise ConfigurationError(
             f"TULIP_MEMORY['CHECKPOINT_KEEP_LAST'] must be None or an int >= 1, got {keep!r} "
             "(to delete whole threads, use CHECKPOINT_IDLE_DAYS)"
@@ -134,7 +135,7 @@ def sweep_intervals(source: TulipMemorySettings | None = None) -> dict[str, int]
         )
     intervals = {**DEFAULTS["SWEEP_INTERVALS"], **given}
     for name, every in intervals.items():
-        if isinstance(every, bool) or not isinstance(every, int) or every < 1:
+        if not is_int(every) or every < 1:
             raise ConfigurationError(
                 f"TULIP_MEMORY['SWEEP_INTERVALS'][{name!r}] must be a whole number of "
                 f"seconds >= 1, got {every!r}"

@@ -33,11 +33,11 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import timedelta
-from numbers import Real
 from typing import Any, NamedTuple
 
 from tulip_memory.core.identifiers import surrogate_at, validate_identifier
 from tulip_memory.core.namespaces import validate_namespace, validate_namespace_prefix
+from tulip_memory.core.numbers import is_int, is_number
 from tulip_memory.core.paging import validate_limit
 
 __all__ = [
@@ -117,9 +117,7 @@ def validate_expected_versions(
     pairs = validate_key_list(list(expected_versions))
     checked: dict[tuple[tuple[str, ...], str], int | None] = {}
     for pair, version in zip(pairs, expected_versions.values(), strict=True):
-        if version is not None and (
-            isinstance(version, bool) or not isinstance(version, int) or version < 0
-        ):
+        if version is not None and (not is_int(version) or version < 0):
             raise ValueError(
                 f"expected_versions[{pair!r}] must be a version (an int >= 0) or None, "
                 f"got {version!r}"
@@ -297,7 +295,7 @@ def _embedding_values(embedding: object, dimension: int | None, name: str) -> li
         raise ValueError(f"{name} must be a sequence of numbers, got {type(embedding).__name__}")
     values: list[float] = []
     for index, number in enumerate(embedding):
-        if isinstance(number, bool) or not isinstance(number, Real):
+        if not is_number(number):
             raise ValueError(f"{name}[{index}] must be a number, got {number!r}")
         as_float = float(number)
         if not math.isfinite(as_float):
@@ -323,7 +321,7 @@ def validate_threshold(threshold: object) -> float | None:
     """``None`` or a finite number in [-1, 1] (a cosine similarity)."""
     if threshold is None:
         return None
-    if isinstance(threshold, bool) or not isinstance(threshold, Real):
+    if not is_number(threshold):
         raise ValueError(f"threshold must be a number or None, got {type(threshold).__name__}")
     value = float(threshold)
     if not -1.0 <= value <= 1.0:
@@ -358,7 +356,7 @@ def validate_ttl(ttl: object, *, name: str = "ttl") -> timedelta | None:
         return None
     if isinstance(ttl, timedelta):
         step = ttl
-    elif isinstance(ttl, bool) or not isinstance(ttl, Real):
+    elif not is_number(ttl):
         raise ValueError(
             f"{name} must be a number of seconds or a timedelta, got {type(ttl).__name__}"
         )

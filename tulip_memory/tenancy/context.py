@@ -1,19 +1,9 @@
-"""Tenancy: which tenant the current code runs for, and pinning it on a database transaction.
+"""Which tenant the current code runs for, and pinning it on a database transaction.
 
-Row-level security on the tenant tables compares each row's ``tenant`` column with the
-PostgreSQL setting named by ``TULIP_MEMORY["TENANT_SETTING"]``. This module sets that
-setting, always **per transaction** (``set_config(..., true)`` inside ``atomic()``), never
-per session: a session-scoped value (django-rls' default) outlives the request and leaks
-to the next user of a pooled connection.
-
-* :func:`tenant_context` binds a tenant for a block or a function (ContextVar based, so
-  it follows asyncio tasks and threads started with a copied context);
-* :func:`current_tenant` reads it;
-* :func:`tenant_atomic` opens a transaction pinned to a tenant (the explicit one, else
-  the bound one) — every ORM query on a tenant table must run inside one;
-* :func:`emit_on_commit` sends the event reporting such work once it is committed (the
-  caller's own ``atomic()`` around it may still roll it back);
-* :class:`~tulip_memory.tenancy.middleware.TenantMiddleware` binds each request's tenant.
+:func:`tenant_context` binds a tenant (a ContextVar: it follows tasks and copied contexts),
+:func:`current_tenant` reads it, :func:`tenant_atomic` opens a transaction whose
+row-level-security setting names it (every ORM query on a tenant table runs in one), and
+:func:`emit_on_commit` reports such work once committed (docs/design/tenancy.md).
 """
 
 from __future__ import annotations
@@ -44,11 +34,8 @@ _bound_tenants: ContextStack[str] = ContextStack("tulip_memory_tenant")
 
 
 def validate_tenant(tenant: object) -> str:
-    """Return ``tenant`` if it can name a tenant, else raise :class:`ValueError`.
-
-    A tenant is a non-empty string of at most :data:`TENANT_MAX_LENGTH` characters
-    without NUL (PostgreSQL rejects NUL in text) and not only whitespace.
-    """
+    """``tenant`` if it is a non-empty str of at most :data:`TENANT_MAX_LENGTH` characters,
+    without NUL, not only whitespace; else ValueError."""
     return validate_identifier(tenant, "tenant", max_length=TENANT_MAX_LENGTH, allow_blank=False)
 
 
@@ -72,26 +59,22 @@ def current_tenant() -> str | None:
     return _bound_tenants.top()
 
 
-def refuse_another_tenant(tenant: str, what: str = "namespace[0]") -> None:
-    """Raise :class:`TenantError` when a tenant other than ``tenant`` is bound: a call for
-    one tenant may not touch another's rows (row-level security would allow it, the
-    transaction being pinned to ``tenant``). ``what`` names where ``tenant`` came from."""
+def refuse_another_tenant(tenant: str, what: str = "namespace[0] is tenant") -> None:
+    """Raise :class:`TenantError` when a tenant other than ``tenant`` is bound: the
+    transaction pinned to ``tenant`` would let code bound to another reach its rows.
+    ``what`` says where ``tenant`` came from."""
     bound = current_tenant()
     if bound is not None and tenant != bound:
         raise TenantError(
-            f"{what} is tenant {tenant!r} but tenant {bound!r} is bound: "
+            f"{what} {tenant!r} but tenant {bound!r} is bound: "
             "a call for one tenant may not touch another's rows"
         )
 
 
 # Lower-case: used like a function, as contextlib helpers are.
 class tenant_context(ContextBinding[str]):
-    """Bind ``tenant`` for a ``with`` block, or for every call of a decorated function.
-
-    Works on plain functions and on ``async def`` functions; nests (the inner tenant
-    wins, the outer one is restored on exit). It binds the tenant in Python only:
-    database work still goes through :func:`tenant_atomic`, which reads it.
-    """
+    """Bind ``tenant`` for a ``with`` block or every call of a decorated (async) function;
+    nests. Database work still goes through :func:`tenant_atomic`."""
 
     stack = _bound_tenants
     generator_error = (
@@ -118,16 +101,11 @@ def _resolve_for_transaction(tenant: str | None) -> str:
 
 @contextmanager
 def tenant_atomic(tenant: str | None = None, using: str = "default") -> Iterator[str]:
-    """Open ``transaction.atomic(using=using)`` pinned to ``tenant``; yield the tenant.
+    """``transaction.atomic(using=using)`` pinned to ``tenant`` (default: the bound one;
+    TenantError for none or an invalid one); yields the tenant.
 
-    ``tenant`` defaults to :func:`current_tenant`; none (or an invalid one) raises
-    :class:`~tulip_memory.exceptions.TenantError`. On PostgreSQL the tenant setting is
-    set with ``set_config(name, tenant, true)`` — local to the transaction. Nested in
-    another ``tenant_atomic`` of a different tenant, the outer tenant is restored when
-    the inner block ends (a transaction-local setting would otherwise survive the
-    savepoint's release). On other vendors no setting is made (they have no row-level
-    security) but the transaction is still opened.
-    """
+    On PostgreSQL the setting is transaction-local, and a nested block of another tenant
+    restores the outer one on exit. Other vendors have no row-level security."""
     from django.db import connections, transaction
 
     from tulip_memory.conf import settings
@@ -153,10 +131,8 @@ def tenant_atomic(tenant: str | None = None, using: str = "default") -> Iterator
 
 
 def emit_on_commit(using: str, name: str, *, sender: type | None = None, **fields: Any) -> None:
-    """Send event ``name`` (:func:`~tulip_memory.events.emit_sync`) when the transaction of
-    ``using`` commits: at once outside a transaction, never if it rolls back. For the
-    event of work done in a :func:`tenant_atomic` block inside the caller's ``atomic()``:
-    the work is not done until that outer transaction commits."""
+    """Send event ``name`` when the transaction of ``using`` commits (at once outside one,
+    never on rollback): the caller's own ``atomic()`` may still roll the work back."""
     from functools import partial
 
     from django.db import transaction

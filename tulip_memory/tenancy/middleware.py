@@ -1,16 +1,8 @@
-"""HTTP middleware of tulip_memory: :class:`TenantMiddleware` and its default resolver.
+""":class:`TenantMiddleware` binds each request's tenant, found by
+``TULIP_MEMORY["TENANT_RESOLVER"]``; put it after ``AuthenticationMiddleware``.
 
-:class:`TenantMiddleware` binds each request's tenant (with
-:func:`tulip_memory.tenancy.context.tenant_context`) through the configurable resolver
-``TULIP_MEMORY["TENANT_RESOLVER"]``. Add ``"tulip_memory.tenancy.middleware.TenantMiddleware"`` to
-``MIDDLEWARE`` after Django's ``AuthenticationMiddleware``.
-
-The default, :func:`resolve_tenant_from_membership`, derives the tenant from the
-authenticated user's tenant memberships (:class:`tulip_memory.models.TenantMembership`),
-never from anything the client sends. :func:`resolve_tenant_from_header` reads a request
-header: an opt-in for deployments behind a gateway that authenticates the caller and sets
-that header itself; ``manage.py check --deploy`` warns when it is configured
-(``tulip_memory.W011``).
+The default resolver reads the user's tenant memberships; the header resolver is an opt-in
+for a gateway that sets the header itself (docs/design/tenancy.md).
 """
 
 from __future__ import annotations
@@ -36,13 +28,7 @@ sets it; :func:`resolve_tenant_from_membership` honours it only among the member
 
 
 def resolve_tenant_from_membership(request: Any) -> str | None:
-    """Default tenant resolver: the authenticated user's tenant, from its memberships.
-
-    A user with one membership gets that tenant; with several, the one stored under
-    :data:`TENANT_SESSION_KEY` in the session if it is among them; anyone else (anonymous,
-    inactive, no membership, a session naming a tenant the user does not belong to) gets
-    no tenant, so tenant tables show nothing. Needs ``AuthenticationMiddleware`` first.
-    """
+    """The user's one membership, or among several the one the session names; else no tenant."""
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated or not user.is_active:
         return None
@@ -57,18 +43,8 @@ def resolve_tenant_from_membership(request: Any) -> str | None:
 
 
 def resolve_tenant_from_header(request: Any) -> str | None:
-    """Opt-in tenant resolver: the ``TULIP_MEMORY["TENANT_HEADER"]`` request header.
-
-    Any client can send a header: only use this behind a gateway that authenticates the
-    caller and sets (or strips) the header itself. ``check --deploy`` warns about it
-    (``tulip_memory.W011``).
-
-    A blank header names no tenant. A value with whitespace around it (``" acme "``) is
-    refused with ``ValueError`` (TenantMiddleware: 400): surrounding whitespace is part of
-    a tenant's name (``validate_tenant``), so ``" acme "`` is not ``"acme"``, and HTTP
-    does not carry it in a header value (RFC 9110 strips it): the sender meant something
-    else, and no tenant is guessed.
-    """
+    """The ``TULIP_MEMORY["TENANT_HEADER"]`` header: blank names no tenant, surrounding
+    whitespace is a ValueError (400)."""
     from tulip_memory.conf import settings
 
     header = settings.TENANT_HEADER
@@ -84,17 +60,8 @@ def resolve_tenant_from_header(request: Any) -> str | None:
 
 
 class TenantMiddleware:
-    """Bind the request's tenant (``TULIP_MEMORY["TENANT_RESOLVER"]``) while it is handled.
-
-    The tenant is also set on ``request.tenant`` (None when the resolver found none:
-    tenant tables then show nothing). A resolver's value that is not a valid tenant is
-    rejected with 400 Bad Request. Sync and async capable.
-
-    A streaming response's body (``StreamingHttpResponse``: a LangGraph run streamed to
-    the client) is produced after the view has returned, while the server iterates it:
-    each step of that iteration runs with the tenant bound too. File responses are left
-    as they are (the server may send a file itself).
-    """
+    """Bind the request's tenant while it is handled, a streaming body's steps included;
+    ``request.tenant`` is set too. An invalid tenant is a 400."""
 
     sync_capable = True
     async_capable = True

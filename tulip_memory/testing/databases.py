@@ -1,27 +1,11 @@
 """Test databases of a project that uses tulip_memory: two roles, as in production.
 
-Django's own test set-up creates ``test_<NAME>`` as the ``default`` alias's role and
-migrates through it. Under tulip_memory's two roles (:mod:`tulip_memory.postgres.roles`)
-that role may do neither: it is the application role, bound by row-level security. So
-:func:`setup_test_databases` (used by the pytest plugin
-:mod:`tulip_memory.testing.pytest_plugin` and the runner
-:class:`tulip_memory.testing.runner.TulipTestRunner`) does what this package's own suite
-does:
-
-1. a **superuser's server**: ``TULIP_TEST_ADMIN_URL``, else ``DATABASE_URL`` (a
-   superuser's URL, e.g. the ``postgres`` user of a CI service), else an embedded
-   PostgreSQL 18 + pgvector in a temporary folder, deleted when the test process exits
-   (:func:`~tulip_memory.testing.postgres.start_embedded`; the ``embedded`` extra);
-2. there, a fresh ``test_<NAME>`` (or ``DATABASES["default"]["TEST"]["NAME"]``), the two
-   roles named by the ``USER`` of ``default`` (the application role) and of the **owner
-   alias** — the other PostgreSQL alias of the same ``NAME`` — with their ``PASSWORD``,
-   the ``vector`` extension and the grants (TRUNCATE too, which test cases flush with);
-3. both aliases pointed at that database, and ``migrate`` run through the owner alias;
-   the tests then run through ``default``, as the application role.
-
-Other aliases (another vendor, another database) get Django's usual test databases.
-:func:`teardown_test_databases` drops the database and restores the settings; the
-roles stay (they may be shared with other test runs of the server).
+Django's test set-up would create and migrate ``test_<NAME>`` as the ``default`` alias's
+role, which under two roles is the application role and may do neither.
+:func:`setup_test_databases` instead takes a superuser's server (``TULIP_TEST_ADMIN_URL``,
+``DATABASE_URL`` or an embedded one), creates the database, both roles and the grants,
+migrates through the owner alias and runs the tests as ``default``. Other aliases get
+Django's usual test databases; :func:`teardown_test_databases` drops ours (roles stay).
 """
 
 from __future__ import annotations
@@ -47,8 +31,7 @@ from tulip_memory.testing.postgres import (
 
 __all__ = ["TestDatabases", "admin_url", "setup_test_databases", "teardown_test_databases"]
 
-# The connection settings a test database replaces (the rest — OPTIONS, CONN_MAX_AGE ... —
-# stays the alias's own).
+# The rest (OPTIONS, CONN_MAX_AGE...) stays the alias's own.
 _REPLACED = ("NAME", "USER", "PASSWORD", "HOST", "PORT")
 
 
@@ -76,8 +59,7 @@ def admin_url() -> str:
 
 def _owner_alias(settings_by_alias: dict[str, dict[str, Any]]) -> str:
     default = settings_by_alias["default"]
-    # Another role on the same database; an alias of the application role itself (other
-    # connection options, a test mirror) is not the owner's.
+    # An alias of the application role itself is not the owner's.
     candidates = [
         alias
         for alias, config in settings_by_alias.items()
@@ -99,17 +81,13 @@ def _owner_alias(settings_by_alias: dict[str, dict[str, Any]]) -> str:
 def setup_test_databases(
     *, verbosity: int = 1, aliases: Iterable[str] | None = None
 ) -> TestDatabases:
-    """Create and migrate the test database of ``default`` and its owner alias.
-
-    ``aliases``: the aliases the tests use (``None``: all); those other than the pair get
-    Django's own test databases.
-    """
+    """Create and migrate the test database of ``default`` and its owner alias; the other
+    ``aliases`` (None: all) get Django's own."""
     from django.core.management import call_command
     from django.db import connections
     from django.test.utils import setup_databases
 
-    # Needed to point the aliases at the new database: imported before anything is
-    # created (a server, the roles, the database), which would otherwise stay behind.
+    # Imported before anything is created, which would otherwise stay behind on failure.
     import_dj_database_url()
     by_alias = {alias: connections[alias].settings_dict for alias in connections}
     default = by_alias["default"]

@@ -1,11 +1,5 @@
-"""How long a call keeps the event loop from running anything else.
-
-:func:`longest_stall` runs a ticker task beside the call — it sleeps 1 ms at a time — and
-returns the longest gap the ticker saw (about 1 ms when the loop was never blocked). Used
-by tulip_memory's tests and ``bench/event_loop.py``; usable on your own code the same way::
-
-    stall, seconds = await longest_stall(lambda: store.put(ns, "k", big_value))
-    assert stall < 0.05
+"""How long a call keeps the event loop from running anything else: :func:`longest_stall`
+runs a 1 ms ticker beside it and returns the longest gap the ticker saw.
 """
 
 from __future__ import annotations

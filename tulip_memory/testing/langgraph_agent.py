@@ -1,11 +1,5 @@
-"""A small LangGraph agent with a scripted model, for the saver's tests and benchmark.
-
-``build_agent(checkpointer)`` compiles a tool-calling loop: ``agent`` (a scripted chat
-model: a user message gets a tool call, a tool result gets an answer) and ``tools``
-(runs the called tool; with ``approve=True`` it first asks a human through
-``interrupt()``). Every message has a deterministic id, so two savers given the same
-inputs hold equal states. ``user_turn(i)`` is the input of turn ``i``. Needs the
-``langgraph`` extra.
+"""A small tool-calling LangGraph agent with a scripted model and deterministic message ids,
+for the saver's tests and benchmark (``build_agent``, ``user_turn``; extra ``langgraph``).
 """
 
 from __future__ import annotations

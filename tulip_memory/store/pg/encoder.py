@@ -32,6 +32,7 @@ import numpy as np
 from tulip_memory.core import hrr
 from tulip_memory.core.hrr import DEFAULT_DIM
 from tulip_memory.core.lru import LRUCache
+from tulip_memory.core.numbers import check_int
 from tulip_memory.core.text import has_words, off_loop_when_long, tokenize
 from tulip_memory.embeddings.base import embed_texts, embedder_source
 from tulip_memory.postgres.operations import PGVECTOR_ANN_MAX_DIM
@@ -61,8 +62,7 @@ def _width(dim: int, embedder: Any | None) -> int:
             )
         return width
     dimension = getattr(embedder, "dimension", None)
-    if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1:
-        raise ValueError(f"embedder.dimension must be an int >= 1, got {dimension!r}")
+    dimension = check_int(dimension, "embedder.dimension")
     if dimension > PGVECTOR_ANN_MAX_DIM:
         warnings.warn(
             f"PgMemory: the embedder is {dimension} dimensions wide, over pgvector's "

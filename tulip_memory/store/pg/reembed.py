@@ -30,6 +30,7 @@ from typing import Any
 
 from tulip_memory.conf import settings
 from tulip_memory.core.hrr import DEFAULT_DIM
+from tulip_memory.core.numbers import check_int
 from tulip_memory.core.text import value_text
 from tulip_memory.embeddings import get_embedder
 from tulip_memory.store.pg.encoder import EXTERNAL_SOURCE, TextEncoder
@@ -135,8 +136,7 @@ class Reembedder:
         batch_size: int = 256,
         loop: asyncio.AbstractEventLoop,
     ) -> None:
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
+        check_int(batch_size, "batch_size")
         self.encoder = encoder
         self.using = using
         self.batch_size = batch_size

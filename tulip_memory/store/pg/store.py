@@ -305,7 +305,7 @@ class PgMemory(BaseStore):
             tenant = validate_tenant(namespace[0])
         except ValueError as exc:
             raise ValueError(f"{name}[0] is the tenant: {exc}") from None
-        refuse_another_tenant(tenant, f"{name}[0]")
+        refuse_another_tenant(tenant, f"{name}[0] is tenant")
         return tenant
 
     @classmethod
