@@ -195,7 +195,7 @@ def test_a_checkpoint_whose_parents_other_rows_lie_between_is_read_in_two_statem
 def test_loads_unpack_an_unchanged_row_once_and_a_changed_row_again(monkeypatch):
     from langgraph.checkpoint.base import empty_checkpoint
 
-    from tulip_memory.langgraph import rows
+    from tulip_memory.chains import rows
 
     unpacked = []
     unpack_record = rows.unpack_record

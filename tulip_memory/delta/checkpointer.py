@@ -46,7 +46,7 @@ Design (storage that grows linearly with the conversation, loads of a fixed cost
   cannot be stored raises before that step, and at every moment either the old record or
   the new one is stored.
 * **A change of type is a change.** Messages and metadata values are compared
-  type-strictly (:mod:`~tulip_memory.delta.exact`): ``0`` and ``False``, ``1`` and
+  type-strictly (:mod:`~tulip_memory.chains.equality`): ``0`` and ``False``, ``1`` and
   ``1.0`` are different values in JSON, so a delta stores such a change.
 
 Concurrency: saves, re-saves, deletes and prunes of one thread hold the storage's
@@ -56,10 +56,10 @@ lock). A save re-reads its parent when the newest record's creation time or chai
 differ from the cached one (another process replaced or re-based it), and a ``load`` by
 id served from the cache first checks the record (one read).
 
-The pieces sit beside this module: :mod:`~tulip_memory.delta.splice` (the diff),
+The pieces sit beside this module: :mod:`~tulip_memory.chains.splice` (the diff),
 :mod:`~tulip_memory.delta.payload` (what a record's payload holds),
-:mod:`~tulip_memory.delta.exact` (when a value or message is unchanged),
-:mod:`~tulip_memory.delta.codec` (JSON + zlib, block digests) and
+:mod:`~tulip_memory.chains.equality` (when a value or message is unchanged),
+:mod:`~tulip_memory.chains.codec` (JSON + zlib, block digests) and
 :mod:`~tulip_memory.delta.keyed_locks` (the in-process locks, one per conversation thread).
 """
 
@@ -79,11 +79,12 @@ from tulip_memory.backends.base import (
     validate_checkpoint_id,
     validate_thread_id,
 )
+from tulip_memory.chains import codec
+from tulip_memory.chains.equality import same_message
+from tulip_memory.chains.splice import Splice
 from tulip_memory.core.lru import LRUCache
 from tulip_memory.core.subjects import subject_of
-from tulip_memory.delta import codec, payload
-from tulip_memory.delta.exact import same_message
-from tulip_memory.delta.splice import Splice
+from tulip_memory.delta import payload
 from tulip_memory.delta.storage import DeltaStorage, InMemoryDeltaStorage
 from tulip_memory.delta.types import BlockRef, CheckpointMetadata, DeltaCheckpoint, MessageBlock
 from tulip_memory.events import EV_CHECKPOINT_PRUNED, elapsed_ms, emit

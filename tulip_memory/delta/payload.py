@@ -1,14 +1,14 @@
 """The wire format of delta-checkpoint payloads: their keys, written and read here only.
 
-A payload is a JSON object (packed by :mod:`tulip_memory.delta.codec`). Its keys are
+A payload is a JSON object (packed by :mod:`tulip_memory.chains.codec`). Its keys are
 single letters because one is stored per checkpoint; the constants below name them.
 
 A **delta** payload holds only what changed against its parent:
 
 * ``SPLICE`` (``"s"``): ``[at, removed, [messages...]]`` — one splice of the message list
-  (see :mod:`tulip_memory.delta.splice`); absent when the messages did not change;
+  (see :mod:`tulip_memory.chains.splice`); absent when the messages did not change;
 * ``METADATA_SET`` (``"ms"``): ``{key: value}`` — metadata keys set or changed (a value
-  of another type is a change: ``False`` replacing ``0``, see :mod:`~tulip_memory.delta.exact`);
+  of another type is a change: ``False`` replacing ``0``, see :mod:`~tulip_memory.chains.equality`);
 * ``METADATA_DROPPED`` (``"md"``): ``[key...]`` — metadata keys removed;
 * ``THREAD_ID`` (``"t"``): the state's ``thread_id``, only when it changed;
 * ``MESSAGE_COUNT`` (``"n"``): the resulting number of messages (checked when rebuilding).
@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tulip_memory.delta.exact import same_json
-from tulip_memory.delta.splice import Splice
+from tulip_memory.chains.equality import same_json
+from tulip_memory.chains.splice import Splice
 from tulip_memory.messages import Message
 
 __all__ = [

@@ -13,7 +13,7 @@ adds and its pending writes:
   (or ``TenantMiddleware``) at call time — never anything from the graph's config.
 * **Deltas.** A checkpoint whose parent this saver wrote last (in this process) stores
   only the values that changed, a list channel's new version (a message list one turn
-  longer) as a splice of the parent's (:mod:`tulip_memory.langgraph.chains`); the rest
+  longer) as a splice of the parent's (:mod:`tulip_memory.chains.channels`); the rest
   are read from its parents. Every ``max_chain_depth`` checkpoints, and whenever the
   parent is not the one this saver wrote last, a checkpoint stores every value whole.
   The parent is locked (``FOR KEY SHARE``) by the statement storing a delta; if it is
@@ -52,6 +52,25 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from tulip_memory.chains import channels as chains
+from tulip_memory.chains.rows import (
+    MAX_DEPTH,
+    Record,
+    chain_rows,
+    pack_record,
+    pack_writes,
+    record_bytes,
+    unpack_writes,
+)
+from tulip_memory.core.identifiers import (
+    CHECKPOINT_ID_MAX_LENGTH,
+    THREAD_ID_MAX_LENGTH,
+    surrogate_at,
+    validate_identifier,
+)
+from tulip_memory.core.json_paths import first_at
+from tulip_memory.core.lru import LRUCache
+from tulip_memory.core.subjects import subject_of
 from tulip_memory.events import (
     EV_CHECKPOINT_DELETED,
     EV_CHECKPOINT_LOADED,
@@ -62,25 +81,6 @@ from tulip_memory.events import (
     emit_sync,
 )
 from tulip_memory.exceptions import CheckpointCorruptError
-from tulip_memory.core.identifiers import (
-    CHECKPOINT_ID_MAX_LENGTH,
-    THREAD_ID_MAX_LENGTH,
-    surrogate_at,
-    validate_identifier,
-)
-from tulip_memory.core.json_paths import first_at
-from tulip_memory.langgraph import chains
-from tulip_memory.chains.rows import (
-    MAX_DEPTH,
-    Record,
-    chain_rows,
-    pack_record,
-    pack_writes,
-    record_bytes,
-    unpack_writes,
-)
-from tulip_memory.core.lru import LRUCache
-from tulip_memory.core.subjects import subject_of
 from tulip_memory.tenancy.database import SharedConnection, TenantDatabase
 
 __all__ = ["DjangoSaver"]

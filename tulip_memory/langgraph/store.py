@@ -73,6 +73,14 @@ from langgraph.store.base import (
 )
 
 from tulip_memory.core.clock import Clock, utc_now
+from tulip_memory.core.namespaces import (
+    Namespace,
+    decode_namespace,
+    encode_namespace,
+    validate_namespace,
+    validate_namespace_prefix,
+)
+from tulip_memory.core.text import tokenize, value_text
 from tulip_memory.embeddings import BaseEmbedding
 from tulip_memory.events import (
     EV_STORE_ITEMS_DELETED,
@@ -80,13 +88,6 @@ from tulip_memory.events import (
     elapsed_ms,
     emit,
     listening,
-)
-from tulip_memory.core.namespaces import (
-    Namespace,
-    decode_namespace,
-    encode_namespace,
-    validate_namespace,
-    validate_namespace_prefix,
 )
 from tulip_memory.store.pg.store import MAX_INDEXED_BYTES, PgMemory
 from tulip_memory.store.validation import (
@@ -96,7 +97,6 @@ from tulip_memory.store.validation import (
     validate_ttl,
 )
 from tulip_memory.tenancy.database import TenantDatabase, on_worker_thread
-from tulip_memory.core.text import tokenize, value_text
 
 __all__ = ["DjangoStore"]
 

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from tulip_memory.delta.exact import same_json, same_message
+from tulip_memory.chains.equality import same_json, same_message
 from tulip_memory.messages import Message, Role, ToolCall
 
 

@@ -1,49 +1,70 @@
-"""Channel values stored as chains of splices, encoded by LangGraph's serializer.
+"""Type-strict equality: when a delta may treat a value or a message as unchanged.
 
-A version of a list-valued channel (a message list that grew by a turn) is stored as
-one :class:`~tulip_memory.delta.splice.Splice` against the version of the same channel
-in the parent checkpoint — when this process wrote that one and still holds it — instead
-of the whole list. :class:`Stored` is one value's worth; :func:`rebuild` turns the
-versions of a chain back into values. No Django here: the saver does the I/O.
+``==`` takes ``True``, ``1`` and ``1.0`` (and ``False``, ``0`` and ``0.0``) for one value,
+although JSON writes each differently and reads it back with its own type. A delta that
+took them for equal would drop the change, and the rebuilt state would have the parent's
+value. These tests require the same type at every level.
+
+Pure Python: importable without Django settings.
 """
 
 from __future__ import annotations
 
 import datetime
 import math
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, fields, is_dataclass
+import sys
+from collections.abc import Sequence
+from dataclasses import fields, is_dataclass
 from decimal import Decimal
 from typing import Any
 
-from pydantic import BaseModel
+from tulip_memory.messages import Message
 
-from tulip_memory.chains.rows import Entry
-from tulip_memory.delta.splice import Splice
-from tulip_memory.exceptions import CheckpointCorruptError
-
-__all__ = ["Head", "Stored", "encode", "next_head", "rebuild", "same_item"]
-
-Dumps = Callable[[Any], tuple[str, bytes]]
-Loads = Callable[[tuple[str, bytes]], Any]
+__all__ = ["same_item", "same_json", "same_message"]
 
 
-@dataclass(frozen=True)
-class Head:
-    """The newest known version of a list channel, with private copies of its items."""
+def same_json(a: Any, b: Any) -> bool:
+    """Whether ``a`` and ``b`` are the same JSON value: equal, of one type at every level.
 
-    version: str
-    items: tuple[Any, ...]
+    ``True`` is not ``1``, ``1`` is not ``1.0``, ``0.0`` is not ``-0.0`` (floats compare
+    as JSON writes them), a tuple is not a list. Dicts compare as mappings (key order
+    aside).
+    """
+    kind = type(a)
+    if kind is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(same_json(item, b[key]) for key, item in a.items())
+    if isinstance(a, list | tuple):
+        return len(a) == len(b) and all(map(same_json, a, b))
+    if isinstance(a, float):
+        return repr(a) == repr(b)
+    return bool(a == b)
 
 
-@dataclass(frozen=True)
-class Stored:
-    """One version of a channel's value as stored, and what its cached head needs."""
+def same_message(a: Message, b: Message) -> bool:
+    """``a == b``, and :func:`same_json` for every field that may hold any value.
 
-    entry: Entry
-    splice_at: int = 0  # where the splice starts (to rebuild the cached head)
-    splice_removed: int = 0
-    is_list: bool = False  # a list's version: the channel's next head
+    The role and the content are typed already (a ``Role``, a ``str``), and a field that
+    is ``None`` or empty in ``a`` is so in ``b`` when ``a == b``: only the others are
+    walked, and only when ``==`` holds (a chat message costs little more than ``==``).
+    """
+    if a is b:
+        return True
+    if a != b:
+        return False
+    return (
+        (a.tool_call_id is None or same_json(a.tool_call_id, b.tool_call_id))
+        and (a.name is None or same_json(a.name, b.name))
+        and (not a.metadata or same_json(a.metadata, b.metadata))
+        and (
+            not a.tool_calls
+            or all(
+                same_json((x.id, x.name, x.arguments), (y.id, y.name, y.arguments))
+                for x, y in zip(a.tool_calls, b.tool_calls, strict=True)
+            )
+        )
+    )
 
 
 # Whether a class is a pydantic model, by class: pydantic's isinstance is slow.
@@ -53,7 +74,10 @@ _MODEL_CLASSES: dict[type, bool] = {}
 def _is_model(kind: type) -> bool:
     found = _MODEL_CLASSES.get(kind)
     if found is None:
-        found = _MODEL_CLASSES[kind] = issubclass(kind, BaseModel)
+        # No class is a model while pydantic is not imported (it is an optional dependency).
+        pydantic = sys.modules.get("pydantic")
+        found = pydantic is not None and issubclass(kind, pydantic.BaseModel)
+        _MODEL_CLASSES[kind] = found
     return found
 
 
@@ -164,99 +188,3 @@ def _same_other(kind: type, a: Any, b: Any) -> bool:
     if isinstance(a, (datetime.datetime, datetime.time)):
         return bool(a.tzinfo == b.tzinfo)
     return True
-
-
-def encode(
-    channel: str,
-    version: str,
-    value: Any,
-    head: Head | None,
-    dumps: Dumps,
-) -> Stored:
-    """How ``value`` is stored: a splice on ``head`` when that is smaller, else whole."""
-    if isinstance(value, list) and head is not None:
-        splice = Splice.between(head.items, value, same_item)
-        if len(splice.inserted) < len(value):
-            type_, data = dumps([splice.at, splice.removed, splice.inserted])
-            return Stored(
-                Entry(channel, version, type_, data, head.version),
-                splice_at=splice.at,
-                splice_removed=splice.removed,
-                is_list=True,
-            )
-    type_, data = dumps(value)
-    return Stored(Entry(channel, version, type_, data), is_list=isinstance(value, list))
-
-
-def next_head(stored: Stored, head: Head | None, loads: Loads) -> Head | None:
-    """The channel's cached head once ``stored`` is written, ``head`` the one cached now;
-    None: none (the channel's next version is then stored whole).
-
-    A splice is applied to ``head`` only when that is the version it was taken against
-    (``entry.parent_version``): any other head (or none) gives None, never a list the
-    stored data does not hold. A whole list is decoded from its data (private copies),
-    whatever head is cached, even of the same version.
-    """
-    if not stored.is_list:
-        return None
-    entry = stored.entry
-    if entry.parent_version:
-        if head is None or head.version != entry.parent_version:
-            return None
-        _, _, inserted = loads((entry.type, entry.data))
-        items = (
-            *head.items[: stored.splice_at],
-            *inserted,
-            *head.items[stored.splice_at + stored.splice_removed :],
-        )
-    else:
-        items = tuple(loads((entry.type, entry.data)))
-    return Head(entry.version, items)
-
-
-def rebuild(
-    rows: Mapping[str, tuple[str, str, bytes]],
-    version: str,
-    loads: Loads,
-    decoded: dict[tuple[str, str], Any],
-    where: str,
-) -> Any:
-    """The value of ``version`` from ``rows`` ({version: (type, parent_version, data)}).
-
-    ``decoded`` keeps the versions already decoded, by version and the version it is
-    spliced on (of this channel, for the other versions a ``list`` rebuilds); each value
-    is rebuilt on its own copy of the chain's whole list. A missing version or a splice
-    that does not fit raises CheckpointCorruptError naming ``where``.
-    """
-    path = [version]
-    while True:
-        row = rows.get(path[-1])
-        if row is None:
-            raise CheckpointCorruptError(
-                f"{where}: the stored version {path[-1]!r} its value is spliced on is missing"
-            )
-        if not row[1]:
-            break
-        if len(path) > len(rows):
-            raise CheckpointCorruptError(f"{where}: its chain of versions has a cycle")
-        path.append(row[1])
-
-    def payload(step: str) -> Any:
-        type_, parent, data = rows[step]
-        # A version may be stored twice: a splice, and whole again in a later row.
-        key = (step, parent)
-        if key not in decoded:
-            decoded[key] = loads((type_, data))
-        return decoded[key]
-
-    base = payload(path[-1])
-    if len(path) == 1:
-        return base
-    value = list(base)
-    for step in reversed(path[:-1]):
-        at, removed, inserted = payload(step)
-        try:
-            Splice(at, removed, list(inserted)).apply(value)
-        except ValueError as exc:
-            raise CheckpointCorruptError(f"{where}: version {step!r}: {exc}") from exc
-    return value
