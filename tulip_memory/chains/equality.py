@@ -1,17 +1,14 @@
-"""Type-strict equality: when a delta may treat a value or a message as unchanged.
+"""Type-strict equality: when a chain may store a value as its parent's.
 
-``==`` takes ``True``, ``1`` and ``1.0`` (and ``False``, ``0`` and ``0.0``) for one value,
-although JSON writes each differently and reads it back with its own type. A delta that
-took them for equal would drop the change, and the rebuilt state would have the parent's
-value. These tests require the same type at every level.
-
-Pure Python: importable without Django settings.
+What a splice or a delta leaves out is rebuilt from the parent, so two values are the
+same only if each loads back as the other was stored: ``==`` is too loose (``1 == True ==
+1.0``, ``0.0 == -0.0``, dicts in another order). Told different when unsure: a delta is
+then longer than needed, never wrong. Pure Python; pydantic is optional.
 """
 
 from __future__ import annotations
 
 import datetime
-import math
 import sys
 from collections.abc import Sequence
 from dataclasses import fields, is_dataclass
@@ -20,47 +17,24 @@ from typing import Any
 
 from tulip_memory.messages import Message
 
-__all__ = ["same_item", "same_json", "same_message"]
-
-
-def same_json(a: Any, b: Any) -> bool:
-    """Whether ``a`` and ``b`` are the same JSON value: equal, of one type at every level.
-
-    ``True`` is not ``1``, ``1`` is not ``1.0``, ``0.0`` is not ``-0.0`` (floats compare
-    as JSON writes them), a tuple is not a list. Dicts compare as mappings (key order
-    aside).
-    """
-    kind = type(a)
-    if kind is not type(b):
-        return False
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(same_json(item, b[key]) for key, item in a.items())
-    if isinstance(a, list | tuple):
-        return len(a) == len(b) and all(map(same_json, a, b))
-    if isinstance(a, float):
-        return repr(a) == repr(b)
-    return bool(a == b)
+__all__ = ["same_item", "same_message"]
 
 
 def same_message(a: Message, b: Message) -> bool:
-    """``a == b``, and :func:`same_json` for every field that may hold any value.
-
-    The role and the content are typed already (a ``Role``, a ``str``), and a field that
-    is ``None`` or empty in ``a`` is so in ``b`` when ``a == b``: only the others are
-    walked, and only when ``==`` holds (a chat message costs little more than ``==``).
-    """
+    """``a == b``, and :func:`same_item` for the fields that may hold any value."""
     if a is b:
         return True
     if a != b:
         return False
+    # Role and content are typed; a field empty in ``a`` is empty in ``b`` once ``==``.
     return (
-        (a.tool_call_id is None or same_json(a.tool_call_id, b.tool_call_id))
-        and (a.name is None or same_json(a.name, b.name))
-        and (not a.metadata or same_json(a.metadata, b.metadata))
+        (a.tool_call_id is None or same_item(a.tool_call_id, b.tool_call_id))
+        and (a.name is None or same_item(a.name, b.name))
+        and (not a.metadata or same_item(a.metadata, b.metadata))
         and (
             not a.tool_calls
             or all(
-                same_json((x.id, x.name, x.arguments), (y.id, y.name, y.arguments))
+                same_item((x.id, x.name, x.arguments), (y.id, y.name, y.arguments))
                 for x, y in zip(a.tool_calls, b.tool_calls, strict=True)
             )
         )
@@ -87,22 +61,13 @@ _EXACT = frozenset({str, int, bool, bytes, type(None)})
 
 
 def same_item(a: Any, b: Any) -> bool:
-    """Whether ``b`` can stand for ``a`` in a list channel: the same value, of the same
-    type at every level. What a splice leaves out is loaded back as the parent's item, so
-    two items are the same only if either loads back as the other was put.
+    """Whether ``b`` loads back as ``a``: equal, of one type at every level.
 
-    Type-strict where ``==`` is not: ``0`` and ``False``, ``1`` and ``1.0``, ``{"score":
-    1}`` and ``{"score": 1.0}`` are different items, and so are ``0.0`` and ``-0.0``, two
-    :class:`~decimal.Decimal` of different exponents, two datetimes at one instant in
-    different time zones and two dicts of the same items in another order. Dicts, lists
-    and tuples are compared item by item; pydantic models (LangChain's messages) of one
-    class by their fields, extra fields and private attributes (without
-    ``BaseModel.__eq__``, which compares the declared fields only when the rest
-    differs); dataclasses by their fields. Anything else is the same only when ``==``
-    returns ``True`` itself: a result of another type (NumPy's arrays compare
-    element-wise) or an exception from ``==`` tells it different, and the item is
-    stored. Told different when unsure: that makes a splice no shorter than needed,
-    never wrong.
+    ``0``/``False``, ``1``/``1.0``, ``0.0``/``-0.0``, Decimals of other exponents,
+    datetimes in other time zones and dicts in another key order differ. Pydantic models
+    compare by fields, extra fields and private attributes (``BaseModel.__eq__`` skips
+    some); anything else only when ``==`` returns ``True`` itself (NumPy compares
+    element-wise) without raising.
     """
     if a is b:
         return True
@@ -128,9 +93,7 @@ def same_item(a: Any, b: Any) -> bool:
 
 
 def _same_dicts(a: dict[Any, Any], b: dict[Any, Any]) -> bool:
-    """:func:`same_item` of two dicts: the same keys in the same order, the same values.
-    What a message's fields hold (text, empty dicts and lists) is told here, without a
-    call each: the comparison of a message list is most of a ``put``'s splice."""
+    # Message fields (text, empty dicts and lists) inline: this loop is most of a put.
     if len(a) != len(b):
         return False
     for (ka, va), (kb, vb) in zip(a.items(), b.items(), strict=True):
@@ -164,10 +127,8 @@ def _same_sequences(a: Sequence[Any], b: Sequence[Any]) -> bool:
 
 
 def _same_other(kind: type, a: Any, b: Any) -> bool:
-    """:func:`same_item` of two values of ``kind``, not a dict, list, tuple nor model."""
     if kind is float:
-        # 0.0 == -0.0, yet each loads back as itself; NaN != NaN: stored again.
-        return bool(a == b and math.copysign(1.0, a) == math.copysign(1.0, b))
+        return repr(a) == repr(b)  # 0.0 is not -0.0; NaN is NaN
     if issubclass(kind, (list, tuple)):
         return _same_sequences(a, b)  # a named tuple, a list of a class of its own
     if issubclass(kind, dict):

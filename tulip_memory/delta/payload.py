@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tulip_memory.chains.equality import same_json
+from tulip_memory.chains.equality import same_item
 from tulip_memory.chains.splice import Splice
 from tulip_memory.messages import Message
 
@@ -66,7 +66,7 @@ def delta_payload(
     if splice.removed or splice.inserted:
         payload[SPLICE] = [splice.at, splice.removed, [m.to_dict() for m in splice.inserted]]
     changed = {
-        k: v for k, v in metadata.items() if not same_json(parent_metadata.get(k, _MISSING), v)
+        k: v for k, v in metadata.items() if not same_item(parent_metadata.get(k, _MISSING), v)
     }
     if changed:
         payload[METADATA_SET] = changed
