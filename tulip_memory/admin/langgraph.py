@@ -1,23 +1,9 @@
-"""Admin of the LangGraph saver's rows: threads, their checkpoints and what they hold, read-only.
-
-* The list shows one row per thread (its newest checkpoint) with the thread's checkpoint
-  count, newest time and stored bytes; the filter "show: every checkpoint" lists them all.
-* A checkpoint's page shows the thread's checkpoints as a timeline (namespace, step,
-  source, parent, created; each a link), parent and children links, and the channel
-  values the checkpoint holds, read through :class:`~tulip_memory.langgraph.DjangoSaver`'s
-  own load path (so a list stored as splices comes back whole): a list of LangChain
-  messages as a chat (role, content, tool calls, tool results; what is new since the
-  parent checkpoint outlined), any other value as pretty-printed JSON. Its pending writes
-  and metadata follow.
-* The saver's table is PostgreSQL's: where the model's database is another vendor, the
-  pages are hidden (no link on the index, 403 by URL) instead of failing.
-* Without the ``langgraph`` extra the pages still open: the list, the links and the
-  timeline (without step and source) show, and the values say which extra they need.
-
-Links point at primary keys and the tenant lives in the session
-(:mod:`tulip_memory.admin.tenancy`), so following them never loses it. Registered on the
-default site and meant to be subclassed (unregister, then register your subclass);
-override :meth:`LangGraphCheckpointAdmin.saver` to read with another serializer.
+"""Admin of DjangoSaver's rows, read-only: one row per thread (or every checkpoint), and
+a checkpoint's page with its timeline, links, channel values read through the saver (a
+message list as a chat, what is new outlined), pending writes and metadata. Hidden where
+the table's database is not PostgreSQL; without the ``langgraph`` extra the values say
+which extra they need. Override :meth:`LangGraphCheckpointAdmin.saver` to read with
+another serializer.
 """
 
 from __future__ import annotations
@@ -35,13 +21,11 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from tulip_memory.admin.checkpoints import (
-    NoHistoryAdminMixin,
+    ChainAdmin,
     change_link,
     render_chat,
-    sibling_pk,
     timeline_window,
 )
-from tulip_memory.admin.tenancy import ReadOnlyAdminMixin, TenantScopedAdminMixin
 from tulip_memory.exceptions import CheckpointCorruptError
 from tulip_memory.models import LangGraphCheckpoint
 
@@ -150,10 +134,12 @@ def render_value(value: Any, parent: Any = None, *, diff: bool = False, dom_id: 
 
 
 @admin.register(LangGraphCheckpoint)
-class LangGraphCheckpointAdmin(
-    NoHistoryAdminMixin, ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdmin
-):
+class LangGraphCheckpointAdmin(ChainAdmin):
     """LangGraph threads and their checkpoints; see the module docstring."""
+
+    parent_field = "parent_checkpoint_id"
+    same = ("checkpoint_ns",)
+    deferred = ("data", "writes")
 
     def _table_exists(self) -> bool:
         """The saver's table is PostgreSQL's (migration ``0007``): on a site whose database
@@ -192,10 +178,6 @@ class LangGraphCheckpointAdmin(
 
     # --- the list -------------------------------------------------------------------------
 
-    def get_queryset(self, request: Any) -> Any:
-        parent = sibling_pk(LangGraphCheckpoint, "parent_checkpoint_id", "checkpoint_ns")
-        return super().get_queryset(request).defer("data", "writes").annotate(parent_pk=parent)
-
     def get_list_display(self, request: Any) -> Any:
         return self.thread_list_display if _shows_threads(request) else self.list_display
 
@@ -215,14 +197,6 @@ class LangGraphCheckpointAdmin(
     @admin.display(description=_("bytes"), ordering="stored_bytes")
     def thread_bytes(self, obj: LangGraphCheckpoint) -> int:
         return obj.stored_bytes  # type: ignore[attr-defined]
-
-    @admin.display(description=_("parent"))
-    def parent_link(self, obj: LangGraphCheckpoint) -> str:
-        if not obj.parent_checkpoint_id:
-            return "-"
-        return change_link(
-            LangGraphCheckpoint, getattr(obj, "parent_pk", None), obj.parent_checkpoint_id
-        )
 
     # --- reading through the saver --------------------------------------------------------
 
@@ -275,14 +249,6 @@ class LangGraphCheckpointAdmin(
     @admin.display(description=_("source"))
     def source(self, obj: LangGraphCheckpoint) -> Any:
         return (self._metadata(obj) or {}).get("source", "-")
-
-    @admin.display(description=_("children"))
-    def children_links(self, obj: LangGraphCheckpoint) -> str:
-        children = self._thread(obj).filter(
-            checkpoint_ns=obj.checkpoint_ns, parent_checkpoint_id=obj.checkpoint_id
-        )
-        links = [change_link(LangGraphCheckpoint, c.pk, c.checkpoint_id) for c in children]
-        return format_html(", ".join(["{}"] * len(links)), *links) if links else "-"
 
     @admin.display(description=_("channel values"))
     def channel_values(self, obj: LangGraphCheckpoint) -> str:

@@ -1,66 +1,7 @@
-"""DeltaCheckpointer: checkpoints stored as small deltas, with loads of a fixed cost.
-
-Design (storage that grows linearly with the conversation, loads of a fixed cost):
-
-* **Deltas are splices.** A save diffs the new messages against the parent's (common
-  prefix, common suffix) and stores one splice: an append-only turn stores just the new
-  messages; an edit or deletion of an earlier message stores only the changed span.
-  Metadata is a key-level patch.
-* **Full checkpoints store no messages.** Every ``max_chain_depth + 1`` saves a full
-  checkpoint starts a new chain (to bound the rebuild work of a load), but its
-  messages live in content-addressed **blocks** (BLAKE2b of their JSON) that full
-  checkpoints *refer to*: the blocks of the previous full checkpoint that are still
-  unchanged are reused as they are, and only the messages after them go into one new
-  block. In an append-only chat every message is therefore stored about twice (once in
-  the delta of its turn, once in a block) instead of once per later snapshot: stored
-  bytes grow linearly with the conversation, not quadratically.
-* **Fixed-cost loads.** Each record carries the id of its chain's full checkpoint
-  (``base_id``), so a load is exactly **two storage reads** whatever the chain depth or
-  the conversation length: the checkpoint (or the newest one) with the records sharing
-  its root, in one read, then the root's blocks, in one read — both made by ONE storage
-  call, ``retrieve_for_load`` (on the ORM storage: two SELECTs in one transaction).
-  Rebuilding is then local: concatenate the blocks, apply at most ``max_chain_depth``
-  splices.
-* **Fixed-cost saves.** A save reads the newest checkpoint's id (one read) and writes one
-  record (plus, for a full checkpoint, one block write). When the parent is the checkpoint
-  this checkpointer wrote last, it skips the read: the record is built from the cache and
-  handed to ``DeltaStorage.append_if_newest``, which stores it only if that parent is still
-  the newest (on PostgreSQL: one transaction, one conditional INSERT); otherwise the save
-  takes the writer lock and reads, as above. Its parent's state comes from a
-  bounded LRU cache (``cache_size`` checkpoints, so a long-lived process does not grow
-  with every thread it touched), else from a two-read load. The diff compares the
-  messages once (in-memory work linear in the message count, no extra I/O).
-* **Never a wrong state.** Blocks are verified against their digest, payloads are
-  zlib-checked, every record states its resulting message count, and a missing parent
-  or block raises :class:`~tulip_memory.exceptions.CheckpointCorruptError` naming the
-  checkpoint: a state rebuilt from whatever is left would be silently wrong. A save
-  after a newest checkpoint that cannot be read is stored whole (logged as a warning):
-  the thread goes on, and the damaged checkpoint stays for inspection or deletion.
-* **Deleting is safe.** ``delete(thread_id, checkpoint_id)`` and ``prune(thread_id,
-  keep_last=N)`` first rewrite every kept checkpoint that depended on a deleted one as a
-  full checkpoint (re-basing its descendants), then delete, then drop the blocks no full
-  checkpoint refers to any more.
-* **Re-saving leaves no gap.** Re-saving an existing id re-bases the checkpoints built on
-  it the same way, builds the new record on the newest other checkpoint, and has
-  ``DeltaStorage.store_as_newest`` replace the old record by it in one step: a state that
-  cannot be stored raises before that step, and at every moment either the old record or
-  the new one is stored.
-* **A change of type is a change.** Messages and metadata values are compared
-  type-strictly (:mod:`~tulip_memory.delta.exact`): ``0`` and ``False``, ``1`` and
-  ``1.0`` are different values in JSON, so a delta stores such a change.
-
-Concurrency: saves, re-saves, deletes and prunes of one thread hold the storage's
-writer lock (``DeltaStorage.writer_lock``), so they never interleave — across event
-loops and threads of a process, and, on the ORM storage, across processes (a database
-lock). A save re-reads its parent when the newest record's creation time or chain root
-differ from the cached one (another process replaced or re-based it), and a ``load`` by
-id served from the cache first checks the record (one read).
-
-The pieces sit beside this module: :mod:`~tulip_memory.delta.splice` (the diff),
-:mod:`~tulip_memory.delta.payload` (what a record's payload holds),
-:mod:`~tulip_memory.delta.exact` (when a value or message is unchanged),
-:mod:`~tulip_memory.delta.codec` (JSON + zlib, block digests) and
-:mod:`~tulip_memory.delta.keyed_locks` (the in-process locks, one per conversation thread).
+"""DeltaCheckpointer: each save a splice of the messages and a metadata patch against its
+parent; full checkpoints refer to shared message blocks; a load is two storage reads.
+A state that cannot be rebuilt exactly raises CheckpointCorruptError. Design:
+docs/design/checkpoint-chains.md.
 """
 
 from __future__ import annotations
@@ -79,12 +20,15 @@ from tulip_memory.backends.base import (
     validate_checkpoint_id,
     validate_thread_id,
 )
+from tulip_memory.chains import codec
+from tulip_memory.chains.equality import same_message
+from tulip_memory.chains.options import MAX_DEPTH
+from tulip_memory.chains.splice import Splice
+from tulip_memory.chains.walk import corrupt, walk_up
 from tulip_memory.core.lru import LRUCache
 from tulip_memory.core.numbers import check_int
 from tulip_memory.core.subjects import subject_of
-from tulip_memory.delta import codec, payload
-from tulip_memory.delta.exact import same_message
-from tulip_memory.delta.splice import Splice
+from tulip_memory.delta import payload
 from tulip_memory.delta.storage import DeltaStorage, InMemoryDeltaStorage
 from tulip_memory.delta.types import BlockRef, CheckpointMetadata, DeltaCheckpoint, MessageBlock
 from tulip_memory.events import EV_CHECKPOINT_PRUNED, elapsed_ms, emit
@@ -146,10 +90,8 @@ def _json_copy(value: Any) -> Any:
     return json.loads(codec.dumps(value))
 
 
-def _corrupt(thread_id: str, checkpoint_id: str, problem: str) -> CheckpointCorruptError:
-    return CheckpointCorruptError(
-        f"checkpoint {checkpoint_id!r} of thread {thread_id!r} cannot be rebuilt: {problem}"
-    )
+def _parent_id(record: DeltaCheckpoint) -> str | None:
+    return None if record.metadata.is_full else record.metadata.parent_id or ""
 
 
 class DeltaCheckpointer(BaseCheckpointer):
@@ -165,12 +107,9 @@ class DeltaCheckpointer(BaseCheckpointer):
     ) -> None:
         if storage is not None and not isinstance(storage, DeltaStorage):
             raise ValueError(f"storage must be a DeltaStorage, got {type(storage).__name__}")
-        for name, value, low, high in (
-            ("max_chain_depth", max_chain_depth, 0, 10_000),
-            ("compression_level", compression_level, 0, 9),
-            ("cache_size", cache_size, 0, 10_000_000),
-        ):
-            check_int(value, name, low, high)
+        check_int(max_chain_depth, "max_chain_depth", 0, MAX_DEPTH)
+        check_int(compression_level, "compression_level", 0, 9)
+        check_int(cache_size, "cache_size", 0, 10_000_000)
         self.storage = storage if storage is not None else InMemoryDeltaStorage()
         self.max_chain_depth = max_chain_depth
         self.compression_level = compression_level
@@ -219,7 +158,7 @@ class DeltaCheckpointer(BaseCheckpointer):
             metadata, state_thread_id = payload.read_full(full)
             payload.check_count(full, messages)
         except _DECODE_ERRORS as exc:
-            raise _corrupt(thread_id, base.metadata.checkpoint_id, f"bad payload ({exc})") from exc
+            raise corrupt(thread_id, base.metadata.checkpoint_id, f"bad payload ({exc})") from exc
         stable = len(messages)
         for record in chain[1:]:
             try:
@@ -231,7 +170,7 @@ class DeltaCheckpointer(BaseCheckpointer):
                     stable = min(stable, at)
                 payload.check_count(delta, messages)
             except _DECODE_ERRORS as exc:
-                raise _corrupt(
+                raise corrupt(
                     thread_id, record.metadata.checkpoint_id, f"bad delta ({exc})"
                 ) from exc
         return _Head(
@@ -250,27 +189,21 @@ class DeltaCheckpointer(BaseCheckpointer):
         self, thread_id: str, records: list[DeltaCheckpoint]
     ) -> list[DeltaCheckpoint]:
         """The records from the full checkpoint to ``records[0]``, oldest first."""
-        target = records[0]
         known = {r.metadata.checkpoint_id: r for r in records}
-        chain = [target]
-        while not chain[-1].metadata.is_full:
-            parent_id = chain[-1].metadata.parent_id
-            if parent_id and parent_id not in known:
-                # Only after an interrupted re-base do chains span two roots: one more read.
-                more = await self.storage.retrieve_chain(thread_id, parent_id)
-                known.update((r.metadata.checkpoint_id, r) for r in more)
-            parent = known.get(parent_id) if parent_id else None
-            if parent is None:
-                raise _corrupt(
-                    thread_id,
-                    target.metadata.checkpoint_id,
-                    f"its parent checkpoint {parent_id!r} is missing",
-                )
-            if len(chain) > len(known):
-                raise _corrupt(thread_id, target.metadata.checkpoint_id, "its chain has a cycle")
-            chain.append(parent)
-        chain.reverse()
-        return chain
+        fetched = set()
+        while True:
+            chain, gap = walk_up(records[0], _parent_id, known)
+            if gap is None:
+                return chain[::-1]
+            target = records[0].metadata.checkpoint_id
+            if gap in known:
+                raise corrupt(thread_id, target, "its chain has a cycle")
+            if gap in fetched or not gap:
+                raise corrupt(thread_id, target, f"its parent checkpoint {gap!r} is missing")
+            # Only after an interrupted re-base do chains span two roots: one more read.
+            fetched.add(gap)
+            more = await self.storage.retrieve_chain(thread_id, gap)
+            known.update((r.metadata.checkpoint_id, r) for r in more)
 
     async def _read_blocks(
         self, thread_id: str, base: DeltaCheckpoint, blocks: dict[str, MessageBlock]
@@ -283,7 +216,7 @@ class DeltaCheckpointer(BaseCheckpointer):
         for digest, count in refs:
             block = blocks.get(digest)
             if block is None:
-                raise _corrupt(
+                raise corrupt(
                     thread_id, base.metadata.checkpoint_id, f"its message block {digest} is missing"
                 )
             try:
@@ -294,7 +227,7 @@ class DeltaCheckpointer(BaseCheckpointer):
                 if len(decoded) != count:
                     raise ValueError(f"{len(decoded)} messages, {count} expected")
             except _DECODE_ERRORS as exc:
-                raise _corrupt(
+                raise corrupt(
                     thread_id, base.metadata.checkpoint_id, f"message block {digest}: {exc}"
                 ) from exc
             messages.extend(decoded)
@@ -434,7 +367,7 @@ class DeltaCheckpointer(BaseCheckpointer):
         ]
         head = _Head(
             checkpoint_id=checkpoint_id,
-            messages=(*old[: splice.at], *inserted, *old[splice.at + splice.removed :]),
+            messages=splice.applied(old, inserted),
             metadata=metadata,
             state_thread_id=state.thread_id,
             base_id=base_id,
@@ -622,7 +555,7 @@ class DeltaCheckpointer(BaseCheckpointer):
         """Rewrite ``meta``'s checkpoint as a full one and re-root its descendants on it."""
         head = await self._rebuild(thread_id, meta.checkpoint_id)
         if head is None:
-            raise _corrupt(thread_id, meta.checkpoint_id, "it vanished while being re-based")
+            raise corrupt(thread_id, meta.checkpoint_id, "it vanished while being re-based")
         group = await self.storage.retrieve_chain(thread_id, meta.checkpoint_id)
         children: dict[str, list[DeltaCheckpoint]] = {}
         for record in group:

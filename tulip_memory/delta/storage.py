@@ -1,34 +1,9 @@
-"""Where a :class:`~tulip_memory.delta.DeltaCheckpointer` keeps its records and blocks.
+"""Where a :class:`~tulip_memory.delta.DeltaCheckpointer` keeps records and blocks.
 
-:class:`DeltaStorage` has ``store``, ``retrieve``, ``list_checkpoints`` and ``delete``,
-plus what bounded loads and block sharing need:
-
-* ``retrieve_chain(thread_id, checkpoint_id=None)`` — the checkpoint (the newest when
-  None) first, followed by every record that shares its chain root. A storage answers
-  it in ONE read (the default implementation walks parents one read at a time, for
-  custom storages that cannot do better);
-* ``store_blocks`` / ``retrieve_blocks`` / ``block_sizes`` / ``delete_blocks`` — the
-  content-addressed message blocks of a thread (``retrieve_blocks`` is one read);
-* ``retrieve_for_load(thread_id, checkpoint_id=None)`` — ``retrieve_chain`` and the
-  blocks of the checkpoint's root in one call (a storage may answer it in one round
-  trip; the default makes the two calls).
-
-``writer_lock(thread_id)`` is held by the checkpointer around every save, delete and
-prune of a thread, so that writers of one thread never interleave: this default
-serialises the writers of this process that use this storage object (from any event
-loop or thread); a storage shared between processes also takes a lock in the shared
-store (the ORM storage: a database lock).
-
-``aclose()`` releases what a storage holds (the default holds nothing); the
-checkpointer's ``aclose`` calls it.
-
-``store`` inserts or replaces in place: a replaced checkpoint keeps its position in the
-newest-first order (re-basing rewrites records that way). ``store_as_newest`` inserts or
-replaces so that the checkpoint becomes the newest (re-saving an id), in one step where the
-storage can: the default deletes, then stores. ``delete(thread_id)`` without an id removes
-the thread's records AND blocks.
-
-:class:`InMemoryDeltaStorage` keeps everything in dicts of this process.
+:class:`DeltaStorage` is the contract (store, retrieve, list, delete, blocks, and the
+one-read ``retrieve_chain``/``retrieve_for_load`` a storage may do better than the
+defaults); ``writer_lock`` serialises a thread's writers. :class:`InMemoryDeltaStorage`
+keeps everything in dicts of this process.
 """
 
 from __future__ import annotations
@@ -101,12 +76,8 @@ class DeltaStorage(ABC):
     async def store_as_newest(
         self, thread_id: str, checkpoint_id: str, checkpoint: DeltaCheckpoint
     ) -> None:
-        """Insert, or replace, a checkpoint so that it becomes the thread's newest.
-
-        A storage does it in one step, so that at every moment either the replaced record
-        or the new one is stored (both storages of tulip_memory do: one transaction on the
-        ORM storage). This default deletes, then stores: a crash between the two loses the
-        replaced checkpoint.
+        """Insert, or replace, a checkpoint so that it becomes the thread's newest, in one step
+        where the storage can; this default deletes, then stores.
         """
         await self.delete(thread_id, checkpoint_id)
         await self.store(thread_id, checkpoint_id, checkpoint)
@@ -123,16 +94,10 @@ class DeltaStorage(ABC):
         *,
         after: tuple[str, datetime, str],
     ) -> bool:
-        """Store a new checkpoint and its new blocks if ``after`` is still the newest.
-
-        ``after`` is ``(checkpoint_id, created_at, root_id)`` of the checkpoint the writer
-        built ``checkpoint`` on; ``checkpoint``'s id is a freshly generated one (the
-        checkpointer replaces explicit ids under the writer lock instead). Nothing is
-        stored, and False returned, when the thread's newest checkpoint is another one (or
-        was replaced or re-based since): the writer then takes the writer lock and starts
-        over. This default does it under :meth:`writer_lock` (one read, then the writes);
-        a storage may do it in one transaction instead (the ORM storage on PostgreSQL does,
-        and refuses an existing id as well).
+        """Store a new checkpoint and its blocks if ``after`` (``(checkpoint_id, created_at,
+        root_id)`` of its parent) is still the thread's newest; False (nothing stored) when not:
+        the writer then takes the writer lock and starts over. This default runs under
+        :meth:`writer_lock`; a storage may do it in one transaction.
         """
         async with self.writer_lock(thread_id):
             newest = await self.list_checkpoints(thread_id, limit=1)

@@ -1,19 +1,9 @@
-"""Models of the LangGraph checkpoint saver (:class:`tulip_memory.langgraph.DjangoSaver`).
+"""The LangGraph saver's rows (:class:`tulip_memory.langgraph.DjangoSaver`).
 
-:class:`LangGraphCheckpoint` is one LangGraph checkpoint, in one row: ``data`` holds,
-compressed (:mod:`tulip_memory.chains.rows`), the checkpoint, its metadata, its channel
-versions and the channel values it adds — whole, or a splice of its parent's list — and
-``writes`` its tasks' pending writes. A row whose ``depth`` is 0 holds every value it
-refers to; any other row holds the values that changed since its parent and is read
-with its parents, up to one whose depth is 0 (at most ``max_chain_depth`` of them).
-``data`` is NULL in a row whose pending writes came before its checkpoint (LangGraph may
-send them concurrently): the default manager leaves such rows out (the ``rows`` manager,
-the base one, has every row); its ``subject`` is the one its writes' run names.
-
-Every row carries its ``tenant``; on PostgreSQL the table is under the tenant row-level
-security policy (migration ``0007_langgraph``). One index, ``(tenant, thread_id,
-checkpoint_ns, checkpoint_id)``, finds a checkpoint and its parent; two partial ones find
-the rows of a run and of a subject.
+One row per checkpoint: ``data`` a :mod:`tulip_memory.chains.rows` record (depth 0: every
+value, else the changes since its parent), ``writes`` its pending writes; ``data`` is NULL
+while only writes arrived (the default manager hides such rows). Under the tenant
+row-level security policy.
 """
 
 from __future__ import annotations
@@ -28,13 +18,14 @@ from django.db.models.functions import Coalesce, Length, RowNumber
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from tulip_memory.chains.options import MAX_DEPTH
 from tulip_memory.chains.rows import (
-    MAX_DEPTH,
     Record,
     pack_record,
     self_contained,
     unpack_walk,
 )
+from tulip_memory.chains.walk import walk_up, where
 from tulip_memory.core.identifiers import CHECKPOINT_ID_MAX_LENGTH, THREAD_ID_MAX_LENGTH
 from tulip_memory.exceptions import CheckpointCorruptError
 from tulip_memory.models.checkpoints import SubjectRowsQuerySet, SubjectThreadRow
@@ -72,16 +63,16 @@ def walks(rows: Iterable[dict[str, Any]]) -> dict[int, list[dict[str, Any]] | No
         by_key.setdefault((row["thread_id"], row["checkpoint_ns"], row["checkpoint_id"]), row)
         if row["selected"]:
             selected[row["id"]] = row
+
+    def parent_key(row: dict[str, Any]) -> _Key | None:
+        if row["depth"] == 0:
+            return None
+        return (row["thread_id"], row["checkpoint_ns"], row["parent_checkpoint_id"])
+
     found: dict[int, list[dict[str, Any]] | None] = {}
     for row_id, row in selected.items():
-        walk: list[dict[str, Any]] | None = [row]
-        while walk is not None and walk[-1]["depth"] > 0:
-            last = walk[-1]
-            parent = by_key.get(
-                (last["thread_id"], last["checkpoint_ns"], last["parent_checkpoint_id"])
-            )
-            walk = None if parent is None or len(walk) > len(by_key) else [*walk, parent]
-        found[row_id] = walk
+        walk, gap = walk_up(row, parent_key, by_key)
+        found[row_id] = None if gap is not None else walk
     return found
 
 
@@ -107,9 +98,8 @@ def _row_bytes() -> Any:
 def walk_records(walk: list[dict[str, Any]], memo: dict[int, Record]) -> list[Record]:
     """The records of a walk of :func:`walks` (the checkpoint's first, then its parents'),
     unpacked with ``memo`` (records already unpacked, by row id, shared by walks)."""
-    where = f"checkpoint {walk[0]['checkpoint_id']!r} of thread {walk[0]['thread_id']!r}"
     rows = [(r["id"], bytes(r["data"]), bytes(r["writes"] or b"")) for r in walk]
-    return unpack_walk(rows, where, memo)
+    return unpack_walk(rows, where(walk[0]["thread_id"], walk[0]["checkpoint_id"]), memo)
 
 
 class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
@@ -211,18 +201,13 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
         *,
         pin: str | None = None,
     ) -> tuple[list[dict[str, Any]], dict[int, list[dict[str, Any]] | None]]:
-        """The rows of one checkpoint's load (the thread's newest in the namespace when
-        ``checkpoint_id`` is None): the checkpoint, ``selected``, and the parents its values
-        are read from; as :meth:`load_rows` with ``one``, most often in ONE statement.
+        """The rows of one checkpoint's load (the namespace's newest when ``checkpoint_id`` is
+        None), as :meth:`load_rows` with ``one``, and their :func:`walks`.
 
-        A row of depth *d* is stored against its *d* previous checkpoints in the thread's
-        namespace, which one saver wrote one after another: so the checkpoint and the *d*
-        rows before it (in checkpoint id order, which is the order they were written in)
-        are read by one backward scan of the unique index — one range, instead of one index
-        look-up per parent. When other rows lie between them (processes writing the thread
-        at once, a checkpoint id given by hand), that range misses a parent: the load is
-        then :meth:`load_rows`' walk, parent by parent, a second statement. Returns the
-        rows and their :func:`walks`. ``pin``: see :func:`_execute`.
+        A row of depth *d* was written right after its *d* parents, so one backward range scan
+        of the unique index reads them all; when other rows lie between (concurrent writers, an
+        id given by hand) the range misses a parent and :meth:`load_rows` walks parent by
+        parent, a second statement. ``pin``: see :func:`_execute`.
         """
         connection = connections[self.db]
         table = connection.ops.quote_name(LangGraphCheckpoint._meta.db_table)
@@ -377,22 +362,17 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
         *,
         pin: str | None = None,
     ) -> str | None:
-        """Upsert a checkpoint row (``row`` maps the columns after the tenant to their
-        values): ONE statement; the stored row's version (PostgreSQL's ``xmin``, as
-        text). A row of depth above 0 is stored only if its parent is there, unchanged
-        since the caller read or wrote it (its row version is ``parent_version``) and its
-        pending writes start with ``parent_writes`` (what the row was compressed
-        against), the parent locked (``FOR KEY SHARE``) until the transaction ends; None
-        when it is not (the caller stores every value instead). Pending writes stored
-        before are kept. ``pin``: see :func:`_execute`.
+        """Upsert a checkpoint row in ONE statement; the stored row's version (``xmin``).
 
-        The same checkpoint stored again (LangGraph's savers overwrite it in place) is
-        overwritten by that statement only if no row is stored against it: the rows of
-        its children that are (depth above 0) are read with its data, their own deflated
-        with it as dictionary. Else, in a transaction of its own (pinned to ``tenant``),
-        the row is locked, they first get every value they need (depth 0, as
-        :meth:`remove` does) and the statement runs again: one transaction, so a child is
-        never left reading a parent's data it was not stored against."""
+        A row of depth above 0 is stored only if its parent is there unchanged since the caller
+        saw it (``parent_version``) with its pending writes starting with ``parent_writes`` (what
+        it was compressed against), the parent locked ``FOR KEY SHARE``; else None (the caller
+        stores every value). Pending writes stored before are kept. ``pin``: see :func:`_execute`.
+
+        A checkpoint stored again is overwritten in place only if no row is stored against it;
+        else, in one transaction, its children first get every value they need (as
+        :meth:`remove` does), so no child reads a parent it was not stored against.
+        """
         version = self._upsert(tenant, row, parent_writes, parent_version, pin)
         if version is not None:
             return version

@@ -1,4 +1,4 @@
-"""How DjangoSaver tells a list channel's unchanged items (tulip_memory.langgraph.chains).
+"""How DjangoSaver tells a list channel's unchanged items (tulip_memory.chains.channels).
 
 A new version of a message list is stored as a splice of the saver's private copy of the
 parent's list: the items both share are told apart by ``same_item``, which must never
@@ -18,9 +18,9 @@ from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from tulip_memory.delta.splice import Splice
+from tulip_memory.chains.equality import same_item
+from tulip_memory.chains.splice import Splice
 from tulip_memory.langgraph import DjangoSaver
-from tulip_memory.langgraph.chains import same_item
 
 SERDE = JsonPlusSerializer()
 EST = timezone(timedelta(hours=-5))

@@ -1,8 +1,5 @@
-"""The message diff of a delta: one splice between the parent's messages and the new ones.
-
-A delta stores the span between the common prefix and the common suffix of the two
-message lists: an appended turn is a splice at the end that removes nothing; an edit or
-a deletion of an earlier message touches only that span.
+"""The delta of a list against its parent: one splice between their common prefix and
+common suffix (an appended turn inserts at the end, an edit touches only its span).
 """
 
 from __future__ import annotations
@@ -67,6 +64,14 @@ class Splice:
         prefix = common_prefix(old, new, equal)
         suffix = common_suffix(old, new, prefix, equal)
         return cls(prefix, len(old) - prefix - suffix, new[prefix : len(new) - suffix])
+
+    def applied(
+        self, items: Sequence[Any], inserted: Sequence[Any] | None = None
+    ) -> tuple[Any, ...]:
+        """``items`` with the splice applied, as a new tuple; ``inserted``: other copies of
+        :attr:`inserted` to put in."""
+        new = self.inserted if inserted is None else inserted
+        return (*items[: self.at], *new, *items[self.at + self.removed :])
 
     def apply(self, messages: list[Message]) -> None:
         """Apply the splice to ``messages`` in place; ValueError when it does not fit."""

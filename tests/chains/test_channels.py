@@ -1,4 +1,4 @@
-"""The list heads a DjangoSaver splices against (tulip_memory.langgraph.chains.next_head).
+"""The list heads a DjangoSaver splices against (tulip_memory.chains.channels.next_head).
 
 A put stores a list channel's new version as a splice of the saver's cached copy of the
 parent's version (its head), then makes the version it stored the channel's head. Two
@@ -16,8 +16,8 @@ import pytest
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
+from tulip_memory.chains.channels import Head, Stored, encode, next_head
 from tulip_memory.langgraph import DjangoSaver
-from tulip_memory.langgraph.chains import Head, Stored, encode, next_head
 
 SERDE = JsonPlusSerializer()
 

@@ -1,0 +1,130 @@
+"""Channel values as splice chains: a list channel's new version is stored as a splice of
+its version in the parent when this process holds that one (:class:`Head`), else whole;
+:func:`rebuild` turns a chain of versions back into a value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from tulip_memory.chains.equality import same_item
+from tulip_memory.chains.rows import Entry
+from tulip_memory.chains.splice import Splice
+from tulip_memory.exceptions import CheckpointCorruptError
+
+__all__ = ["Head", "Stored", "encode", "next_head", "rebuild"]
+
+Dumps = Callable[[Any], tuple[str, bytes]]
+Loads = Callable[[tuple[str, bytes]], Any]
+
+
+@dataclass(frozen=True)
+class Head:
+    """The newest known version of a list channel, with private copies of its items."""
+
+    version: str
+    items: tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class Stored:
+    """One version of a channel's value as stored, and what its cached head needs."""
+
+    entry: Entry
+    splice_at: int = 0  # where the splice starts (to rebuild the cached head)
+    splice_removed: int = 0
+    is_list: bool = False  # a list's version: the channel's next head
+
+
+def encode(
+    channel: str,
+    version: str,
+    value: Any,
+    head: Head | None,
+    dumps: Dumps,
+) -> Stored:
+    """How ``value`` is stored: a splice on ``head`` when that is smaller, else whole."""
+    if isinstance(value, list) and head is not None:
+        splice = Splice.between(head.items, value, same_item)
+        if len(splice.inserted) < len(value):
+            type_, data = dumps([splice.at, splice.removed, splice.inserted])
+            return Stored(
+                Entry(channel, version, type_, data, head.version),
+                splice_at=splice.at,
+                splice_removed=splice.removed,
+                is_list=True,
+            )
+    type_, data = dumps(value)
+    return Stored(Entry(channel, version, type_, data), is_list=isinstance(value, list))
+
+
+def next_head(stored: Stored, head: Head | None, loads: Loads) -> Head | None:
+    """The channel's cached head once ``stored`` is written, ``head`` the one cached now;
+    None: none (the channel's next version is then stored whole).
+
+    A splice is applied to ``head`` only when that is the version it was taken against
+    (``entry.parent_version``): any other head (or none) gives None, never a list the
+    stored data does not hold. A whole list is decoded from its data (private copies),
+    whatever head is cached, even of the same version.
+    """
+    if not stored.is_list:
+        return None
+    entry = stored.entry
+    if entry.parent_version:
+        if head is None or head.version != entry.parent_version:
+            return None
+        _, _, inserted = loads((entry.type, entry.data))
+        items = Splice(stored.splice_at, stored.splice_removed, inserted).applied(head.items)
+    else:
+        items = tuple(loads((entry.type, entry.data)))
+    return Head(entry.version, items)
+
+
+def rebuild(
+    rows: Mapping[str, tuple[str, str, bytes]],
+    version: str,
+    loads: Loads,
+    decoded: dict[tuple[str, str], Any],
+    where: str,
+) -> Any:
+    """The value of ``version`` from ``rows`` ({version: (type, parent_version, data)}).
+
+    ``decoded`` keeps the versions already decoded, by version and the version it is
+    spliced on (of this channel, for the other versions a ``list`` rebuilds); each value
+    is rebuilt on its own copy of the chain's whole list. A missing version or a splice
+    that does not fit raises CheckpointCorruptError naming ``where``.
+    """
+    path = [version]
+    while True:
+        row = rows.get(path[-1])
+        if row is None:
+            raise CheckpointCorruptError(
+                f"{where}: the stored version {path[-1]!r} its value is spliced on is missing"
+            )
+        if not row[1]:
+            break
+        if len(path) > len(rows):
+            raise CheckpointCorruptError(f"{where}: its chain of versions has a cycle")
+        path.append(row[1])
+
+    def payload(step: str) -> Any:
+        type_, parent, data = rows[step]
+        # A version may be stored twice: a splice, and whole again in a later row.
+        key = (step, parent)
+        if key not in decoded:
+            decoded[key] = loads((type_, data))
+        return decoded[key]
+
+    base = payload(path[-1])
+    if len(path) == 1:
+        return base
+    value = list(base)
+    for step in reversed(path[:-1]):
+        at, removed, inserted = payload(step)
+        try:
+            Splice(at, removed, list(inserted)).apply(value)
+        except ValueError as exc:
+            raise CheckpointCorruptError(f"{where}: version {step!r}: {exc}") from exc
+    return value
