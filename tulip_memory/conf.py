@@ -1,11 +1,7 @@
 """Settings for tulip_memory: one ``TULIP_MEMORY`` dict, read lazily.
 
-``tulip_memory.conf.settings.STORE`` returns the project's value or the documented
-default below. The cache is dropped on ``setting_changed`` (``override_settings`` in
-tests). Without configured Django settings the defaults are returned, so that the
-pure layers work in plain Python. A helper called from settings.py itself (where
-Django's settings are not configured yet) reads the project's dict through
-:func:`settings_of` instead.
+``settings.NAME`` is the project's value or the default below; the cache is dropped on
+``setting_changed``. Without configured Django settings the defaults are returned.
 """
 
 from __future__ import annotations

@@ -1,36 +1,5 @@
-"""Celery tasks of tulip_memory (autodiscovered by a project's Celery app).
-
-``run_extraction_queue(tenant, queue_id)`` runs the open extraction jobs of one memory
-namespace, in order, under a lease (:mod:`tulip_memory.manager.extraction.worker`). Its
-message carries no work: duplicates, redeliveries and reordering change nothing. Route
-it to ``TULIP_MEMORY["CELERY_QUEUE"]`` (the manager sends it there) and start workers
-with ``celery -A <project> worker -Q <that queue>``. A database error retries the task
-(exponential backoff, 10 retries); on the last retry the job's attempt counts.
-
-A worker of a project with this app refuses to start (``worker_init``: it exits with the
-list of errors) while the settings it would build its memory manager from fail the
-system checks E040-E043 (or E001), or, when it extracts with the chat model of
-``TULIP_MEMORY["LLM"]`` (no ``EXTRACTOR``), E050-E052 (a malformed ``LLM``, no
-``MODEL``, no API key in the worker's environment for a remote server): Celery runs
-Django's checks but ignores what they find, and every extraction job would fail on the
-same mistake, attempts and all. E044 (celery mode without a broker) is the sending
-process's check, not a worker's: a worker consumes from its app's broker.
-
-The periodic sweeps (:mod:`tulip_memory.retention.sweeps` schedules them on Celery beat):
-
-* ``sweep_extraction_queues()`` re-sends the message of every namespace that has runnable
-  jobs nobody works on (:mod:`tulip_memory.manager.extraction.sweep`);
-* ``sweep_expired_items()`` deletes the expired items of the configured store
-  (:mod:`tulip_memory.retention.expiry` for PgMemory, every tenant);
-* ``cleanup_extraction_jobs()`` purges finished jobs' payloads and deletes old finished
-  jobs (:mod:`tulip_memory.retention.jobs`);
-* ``prune_checkpoints()`` applies the checkpoint retention
-  (:mod:`tulip_memory.retention.checkpoints`).
-
-Each sweep returns what it removed, as counts. The job and checkpoint sweeps work on
-every alias of ``TULIP_MEMORY["SWEEP_DATABASES"]`` in turn (totals, and the counts per
-alias under ``"databases"``); an alias that fails is logged and the others are still
-swept, then the task raises :class:`~tulip_memory.exceptions.SweepError` naming it.
+"""Celery tasks of tulip_memory (autodiscovered): the extraction queue run and the periodic
+sweeps. Route them to ``TULIP_MEMORY["CELERY_QUEUE"]``.
 """
 
 from __future__ import annotations

@@ -1,12 +1,5 @@
-"""``SweepCommand``: what the sweep commands (``tulip_memory_sweep_expired``,
-``tulip_memory_cleanup_jobs``, ``tulip_memory_prune_checkpoints``) share.
-
-A :class:`~tulip_memory.management.tenant_command.TenantCommand` (``--tenant``,
-``--tenants-file``, ``--all-tenants``, ``--database``, ``--dry-run``) that runs one
-sweep per tenant, each in its own transaction pinned to the tenant, prints one line per
-tenant and a progress bar, then a total. A tenant that fails stops the command with a
-:class:`~django.core.management.base.CommandError` naming it (exit status 1); the tenants
-swept before it stay swept, so running the command again resumes.
+"""``SweepCommand``: a :class:`TenantCommand` that runs one sweep per tenant, each in its own
+transaction pinned to the tenant, and prints a line per tenant and a total.
 """
 
 from __future__ import annotations

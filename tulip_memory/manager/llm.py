@@ -1,18 +1,5 @@
-""":class:`LLMMemoryManager`: long-term memory over any :class:`~tulip_memory.store.base.BaseStore`.
-
-Memories of type ``T`` under prefix ``P`` are the items of namespace ``(*P, T)``, keyed by
-the memory's key; their past versions live beside them (:mod:`.history`). The prefix of
-a call is its scope: :meth:`LLMMemoryManager.scoped`, else the run's
-``namespace_resolver``, else ``namespace_prefix``.
-
-The extractor of a run, first that applies: ``extract_fn`` (returns memories to save);
-``extractor`` (an :class:`~tulip_memory.manager.consolidation.LLMExtractor`: a chat model
-decides ADD/UPDATE/DELETE/NONE against the stored memories and the decisions are applied
-once per run); the LLM extractor built from ``TULIP_MEMORY["LLM"]`` when that setting names
-a ``MODEL``; else the deterministic heuristic.
-
-Pure Python over a non-ORM store; ``extract_mode="celery"`` needs a configured Django
-project (its job rows are models), imported only when that mode is used.
+""":class:`LLMMemoryManager`: long-term memory over any
+:class:`~tulip_memory.store.base.BaseStore`, with a pluggable extractor (docs/manager.md).
 """
 
 from __future__ import annotations

@@ -1,22 +1,5 @@
-"""Running the extraction sweep periodically, with Celery beat.
-
-Two ways, both naming the task ``tulip_memory.sweep_extraction_queues``
-(:mod:`.sweep`), routed to the queue the workers consume:
-
-* in settings — :func:`beat_schedule_entry` returns the ``CELERY_BEAT_SCHEDULE`` entry::
-
-      CELERY_BEAT_SCHEDULE = {"tulip-memory-extraction-queues": beat_schedule_entry(every=60.0)}
-
-  (the literal dict is in docs/manager.md);
-* in the database, for projects whose beat runs django-celery-beat's
-  ``DatabaseScheduler`` — :func:`schedule_sweep_in_database` creates or updates the
-  periodic task (extra ``beat``: ``pip install 'tulip-memory[beat]'``; without it, the
-  call raises an ImportError naming the extra, and nothing else needs it).
-
-Both are :mod:`tulip_memory.retention.beat`'s helpers, with which every sweep of tulip_memory is
-scheduled (``manage.py tulip_memory_schedule_sweeps`` sets them all up:
-:mod:`tulip_memory.retention.sweeps`). A sweep message expires after one interval: while no worker
-runs, beat's sweeps do not pile up in the broker.
+"""Running the extraction sweep (``tulip_memory.sweep_extraction_queues``) periodically
+with Celery beat.
 """
 
 from __future__ import annotations

@@ -1,21 +1,5 @@
-"""Every periodic sweep of tulip_memory, and how to schedule them all on Celery beat.
-
-=====================  ======================================  ===========================
-``SWEEP_INTERVALS``    Celery task                             What it does
-=====================  ======================================  ===========================
-``extraction_queues``  ``tulip_memory.sweep_extraction_queues``  re-sends stalled queues
-``expired_items``      ``tulip_memory.sweep_expired_items``      deletes expired items
-``extraction_jobs``    ``tulip_memory.cleanup_extraction_jobs``  purges/deletes old jobs
-``checkpoints``        ``tulip_memory.prune_checkpoints``        prunes checkpoints
-=====================  ======================================  ===========================
-
-:func:`beat_schedule` is the ``CELERY_BEAT_SCHEDULE`` dict of them all;
-:func:`schedule_sweeps_in_database` writes one django-celery-beat ``PeriodicTask`` per
-sweep (what ``manage.py tulip_memory_schedule_sweeps`` runs). Both take the intervals
-from ``TULIP_MEMORY["SWEEP_INTERVALS"]`` and the queue from ``CELERY_QUEUE``. In
-settings.py, where Django's settings are not configured yet, pass the dict:
-``beat_schedule(tulip_memory=TULIP_MEMORY)``; without it there, :func:`beat_schedule`
-raises ``ConfigurationError`` rather than schedule the defaults.
+"""Every periodic sweep of tulip_memory (one per ``SWEEP_INTERVALS`` key), and scheduling
+them all on Celery beat.
 """
 
 from __future__ import annotations

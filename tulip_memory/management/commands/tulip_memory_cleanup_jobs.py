@@ -1,11 +1,5 @@
-"""``manage.py tulip_memory_cleanup_jobs``: the retention of finished extraction jobs.
-
-Empties the payload (the conversation) of done jobs finished more than
-``--payload-after-hours`` ago and deletes done and failed jobs finished more than
-``--delete-after-days`` ago, tenant by tenant (:mod:`tulip_memory.retention.jobs`). Each
-option defaults to its setting (``JOB_PAYLOAD_PURGE_AFTER_HOURS``,
-``JOB_DELETE_AFTER_DAYS``); with neither set nor given there is nothing to do, which is an
-error. ``--dry-run`` only counts.
+"""``manage.py tulip_memory_cleanup_jobs``: the retention of finished extraction jobs
+(:mod:`tulip_memory.retention.jobs`), tenant by tenant.
 """
 
 from __future__ import annotations

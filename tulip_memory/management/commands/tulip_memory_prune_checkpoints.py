@@ -1,12 +1,5 @@
-"""``manage.py tulip_memory_prune_checkpoints``: the retention of checkpoints.
-
-Keeps the newest ``--keep-last`` checkpoints of every thread and deletes the threads idle
-for ``--idle-days``, tenant by tenant, for the ORM checkpointers and the ORM delta
-storage (:mod:`tulip_memory.retention.checkpoints`: delta chains are re-based first, so
-every kept checkpoint still loads to the same state). Each option defaults to its setting
-(``CHECKPOINT_KEEP_LAST``, ``CHECKPOINT_IDLE_DAYS``); with neither there is nothing to
-do, which is an error. Works on PostgreSQL and MySQL/MariaDB (``--database``).
-``--dry-run`` only counts.
+"""``manage.py tulip_memory_prune_checkpoints``: the retention of checkpoints
+(:mod:`tulip_memory.retention.checkpoints`), tenant by tenant.
 """
 
 from __future__ import annotations

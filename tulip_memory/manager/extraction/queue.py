@@ -1,19 +1,5 @@
-"""``extract_mode="celery"``, the caller's side: record the job, enqueue it on commit.
-
-``on_session_end`` does no extraction work: in one short transaction pinned to the
-namespace's tenant it takes the namespace's next sequence number (the increment locks the
-namespace's queue row until commit, so numbers follow commit order) and inserts the job
-row; when that transaction commits (the caller's own, if it is inside one on the same
-thread), a Celery message naming the queue is sent. Messages carry no work and no
-order: a worker takes the namespace's lease and runs its open jobs by sequence number
-(:mod:`.worker`), so duplicated, redelivered or reordered messages change nothing.
-
-:meth:`CeleryExtractions.drain` polls the job rows this object enqueued until each is
-done or failed, and re-sends the message of a namespace whose lease is free or expired
-while it still has open jobs (a message lost with a killed worker); it waits out a
-database restart (the broken connection is dropped, the next poll reconnects). Bound it
-with ``asyncio.timeout``. Nothing needs ``drain()`` to make progress: the periodic sweep
-(:mod:`.sweep`) re-sends what was lost.
+"""``extract_mode="celery"``, the caller's side: insert the job row in a transaction pinned
+to the tenant, send the Celery message on commit (docs/design/extraction.md).
 """
 
 from __future__ import annotations
