@@ -122,23 +122,25 @@ def sweep_expired_items() -> int:
     return async_to_sync(run)()
 
 
-def _on_each_database(sweep: str, run: Callable[[str], dict[str, int]]) -> dict[str, Any]:
-    """``run(alias)`` on every alias of ``SWEEP_DATABASES``; totals and per-alias counts."""
+def _on_each_database(
+    sweep: str, reports_of: Callable[[str], dict[str, Any]], *fields: str
+) -> dict[str, Any]:
+    """``reports_of(alias)`` (per tenant) on every alias of ``SWEEP_DATABASES``: the sums of
+    the reports' ``fields``, in total and per alias."""
     from tulip_memory.retention.policy import sweep_databases
 
     done: dict[str, dict[str, int]] = {}
     failed: dict[str, str] = {}
     for alias in sweep_databases():
         try:
-            done[alias] = run(alias)
+            reports = reports_of(alias).values()
+            done[alias] = {field: sum(getattr(r, field) for r in reports) for field in fields}
         except Exception as exc:
             logger.exception("the %s sweep failed on database %r", sweep, alias)
             failed[alias] = f"{type(exc).__name__}: {exc}"
     if failed:
         raise SweepError(sweep, failed, done)
-    totals = {
-        key: sum(counts[key] for counts in done.values()) for key in next(iter(done.values()))
-    }
+    totals = {field: sum(counts[field] for counts in done.values()) for field in fields}
     return {**totals, "databases": done}
 
 
@@ -148,14 +150,7 @@ def cleanup_extraction_jobs() -> dict[str, Any]:
     alias; payloads purged, rows deleted."""
     from tulip_memory.retention.jobs import cleanup_jobs
 
-    def run(alias: str) -> dict[str, int]:
-        reports = cleanup_jobs(alias).values()
-        return {
-            "purged": sum(r.purged for r in reports),
-            "deleted": sum(r.deleted for r in reports),
-        }
-
-    return _on_each_database("extraction jobs", run)
+    return _on_each_database("extraction jobs", cleanup_jobs, "purged", "deleted")
 
 
 @shared_task(name=PRUNE_CHECKPOINTS)
@@ -164,11 +159,4 @@ def prune_checkpoints() -> dict[str, Any]:
     checkpoints and threads removed."""
     from tulip_memory.retention.checkpoints import prune_checkpoints as prune
 
-    def run(alias: str) -> dict[str, int]:
-        reports = prune(alias).values()
-        return {
-            "checkpoints": sum(r.checkpoints for r in reports),
-            "threads": sum(r.threads for r in reports),
-        }
-
-    return _on_each_database("checkpoints", run)
+    return _on_each_database("checkpoints", prune, "checkpoints", "threads")

@@ -5,15 +5,17 @@ transaction pinned to the tenant, and prints a line per tenant and a total.
 from __future__ import annotations
 
 from abc import abstractmethod
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
 from django.core.management.base import CommandError
 
+from tulip_memory.exceptions import ConfigurationError
 from tulip_memory.management.tenant_command import TenantCommand
-from tulip_memory.retention.policy import retention_period
+from tulip_memory.retention.policy import RetentionPolicy, retention_period, retention_policy
 
-__all__ = ["SweepCommand", "option_period"]
+__all__ = ["SweepCommand", "option_period", "policy_with"]
 
 
 def option_period(option: str, value: float, *, unit: str, strict: bool) -> timedelta:
@@ -22,6 +24,16 @@ def option_period(option: str, value: float, *, unit: str, strict: bool) -> time
         return retention_period(value, unit=unit, strict=strict)
     except ValueError as exc:
         raise CommandError(f"{option} {exc}") from None
+
+
+def policy_with(**options: Any) -> RetentionPolicy:
+    """The retention policy of the settings, with the fields of the options given (not
+    None); ``CommandError`` if the settings are bad."""
+    try:
+        policy = retention_policy()
+    except ConfigurationError as exc:
+        raise CommandError(str(exc)) from None
+    return replace(policy, **{name: value for name, value in options.items() if value is not None})
 
 
 class SweepCommand(TenantCommand):

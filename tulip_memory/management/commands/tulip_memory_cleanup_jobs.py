@@ -4,15 +4,12 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
 
-from tulip_memory.exceptions import ConfigurationError
-from tulip_memory.management.sweep_command import SweepCommand, option_period
+from tulip_memory.management.sweep_command import SweepCommand, option_period, policy_with
 from tulip_memory.retention.jobs import cleanup_tenant_jobs
-from tulip_memory.retention.policy import RetentionPolicy, retention_policy
 
 
 class Command(SweepCommand):
@@ -38,23 +35,20 @@ class Command(SweepCommand):
         )
 
     def prepare(self, options: dict[str, Any]) -> None:
-        try:
-            policy = retention_policy()
-        except ConfigurationError as exc:
-            raise CommandError(str(exc)) from None
         hours, days = options["payload_after_hours"], options["delete_after_days"]
-        if hours is not None:
-            purge = option_period("--payload-after-hours", hours, unit="hours", strict=False)
-            policy = replace(policy, job_payload_purge_after=purge)
-        if days is not None:
-            delete = option_period("--delete-after-days", days, unit="days", strict=False)
-            policy = replace(policy, job_delete_after=delete)
-        if policy.job_payload_purge_after is None and policy.job_delete_after is None:
+        self.policy = policy_with(
+            job_payload_purge_after=None
+            if hours is None
+            else option_period("--payload-after-hours", hours, unit="hours", strict=False),
+            job_delete_after=None
+            if days is None
+            else option_period("--delete-after-days", days, unit="days", strict=False),
+        )
+        if self.policy.job_payload_purge_after is None and self.policy.job_delete_after is None:
             raise CommandError(
                 "Nothing to do: set TULIP_MEMORY['JOB_PAYLOAD_PURGE_AFTER_HOURS'] or "
                 "['JOB_DELETE_AFTER_DAYS'], or pass --payload-after-hours / --delete-after-days."
             )
-        self.policy: RetentionPolicy = policy
 
     def sweep(self, tenant: str, alias: str, dry_run: bool) -> dict[str, int]:
         report = cleanup_tenant_jobs(tenant, using=alias, policy=self.policy, dry_run=dry_run)
