@@ -175,11 +175,8 @@ def _subject_namespace_errors() -> list[checks.CheckMessage]:
 
 @functools.cache
 def needs_usable_settings(check: Check) -> Check:
-    """``check``, skipped (no message) while ``TULIP_MEMORY`` is not a dict: E001 says so,
-    and the check would otherwise fail with that ``TypeError`` instead of reporting. One
-    wrapper per check: registered again (``AppConfig.ready()`` runs once more when a test
-    changes ``INSTALLED_APPS``), it is the same function, which Django's registry keeps
-    once."""
+    """``check``, skipped while ``TULIP_MEMORY`` is not a dict (E001 says so); one wrapper
+    per check, so that registering it again keeps it once in Django's registry."""
     from tulip_memory.conf import settings
 
     @functools.wraps(check)

@@ -97,11 +97,7 @@ class TenantCommand(BaseCommand):
         )
 
     def tenants(self, options: dict[str, Any]) -> list[str]:
-        """The tenants the options name, validated, in order, without repeats.
-
-        With ``--all-tenants`` and no tenant in the registry: an empty list, which
-        :meth:`require_known` turns into "nothing to do" once the command's options are
-        checked."""
+        """The tenants the options name, validated, in order, without repeats."""
         given = list(options.get("tenant") or [])
         path = options.get("tenants_file")
         if options.get("all_tenants"):

@@ -39,10 +39,7 @@ def _entry_key(previous: StoreItem) -> str:
 
 @dataclass(frozen=True)
 class MemoryVersion:
-    """One state of a memory: its content from ``valid_from`` until ``valid_to``.
-
-    ``valid_to`` is ``None`` for the current version.
-    """
+    """One state of a memory: its content from ``valid_from`` until ``valid_to``."""
 
     content: str
     metadata: dict[str, Any]

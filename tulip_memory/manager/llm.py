@@ -184,8 +184,6 @@ class LLMMemoryManager(BaseMemoryManager):
         if extract_mode == "celery":
             _warn_about_what_workers_ignore(self)
 
-    # --- scope ----------------------------------------------------------------------------
-
     @property
     def active_namespace(self) -> Namespace:
         """The prefix the current call reads and writes under."""
@@ -234,8 +232,6 @@ class LLMMemoryManager(BaseMemoryManager):
 
     def _extraction_order_key(self) -> Hashable:
         return self.active_namespace
-
-    # --- lifecycle ----------------------------------------------------------------------
 
     async def on_session_start(self, state: AgentState) -> AgentState:
         """Inject the run's memories (its namespace and read-only recall namespaces)."""
@@ -299,8 +295,6 @@ class LLMMemoryManager(BaseMemoryManager):
         runner: CeleryExtractions | None = self.__dict__.get("_celery_extractions")
         if runner is not None:
             await runner.drain()
-
-    # --- extract / retrieve / save ----------------------------------------------------------
 
     async def extract(self, messages: list[Message]) -> list[Memory]:
         """The memories of ``messages``, nothing saved: ``extract_fn`` when given; with an
@@ -478,8 +472,6 @@ class LLMMemoryManager(BaseMemoryManager):
             await self.store.delete(namespace, key)
             if self.keep_history:
                 await self._history.clear(prefix, memory_type, key)
-
-    # --- history -------------------------------------------------------------------------------
 
     async def history(
         self, memory_type: MemoryType | str, key: str, *, namespace: Namespace | None = None

@@ -67,12 +67,8 @@ def beat_models() -> Any:
 
 
 def schedule_in_database(name: str, task: str, every: int, queue: str | None = None) -> Any:
-    """Create or update django-celery-beat's periodic task ``name`` running ``task``.
-
-    ``every``: whole seconds (django-celery-beat's intervals are integers); ``queue``
-    defaults to ``TULIP_MEMORY["CELERY_QUEUE"]``. Idempotent: a second call with another
-    interval updates the row (and replaces a crontab set on it by hand).
-    """
+    """Create or update (idempotent) django-celery-beat's periodic task ``name`` running
+    ``task`` every ``every`` whole seconds on ``queue`` (default: ``CELERY_QUEUE``)."""
     from tulip_memory.conf import settings
 
     seconds = int(validate_interval(every, whole=True))

@@ -42,12 +42,8 @@ LONGEST_PERIOD = timedelta(days=36_525)
 
 
 def retention_period(value: object, *, unit: str, strict: bool) -> timedelta:
-    """``value`` (a number of ``unit``: ``"hours"`` or ``"days"``) as a timedelta.
-
-    A bool, a non-number, NaN, infinity, a value below the bound (``> 0`` when ``strict``,
-    else ``>= 0``) or a period longer than :data:`LONGEST_PERIOD` (100 years) raises
-    ``ValueError`` saying what is accepted.
-    """
+    """``value`` (a number of ``unit``: ``"hours"`` or ``"days"``) as a timedelta, or a
+    ValueError saying what is accepted."""
     bound = "> 0" if strict else ">= 0"
     longest = LONGEST_PERIOD / timedelta(**{unit: 1})
     if (
