@@ -1,5 +1,5 @@
 """Every periodic sweep of tulip_memory (one per ``SWEEP_INTERVALS`` key), and scheduling
-them all on Celery beat.
+them on Celery beat: all of them, or the extraction sweep alone.
 """
 
 from __future__ import annotations
@@ -15,10 +15,21 @@ from tulip_memory.core.task_names import (
 )
 from tulip_memory.exceptions import ConfigurationError
 from tulip_memory.retention.beat import beat_entry, schedule_in_database
-from tulip_memory.retention.extraction_schedule import SWEEP_PERIODIC_TASK_NAME
 from tulip_memory.retention.policy import sweep_intervals
 
-__all__ = ["SWEEPS", "Sweep", "beat_schedule", "chosen_sweeps", "schedule_sweeps_in_database"]
+__all__ = [
+    "SWEEPS",
+    "SWEEP_PERIODIC_TASK_NAME",
+    "Sweep",
+    "beat_schedule",
+    "beat_schedule_entry",
+    "chosen_sweeps",
+    "schedule_sweep_in_database",
+    "schedule_sweeps_in_database",
+]
+
+# The django-celery-beat periodic task of the extraction sweep.
+SWEEP_PERIODIC_TASK_NAME = "tulip_memory: sweep extraction queues"
 
 
 @dataclass(frozen=True)
@@ -131,3 +142,15 @@ def schedule_sweeps_in_database(
         )
         for sweep in chosen_sweeps(only)
     ]
+
+
+def beat_schedule_entry(every: float = 60.0, queue: str = "tulip_memory") -> dict[str, Any]:
+    """A ``CELERY_BEAT_SCHEDULE`` entry running the extraction sweep every ``every`` seconds
+    on ``queue`` (``TULIP_MEMORY["CELERY_QUEUE"]``: the queue the workers consume)."""
+    return beat_entry(SWEEP_EXTRACTION_QUEUES, every, queue)
+
+
+def schedule_sweep_in_database(every: int = 60, queue: str | None = None) -> Any:
+    """Create or update (idempotent) django-celery-beat's periodic task of the extraction
+    sweep, every ``every`` whole seconds; return it."""
+    return schedule_in_database(SWEEP_PERIODIC_TASK_NAME, SWEEP_EXTRACTION_QUEUES, every, queue)
