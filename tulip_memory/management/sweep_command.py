@@ -26,14 +26,19 @@ def option_period(option: str, value: float, *, unit: str, strict: bool) -> time
         raise CommandError(f"{option} {exc}") from None
 
 
-def policy_with(**options: Any) -> RetentionPolicy:
-    """The retention policy of the settings, with the fields of the options given (not
-    None); ``CommandError`` if the settings are bad."""
+def policy_with(nothing_to_do: str, **options: Any) -> RetentionPolicy:
+    """The retention policy of the settings with the fields of the options given (not
+    None); ``CommandError`` if the settings are bad or leave all these fields None."""
     try:
         policy = retention_policy()
     except ConfigurationError as exc:
         raise CommandError(str(exc)) from None
-    return replace(policy, **{name: value for name, value in options.items() if value is not None})
+    policy = replace(
+        policy, **{name: value for name, value in options.items() if value is not None}
+    )
+    if all(getattr(policy, name) is None for name in options):
+        raise CommandError(f"Nothing to do: {nothing_to_do}")
+    return policy
 
 
 class SweepCommand(TenantCommand):

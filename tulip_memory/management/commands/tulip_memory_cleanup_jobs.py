@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import CommandError, CommandParser
+from django.core.management.base import CommandParser
 
 from tulip_memory.management.sweep_command import SweepCommand, option_period, policy_with
 from tulip_memory.retention.jobs import cleanup_tenant_jobs
@@ -37,6 +37,8 @@ class Command(SweepCommand):
     def prepare(self, options: dict[str, Any]) -> None:
         hours, days = options["payload_after_hours"], options["delete_after_days"]
         self.policy = policy_with(
+            "set TULIP_MEMORY['JOB_PAYLOAD_PURGE_AFTER_HOURS'] or ['JOB_DELETE_AFTER_DAYS'], "
+            "or pass --payload-after-hours / --delete-after-days.",
             job_payload_purge_after=None
             if hours is None
             else option_period("--payload-after-hours", hours, unit="hours", strict=False),
@@ -44,11 +46,6 @@ class Command(SweepCommand):
             if days is None
             else option_period("--delete-after-days", days, unit="days", strict=False),
         )
-        if self.policy.job_payload_purge_after is None and self.policy.job_delete_after is None:
-            raise CommandError(
-                "Nothing to do: set TULIP_MEMORY['JOB_PAYLOAD_PURGE_AFTER_HOURS'] or "
-                "['JOB_DELETE_AFTER_DAYS'], or pass --payload-after-hours / --delete-after-days."
-            )
 
     def sweep(self, tenant: str, alias: str, dry_run: bool) -> dict[str, int]:
         report = cleanup_tenant_jobs(tenant, using=alias, policy=self.policy, dry_run=dry_run)

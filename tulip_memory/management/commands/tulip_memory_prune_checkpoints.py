@@ -39,16 +39,13 @@ class Command(SweepCommand):
                 f"--keep-last must be >= 1, got {keep} (to delete whole threads, use --idle-days)"
             )
         self.policy = policy_with(
+            "set TULIP_MEMORY['CHECKPOINT_KEEP_LAST'] or ['CHECKPOINT_IDLE_DAYS'], or pass "
+            "--keep-last / --idle-days.",
             checkpoint_keep_last=keep,
             checkpoint_idle=None
             if idle is None
             else option_period("--idle-days", idle, unit="days", strict=True),
         )
-        if self.policy.checkpoint_keep_last is None and self.policy.checkpoint_idle is None:
-            raise CommandError(
-                "Nothing to do: set TULIP_MEMORY['CHECKPOINT_KEEP_LAST'] or "
-                "['CHECKPOINT_IDLE_DAYS'], or pass --keep-last / --idle-days."
-            )
 
     def sweep(self, tenant: str, alias: str, dry_run: bool) -> dict[str, int]:
         report = prune_tenant_checkpoints(tenant, using=alias, policy=self.policy, dry_run=dry_run)
