@@ -422,7 +422,7 @@ def test_a_job_failing_after_its_subject_is_erased_writes_nothing_back(
 
     from tulip_memory.exceptions import LLMError
     from tulip_memory.manager import LLMMemoryManager
-    from tulip_memory.manager.worker import run_queue
+    from tulip_memory.manager.extraction.worker import run_queue
     from tulip_memory.messages import Message, Role
     from tulip_memory.models import ExtractionJob
 
