@@ -11,7 +11,7 @@ and the owner and application roles are created there (see tulip_memory.testing.
 import os
 from pathlib import Path
 
-from tulip_memory.retention.extraction_schedule import beat_schedule_entry
+from tulip_memory.retention.sweeps import beat_schedule_entry
 from tulip_memory.testing.postgres import bootstrap_database, database_settings, start_embedded
 
 BASE_DIR = Path(__file__).resolve().parent.parent

@@ -1,40 +1,5 @@
-"""Erasure: forget everything the memory layer keeps about one subject, with a receipt.
-
-:func:`forget_subject` (and :func:`aforget_subject`) removes, in ONE transaction pinned
-to the tenant (:func:`~tulip_memory.tenancy.context.tenant_atomic`; on PostgreSQL row-level
-security confines every statement to that tenant, elsewhere each query filters on it):
-
-* the subject's **memories and their history**: every store item (PgMemory's table) under
-  the subject's namespace ``(tenant, *SUBJECT_NAMESPACE, subject)``
-  (:func:`tulip_memory.core.subjects.subject_namespace`) or under one of the caller's extra
-  ``namespace_prefixes`` (labels after the tenant). Past versions live under the same
-  prefix (``(*P, "_history", type, key)``), so they go too;
-* the **conversation text of extraction jobs** of those namespaces: their payload is
-  replaced by :data:`ERASED_PAYLOAD`; the rows keep their bookkeeping (state, attempts,
-  timings, token counts). A pending job then runs on no messages and saves nothing. A
-  failed job's error keeps the exception's name, not its message (which may quote the
-  conversation or the model's reply); and the subject's name leaves the queues' paths:
-  each of those queues is renamed ``(tenant, ERASED_QUEUE_LABEL, <random id>)``, so its
-  jobs stay on record in order and a later session of the subject starts a new queue;
-* the **checkpoints of every thread tagged with the subject** (a row whose ``subject``
-  column, copied from the state's metadata on save, is the subject): the whole thread —
-  plain records; delta records (every chain) and the thread's message blocks (blocks
-  are stored per thread: a block of the same content in another thread is that thread's
-  row and stays); LangGraph checkpoints, channel values and pending writes (PostgreSQL),
-  rows holding only pending writes included (the subject of their run tags them);
-* the **admin log's entries** of those memories, jobs and queues (``django_admin_log``
-  of the same database): renamed to the row's model and id, their messages cleared
-  (:func:`tulip_memory.models.admin_log.scrub_entries`), the entries of memories the admin
-  forgot earlier under the subject's namespaces too.
-
-It then stores an :class:`~tulip_memory.models.ErasureReceipt` (counts per kind, when,
-by whom, a keyed hash of the subject; no content) in the same transaction, and after
-the commit sends the event ``store.subject.forgotten`` (counts only). Called inside the
-caller's own ``transaction.atomic()``, the commit is that transaction's: the event is
-sent when it commits, and never if it rolls back (the report and its receipt, returned
-at once, then describe an erasure that did not happen). A dry run counts
-what would go and writes nothing (no receipt, no event). A second run finds nothing
-left and stores a receipt of zeros: each request is on record.
+"""Erasure: forget everything the memory layer keeps about one subject, in one transaction
+pinned to the tenant, with a receipt (docs/operations.md, 'Erasure').
 """
 
 from __future__ import annotations

@@ -1,36 +1,5 @@
-"""Celery tasks of tulip_memory (autodiscovered by a project's Celery app).
-
-``run_extraction_queue(tenant, queue_id)`` runs the open extraction jobs of one memory
-namespace, in order, under a lease (:mod:`tulip_memory.manager.extraction.worker`). Its
-message carries no work: duplicates, redeliveries and reordering change nothing. Route
-it to ``TULIP_MEMORY["CELERY_QUEUE"]`` (the manager sends it there) and start workers
-with ``celery -A <project> worker -Q <that queue>``. A database error retries the task
-(exponential backoff, 10 retries); on the last retry the job's attempt counts.
-
-A worker of a project with this app refuses to start (``worker_init``: it exits with the
-list of errors) while the settings it would build its memory manager from fail the
-system checks E040-E043 (or E001), or, when it extracts with the chat model of
-``TULIP_MEMORY["LLM"]`` (no ``EXTRACTOR``), E050-E052 (a malformed ``LLM``, no
-``MODEL``, no API key in the worker's environment for a remote server): Celery runs
-Django's checks but ignores what they find, and every extraction job would fail on the
-same mistake, attempts and all. E044 (celery mode without a broker) is the sending
-process's check, not a worker's: a worker consumes from its app's broker.
-
-The periodic sweeps (:mod:`tulip_memory.retention.sweeps` schedules them on Celery beat):
-
-* ``sweep_extraction_queues()`` re-sends the message of every namespace that has runnable
-  jobs nobody works on (:mod:`tulip_memory.manager.extraction.sweep`);
-* ``sweep_expired_items()`` deletes the expired items of the configured store
-  (:mod:`tulip_memory.retention.expiry` for PgMemory, every tenant);
-* ``cleanup_extraction_jobs()`` purges finished jobs' payloads and deletes old finished
-  jobs (:mod:`tulip_memory.retention.jobs`);
-* ``prune_checkpoints()`` applies the checkpoint retention
-  (:mod:`tulip_memory.retention.checkpoints`).
-
-Each sweep returns what it removed, as counts. The job and checkpoint sweeps work on
-every alias of ``TULIP_MEMORY["SWEEP_DATABASES"]`` in turn (totals, and the counts per
-alias under ``"databases"``); an alias that fails is logged and the others are still
-swept, then the task raises :class:`~tulip_memory.exceptions.SweepError` naming it.
+"""Celery tasks of tulip_memory (autodiscovered): the extraction queue run and the periodic
+sweeps. Route them to ``TULIP_MEMORY["CELERY_QUEUE"]``.
 """
 
 from __future__ import annotations
@@ -153,23 +122,25 @@ def sweep_expired_items() -> int:
     return async_to_sync(run)()
 
 
-def _on_each_database(sweep: str, run: Callable[[str], dict[str, int]]) -> dict[str, Any]:
-    """``run(alias)`` on every alias of ``SWEEP_DATABASES``; totals and per-alias counts."""
+def _on_each_database(
+    sweep: str, reports_of: Callable[[str], dict[str, Any]], *fields: str
+) -> dict[str, Any]:
+    """``reports_of(alias)`` (per tenant) on every alias of ``SWEEP_DATABASES``: the sums of
+    the reports' ``fields``, in total and per alias."""
     from tulip_memory.retention.policy import sweep_databases
 
     done: dict[str, dict[str, int]] = {}
     failed: dict[str, str] = {}
     for alias in sweep_databases():
         try:
-            done[alias] = run(alias)
+            reports = reports_of(alias).values()
+            done[alias] = {field: sum(getattr(r, field) for r in reports) for field in fields}
         except Exception as exc:
             logger.exception("the %s sweep failed on database %r", sweep, alias)
             failed[alias] = f"{type(exc).__name__}: {exc}"
     if failed:
         raise SweepError(sweep, failed, done)
-    totals = {
-        key: sum(counts[key] for counts in done.values()) for key in next(iter(done.values()))
-    }
+    totals = {field: sum(counts[field] for counts in done.values()) for field in fields}
     return {**totals, "databases": done}
 
 
@@ -179,14 +150,7 @@ def cleanup_extraction_jobs() -> dict[str, Any]:
     alias; payloads purged, rows deleted."""
     from tulip_memory.retention.jobs import cleanup_jobs
 
-    def run(alias: str) -> dict[str, int]:
-        reports = cleanup_jobs(alias).values()
-        return {
-            "purged": sum(r.purged for r in reports),
-            "deleted": sum(r.deleted for r in reports),
-        }
-
-    return _on_each_database("extraction jobs", run)
+    return _on_each_database("extraction jobs", cleanup_jobs, "purged", "deleted")
 
 
 @shared_task(name=PRUNE_CHECKPOINTS)
@@ -195,11 +159,4 @@ def prune_checkpoints() -> dict[str, Any]:
     checkpoints and threads removed."""
     from tulip_memory.retention.checkpoints import prune_checkpoints as prune
 
-    def run(alias: str) -> dict[str, int]:
-        reports = prune(alias).values()
-        return {
-            "checkpoints": sum(r.checkpoints for r in reports),
-            "threads": sum(r.threads for r in reports),
-        }
-
-    return _on_each_database("checkpoints", run)
+    return _on_each_database("checkpoints", prune, "checkpoints", "threads")

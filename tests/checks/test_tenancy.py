@@ -12,17 +12,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-import django
 import pytest
 from django.core import checks
-from django.core.checks.registry import registry
 from django.db import connections
 
 from tests.migration_connections import with_database
 from tulip_memory.checks import tenancy
 from tulip_memory.checks.tenancy import (
     check_connection,
-    check_default_tenant_database,
+    check_database_connections,
     check_tenant_databases,
     check_tenant_resolver,
     check_tenant_resolver_setting,
@@ -57,7 +55,7 @@ def _manage_check(database_url: str, *args: str) -> subprocess.CompletedProcess[
 @pytest.mark.django_db
 def test_plain_check_passes_for_the_application_role():
     assert _rls_ids(checks.run_checks()) == []
-    assert check_default_tenant_database() == []
+    assert check_tenant_databases() == []
 
 
 @pytest.mark.django_db
@@ -66,174 +64,54 @@ def test_plain_check_reports_a_bad_set_up_of_default(settings):
     assert _rls_ids(checks.run_checks()) == ["tulip_memory.E014"]
 
 
-# --- Django's two calling conventions -------------------------------------------------------
-#
-# Up to Django 6.0 a run that names no alias passes databases=None to every check; Django
-# 6.1 passes list(connections) and runs the `database`-tagged checks only when aliases
-# were named (django/core/checks/registry.py). Both are emulated here, whatever Django
-# runs the suite, over the checks tulip_memory registered (with their real tags).
-
-RLS_CHECKS = {
-    "check_database_connections",
-    "check_tenant_databases",
-    "check_default_tenant_database",
-}
-
-
-def _run_rls_checks(convention: str, databases=None, tags=None) -> list[checks.CheckMessage]:
-    """CheckRegistry.run_checks of Django 5.2/6.0 or 6.1, over the row-level security
-    checks registered by tulip_memory's AppConfig.ready()."""
-    found = [check for check in registry.get_checks() if check.__name__ in RLS_CHECKS]
-    assert len(found) == len(RLS_CHECKS)
-    if tags is not None:
-        found = [check for check in found if not set(check.tags).isdisjoint(tags)]
-    elif convention == "6.1" and not databases:
-        found = [check for check in found if checks.Tags.database not in check.tags]
-    if convention == "6.1" and databases is None:
-        databases = list(connections)
-    return [m for check in found for m in check(app_configs=None, databases=databases)]
-
-
-@pytest.fixture(params=["5.2", "6.1"])
-def convention(request, monkeypatch):
-    monkeypatch.setattr(tenancy, "_runs_name_every_alias", lambda: request.param == "6.1")
-    return request.param
-
-
-def test_the_convention_of_this_django_is_recognised():
-    tenancy._runs_name_every_alias.cache_clear()
-    assert tenancy._runs_name_every_alias() is (django.VERSION >= (6, 1))
-
-
-# E015 (check_database_connections) opens every PostgreSQL alias named.
+# E015 (check_database_connections) opens every PostgreSQL alias named, and Django's own
+# database checks the MariaDB one.
 POSTGRESQL_ALIASES = ["default", "owner", "prepared"]
-
-
-@pytest.mark.django_db(databases=POSTGRESQL_ALIASES)
-def test_plain_and_named_runs_look_at_default_once_under_either_convention(
-    settings, convention, monkeypatch
-):
-    settings.TULIP_MEMORY = {"VECTOR_DIMENSIONS": 384}
-    plain = _run_rls_checks(convention)
-    named = _run_rls_checks(convention, databases=["default"])
-    # Every alias named, in the order of DATABASES: under 6.1 what a plain run passes, and
-    # what `check --database default` passes in a project of one alias.
-    every = _run_rls_checks(convention, databases=list(connections))
-    for messages in (plain, named, every):
-        assert _rls_ids(messages) == ["tulip_memory.E014"]
-    # The real registry of this Django, both ways (E021 aside: the embedder's width), with
-    # the convention it has.
-    monkeypatch.undo()
-    assert _rls_ids(checks.run_checks()) == ["tulip_memory.E014"]
-    assert _rls_ids(checks.run_checks(databases=["default"])) == ["tulip_memory.E014"]
-
-
-@pytest.mark.django_db(databases=POSTGRESQL_ALIASES)
-def test_every_named_tenant_database_is_looked_at_once_under_either_convention(
-    settings, convention
-):
-    settings.TULIP_MEMORY = {"VECTOR_DIMENSIONS": 384, "TENANT_DATABASES": ["default", "owner"]}
-    every = _run_rls_checks(convention, databases=list(connections))
-    # E014 once per alias (both reach the same column), W010 the owner's.
-    assert _rls_ids(every) == ["tulip_memory.E014", "tulip_memory.E014", "tulip_memory.W010"]
-    both = _run_rls_checks(convention, databases=["owner", "default"])
-    assert _rls_ids(both) == _rls_ids(every)
-    # A plain run looks at default only, as it always did.
-    assert _rls_ids(_run_rls_checks(convention)) == ["tulip_memory.E014"]
-
-
-@pytest.mark.django_db(databases=POSTGRESQL_ALIASES)
-def test_check_tag_database_looks_at_every_tenant_database_under_61_and_none_before(
-    settings, convention
-):
-    settings.TULIP_MEMORY = {"VECTOR_DIMENSIONS": 384, "TENANT_DATABASES": ["default", "owner"]}
-    tagged = _run_rls_checks(convention, tags=[checks.Tags.database])
-    if convention == "6.1":  # every alias passed: default too, once
-        assert _rls_ids(tagged) == ["tulip_memory.E014", "tulip_memory.E014", "tulip_memory.W010"]
-    else:  # None passed: no alias named, as for Django's own database checks
-        assert tagged == []
-    every = _run_rls_checks(convention, databases=list(connections), tags=[checks.Tags.database])
-    assert _rls_ids(every) == ["tulip_memory.E014", "tulip_memory.E014", "tulip_memory.W010"]
-
-
-# Django's own database checks look at the MariaDB alias of every alias passed.
 EVERY_ALIAS = [*POSTGRESQL_ALIASES, "mysql"]
 
 
 @pytest.mark.django_db(databases=EVERY_ALIAS)
-def test_the_registry_looks_at_default_once_in_each_run_django_61_passes_every_alias(
-    settings, monkeypatch
-):
-    monkeypatch.setattr(tenancy, "_runs_name_every_alias", lambda: True)
+def test_plain_and_named_runs_look_at_default_once(settings):
     settings.TULIP_MEMORY = {"VECTOR_DIMENSIONS": 384}
-    # What Django 6.1's registry passes to the checks of `check --tag database` (with
-    # --database naming every alias in their order, or none: run_checks(tags=["database"],
-    # databases=None) passes list(connections)), through this Django's registry: the
-    # database-tagged checks alone.
-    tagged = checks.run_checks(tags=[checks.Tags.database], databases=list(connections))
-    assert _rls_ids(tagged) == ["tulip_memory.E014"]
-    # `check --database` naming every alias in their order: both checks of default run.
-    # One list passed to runs one after the other (a caller's) still starts a run each.
-    every = list(connections)
-    for _run in range(2):
-        assert _rls_ids(checks.run_checks(databases=every)) == ["tulip_memory.E014"]
-        assert _rls_ids(checks.run_checks(tags=[checks.Tags.database], databases=every)) == [
-            "tulip_memory.E014"
-        ]
-    # Plain `check`: the untagged check alone, on a list of its own.
-    assert _rls_ids(_run_rls_checks("6.1")) == ["tulip_memory.E014"]
+    assert _rls_ids(checks.run_checks()) == ["tulip_memory.E014"]
+    assert _rls_ids(checks.run_checks(databases=["default"])) == ["tulip_memory.E014"]
+    every = list(connections)  # what Django 6.1 passes to a plain run
+    assert _rls_ids(checks.run_checks(databases=every)) == ["tulip_memory.E014"]
 
 
-def test_an_unreachable_default_under_check_tag_database_is_e015_not_i010(settings, monkeypatch):
-    monkeypatch.setattr(tenancy, "_runs_name_every_alias", lambda: True)
+@pytest.mark.django_db(databases=POSTGRESQL_ALIASES)
+def test_every_named_tenant_database_is_looked_at_once(settings):
+    settings.TULIP_MEMORY = {"VECTOR_DIMENSIONS": 384, "TENANT_DATABASES": ["default", "owner"]}
+    every = check_tenant_databases(databases=POSTGRESQL_ALIASES)
+    # E014 once per alias (both reach the same column), W010 the owner's.
+    assert _rls_ids(every) == ["tulip_memory.E014", "tulip_memory.E014", "tulip_memory.W010"]
+    both = checks.run_checks(databases=["owner", "default"])
+    assert _rls_ids(both) == _rls_ids(every)
+    # A run that names no alias looks at default only.
+    assert _rls_ids(checks.run_checks()) == ["tulip_memory.E014"]
+
+
+def test_an_unreachable_tenant_database_is_an_info_and_a_named_one_an_error_too(monkeypatch):
     monkeypatch.setattr(tenancy, "connection_problem", lambda connection: "connection refused")
-    tagged = _run_rls_checks("6.1", tags=[checks.Tags.database])
-    assert sorted(m.id for m in tagged) == ["tulip_memory.E015"] * 3
-
-
-@pytest.mark.django_db
-def test_checks_called_the_django_61_way_leave_the_plain_run_to_the_default_check(
-    settings, monkeypatch
-):
-    monkeypatch.setattr(tenancy, "_runs_name_every_alias", lambda: True)
-    settings.TULIP_MEMORY = {"VECTOR_DIMENSIONS": 384}
-    every = list(connections)
-    assert _rls_ids(check_default_tenant_database(databases=every)) == ["tulip_memory.E014"]
-    assert check_tenant_databases(databases=every) == []  # default is the other's
-    assert check_default_tenant_database(databases=["default"]) == []
-    assert _rls_ids(check_tenant_databases(databases=["default"])) == ["tulip_memory.E014"]
-
-
-def test_an_unreachable_default_is_an_info_in_a_plain_run_under_either_convention(
-    settings, convention, monkeypatch
-):
-    monkeypatch.setattr(tenancy, "connection_problem", lambda connection: "connection refused")
-    plain = _run_rls_checks(convention)
+    plain = check_tenant_databases()
     assert [(m.id, m.level) for m in plain] == [("tulip_memory.I010", checks.INFO)]
     assert "cannot be reached (connection refused)" in plain[0].msg
-    named = _run_rls_checks(convention, databases=["default"])
+    named = check_database_connections(databases=["default"])
     assert [m.id for m in named] == ["tulip_memory.E015"]
-    # Every alias named in their order: under 6.1 not told from a plain run (documented),
-    # so default's I010 comes with the E015 of each PostgreSQL alias.
-    every = _run_rls_checks(convention, databases=list(connections))
-    infos = ["tulip_memory.I010"] if convention == "6.1" else []
-    assert sorted(m.id for m in every) == ["tulip_memory.E015"] * 3 + infos
+    assert [m.id for m in check_tenant_databases(databases=["default"])] == ["tulip_memory.I010"]
 
 
 @pytest.mark.django_db
-def test_named_databases_are_left_to_the_database_tagged_check(settings):
+def test_a_run_that_names_no_database_looks_at_none(settings):
+    # `manage.py test` without database tests passes no alias.
     settings.TULIP_MEMORY = {"VECTOR_DIMENSIONS": 384}
-    # `check --database`, `migrate`, and `manage.py test` (even without database tests)
-    # name their aliases: the untagged check stays out of their way.
-    assert check_default_tenant_database(databases=[]) == []
-    assert check_default_tenant_database(databases=["default"]) == []
-    assert _rls_ids(checks.run_checks(databases=["default"])) == ["tulip_memory.E014"]
+    assert check_tenant_databases(databases=[]) == []
 
 
 @pytest.mark.django_db
 def test_only_a_postgresql_tenant_database_is_checked(settings):
     settings.TULIP_MEMORY = {"VECTOR_DIMENSIONS": 384, "TENANT_DATABASES": ["owner"]}
-    assert check_default_tenant_database() == []
+    assert check_tenant_databases() == []
 
 
 def test_manage_py_check_fails_when_default_connects_as_a_superuser():

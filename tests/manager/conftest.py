@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
+from tests.event_recorder import EventRecorder
 from tests.llm.conftest import server  # noqa: F401 - the chat-server test double, for the LLM extractor
-from tulip_memory.events import memory_event
 from tulip_memory.store.base import StoreCapabilities
 from tulip_memory.store.memory import InMemoryStore
 
@@ -66,18 +66,9 @@ class BrokenStore(InMemoryStore):
         raise ConnectionError("store is down")
 
 
-@pytest.fixture
-def events():
-    """The memory manager's events (``memory.*``; its store's own are left out)."""
-    captured: list[tuple[str, dict[str, Any]]] = []
-
-    def receiver(sender: Any, event: str, payload: dict[str, Any], **kwargs: Any) -> None:
-        if event.startswith("memory."):
-            captured.append((event, payload))
-
-    memory_event.connect(receiver, weak=False)
-    yield captured
-    memory_event.disconnect(receiver)
+def manager_events(sent_events: EventRecorder) -> list[tuple[str, dict[str, Any]]]:
+    """The memory manager's events (``memory.*``, not its store's) as (event, payload)."""
+    return [(e.event, e.payload) for e in sent_events.sent if e.event.startswith("memory.")]
 
 
 @pytest.fixture(scope="session")

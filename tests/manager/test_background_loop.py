@@ -10,6 +10,7 @@ import textwrap
 import pytest
 from asgiref.sync import async_to_sync
 
+from tests.manager.conftest import manager_events
 from tests.processes import run_python
 from tulip_memory.events import EV_MEMORY_MANAGER_EXTRACT_FAILED, EV_MEMORY_MANAGER_EXTRACTED
 from tulip_memory.manager import LLMMemoryManager, Memory, MemoryType
@@ -30,7 +31,7 @@ async def _slow_extractor(messages):
     return [Memory(MemoryType.USER, "said", messages[-1].content)]
 
 
-def test_an_extraction_submitted_under_asyncio_run_completes_after_its_loop_ends(events):
+def test_an_extraction_submitted_under_asyncio_run_completes_after_its_loop_ends(sent_events):
     store = InMemoryStore()
     manager = LLMMemoryManager(
         store, namespace_prefix=NS, extract_fn=_slow_extractor, extract_mode="background"
@@ -45,7 +46,7 @@ def test_an_extraction_submitted_under_asyncio_run_completes_after_its_loop_ends
     assert manager.pending_extractions == 0
     item = async_to_sync(store.get_item)((*NS, "user"), "said")
     assert item is not None and item.value["content"] == "I live in Lisbon."
-    assert [name for name, _ in events] == [EV_MEMORY_MANAGER_EXTRACTED]
+    assert [name for name, _ in manager_events(sent_events)] == [EV_MEMORY_MANAGER_EXTRACTED]
 
 
 def test_the_submitters_scope_follows_the_job_and_async_to_sync_drains():
@@ -66,7 +67,7 @@ def test_the_submitters_scope_follows_the_job_and_async_to_sync_drains():
     assert async_to_sync(store.get)((*NS, "user"), "said") is None
 
 
-def test_a_cancelled_extraction_is_logged_and_emitted(events, caplog):
+def test_a_cancelled_extraction_is_logged_and_emitted(sent_events, caplog):
     async def cancelled(messages):
         raise asyncio.CancelledError("the extractor's call was cancelled")
 
@@ -80,7 +81,11 @@ def test_a_cancelled_extraction_is_logged_and_emitted(events, caplog):
 
     with caplog.at_level(logging.ERROR, logger="tulip_memory.manager"):
         asyncio.run(request())
-    failed = [payload for name, payload in events if name == EV_MEMORY_MANAGER_EXTRACT_FAILED]
+    failed = [
+        payload
+        for name, payload in manager_events(sent_events)
+        if name == EV_MEMORY_MANAGER_EXTRACT_FAILED
+    ]
     assert [(p["error_type"], p["mode"]) for p in failed] == [("CancelledError", "background")]
     assert "memory extraction failed" in caplog.text
     assert manager.pending_extractions == 0

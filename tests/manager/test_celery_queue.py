@@ -13,6 +13,7 @@ import pytest
 from asgiref.sync import async_to_sync, sync_to_async
 from django.db import transaction
 
+from tests.manager.conftest import manager_events
 from tests.manager.extractors import read_log
 from tulip_memory.manager import LLMMemoryManager
 from tulip_memory.manager.extraction.worker import run_queue
@@ -193,7 +194,7 @@ def test_failing_job_is_retried_then_failed_and_stops_blocking(celery_settings):
 
 
 def test_a_failed_jobs_error_event_and_log_never_quote_its_message(
-    celery_settings, settings, events, caplog
+    celery_settings, settings, sent_events, caplog
 ):
     # An extractor's error may quote the conversation or the model's reply: the job's row,
     # its event and every log record above DEBUG say what failed, in words of ours; the
@@ -209,7 +210,9 @@ def test_a_failed_jobs_error_event_and_log_never_quote_its_message(
     assert run_queue("acme", queue_id).failed == 1
     [(_, _, _, error)] = _jobs("acme")
     assert error == EXTRACTION_FAILED
-    [failed] = [payload for name, payload in events if name.endswith("extract_failed")]
+    [failed] = [
+        payload for name, payload in manager_events(sent_events) if name.endswith("extract_failed")
+    ]
     assert (failed["error"], failed["error_type"], failed["final"]) == (error, "RuntimeError", True)
     quoting = [r for r in caplog.records if "always fails" in logging.Formatter().format(r)]
     assert [r.levelname for r in quoting] == ["DEBUG"]
@@ -237,7 +240,7 @@ def test_the_worker_binds_the_queues_tenant_while_it_runs_a_job(celery_settings,
 
 
 def test_a_queue_whose_namespace_names_another_tenant_fails_and_writes_nothing(
-    celery_settings, events
+    celery_settings, sent_events
 ):
     # acme's own role may write any path into its queue row (row-level security checks
     # the tenant column, not the path): the worker must not write into globex for it.
@@ -256,7 +259,9 @@ def test_a_queue_whose_namespace_names_another_tenant_fails_and_writes_nothing(
         "'acme'; nothing was run"
     )
     assert _jobs("acme") == [(1, "failed", 0, refused), (2, "failed", 0, refused)]
-    assert [p["error"] for name, p in events if name.endswith("extract_failed")] == [refused] * 2
+    assert [
+        p["error"] for name, p in manager_events(sent_events) if name.endswith("extract_failed")
+    ] == [refused] * 2
     assert read_log("q23") == []  # the extractor never ran
     for tenant in ("acme", "globex"):
         with tenant_atomic(tenant):

@@ -32,7 +32,7 @@ from tulip_memory.manager.extraction.sweep import resend_stalled_queues
 from tulip_memory.manager.extraction.worker import run_queue
 from tulip_memory.messages import Message, Role
 from tulip_memory.models import ExtractionJob, ExtractionQueue, JobState, Tenant
-from tulip_memory.retention.extraction_schedule import (
+from tulip_memory.retention.sweeps import (
     SWEEP_PERIODIC_TASK_NAME,
     beat_schedule_entry,
     schedule_sweep_in_database,

@@ -24,6 +24,7 @@ from django.db import OperationalError, connection, connections
 
 from tests.llm.chat_server import Reply
 from tests.manager.celery_setup import Workers, celery_tulip_memory
+from tests.manager.conftest import manager_events
 from tests.manager.consolidation_helpers import (
     MODEL_FAILURES,
     conversation,
@@ -83,7 +84,7 @@ def _memory(key: str):
     return async_to_sync(PgMemory().get_item)((*NAMESPACE, "user"), key)
 
 
-def test_the_job_row_gets_the_model_and_its_usage(llm_settings, server, events):
+def test_the_job_row_gets_the_model_and_its_usage(llm_settings, server, sent_events):
     queue_id = _enqueue("I'm a nurse.")
     server.add(facts(("user", "role", "The user is a nurse.")))
     assert run_queue("acme", queue_id).done == 1
@@ -91,7 +92,7 @@ def test_the_job_row_gets_the_model_and_its_usage(llm_settings, server, events):
     assert (job.state, job.llm_model, job.llm_calls) == (JobState.DONE, "test-model", 1)
     assert job.prompt_tokens > 0 and job.completion_tokens > 0 and job.llm_failed_requests == 0
     assert _memory("role").value["content"] == "The user is a nurse."
-    ((name, payload),) = events
+    ((name, payload),) = manager_events(sent_events)
     assert name == "memory.manager.extracted" and payload["job"] == job.pk
     assert payload["llm_calls"] == 1 and payload["prompt_tokens"] == job.prompt_tokens
     assert payload["run_id"] == f"job-{job.pk}"
@@ -99,7 +100,7 @@ def test_the_job_row_gets_the_model_and_its_usage(llm_settings, server, events):
 
 @pytest.mark.parametrize("case", list(MODEL_FAILURES), ids=list(MODEL_FAILURES))
 def test_a_failing_model_follows_the_retry_policy_and_its_tokens_are_counted(
-    celery_env, server, settings, events, case
+    celery_env, server, settings, sent_events, case
 ):
     options, replies, reason = MODEL_FAILURES[case]
     settings.TULIP_MEMORY = _settings(server, f"{celery_env}_llm_local", **options)
@@ -117,7 +118,7 @@ def test_a_failing_model_follows_the_retry_policy_and_its_tokens_are_counted(
     failed = failed_requests(replies, reason)
     assert job.llm_failed_requests == failed
     assert _memory("role").value["content"] == "The user is a nurse."  # nothing applied
-    (name, payload), *_ = events
+    (name, payload), *_ = manager_events(sent_events)
     assert name == "memory.manager.extract_failed" and payload["reason"] == reason
     assert payload["final"] is False and payload["llm_calls"] == job.llm_calls
     # Attempt 2 succeeds: its calls are added to the row.
@@ -238,7 +239,7 @@ A_DECIDES = {
 
 @pytest.mark.parametrize("case", ["answered", "model_failed"])
 def test_a_lost_attempts_usage_is_added_to_what_the_new_holder_recorded(
-    llm_settings, server, events, case
+    llm_settings, server, sent_events, case
 ):
     """Worker B claims the lease and finishes the job while worker A waits for the model:
     A's usage is added to B's row (an increment, not A's stale totals written back),
@@ -260,7 +261,7 @@ def test_a_lost_attempts_usage_is_added_to_what_the_new_holder_recorded(
     outcome_a = run_queue("acme", queue_id, owner="worker-a")
     worker_b.join(timeout=30)
     assert (outcome_a.done, outcome_a.retried, outcome_a.failed) == (0, 0, 0)
-    assert [name for name, _ in events] == ["memory.manager.extracted"]  # B's
+    assert [name for name, _ in manager_events(sent_events)] == ["memory.manager.extracted"]  # B's
     outcome_b, usage_b = by_b  # B's row before A's usage was added to it
     assert outcome_b.done == 1 and usage_b[0] == 1
     job = _job()
@@ -281,7 +282,7 @@ def _end_backend(pid: int) -> None:
 
 @pytest.mark.parametrize("charged", [False, True], ids=["given_back", "last_retry"])
 def test_an_attempt_cut_by_a_database_error_adds_its_usage_to_the_job_row(
-    llm_settings, server, settings, events, charged
+    llm_settings, server, settings, sent_events, charged
 ):
     """The model answered, then the worker's database session ended under it (its lease
     fence fails): the attempt is given back (charged on the task's last retry) and the
@@ -305,10 +306,10 @@ def test_an_attempt_cut_by_a_database_error_adds_its_usage_to_the_job_row(
     assert (job.llm_model, calls, failed) == ("test-model", 1, 0)
     assert prompt > 0 and completion > 0
     if charged:
-        ((name, payload),) = events
+        ((name, payload),) = manager_events(sent_events)
         assert name == "memory.manager.extract_failed" and payload["final"] is False
     else:
-        assert events == []
+        assert manager_events(sent_events) == []
 
 
 @pytest.mark.slow

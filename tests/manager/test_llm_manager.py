@@ -17,6 +17,7 @@ import pytest
 
 from tests.llm.chat_server import Reply
 from tests.llm.conftest import make_client
+from tests.manager.conftest import manager_events
 from tests.manager.consolidation_helpers import (
     MODEL_FAILURES,
     PREFIX,
@@ -64,11 +65,11 @@ def test_without_a_model_the_heuristic_is_used(server, settings):
     assert LLMMemoryManager(InMemoryStore()).extractor is None
 
 
-async def test_the_heuristic_manager_still_extracts_offline(settings, events):
+async def test_the_heuristic_manager_still_extracts_offline(settings, sent_events):
     settings.TULIP_MEMORY = {}
     manager = LLMMemoryManager(InMemoryStore(), namespace_prefix=PREFIX)
     await manager.on_session_end(AgentState(messages=conversation("I'm a nurse in Leeds.")))
-    ((name, payload),) = events
+    ((name, payload),) = manager_events(sent_events)
     assert name == "memory.manager.extracted" and payload["memory_count"] >= 1
     assert "llm_calls" not in payload  # no model, no usage fields
 
@@ -118,7 +119,7 @@ def test_workers_build_the_same_extractor(server, settings):
 # --- a run through the manager -------------------------------------------------------------
 
 
-async def test_session_end_applies_the_decisions_and_reports_the_usage(server, events, caplog):
+async def test_session_end_applies_the_decisions_and_reports_the_usage(server, sent_events, caplog):
     manager = _manager(server)
     await manager.save([Memory(MemoryType.USER, "role", "The user is a nurse.")])
     server.add(
@@ -135,7 +136,7 @@ async def test_session_end_applies_the_decisions_and_reports_the_usage(server, e
         ("user", "role"): "The user is a surgeon.",
         ("user", "city"): "The user lives in Oslo.",
     }
-    ((name, payload),) = events
+    ((name, payload),) = manager_events(sent_events)
     assert name == "memory.manager.extracted"
     assert payload["llm_calls"] == len(server.requests) == 2
     assert payload["model"] == "test-model" and payload["tokens_estimated"] is False
@@ -150,19 +151,19 @@ async def test_session_end_applies_the_decisions_and_reports_the_usage(server, e
     assert not any("Oslo" in line for line in calls)
 
 
-async def test_the_same_run_again_costs_and_applies_nothing(server, events):
+async def test_the_same_run_again_costs_and_applies_nothing(server, sent_events):
     manager = _manager(server)
     server.add(facts(("user", "name", "The user's name is Ada.")))
     state_ = AgentState(messages=conversation("I'm Ada."))
     await manager.on_session_end(state_)
     await manager.on_session_end(state_)
-    first, second = (payload for _, payload in events)
+    first, second = (payload for _, payload in manager_events(sent_events))
     assert first["llm_calls"] == 1 and second["llm_calls"] == 0
     assert second["already_done"] is True and second["memory_count"] == 0
     assert len(server.requests) == 1
 
 
-async def test_background_mode_reports_like_inline(server, events):
+async def test_background_mode_reports_like_inline(server, sent_events):
     manager = LLMMemoryManager(
         InMemoryStore(),
         namespace_prefix=PREFIX,
@@ -172,7 +173,7 @@ async def test_background_mode_reports_like_inline(server, events):
     server.add(facts(("user", "timezone", "The user's time zone is CET.")))
     await manager.on_session_end(AgentState(messages=conversation("My time zone is CET.")))
     await manager.drain()
-    ((name, payload),) = events
+    ((name, payload),) = manager_events(sent_events)
     assert name == "memory.manager.extracted" and payload["mode"] == "background"
     assert payload["llm_calls"] == 1
     assert await state(manager) == {("user", "timezone"): "The user's time zone is CET."}
@@ -191,7 +192,7 @@ async def test_extract_is_a_dry_run(server):
 
 
 @pytest.mark.parametrize("case", list(MODEL_FAILURES), ids=list(MODEL_FAILURES))
-async def test_a_failing_model_is_reported_and_applies_nothing(server, events, case):
+async def test_a_failing_model_is_reported_and_applies_nothing(server, sent_events, case):
     options, replies, reason = MODEL_FAILURES[case]
     manager = _manager(server, **options)
     await manager.save([Memory(MemoryType.USER, "role", "The user is a nurse.")])
@@ -200,7 +201,7 @@ async def test_a_failing_model_is_reported_and_applies_nothing(server, events, c
     # spent tokens already and must still apply nothing.
     server.add(facts(("user", "role", "The user is a surgeon.")), *replies)
     await manager.on_session_end(AgentState(messages=conversation("I'm a surgeon now.")))
-    ((name, payload),) = events
+    ((name, payload),) = manager_events(sent_events)
     assert name == "memory.manager.extract_failed"
     assert payload["reason"] == reason and payload["error_type"] == "LLMError"
     assert payload["namespace"] == list(PREFIX) and payload["mode"] == "inline"
@@ -211,36 +212,36 @@ async def test_a_failing_model_is_reported_and_applies_nothing(server, events, c
     assert await manager.store.list_keys((*PREFIX, JOURNAL_LABEL)) == []
 
 
-async def test_a_500_then_success_applies_once(server, events):
+async def test_a_500_then_success_applies_once(server, sent_events):
     manager = _manager(server, MAX_RETRIES=2)
     server.add(Reply(status=500), facts(("user", "name", "The user's name is Ada.")))
     await manager.on_session_end(AgentState(messages=conversation("I'm Ada.")))
-    ((name, payload),) = events
+    ((name, payload),) = manager_events(sent_events)
     assert name == "memory.manager.extracted" and payload["llm_calls"] == 1
     assert payload["llm_failed_requests"] == 1
     assert await state(manager) == {("user", "name"): "The user's name is Ada."}
 
 
-async def test_a_malformed_answer_then_a_repaired_one_is_applied(server, events):
+async def test_a_malformed_answer_then_a_repaired_one_is_applied(server, sent_events):
     manager = _manager(server)
     server.add(
         Reply(content='{"facts": [{"type": "user", "key": "name"'),  # cut off
         facts(("user", "name", "The user's name is Ada.")),
     )
     await manager.on_session_end(AgentState(messages=conversation("I'm Ada.")))
-    ((name, payload),) = events
+    ((name, payload),) = manager_events(sent_events)
     assert name == "memory.manager.extracted" and payload["llm_calls"] == 2
     assert "not valid JSON" in server.requests[1].prompt_text  # the repair request
     assert await state(manager) == {("user", "name"): "The user's name is Ada."}
 
 
-async def test_unknown_keys_in_an_answer_are_refused_and_logged(server, events, caplog):
+async def test_unknown_keys_in_an_answer_are_refused_and_logged(server, sent_events, caplog):
     manager = _manager(server)
     bad = {"facts": [{"type": "user", "key": "k", "content": "c", "confidence": 1, "x": 1}]}
     server.add(bad, bad)
     with caplog.at_level(logging.DEBUG, logger="tulip_memory.llm"):
         await manager.on_session_end(AgentState(messages=conversation("I'm Ada.")))
-    ((name, payload),) = events
+    ((name, payload),) = manager_events(sent_events)
     assert name == "memory.manager.extract_failed" and payload["reason"] == "malformed_output"
     # The parse problem (it may quote the answer) is logged at DEBUG, never in the event.
     assert payload["error"] == (
@@ -270,7 +271,7 @@ def _failing_delete_pgmemory():
 
 
 @pytest.mark.django_db(transaction=True)
-async def test_on_pgmemory_a_run_is_one_transaction(server, events):
+async def test_on_pgmemory_a_run_is_one_transaction(server, sent_events):
     store = _failing_delete_pgmemory()
     manager = _manager(server, store=store)
     await manager.save(
@@ -288,7 +289,7 @@ async def test_on_pgmemory_a_run_is_one_transaction(server, events):
         ),
     )
     await manager.on_session_end(AgentState(messages=conversation("Surgeon now, left St. Mary's.")))
-    ((name, payload),) = events
+    ((name, payload),) = manager_events(sent_events)
     assert name == "memory.manager.extract_failed" and payload["reason"] == "exception"
     # The UPDATE, the ADD, the history entry and the journal were in the failed
     # transaction: nothing of the run is there.
@@ -299,7 +300,7 @@ async def test_on_pgmemory_a_run_is_one_transaction(server, events):
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("mode", ["inline", "background"])
-async def test_on_pgmemory_a_whole_run_commits(server, events, mode):
+async def test_on_pgmemory_a_whole_run_commits(server, sent_events, mode):
     from tulip_memory.store import PgMemory
 
     manager = LLMMemoryManager(
@@ -315,7 +316,7 @@ async def test_on_pgmemory_a_whole_run_commits(server, events, mode):
     )
     await manager.on_session_end(AgentState(messages=conversation("I left St. Mary's.")))
     await manager.drain()
-    ((name, payload),) = events
+    ((name, payload),) = manager_events(sent_events)
     assert name == "memory.manager.extracted" and payload["operations"]["DELETE"] == 1
     assert payload["mode"] == mode
     assert await state(manager) == {}
@@ -370,7 +371,7 @@ def test_the_docs_example_runs_against_a_local_server(server, settings, capsys):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_on_pgmemory_sync_code_gets_the_run_inside_its_own_transaction(server, events):
+def test_on_pgmemory_sync_code_gets_the_run_inside_its_own_transaction(server, sent_events):
     """A sync view calling ``async_to_sync(manager.on_session_end)`` inside its own
     ``transaction.atomic()``: the run joins that transaction (and goes if it rolls back)."""
     from asgiref.sync import async_to_sync
@@ -384,6 +385,6 @@ def test_on_pgmemory_sync_code_gets_the_run_inside_its_own_transaction(server, e
         async_to_sync(manager.on_session_end)(AgentState(messages=conversation("I'm Ada.")))
         assert async_to_sync(state)(manager) == {("user", "name"): "The user's name is Ada."}
         raise RuntimeError("the view fails after the session ended")
-    assert [name for name, _ in events] == ["memory.manager.extracted"]
+    assert [name for name, _ in manager_events(sent_events)] == ["memory.manager.extracted"]
     assert async_to_sync(state)(manager) == {}
     assert async_to_sync(manager.store.list_keys)((*PREFIX, JOURNAL_LABEL)) == []

@@ -8,7 +8,7 @@ import logging
 
 import pytest
 
-from tests.manager.conftest import BrokenStore, CountingStore, NonSearchingStore
+from tests.manager.conftest import BrokenStore, CountingStore, NonSearchingStore, manager_events
 from tulip_memory.events import (
     EV_MEMORY_MANAGER_EXTRACT_FAILED,
     EV_MEMORY_MANAGER_EXTRACTED,
@@ -298,7 +298,7 @@ def test_constructor_rejects_a_non_store():
 # --- the memory block ----------------------------------------------------------------------
 
 
-async def test_block_goes_after_leading_system_messages_and_replaces_an_earlier_one(events):
+async def test_block_goes_after_leading_system_messages_and_replaces_an_earlier_one(sent_events):
     manager = LLMMemoryManager(InMemoryStore(), namespace_prefix=NS)
     await manager.save([Memory(MemoryType.USER, "role", "The user is a nurse.")])
     state = _state(
@@ -317,8 +317,8 @@ async def test_block_goes_after_leading_system_messages_and_replaces_an_earlier_
     blocks = _block_messages(second)
     assert len(blocks) == 1 and "Project: Django." in blocks[0].content
     assert second.messages.index(blocks[0]) == 2
-    assert [e for e, _ in events].count(EV_MEMORY_MANAGER_INJECTED) == 2
-    payload = next(p for e, p in events if e == EV_MEMORY_MANAGER_INJECTED)
+    assert [e for e, _ in manager_events(sent_events)].count(EV_MEMORY_MANAGER_INJECTED) == 2
+    payload = next(p for e, p in manager_events(sent_events) if e == EV_MEMORY_MANAGER_INJECTED)
     assert payload["memory_count"] == 1 and payload["types"] == ["user"]
 
 
@@ -355,7 +355,7 @@ async def test_latest_user_message_is_the_query():
     assert seen == ["second"]
 
 
-async def test_session_end_strips_the_block_before_extraction(events):
+async def test_session_end_strips_the_block_before_extraction(sent_events):
     seen: list[list[Message]] = []
 
     async def extractor(messages):
@@ -367,7 +367,7 @@ async def test_session_end_strips_the_block_before_extraction(events):
     state = await manager.on_session_start(_state(_user("I am a chef.")))
     await manager.on_session_end(state)
     assert [m.content for m in seen[0]] == ["I am a chef."]
-    extracted = [p for e, p in events if e == EV_MEMORY_MANAGER_EXTRACTED]
+    extracted = [p for e, p in manager_events(sent_events) if e == EV_MEMORY_MANAGER_EXTRACTED]
     assert extracted == [
         {"memory_count": 1, "types": ["user"], "mode": "inline", "namespace": list(NS)}
     ]
@@ -375,7 +375,7 @@ async def test_session_end_strips_the_block_before_extraction(events):
 
 @pytest.mark.parametrize("failure", ["extractor", "store"])
 async def test_failing_extractor_or_store_is_logged_and_emitted_never_raised(
-    failure, events, caplog
+    failure, sent_events, caplog
 ):
     async def broken(messages):
         raise RuntimeError("model unavailable")
@@ -386,7 +386,7 @@ async def test_failing_extractor_or_store_is_logged_and_emitted_never_raised(
         manager = LLMMemoryManager(BrokenStore(), namespace_prefix=NS)
     with caplog.at_level(logging.ERROR, logger="tulip_memory.manager"):
         await manager.on_session_end(_state(_user("I'm a nurse.")))
-    failed = [p for e, p in events if e == EV_MEMORY_MANAGER_EXTRACT_FAILED]
+    failed = [p for e, p in manager_events(sent_events) if e == EV_MEMORY_MANAGER_EXTRACT_FAILED]
     assert len(failed) == 1
     assert failed[0]["error_type"] == (
         "RuntimeError" if failure == "extractor" else "ConnectionError"
@@ -586,7 +586,7 @@ async def test_background_jobs_of_a_namespace_run_in_order_bounded_and_drained()
     assert peak == 2
 
 
-async def test_background_failures_are_emitted_not_raised(events):
+async def test_background_failures_are_emitted_not_raised(sent_events):
     async def broken(messages):
         raise RuntimeError("nope")
 
@@ -595,7 +595,9 @@ async def test_background_failures_are_emitted_not_raised(events):
     )
     await manager.on_session_end(_state(_user("hi")))
     await manager.drain()
-    assert [p["mode"] for e, p in events if e == EV_MEMORY_MANAGER_EXTRACT_FAILED] == ["background"]
+    assert [
+        p["mode"] for e, p in manager_events(sent_events) if e == EV_MEMORY_MANAGER_EXTRACT_FAILED
+    ] == ["background"]
 
 
 async def test_drain_in_inline_mode_returns_at_once_and_noop_manager_remembers_nothing():

@@ -12,6 +12,7 @@ import itertools
 
 import pytest
 
+from tests.manager.conftest import manager_events
 from tulip_memory.events import EV_MEMORY_MANAGER_EXTRACT_FAILED, EV_MEMORY_MANAGER_EXTRACTED
 from tulip_memory.manager import Memory, MemoryType
 from tulip_memory.manager.mem0 import Mem0MemoryManager
@@ -94,7 +95,7 @@ def test_bad_arguments_are_refused(kwargs, message):
         Mem0MemoryManager(client=InProcessMem0(), **kwargs)
 
 
-async def test_session_end_hands_the_conversation_without_the_block_to_add(events):
+async def test_session_end_hands_the_conversation_without_the_block_to_add(sent_events):
     client = InProcessMem0()
     manager = Mem0MemoryManager(client=client, user_id="u1", agent_id="helper")
     state = AgentState(
@@ -117,7 +118,7 @@ async def test_session_end_hands_the_conversation_without_the_block_to_add(event
             {"user_id": "u1", "agent_id": "helper"},
         )
     ]
-    assert [p for e, p in events if e == EV_MEMORY_MANAGER_EXTRACTED] == [
+    assert [p for e, p in manager_events(sent_events) if e == EV_MEMORY_MANAGER_EXTRACTED] == [
         {"backend": "mem0", "message_count": 2}
     ]
     started = await manager.on_session_start(AgentState(messages=[Message(Role.USER, "hi")]))
@@ -150,10 +151,10 @@ async def test_retrieve_lists_or_searches_the_scope_only():
     assert found[0].metadata["score"] == 0.9
 
 
-async def test_failing_mem0_is_logged_and_emitted_not_raised(events):
+async def test_failing_mem0_is_logged_and_emitted_not_raised(sent_events):
     manager = Mem0MemoryManager(client=FailingMem0(), run_id="r1")
     await manager.on_session_end(AgentState(messages=[Message(Role.USER, "I love hiking")]))
-    failed = [p for e, p in events if e == EV_MEMORY_MANAGER_EXTRACT_FAILED]
+    failed = [p for e, p in manager_events(sent_events) if e == EV_MEMORY_MANAGER_EXTRACT_FAILED]
     assert failed and failed[0]["error_type"] == "ConnectionError"
 
 

@@ -10,7 +10,7 @@ import os
 
 from tests.manager.celery_setup import celery_tulip_memory
 from tests.settings import *  # noqa: F403
-from tulip_memory.retention.extraction_schedule import beat_schedule_entry
+from tulip_memory.retention.sweeps import beat_schedule_entry
 
 TULIP_MEMORY = celery_tulip_memory()
 

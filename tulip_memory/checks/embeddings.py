@@ -1,25 +1,5 @@
-"""System checks of the configured embedder (ids tulip_memory.E020-E022, W020).
-
-* E020 ``EMBEDDER`` cannot be built: not importable, ``EMBEDDER_OPTIONS`` not a dict of
-  its keyword arguments, or it builds something that is not a ``BaseEmbedding``;
-* E021 the configured encoder's width (the embedder's ``dimension``; without one, HRR's
-  ``2 * STORE_OPTIONS["dim"]`` when ``STORE`` is PgMemory) differs from
-  ``VECTOR_DIMENSIONS``, the width of PgMemory's vector column: ``PgMemory()`` would
-  refuse to start, and so would every worker (not compared while ``VECTOR_DIMENSIONS``
-  is not an int of at least 1: E002 says so);
-* E022 the embedder says what it lacks to work (``BaseEmbedding.configuration_problem``):
-  ``OpenAIEmbedding`` of a non-local server without its API key in the environment;
-* W020 (tagged ``database``: ``check --database <alias>``) stored rows carry vectors of
-  another encoder than the configured one — written before the embedder changed — counted
-  by source; they are found by their words only until ``manage.py tulip_memory_reembed``
-  rebuilds them. A warning, not an error: nothing is lost or wrong, recall is degraded,
-  and ``migrate`` (which runs database checks) must not be blocked mid-change.
-
-Row-level security shows an application role no row without a pinned tenant, so through
-such a role (the application role, or the owner under FORCE ROW LEVEL SECURITY) W020
-counts tenant by tenant: one transaction pinned to each tenant of the registry (a
-statement each; a second or so per thousand tenants). A role with BYPASSRLS (or a
-superuser) sees every row: one statement.
+"""System checks of the configured embedder: E020-E022 (it builds, its width matches
+``VECTOR_DIMENSIONS``), W020 (``database``: stored vectors of another encoder).
 """
 
 from __future__ import annotations

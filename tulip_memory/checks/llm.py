@@ -1,13 +1,5 @@
-"""System check of the chat model's settings (ids tulip_memory.E050-E052).
-
-It says what is missing before the first extraction fails at run time:
-
-* E050 ``TULIP_MEMORY["LLM"]`` is malformed (unknown key, value out of range);
-* E051 no ``MODEL`` is set;
-* E052 ``BASE_URL`` is not local and the variable ``API_KEY_ENV`` names is unset or empty.
-
-Only a project that sets a non-empty ``TULIP_MEMORY["LLM"]`` is checked: the others do not use a
-chat model. Registered in AppConfig.ready() with the other checks.
+"""System check of ``TULIP_MEMORY["LLM"]`` (E050-E052): well formed, a ``MODEL``, an API key
+for a remote ``BASE_URL``.
 """
 
 from __future__ import annotations

@@ -1,32 +1,5 @@
-"""System checks of the memory manager's settings (ids tulip_memory.E040-E049).
-
-What a Celery worker builds from ``TULIP_MEMORY`` must be importable and well formed,
-or every extraction job would fail at run time, far from the mistake:
-
-* E040 ``STORE`` is not an importable callable, or ``STORE_OPTIONS`` is not a dict of
-  keyword arguments it takes;
-* E041 ``EXTRACTOR`` is set but is not an importable ``async`` callable;
-* E042 ``MANAGER_OPTIONS`` is not a dict of ``LLMMemoryManager`` keyword arguments;
-* E043 ``CELERY_QUEUE``, ``EXTRACTION_LEASE_SECONDS``, ``EXTRACTION_MAX_ATTEMPTS``,
-  ``EXTRACTION_RETRY_DELAY``, ``EXTRACTION_RESEND_AFTER`` or
-  ``EXTRACTION_JOB_TIMEOUT_SECONDS`` is out of range.
-
-A Celery worker runs E040-E043 as it starts and refuses to start on an error
-(:mod:`tulip_memory.tasks`), since Celery runs Django's checks but ignores what they find;
-with them the chat model's checks E050-E052 (:mod:`tulip_memory.checks.llm`) when its
-manager extracts with the model of ``TULIP_MEMORY["LLM"]`` (no ``EXTRACTOR``): a model
-without a key (read from the worker's own environment) fails every job's every attempt.
-
-And the caller's side of ``extract_mode="celery"``:
-
-* E044 a manager of this process uses ``extract_mode="celery"`` but Celery's current app
-  has no broker configured: the project's own Celery app (its ``celery.py``, imported by
-  the project package's ``__init__``) was not loaded, so the job messages would go to
-  Celery's built-in default broker, where no worker of the project listens, and the
-  jobs would stay pending. Managers built at import time are seen: the check imports the
-  URLconf (and so the views) first, as Django's own URL check does. Not a worker's
-  start-up check: a worker consumes from its app's broker (the follow-ups and re-sends it
-  sends go there too), and its own manager extracts inline.
+"""System checks of what Celery workers build their memory manager from (E040-E043), and
+E044: celery mode without a Celery app that has a broker.
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
-"""System checks of PgMemory's text search configuration (ids tulip_memory.E060, E061).
-
-E060 (always): ``TULIP_MEMORY["TEXT_SEARCH_CONFIG"]`` is not a configuration name.
-E061 (tagged ``database``, on the PostgreSQL aliases of ``TENANT_DATABASES``): the
-configuration is unknown to the database, or the stored ``search_vector`` column (migration
-0005) was generated with another configuration than the setting names — queries would be
-analysed differently from the rows (a stemmed query against unstemmed rows finds nothing).
+"""System checks of ``TEXT_SEARCH_CONFIG``: E060 not a configuration name; E061
+(``database``) unknown to the database, or not the one ``search_vector`` was generated with.
 """
 
 from __future__ import annotations

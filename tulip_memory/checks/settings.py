@@ -1,18 +1,6 @@
-"""System checks of the ``TULIP_MEMORY`` settings dict itself and of the shape of some of
-its values (ids tulip_memory.E001-E005, W001).
-
-* E001 ``TULIP_MEMORY`` is not a dict; W001 an unknown key (a likely typo);
-* E002 ``VECTOR_DIMENSIONS`` is not an int of at least 1 (the width checks E014 and E021
-  are skipped then);
-* E003 ``TENANT_DATABASES`` is not a list or tuple of aliases of ``settings.DATABASES``
-  (a str would be read letter by letter; an unknown alias is never checked);
-* E004 ``TENANT_SETTING`` is not a PostgreSQL custom setting name (``prefix.name``);
-* E005 ``SUBJECT_NAMESPACE`` is not a tuple of labels (erasure would look elsewhere).
-
-:func:`vector_dimensions` and :func:`tenant_setting` (as
-:func:`~tulip_memory.conf.tenant_databases`) return a usable value or ``None``: the checks
-that read these settings skip what they cannot use,
-and the error above says why, once.
+"""System checks of the ``TULIP_MEMORY`` dict (E001, W001) and of the shape of
+``VECTOR_DIMENSIONS``, ``TENANT_DATABASES``, ``TENANT_SETTING``, ``SUBJECT_NAMESPACE``
+(E002-E005), without a database.
 """
 
 from __future__ import annotations
@@ -187,11 +175,8 @@ def _subject_namespace_errors() -> list[checks.CheckMessage]:
 
 @functools.cache
 def needs_usable_settings(check: Check) -> Check:
-    """``check``, skipped (no message) while ``TULIP_MEMORY`` is not a dict: E001 says so,
-    and the check would otherwise fail with that ``TypeError`` instead of reporting. One
-    wrapper per check: registered again (``AppConfig.ready()`` runs once more when a test
-    changes ``INSTALLED_APPS``), it is the same function, which Django's registry keeps
-    once."""
+    """``check``, skipped while ``TULIP_MEMORY`` is not a dict (E001 says so); one wrapper
+    per check, so that registering it again keeps it once in Django's registry."""
     from tulip_memory.conf import settings
 
     @functools.wraps(check)

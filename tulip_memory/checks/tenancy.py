@@ -1,44 +1,16 @@
-"""System checks of tenant isolation (ids tulip_memory.E010-E017, E019, W010, W011, I010).
+"""System checks of tenant isolation: row-level security on the tenant databases.
 
-On the aliases of ``TULIP_MEMORY["TENANT_DATABASES"]``: E010 superuser role, E011
-BYPASSRLS role, E012 tenant table without ENABLE/FORCE row level security, E013 tenant
-table whose policies are not exactly the expected one (the store item table also has its
-owner's read policy), E019 that policy, or the lexical search function
-(:mod:`tulip_memory.postgres.search_index`), reads another setting than ``TENANT_SETTING`` (or
-none), E014 vector column narrower or wider than
-``VECTOR_DIMENSIONS``, E017 a ``SECURITY DEFINER`` function of the tenant tables' owner
-whose search path is not pinned to ``pg_catalog, pg_temp`` (a caller's temporary objects
-could stand in for the names it uses and run as the owner), W010 the role owns tenant
-tables. The policy itself is created by
-:class:`tulip_memory.postgres.rls.EnableTenantRowLevelSecurity`. (The shape of these settings is
-checked without a database: E002-E004, :mod:`tulip_memory.checks.settings`.)
-
-They run in two ways, and look at each alias once. Tagged ``database``, on the aliases a
-run passes (``check --database A``, ``migrate --database A``; under Django 6.1 also
-``check --tag database``, which passes every alias). And, untagged, on the ``default``
-alias when no alias is named (plain ``check``, ``runserver``, any command's start-up
-checks) and it is a PostgreSQL tenant database: a few catalog queries on one connection.
-Django up to 6.0 calls the checks of a run that named no alias with ``databases=None``;
-Django 6.1 with every configured alias (and runs the ``database`` checks only when aliases
-were named or tags given): :func:`names_no_alias` tells the two apart as far as they can
-be, and in a 6.1 run given every alias the first of the two checks to reach ``default``
-looks at it (:func:`_first_at_default`). When that connection cannot be opened (a build
-step without a database), plain ``check`` says so with I010, an Info that fails no
-``--fail-level`` in use; ``check --database A`` reports E015 for a PostgreSQL alias named
-that cannot be reached (every check of tulip_memory tagged ``database`` then skips it:
-:func:`connection_problem`).
-
-E016 (always): ``TENANT_RESOLVER`` cannot be imported — TenantMiddleware would fail every
-request. Tagged ``deploy`` (``check --deploy``): W011 the tenant resolver reads a request
-header.
+E010-E014, E017 (a ``SECURITY DEFINER`` function of the tables' owner whose search path is
+not pinned to ``pg_catalog, pg_temp``), E019, W010 on each alias of ``TENANT_DATABASES`` a
+run names (``check --database``), or on ``default`` when it names none; I010 when such an alias cannot be
+reached. E015 (tagged ``database``): a PostgreSQL alias named cannot be reached. E016: the
+tenant resolver does not import; W011 (deploy): it reads a request header.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from django.core import checks
@@ -52,12 +24,10 @@ __all__ = [
     "PINNED_SEARCH_PATH",
     "check_connection",
     "check_database_connections",
-    "check_default_tenant_database",
     "check_tenant_databases",
     "check_tenant_resolver",
     "check_tenant_resolver_setting",
     "connection_problem",
-    "names_no_alias",
     "search_path_of",
     "settings_read",
 ]
@@ -106,15 +76,6 @@ def check_database_connections(
                 )
             )
     return errors
-
-
-def _check_alias(alias: str) -> list[checks.CheckMessage]:
-    from django.db import connections
-
-    connection = connections[alias]
-    if connection.vendor != "postgresql" or connection_problem(connection) is not None:
-        return []  # an unreachable alias: E015
-    return check_connection(connection, alias)
 
 
 def check_connection(connection: Any, alias: str) -> list[checks.CheckMessage]:
@@ -396,139 +357,34 @@ def _width_statements(table: str, column: str, width: int) -> list[str]:
 def check_tenant_databases(
     app_configs: Iterable[Any] | None = None, databases: Iterable[str] | None = None, **kwargs: Any
 ) -> list[checks.CheckMessage]:
-    """The row-level security checks (tagged ``database``) on the aliases of
-    ``TENANT_DATABASES`` the run passes.
-
-    In a run given every alias under Django 6.1 (:func:`names_no_alias`), which
-    :func:`check_default_tenant_database` may be part of too, ``default`` is looked at by
-    the first of the two to reach it (:func:`_first_at_default`): ``check --tag
-    database`` runs this one alone, and a plain run the other alone.
-    """
-    from django.db import DEFAULT_DB_ALIAS
-
-    aliases = tenant_databases()
-    if not databases or aliases is None:  # a TENANT_DATABASES of the wrong type: E003
-        return []
-    listed = list(databases)
-    named = set(listed)
-    if (
-        DEFAULT_DB_ALIAS in named
-        and names_no_alias(listed)
-        and not _first_at_default(check_tenant_databases, databases)
-    ):
-        named.discard(DEFAULT_DB_ALIAS)
-    errors: list[checks.CheckMessage] = []
-    for alias in dict.fromkeys(aliases):
-        if alias in named:
-            errors.extend(_check_alias(alias))
-    return errors
-
-
-def check_default_tenant_database(
-    app_configs: Iterable[Any] | None = None, databases: Iterable[str] | None = None, **kwargs: Any
-) -> list[checks.CheckMessage]:
-    """The row-level security checks on ``default`` in a run that named no alias.
-
-    Plain ``check``, ``runserver`` and every command's start-up checks name none
-    (:func:`names_no_alias`); when ``default`` is a PostgreSQL tenant database that cannot
-    be reached, I010 (an Info) says it was not checked. A run that named aliases, even
-    none (``manage.py test`` without database tests), leaves them to
-    :func:`check_tenant_databases`, and so does a Django 6.1 run given every alias in
-    which that check reached ``default`` first (:func:`_first_at_default`).
-    """
+    """The row-level security checks on the tenant aliases in ``databases``, or on
+    ``default`` when Django passes none (a run that named no alias, up to Django 6.0)."""
     from django.db import DEFAULT_DB_ALIAS, connections
 
     aliases = tenant_databases()
-    if not names_no_alias(databases) or aliases is None or DEFAULT_DB_ALIAS not in aliases:
+    if aliases is None:  # a TENANT_DATABASES of the wrong type: E003
         return []
-    connection = connections[DEFAULT_DB_ALIAS]
-    if connection.vendor != "postgresql":
-        return []
-    problem = connection_problem(connection)
-    if problem is not None:
+    named = {DEFAULT_DB_ALIAS} if databases is None else set(databases)
+    errors: list[checks.CheckMessage] = []
+    for alias in dict.fromkeys(aliases):
+        connection = connections[alias]
+        if alias not in named or connection.vendor != "postgresql":
+            continue
+        problem = connection_problem(connection)
+        if problem is None:
+            errors.extend(check_connection(connection, alias))
+            continue
         # An Info, not a Warning: commands run at build time without a database
         # (collectstatic in an image build) run these checks too.
-        return [
+        errors.append(
             checks.Info(
-                f"The row-level security of database 'default' was not checked: it cannot "
+                f"The row-level security of database {alias!r} was not checked: it cannot "
                 f"be reached ({problem}).",
-                hint="Run manage.py check --database default where the database answers.",
+                hint=f"Run manage.py check --database {alias} where the database answers.",
                 id="tulip_memory.I010",
             )
-        ]
-    if databases is not None and not _first_at_default(check_default_tenant_database, databases):
-        return []
-    return check_connection(connection, DEFAULT_DB_ALIAS)
-
-
-@dataclasses.dataclass
-class _Run:
-    """The ``databases`` object of a Django 6.1 check run given every alias, and which of
-    the two checks of ``default`` have been called with it."""
-
-    databases: object = None
-    checks: set[Callable[..., Any]] = dataclasses.field(default_factory=set)
-
-
-_last_run = _Run()
-
-
-def _first_at_default(check: Callable[..., Any], databases: Iterable[str]) -> bool:
-    """Whether ``check`` (:func:`check_tenant_databases` or
-    :func:`check_default_tenant_database`) is the first of the two to reach ``default`` in
-    a Django 6.1 run given every alias (``databases``), so is the one to look at it.
-
-    Such a run runs either check alone (``check --tag database``: the tagged one; plain
-    ``check``: the untagged one) or both (``check --database`` naming every alias in their
-    order), and neither can tell which from its arguments. But Django passes the same
-    ``databases`` object to every check of a run: the first of the two called with it looks
-    at ``default``. A check called again with the object it was called with before is in
-    another run (a caller that passes one list to two runs), which starts there. Runs are
-    taken one at a time, as Django makes them.
-    """
-    if _last_run.databases is not databases or check in _last_run.checks:
-        _last_run.databases, _last_run.checks = databases, {check}
-        return True
-    _last_run.checks.add(check)
-    return False
-
-
-def names_no_alias(databases: Iterable[str] | None) -> bool:
-    """Whether a check run given ``databases`` named no database alias.
-
-    Up to Django 6.0 such a run passes ``databases=None`` to every check. Django 6.1
-    passes the list of every configured alias instead (and runs the checks tagged
-    ``database`` only in a run that named aliases or tags): there, ``databases`` equal to
-    ``list(connections)`` — the same aliases in the same order — is taken for a run that
-    named none. A run that named exactly those aliases, in that order, cannot be told
-    apart from it (with a single alias, ``check --database default``): ``default`` then
-    shows I010, as in a plain run, besides E015 when it cannot be reached, and is looked at
-    once when it can (:func:`_first_at_default`).
-    """
-    from django.db import connections
-
-    if databases is None:
-        return True
-    return _runs_name_every_alias() and list(databases) == list(connections)
-
-
-@functools.cache
-def _runs_name_every_alias() -> bool:
-    """Whether Django's check registry passes every configured alias to the checks of a
-    run that named none (Django 6.1 and later) rather than ``None``: asked of a registry
-    of one probe check."""
-    from django.core.checks.registry import CheckRegistry
-
-    seen: list[object] = []
-
-    def probe(app_configs: Any = None, databases: Any = None, **kwargs: Any) -> list[Any]:
-        seen.append(databases)
-        return []
-
-    registry = CheckRegistry()
-    registry.register(probe)
-    registry.run_checks()
-    return bool(seen) and seen[0] is not None
+        )
+    return errors
 
 
 def check_tenant_resolver_setting(

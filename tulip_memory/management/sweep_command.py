@@ -1,26 +1,21 @@
-"""``SweepCommand``: what the sweep commands (``tulip_memory_sweep_expired``,
-``tulip_memory_cleanup_jobs``, ``tulip_memory_prune_checkpoints``) share.
-
-A :class:`~tulip_memory.management.tenant_command.TenantCommand` (``--tenant``,
-``--tenants-file``, ``--all-tenants``, ``--database``, ``--dry-run``) that runs one
-sweep per tenant, each in its own transaction pinned to the tenant, prints one line per
-tenant and a progress bar, then a total. A tenant that fails stops the command with a
-:class:`~django.core.management.base.CommandError` naming it (exit status 1); the tenants
-swept before it stay swept, so running the command again resumes.
+"""``SweepCommand``: a :class:`TenantCommand` that runs one sweep per tenant, each in its own
+transaction pinned to the tenant, and prints a line per tenant and a total.
 """
 
 from __future__ import annotations
 
 from abc import abstractmethod
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
 from django.core.management.base import CommandError
 
+from tulip_memory.exceptions import ConfigurationError
 from tulip_memory.management.tenant_command import TenantCommand
-from tulip_memory.retention.policy import retention_period
+from tulip_memory.retention.policy import RetentionPolicy, retention_period, retention_policy
 
-__all__ = ["SweepCommand", "option_period"]
+__all__ = ["SweepCommand", "option_period", "policy_with"]
 
 
 def option_period(option: str, value: float, *, unit: str, strict: bool) -> timedelta:
@@ -29,6 +24,21 @@ def option_period(option: str, value: float, *, unit: str, strict: bool) -> time
         return retention_period(value, unit=unit, strict=strict)
     except ValueError as exc:
         raise CommandError(f"{option} {exc}") from None
+
+
+def policy_with(nothing_to_do: str, **options: Any) -> RetentionPolicy:
+    """The retention policy of the settings with the fields of the options given (not
+    None); ``CommandError`` if the settings are bad or leave all these fields None."""
+    try:
+        policy = retention_policy()
+    except ConfigurationError as exc:
+        raise CommandError(str(exc)) from None
+    policy = replace(
+        policy, **{name: value for name, value in options.items() if value is not None}
+    )
+    if all(getattr(policy, name) is None for name in options):
+        raise CommandError(f"Nothing to do: {nothing_to_do}")
+    return policy
 
 
 class SweepCommand(TenantCommand):

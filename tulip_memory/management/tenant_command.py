@@ -1,32 +1,6 @@
-"""``TenantCommand``: what every ``tulip_memory_*`` management command shares.
-
-The commands of this app appear under ``[tulip_memory]`` in ``manage.py help``; each is
-``tulip_memory_<verb>``. This base gives them one way to say which tenants to work on,
-which database alias to use, a ``--dry-run`` where the command changes data, and a
-progress bar for long work:
-
-* ``--tenant T`` (repeatable) and ``--tenants-file PATH`` (one per line, ``-`` for
-  standard input, ``#`` starts a comment) name tenants; ``--all-tenants`` takes every
-  tenant of the tenant registry (:class:`~tulip_memory.models.tenants.Tenant`, which
-  row-level security does not hide), and cannot be combined with the other two. Naming
-  none is an error (a command never guesses), and so is a tenants file naming none;
-  naming one the registry does not know is an error too
-  (:meth:`TenantCommand.require_known`, which each command calls once its own options are
-  checked: a typo would otherwise sweep, count or erase nothing and exit 0). With
-  ``--all-tenants`` and a registry that has no tenant yet, ``require_known`` ends the
-  command there: it says so and exits 0 (a cron job on a new database).
-  A command that works on no tenant's rows sets ``takes_tenants = False`` (no such
-  options); one that works on exactly one tenant sets ``single_tenant = True`` (only a
-  required ``--tenant``).
-* ``--database ALIAS`` (default ``default``): an alias missing from ``DATABASES``, or of a
-  vendor the command does not support (``vendors``), is refused before anything runs;
-  one that cannot be reached stops the command with a one-line error
-  (:meth:`TenantCommand.reaching`), not a traceback.
-* ``--dry-run`` (when the subclass sets ``changes_data``): report, write nothing.
-
-A failure raises :class:`~django.core.management.base.CommandError`, so the process exits
-with status 1 and the message on standard error (argparse's usage errors, such as an
-unknown or missing option, exit with status 2).
+"""``TenantCommand``: what every ``tulip_memory_*`` command shares: which tenants
+(``--tenant``, ``--tenants-file``, ``--all-tenants``), ``--database``, ``--dry-run`` and a
+progress bar.
 """
 
 from __future__ import annotations
@@ -123,11 +97,7 @@ class TenantCommand(BaseCommand):
         )
 
     def tenants(self, options: dict[str, Any]) -> list[str]:
-        """The tenants the options name, validated, in order, without repeats.
-
-        With ``--all-tenants`` and no tenant in the registry: an empty list, which
-        :meth:`require_known` turns into "nothing to do" once the command's options are
-        checked."""
+        """The tenants the options name, validated, in order, without repeats."""
         given = list(options.get("tenant") or [])
         path = options.get("tenants_file")
         if options.get("all_tenants"):

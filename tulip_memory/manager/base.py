@@ -1,12 +1,5 @@
-"""The manager contract (:class:`BaseMemoryManager`) and the do-nothing :class:`NoopMemoryManager`.
-
-A manager decides what to remember (:meth:`~BaseMemoryManager.extract`), keeps it
-(:meth:`~BaseMemoryManager.save`) and gives it back (:meth:`~BaseMemoryManager.retrieve`);
-the base class runs the lifecycle the agent calls: :meth:`on_session_start` injects the
-memory block, :meth:`on_session_end` extracts and saves (inline or in the background)
-and never raises.
-
-Pure Python: importable without Django settings.
+"""The manager contract (:class:`BaseMemoryManager`): the lifecycle an agent calls
+(inject the memory block, extract and save, never raise), and :class:`NoopMemoryManager`.
 """
 
 from __future__ import annotations

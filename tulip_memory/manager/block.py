@@ -1,11 +1,5 @@
-"""The memory block: the one system message that carries recalled memories to the model.
-
-It is a ``Role.SYSTEM`` message placed right after the leading system messages and
-marked ``metadata={"tulip_memory_block": True}``. Injecting replaces a block left by an
-earlier turn of the same thread; stripping removes every block. Neither mutates the
-state it is given: a new :class:`~tulip_memory.state.AgentState` is returned.
-
-Pure Python: importable without Django settings.
+"""The memory block: the one system message, after the leading system messages, that
+carries recalled memories to the model. Injecting and stripping return a new state.
 """
 
 from __future__ import annotations

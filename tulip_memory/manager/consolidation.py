@@ -1,44 +1,6 @@
-"""LLM fact extraction with consolidation, applied once per run.
-
-:meth:`LLMExtractor.run` does, for one finished run (its messages) and one memory scope:
-
-1. **Extract.** The conversation, secrets redacted (:mod:`.redaction`) and cut to the token
-   budget (:mod:`.budget`, oldest messages first), goes to the model, which answers
-   candidate facts: ``type`` (a :class:`MemoryType`), a stable ``key``, ``content`` and a
-   ``confidence``. Unknown types, invalid keys, keys holding a secret, contents over
-   ``MAX_FACT_CHARS`` or holding a redaction's replacement, and the facts after the first
-   ``MAX_FACTS`` are refused and logged; candidates below ``MIN_CONFIDENCE`` are dropped;
-   within one run the last candidate of a ``(type, key)`` wins.
-2. **Consolidate.** For each candidate the scope's most related memories are recalled
-   (``search_many`` over every type, with the candidate's content as the query, plus the
-   memory stored under the candidate's own key). Candidates with nothing related are
-   added as they are; the others go to the model in **one** request, which decides per
-   candidate ``ADD``, ``UPDATE`` an existing memory (new content), ``DELETE`` an existing
-   memory (the candidate contradicts it) or ``NONE``. A decision naming a memory that was
-   not shown for that candidate is refused and logged.
-3. **Apply,** through the manager: ``ADD``/``UPDATE`` are one ``save`` (history keeps the
-   replaced content), ``DELETE`` moves the memory into its history, ended, and deletes it.
-   Content is redacted again before it is written. On a store with a Django database
-   alias (``PgMemory``) the whole application, journal included, is **one transaction**
-   (:mod:`.transaction`).
-
-:meth:`LLMExtractor.plan` does steps 1-2 (every model call, no write) and
-:meth:`LLMExtractor.apply` step 3; :meth:`LLMExtractor.run` is both, and awaits its
-``before_apply`` between them (the Celery worker's lease fence: if it raises, nothing is
-written). The manager (:class:`~tulip_memory.manager.LLMMemoryManager` with an extractor)
-calls ``run``.
-
-Idempotency: the run has an id (given, e.g. ``job-<id>`` by the Celery worker, or a hash of
-its scope and messages); each operation's id is derived from the run id and the operation.
-The planned operations are journaled under ``(*prefix, "_extraction_runs")`` before the
-first write and the run is marked done after the last; a redelivered run that is done
-applies nothing and asks the model nothing, one that stopped half-way (possible only on a
-store without transactions) replays the journaled operations (an operation whose id is
-already on the memory is skipped). Every model call happens before the first write: a
-failing call (:class:`~tulip_memory.exceptions.LLMError`, with the usage of the whole run
-so far) leaves the store untouched.
-
-Pure Python over any :class:`~tulip_memory.store.base.BaseStore`.
+"""LLM fact extraction with consolidation: the model extracts facts, then decides
+ADD/UPDATE/DELETE/NONE against the stored memories; applied once per run
+(docs/design/extraction.md).
 """
 
 from __future__ import annotations

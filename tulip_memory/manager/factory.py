@@ -1,15 +1,5 @@
-"""The one memory manager built from ``TULIP_MEMORY`` settings.
-
-:func:`build_memory_manager_from_settings` is how an extraction worker (and the Celery
-task that drives it) gets its :class:`~tulip_memory.manager.llm.LLMMemoryManager`:
-``STORE`` (+ ``STORE_OPTIONS``), ``EXTRACTOR`` (``None``: the heuristic) and
-``MANAGER_OPTIONS``, with ``extract_mode="inline"`` because the worker is where the job
-runs. It is built once per process and rebuilt after ``TULIP_MEMORY`` changes.
-
-:func:`build_store_from_settings` builds that store: a store class that takes an
-``embedder`` keyword gets the configured ``TULIP_MEMORY["EMBEDDER"]`` unless
-``STORE_OPTIONS`` names one, so workers embed with the embedder the application searches
-with (``PgMemory`` reads the setting itself; this covers every other store).
+"""The memory manager an extraction worker builds from ``TULIP_MEMORY`` (``STORE``,
+``EXTRACTOR``, ``MANAGER_OPTIONS``), once per process and again after the setting changes.
 """
 
 from __future__ import annotations

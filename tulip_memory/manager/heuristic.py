@@ -1,47 +1,5 @@
-"""The built-in extractor: deterministic rules that turn user sentences into typed memories.
-
-Used by :class:`~tulip_memory.manager.LLMMemoryManager` when no ``extract_fn`` is given.
-It is a pattern matcher, not a language model: adequate for demos, tests and as a cheap
-first pass; pass an LLM-backed ``extract_fn`` for production recall.
-
-How it reads a conversation
-    Only ``user`` messages are mined (the assistant's words are not facts about the
-    user). Each message is split into sentences; questions (``?`` or a leading
-    interrogative) and hypotheticals (``if ...``, ``suppose ...``, ``imagine ...``)
-    are skipped. Every remaining sentence goes through the rules below; a sentence can
-    yield memories of several types (a project fact with a URL in it is both).
-
-The rules (``metadata["rule"]`` names the one that fired)
-    * ``user`` — ``name`` ("my name is Ada", "call me Ada"); ``role`` ("I'm a data
-      scientist at Acme", "I work as a nurse", "as a teacher, ...", "my role is ...";
-      the role's last word must be a known occupation, so "I'm a bit tired" is not a
-      role); ``employer`` ("I work at/for Acme"); ``location`` ("I live in / I'm based
-      in Lyon"); ``timezone``; ``preference`` ("I prefer / like / don't like / love /
-      hate / would rather ..." with a real object, so "I like that" is not one); ``favorite``
-      ("my favourite editor is Helix").
-    * ``feedback`` — ``correction``: a sentence opened by "no," / "nope" / "actually" /
-      "that's wrong / not right / incorrect", or a standing instruction ("don't ...",
-      "never ...", "always ...", "stop ...", "avoid ...", "keep ...", "make sure ...",
-      "you should ...", "please use ..."), with at
-      least two content words; phatic phrases ("no worries", "don't worry",
-      "never mind") are not. ``confirmation``: "exactly", "perfect", "yes, that's
-      right", "that works", "keep doing that" ... right after an assistant message;
-      the memory records what was confirmed (that message's first sentence with three
-      content words).
-    * ``project`` — "we're building / using / migrating to ...", "the project / app /
-      repo uses / runs on / is written in ...", "our stack / goal / database is ...",
-      "we decided to ...", "the deadline / release / launch is ...".
-    * ``reference`` — URLs, ticket ids ("PROJ-123", "ticket #42") and documents ("see
-      the onboarding doc", "docs/setup.md").
-
-Stable keys
-    A fact that can hold one value at a time has a fixed key (``name``, ``role``,
-    ``employer``, ``location``, ``timezone``, ``deadline``, ``release``): saying it
-    again with a new value updates the one record (and its history keeps the old
-    value). Other facts are keyed by rule plus a slug of their content words (lower
-    case, punctuation and filler words dropped), so the same fact said again, with
-    other casing, punctuation or "please", maps to the same key; URLs by host and path;
-    tickets by id. Within one conversation the last statement of a key wins.
+"""The built-in extractor: deterministic rules that turn user sentences into typed memories
+(a pattern matcher, not a language model; docs/design/extraction.md).
 """
 
 from __future__ import annotations

@@ -1,23 +1,5 @@
-"""Memory history: what a memory said before each update, and when it changed.
-
-Kept in the manager's own store, so it works over any :class:`BaseStore`: the versions of
-the memory ``(type, key)`` under prefix ``P`` live in the sibling namespace
-``(*P, "_history", type, key)``, one item per replaced version. An entry records the old
-content and metadata with ``valid_from`` (when that content was written) and ``valid_to``
-(when it was replaced). The history namespaces share the tenant (``P[0]``) of the memory,
-so row-level security covers them like the memories themselves.
-
-An entry's key names the replaced item: its life (the UTC time the memory was created,
-``20250301T101500123456Z``) and its store version within that life, zero-padded:
-``20250301T101500123456Z-000000000003``. A re-run of the same save rewrites the same entry
-instead of adding a duplicate, and a memory deleted (its last version kept as ended) and
-added again starts a new life whose versions, restarting at 1, do not overwrite the first
-life's entries. Keys sort in the order the versions were replaced, which is the order the
-history is listed in (here and in the admin). Entries written by earlier releases are keyed
-by the zero-padded version alone (``000000000003``): all digits, starting with ``0``, they
-sort before every life-stamped key, as they were written before any of them.
-
-Pure Python: importable without Django settings.
+"""Memory history: the versions a memory replaced, kept in the manager's own store under
+``(*prefix, "_history", type, key)``, with ``valid_from`` and ``valid_to``.
 """
 
 from __future__ import annotations
@@ -57,10 +39,7 @@ def _entry_key(previous: StoreItem) -> str:
 
 @dataclass(frozen=True)
 class MemoryVersion:
-    """One state of a memory: its content from ``valid_from`` until ``valid_to``.
-
-    ``valid_to`` is ``None`` for the current version.
-    """
+    """One state of a memory: its content from ``valid_from`` until ``valid_to``."""
 
     content: str
     metadata: dict[str, Any]

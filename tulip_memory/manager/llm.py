@@ -1,18 +1,5 @@
-""":class:`LLMMemoryManager`: long-term memory over any :class:`~tulip_memory.store.base.BaseStore`.
-
-Memories of type ``T`` under prefix ``P`` are the items of namespace ``(*P, T)``, keyed by
-the memory's key; their past versions live beside them (:mod:`.history`). The prefix of
-a call is its scope: :meth:`LLMMemoryManager.scoped`, else the run's
-``namespace_resolver``, else ``namespace_prefix``.
-
-The extractor of a run, first that applies: ``extract_fn`` (returns memories to save);
-``extractor`` (an :class:`~tulip_memory.manager.consolidation.LLMExtractor`: a chat model
-decides ADD/UPDATE/DELETE/NONE against the stored memories and the decisions are applied
-once per run); the LLM extractor built from ``TULIP_MEMORY["LLM"]`` when that setting names
-a ``MODEL``; else the deterministic heuristic.
-
-Pure Python over a non-ORM store; ``extract_mode="celery"`` needs a configured Django
-project (its job rows are models), imported only when that mode is used.
+""":class:`LLMMemoryManager`: long-term memory over any
+:class:`~tulip_memory.store.base.BaseStore`, with a pluggable extractor (docs/manager.md).
 """
 
 from __future__ import annotations
@@ -197,8 +184,6 @@ class LLMMemoryManager(BaseMemoryManager):
         if extract_mode == "celery":
             _warn_about_what_workers_ignore(self)
 
-    # --- scope ----------------------------------------------------------------------------
-
     @property
     def active_namespace(self) -> Namespace:
         """The prefix the current call reads and writes under."""
@@ -247,8 +232,6 @@ class LLMMemoryManager(BaseMemoryManager):
 
     def _extraction_order_key(self) -> Hashable:
         return self.active_namespace
-
-    # --- lifecycle ----------------------------------------------------------------------
 
     async def on_session_start(self, state: AgentState) -> AgentState:
         """Inject the run's memories (its namespace and read-only recall namespaces)."""
@@ -318,8 +301,6 @@ class LLMMemoryManager(BaseMemoryManager):
         runner: CeleryExtractions | None = self.__dict__.get("_celery_extractions")
         if runner is not None:
             await runner.drain()
-
-    # --- extract / retrieve / save ----------------------------------------------------------
 
     async def extract(self, messages: list[Message]) -> list[Memory]:
         """The memories of ``messages``, nothing saved: ``extract_fn`` when given; with an
@@ -497,8 +478,6 @@ class LLMMemoryManager(BaseMemoryManager):
             await self.store.delete(namespace, key)
             if self.keep_history:
                 await self._history.clear(prefix, memory_type, key)
-
-    # --- history -------------------------------------------------------------------------------
 
     async def history(
         self, memory_type: MemoryType | str, key: str, *, namespace: Namespace | None = None

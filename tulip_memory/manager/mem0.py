@@ -1,20 +1,5 @@
-""":class:`Mem0MemoryManager`: long-term memory delegated to `mem0 <https://mem0.ai>`_.
-
-mem0 extracts and stores memories itself (with its own LLM and vector store): this
-manager hands it the finished conversation (``client.add``) and reads back what it keeps
-(``client.search`` / ``client.get_all``) for the memory block. Pass a ready ``client``
-(anything with mem0's async ``add`` / ``search`` / ``get_all``, such as
-``mem0.AsyncMemory`` or ``mem0.AsyncMemoryClient``), or a ``config`` for
-``AsyncMemory.from_config``; mem0 is imported only then, and a missing install fails at
-construction with the extra to install.
-
-The memory block is stripped before the conversation is handed to mem0 (recalled
-memories would otherwise come back as if the user had just said them); a failing mem0
-call in ``on_session_end`` is logged and emitted as ``memory.manager.extract_failed``,
-not raised, as every manager's contract says; ``AsyncMemory.from_config`` (a coroutine
-in mem0's async API) is awaited; a manager without any of ``user_id`` / ``agent_id`` /
-``run_id`` is refused at construction (mem0 would refuse every call); ``save`` and
-``retrieve`` keep a memory's type and key. See docs/manager.md, "Behaviour notes".
+""":class:`Mem0MemoryManager`: long-term memory delegated to `mem0 <https://mem0.ai>`_,
+which extracts and stores memories itself.
 """
 
 from __future__ import annotations

@@ -1,21 +1,5 @@
-"""Reading memories back from a store: ranking, recency and the merge of the two.
-
-A recall reads every memory type of every namespace in scope ("targets"):
-
-* with a query, ONE ``search_many`` call ranks each target on its own; the rankings are
-  merged rank by rank (the best of each target first, then the second best of each...),
-  because scores of separate rankings are not comparable;
-* ONE more ``search_many`` without a query tops the list up with the most recently
-  updated memories, so a store whose search only matches words (InMemoryStore's BM25)
-  still injects something when no memory shares a word with the user's message. It runs
-  only when the ranking brought back fewer than ``limit`` memories: the top-up comes
-  after every ranked memory, so it would not change a full list (with a store that
-  ranks every memory with a vector, PgMemory's with a model embedder, a recall is then
-  one statement; PgMemory's default HRR vectors rank only the memories sharing a word);
-* the two are de-duplicated (by namespace and key) and cut to the limit.
-
-A store that cannot search (``capabilities.search`` false) falls back to recency read
-through ``list_keys`` + ``get_item``. Pure Python: importable without Django settings.
+"""Reading memories back from a store: one ``search_many`` ranking each namespace in scope,
+merged rank by rank (scores of separate rankings are not comparable), topped up by recency.
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
-"""Which namespace a manager reads and writes: :class:`MemoryScope` and the scope ContextVar.
-
-A manager's scope is context-local (a :class:`~contextvars.ContextVar`), so concurrent
-asyncio tasks, and background jobs created inside a scope, each keep their own. Scopes
-are keyed by manager: entering a scope of one manager never changes another's.
-
-Pure Python: importable without Django settings.
+"""Which namespace a manager reads and writes: :class:`MemoryScope`, held in a ContextVar
+keyed by manager. Pure Python.
 """
 
 from __future__ import annotations

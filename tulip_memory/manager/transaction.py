@@ -1,15 +1,5 @@
-"""Several async store calls as one database transaction, for ORM-backed stores.
-
-:func:`in_one_transaction` is how an LLM extraction run's decisions reach ``PgMemory`` all
-or nothing (:mod:`tulip_memory.manager.consolidation`). ``PgMemory`` runs every call in its
-own ``tenant_atomic`` on Django's thread-sensitive executor thread; here that thread opens
-``transaction.atomic(using)`` first and runs the coroutine with ``async_to_sync`` inside it,
-so each of its store calls is sent back to this same thread (asgiref routes thread-sensitive
-calls made under ``async_to_sync`` to the thread that called it) and becomes a savepoint
-of the one outer transaction. While it runs, other coroutines' thread-sensitive calls wait
-for that thread, so none of them can slip into the transaction.
-
-Imported lazily, only for a store with a Django database alias: it imports ``django.db``.
+"""Several async store calls as one database transaction, for ORM-backed stores: how an
+LLM run's decisions reach ``PgMemory`` all or nothing (docs/design/extraction.md).
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""The value types of the long-term memory manager: :class:`Memory`, :class:`MemoryType` and
-:class:`ExtractionOutcome` (what one extraction run did).
-
-Pure Python: importable without Django settings.
+"""The value types of the memory manager: :class:`Memory`, :class:`MemoryType`,
+:class:`ExtractionOutcome`. Pure Python.
 """
 
 from __future__ import annotations

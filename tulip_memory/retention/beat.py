@@ -1,15 +1,5 @@
-"""Periodic Celery tasks, set up one way for every sweep of tulip_memory.
-
-Two ways to run a task every N seconds on the queue the workers consume:
-
-* in settings — :func:`beat_entry` returns a ``CELERY_BEAT_SCHEDULE`` entry;
-* in the database, for a beat running django-celery-beat's ``DatabaseScheduler`` —
-  :func:`schedule_in_database` creates or updates the named ``PeriodicTask`` row
-  (extra ``beat``: ``pip install 'tulip-memory[beat]'``; without it the call raises an
-  ImportError naming the extra).
-
-A message of such a task expires after one interval: while no worker runs, beat's
-messages do not pile up in the broker. :mod:`tulip_memory.retention.sweeps` lists the sweeps.
+"""Periodic Celery tasks, one way for every sweep: a ``CELERY_BEAT_SCHEDULE`` entry, or a
+django-celery-beat ``PeriodicTask`` row.
 """
 
 from __future__ import annotations
@@ -77,12 +67,8 @@ def beat_models() -> Any:
 
 
 def schedule_in_database(name: str, task: str, every: int, queue: str | None = None) -> Any:
-    """Create or update django-celery-beat's periodic task ``name`` running ``task``.
-
-    ``every``: whole seconds (django-celery-beat's intervals are integers); ``queue``
-    defaults to ``TULIP_MEMORY["CELERY_QUEUE"]``. Idempotent: a second call with another
-    interval updates the row (and replaces a crontab set on it by hand).
-    """
+    """Create or update (idempotent) django-celery-beat's periodic task ``name`` running
+    ``task`` every ``every`` whole seconds on ``queue`` (default: ``CELERY_QUEUE``)."""
     from tulip_memory.conf import settings
 
     seconds = int(validate_interval(every, whole=True))

@@ -1,14 +1,5 @@
-"""The expiry sweep of PgMemory: delete the items whose ttl has passed.
-
-Reads skip an expired item at once (the store filters every statement); this sweep
-reclaims the rows. Tenant by tenant, each batch of ``batch_size`` rows in its own
-transaction pinned to the tenant (row-level security), through the partial index on
-``expires_at``. The ``DELETE`` of a batch applies the expiry condition again: an item
-written anew since the batch was selected (without a ttl, or with a later expiry) stays,
-and is not counted. It sends ``store.expired.swept`` (``sender=MemoryItem``: tenant,
-deleted, duration_ms) per tenant that had expired items, once committed (inside the
-caller's own transaction: when that commits). ``now`` is the time expiry is
-measured against (the application's clock: PgMemory's ``clock``); a dry run only counts.
+"""The expiry sweep of PgMemory: delete, tenant by tenant and in batches, the items whose
+ttl has passed (reads already skip them).
 """
 
 from __future__ import annotations

@@ -1,16 +1,5 @@
-"""The retention sweep of the extraction jobs (celery mode).
-
-A finished job keeps the conversation it was given (its ``payload``) and its row. Per
-:mod:`.policy`:
-
-* ``JOB_PAYLOAD_PURGE_AFTER_HOURS`` — the payload of a *done* job is emptied (``{}``)
-  once it finished that long ago (``0``: the worker empties it as it marks the job done,
-  and the sweep catches any left). A failed job keeps its payload: the admin's retry
-  action runs it again;
-* ``JOB_DELETE_AFTER_DAYS`` — done and failed rows finished that long ago are deleted.
-
-Ages are measured by the database's clock, as every time of the queue is. Tenant by
-tenant, each in one transaction pinned to it (row-level security).
+"""The retention sweep of extraction jobs: empty the payload of done jobs and delete
+finished rows after the delays of :mod:`.policy`.
 """
 
 from __future__ import annotations

@@ -1,19 +1,4 @@
-"""The retention settings of ``TULIP_MEMORY``, validated in one place.
-
-* ``JOB_PAYLOAD_PURGE_AFTER_HOURS`` — hours after which a done extraction job's payload
-  (the conversation it was given) is emptied; ``0``: as the job finishes; ``None``: kept;
-* ``JOB_DELETE_AFTER_DAYS`` — days after which finished (done or failed) job rows are
-  deleted; ``None``: kept;
-* ``CHECKPOINT_KEEP_LAST`` — checkpoints kept per thread (the newest); ``None``: all;
-* ``CHECKPOINT_IDLE_DAYS`` — days without a new checkpoint after which a thread's
-  checkpoints are deleted; ``None``: kept;
-* ``SWEEP_INTERVALS`` — seconds between two runs of each periodic sweep;
-* ``SWEEP_DATABASES`` — the database aliases the Celery tasks of the job and checkpoint
-  sweeps work on, each in turn.
-
-:func:`retention_policy` raises :class:`~tulip_memory.exceptions.ConfigurationError`
-naming the key and the problem; the system check ``tulip_memory.E090`` reports the same.
-"""
+"""The retention settings of ``TULIP_MEMORY``, validated in one place."""
 
 from __future__ import annotations
 
@@ -58,12 +43,8 @@ LONGEST_PERIOD = timedelta(days=36_525)
 
 
 def retention_period(value: object, *, unit: str, strict: bool) -> timedelta:
-    """``value`` (a number of ``unit``: ``"hours"`` or ``"days"``) as a timedelta.
-
-    A bool, a non-number, NaN, infinity, a value below the bound (``> 0`` when ``strict``,
-    else ``>= 0``) or a period longer than :data:`LONGEST_PERIOD` (100 years) raises
-    ``ValueError`` saying what is accepted.
-    """
+    """``value`` (a number of ``unit``: ``"hours"`` or ``"days"``) as a timedelta, or a
+    ValueError saying what is accepted."""
     bound = "> 0" if strict else ">= 0"
     longest = LONGEST_PERIOD / timedelta(**{unit: 1})
     if (

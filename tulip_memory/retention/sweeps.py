@@ -1,21 +1,5 @@
-"""Every periodic sweep of tulip_memory, and how to schedule them all on Celery beat.
-
-=====================  ======================================  ===========================
-``SWEEP_INTERVALS``    Celery task                             What it does
-=====================  ======================================  ===========================
-``extraction_queues``  ``tulip_memory.sweep_extraction_queues``  re-sends stalled queues
-``expired_items``      ``tulip_memory.sweep_expired_items``      deletes expired items
-``extraction_jobs``    ``tulip_memory.cleanup_extraction_jobs``  purges/deletes old jobs
-``checkpoints``        ``tulip_memory.prune_checkpoints``        prunes checkpoints
-=====================  ======================================  ===========================
-
-:func:`beat_schedule` is the ``CELERY_BEAT_SCHEDULE`` dict of them all;
-:func:`schedule_sweeps_in_database` writes one django-celery-beat ``PeriodicTask`` per
-sweep (what ``manage.py tulip_memory_schedule_sweeps`` runs). Both take the intervals
-from ``TULIP_MEMORY["SWEEP_INTERVALS"]`` and the queue from ``CELERY_QUEUE``. In
-settings.py, where Django's settings are not configured yet, pass the dict:
-``beat_schedule(tulip_memory=TULIP_MEMORY)``; without it there, :func:`beat_schedule`
-raises ``ConfigurationError`` rather than schedule the defaults.
+"""Every periodic sweep of tulip_memory (one per ``SWEEP_INTERVALS`` key), and scheduling
+them on Celery beat: all of them, or the extraction sweep alone.
 """
 
 from __future__ import annotations
@@ -31,10 +15,21 @@ from tulip_memory.core.task_names import (
 )
 from tulip_memory.exceptions import ConfigurationError
 from tulip_memory.retention.beat import beat_entry, schedule_in_database
-from tulip_memory.retention.extraction_schedule import SWEEP_PERIODIC_TASK_NAME
 from tulip_memory.retention.policy import sweep_intervals
 
-__all__ = ["SWEEPS", "Sweep", "beat_schedule", "chosen_sweeps", "schedule_sweeps_in_database"]
+__all__ = [
+    "SWEEPS",
+    "SWEEP_PERIODIC_TASK_NAME",
+    "Sweep",
+    "beat_schedule",
+    "beat_schedule_entry",
+    "chosen_sweeps",
+    "schedule_sweep_in_database",
+    "schedule_sweeps_in_database",
+]
+
+# The django-celery-beat periodic task of the extraction sweep.
+SWEEP_PERIODIC_TASK_NAME = "tulip_memory: sweep extraction queues"
 
 
 @dataclass(frozen=True)
@@ -147,3 +142,15 @@ def schedule_sweeps_in_database(
         )
         for sweep in chosen_sweeps(only)
     ]
+
+
+def beat_schedule_entry(every: float = 60.0, queue: str = "tulip_memory") -> dict[str, Any]:
+    """A ``CELERY_BEAT_SCHEDULE`` entry running the extraction sweep every ``every`` seconds
+    on ``queue`` (``TULIP_MEMORY["CELERY_QUEUE"]``: the queue the workers consume)."""
+    return beat_entry(SWEEP_EXTRACTION_QUEUES, every, queue)
+
+
+def schedule_sweep_in_database(every: int = 60, queue: str | None = None) -> Any:
+    """Create or update (idempotent) django-celery-beat's periodic task of the extraction
+    sweep, every ``every`` whole seconds; return it."""
+    return schedule_in_database(SWEEP_PERIODIC_TASK_NAME, SWEEP_EXTRACTION_QUEUES, every, queue)

@@ -1,7 +1,6 @@
-"""Which tenants a sweep walks: the named ones (validated, in order, without repeats), or
-every tenant the database knows (:meth:`TenantQuerySet.names
-<tulip_memory.models.tenants.TenantQuerySet.names>`: the tenant registry, plus on vendors
-without row-level security the tenants found in the tenant tables)."""
+"""Which tenants a sweep walks: the named ones (validated, in order, once each), or every
+tenant the database knows.
+"""
 
 from __future__ import annotations
 

@@ -1,24 +1,15 @@
-"""``manage.py tulip_memory_cleanup_jobs``: the retention of finished extraction jobs.
-
-Empties the payload (the conversation) of done jobs finished more than
-``--payload-after-hours`` ago and deletes done and failed jobs finished more than
-``--delete-after-days`` ago, tenant by tenant (:mod:`tulip_memory.retention.jobs`). Each
-option defaults to its setting (``JOB_PAYLOAD_PURGE_AFTER_HOURS``,
-``JOB_DELETE_AFTER_DAYS``); with neither set nor given there is nothing to do, which is an
-error. ``--dry-run`` only counts.
+"""``manage.py tulip_memory_cleanup_jobs``: the retention of finished extraction jobs
+(:mod:`tulip_memory.retention.jobs`), tenant by tenant.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
-from django.core.management.base import CommandError, CommandParser
+from django.core.management.base import CommandParser
 
-from tulip_memory.exceptions import ConfigurationError
-from tulip_memory.management.sweep_command import SweepCommand, option_period
+from tulip_memory.management.sweep_command import SweepCommand, option_period, policy_with
 from tulip_memory.retention.jobs import cleanup_tenant_jobs
-from tulip_memory.retention.policy import RetentionPolicy, retention_policy
 
 
 class Command(SweepCommand):
@@ -44,23 +35,17 @@ class Command(SweepCommand):
         )
 
     def prepare(self, options: dict[str, Any]) -> None:
-        try:
-            policy = retention_policy()
-        except ConfigurationError as exc:
-            raise CommandError(str(exc)) from None
         hours, days = options["payload_after_hours"], options["delete_after_days"]
-        if hours is not None:
-            purge = option_period("--payload-after-hours", hours, unit="hours", strict=False)
-            policy = replace(policy, job_payload_purge_after=purge)
-        if days is not None:
-            delete = option_period("--delete-after-days", days, unit="days", strict=False)
-            policy = replace(policy, job_delete_after=delete)
-        if policy.job_payload_purge_after is None and policy.job_delete_after is None:
-            raise CommandError(
-                "Nothing to do: set TULIP_MEMORY['JOB_PAYLOAD_PURGE_AFTER_HOURS'] or "
-                "['JOB_DELETE_AFTER_DAYS'], or pass --payload-after-hours / --delete-after-days."
-            )
-        self.policy: RetentionPolicy = policy
+        self.policy = policy_with(
+            "set TULIP_MEMORY['JOB_PAYLOAD_PURGE_AFTER_HOURS'] or ['JOB_DELETE_AFTER_DAYS'], "
+            "or pass --payload-after-hours / --delete-after-days.",
+            job_payload_purge_after=None
+            if hours is None
+            else option_period("--payload-after-hours", hours, unit="hours", strict=False),
+            job_delete_after=None
+            if days is None
+            else option_period("--delete-after-days", days, unit="days", strict=False),
+        )
 
     def sweep(self, tenant: str, alias: str, dry_run: bool) -> dict[str, int]:
         report = cleanup_tenant_jobs(tenant, using=alias, policy=self.policy, dry_run=dry_run)

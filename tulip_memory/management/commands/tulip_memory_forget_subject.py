@@ -1,14 +1,5 @@
-"""``manage.py tulip_memory_forget_subject``: erase a subject from one tenant, print the receipt.
-
-Runs :func:`tulip_memory.erasure.forget_subject` for exactly one tenant (``--tenant``,
-see :class:`~tulip_memory.management.tenant_command.TenantCommand`) and the subject given
-as the argument: the subject's memories and their history, the conversation text of its
-extraction jobs, and the checkpoints of the threads tagged with it, in one transaction;
-then prints the stored receipt (counts per kind, reference, when, by whom).
-``--namespace-prefix`` (repeatable) adds namespaces holding the subject's memories, as
-``/``-joined labels after the tenant (``\\/`` for a ``/`` inside a label). ``--dry-run``
-prints what would go, per kind, and changes nothing. Exits with status 1 on any failure,
-having erased nothing.
+"""``manage.py tulip_memory_forget_subject``: erase a subject from one tenant
+(:func:`tulip_memory.erasure.forget_subject`) and print the receipt.
 """
 
 from __future__ import annotations

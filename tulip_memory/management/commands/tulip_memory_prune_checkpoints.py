@@ -1,25 +1,15 @@
-"""``manage.py tulip_memory_prune_checkpoints``: the retention of checkpoints.
-
-Keeps the newest ``--keep-last`` checkpoints of every thread and deletes the threads idle
-for ``--idle-days``, tenant by tenant, for the ORM checkpointers and the ORM delta
-storage (:mod:`tulip_memory.retention.checkpoints`: delta chains are re-based first, so
-every kept checkpoint still loads to the same state). Each option defaults to its setting
-(``CHECKPOINT_KEEP_LAST``, ``CHECKPOINT_IDLE_DAYS``); with neither there is nothing to
-do, which is an error. Works on PostgreSQL and MySQL/MariaDB (``--database``).
-``--dry-run`` only counts.
+"""``manage.py tulip_memory_prune_checkpoints``: the retention of checkpoints
+(:mod:`tulip_memory.retention.checkpoints`), tenant by tenant.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
 
-from tulip_memory.exceptions import ConfigurationError
-from tulip_memory.management.sweep_command import SweepCommand, option_period
+from tulip_memory.management.sweep_command import SweepCommand, option_period, policy_with
 from tulip_memory.retention.checkpoints import prune_tenant_checkpoints
-from tulip_memory.retention.policy import RetentionPolicy, retention_policy
 
 
 class Command(SweepCommand):
@@ -43,27 +33,19 @@ class Command(SweepCommand):
         )
 
     def prepare(self, options: dict[str, Any]) -> None:
-        try:
-            policy = retention_policy()
-        except ConfigurationError as exc:
-            raise CommandError(str(exc)) from None
         keep, idle = options["keep_last"], options["idle_days"]
-        if keep is not None:
-            if keep < 1:
-                raise CommandError(
-                    f"--keep-last must be >= 1, got {keep} (to delete whole threads, "
-                    "use --idle-days)"
-                )
-            policy = replace(policy, checkpoint_keep_last=keep)
-        if idle is not None:
-            idle_period = option_period("--idle-days", idle, unit="days", strict=True)
-            policy = replace(policy, checkpoint_idle=idle_period)
-        if policy.checkpoint_keep_last is None and policy.checkpoint_idle is None:
+        if keep is not None and keep < 1:
             raise CommandError(
-                "Nothing to do: set TULIP_MEMORY['CHECKPOINT_KEEP_LAST'] or "
-                "['CHECKPOINT_IDLE_DAYS'], or pass --keep-last / --idle-days."
+                f"--keep-last must be >= 1, got {keep} (to delete whole threads, use --idle-days)"
             )
-        self.policy: RetentionPolicy = policy
+        self.policy = policy_with(
+            "set TULIP_MEMORY['CHECKPOINT_KEEP_LAST'] or ['CHECKPOINT_IDLE_DAYS'], or pass "
+            "--keep-last / --idle-days.",
+            checkpoint_keep_last=keep,
+            checkpoint_idle=None
+            if idle is None
+            else option_period("--idle-days", idle, unit="days", strict=True),
+        )
 
     def sweep(self, tenant: str, alias: str, dry_run: bool) -> dict[str, int]:
         report = prune_tenant_checkpoints(tenant, using=alias, policy=self.policy, dry_run=dry_run)

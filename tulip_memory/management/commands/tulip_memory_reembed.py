@@ -1,17 +1,5 @@
-"""``manage.py tulip_memory_reembed``: rebuild PgMemory's vectors after a change of embedder.
-
-Tenant by tenant, each under its own row-level-security binding
-(:func:`~tulip_memory.tenancy.context.tenant_atomic`), the rows whose vector came from another
-encoder than the configured one (``TULIP_MEMORY["EMBEDDER"]``, HRR without one) are
-re-embedded in batches of ``--batch-size`` (:class:`~tulip_memory.store.pg.reembed.Reembedder`):
-resumable (each batch commits; a run that stops is simply run again) and idempotent
-(rows already of the configured source are skipped). It prints a progress bar per tenant
-and a final count, and refuses to start when the configured width does not fit
-``VECTOR_DIMENSIONS`` or the vector column, naming what to change.
-
-The tenants are named with ``--tenant`` (repeatable), ``--tenants-file`` or
-``--all-tenants`` (the tenant registry); see
-:class:`~tulip_memory.management.tenant_command.TenantCommand`. ``--dry-run`` only counts.
+"""``manage.py tulip_memory_reembed``: re-embed PgMemory's rows whose vector came from another
+encoder than the configured one, tenant by tenant, in resumable batches.
 """
 
 from __future__ import annotations

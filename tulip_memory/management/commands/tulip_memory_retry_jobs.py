@@ -1,20 +1,5 @@
-"""``manage.py tulip_memory_retry_jobs``: retry failed extraction jobs, requeue stuck ones.
-
-Per tenant, in one transaction pinned to it (row-level security shows it nothing else):
-
-* **failed** jobs go back to ``pending`` with their attempts reset
-  (:meth:`~tulip_memory.models.extraction.ExtractionJobQuerySet.retry_failed`, what the
-  admin's retry action does);
-* **stuck** queues are those nobody holds a live lease on, with a job runnable for at
-  least ``--stuck-after`` seconds (default ``TULIP_MEMORY["EXTRACTION_RESEND_AFTER"]``):
-  their run message was lost (a broker outage, a worker host that died).
-
-Once that commits, each touched queue gets one run message on ``CELERY_QUEUE``; a worker
-runs its open jobs in order (messages carry no work, so an extra one changes nothing).
-``--only failed|stuck`` does one of the two, ``--namespace`` (repeatable, the
-``/``-joined path the admin shows) limits both to some namespaces of the named tenants,
-``--dry-run`` only reports. A broker that cannot be reached fails the command (exit 1)
-after the jobs are pending again: the periodic sweep, or running it again, sends them.
+"""``manage.py tulip_memory_retry_jobs``: per tenant, failed extraction jobs back to
+``pending``, stuck ones requeued.
 """
 
 from __future__ import annotations

@@ -1,12 +1,5 @@
-"""``manage.py tulip_memory_schedule_sweeps``: put every periodic sweep on Celery beat.
-
-Creates or updates one django-celery-beat ``PeriodicTask`` per sweep
-(:mod:`tulip_memory.retention.sweeps`), every ``TULIP_MEMORY["SWEEP_INTERVALS"][<sweep>]`` seconds
-on ``CELERY_QUEUE`` (or ``--queue``); ``--only`` picks sweeps. Idempotent: run it on every
-deploy. ``--print-settings`` prints the equivalent ``CELERY_BEAT_SCHEDULE`` instead (for a
-beat without django-celery-beat) and writes nothing; ``--dry-run`` lists what it would
-write, after the same checks as the real run (the ``beat`` extra, ``django_celery_beat``
-in ``INSTALLED_APPS``, its tables). Needs the ``beat`` extra to write.
+"""``manage.py tulip_memory_schedule_sweeps``: one django-celery-beat ``PeriodicTask`` per
+sweep (:mod:`tulip_memory.retention.sweeps`); idempotent, run it on every deploy.
 """
 
 from __future__ import annotations

@@ -1,25 +1,5 @@
-"""``manage.py tulip_memory_setup_roles``: the owner and application roles of a database.
-
-Run once per PostgreSQL database, through a **superuser** connection to it
-(``--database`` names the alias; e.g. ``DATABASE_URL=postgres://postgres@db/app`` for
-this one command): it creates the owner role (``migrate --database=owner``) and the
-application role (no superuser, no BYPASSRLS, not the owner) when they are missing, sets
-their passwords when given, creates the ``vector`` extension, gives the ``public``
-schema to the owner and grants the application role DML on what the owner creates
-(:mod:`tulip_memory.postgres.roles`) and on the tables (and sequences) of ``public`` the
-owner already owns: a project's own tables, when tulip_memory joins an existing
-database. Every statement is idempotent; they run in one transaction. ``--dry-run``
-prints the SQL it would run (it reads the catalog to see which roles exist, so any role
-may run it), to hand to a DBA.
-
-It refuses a connection that is not a superuser's, role names that are not plain
-lower-case identifiers or are the same, and an existing role (owner or application) that
-is a superuser or has BYPASSRLS; and, before anything is changed, a schema ``public``
-that already has tables of another role than the owner role (the owner could not migrate
-them): it says which role owns which, and what to do (``--owner-role`` that role, or
-``REASSIGN OWNED BY`` it to the owner role as a superuser). The application role gets no
-right on such tables, nor on an extension's own tables. It skips the system checks: it
-is what makes them pass (a superuser connection fails ``tulip_memory.E010``).
+"""``manage.py tulip_memory_setup_roles``: create the owner and application roles of a
+PostgreSQL database, through a superuser connection (docs/pg_store.md, 'Two roles').
 """
 
 from __future__ import annotations

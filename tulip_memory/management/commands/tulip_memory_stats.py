@@ -1,20 +1,5 @@
-"""``manage.py tulip_memory_stats``: what each tenant keeps, as a table or JSON.
-
-Per tenant, in one read-only transaction pinned to it (row-level security shows it
-nothing else), on a PostgreSQL alias:
-
-* ``store.items`` — PgMemory's items; ``store.history`` of them are past versions of
-  memories (under ``.../_history/...``); ``memories.<type>`` the current memories of each
-  :class:`~tulip_memory.manager.types.MemoryType` (items of a namespace ending in it);
-* ``checkpoints.plain.count``/``bytes`` and ``checkpoints.delta.count``/``bytes``,
-  ``checkpoints.delta.blocks``/``block_bytes`` — rows and their stored size
-  (``pg_column_size``: after PostgreSQL's own compression);
-* ``jobs.<state>`` — extraction jobs by state (pending, running, failed, done);
-* ``embedding_sources.<source>`` — items by what computed their vector (``none``: no
-  vector).
-
-The table has a row per figure and a column per tenant; ``--json`` prints
-``{"tenants": {tenant: {...}}}`` with the same figures nested. It changes nothing.
+"""``manage.py tulip_memory_stats``: what each tenant keeps, as a table or JSON, read in one
+read-only transaction pinned to each tenant.
 """
 
 from __future__ import annotations

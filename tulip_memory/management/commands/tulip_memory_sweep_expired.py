@@ -1,9 +1,5 @@
-"""``manage.py tulip_memory_sweep_expired``: delete PgMemory's items whose ttl has passed.
-
-Reads already skip expired items; this reclaims their rows, tenant by tenant, under each
-tenant's row-level security (:mod:`tulip_memory.retention.expiry`). For cron users; the
-Celery task ``tulip_memory.sweep_expired_items`` does the same on a beat schedule.
-``--dry-run`` only counts.
+"""``manage.py tulip_memory_sweep_expired``: delete PgMemory's expired items
+(:mod:`tulip_memory.retention.expiry`), for projects without Celery beat.
 """
 
 from __future__ import annotations

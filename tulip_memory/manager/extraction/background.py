@@ -1,22 +1,5 @@
-"""``extract_mode="background"``: extractions on an event loop the manager layer owns.
-
-The jobs run on one process-wide event loop in a daemon thread, not on the caller's loop:
-a request served under ``asyncio.run`` or ``async_to_sync`` ends its loop when it returns,
-and a job living there would be cancelled with it — silently lost. Each job runs in a copy
-of the submitter's context (the manager's scope and the bound tenant follow it), without
-asgiref's record of the submitter's thread (see ``_leave_the_callers_thread``).
-
-Jobs of one key (a namespace) run one at a time in submission order (each waits for the
-one submitted before it); at most ``max_concurrent`` jobs of one
-:class:`BackgroundExtractions` run at once. :meth:`BackgroundExtractions.drain` waits for
-every job, including jobs submitted while it waits, from any event loop; cancelling it
-leaves the jobs running. Sync code drains with ``async_to_sync(manager.drain)()``. At
-interpreter exit the jobs still pending are drained before the loop stops (an exit hook
-that runs before the thread pools shut down). On Python 3.12.0-3.12.2 no thread can be
-started at that point (CPython gh-113964, fixed in 3.12.3), so a job that needs one then
-(a sync event receiver, an ORM call) fails; the hook logs a warning first, naming the jobs
-pending and what to do.
-Pure Python: importable without Django settings.
+"""``extract_mode="background"``: extractions on one process-wide event loop in a daemon
+thread, each in a copy of the submitter's context (docs/design/extraction.md).
 """
 
 from __future__ import annotations

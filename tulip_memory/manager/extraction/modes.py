@@ -1,9 +1,5 @@
-"""The extraction modes the memory managers of this process were built with.
-
-:class:`~tulip_memory.manager.llm.LLMMemoryManager` notes its ``extract_mode`` here when
-it is built; the system check ``tulip_memory.E044``
-(:func:`tulip_memory.checks.manager.check_celery_app`) asks whether ``"celery"`` is among
-them before it requires a Celery app with a broker. Pure Python: nothing is imported.
+"""The extraction modes the memory managers of this process were built with (for the
+check E044).
 """
 
 from __future__ import annotations

@@ -1,19 +1,5 @@
-"""``extract_mode="celery"``, the caller's side: record the job, enqueue it on commit.
-
-``on_session_end`` does no extraction work: in one short transaction pinned to the
-namespace's tenant it takes the namespace's next sequence number (the increment locks the
-namespace's queue row until commit, so numbers follow commit order) and inserts the job
-row; when that transaction commits (the caller's own, if it is inside one on the same
-thread), a Celery message naming the queue is sent. Messages carry no work and no
-order: a worker takes the namespace's lease and runs its open jobs by sequence number
-(:mod:`.worker`), so duplicated, redelivered or reordered messages change nothing.
-
-:meth:`CeleryExtractions.drain` polls the job rows this object enqueued until each is
-done or failed, and re-sends the message of a namespace whose lease is free or expired
-while it still has open jobs (a message lost with a killed worker); it waits out a
-database restart (the broken connection is dropped, the next poll reconnects). Bound it
-with ``asyncio.timeout``. Nothing needs ``drain()`` to make progress: the periodic sweep
-(:mod:`.sweep`) re-sends what was lost.
+"""``extract_mode="celery"``, the caller's side: insert the job row in a transaction pinned
+to the tenant, send the Celery message on commit (docs/design/extraction.md).
 """
 
 from __future__ import annotations
@@ -40,10 +26,9 @@ _KICK_INTERVAL = 2.0
 _POLL_MIN, _POLL_MAX = 0.02, 0.5
 
 
-# One immediate reconnection attempt, then the error: a broker that is down costs the
-# caller of on_session_end about a millisecond (Celery's default policy, three retries
-# 0.2 s apart, cost it 0.6-0.8 s), and loses nothing: the job row is committed, and the
-# periodic sweep (.sweep) re-sends the message of a queue nobody works on.
+# One immediate reconnection attempt, then the error: the job row is committed and the
+# periodic sweep (.sweep) re-sends the message, so a broker that is down must not hold up
+# the caller of on_session_end.
 SEND_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0, "interval_max": 0}
 
 

@@ -1,85 +1,10 @@
-"""``extract_mode="celery"``, the worker's side: run a namespace's jobs in order, under a lease.
+"""``extract_mode="celery"``, the worker's side: run a namespace's jobs in order under a
+lease, with retries and usage accounting (docs/design/extraction.md).
 
-:func:`run_queue` is what the Celery task calls with ``(tenant, queue id)``:
-
-1. **Claim** the namespace's lease (a conditional UPDATE: free, or expired by the
-   database's clock). If another worker holds it, book at most one follow-up task at the
-   lease's expiry (so a namespace whose worker died is resumed) and return: the holder
-   runs every open job, this message's included. That follow-up, should it find the
-   lease still held (renewed, or the message delivered a little early: its countdown runs
-   on the sending worker's clock), books the next one.
-2. **Run the open jobs by sequence number**, one at a time. Before each: lock the job's
-   row, renew the lease, count the attempt and mark the job running (committed). The
-   worker locks a job's row before its queue's, wherever it takes both, in the order of
-   an erasure (:mod:`tulip_memory.erasure`: its jobs, then its queues), so the two never
-   deadlock. While it runs, a heartbeat
-   thread keeps renewing the lease, so a long job is not taken over while its worker is
-   alive; right before the job's save the lease is renewed once more, and a worker that
-   lost it (expired during a database outage, claimed by another) saves nothing and
-   stops, so a job is never in effect twice. After each: record done (or the failure)
-   at once, so progress survives a crash. An attempt that runs past
-   ``EXTRACTION_JOB_TIMEOUT_SECONDS`` is taken for hung (a call that never returns): the
-   heartbeat stops renewing the lease, so it expires and another worker takes the
-   namespace over (the attempt counts, as a dead worker's does), and should the job ever
-   return, the fence refuses its save.
-3. **Release** the lease, then look again: a job committed while the lease was held
-   (whose message found the lease taken) is run by a new claim. A run stopped by a
-   database restart releases it on a new connection (the task's retry claims it again
-   at once instead of waiting for the lease to expire).
-
-The whole run is bound to the tenant (:func:`~tulip_memory.tenancy.context.tenant_context`) of the
-queue's row (read under that tenant's row-level security), and a job runs only in a
-namespace of that tenant: a queue whose path names another tenant fails its jobs
-(``TenantError``) with nothing run. Row-level security checks a row's tenant column, not
-the path in it, so a path written into a tenant's own row never makes the worker write
-into another tenant's memories.
-
-Failure policy (``TULIP_MEMORY``): a job that raises goes back to ``pending`` with its
-error and ``run_after = now + EXTRACTION_RETRY_DELAY * 2**(attempts-1)`` (capped at 10
-minutes); its namespace waits for it, which keeps the order. The attempt that reaches
-``EXTRACTION_MAX_ATTEMPTS`` marks it ``failed`` (with its error) and the namespace moves
-on. An attempt whose worker died (SIGKILL, OOM) counts too: when the lease expires the
-next worker finds the job ``running``, and runs it again, or fails it if that was the
-last attempt ("worker lost"). A job's error (on its row, in its ``extract_failed`` event
-and in every log record above DEBUG) is the exception's type and what failed, in words of
-this module, never the exception's message, which may quote the conversation or the
-model's reply: that is logged at DEBUG level only. An attempt records how it ended only
-while its worker still holds the lease: an erasure revokes it, so a job it erased gets
-nothing of the attempt written back (its error neither), only its model usage (counts).
-Saves are idempotent (upsert by key), so re-running a job whose save finished but whose
-"done" was not recorded changes nothing; with a chat model (an
-:class:`~tulip_memory.manager.consolidation.LLMExtractor`) the run's id is ``job-<job id>``,
-so such a re-run finds the run journaled as done and neither asks the model nor applies
-anything. The model's usage of every attempt is added to the job row
-(``llm_model``, ``llm_calls``, ``prompt_tokens``, ``completion_tokens``, and
-``llm_failed_requests``: the requests that got no answer): failed attempts included,
-attempts stopped because their worker lost the lease, which saved nothing but were paid
-for (what their :class:`LeaseLostError` carries; the new holder's run of the job asks the
-model again, and adds its own), and attempts cut by a database error (what the error
-carries when the extractor attached the run's usage to it). An attempt whose job another
-worker has taken over adds its usage with one ``UPDATE ... SET n = n + ...``, onto
-whatever the new holder recorded meanwhile, and leaves the row's state, worker and model
-to the new holder; should it fail, that failure is the attempt's, not the job's (the new
-holder runs it): nothing but the usage is recorded and no ``extract_failed`` is sent, as
-for an attempt stopped by the lost lease.
-
-Not the job's failure, so no attempt is used up:
-
-* the worker cannot build its manager from ``TULIP_MEMORY``
-  (:func:`tulip_memory.manager.factory.build_memory_manager_from_settings`: a setting that
-  does not import, bad options). :func:`run_queue` builds it before it claims anything,
-  logs the cause and raises :class:`~tulip_memory.exceptions.ConfigurationError`: the
-  jobs stay ``pending`` for a worker that can run them (a worker whose settings fail the
-  checks E040-E043 does not even start: :mod:`tulip_memory.tasks`);
-* a database error (``OperationalError``, ``InterfaceError``: connection dropped, server
-  restarting) cuts an attempt: the job goes back to ``pending`` with the attempt taken
-  back (written on a new connection if the old one died), and the error propagates, so
-  the task retries itself. Bounded: on the task's last retry the attempt counts as a
-  failure (``charge_database_errors``), so a job that always meets a database error
-  still fails after ``EXTRACTION_MAX_ATTEMPTS`` rounds of retries (the sweep starts each).
-  The model usage the attempt spent before the error is added to the row either way.
-  With the server down, nothing can be written: the attempt then stays counted, as a dead
-  worker's, and its usage is only logged.
+A run is bound to the tenant of the queue's row; a job whose namespace names another
+tenant fails with nothing run. A job's row is locked before its queue's, the erasure's
+order. An attempt whose lease was revoked writes nothing back; errors carry the exception's
+type and a reason of ours, the message only at DEBUG.
 """
 
 from __future__ import annotations
@@ -148,16 +73,9 @@ def worker_identity() -> str:
 
 
 class _Heartbeat:
-    """Renews a lease every third of its length while its holder runs jobs (in a thread,
-    with its own database connection), so a long job is not taken over while its worker
-    lives; it dies with the worker, so a dead worker's lease expires.
-
-    Each job's attempt runs between :meth:`job_started` and :meth:`job_ended`. One that is
-    still running ``job_timeout`` seconds after it started is taken for hung: the heartbeat
-    stops renewing (and writes why into the job's ``error``), so the lease expires within
-    a lease and another worker takes the namespace over; :meth:`fence`, the check before
-    the job's save, refuses it from then on.
-    """
+    """Renews a lease every third of its length while its holder runs jobs (a thread with
+    its own connection, which dies with the worker); stops renewing for an attempt running
+    past ``job_timeout``, whose save :meth:`fence` then refuses."""
 
     def __init__(
         self,
@@ -272,16 +190,9 @@ async def _extract_in(
     run_id: str,
     fence: Callable[[], None],
 ) -> ExtractionOutcome:
-    """One job's extraction in ``namespace``.
-
-    Whatever the extractor, the job extracts (with a chat model: every model call), then
-    ``fence`` renews the lease (it raises :class:`LeaseLostError` if the lease is another
-    worker's now, and nothing is saved; the error carries the usage of the model calls
-    made, when the extractor gives it), then it saves; so a save never overlaps the next
-    holder's run of the same job as long as it takes less than a lease. With a chat model
-    the run is also applied once per ``run_id`` (a redelivered job, or one taken over by
-    another worker, applies nothing twice).
-    """
+    """One job's extraction in ``namespace``: extract, ``fence`` (renew the lease or raise
+    :class:`LeaseLostError`, nothing saved), then save; a chat model's run is applied once
+    per ``run_id``."""
     with manager.scoped(namespace):
         return await manager.run_extraction(
             messages, run_id=run_id, before_save=sync_to_async(fence)
@@ -291,13 +202,9 @@ async def _extract_in(
 def _usage_columns(
     model: str | None, usage: Usage | None, *, latest: bool = True
 ) -> dict[str, object]:
-    """The job-row updates adding ``usage`` to what the other attempts spent.
-
-    Increments (``SET n = n + ...``), so attempts of two workers add up whatever order
-    their updates commit in. ``latest``: the attempt is the job's newest, whose ``model``
-    the row names; a stale one (its worker lost the job to a newer attempt) names it only
-    on a row that names none yet.
-    """
+    """The job-row updates adding ``usage`` to what the other attempts spent: increments,
+    so attempts of two workers add up in any commit order. Only the ``latest`` attempt
+    names the model on a row that already names one."""
     if usage is None:
         return {}
     columns: dict[str, object] = {
