@@ -2,10 +2,11 @@
 
 E010-E014, E017 (a ``SECURITY DEFINER`` function of the tables' owner whose search path is
 not pinned to ``pg_catalog, pg_temp``), E019, W010 on each alias of ``TENANT_DATABASES`` a
-run names (``check --database``), or on ``default`` when it names none; I010 when such an alias cannot be
-reached. E015 (tagged ``database``): a PostgreSQL alias named cannot be reached. E016: the
-tenant resolver does not import; W011 (deploy): it reads a request header.
-"""
+run names (``check --database``), or on ``default`` when it names none; I010 when such an
+alias cannot be reached. E015 (tagged ``database``): a PostgreSQL alias named cannot be
+reached. E016: the tenant resolver does not import; W011 (deploy): it reads a request
+header.
+
 
 from __future__ import annotations
 
