@@ -6,7 +6,7 @@ run names (``check --database``), or on ``default`` when it names none; I010 whe
 alias cannot be reached. E015 (tagged ``database``): a PostgreSQL alias named cannot be
 reached. E016: the tenant resolver does not import; W011 (deploy): it reads a request
 header.
-
+"""
 
 from __future__ import annotations
 
