@@ -32,13 +32,9 @@ __all__ = [
 
 DEFAULT_DIM = 512  # phases per text: the default of every HRR user (stores, embedder)
 MAX_TOKENS = 4096
-"""Distinct tokens encoded per text, at most: the first ones, in order of appearance.
-
-Each distinct token costs about 30 µs (its phasor is hashed), so the bound keeps one text's
-encoding near 0.1 s however long the text is. It costs little recall: a superposition of
-thousands of tokens is about equally (and weakly) similar to any short query. Words past the
-bound are still found by the stores' word search.
-"""
+"""Distinct tokens encoded per text (the first ones): bounds one text's encoding time. A
+superposition of thousands of tokens matches any short query weakly anyway, and the
+stores' word search still finds the words past it."""
 _PERSON = b"tulip-hrr-v1"  # changing it changes every encoding
 _STEPS = 65536  # phases are multiples of 2π / 65536
 _SCALE = 2 * np.pi / _STEPS
@@ -49,7 +45,7 @@ def validate_dim(dim: object) -> int:
     return check_int(dim, "dim")
 
 
-@lru_cache(maxsize=4096)  # 4096 tokens x 512 dims x 8 bytes = 16 MiB at most
+@lru_cache(maxsize=4096)  # bounded memory: the tokens of one long text
 def _token_phasor(token: str, dim: int) -> np.ndarray:
     """The unit phasors exp(iφ) of one token (complex64, read-only, cached)."""
     data = token.encode("utf-8")

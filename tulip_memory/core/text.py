@@ -30,12 +30,8 @@ __all__ = [
 T = TypeVar("T")
 
 LONG_TEXT_CHARS = 2000
-"""Texts at least this long are encoded in a worker thread by the async stores.
-
-Encoding costs up to ~30 µs per distinct word; below this length it takes a few
-milliseconds at most and runs inline (a thread hop would cost more than it saves), above it
-the event loop stays free for other tasks while the text is encoded.
-"""
+"""Texts at least this long are encoded in a worker thread by the async stores; a shorter
+one runs inline, where a thread hop would cost more than it saves."""
 
 
 async def off_loop_when_long(chars: int, work: Callable[[], T]) -> T:

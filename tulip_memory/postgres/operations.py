@@ -91,43 +91,15 @@ def require_extension(schema_editor: Any, name: str, *, trusted: bool) -> None:
     )
 
 
-class EnableVectorExtension(Operation):
-    """Make sure ``vector`` exists (only a superuser can create it); reversing does nothing,
-    other apps may use it."""
-
-    reversible = True
-    reduces_to_sql = True
-
-    def state_forwards(self, app_label: str, state: Any) -> None:
-        return None
-
-    def database_forwards(
-        self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
-    ) -> None:
-        if is_postgresql(schema_editor):
-            require_extension(schema_editor, "vector", trusted=False)
-
-    def database_backwards(
-        self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
-    ) -> None:
-        return None
-
-    def describe(self) -> str:
-        return "Check the pgvector extension (PostgreSQL only)"
-
-    @property
-    def migration_name_fragment(self) -> str:
-        return "vector_extension"
-
-
 class DatabaseOnlyTableOperation(Operation):
-    """A reversible operation on ``model_name``'s table that the model state does not see;
-    subclasses give :meth:`forwards` and :meth:`backwards`."""
+    """A reversible schema change on PostgreSQL that the model state does not see, on
+    ``model_name``'s table (None: no table); subclasses give :meth:`forwards` and
+    :meth:`backwards`."""
 
     reversible = True
     reduces_to_sql = True
 
-    def __init__(self, model_name: str) -> None:
+    def __init__(self, model_name: str | None) -> None:
         self.model_name = model_name
 
     def state_forwards(self, app_label: str, state: Any) -> None:
@@ -137,13 +109,16 @@ class DatabaseOnlyTableOperation(Operation):
         self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
     ) -> None:
         if is_postgresql(schema_editor):
-            self.forwards(schema_editor, to_state.apps.get_model(app_label, self.model_name))
+            self.forwards(schema_editor, self._model(to_state, app_label))
 
     def database_backwards(
         self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
     ) -> None:
         if is_postgresql(schema_editor):
-            self.backwards(schema_editor, from_state.apps.get_model(app_label, self.model_name))
+            self.backwards(schema_editor, self._model(from_state, app_label))
+
+    def _model(self, state: Any, app_label: str) -> Any:
+        return None if self.model_name is None else state.apps.get_model(app_label, self.model_name)
 
     def forwards(self, schema_editor: Any, model: Any) -> None:
         """The statements that apply the operation to ``model``'s table."""
@@ -152,6 +127,27 @@ class DatabaseOnlyTableOperation(Operation):
     def backwards(self, schema_editor: Any, model: Any) -> None:
         """The statements that reverse it."""
         raise NotImplementedError
+
+
+class EnableVectorExtension(DatabaseOnlyTableOperation):
+    """Make sure ``vector`` exists (only a superuser can create it); reversing does nothing,
+    other apps may use it."""
+
+    def __init__(self) -> None:
+        super().__init__(None)
+
+    def forwards(self, schema_editor: Any, model: Any) -> None:
+        require_extension(schema_editor, "vector", trusted=False)
+
+    def backwards(self, schema_editor: Any, model: Any) -> None:
+        return None
+
+    def describe(self) -> str:
+        return "Check the pgvector extension (PostgreSQL only)"
+
+    @property
+    def migration_name_fragment(self) -> str:
+        return "vector_extension"
 
 
 class CreateVectorAnnIndex(DatabaseOnlyTableOperation):
