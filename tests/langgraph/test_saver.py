@@ -156,7 +156,7 @@ def test_get_tuple_is_one_statement():
     assert len(_reads(queries)) == 1, _reads(queries)
     # In a transaction of its own too.
     with CaptureQueriesContext(connection) as queries:
-        found = saver._in_transaction("acme", saver._get_tuple, (_config("one-read"),), None)
+        found = saver._execute("acme", saver._get_tuple, (("one-read", "", None),), False)
     assert len(found.checkpoint["channel_values"]["messages"]) == 4
     assert len(_reads(queries)) == 1, _reads(queries)
 
@@ -367,10 +367,13 @@ def test_a_checkpoint_put_again_leaves_the_ones_stored_against_it_readable():
     saver.delete_thread("reput")
     in_transaction = DjangoSaver(tenant="acme")
 
-    def put(*args: Any) -> Any:
+    def put(config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
+        from tulip_memory.langgraph.saver import _check_put
+
         call = partial(in_transaction._put, pin=None)
+        checked = _check_put(config, checkpoint, metadata, new_versions)
         return in_transaction._connection.run(
-            in_transaction._in_transaction, "acme", call, args, None
+            in_transaction._execute, "acme", call, (checked, checkpoint, new_versions), False
         )
 
     _reput(in_transaction, put)

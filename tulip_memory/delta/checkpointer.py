@@ -82,6 +82,7 @@ from tulip_memory.backends.base import (
 from tulip_memory.chains import codec
 from tulip_memory.chains.equality import same_message
 from tulip_memory.chains.splice import Splice
+from tulip_memory.chains.walk import corrupt, walk_up
 from tulip_memory.core.lru import LRUCache
 from tulip_memory.core.subjects import subject_of
 from tulip_memory.delta import payload
@@ -146,10 +147,8 @@ def _json_copy(value: Any) -> Any:
     return json.loads(codec.dumps(value))
 
 
-def _corrupt(thread_id: str, checkpoint_id: str, problem: str) -> CheckpointCorruptError:
-    return CheckpointCorruptError(
-        f"checkpoint {checkpoint_id!r} of thread {thread_id!r} cannot be rebuilt: {problem}"
-    )
+def _parent_id(record: DeltaCheckpoint) -> str | None:
+    return None if record.metadata.is_full else record.metadata.parent_id or ""
 
 
 class DeltaCheckpointer(BaseCheckpointer):
@@ -220,7 +219,7 @@ class DeltaCheckpointer(BaseCheckpointer):
             metadata, state_thread_id = payload.read_full(full)
             payload.check_count(full, messages)
         except _DECODE_ERRORS as exc:
-            raise _corrupt(thread_id, base.metadata.checkpoint_id, f"bad payload ({exc})") from exc
+            raise corrupt(thread_id, base.metadata.checkpoint_id, f"bad payload ({exc})") from exc
         stable = len(messages)
         for record in chain[1:]:
             try:
@@ -232,7 +231,7 @@ class DeltaCheckpointer(BaseCheckpointer):
                     stable = min(stable, at)
                 payload.check_count(delta, messages)
             except _DECODE_ERRORS as exc:
-                raise _corrupt(
+                raise corrupt(
                     thread_id, record.metadata.checkpoint_id, f"bad delta ({exc})"
                 ) from exc
         return _Head(
@@ -251,27 +250,21 @@ class DeltaCheckpointer(BaseCheckpointer):
         self, thread_id: str, records: list[DeltaCheckpoint]
     ) -> list[DeltaCheckpoint]:
         """The records from the full checkpoint to ``records[0]``, oldest first."""
-        target = records[0]
         known = {r.metadata.checkpoint_id: r for r in records}
-        chain = [target]
-        while not chain[-1].metadata.is_full:
-            parent_id = chain[-1].metadata.parent_id
-            if parent_id and parent_id not in known:
-                # Only after an interrupted re-base do chains span two roots: one more read.
-                more = await self.storage.retrieve_chain(thread_id, parent_id)
-                known.update((r.metadata.checkpoint_id, r) for r in more)
-            parent = known.get(parent_id) if parent_id else None
-            if parent is None:
-                raise _corrupt(
-                    thread_id,
-                    target.metadata.checkpoint_id,
-                    f"its parent checkpoint {parent_id!r} is missing",
-                )
-            if len(chain) > len(known):
-                raise _corrupt(thread_id, target.metadata.checkpoint_id, "its chain has a cycle")
-            chain.append(parent)
-        chain.reverse()
-        return chain
+        fetched = set()
+        while True:
+            chain, gap = walk_up(records[0], _parent_id, known)
+            if gap is None:
+                return chain[::-1]
+            target = records[0].metadata.checkpoint_id
+            if gap in known:
+                raise corrupt(thread_id, target, "its chain has a cycle")
+            if gap in fetched or not gap:
+                raise corrupt(thread_id, target, f"its parent checkpoint {gap!r} is missing")
+            # Only after an interrupted re-base do chains span two roots: one more read.
+            fetched.add(gap)
+            more = await self.storage.retrieve_chain(thread_id, gap)
+            known.update((r.metadata.checkpoint_id, r) for r in more)
 
     async def _read_blocks(
         self, thread_id: str, base: DeltaCheckpoint, blocks: dict[str, MessageBlock]
@@ -284,7 +277,7 @@ class DeltaCheckpointer(BaseCheckpointer):
         for digest, count in refs:
             block = blocks.get(digest)
             if block is None:
-                raise _corrupt(
+                raise corrupt(
                     thread_id, base.metadata.checkpoint_id, f"its message block {digest} is missing"
                 )
             try:
@@ -295,7 +288,7 @@ class DeltaCheckpointer(BaseCheckpointer):
                 if len(decoded) != count:
                     raise ValueError(f"{len(decoded)} messages, {count} expected")
             except _DECODE_ERRORS as exc:
-                raise _corrupt(
+                raise corrupt(
                     thread_id, base.metadata.checkpoint_id, f"message block {digest}: {exc}"
                 ) from exc
             messages.extend(decoded)
@@ -624,7 +617,7 @@ class DeltaCheckpointer(BaseCheckpointer):
         """Rewrite ``meta``'s checkpoint as a full one and re-root its descendants on it."""
         head = await self._rebuild(thread_id, meta.checkpoint_id)
         if head is None:
-            raise _corrupt(thread_id, meta.checkpoint_id, "it vanished while being re-based")
+            raise corrupt(thread_id, meta.checkpoint_id, "it vanished while being re-based")
         group = await self.storage.retrieve_chain(thread_id, meta.checkpoint_id)
         children: dict[str, list[DeltaCheckpoint]] = {}
         for record in group:

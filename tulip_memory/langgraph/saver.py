@@ -62,6 +62,7 @@ from tulip_memory.chains.rows import (
     record_bytes,
     unpack_writes,
 )
+from tulip_memory.chains.walk import corrupt, where
 from tulip_memory.core.identifiers import (
     CHECKPOINT_ID_MAX_LENGTH,
     THREAD_ID_MAX_LENGTH,
@@ -80,7 +81,6 @@ from tulip_memory.events import (
     emit,
     emit_sync,
 )
-from tulip_memory.exceptions import CheckpointCorruptError
 from tulip_memory.tenancy.database import SharedConnection, TenantDatabase
 
 __all__ = ["DjangoSaver"]
@@ -149,18 +149,20 @@ def _has_surrogate(text: object) -> bool:
     return isinstance(text, str) and surrogate_at(text) is not None
 
 
+# A put's config ids, its metadata as stored and its run id.
+_Checked = tuple[tuple[str, str, str | None], CheckpointMetadata, str]
+
+
 def _check_put(
     config: RunnableConfig,
     checkpoint: Checkpoint,
     metadata: CheckpointMetadata,
     new_versions: ChannelVersions,
-) -> None:
-    """ValueError naming the field if ``put`` cannot store these (see :func:`_configurable`):
-    checked before the saver's connection is taken, as :meth:`DjangoSaver._put` checks
-    again. The channels' names are stored as text by this saver, the metadata (the
-    config's fields it takes in too) by the serializer, which cannot encode a lone
-    surrogate in a key and writes ``?`` for one in a value."""
-    _configurable(config)
+) -> _Checked:
+    """The config's ids, the metadata as stored and its run id; ValueError naming the
+    field if ``put`` cannot store these. The serializer cannot encode a lone surrogate in
+    a key and writes ``?`` for one in a value: refused here."""
+    ids = _configurable(config)
     _checkpoint_id(checkpoint.get("id"), "checkpoint['id']")
     for name, versions in (
         ("checkpoint['channel_versions']", checkpoint.get("channel_versions") or {}),
@@ -172,7 +174,7 @@ def _check_put(
     found = first_at(serializable, "metadata", _has_surrogate)
     if found is not None:
         raise ValueError(f"{found[0]} holds a lone surrogate, which UTF-8 cannot encode")
-    _run_id(serializable)
+    return ids, serializable, _run_id(serializable)
 
 
 def _before_id(before: RunnableConfig | None) -> str | None:
@@ -183,12 +185,50 @@ def _before_id(before: RunnableConfig | None) -> str | None:
     return _checkpoint_id(before_id, "before['configurable']['checkpoint_id']")
 
 
+@dataclass(frozen=True)
+class _ListQuery:
+    lookups: dict[str, str]
+    filter: dict[str, Any] | None
+    limit: int | None
+
+
+def _list_query(
+    config: RunnableConfig | None,
+    filter: dict[str, Any] | None,
+    before: RunnableConfig | None,
+    limit: int | None,
+) -> _ListQuery:
+    """What ``list`` selects; ValueError naming the argument if one is bad."""
+    lookups = {}
+    if config is not None:
+        thread_id, checkpoint_ns, checkpoint_id = _configurable(config)
+        lookups["thread_id"] = thread_id
+        if (config.get("configurable") or {}).get("checkpoint_ns") is not None:
+            lookups["checkpoint_ns"] = checkpoint_ns
+        if checkpoint_id is not None:
+            lookups["checkpoint_id"] = checkpoint_id
+    if (before_id := _before_id(before)) is not None:
+        lookups["checkpoint_id__lt"] = before_id
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
+        raise ValueError(f"limit must be an int or None, got {limit!r}")
+    if filter is not None and not isinstance(filter, dict):
+        raise ValueError(f"filter must be a dict or None, got {filter!r}")
+    return _ListQuery(lookups, filter, limit)
+
+
 def _id_list(values: object, what: str, kind: str) -> list[object]:
     """``values`` as a list: a sequence of ids, not one str (whose characters would pass
     for ids)."""
     if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
         raise ValueError(f"{what} must be a sequence of {kind}, got {values!r}")
     return list(values)
+
+
+def _writes_ids(config: RunnableConfig) -> tuple[str, str, str]:
+    thread_id, checkpoint_ns, checkpoint_id = _configurable(config)
+    if checkpoint_id is None:
+        raise ValueError("put_writes needs config['configurable']['checkpoint_id']")
+    return thread_id, checkpoint_ns, checkpoint_id
 
 
 def _checked_writes(
@@ -321,60 +361,43 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         self._connection = SharedConnection(using)
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tulip-langgraph")
 
-    def _on_connection(self, func: Callable[..., T], *args: Any) -> T:
-        """``func(*args)`` on the saver's connection (:class:`SharedConnection`): in the
-        calling thread, or from a thread running an event loop (where Django refuses
-        blocking database calls) on the saver's worker thread."""
+    def _call(self, func: Callable[..., T], *args: Any, pin: bool = False) -> T:
+        """``func(tenant, *args)`` on the saver's connection (see :meth:`_execute`); from a
+        thread running an event loop, where Django refuses blocking calls, on the saver's
+        worker thread."""
+        tenant = self._resolve_tenant()
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return self._connection.run(func, *args)
-        return self._worker.submit(self._connection.run, func, *args).result()
+            return self._connection.run(self._execute, tenant, func, args, pin)
+        run = self._connection.run
+        return self._worker.submit(run, self._execute, tenant, func, args, pin).result()
 
-    def _run_sync(self, func: Callable[..., T], *args: Any, lock: str | None = None) -> T:
-        """Run ``func(tenant, *args)`` in a tenant transaction on the saver's connection.
+    async def _acall(self, func: Callable[..., T], *args: Any, pin: bool = False) -> T:
+        """:meth:`_execute` off the event loop."""
+        from asgiref.sync import sync_to_async
 
-        The tenant is resolved here, in the caller's context (where it may be bound).
-        """
-        tenant = self._resolve_tenant()
-        return self._on_connection(self._in_transaction, tenant, func, args, lock)
+        return await sync_to_async(self._execute)(self._resolve_tenant(), func, args, pin)
 
-    def _pinned(self, tenant: str, func: Callable[..., T], args: tuple[Any, ...]) -> T:
-        """Run ``func(tenant, *args, pin=...)``, whose work is one statement or a few that
-        each stand alone, with the fewest round trips.
-
-        Outside a transaction, on a connection sending queries whole (psycopg's
-        client-side binding: Django's default), ``pin`` is the tenant: each statement
-        goes with ``set_config`` of the tenant in one query, whose statements PostgreSQL
-        runs as one transaction (the setting ends with it) — one round trip instead of
-        four (BEGIN, the setting, the statement, COMMIT). Else ``pin`` is None and the
-        call runs in a tenant transaction (``tenant_atomic``).
-        """
+    def _execute(self, tenant: str, func: Callable[..., T], args: tuple[Any, ...], pin: bool) -> T:
+        """``func(tenant, *args)`` in a tenant transaction; with ``pin``, a func of one
+        statement (or a few that stand alone) gets ``pin=tenant`` instead when the
+        connection is in autocommit and binds client-side: each statement then goes with
+        ``set_config`` in one query, one implicit transaction, one round trip."""
         import psycopg
         from django.db import connections
 
         from tulip_memory.tenancy.context import tenant_atomic
 
-        connection = connections[self.using]
-        connection.ensure_connection()
-        factory = connection.connection.cursor_factory
-        autocommit = connection.get_autocommit() and not connection.in_atomic_block
-        if autocommit and issubclass(factory, psycopg.ClientCursor):
-            return func(tenant, *args, pin=tenant)
+        if pin:
+            connection = connections[self.using]
+            connection.ensure_connection()
+            factory = connection.connection.cursor_factory
+            autocommit = connection.get_autocommit() and not connection.in_atomic_block
+            if autocommit and issubclass(factory, psycopg.ClientCursor):
+                return func(tenant, *args, pin=tenant)
         with tenant_atomic(tenant, using=self.using):
-            return func(tenant, *args, pin=None)
-
-    def _run_pinned_sync(self, func: Callable[..., T], *args: Any) -> T:
-        """:meth:`_pinned` on the saver's connection."""
-        tenant = self._resolve_tenant()
-        return self._on_connection(self._pinned, tenant, func, args)
-
-    async def _run_pinned(self, func: Callable[..., T], *args: Any) -> T:
-        """:meth:`_pinned` off the event loop."""
-        from asgiref.sync import sync_to_async
-
-        tenant = self._resolve_tenant()
-        return await sync_to_async(self._pinned)(tenant, func, args)
+            return func(tenant, *args, pin=None) if pin else func(tenant, *args)
 
     # -- versions ----------------------------------------------------------------------
 
@@ -429,24 +452,20 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
     def _put(
         self,
         tenant: str,
-        config: RunnableConfig,
+        checked: _Checked,
         checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
         *,
         pin: str | None,
     ) -> RunnableConfig:
         from tulip_memory.models import LangGraphCheckpoint
 
-        thread_id, checkpoint_ns, parent_id = _configurable(config)
-        _checkpoint_id(checkpoint["id"], "checkpoint['id']")
+        (thread_id, checkpoint_ns, parent_id), serializable, run_id = checked
         body = dict(checkpoint)
         values = cast(dict[str, Any], body.pop("channel_values", {}) or {})
         versions = cast(ChannelVersions, body.pop("channel_versions", {}) or {})
         checkpoint_type, checkpoint_data = self.serde.dumps_typed(body)
-        serializable = get_serializable_checkpoint_metadata(config, metadata)
         metadata_type, metadata_data = self.serde.dumps_typed(serializable)
-        run_id = _run_id(serializable)
         key = (tenant, thread_id, checkpoint_ns)
         # Stored against the parent when this saver wrote it last, and every version the
         # checkpoint refers to is new or the parent's (so its parents hold it).
@@ -527,8 +546,8 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
     ) -> RunnableConfig:
         started = time.perf_counter()
         tenant = self._resolve_tenant()
-        _check_put(config, checkpoint, metadata, new_versions)
-        saved = self._run_pinned_sync(self._put, config, checkpoint, metadata, new_versions)
+        checked = _check_put(config, checkpoint, metadata, new_versions)
+        saved = self._call(self._put, checked, checkpoint, new_versions, pin=True)
         emit_sync(EV_CHECKPOINT_SAVED, sender=type(self), **_ids(tenant, saved, started))
         return saved
 
@@ -541,15 +560,15 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
     ) -> RunnableConfig:
         started = time.perf_counter()
         tenant = self._resolve_tenant()
-        _check_put(config, checkpoint, metadata, new_versions)
-        saved = await self._run_pinned(self._put, config, checkpoint, metadata, new_versions)
+        checked = _check_put(config, checkpoint, metadata, new_versions)
+        saved = await self._acall(self._put, checked, checkpoint, new_versions, pin=True)
         await emit(EV_CHECKPOINT_SAVED, sender=type(self), **_ids(tenant, saved, started))
         return saved
 
     def _put_writes(
         self,
         tenant: str,
-        config: RunnableConfig,
+        ids: tuple[str, str, str],
         writes: Sequence[tuple[str, Any]],
         task_id: str,
         task_path: str,
@@ -558,9 +577,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
     ) -> None:
         from tulip_memory.models import LangGraphCheckpoint
 
-        thread_id, checkpoint_ns, checkpoint_id = _configurable(config)
-        if checkpoint_id is None:
-            raise ValueError("put_writes needs config['configurable']['checkpoint_id']")
+        thread_id, checkpoint_ns, checkpoint_id = ids
         rows = [
             (WRITES_IDX_MAP.get(channel, idx), channel, *self.serde.dumps_typed(value))
             for idx, (channel, value) in enumerate(writes)
@@ -591,9 +608,9 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        _configurable(config)
+        ids = _writes_ids(config)
         writes = _checked_writes(writes, task_id, task_path)
-        self._run_pinned_sync(self._put_writes, config, writes, task_id, task_path)
+        self._call(self._put_writes, ids, writes, task_id, task_path, pin=True)
 
     async def aput_writes(
         self,
@@ -602,9 +619,9 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        _configurable(config)
+        ids = _writes_ids(config)
         writes = _checked_writes(writes, task_id, task_path)
-        await self._run_pinned(self._put_writes, config, writes, task_id, task_path)
+        await self._acall(self._put_writes, ids, writes, task_id, task_path, pin=True)
 
     # -- reading -----------------------------------------------------------------------
 
@@ -628,9 +645,10 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         for row_id, walk in (walks(rows) if row_walks is None else row_walks).items():
             if walk is None:
                 row = next(r for r in rows if r["id"] == row_id)
-                raise CheckpointCorruptError(
-                    f"checkpoint {row['checkpoint_id']!r} of thread {row['thread_id']!r}: a "
-                    "checkpoint its values are stored against is missing"
+                raise corrupt(
+                    row["thread_id"],
+                    row["checkpoint_id"],
+                    "a checkpoint its values are stored against is missing",
                 )
             found[row_id] = walk_records(walk, memo)
         for row in rows:
@@ -653,7 +671,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
                 row["checkpoint_ns"],
                 row["checkpoint_id"],
             )
-            where = f"checkpoint {checkpoint_id!r} of thread {thread_id!r}"
+            at = where(thread_id, checkpoint_id)
             chain = chain_rows(walk)
             values = {}
             for channel, version in record.versions.items():
@@ -664,13 +682,13 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
                         str(version),
                         self.serde.loads_typed,
                         memos.setdefault((thread_id, checkpoint_ns, channel), {}),
-                        f"channel {channel!r} of {where}",
+                        f"channel {channel!r} of {at}",
                     )
             checkpoint = self.serde.loads_typed((record.checkpoint_type, record.checkpoint))
             checkpoint["channel_values"] = values
             checkpoint["channel_versions"] = dict(record.versions)
             pending = sorted(
-                unpack_writes(bytes(row["writes"]), where),
+                unpack_writes(bytes(row["writes"]), at),
                 key=lambda w: writes_sort_key(w.task_path, w.task_id, w.idx),
             )
             parent_id = row["parent_checkpoint_id"]
@@ -699,14 +717,14 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         return self._tuples(loaded, self._walks(loaded))
 
     def _load(
-        self, tenant: str, config: RunnableConfig, *, pin: str | None = None
+        self, tenant: str, ids: tuple[str, str, str | None], *, pin: str | None = None
     ) -> tuple[list[dict[str, Any]], dict[int, list[Record]]]:
         """The database's part of a ``get_tuple``: the rows of the checkpoint ``config``
         names (the thread's newest without an id) and of the parents its values are read
         from, and their records (:meth:`_walks`)."""
         from tulip_memory.models import LangGraphCheckpoint
 
-        thread_id, checkpoint_ns, checkpoint_id = _configurable(config)
+        thread_id, checkpoint_ns, checkpoint_id = ids
         rows, row_walks = LangGraphCheckpoint.rows.using(self.using).load_checkpoint(
             tenant, thread_id, checkpoint_ns, checkpoint_id, pin=pin
         )
@@ -719,18 +737,16 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         return next(iter(self._tuples(rows, walked).values()), None)
 
     def _get_tuple(
-        self, tenant: str, config: RunnableConfig, *, pin: str | None = None
+        self, tenant: str, ids: tuple[str, str, str | None], *, pin: str | None = None
     ) -> CheckpointTuple | None:
-        return self._tuple(*self._load(tenant, config, pin=pin))
+        return self._tuple(*self._load(tenant, ids, pin=pin))
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         started = time.perf_counter()
-        _configurable(config)
+        ids = _configurable(config)
         tenant = self._resolve_tenant()
-        # The rows are read on the saver's connection; LangGraph's serializer builds the
-        # values once that is free again (most of a load's time) for the saver's other
-        # callers.
-        found = self._tuple(*self._run_pinned_sync(self._load, config))
+        # Values are deserialized once the shared connection is free for other callers.
+        found = self._tuple(*self._call(self._load, ids, pin=True))
         emit_sync(
             EV_CHECKPOINT_LOADED, sender=type(self), **_loaded(tenant, config, found, started)
         )
@@ -738,41 +754,24 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         started = time.perf_counter()
-        _configurable(config)
+        ids = _configurable(config)
         tenant = self._resolve_tenant()
-        found = await self._run_pinned(self._get_tuple, config)
+        found = await self._acall(self._get_tuple, ids, pin=True)
         await emit(
             EV_CHECKPOINT_LOADED, sender=type(self), **_loaded(tenant, config, found, started)
         )
         return found
 
     def _list_rows(
-        self,
-        tenant: str,
-        config: RunnableConfig | None,
-        filter: dict[str, Any] | None,
-        before: RunnableConfig | None,
-        limit: int | None,
+        self, tenant: str, query: _ListQuery
     ) -> tuple[list[dict[str, Any]], dict[int, list[Record]]]:
         """The database's part of a ``list``: the rows loaded and the records of the
         checkpoints listed, by row id, in the order they are listed."""
         from tulip_memory.models import LangGraphCheckpoint
 
-        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
-            raise ValueError(f"limit must be an int or None, got {limit!r}")
-        if filter is not None and not isinstance(filter, dict):
-            raise ValueError(f"filter must be a dict or None, got {filter!r}")
         manager = LangGraphCheckpoint.objects.using(self.using)
-        rows = manager.filter(tenant=tenant)
-        if config is not None:
-            thread_id, checkpoint_ns, checkpoint_id = _configurable(config)
-            rows = rows.filter(thread_id=thread_id)
-            if (config.get("configurable") or {}).get("checkpoint_ns") is not None:
-                rows = rows.filter(checkpoint_ns=checkpoint_ns)
-            if checkpoint_id is not None:
-                rows = rows.filter(checkpoint_id=checkpoint_id)
-        if (before_id := _before_id(before)) is not None:
-            rows = rows.filter(checkpoint_id__lt=before_id)
+        rows = manager.filter(tenant=tenant, **query.lookups)
+        filter, limit = query.filter, query.limit
         rows = rows.order_by("-checkpoint_id", "-id")
         if not filter and limit is not None:
             rows = rows[: max(limit, 0)]
@@ -801,9 +800,8 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         """The checkpoint tuples of a :meth:`_list_rows`, in its order."""
         return list(self._tuples(loaded, walked).values())
 
-    def _list(self, tenant: str, *query: Any) -> list[CheckpointTuple]:
-        """:meth:`_listed` of :meth:`_list_rows` (``query``: its arguments after the tenant)."""
-        return self._listed(*self._list_rows(tenant, *query))
+    def _list(self, tenant: str, query: _ListQuery) -> list[CheckpointTuple]:
+        return self._listed(*self._list_rows(tenant, query))
 
     def list(
         self,
@@ -813,11 +811,9 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
-        if config is not None:
-            _configurable(config)
-        _before_id(before)
-        # As in get_tuple: LangGraph's serializer runs once the connection is free again.
-        yield from self._listed(*self._run_sync(self._list_rows, config, filter, before, limit))
+        query = _list_query(config, filter, before, limit)
+        # As in get_tuple: values are deserialized once the connection is free again.
+        yield from self._listed(*self._call(self._list_rows, query))
 
     async def alist(
         self,
@@ -827,10 +823,8 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
-        if config is not None:
-            _configurable(config)
-        _before_id(before)
-        for found in await self._run(self._list, config, filter, before, limit):
+        query = _list_query(config, filter, before, limit)
+        for found in await self._acall(self._list, query):
             yield found
 
     # -- deleting, copying, pruning ------------------------------------------------------
@@ -850,7 +844,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         started = time.perf_counter()
         thread_id = _thread_id(thread_id)
         tenant = self._resolve_tenant()
-        deleted = self._run_sync(self._delete_threads, [thread_id])
+        deleted = self._call(self._delete_threads, [thread_id])
         self._forget(tenant, [thread_id])
         emit_sync(
             EV_CHECKPOINT_DELETED,
@@ -862,7 +856,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         started = time.perf_counter()
         thread_id = _thread_id(thread_id)
         tenant = self._resolve_tenant()
-        deleted = await self._run(self._delete_threads, [thread_id])
+        deleted = await self._acall(self._delete_threads, [thread_id])
         self._forget(tenant, [thread_id])
         await emit(
             EV_CHECKPOINT_DELETED,
@@ -876,10 +870,10 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         LangGraphCheckpoint.objects.using(self.using).delete_runs(tenant, run_ids)
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
-        self._run_sync(self._delete_for_runs, _run_ids(run_ids))
+        self._call(self._delete_for_runs, _run_ids(run_ids))
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
-        await self._run(self._delete_for_runs, _run_ids(run_ids))
+        await self._acall(self._delete_for_runs, _run_ids(run_ids))
 
     def _copy_thread(self, tenant: str, source: str, target: str) -> None:
         from tulip_memory.models import LangGraphCheckpoint
@@ -889,12 +883,12 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         source = _thread_id(source_thread_id, "source_thread_id")
         target = _thread_id(target_thread_id, "target_thread_id")
-        self._run_sync(self._copy_thread, source, target)
+        self._call(self._copy_thread, source, target)
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         source = _thread_id(source_thread_id, "source_thread_id")
         target = _thread_id(target_thread_id, "target_thread_id")
-        await self._run(self._copy_thread, source, target)
+        await self._acall(self._copy_thread, source, target)
 
     def _prune(self, tenant: str, thread_ids: Sequence[str], strategy: str) -> dict[str, int]:
         """Apply ``strategy``; the checkpoints and whole threads removed."""
@@ -916,7 +910,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         started = time.perf_counter()
         thread_ids = _thread_ids(thread_ids)
         tenant = self._resolve_tenant()
-        removed = self._run_sync(self._prune, thread_ids, strategy)
+        removed = self._call(self._prune, thread_ids, strategy)
         self._forget(tenant, thread_ids)
         emit_sync(EV_CHECKPOINT_PRUNED, sender=type(self), **_pruned(tenant, removed, started))
 
@@ -924,7 +918,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         started = time.perf_counter()
         thread_ids = _thread_ids(thread_ids)
         tenant = self._resolve_tenant()
-        removed = await self._run(self._prune, thread_ids, strategy)
+        removed = await self._acall(self._prune, thread_ids, strategy)
         self._forget(tenant, thread_ids)
         await emit(EV_CHECKPOINT_PRUNED, sender=type(self), **_pruned(tenant, removed, started))
 
@@ -933,14 +927,14 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         their pending writes and every blob they need, splice chains included); how many
         checkpoints were deleted. The oldest one kept loses its parent link."""
         started, tenant, threads = self._keep_newest_call(thread_ids, keep_last)
-        removed = self._run_sync(self._keep_newest, threads, keep_last)
+        removed = self._call(self._keep_newest, threads, keep_last)
         self._kept_newest(tenant, threads, removed, started)
         return removed
 
     async def akeep_newest(self, thread_ids: Sequence[str], keep_last: int) -> int:
         """Async :meth:`keep_newest`."""
         started, tenant, threads = self._keep_newest_call(thread_ids, keep_last)
-        removed = await self._run(self._keep_newest, threads, keep_last)
+        removed = await self._acall(self._keep_newest, threads, keep_last)
         self._kept_newest(tenant, threads, removed, started)
         return removed
 
@@ -962,11 +956,11 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
 
     async def astorage_bytes(self, thread_id: str) -> int:
         """Compressed bytes of the thread's checkpoints, metadata, values and writes."""
-        return await self._run(self._storage_bytes, _thread_id(thread_id))
+        return await self._acall(self._storage_bytes, _thread_id(thread_id))
 
     def storage_bytes(self, thread_id: str) -> int:
         """Compressed bytes of the thread's checkpoints, metadata, values and writes."""
-        return self._run_sync(self._storage_bytes, _thread_id(thread_id))
+        return self._call(self._storage_bytes, _thread_id(thread_id))
 
     def _storage_bytes(self, tenant: str, thread_id: str) -> int:
         from tulip_memory.models import LangGraphCheckpoint

@@ -34,6 +34,7 @@ from tulip_memory.chains.rows import (
     self_contained,
     unpack_walk,
 )
+from tulip_memory.chains.walk import walk_up, where
 from tulip_memory.core.identifiers import CHECKPOINT_ID_MAX_LENGTH, THREAD_ID_MAX_LENGTH
 from tulip_memory.exceptions import CheckpointCorruptError
 from tulip_memory.models.checkpoints import SubjectRowsQuerySet, SubjectThreadRow
@@ -71,16 +72,16 @@ def walks(rows: Iterable[dict[str, Any]]) -> dict[int, list[dict[str, Any]] | No
         by_key.setdefault((row["thread_id"], row["checkpoint_ns"], row["checkpoint_id"]), row)
         if row["selected"]:
             selected[row["id"]] = row
+
+    def parent_key(row: dict[str, Any]) -> _Key | None:
+        if row["depth"] == 0:
+            return None
+        return (row["thread_id"], row["checkpoint_ns"], row["parent_checkpoint_id"])
+
     found: dict[int, list[dict[str, Any]] | None] = {}
     for row_id, row in selected.items():
-        walk: list[dict[str, Any]] | None = [row]
-        while walk is not None and walk[-1]["depth"] > 0:
-            last = walk[-1]
-            parent = by_key.get(
-                (last["thread_id"], last["checkpoint_ns"], last["parent_checkpoint_id"])
-            )
-            walk = None if parent is None or len(walk) > len(by_key) else [*walk, parent]
-        found[row_id] = walk
+        walk, gap = walk_up(row, parent_key, by_key)
+        found[row_id] = None if gap is not None else walk
     return found
 
 
@@ -106,9 +107,8 @@ def _row_bytes() -> Any:
 def walk_records(walk: list[dict[str, Any]], memo: dict[int, Record]) -> list[Record]:
     """The records of a walk of :func:`walks` (the checkpoint's first, then its parents'),
     unpacked with ``memo`` (records already unpacked, by row id, shared by walks)."""
-    where = f"checkpoint {walk[0]['checkpoint_id']!r} of thread {walk[0]['thread_id']!r}"
     rows = [(r["id"], bytes(r["data"]), bytes(r["writes"] or b"")) for r in walk]
-    return unpack_walk(rows, where, memo)
+    return unpack_walk(rows, where(walk[0]["thread_id"], walk[0]["checkpoint_id"]), memo)
 
 
 class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
