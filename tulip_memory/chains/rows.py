@@ -31,7 +31,6 @@ from typing import Any
 from tulip_memory.exceptions import CheckpointCorruptError
 
 __all__ = [
-    "MAX_DEPTH",
     "Entry",
     "Record",
     "Write",
@@ -44,9 +43,6 @@ __all__ = [
     "unpack_walk",
     "unpack_writes",
 ]
-
-# The most parents a row is stored against (DjangoSaver's max_chain_depth at most).
-MAX_DEPTH = 10_000
 
 DEFLATE = 1  # raw deflate with ZDICT
 LZMA = 2  # raw LZMA2

@@ -81,6 +81,7 @@ from tulip_memory.backends.base import (
 )
 from tulip_memory.chains import codec
 from tulip_memory.chains.equality import same_message
+from tulip_memory.chains.options import MAX_DEPTH, int_between
 from tulip_memory.chains.splice import Splice
 from tulip_memory.chains.walk import corrupt, walk_up
 from tulip_memory.core.lru import LRUCache
@@ -164,13 +165,9 @@ class DeltaCheckpointer(BaseCheckpointer):
     ) -> None:
         if storage is not None and not isinstance(storage, DeltaStorage):
             raise ValueError(f"storage must be a DeltaStorage, got {type(storage).__name__}")
-        for name, value, low, high in (
-            ("max_chain_depth", max_chain_depth, 0, 10_000),
-            ("compression_level", compression_level, 0, 9),
-            ("cache_size", cache_size, 0, 10_000_000),
-        ):
-            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-                raise ValueError(f"{name} must be an int from {low} to {high}, got {value!r}")
+        int_between("max_chain_depth", max_chain_depth, 0, MAX_DEPTH)
+        int_between("compression_level", compression_level, 0, 9)
+        int_between("cache_size", cache_size, 0, 10_000_000)
         self.storage = storage if storage is not None else InMemoryDeltaStorage()
         self.max_chain_depth = max_chain_depth
         self.compression_level = compression_level
@@ -567,8 +564,7 @@ class DeltaCheckpointer(BaseCheckpointer):
         Sends ``checkpoint.pruned`` when any went.
         """
         validate_thread_id(thread_id)
-        if isinstance(keep_last, bool) or not isinstance(keep_last, int) or keep_last < 0:
-            raise ValueError(f"keep_last must be an int >= 0, got {keep_last!r}")
+        int_between("keep_last", keep_last, 0)
         started = time.perf_counter()
         async with self.storage.writer_lock(thread_id):
             records = await self.storage.list_checkpoints(thread_id, limit=None)

@@ -53,8 +53,8 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from tulip_memory.chains import channels as chains
+from tulip_memory.chains.options import MAX_DEPTH, int_between
 from tulip_memory.chains.rows import (
-    MAX_DEPTH,
     Record,
     chain_rows,
     pack_record,
@@ -340,13 +340,9 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         cache_size: int = 1024,
         record_cache_bytes: int = 16 * 2**20,
     ) -> None:
-        for name, value, low, high in (
-            ("max_chain_depth", max_chain_depth, 0, MAX_DEPTH),
-            ("cache_size", cache_size, 0, 10_000_000),
-            ("record_cache_bytes", record_cache_bytes, 0, 2**40),
-        ):
-            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-                raise ValueError(f"{name} must be an int from {low} to {high}, got {value!r}")
+        int_between("max_chain_depth", max_chain_depth, 0, MAX_DEPTH)
+        int_between("cache_size", cache_size, 0, 10_000_000)
+        int_between("record_cache_bytes", record_cache_bytes, 0, 2**40)
         TenantDatabase.__init__(self, using, tenant=tenant)
         BaseCheckpointSaver.__init__(self, serde=serde)
         self.max_chain_depth = max_chain_depth
@@ -941,8 +937,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
     def _keep_newest_call(
         self, thread_ids: Sequence[str], keep_last: int
     ) -> tuple[float, str, Sequence[str]]:
-        if isinstance(keep_last, bool) or not isinstance(keep_last, int) or keep_last < 1:
-            raise ValueError(f"keep_last must be an int >= 1, got {keep_last!r}")
+        int_between("keep_last", keep_last, 1)
         return time.perf_counter(), self._resolve_tenant(), _thread_ids(thread_ids)
 
     def _kept_newest(

@@ -27,8 +27,8 @@ from django.db.models.functions import Coalesce, Length, RowNumber
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from tulip_memory.chains.options import MAX_DEPTH
 from tulip_memory.chains.rows import (
-    MAX_DEPTH,
     Record,
     pack_record,
     self_contained,
