@@ -51,6 +51,7 @@ NOT_READ: Read = (None, "")
 TIMELINE_WINDOW = 10
 
 __all__ = [
+    "ChainAdmin",
     "CheckpointRecordAdmin",
     "DeltaBlockAdmin",
     "DeltaCheckpointRecordAdmin",
@@ -203,6 +204,37 @@ def sibling_pk(model: type[models.Model], field: str, *same: str) -> Subquery:
     )
 
 
+class ChainAdmin(NoHistoryAdminMixin, ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdmin):
+    """The pages of a checkpoint chain's rows: read-only, one tenant, heavy columns
+    deferred, links to a row's parent and children by ``parent_field`` (within the
+    ``same`` fields)."""
+
+    parent_field: ClassVar[str]
+    same: ClassVar[tuple[str, ...]] = ()
+    deferred: ClassVar[tuple[str, ...]] = ("data",)
+
+    def get_queryset(self, request: Any) -> Any:
+        parent = sibling_pk(self.model, self.parent_field, *self.same)
+        return super().get_queryset(request).defer(*self.deferred).annotate(parent_pk=parent)
+
+    def _thread(self, obj: Any) -> Any:
+        raise NotImplementedError
+
+    @admin.display(description=_("parent"))
+    def parent_link(self, obj: Any) -> str:
+        parent_id = getattr(obj, self.parent_field)
+        if not parent_id:
+            return "-"
+        return change_link(self.model, getattr(obj, "parent_pk", None), parent_id)
+
+    @admin.display(description=_("children"))
+    def children_links(self, obj: Any) -> str:
+        same = {name: getattr(obj, name) for name in self.same}
+        children = self._thread(obj).filter(**{self.parent_field: obj.checkpoint_id}, **same)
+        links = [change_link(self.model, c.pk, c.checkpoint_id) for c in children]
+        return format_html(", ".join(["{}"] * len(links)), *links) if links else "-"
+
+
 class MessageCount(models.Func):
     """The length of the JSON array under ``"messages"`` of a JSON column; NULL when it
     is not an array. PostgreSQL, MySQL and MariaDB (the checkpoint table lives on both),
@@ -293,10 +325,10 @@ def _state_of(data: Any) -> Read:
 
 
 @admin.register(DeltaCheckpointRecord)
-class DeltaCheckpointRecordAdmin(
-    NoHistoryAdminMixin, ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdmin
-):
+class DeltaCheckpointRecordAdmin(ChainAdmin):
     """Delta checkpoints: chains of a thread, each checkpoint shown as the chat it rebuilds."""
+
+    parent_field = "parent_id"
 
     list_display = (
         "checkpoint_id",
@@ -329,15 +361,8 @@ class DeltaCheckpointRecordAdmin(
     readonly_fields = fields
 
     def get_queryset(self, request: Any) -> Any:
-        return (
-            super()
-            .get_queryset(request)
-            .defer("data")
-            .annotate(
-                parent_pk=sibling_pk(DeltaCheckpointRecord, "parent_id"),
-                base_pk=sibling_pk(DeltaCheckpointRecord, "base_id"),
-            )
-        )
+        base = sibling_pk(DeltaCheckpointRecord, "base_id")
+        return super().get_queryset(request).annotate(base_pk=base)
 
     @admin.display(description=_("kind"), ordering="is_full")
     def kind(self, obj: DeltaCheckpointRecord) -> str:
@@ -351,21 +376,9 @@ class DeltaCheckpointRecordAdmin(
     def stored_bytes(self, obj: DeltaCheckpointRecord) -> int:
         return obj.compressed_size_bytes
 
-    @admin.display(description=_("parent"))
-    def parent_link(self, obj: DeltaCheckpointRecord) -> str:
-        if not obj.parent_id:
-            return "-"
-        return change_link(DeltaCheckpointRecord, getattr(obj, "parent_pk", None), obj.parent_id)
-
     @admin.display(description=_("chain root"))
     def base_link(self, obj: DeltaCheckpointRecord) -> str:
         return change_link(DeltaCheckpointRecord, getattr(obj, "base_pk", None), obj.base_id)
-
-    @admin.display(description=_("children"))
-    def children_links(self, obj: DeltaCheckpointRecord) -> str:
-        children = self._thread(obj).filter(parent_id=obj.checkpoint_id)
-        links = [change_link(DeltaCheckpointRecord, c.pk, c.checkpoint_id) for c in children]
-        return format_html(", ".join(["{}"] * len(links)), *links) if links else "-"
 
     def _thread(self, obj: DeltaCheckpointRecord) -> Any:
         return (

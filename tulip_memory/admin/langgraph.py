@@ -35,13 +35,11 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from tulip_memory.admin.checkpoints import (
-    NoHistoryAdminMixin,
+    ChainAdmin,
     change_link,
     render_chat,
-    sibling_pk,
     timeline_window,
 )
-from tulip_memory.admin.tenancy import ReadOnlyAdminMixin, TenantScopedAdminMixin
 from tulip_memory.exceptions import CheckpointCorruptError
 from tulip_memory.models import LangGraphCheckpoint
 
@@ -150,10 +148,12 @@ def render_value(value: Any, parent: Any = None, *, diff: bool = False, dom_id: 
 
 
 @admin.register(LangGraphCheckpoint)
-class LangGraphCheckpointAdmin(
-    NoHistoryAdminMixin, ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdmin
-):
+class LangGraphCheckpointAdmin(ChainAdmin):
     """LangGraph threads and their checkpoints; see the module docstring."""
+
+    parent_field = "parent_checkpoint_id"
+    same = ("checkpoint_ns",)
+    deferred = ("data", "writes")
 
     def _table_exists(self) -> bool:
         """The saver's table is PostgreSQL's (migration ``0007``): on a site whose database
@@ -192,10 +192,6 @@ class LangGraphCheckpointAdmin(
 
     # --- the list -------------------------------------------------------------------------
 
-    def get_queryset(self, request: Any) -> Any:
-        parent = sibling_pk(LangGraphCheckpoint, "parent_checkpoint_id", "checkpoint_ns")
-        return super().get_queryset(request).defer("data", "writes").annotate(parent_pk=parent)
-
     def get_list_display(self, request: Any) -> Any:
         return self.thread_list_display if _shows_threads(request) else self.list_display
 
@@ -215,14 +211,6 @@ class LangGraphCheckpointAdmin(
     @admin.display(description=_("bytes"), ordering="stored_bytes")
     def thread_bytes(self, obj: LangGraphCheckpoint) -> int:
         return obj.stored_bytes  # type: ignore[attr-defined]
-
-    @admin.display(description=_("parent"))
-    def parent_link(self, obj: LangGraphCheckpoint) -> str:
-        if not obj.parent_checkpoint_id:
-            return "-"
-        return change_link(
-            LangGraphCheckpoint, getattr(obj, "parent_pk", None), obj.parent_checkpoint_id
-        )
 
     # --- reading through the saver --------------------------------------------------------
 
@@ -275,14 +263,6 @@ class LangGraphCheckpointAdmin(
     @admin.display(description=_("source"))
     def source(self, obj: LangGraphCheckpoint) -> Any:
         return (self._metadata(obj) or {}).get("source", "-")
-
-    @admin.display(description=_("children"))
-    def children_links(self, obj: LangGraphCheckpoint) -> str:
-        children = self._thread(obj).filter(
-            checkpoint_ns=obj.checkpoint_ns, parent_checkpoint_id=obj.checkpoint_id
-        )
-        links = [change_link(LangGraphCheckpoint, c.pk, c.checkpoint_id) for c in children]
-        return format_html(", ".join(["{}"] * len(links)), *links) if links else "-"
 
     @admin.display(description=_("channel values"))
     def channel_values(self, obj: LangGraphCheckpoint) -> str:
