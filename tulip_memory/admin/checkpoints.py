@@ -1,20 +1,6 @@
-"""Admin of the checkpoints layer: threads' checkpoints as chats and chains, read-only.
-
-Every checkpoint — a delta checkpoint (rebuilt by
-:class:`~tulip_memory.delta.DeltaCheckpointer` from its chain) or a plain one — opens to
-the conversation it holds, rendered like a chat (roles, tool calls and results,
-metadata), with what changed since its parent (the previous checkpoint of the thread
-for plain ones); one that cannot be read says why. A delta checkpoint's page also shows
-the thread's checkpoints as a timeline (kind, depth, bytes, created; each a link), the
-thread's storage totals, and links to the parent and children; a plain checkpoint's
-page links to the previous checkpoint of the thread. Links point at primary keys and
-the tenant lives in the session (:mod:`tulip_memory.admin.tenancy`), so following them
-never loses it.
-
-Registered on the default site and meant to be subclassed (unregister, then register
-your subclass). Read-only and tenant scoping:
-:class:`~tulip_memory.admin.tenancy.ReadOnlyAdminMixin` and
-:class:`~tulip_memory.admin.tenancy.TenantScopedAdminMixin`.
+"""Admin of the checkpointers' rows, read-only and tenant-scoped: each checkpoint opens to
+the chat it holds with what changed since its parent; chain rows also show the thread's
+timeline, storage totals, parent and children (:class:`ChainAdmin`).
 """
 
 from __future__ import annotations

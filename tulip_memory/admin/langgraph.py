@@ -1,23 +1,9 @@
-"""Admin of the LangGraph saver's rows: threads, their checkpoints and what they hold, read-only.
-
-* The list shows one row per thread (its newest checkpoint) with the thread's checkpoint
-  count, newest time and stored bytes; the filter "show: every checkpoint" lists them all.
-* A checkpoint's page shows the thread's checkpoints as a timeline (namespace, step,
-  source, parent, created; each a link), parent and children links, and the channel
-  values the checkpoint holds, read through :class:`~tulip_memory.langgraph.DjangoSaver`'s
-  own load path (so a list stored as splices comes back whole): a list of LangChain
-  messages as a chat (role, content, tool calls, tool results; what is new since the
-  parent checkpoint outlined), any other value as pretty-printed JSON. Its pending writes
-  and metadata follow.
-* The saver's table is PostgreSQL's: where the model's database is another vendor, the
-  pages are hidden (no link on the index, 403 by URL) instead of failing.
-* Without the ``langgraph`` extra the pages still open: the list, the links and the
-  timeline (without step and source) show, and the values say which extra they need.
-
-Links point at primary keys and the tenant lives in the session
-(:mod:`tulip_memory.admin.tenancy`), so following them never loses it. Registered on the
-default site and meant to be subclassed (unregister, then register your subclass);
-override :meth:`LangGraphCheckpointAdmin.saver` to read with another serializer.
+"""Admin of DjangoSaver's rows, read-only: one row per thread (or every checkpoint), and
+a checkpoint's page with its timeline, links, channel values read through the saver (a
+message list as a chat, what is new outlined), pending writes and metadata. Hidden where
+the table's database is not PostgreSQL; without the ``langgraph`` extra the values say
+which extra they need. Override :meth:`LangGraphCheckpointAdmin.saver` to read with
+another serializer.
 """
 
 from __future__ import annotations

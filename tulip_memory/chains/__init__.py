@@ -1,2 +1,3 @@
-"""The checkpoint-chain engine both checkpoint front doors share: what a stored row of a
-chain holds (a delta or splice against its parent, compressed), and its codec."""
+"""The checkpoint-chain engine of DeltaCheckpointer and DjangoSaver: splices, equality,
+codecs, the parent walk (see docs/design/checkpoint-chains.md). No Django here.
+"""

@@ -1,10 +1,6 @@
-"""Channel values stored as chains of splices, encoded by LangGraph's serializer.
-
-A version of a list-valued channel (a message list that grew by a turn) is stored as
-one :class:`~tulip_memory.chains.splice.Splice` against the version of the same channel
-in the parent checkpoint — when this process wrote that one and still holds it — instead
-of the whole list. :class:`Stored` is one value's worth; :func:`rebuild` turns the
-versions of a chain back into values. No Django here: the saver does the I/O.
+"""Channel values as splice chains: a list channel's new version is stored as a splice of
+its version in the parent when this process holds that one (:class:`Head`), else whole;
+:func:`rebuild` turns a chain of versions back into a value.
 """
 
 from __future__ import annotations

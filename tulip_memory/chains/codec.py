@@ -1,9 +1,4 @@
-"""Encoding of delta-checkpoint payloads and message blocks.
-
-Payloads and blocks are compact JSON compressed with zlib (whose Adler-32 check catches
-most corruption; block digests catch the rest). What a payload holds is defined in
-:mod:`tulip_memory.delta.payload`.
-"""
+"""JSON + zlib of delta payloads and message blocks; block digests (BLAKE2b-128)."""
 
 from __future__ import annotations
 

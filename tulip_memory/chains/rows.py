@@ -1,20 +1,8 @@
-"""What a LangGraph checkpoint row holds, compressed (:class:`~tulip_memory.langgraph.DjangoSaver`).
-
-A row's ``data`` is one :class:`Record`: the checkpoint without its values, its metadata
-(both as the saver's serializer encoded them), its channel versions and the
-:class:`Entry` of each channel value stored in the row — a whole value or a splice of
-an earlier version's list. A row's ``writes`` are frames, one per ``put_writes`` call,
-each holding a task's pending writes (:func:`pack_writes`, :func:`unpack_writes`).
-
-Both are a JSON header, then the serialized values it gives the lengths of, compressed:
-raw deflate with a preset dictionary of what LangGraph's serializer writes for messages
-and checkpoints (a row holds a few hundred bytes, too few for deflate to find their
-repeats alone), or raw LZMA2 when that is smaller (a whole message list). A record stored
-against its parent is deflated with the parent's checkpoint, metadata and versions and
-the first pending writes stored with the parent in the dictionary too: most of a
-checkpoint repeats its parent's, and the message a task wrote is the one its child's
-list adds. The first byte names the codec. No Django here: the models and the saver do
-the I/O.
+"""What a DjangoSaver row holds: a :class:`Record` (checkpoint, metadata, versions, the
+:class:`Entry` of each value stored: whole or a splice) in ``data``, and frames of pending
+:class:`Write` in ``writes``. Both are a JSON header and the serialized values, deflated
+with a preset dictionary (a child also with its parent's record and first writes) or
+LZMA2 when smaller; the first byte names the codec. Damage: CheckpointCorruptError.
 """
 
 from __future__ import annotations

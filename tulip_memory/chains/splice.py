@@ -1,8 +1,5 @@
-"""The message diff of a delta: one splice between the parent's messages and the new ones.
-
-A delta stores the span between the common prefix and the common suffix of the two
-message lists: an appended turn is a splice at the end that removes nothing; an edit or
-a deletion of an earlier message touches only that span.
+"""The delta of a list against its parent: one splice between their common prefix and
+common suffix (an appended turn inserts at the end, an edit touches only its span).
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""Delta checkpointing: checkpoints stored as deltas, full checkpoints as block references.
-
-:class:`DeltaCheckpointer` (a :class:`~tulip_memory.backends.BaseCheckpointer`) over a
-:class:`DeltaStorage`: :class:`InMemoryDeltaStorage` (pure Python, no Django settings
-needed) or :class:`ORMDeltaStorage` (the database; imported on first access). The design
-is explained in :mod:`tulip_memory.delta.checkpointer`.
+""":class:`DeltaCheckpointer` over a :class:`DeltaStorage`: :class:`InMemoryDeltaStorage`
+or :class:`ORMDeltaStorage` (the database; imported on first access).
 """
 
 from __future__ import annotations

@@ -1,66 +1,7 @@
-"""DeltaCheckpointer: checkpoints stored as small deltas, with loads of a fixed cost.
-
-Design (storage that grows linearly with the conversation, loads of a fixed cost):
-
-* **Deltas are splices.** A save diffs the new messages against the parent's (common
-  prefix, common suffix) and stores one splice: an append-only turn stores just the new
-  messages; an edit or deletion of an earlier message stores only the changed span.
-  Metadata is a key-level patch.
-* **Full checkpoints store no messages.** Every ``max_chain_depth + 1`` saves a full
-  checkpoint starts a new chain (to bound the rebuild work of a load), but its
-  messages live in content-addressed **blocks** (BLAKE2b of their JSON) that full
-  checkpoints *refer to*: the blocks of the previous full checkpoint that are still
-  unchanged are reused as they are, and only the messages after them go into one new
-  block. In an append-only chat every message is therefore stored about twice (once in
-  the delta of its turn, once in a block) instead of once per later snapshot: stored
-  bytes grow linearly with the conversation, not quadratically.
-* **Fixed-cost loads.** Each record carries the id of its chain's full checkpoint
-  (``base_id``), so a load is exactly **two storage reads** whatever the chain depth or
-  the conversation length: the checkpoint (or the newest one) with the records sharing
-  its root, in one read, then the root's blocks, in one read — both made by ONE storage
-  call, ``retrieve_for_load`` (on the ORM storage: two SELECTs in one transaction).
-  Rebuilding is then local: concatenate the blocks, apply at most ``max_chain_depth``
-  splices.
-* **Fixed-cost saves.** A save reads the newest checkpoint's id (one read) and writes one
-  record (plus, for a full checkpoint, one block write). When the parent is the checkpoint
-  this checkpointer wrote last, it skips the read: the record is built from the cache and
-  handed to ``DeltaStorage.append_if_newest``, which stores it only if that parent is still
-  the newest (on PostgreSQL: one transaction, one conditional INSERT); otherwise the save
-  takes the writer lock and reads, as above. Its parent's state comes from a
-  bounded LRU cache (``cache_size`` checkpoints, so a long-lived process does not grow
-  with every thread it touched), else from a two-read load. The diff compares the
-  messages once (in-memory work linear in the message count, no extra I/O).
-* **Never a wrong state.** Blocks are verified against their digest, payloads are
-  zlib-checked, every record states its resulting message count, and a missing parent
-  or block raises :class:`~tulip_memory.exceptions.CheckpointCorruptError` naming the
-  checkpoint: a state rebuilt from whatever is left would be silently wrong. A save
-  after a newest checkpoint that cannot be read is stored whole (logged as a warning):
-  the thread goes on, and the damaged checkpoint stays for inspection or deletion.
-* **Deleting is safe.** ``delete(thread_id, checkpoint_id)`` and ``prune(thread_id,
-  keep_last=N)`` first rewrite every kept checkpoint that depended on a deleted one as a
-  full checkpoint (re-basing its descendants), then delete, then drop the blocks no full
-  checkpoint refers to any more.
-* **Re-saving leaves no gap.** Re-saving an existing id re-bases the checkpoints built on
-  it the same way, builds the new record on the newest other checkpoint, and has
-  ``DeltaStorage.store_as_newest`` replace the old record by it in one step: a state that
-  cannot be stored raises before that step, and at every moment either the old record or
-  the new one is stored.
-* **A change of type is a change.** Messages and metadata values are compared
-  type-strictly (:mod:`~tulip_memory.chains.equality`): ``0`` and ``False``, ``1`` and
-  ``1.0`` are different values in JSON, so a delta stores such a change.
-
-Concurrency: saves, re-saves, deletes and prunes of one thread hold the storage's
-writer lock (``DeltaStorage.writer_lock``), so they never interleave — across event
-loops and threads of a process, and, on the ORM storage, across processes (a database
-lock). A save re-reads its parent when the newest record's creation time or chain root
-differ from the cached one (another process replaced or re-based it), and a ``load`` by
-id served from the cache first checks the record (one read).
-
-The pieces sit beside this module: :mod:`~tulip_memory.chains.splice` (the diff),
-:mod:`~tulip_memory.delta.payload` (what a record's payload holds),
-:mod:`~tulip_memory.chains.equality` (when a value or message is unchanged),
-:mod:`~tulip_memory.chains.codec` (JSON + zlib, block digests) and
-:mod:`~tulip_memory.delta.keyed_locks` (the in-process locks, one per conversation thread).
+"""DeltaCheckpointer: each save a splice of the messages and a metadata patch against its
+parent; full checkpoints refer to shared message blocks; a load is two storage reads.
+A state that cannot be rebuilt exactly raises CheckpointCorruptError. Design:
+docs/design/checkpoint-chains.md.
 """
 
 from __future__ import annotations

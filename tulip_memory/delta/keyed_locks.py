@@ -1,14 +1,6 @@
-"""Per-key locks usable from any event loop and thread, kept only while in use.
-
-The delta checkpointer serialises the saves, deletes and prunes of one thread. One
-checkpointer (or one storage) may be used from several event loops at once — one per
-worker thread, or ``async_to_sync``/``asyncio.run`` callers — so the locks are
-``threading.Lock`` objects, acquired without blocking the loop: a failed attempt sleeps
-on the loop (:func:`poll`) and tries again. A lock per key kept forever would grow with
-every thread ever touched, so each is dropped when its last user leaves.
-
-:data:`WRITER_LOCKS` is the registry of this process: storages key it by what they
-store into, so every checkpointer over the same data shares the lock.
+"""Per-key locks usable from any event loop and thread, dropped when their last user
+leaves: ``threading.Lock`` objects polled from the loop, never blocking it.
+:data:`WRITER_LOCKS` is the process's registry, keyed by what a storage writes into.
 """
 
 from __future__ import annotations

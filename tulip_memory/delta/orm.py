@@ -1,13 +1,5 @@
-"""ORMDeltaStorage: delta checkpoints and message blocks in the database, through the ORM.
-
-Rows: :class:`~tulip_memory.models.DeltaCheckpointRecord` (thread, checkpoint id, parent,
-chain root, full or delta, chain depth, sizes, block references, compressed payload,
-created_at, tenant, subject) and :class:`~tulip_memory.models.DeltaBlock`. Works on PostgreSQL —
-where the rows are under the tenant row-level security, like the store's — and on
-MySQL/MariaDB. Every call is one transaction pinned to the tenant (see
-:class:`~tulip_memory.tenancy.database.TenantDatabase`); ``retrieve_chain`` and
-``retrieve_blocks`` are one SELECT each, and ``retrieve_for_load`` is one SELECT on
-PostgreSQL (both in one transaction elsewhere).
+"""ORMDeltaStorage: delta records and message blocks in the database (PostgreSQL under
+row-level security, or MySQL/MariaDB); each call one transaction pinned to the tenant.
 """
 
 from __future__ import annotations

@@ -1,20 +1,8 @@
-"""The wire format of delta-checkpoint payloads: their keys, written and read here only.
+"""The JSON of a delta record's payload, written and read here only.
 
-A payload is a JSON object (packed by :mod:`tulip_memory.chains.codec`). Its keys are
-single letters because one is stored per checkpoint; the constants below name them.
-
-A **delta** payload holds only what changed against its parent:
-
-* ``SPLICE`` (``"s"``): ``[at, removed, [messages...]]`` — one splice of the message list
-  (see :mod:`tulip_memory.chains.splice`); absent when the messages did not change;
-* ``METADATA_SET`` (``"ms"``): ``{key: value}`` — metadata keys set or changed (a value
-  of another type is a change: ``False`` replacing ``0``, see :mod:`~tulip_memory.chains.equality`);
-* ``METADATA_DROPPED`` (``"md"``): ``[key...]`` — metadata keys removed;
-* ``THREAD_ID`` (``"t"``): the state's ``thread_id``, only when it changed;
-* ``MESSAGE_COUNT`` (``"n"``): the resulting number of messages (checked when rebuilding).
-
-A **full** payload holds ``METADATA`` (``"m"``, the whole metadata), ``THREAD_ID`` and
-``MESSAGE_COUNT``; its messages are the blocks listed in the record's metadata.
+Delta: ``n`` message count, ``s`` ``[at, removed, [messages]]`` splice, ``ms`` metadata
+keys set, ``md`` keys dropped, ``t`` thread id if changed. Full: ``n``, ``m`` metadata,
+``t``; its messages are the blocks its record refers to.
 """
 
 from __future__ import annotations

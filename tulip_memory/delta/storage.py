@@ -1,34 +1,9 @@
-"""Where a :class:`~tulip_memory.delta.DeltaCheckpointer` keeps its records and blocks.
+"""Where a :class:`~tulip_memory.delta.DeltaCheckpointer` keeps records and blocks.
 
-:class:`DeltaStorage` has ``store``, ``retrieve``, ``list_checkpoints`` and ``delete``,
-plus what bounded loads and block sharing need:
-
-* ``retrieve_chain(thread_id, checkpoint_id=None)`` — the checkpoint (the newest when
-  None) first, followed by every record that shares its chain root. A storage answers
-  it in ONE read (the default implementation walks parents one read at a time, for
-  custom storages that cannot do better);
-* ``store_blocks`` / ``retrieve_blocks`` / ``block_sizes`` / ``delete_blocks`` — the
-  content-addressed message blocks of a thread (``retrieve_blocks`` is one read);
-* ``retrieve_for_load(thread_id, checkpoint_id=None)`` — ``retrieve_chain`` and the
-  blocks of the checkpoint's root in one call (a storage may answer it in one round
-  trip; the default makes the two calls).
-
-``writer_lock(thread_id)`` is held by the checkpointer around every save, delete and
-prune of a thread, so that writers of one thread never interleave: this default
-serialises the writers of this process that use this storage object (from any event
-loop or thread); a storage shared between processes also takes a lock in the shared
-store (the ORM storage: a database lock).
-
-``aclose()`` releases what a storage holds (the default holds nothing); the
-checkpointer's ``aclose`` calls it.
-
-``store`` inserts or replaces in place: a replaced checkpoint keeps its position in the
-newest-first order (re-basing rewrites records that way). ``store_as_newest`` inserts or
-replaces so that the checkpoint becomes the newest (re-saving an id), in one step where the
-storage can: the default deletes, then stores. ``delete(thread_id)`` without an id removes
-the thread's records AND blocks.
-
-:class:`InMemoryDeltaStorage` keeps everything in dicts of this process.
+:class:`DeltaStorage` is the contract (store, retrieve, list, delete, blocks, and the
+one-read ``retrieve_chain``/``retrieve_for_load`` a storage may do better than the
+defaults); ``writer_lock`` serialises a thread's writers. :class:`InMemoryDeltaStorage`
+keeps everything in dicts of this process.
 """
 
 from __future__ import annotations

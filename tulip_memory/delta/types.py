@@ -1,10 +1,5 @@
-"""The records a :class:`~tulip_memory.delta.DeltaStorage` keeps.
-
-* :class:`CheckpointMetadata` — what a listing returns about a checkpoint (including
-  ``base_id``, the full checkpoint its chain starts from, so one read finds a whole
-  chain, and ``blocks``, the message blocks a full checkpoint refers to);
-* :class:`DeltaCheckpoint` — metadata plus the encoded, compressed payload;
-* :class:`MessageBlock` — a run of messages stored once, named by its content digest.
+"""The records a :class:`~tulip_memory.delta.DeltaStorage` keeps: checkpoint metadata,
+the stored checkpoint (metadata + compressed payload) and message blocks.
 """
 
 from __future__ import annotations

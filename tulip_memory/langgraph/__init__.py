@@ -1,12 +1,6 @@
-"""LangGraph on tulip_memory: a checkpoint saver and a store whose rows live in this app's tables.
-
-:class:`DjangoSaver` (in :mod:`tulip_memory.langgraph.saver`) is LangGraph's
-``BaseCheckpointSaver`` over the ORM, tenant-isolated and delta-compressed;
-:class:`DjangoStore` (in :mod:`tulip_memory.langgraph.store`) is LangGraph's ``BaseStore``
-over PgMemory's table, tenant-isolated, ranked by PgMemory's hybrid search. They need the
-``langgraph`` extra (``pip install 'tulip-memory[langgraph]'``); importing this package
-does not import LangGraph, the first use of either class does (and names the extra
-when it is missing).
+"""LangGraph on tulip_memory: :class:`DjangoSaver` (checkpoints) and :class:`DjangoStore`
+(long-term store), tenant-isolated, in this app's tables. They need the ``langgraph``
+extra; importing this package does not import LangGraph.
 """
 
 from __future__ import annotations

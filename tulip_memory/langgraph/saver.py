@@ -1,31 +1,9 @@
 """DjangoSaver: LangGraph's checkpoint saver on this app's tables, per tenant, delta-compressed.
 
-Rows (:mod:`tulip_memory.models.langgraph`): one per checkpoint, holding compressed
-(:mod:`tulip_memory.chains.rows`) the checkpoint, its metadata, the channel values it
-adds and its pending writes:
-
-* **Tenants.** Every row carries its tenant and every statement runs pinned to it: in
-  a tenant transaction (:class:`~tulip_memory.tenancy.database.TenantDatabase`), or —
-  ``put``, ``put_writes``, ``get_tuple`` — sent with the setting in one query that
-  PostgreSQL runs as one transaction (:meth:`DjangoSaver._pinned`): row-level security
-  shows and accepts only that tenant's rows. The tenant is the saver's
-  ``tenant`` argument, else the one bound by :func:`~tulip_memory.tenancy.context.tenant_context`
-  (or ``TenantMiddleware``) at call time — never anything from the graph's config.
-* **Deltas.** A checkpoint whose parent this saver wrote last (in this process) stores
-  only the values that changed, a list channel's new version (a message list one turn
-  longer) as a splice of the parent's (:mod:`tulip_memory.chains.channels`); the rest
-  are read from its parents. Every ``max_chain_depth`` checkpoints, and whenever the
-  parent is not the one this saver wrote last, a checkpoint stores every value whole.
-  The parent is locked (``FOR KEY SHARE``) by the statement storing a delta; if it is
-  gone the values are stored whole.
-* **Loads.** ``get_tuple`` is ONE statement: the checkpoint with its pending writes and
-  the parents its values are read from (``LangGraphCheckpointQuerySet.load_rows``).
-  ``list`` is two: the matching checkpoints' ids (and metadata, to filter), then the load.
-
-Values and metadata go through the saver's serializer (``serde``) as in every LangGraph
-saver. Sync methods run in the calling thread on the saver's own connection, one call at a
-time (:class:`~tulip_memory.tenancy.database.SharedConnection`); async ones off the event
-loop.
+One row per checkpoint (:mod:`tulip_memory.models.langgraph`); a child of the checkpoint
+this saver wrote last stores only the changed values, a list as a splice. Every statement
+runs pinned to the tenant (the ``tenant`` argument, else the bound one; never the graph's
+config). Design: docs/design/checkpoint-chains.md.
 """
 
 from __future__ import annotations

@@ -1,17 +1,6 @@
-"""Models of the checkpoints layer.
-
-* :class:`CheckpointRecord` — one full snapshot per row: what
-  :class:`~tulip_memory.backends.PostgreSQLCheckpointer` and
-  :class:`~tulip_memory.backends.MySQLCheckpointer` store.
-* :class:`DeltaCheckpointRecord` and :class:`DeltaBlock` — the rows of
-  :class:`~tulip_memory.delta.ORMDeltaStorage`: checkpoints of a
-  :class:`~tulip_memory.delta.DeltaCheckpointer` (full or delta, with their parent and
-  chain root) and the content-addressed message blocks that full checkpoints refer to.
-
-Every row carries its ``tenant``; on PostgreSQL the tables are under the tenant
-row-level security policy (migration ``0002_checkpoints``), so queries run inside
-:func:`tulip_memory.tenancy.context.tenant_atomic`. The tenant leads every composite index.
-Save order is the auto-increment ``id``: "newest first" is ``-id``.
+"""Models of the checkpointers: :class:`CheckpointRecord` (one snapshot per row, the ORM
+checkpointers), :class:`DeltaCheckpointRecord` and :class:`DeltaBlock` (ORMDeltaStorage).
+Every row carries its tenant (row-level security on PostgreSQL); ``-id`` is newest first.
 """
 
 from __future__ import annotations

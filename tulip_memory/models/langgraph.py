@@ -1,18 +1,9 @@
-"""Models of the LangGraph checkpoint saver (:class:`tulip_memory.langgraph.DjangoSaver`).
+"""The LangGraph saver's rows (:class:`tulip_memory.langgraph.DjangoSaver`).
 
-:class:`LangGraphCheckpoint` is one LangGraph checkpoint, in one row: ``data`` holds,
-compressed (:mod:`tulip_memory.chains.rows`), the checkpoint, its metadata, its channel
-versions and the channel values it adds — whole, or a splice of its parent's list — and
-``writes`` its tasks' pending writes. A row whose ``depth`` is 0 holds every value it
-refers to; any other row holds the values that changed since its parent and is read
-with its parents, up to one whose depth is 0 (at most ``max_chain_depth`` of them).
-``data`` is NULL in a row whose pending writes came before its checkpoint (LangGraph may
-send them concurrently): the default manager leaves such rows out.
-
-Every row carries its ``tenant``; on PostgreSQL the table is under the tenant row-level
-security policy (migration ``0007_langgraph``). One index, ``(tenant, thread_id,
-checkpoint_ns, checkpoint_id)``, finds a checkpoint and its parent; two partial ones find
-the rows of a run and of a subject.
+One row per checkpoint: ``data`` a :mod:`tulip_memory.chains.rows` record (depth 0: every
+value, else the changes since its parent), ``writes`` its pending writes; ``data`` is NULL
+while only writes arrived (the default manager hides such rows). Under the tenant
+row-level security policy.
 """
 
 from __future__ import annotations

@@ -1,43 +1,8 @@
-"""The retention sweep of checkpoints: the newest N per thread, and no idle threads.
-
-Per :mod:`.policy`, for one tenant at a time:
-
-* ``CHECKPOINT_IDLE_DAYS`` — a thread whose newest checkpoint is older than that loses
-  all its checkpoints (a delta thread its blocks too);
-* ``CHECKPOINT_KEEP_LAST`` — a thread keeps its newest N checkpoints.
-
-Both apply to the full snapshots of the ORM checkpointers (``PostgreSQLCheckpointer``,
-``MySQLCheckpointer``: :class:`~tulip_memory.models.CheckpointRecord`, where each row
-stands alone), to the ORM delta storage
-(:class:`~tulip_memory.models.DeltaCheckpointRecord` and its blocks) and, on PostgreSQL,
-to LangGraph's threads (:class:`~tulip_memory.models.LangGraphCheckpoint`, through
-:meth:`LangGraphCheckpointQuerySet.keep_newest`, what ``DjangoSaver.keep_newest`` runs: the
-newest N of each checkpoint namespace, their pending writes and every blob they need,
-splice chains included; an idle thread goes whole). A delta thread is pruned by
-:meth:`DeltaCheckpointer.prune <tulip_memory.delta.DeltaCheckpointer.prune>` under the
-thread's writer lock: a kept checkpoint whose parent goes is first rewritten
-as a full checkpoint (its descendants re-rooted on it), then the dropped records go,
-then the blocks no full checkpoint refers to any more — so every kept checkpoint loads
-to exactly the state it loaded to before. Threads are found in one transaction pinned
-to the tenant; each thread is then pruned in its own.
-
-A thread found idle may be written to before it is deleted: the deletion checks again,
-and a thread with a checkpoint created since the idle cutoff stays (the newest N rule
-applies to it instead). A delta thread is read again under its writer lock; the rows of
-full snapshots and of LangGraph threads go in ONE ``DELETE`` that leaves out every thread
-with a row created at the cutoff or later. The newest N of a LangGraph namespace are
-ranked, then the older rows locked and deleted
-(:meth:`~tulip_memory.models.langgraph.LangGraphCheckpointQuerySet.remove`): a checkpoint
-saved since the ranking stays on top of the N (the next sweep prunes it), and a delta row
-being stored against a row that goes is waited for, then given every value it needs. The
-report counts what was deleted.
-
-Idle time is measured against ``now`` (default: the current time) and the checkpoints'
-``created_at``. Events: one ``checkpoint.pruned`` per tenant and table that lost any
-(``sender`` the model: ``CheckpointRecord``, ``DeltaCheckpointRecord`` or
-``LangGraphCheckpoint``; ``thread_id=None``; the checkpoints and whole threads removed),
-sent once committed (inside the caller's own transaction: when that commits);
-the checkpointer calls it makes on delta threads are :func:`~tulip_memory.events.muted`.
+"""The retention sweep of checkpoints, one tenant at a time: ``CHECKPOINT_IDLE_DAYS``
+deletes idle threads, ``CHECKPOINT_KEEP_LAST`` keeps each thread's newest N. Applies to
+the snapshot rows, the delta rows (through ``DeltaCheckpointer.prune``, which re-bases)
+and LangGraph's rows (``keep_newest``). A thread written since it was found idle stays.
+Sends one ``checkpoint.pruned`` per tenant and table, once committed.
 """
 
 from __future__ import annotations
