@@ -76,12 +76,8 @@ class DeltaStorage(ABC):
     async def store_as_newest(
         self, thread_id: str, checkpoint_id: str, checkpoint: DeltaCheckpoint
     ) -> None:
-        """Insert, or replace, a checkpoint so that it becomes the thread's newest.
-
-        A storage does it in one step, so that at every moment either the replaced record
-        or the new one is stored (both storages of tulip_memory do: one transaction on the
-        ORM storage). This default deletes, then stores: a crash between the two loses the
-        replaced checkpoint.
+        """Insert, or replace, a checkpoint so that it becomes the thread's newest, in one step
+        where the storage can; this default deletes, then stores.
         """
         await self.delete(thread_id, checkpoint_id)
         await self.store(thread_id, checkpoint_id, checkpoint)
@@ -98,16 +94,10 @@ class DeltaStorage(ABC):
         *,
         after: tuple[str, datetime, str],
     ) -> bool:
-        """Store a new checkpoint and its new blocks if ``after`` is still the newest.
-
-        ``after`` is ``(checkpoint_id, created_at, root_id)`` of the checkpoint the writer
-        built ``checkpoint`` on; ``checkpoint``'s id is a freshly generated one (the
-        checkpointer replaces explicit ids under the writer lock instead). Nothing is
-        stored, and False returned, when the thread's newest checkpoint is another one (or
-        was replaced or re-based since): the writer then takes the writer lock and starts
-        over. This default does it under :meth:`writer_lock` (one read, then the writes);
-        a storage may do it in one transaction instead (the ORM storage on PostgreSQL does,
-        and refuses an existing id as well).
+        """Store a new checkpoint and its blocks if ``after`` (``(checkpoint_id, created_at,
+        root_id)`` of its parent) is still the thread's newest; False (nothing stored) when not:
+        the writer then takes the writer lock and starts over. This default runs under
+        :meth:`writer_lock`; a storage may do it in one transaction.
         """
         async with self.writer_lock(thread_id):
             newest = await self.list_checkpoints(thread_id, limit=1)

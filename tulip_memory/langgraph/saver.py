@@ -250,11 +250,10 @@ def _config(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> RunnableC
 
 @dataclass(frozen=True)
 class _Tip:
-    """The checkpoint this saver wrote last in a namespace of a thread: its record
-    without values and the pending writes this saver stored with it since (``writes``),
-    what a child is compressed against, and its row's version after this saver's last
-    statement on it (``row_version``: a row changed by anyone else since is not a
-    parent to compress against)."""
+    """The checkpoint this saver wrote last in a namespace: its record without values and
+    the pending writes stored with it since (what a child is compressed against), and its
+    row version (a row changed by anyone else is no parent to compress against).
+    """
 
     checkpoint_id: str
     record: Record
@@ -297,13 +296,11 @@ def _pruned(tenant: str, removed: dict[str, int], started: float) -> dict[str, A
 
 
 class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
-    """LangGraph checkpoint saver on the PostgreSQL alias ``using``; see the module docstring.
+    """LangGraph checkpoint saver on the PostgreSQL alias ``using``.
 
-    ``tenant`` fixes the tenant (else the bound one is used at call time); ``serde`` is
-    LangGraph's serializer (its default when None); ``max_chain_depth`` bounds the
-    parents a load reads (and the splices it applies per channel); ``cache_size`` bounds
-    the threads' newest checkpoints and the list heads kept; ``record_cache_bytes`` the
-    unpacked rows kept for later loads (0: none).
+    ``tenant`` fixes the tenant (else the bound one at call time); ``serde`` is LangGraph's
+    serializer; ``max_chain_depth`` bounds the parents a load reads; ``cache_size`` the
+    namespaces' tips and list heads kept; ``record_cache_bytes`` the unpacked rows kept.
     """
 
     vendor = "postgresql"
@@ -378,13 +375,9 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
     def get_next_version(self, current: str | None, channel: None) -> str:
         """A zero-padded counter and a random tie-breaker, ``000000000042.9f86d081``.
 
-        Like ``PostgresSaver``'s versions, they sort as strings in counter order (LangGraph
-        compares them), and two forks of a thread that write a channel at the same counter
-        get different versions (each names its own stored value). They take 21 characters
-        where ``PostgresSaver``'s take 51: a version is stored in every checkpoint (its
-        channel versions and the versions each node has seen), in every value's row and in
-        two indexes. A thread written with ``PostgresSaver``-style versions goes on after
-        them (a longer zero-padded counter of a smaller number sorts first).
+        They sort as strings in counter order (as LangGraph compares them), two forks writing a
+        channel at one counter get different versions, and a thread written with
+        ``PostgresSaver``-style versions goes on after them.
         """
         if current is None:
             counter = 0

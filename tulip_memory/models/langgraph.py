@@ -201,18 +201,13 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
         *,
         pin: str | None = None,
     ) -> tuple[list[dict[str, Any]], dict[int, list[dict[str, Any]] | None]]:
-        """The rows of one checkpoint's load (the thread's newest in the namespace when
-        ``checkpoint_id`` is None): the checkpoint, ``selected``, and the parents its values
-        are read from; as :meth:`load_rows` with ``one``, most often in ONE statement.
+        """The rows of one checkpoint's load (the namespace's newest when ``checkpoint_id`` is
+        None), as :meth:`load_rows` with ``one``, and their :func:`walks`.
 
-        A row of depth *d* is stored against its *d* previous checkpoints in the thread's
-        namespace, which one saver wrote one after another: so the checkpoint and the *d*
-        rows before it (in checkpoint id order, which is the order they were written in)
-        are read by one backward scan of the unique index — one range, instead of one index
-        look-up per parent. When other rows lie between them (processes writing the thread
-        at once, a checkpoint id given by hand), that range misses a parent: the load is
-        then :meth:`load_rows`' walk, parent by parent, a second statement. Returns the
-        rows and their :func:`walks`. ``pin``: see :func:`_execute`.
+        A row of depth *d* was written right after its *d* parents, so one backward range scan
+        of the unique index reads them all; when other rows lie between (concurrent writers, an
+        id given by hand) the range misses a parent and :meth:`load_rows` walks parent by
+        parent, a second statement. ``pin``: see :func:`_execute`.
         """
         connection = connections[self.db]
         table = connection.ops.quote_name(LangGraphCheckpoint._meta.db_table)
@@ -367,22 +362,17 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
         *,
         pin: str | None = None,
     ) -> str | None:
-        """Upsert a checkpoint row (``row`` maps the columns after the tenant to their
-        values): ONE statement; the stored row's version (PostgreSQL's ``xmin``, as
-        text). A row of depth above 0 is stored only if its parent is there, unchanged
-        since the caller read or wrote it (its row version is ``parent_version``) and its
-        pending writes start with ``parent_writes`` (what the row was compressed
-        against), the parent locked (``FOR KEY SHARE``) until the transaction ends; None
-        when it is not (the caller stores every value instead). Pending writes stored
-        before are kept. ``pin``: see :func:`_execute`.
+        """Upsert a checkpoint row in ONE statement; the stored row's version (``xmin``).
 
-        The same checkpoint stored again (LangGraph's savers overwrite it in place) is
-        overwritten by that statement only if no row is stored against it: the rows of
-        its children that are (depth above 0) are read with its data, their own deflated
-        with it as dictionary. Else, in a transaction of its own (pinned to ``tenant``),
-        the row is locked, they first get every value they need (depth 0, as
-        :meth:`remove` does) and the statement runs again: one transaction, so a child is
-        never left reading a parent's data it was not stored against."""
+        A row of depth above 0 is stored only if its parent is there unchanged since the caller
+        saw it (``parent_version``) with its pending writes starting with ``parent_writes`` (what
+        it was compressed against), the parent locked ``FOR KEY SHARE``; else None (the caller
+        stores every value). Pending writes stored before are kept. ``pin``: see :func:`_execute`.
+
+        A checkpoint stored again is overwritten in place only if no row is stored against it;
+        else, in one transaction, its children first get every value they need (as
+        :meth:`remove` does), so no child reads a parent it was not stored against.
+        """
         version = self._upsert(tenant, row, parent_writes, parent_version, pin)
         if version is not None:
             return version

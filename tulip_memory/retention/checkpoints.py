@@ -71,14 +71,10 @@ def _idle_cutoff(policy: RetentionPolicy, now: datetime) -> datetime | None:
 
 
 def _delete_still_idle(rows: QuerySet[Any], idle: list[str], cutoff: datetime) -> tuple[int, int]:
-    """Delete the rows of the ``idle`` threads that are still idle; ``(rows, threads)`` gone.
+    """Delete the rows of the ``idle`` threads still idle; ``(rows, threads)`` gone.
 
-    ONE ``DELETE`` that re-checks idleness itself: a thread with a row created at
-    ``cutoff`` or later (a write committed since the thread was found idle) loses none of
-    its rows. ``rows``: the tenant's rows of a table with ``thread_id`` and ``created_at``.
-    A thread went when none of its rows from before ``cutoff`` is left (a row committed
-    while the ``DELETE`` runs is not among the rows it sees, so it stays: the thread goes
-    on from it).
+    ONE ``DELETE`` that re-checks idleness: a thread with a row created at ``cutoff`` or
+    later (written since it was found idle) keeps all its rows.
     """
     from django.db.models import Exists, OuterRef
 
@@ -171,17 +167,12 @@ def _langgraph(
 def _delete_idle_langgraph_threads(
     using: str, tenant: str, idle: list[str], cutoff: datetime
 ) -> tuple[int, set[str]]:
-    """Delete every row (pending writes too) of the ``idle`` threads that are still idle,
-    leaving alone a thread with a row created at ``cutoff`` or later (written to since it
-    was found idle). How many checkpoints went, and the threads.
+    """Delete every row of the ``idle`` threads still idle (no row created at ``cutoff`` or
+    later); how many checkpoints and threads went.
 
-    Two statements (the caller's transaction): the rows of the threads still idle are
-    locked, then deleted by a ``DELETE`` that checks again. A save under way stores its
-    delta row with its parent locked (``FOR KEY SHARE``): the lock waits for it to commit,
-    and the ``DELETE``, a later statement, sees its row and leaves its thread alone. A
-    save that comes after the lock waits for the sweep to commit, finds its parent gone,
-    and stores every value instead. A row committed while the ``DELETE`` runs (stored
-    whole: a delta row would wait for its locked parent) stays; the thread goes on from it.
+    The rows are locked, then deleted by a ``DELETE`` that checks again: a save under way
+    holds its parent ``FOR KEY SHARE``, so the lock waits for it and the ``DELETE`` sees its
+    row; a later save finds its parent gone and stores every value.
     """
     from django.db import connections
 
