@@ -76,11 +76,7 @@ def next_head(stored: Stored, head: Head | None, loads: Loads) -> Head | None:
         if head is None or head.version != entry.parent_version:
             return None
         _, _, inserted = loads((entry.type, entry.data))
-        items = (
-            *head.items[: stored.splice_at],
-            *inserted,
-            *head.items[stored.splice_at + stored.splice_removed :],
-        )
+        items = Splice(stored.splice_at, stored.splice_removed, inserted).applied(head.items)
     else:
         items = tuple(loads((entry.type, entry.data)))
     return Head(entry.version, items)

@@ -65,6 +65,14 @@ class Splice:
         suffix = common_suffix(old, new, prefix, equal)
         return cls(prefix, len(old) - prefix - suffix, new[prefix : len(new) - suffix])
 
+    def applied(
+        self, items: Sequence[Any], inserted: Sequence[Any] | None = None
+    ) -> tuple[Any, ...]:
+        """``items`` with the splice applied, as a new tuple; ``inserted``: other copies of
+        :attr:`inserted` to put in."""
+        new = self.inserted if inserted is None else inserted
+        return (*items[: self.at], *new, *items[self.at + self.removed :])
+
     def apply(self, messages: list[Message]) -> None:
         """Apply the splice to ``messages`` in place; ValueError when it does not fit."""
         if not 0 <= self.at <= self.at + self.removed <= len(messages):

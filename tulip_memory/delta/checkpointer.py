@@ -366,7 +366,7 @@ class DeltaCheckpointer(BaseCheckpointer):
         ]
         head = _Head(
             checkpoint_id=checkpoint_id,
-            messages=(*old[: splice.at], *inserted, *old[splice.at + splice.removed :]),
+            messages=splice.applied(old, inserted),
             metadata=metadata,
             state_thread_id=state.thread_id,
             base_id=base_id,
