@@ -79,23 +79,19 @@ _TipKey = tuple[str, str, str]
 
 
 def _thread_id(value: object, what: str = "thread_id") -> str:
-    """``value`` if it is a valid thread id (a str, not empty, no NUL, at most
-    ``THREAD_ID_MAX_LENGTH`` characters), else ValueError naming ``what``: checked before
-    anything is read or deleted, as ``get_tuple`` checks the config's."""
+    """``value`` if it is a valid thread id, else ValueError naming ``what``."""
     return validate_identifier(value, what, max_length=THREAD_ID_MAX_LENGTH)
 
 
 def _checkpoint_id(value: object, what: str) -> str:
-    """``value`` if it is a valid checkpoint id (a str, not empty, no NUL, at most
-    ``CHECKPOINT_ID_MAX_LENGTH`` characters: what the columns hold), else ValueError
-    naming ``what``."""
+    """``value`` if it is a valid checkpoint id, else ValueError naming ``what``."""
     return validate_identifier(value, what, max_length=CHECKPOINT_ID_MAX_LENGTH)
 
 
 def _configurable(config: RunnableConfig) -> tuple[str, str, str | None]:
-    """(thread_id, checkpoint_ns, checkpoint_id or None) of a config; ValueError naming
-    the field if one is bad — not a str, holding a NUL, longer than its column — checked
-    before any statement is sent."""
+    """(thread_id, checkpoint_ns, checkpoint_id or None) of a config; ValueError naming the
+    field if one is bad, before any statement is sent.
+    """
     configurable = config.get("configurable") or {}
     thread_id = _thread_id(configurable.get("thread_id"), "config['configurable']['thread_id']")
     checkpoint_ns = configurable.get("checkpoint_ns") or ""
@@ -499,9 +495,9 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         return _config(thread_id, checkpoint_ns, checkpoint["id"])
 
     def _remember(self, namespace: _TipKey, stored: list[chains.Stored]) -> None:
-        """The list versions just stored in ``namespace`` become its channels' heads
-        (:func:`chains.next_head`); called by :meth:`_put` while the connection is held,
-        right after the statement."""
+        """The list versions just stored become their channels' heads; called by :meth:`_put`
+        while the connection is held, right after the statement.
+        """
         for s in stored:
             key = (*namespace, s.entry.channel)
             head = chains.next_head(s, self._heads.get(key), self.serde.loads_typed)
@@ -603,10 +599,10 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         rows: list[dict[str, Any]],
         row_walks: dict[int, list[dict[str, Any]] | None] | None = None,
     ) -> dict[int, list[Record]]:
-        """The records of each checkpoint of ``load_rows``' rows and of its parents, by
-        checkpoint row id (CheckpointCorruptError if a parent is missing); the rows
-        unpacked before, and unchanged since, are taken from the saver's cache.
-        ``row_walks``: the rows' :func:`walks`, when the load has them already."""
+        """The records of each loaded checkpoint and its parents, by row id (rows unchanged
+        since they were unpacked come from the cache); CheckpointCorruptError if a parent is
+        missing. ``row_walks``: the rows' :func:`walks`, when the load has them.
+        """
         from tulip_memory.models.langgraph import walk_records, walks
 
         memo: dict[int, Record] = {}
@@ -678,10 +674,8 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         return found
 
     def read_rows(self, tenant: str, row_ids: Sequence[int]) -> dict[int, CheckpointTuple]:
-        """The checkpoint tuples of the checkpoint rows ``row_ids`` of ``tenant``, by row id.
-
-        Reads on the calling thread's connection, in the caller's transaction, which must
-        be pinned to ``tenant`` (the admin's views run in one): no transaction of its own.
+        """The checkpoint tuples of the rows ``row_ids`` of ``tenant``, by row id, in the
+        caller's transaction (pinned to ``tenant``: the admin's views).
         """
         from tulip_memory.models import LangGraphCheckpoint
 
@@ -692,9 +686,9 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
     def _load(
         self, tenant: str, ids: tuple[str, str, str | None], *, pin: str | None = None
     ) -> tuple[list[dict[str, Any]], dict[int, list[Record]]]:
-        """The database's part of a ``get_tuple``: the rows of the checkpoint ``config``
-        names (the thread's newest without an id) and of the parents its values are read
-        from, and their records (:meth:`_walks`)."""
+        """The rows of the checkpoint ``ids`` name (the newest without an id) and its parents,
+        and their records.
+        """
         from tulip_memory.models import LangGraphCheckpoint
 
         thread_id, checkpoint_ns, checkpoint_id = ids
@@ -896,9 +890,9 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         await emit(EV_CHECKPOINT_PRUNED, sender=type(self), **_pruned(tenant, removed, started))
 
     def keep_newest(self, thread_ids: Sequence[str], keep_last: int) -> int:
-        """Keep the newest ``keep_last`` checkpoints of every namespace of the threads (with
-        their pending writes and every blob they need, splice chains included); how many
-        checkpoints were deleted. The oldest one kept loses its parent link."""
+        """Keep the newest ``keep_last`` checkpoints of every namespace of the threads (and
+        every value they need); how many were deleted. The oldest kept loses its parent link.
+        """
         started, tenant, threads = self._keep_newest_call(thread_ids, keep_last)
         removed = self._call(self._keep_newest, threads, keep_last)
         self._kept_newest(tenant, threads, removed, started)

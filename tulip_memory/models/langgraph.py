@@ -104,12 +104,8 @@ def walk_records(walk: list[dict[str, Any]], memo: dict[int, Record]) -> list[Re
 
 class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
     def newest_of_threads(self) -> Self:
-        """The newest checkpoint of each thread, annotated with the thread's totals.
-
-        ``checkpoint_total`` counts the thread's checkpoints (every namespace);
-        ``stored_bytes`` adds up their compressed checkpoints, metadata, channel values
-        and pending writes — what :meth:`~tulip_memory.langgraph.DjangoSaver.storage_bytes`
-        counts.
+        """The newest checkpoint of each thread, with ``checkpoint_total`` and ``stored_bytes``
+        (what ``DjangoSaver.storage_bytes`` counts) of the thread.
         """
         of_thread = LangGraphCheckpoint.objects.filter(
             tenant=OuterRef("tenant"), thread_id=OuterRef("thread_id")
@@ -155,14 +151,12 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
         one: bool = False,
         pin: str | None = None,
     ) -> list[dict[str, Any]]:
-        """Checkpoints and the rows their values are read from: ONE statement (PostgreSQL).
+        """Checkpoints and the rows their values are read from, in ONE statement.
 
-        ``selection`` is the WHERE/ORDER/LIMIT tail choosing the checkpoints (with its
-        ``params``); each comes with ``selected`` true, followed by its parents up to one
-        of depth 0 (one index lookup each). Rows are dicts of :data:`LOAD_COLUMNS`;
-        :func:`walks` puts them in order. ``one``: the selection chooses one checkpoint,
-        whose rows are read as the walk goes (checkpoints that share parents have them
-        read once, then joined). ``pin``: see :func:`_execute`.
+        ``selection`` (with ``params``) is the WHERE/ORDER/LIMIT tail choosing the checkpoints
+        (``selected`` true), each followed by its parents up to depth 0; rows are dicts of
+        :data:`LOAD_COLUMNS`. ``one``: one checkpoint, its rows read as the walk goes.
+        ``pin``: see :func:`_execute`.
         """
         connection = connections[self.db]
         table = connection.ops.quote_name(LangGraphCheckpoint._meta.db_table)
@@ -248,16 +242,12 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
         return checkpoints
 
     def remove(self, tenant: str, row_ids: Sequence[int]) -> int:
-        """Delete the checkpoint rows ``row_ids``; how many. A remaining row stored against
-        one of them (its parent) first gets every value it needs (depth 0).
+        """Delete the checkpoint rows ``row_ids`` (how many), in the caller's transaction; a
+        row stored against one of them first gets every value it needs (depth 0).
 
-        In the caller's transaction. The rows are locked first (``FOR UPDATE``, in id
-        order), then the rows stored against them are read, by a later statement: a save
-        under way storing a delta row against one of them holds it ``FOR KEY SHARE`` until
-        it commits, so the lock waits for it and its row is among those read. A save that
-        comes after the lock waits for the caller to commit, finds its parent gone and
-        stores every value instead. (Read before the lock, such a row was missed, and its
-        parent deleted under it once it committed: a checkpoint that cannot be loaded.)
+        The rows are locked ``FOR UPDATE`` before their dependents are read: a save storing a
+        delta against one holds it ``FOR KEY SHARE`` until it commits, so the lock waits for it
+        and its row is read; a later save finds its parent gone and stores every value.
         """
         doomed = list(
             self.filter(tenant=tenant, id__in=list(row_ids))
@@ -298,14 +288,9 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
             self.filter(tenant=tenant, id=row_id).update(data=pack_record(record), depth=0)
 
     def keep_newest(self, tenant: str, thread_ids: Sequence[str], keep_last: int) -> int:
-        """Keep the newest ``keep_last`` checkpoints of each namespace of the threads;
-        how many checkpoints were deleted. The oldest checkpoint kept in a namespace loses
-        its parent link (it is gone).
-
-        The rows are ranked, then :meth:`remove` deletes the older ones (in the caller's
-        transaction): a checkpoint saved since the ranking is kept, on top of the newest
-        ``keep_last`` (the next run prunes it), and one being stored against a row that
-        goes is waited for, then given every value it needs (see :meth:`remove`).
+        """Keep the newest ``keep_last`` checkpoints of each namespace of the threads; how many
+        were deleted (:meth:`remove`). The oldest kept loses its parent link; one saved since
+        the ranking is kept on top (the next run prunes it).
         """
         checkpoints = self.filter(tenant=tenant, thread_id__in=list(thread_ids))
         ranked = list(
@@ -463,11 +448,11 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
         subject: str = "",
         pin: str | None = None,
     ) -> tuple[str | None, str]:
-        """Append a frame of pending writes to a checkpoint's row: ONE statement (a row
-        without its checkpoint is inserted when the writes come first, tagged with
-        ``subject``, the subject of their run, so that erasure finds it); the row's
-        version before (None for a new row) and after (see :meth:`save_checkpoint`), the
-        row locked between the two. ``pin``: see :func:`_execute`."""
+        """Append a frame of pending writes to a checkpoint's row in ONE statement (inserting
+        the row, tagged with ``subject`` for erasure, when the writes come first); the row's
+        version before (None: new) and after.
+        ``pin``: see :func:`_execute`.
+        """
         connection = connections[self.db]
         table = connection.ops.quote_name(LangGraphCheckpoint._meta.db_table)
         key = [tenant, thread_id, checkpoint_ns, checkpoint_id]
