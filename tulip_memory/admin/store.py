@@ -303,6 +303,7 @@ class MemoryItemAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdm
         is not on the namespace (the embedding source) can leave out ranked rows, so the
         ranking is asked for more until ``SEARCH_LIMIT`` hits remain or none is left out.
         """
+        from tulip_memory.store.pg.search import search_paths
         from tulip_memory.store.pg.store import PgMemory
 
         store = PgMemory(queryset.db)
@@ -313,8 +314,8 @@ class MemoryItemAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdm
         fused = ranking.get("terms") is not None
         limit = SEARCH_LIMIT
         while True:
-            rows = MemoryItem.objects.using(queryset.db).search_paths(
-                tenant, paths, limit, now=now, **ranking
+            rows = search_paths(
+                MemoryItem.objects.using(queryset.db), tenant, paths, limit, now=now, **ranking
             )
             rows.sort(key=lambda row: row.rank)
             found = queryset.filter(

@@ -94,6 +94,7 @@ from tulip_memory.store.base import (
     StoreItem,
 )
 from tulip_memory.store.pg.encoder import DEFAULT_ENCODING_CACHE, EXTERNAL_SOURCE, TextEncoder
+from tulip_memory.store.pg.search import INDEXED_SEARCH_MIN_ROWS, search_paths
 from tulip_memory.store.ranking import BM25_B, BM25_K1, HRR_WEIGHT, MODEL_WEIGHT
 from tulip_memory.store.validation import (
     PreparedPut,
@@ -651,8 +652,6 @@ class PgMemory(BaseStore):
         # The one search statement of this store (search, search_many and
         # search_by_embedding): ids and ranks over the namespace first, then only the k
         # winners read in full (MemoryItemQuerySet.search_paths).
-        from tulip_memory.models.store import INDEXED_SEARCH_MIN_ROWS
-
         paths = [encode_namespace(ns) for ns in namespaces]
         # (rows, searches since they were counted) of each path, when known.
         known = [self._namespace_rows.get((tenant, path)) for path in paths]
@@ -668,7 +667,8 @@ class PgMemory(BaseStore):
             if k is not None and not count:
                 self._namespace_rows.put((tenant, path), (k[0], k[1] + 1))
         with self._atomic(tenant):
-            rows = self._items().search_paths(
+            rows = search_paths(
+                self._items(),
                 tenant,
                 paths,
                 limit,
@@ -678,8 +678,8 @@ class PgMemory(BaseStore):
                 known_rows=[None if k is None else k[0] for k in known],
                 **ranking,
             )
-        for position, count in rows.namespace_rows.items():
-            self._namespace_rows.put((tenant, paths[position]), (count, 0))
+        for position, seen in rows.namespace_rows.items():
+            self._namespace_rows.put((tenant, paths[position]), (seen, 0))
         return rows
 
     async def search(
