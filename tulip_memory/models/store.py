@@ -1,21 +1,10 @@
-"""Models of the store layer: the items of :class:`~tulip_memory.store.PgMemory`.
+"""The items of :class:`~tulip_memory.store.PgMemory`: one row per ``(namespace, key)``.
 
-One row per ``(namespace, key)``. ``tenant`` is ``namespace[0]``; row-level security
-(migration ``0001_initial``) shows a transaction only the rows of the tenant it is
-pinned to (:func:`tulip_memory.tenancy.context.tenant_atomic`). The full namespace is stored as
-one text path (:func:`encode_namespace`) whose prefixes are namespace prefixes, so
-``list_namespaces(prefix)`` is a ``LIKE 'prefix/%'`` range.
-
-Expiry: ``expires_at`` (NULL: never) is set by each write from the store's clock and
-ttl; every read keeps the rows of :meth:`MemoryItemQuerySet.live` (in the search
-statement: :func:`live_predicate`, one separate condition) and the sweep deletes those of
-:meth:`MemoryItemQuerySet.expired` (partial index ``tulip_store_item_expiry``).
-
-Indexes, the unique constraint and the vector column's type are PostgreSQL's; on other
-vendors the table is created plainly (PgMemory refuses them). The generated search columns
-and the indexes text search reads (migrations 0006 and 0014,
-:mod:`tulip_memory.postgres.search_index`) are not in the model state: the ORM never writes
-nor reads them.
+``tenant`` is ``namespace[0]`` and row-level security shows a transaction only its pinned
+tenant's rows (``tenant_atomic``). The namespace is stored as one path whose prefixes are
+namespace prefixes. ``expires_at`` (NULL: never) is kept by every read (:meth:`live`) and
+the sweep (:meth:`expired`). The search columns and indexes (migrations 0006, 0014) are
+not in the model state: the ORM never reads them.
 """
 
 from __future__ import annotations
@@ -97,13 +86,8 @@ BATCH_WORK_MEM_MAX_KB = 128 * 1024
 
 
 def _batch_work_mem(rows: Sequence[UpsertRow]) -> str | None:
-    """The transaction's ``work_mem`` for upserting ``rows`` (None: the server's).
-
-    The batch passes through a tuplestore (``unnest``) and a sort, each kept in memory
-    only within ``work_mem``: with the default 4 MB a 5,000-row batch of 384-d vectors
-    spilled both to temporary files (~6% of its upsert's time). Three times the batch's
-    bytes, at most 128 MB, from 1 MB of rows on; set for the statement only.
-    """
+    """The ``work_mem`` for upserting ``rows`` (None: the server's): three times their
+    bytes, so that the ``unnest`` and the sort do not spill to disk."""
     size = sum(
         len(row.value_json)
         + len(row.metadata_json)
@@ -118,10 +102,7 @@ def _batch_work_mem(rows: Sequence[UpsertRow]) -> str | None:
 
 _MICROSECOND = timedelta(microseconds=1)
 
-# The most UTF-8 bytes of an item's tokens the search text keeps. PostgreSQL refuses a
-# tsvector over 1 MB, and a tsvector takes up to about three times the bytes of the text
-# it was made from (an entry and a position per lexeme): a value with more text is
-# stored whole, and found by the words of its first 256 KiB.
+# PostgreSQL refuses a tsvector over 1 MB, up to about three times its text's bytes.
 SEARCH_TEXT_MAX_BYTES = 256 * 1024
 
 
@@ -188,7 +169,7 @@ class MemoryItemQuerySet(models.QuerySet):
     def clear_live(self, now: datetime) -> int:
         """Delete the rows in ONE ``DELETE`` statement; how many of them were live at
         ``now`` (an expired row goes too, but it was gone already)."""
-        n = self.sql_names()
+        n = self._sql_names()
         select, params = self.values("pk").query.sql_with_params()
         expires = f"{n['table']}.{n['expires_at']}"
         sql = (
@@ -205,7 +186,7 @@ class MemoryItemQuerySet(models.QuerySet):
 
     # --- statements the ORM cannot express -------------------------------------------
 
-    def sql_names(self) -> dict[str, str]:
+    def _sql_names(self) -> dict[str, str]:
         quote = connections[self.db].ops.quote_name
         meta = self.model._meta
         names = {"table": quote(meta.db_table)}
@@ -214,12 +195,8 @@ class MemoryItemQuerySet(models.QuerySet):
         return names
 
     def binary_cursor(self) -> Any:
-        """A Django cursor over a server-side-binding psycopg cursor of this connection.
-
-        Parameters travel in binary: a batch of vectors is sent as float32 arrays instead
-        of being printed as text and parsed back (most of a bulk write's cost otherwise).
-        Same connection, same transaction (and tenant pin); queries are logged as usual.
-        """
+        """A Django cursor binding parameters server-side, in binary (vectors as float32
+        arrays), on this connection and in its transaction."""
         import psycopg
         from pgvector.psycopg import register_vector
 
@@ -238,20 +215,13 @@ class MemoryItemQuerySet(models.QuerySet):
     def upsert(self, rows: Sequence[UpsertRow], now: datetime | None = None) -> int:
         """Insert or update ``rows`` in ONE ``INSERT ... ON CONFLICT`` statement.
 
-        Each row's ``expires_at`` replaces the stored one (``None`` clears it). A stored
-        row already expired at ``now`` is written anew: version 1, a new ``created_at``.
-
-        Row n of the batch is written at ``clock_timestamp() + n µs`` (later rows are
-        newer, as if written one by one). A new row gets version 1 and ``created_at =
-        updated_at``; an existing one keeps ``created_at``, gets ``version + 1`` and an
-        ``updated_at`` strictly later than before. Concurrent upserts of one key
-        serialise on the row, so N writes leave version N; rows are written in
-        (tenant, namespace, key) order so that concurrent batches cannot deadlock. ``rows``
-        must not repeat a (tenant, namespace, key).
+        Row n is written at ``clock_timestamp() + n µs``, as if written one by one: a new
+        row at version 1, an existing one at ``version + 1`` with a later ``updated_at``,
+        one expired at ``now`` anew. ``rows`` must not repeat a (tenant, namespace, key).
         """
         if not rows:
             return 0
-        n = self.sql_names()
+        n = self._sql_names()
         columns = [list(column) for column in zip(*rows, strict=True)]
         embeddings = columns[6] if any(v is not None for v in columns[6]) else []
         # The expiries as text (NULL: none): a list of only None has no type to bind.

@@ -1,61 +1,12 @@
-"""PgMemory: the ORM-backed store on PostgreSQL + pgvector, one tenant per ``namespace[0]``.
+"""PgMemory: the store on PostgreSQL + pgvector, one tenant per ``namespace[0]``.
 
-Rows live in :class:`tulip_memory.models.store.MemoryItem`, reached through the Django
-database alias ``using``. Every operation runs in :func:`~tulip_memory.tenancy.tenant_atomic`
-pinned to the tenant of its namespace, so row-level security (migration ``0001_initial``)
-is what keeps tenants apart — not the ``WHERE`` clauses, which only narrow.
-
-Vectors: values and queries are embedded by ``embedder`` — a ``BaseEmbedding``; by
-default (``None``) the one configured in ``TULIP_MEMORY["EMBEDDER"]`` (+
-``EMBEDDER_OPTIONS``); with ``embedder="hrr"``, or when none is configured, they get the
-HRR ``[cos φ, sin φ]`` encoding of :mod:`tulip_memory.core.hrr` (2 * ``dim`` wide).
-The width must equal ``TULIP_MEMORY["VECTOR_DIMENSIONS"]`` (the column's); a mismatch
-fails at construction.
-
-Search plan, chosen on purpose: one statement for ``search``, ``search_many`` and
-``search_by_embedding`` (``MemoryItemQuerySet.search_paths``), ranking ids first and
-reading only the k winners in full. A text query is ranked by words and vector fused
-(docs/pg_store.md, "Ranking"): Okapi BM25 over the ``search_vector`` tsvector PostgreSQL
-generates with ``TULIP_MEMORY["TEXT_SEARCH_CONFIG"]`` (migration 0006; its GIN index read
-through a ``SECURITY DEFINER`` function, since row-level security keeps the application
-role's own statements from using it: :mod:`tulip_memory.postgres.search_index`), and the cosine
-distance to the query's vector: exact over a namespace of up to ``PASS_POOL`` rows, over
-the best ``PASS_POOL`` of an index-only pass over two-bit codes in a larger one (an HNSW
-scan under a selective tenant/namespace filter returns too few or wrong rows), fused as
-``bm25 / best_bm25 + weight * cosine`` with weight 0.3 for HRR vectors and 0.5 for an
-embedder's. HRR vectors, a bag of the words, only re-score the rows matching the query's
-words (a query of more than ``MAX_QUERY_TOKENS`` words apart, whose vector finds rows
-sharing the words past the cap); an embedder's vectors find rows of their own. The
-indexes rank a namespace the store has seen hold at least
-``INDEXED_SEARCH_MIN_ROWS`` (5,000) rows (a search that reads a namespace's rows counts
-them the first time, then every ``RECOUNT_EVERY``-th time; the sizes of the last 4,096
-namespaces are kept); a smaller namespace, one not searched yet, and searches that need
-every row (a subtree, a value condition, a metadata filter, ``search_by_embedding``) read
-the namespace through its ``(tenant, namespace)`` btree, which costs less below that
-size. Both kinds of namespace can be in one
-``search_many`` statement.
-The vectors live in the heap row (STORAGE MAIN, set by the migration), not in TOAST, so no
-distance has to detoast. Rows without a vector from this store's encoder (no text, or
-written by another encoder — e.g. before an embedder was configured) are still found by
-their words, with a one-time warning. A query of stop words only lists the newest items
-(HRR), or ranks by the embedder's vector alone. When the embedder fails on a query
-(``EmbeddingError``: an embedding service down) or answers a vector that cannot be used
-(not finite, the wrong width), the search ranks by words alone and logs a warning, so
-recall survives the outage; a write fails with the error and stores nothing. An all-zero
-vector from the embedder means "no vector": the row is stored without one (source ``''``)
-and ranked by its words, the query ranks by words.
-
-Expiry: ``ttl=`` (``put``, ``put_batch`` — one ttl for the call —, ``put_with_embedding``)
-sets the row's ``expires_at`` to ``clock() + ttl`` (``clock=``, the application's clock,
-not the database's: tests move it by hand); every statement keeps only the rows not
-expired by that clock, and ``sweep_expired()`` deletes the others, tenant by tenant
-(:mod:`tulip_memory.retention.expiry`).
-
-The tenant pin is transaction-local (``set_config(..., true)``) through the ORM's
-transaction, so a pooled connection never carries a tenant into its next use.
-``put_batch`` is one bulk upsert statement per tenant (a key repeated in a batch is
-written once per occurrence, so its version counts every write); ``get_batch`` is one
-query and ``clear_namespace`` one statement, to keep round trips independent of size.
+Rows are :class:`~tulip_memory.models.store.MemoryItem`s of the alias ``using``; every
+operation runs in ``tenant_atomic`` pinned to its namespace's tenant, so row-level
+security keeps tenants apart. Values and queries are embedded by ``embedder`` (the
+configured one, or HRR), as wide as ``TULIP_MEMORY["VECTOR_DIMENSIONS"]``. Search is one
+statement (:mod:`tulip_memory.store.pg.search`; docs/design/pg-search.md); when the
+embedder fails on a query it ranks by words alone. ``ttl=`` expiry follows the store's
+``clock``. A batch is one statement per tenant.
 """
 
 from __future__ import annotations
@@ -126,11 +77,9 @@ logger = logging.getLogger(__name__)
 # are limited to 2,704 bytes (minus tuple overhead) and the unique index holds all three.
 MAX_INDEXED_BYTES = 2600
 
-# At most this many distinct query tokens take part in the lexical match (see
-# ``lexical_tokens``): each is a term of the statement's text search query.
+# At most this many distinct query tokens take part in the lexical match.
 MAX_QUERY_TOKENS = 64
-# Namespaces whose size (the rows a text search ranked) a store remembers, to choose how
-# to rank them (MemoryItemQuerySet.search_paths's use_indexes).
+# Namespaces whose size a store remembers, to choose how to rank them.
 NAMESPACE_SIZES_KEPT = 4096
 # A namespace under INDEXED_SEARCH_MIN_ROWS is counted again every this many searches.
 RECOUNT_EVERY = 16
@@ -211,8 +160,7 @@ class PgMemory(BaseStore):
         )
         self._check_database()
         self._lexical_warned = False
-        # (tenant, namespace path) -> the rows its last text search ranked: a namespace
-        # seen to hold INDEXED_SEARCH_MIN_ROWS rows is ranked from the indexes.
+        # (tenant, namespace path) -> (rows last ranked, searches since they were counted).
         self._namespace_rows: LRUCache[tuple[str, str], tuple[int, int]] = LRUCache(
             NAMESPACE_SIZES_KEPT
         )
@@ -649,9 +597,6 @@ class PgMemory(BaseStore):
     def _search_sync(
         self, tenant: str, namespaces: list[Namespace], limit: int, **ranking: Any
     ) -> list[Any]:
-        # The one search statement of this store (search, search_many and
-        # search_by_embedding): ids and ranks over the namespace first, then only the k
-        # winners read in full (MemoryItemQuerySet.search_paths).
         paths = [encode_namespace(ns) for ns in namespaces]
         # (rows, searches since they were counted) of each path, when known.
         known = [self._namespace_rows.get((tenant, path)) for path in paths]
@@ -690,7 +635,7 @@ class PgMemory(BaseStore):
         return (await self.search_many([namespace], query=query, limit=limit))[0]
 
     async def ranking_arguments(self, tenant: str, query: str | None) -> dict[str, Any]:
-        """How ``query`` ranks: the keyword arguments of ``MemoryItemQuerySet.search_paths``
+        """How ``query`` ranks: the keyword arguments of ``search_paths``
         (the query's vector through this store's encoder, its terms, the fusion weights).
 
         The admin's search box ranks with them too, so that it ranks as the agent does.
