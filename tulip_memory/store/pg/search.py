@@ -10,12 +10,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
 from tulip_memory.core.namespaces import NAMESPACE_SEPARATOR
-from tulip_memory.models.store import MemoryItemQuerySet
 from tulip_memory.postgres.search_index import (
     CODES_MAX_DIMENSIONS,
     INDEXED_NAMESPACE_MAX_BYTES,
@@ -24,6 +23,9 @@ from tulip_memory.postgres.search_index import (
     indexed,
     query_planes,
 )
+
+if TYPE_CHECKING:
+    from tulip_memory.models.store import MemoryItemQuerySet
 
 __all__ = [
     "INDEXED_SEARCH_MIN_ROWS",
