@@ -21,8 +21,10 @@ from tulip_memory.core.namespaces import Namespace
 from tulip_memory.exceptions import StoreCapabilityError
 from tulip_memory.store.instrumentation import observe_methods
 from tulip_memory.store.validation import (
+    PreparedPut,
     batch_items,
     prepare_batch,
+    prepare_put,
     validate_expected_versions,
     validate_key_list,
     validate_namespace,
@@ -33,6 +35,7 @@ from tulip_memory.store.validation import (
 __all__ = [
     "TTL",
     "BaseStore",
+    "PreparedStore",
     "SemanticSearchResult",
     "StoreCapabilities",
     "StoreCapabilityError",
@@ -378,3 +381,43 @@ class BaseStore(ABC):
 
 
 observe_methods(BaseStore)
+
+
+class PreparedStore(BaseStore):
+    """Base of this package's stores: ``put`` and ``put_with_embedding`` validate the item,
+    then hand it to ``_put`` / ``_put_embedded``."""
+
+    async def put(
+        self,
+        namespace: tuple[str, ...],
+        key: str,
+        value: Any,
+        metadata: dict[str, Any] | None = None,
+        *,
+        ttl: TTL = None,
+    ) -> None:
+        await self._put(prepare_put(namespace, key, value, metadata), ttl)
+
+    async def put_with_embedding(
+        self,
+        namespace: tuple[str, ...],
+        key: str,
+        value: Any,
+        embedding: list[float],
+        metadata: dict[str, Any] | None = None,
+        *,
+        ttl: TTL = None,
+    ) -> None:
+        if not self.capabilities.semantic_search:  # refused before the item is validated
+            await super().put_with_embedding(namespace, key, value, embedding, metadata, ttl=ttl)
+        await self._put_embedded(prepare_put(namespace, key, value, metadata), embedding, ttl)
+
+    @abstractmethod
+    async def _put(self, prepared: PreparedPut, ttl: TTL) -> None:
+        """Write a validated item (``ttl`` not yet checked)."""
+
+    async def _put_embedded(self, prepared: PreparedPut, embedding: list[float], ttl: TTL) -> None:
+        """Write a validated item with the caller's vector (stores with semantic search)."""
+        self._unsupported(
+            "semantic_search", "use put() for plain storage, or a store with semantic_search"
+        )

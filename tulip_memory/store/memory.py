@@ -23,7 +23,7 @@ from tulip_memory.core.clock import Clock, MonotonicWallClock, utc_now
 from tulip_memory.core.namespaces import Namespace
 from tulip_memory.core.text import has_words, off_loop_when_long, search_terms, value_text
 from tulip_memory.embeddings.base import embed_texts, query_vector_or_none
-from tulip_memory.store.base import TTL, BaseStore, BatchItem, StoreCapabilities, StoreItem
+from tulip_memory.store.base import TTL, BatchItem, PreparedStore, StoreCapabilities, StoreItem
 from tulip_memory.store.instrumentation import swept
 from tulip_memory.store.ranking import (
     MODEL_WEIGHT,
@@ -37,7 +37,6 @@ from tulip_memory.store.validation import (
     PreparedPut,
     decode_json,
     prepare_batch,
-    prepare_put,
     validate_embedder,
     validate_embedder_vector,
     validate_expected_versions,
@@ -142,7 +141,7 @@ T = TypeVar("T")
 _Encoded = tuple[Counter[str], np.ndarray | None]
 
 
-class InMemoryStore(BaseStore):
+class InMemoryStore(PreparedStore):
     """Process-local store; values are kept as JSON text and decoded on every read."""
 
     def __init__(self, *, embedder: Any | None = None, clock: Clock = utc_now) -> None:
@@ -237,16 +236,7 @@ class InMemoryStore(BaseStore):
         namespace.recency[prepared.key] = next(self._writes)
         namespace.index(prepared.key, terms)
 
-    async def put(
-        self,
-        namespace: tuple[str, ...],
-        key: str,
-        value: Any,
-        metadata: dict[str, Any] | None = None,
-        *,
-        ttl: TTL = None,
-    ) -> None:
-        prepared = prepare_put(namespace, key, value, metadata)
+    async def _put(self, prepared: PreparedPut, ttl: TTL) -> None:
         expiry = self._ttl(ttl)
         [encoded] = await self._encode([prepared])
         await self._locked(lambda: self._write(prepared, encoded, expiry), len(prepared.value_json))

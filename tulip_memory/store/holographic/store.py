@@ -28,8 +28,8 @@ from tulip_memory.core.text import STOP_WORDS, has_words, off_loop_when_long, to
 from tulip_memory.embeddings.base import embed_texts, embedder_source, query_vector_or_none
 from tulip_memory.store.base import (
     TTL,
-    BaseStore,
     BatchItem,
+    PreparedStore,
     SemanticSearchResult,
     StoreCapabilities,
     StoreItem,
@@ -64,7 +64,6 @@ from tulip_memory.store.validation import (
     PreparedPut,
     decode_json,
     prepare_batch,
-    prepare_put,
     validate_embedder,
     validate_embedder_vector,
     validate_embedding,
@@ -89,7 +88,7 @@ T = TypeVar("T")
 SEARCH_MODES = ("lexical", "hybrid", "fused", "hrr")
 
 
-class HolographicStore(BaseStore):
+class HolographicStore(PreparedStore):
     """SQLite + FTS5 + HRR store; ``path=":memory:"`` keeps the database in memory."""
 
     def __init__(
@@ -297,16 +296,7 @@ class HolographicStore(BaseStore):
                 ),
             )
 
-    async def put(
-        self,
-        namespace: tuple[str, ...],
-        key: str,
-        value: Any,
-        metadata: dict[str, Any] | None = None,
-        *,
-        ttl: TTL = None,
-    ) -> None:
-        prepared = prepare_put(namespace, key, value, metadata)
+    async def _put(self, prepared: PreparedPut, ttl: TTL) -> None:
         expiry = self._ttl(ttl)
         [encoded] = await self._encode_all([prepared])
         [embedding] = await self._embed([prepared])
@@ -356,17 +346,7 @@ class HolographicStore(BaseStore):
 
         return await self._run(work)
 
-    async def put_with_embedding(
-        self,
-        namespace: tuple[str, ...],
-        key: str,
-        value: Any,
-        embedding: list[float],
-        metadata: dict[str, Any] | None = None,
-        *,
-        ttl: TTL = None,
-    ) -> None:
-        prepared = prepare_put(namespace, key, value, metadata)
+    async def _put_embedded(self, prepared: PreparedPut, embedding: list[float], ttl: TTL) -> None:
         vector = validate_embedding(embedding, dimension=self._embedding_dim)
         expiry = self._ttl(ttl)
         blob = embedding_blob(vector)

@@ -39,7 +39,7 @@ from tulip_memory.exceptions import ConfigurationError, TenantError
 from tulip_memory.postgres.operations import PGVECTOR_ANN_MAX_DIM, text_search_config
 from tulip_memory.store.base import (
     TTL,
-    BaseStore,
+    PreparedStore,
     SemanticSearchResult,
     StoreCapabilities,
     StoreItem,
@@ -50,7 +50,6 @@ from tulip_memory.store.ranking import BM25_B, BM25_K1, HRR_WEIGHT, MODEL_WEIGHT
 from tulip_memory.store.validation import (
     PreparedPut,
     prepare_batch,
-    prepare_put,
     validate_expected_versions,
     validate_key,
     validate_key_list,
@@ -73,8 +72,7 @@ __all__ = ["DEFAULT_DIM", "DEFAULT_ENCODING_CACHE", "PGVECTOR_ANN_MAX_DIM", "PgM
 
 logger = logging.getLogger(__name__)
 
-# At most this many UTF-8 bytes of tenant + namespace path + key: PostgreSQL's btree entries
-# are limited to 2,704 bytes (minus tuple overhead) and the unique index holds all three.
+# UTF-8 bytes of tenant + namespace path + key the unique btree index can hold.
 MAX_INDEXED_BYTES = 2600
 
 # At most this many distinct query tokens take part in the lexical match.
@@ -131,7 +129,7 @@ def _aware(moment: datetime) -> datetime:
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
-class PgMemory(BaseStore):
+class PgMemory(PreparedStore):
     """Store on PostgreSQL + pgvector through the ORM, tenants isolated by row-level security.
 
     ``using`` names a PostgreSQL database alias (connected as a role without SUPERUSER or
@@ -164,8 +162,6 @@ class PgMemory(BaseStore):
         self._namespace_rows: LRUCache[tuple[str, str], tuple[int, int]] = LRUCache(
             NAMESPACE_SIZES_KEPT
         )
-
-    # --- construction checks ----------------------------------------------------------
 
     def _check_database(self) -> None:
         from django.db import connections
@@ -219,16 +215,12 @@ class PgMemory(BaseStore):
         """The tenant bound by ``tenant_context``/``TenantMiddleware``, if any."""
         return current_tenant()
 
-    # --- helpers ----------------------------------------------------------------------
-
     async def _run(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         return await sync_to_async(func, thread_sensitive=True)(*args, **kwargs)
 
     @staticmethod
     def _check_indexable(prepared: PreparedPut, *, where: str = "") -> None:
-        # The unique btree on (tenant, namespace, key) holds entries of at most ~2.7 kB;
-        # a longer namespace + key is refused here, as bad input (ValueError), rather than
-        # by PostgreSQL halfway through a write (OperationalError).
+        # Refused as bad input here rather than by PostgreSQL halfway through a write.
         size = sum(
             len(part.encode())
             for part in (prepared.namespace[0], encode_namespace(prepared.namespace), prepared.key)
@@ -313,8 +305,6 @@ class PgMemory(BaseStore):
             version=int(row.version),
         )
 
-    # --- writes -----------------------------------------------------------------------
-
     def _write_sync(
         self,
         rows_by_tenant: dict[str, list[Any]],
@@ -322,10 +312,8 @@ class PgMemory(BaseStore):
     ) -> bool:
         from django.db import transaction
 
-        # One tenant (the usual case): just its pinned transaction; several, or a version
-        # check: one outer transaction, so that the check and the batch are all or nothing.
-        # Tenants in sorted order, like the rows of each statement: concurrent batches then
-        # lock rows in one global order and cannot deadlock.
+        # Several tenants or a version check: one outer transaction (all or nothing);
+        # tenants in sorted order, so that concurrent batches cannot deadlock.
         outer = len(rows_by_tenant) > 1 or bool(expected)
         try:
             with transaction.atomic(using=self.using) if outer else nullcontext():
@@ -373,10 +361,8 @@ class PgMemory(BaseStore):
         return found
 
     def _upsert_rounds(self, rows: list[Any]) -> None:
-        # A key repeated in one batch is written once per occurrence, in order (so that its
-        # version counts every write and "newest" follows the batch order): the batch is
-        # cut into consecutive runs without a repeated key, one statement each — one in
-        # all when no key repeats.
+        # A repeated key is written once per occurrence (its version counts every write):
+        # one statement per run of the batch without a repeated key.
         run: list[Any] = []
         seen: set[tuple[str, str]] = set()
         for row in rows:
@@ -388,16 +374,7 @@ class PgMemory(BaseStore):
             seen.add(identity)
         self._items().upsert(run, self._now())
 
-    async def put(
-        self,
-        namespace: tuple[str, ...],
-        key: str,
-        value: Any,
-        metadata: dict[str, Any] | None = None,
-        *,
-        ttl: TTL = None,
-    ) -> None:
-        prepared = prepare_put(namespace, key, value, metadata)
+    async def _put(self, prepared: PreparedPut, ttl: TTL) -> None:
         tenant = self._tenant_of(prepared.namespace)
         self._check_indexable(prepared)
         expiry = self._ttl(ttl)
@@ -454,23 +431,13 @@ class PgMemory(BaseStore):
         rows_by_tenant = await self._batch_rows(prepare_batch(items))
         return await self._run(self._write_sync, rows_by_tenant, expected)
 
-    async def put_with_embedding(
-        self,
-        namespace: tuple[str, ...],
-        key: str,
-        value: Any,
-        embedding: list[float],
-        metadata: dict[str, Any] | None = None,
-        *,
-        ttl: TTL = None,
-    ) -> None:
+    async def _put_embedded(self, prepared: PreparedPut, embedding: list[float], ttl: TTL) -> None:
         """``put`` with the caller's vector (``capabilities.embedding_dimension`` wide).
 
         With an embedder the vector is taken to be that embedder's (text search ranks it);
         without one it is marked external: ``search_by_embedding`` ranks it, a text
         ``search`` finds it by its words.
         """
-        prepared = prepare_put(namespace, key, value, metadata)
         tenant = self._tenant_of(prepared.namespace)
         self._check_indexable(prepared)
         vector = self.encoder.checked(embedding, name="embedding")
@@ -498,8 +465,6 @@ class PgMemory(BaseStore):
         """Delete every item of ``namespace`` (not its children) in one statement."""
         namespace = self._checked(namespace)
         return await self._run(self._delete_sync, namespace, None)
-
-    # --- reads ------------------------------------------------------------------------
 
     def _get_sync(self, namespace: Namespace, key: str) -> StoreItem | None:
         with self._atomic(namespace[0]):
@@ -592,8 +557,6 @@ class PgMemory(BaseStore):
             tenant = bound
         return await self._run(self._list_namespaces_sync, tenant, prefix, limit)
 
-    # --- search -----------------------------------------------------------------------
-
     def _search_sync(
         self, tenant: str, namespaces: list[Namespace], limit: int, **ranking: Any
     ) -> list[Any]:
@@ -601,9 +564,8 @@ class PgMemory(BaseStore):
         # (rows, searches since they were counted) of each path, when known.
         known = [self._namespace_rows.get((tenant, path)) for path in paths]
         indexed = [k is not None and k[0] >= INDEXED_SEARCH_MIN_ROWS for k in known]
-        # Counted when unknown, and again every RECOUNT_EVERY searches of a small one (to
-        # notice it grow); one ranked from the indexes stays so (a namespace seldom
-        # shrinks tenfold, and the cache forgets).
+        # Counted when unknown, and every RECOUNT_EVERY searches of a small one (to notice
+        # it grow); a namespace seldom shrinks tenfold, so a large one is not recounted.
         counted = [
             k is None or (not i and k[1] + 1 >= RECOUNT_EVERY)
             for k, i in zip(known, indexed, strict=True)
@@ -645,9 +607,8 @@ class PgMemory(BaseStore):
         # Over MAX_QUERY_TOKENS words (stop words apart), the words past the cap match
         # nothing: the vector, made of the whole query, must find those rows.
         every_word = len(set(tokenize(query or "")) - STOP_WORDS) <= MAX_QUERY_TOKENS
-        # A query of stop words only ranks nothing by its words; its HRR vector (a bag of
-        # those stop words) means nothing either, so it lists the newest items, as no
-        # query does. A model embedder's vector still carries meaning: it ranks alone.
+        # A query of stop words lists the newest items with HRR (its vector is a bag of
+        # those words); a model embedder's vector still ranks alone.
         ranked = bool(tokens) and (not hrr or bool(search_terms(" ".join(tokens))))
         encoded = None
         if ranked and query:
