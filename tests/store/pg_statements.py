@@ -42,6 +42,6 @@ def search_statements(calls: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
 def explain(sql: str, params: Any, *, analyze: bool = False) -> str:
     """The plan of ``sql`` with ``params``, sent as PgMemory sends it (run in a tenant);
     with ``analyze``, run too (what ran, and "never executed" for what did not)."""
-    with MemoryItem.objects.all()._binary_cursor() as cursor:
+    with MemoryItem.objects.all().binary_cursor() as cursor:
         cursor.execute(("EXPLAIN (ANALYZE, TIMING OFF) " if analyze else "EXPLAIN ") + sql, params)
         return "\n".join(line for (line,) in cursor.fetchall())

@@ -25,6 +25,7 @@ from tulip_memory.embeddings.base import BaseEmbedding
 from tulip_memory.exceptions import ConfigurationError, TenantError
 from tulip_memory.models.store import MemoryItem
 from tulip_memory.store import PGVECTOR_ANN_MAX_DIM, PgMemory
+from tulip_memory.store.pg.search import search_paths
 from tulip_memory.tenancy import tenant_atomic, tenant_context
 
 sync = async_to_sync
@@ -307,14 +308,20 @@ def test_search_is_exact_top_k_by_the_btree_on_a_big_table():
     query = np.random.default_rng(7).standard_normal(1024)
     expected = _exact_top_k(matrix, keys, query, 10)
     with tenant_atomic("acme"), executions() as calls:
-        hits = MemoryItem.objects.search_paths(
-            "acme", ["acme/ns7"], 10, vector=query.astype(np.float32), source="hrr"
+        hits = search_paths(
+            MemoryItem.objects,
+            "acme",
+            ["acme/ns7"],
+            10,
+            vector=query.astype(np.float32),
+            source="hrr",
         )
         plan = explain(*search_statements(calls)[-1])
     assert [h.key for h in hits] == expected
     # pgvector's text form of the vector ranks the same.
     with tenant_atomic("acme"):
-        as_text = MemoryItem.objects.search_paths(
+        as_text = search_paths(
+            MemoryItem.objects,
             "acme",
             ["acme/ns7"],
             10,

@@ -14,6 +14,7 @@ import pytest
 from tests.store.pg_statements import executions, explain, search_statements
 from tulip_memory.models.store import MemoryItem, UpsertRow
 from tulip_memory.postgres.search_index import QUERY_LEVEL_OFFSET, QUERY_WEIGHTS, query_planes
+from tulip_memory.store.pg.search import search_paths
 from tulip_memory.tenancy import tenant_atomic
 
 DIM = 1024  # the test settings' VECTOR_DIMENSIONS
@@ -53,7 +54,8 @@ def _corpus(rng: np.random.Generator, namespace: str, count: int) -> list[Upsert
 
 def _search(paths, terms, vector, limit, **options):
     with tenant_atomic("acme"):
-        return MemoryItem.objects.search_paths(
+        return search_paths(
+            MemoryItem.objects,
             "acme",
             paths,
             limit,

@@ -101,7 +101,7 @@ def test_equal_memories_past_the_pool_come_newest_first():
 @pytest.mark.django_db
 def test_a_namespace_whose_words_match_nothing_is_still_counted(monkeypatch):
     # Its size, which picks the indexes, is counted by a search that finds nothing too.
-    monkeypatch.setattr("tulip_memory.models.store.INDEXED_SEARCH_MIN_ROWS", 60)
+    monkeypatch.setattr("tulip_memory.store.pg.store.INDEXED_SEARCH_MIN_ROWS", 60)
     store = PgMemory()
     ns = ("acme", "growing")
     sync(store.put_batch)([(ns, f"k{i}", {"text": f"zebra note {i}"}, None) for i in range(80)])
@@ -202,7 +202,7 @@ def test_search_many_is_one_statement_and_reads_each_namespace_through_the_index
     assert "Seq Scan on tulip_memory_store_item" not in plan, plan
     # A store that has seen them hold that many ranks them from the indexes, the others
     # (never searched: their size unknown) from their rows, in one statement still.
-    monkeypatch.setattr("tulip_memory.models.store.INDEXED_SEARCH_MIN_ROWS", 400)
+    monkeypatch.setattr("tulip_memory.store.pg.store.INDEXED_SEARCH_MIN_ROWS", 400)
     more = [*namespaces, ("acme", "ns6")]
     with executions() as calls:
         found = sync(store.search_many)(more, "zebra", limit=5)
@@ -268,7 +268,7 @@ def test_a_long_query_keeps_the_words_it_is_about():
 def test_a_namespace_is_ranked_from_the_indexes_once_seen_to_grow_past_the_threshold(
     monkeypatch,
 ):
-    monkeypatch.setattr("tulip_memory.models.store.INDEXED_SEARCH_MIN_ROWS", 60)
+    monkeypatch.setattr("tulip_memory.store.pg.store.INDEXED_SEARCH_MIN_ROWS", 60)
     monkeypatch.setattr("tulip_memory.store.pg.store.RECOUNT_EVERY", 3)
     store = PgMemory()
     ns = ("acme", "growing")

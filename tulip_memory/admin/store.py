@@ -257,6 +257,7 @@ class MemoryItemAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdm
         """pk → score of the top hits among ``queryset`` as PgMemory.search ranks them (the
         fused score, or the cosine without words), rows expired at ``now`` left out. Asks for
         more while a non-namespace filter leaves ranked rows out."""
+        from tulip_memory.store.pg.search import search_paths
         from tulip_memory.store.pg.store import PgMemory
 
         store = PgMemory(queryset.db)
@@ -267,8 +268,8 @@ class MemoryItemAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdm
         fused = ranking.get("terms") is not None
         limit = SEARCH_LIMIT
         while True:
-            rows = MemoryItem.objects.using(queryset.db).search_paths(
-                tenant, paths, limit, now=now, **ranking
+            rows = search_paths(
+                MemoryItem.objects.using(queryset.db), tenant, paths, limit, now=now, **ranking
             )
             rows.sort(key=lambda row: row.rank)
             found = queryset.filter(

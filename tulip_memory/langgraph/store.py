@@ -90,6 +90,7 @@ from tulip_memory.events import (
     emit,
     listening,
 )
+from tulip_memory.store.pg.search import search_paths
 from tulip_memory.store.pg.store import MAX_INDEXED_BYTES, PgMemory
 from tulip_memory.store.validation import (
     encode_value,
@@ -587,7 +588,8 @@ class DjangoStore(TenantDatabase, BaseStore):
     ) -> list[tuple[SearchItem, bool]]:
         """The hits, each with whether it has a ttl."""
         ranking = plan.rankings.get(index)
-        rows = self._items().search_paths(
+        rows = search_paths(
+            self._items(),
             tenant,
             [encode_namespace((tenant, *op.namespace_prefix))],
             op.offset + op.limit,

@@ -64,7 +64,7 @@ __all__ = [
     "vector_width_sql",
 ]
 
-# Vectors wider than this get no codes (3 bits a dimension: 750 bytes at 2,000).
+# Vectors wider than this get no codes (3 bits a dimension).
 CODES_MAX_DIMENSIONS = 2000
 # A namespace path of more UTF-8 bytes than this is in neither index (a btree entry holds
 # 2,704 bytes: the path, the tenant (up to 1,020), the source (up to 400), the codes).
@@ -109,14 +109,8 @@ def _codes_expression(embedding: str) -> str:
     return f"CASE WHEN vector_dims({embedding}) <= {CODES_MAX_DIMENSIONS} THEN {codes} END"
 
 
-# The query's coordinates (of the unit vector, in its standard deviations) quantised to
-# three bits: eight levels ``QUERY_LEVEL_OFFSET + sum(QUERY_WEIGHTS[k] * bit_k)`` (bit_k the
-# k-th binary digit of the level's number, 0-7), the weights fitted by least squares to a
-# Gaussian's eight Lloyd-Max levels (+-0.2451, +-0.7560, +-1.344, +-2.152); each coordinate
-# takes the nearest level (thresholds at 0, +-0.5005, +-1.1243, +-1.748). Symmetric about
-# 0, as the rank below needs. Two bits (four Lloyd-Max levels) kept the exact top 10 in
-# the best 1,000 of a 50k-row namespace in 0.986 of 400 queries, these three bits in 0.998
-# (docs/pg_store.md, "The query's three bits").
+# The query's coordinates quantised to three bits: eight levels symmetric about 0, fitted
+# to a Gaussian's Lloyd-Max levels (docs/design/pg-search.md, "The query's three bits").
 QUERY_WEIGHTS = (0.6595, 1.2475, 2.2485)
 QUERY_LEVEL_OFFSET = -sum(QUERY_WEIGHTS) / 2
 _QUERY_LEVELS = np.array(

@@ -1,50 +1,11 @@
-"""The cross-thread store contract: ``BaseStore``, ``StoreItem``, ``StoreCapabilities``.
+"""The store contract: ``BaseStore``, ``StoreItem``, ``StoreCapabilities``.
 
-A store keeps JSON values under ``(namespace, key)``: ``namespace`` is a non-empty tuple
-of labels (``("users", "u1", "memories")``), ``key`` a string. The contract every store
-honours (and that ``tests/store/test_contract.py`` checks on each backend):
-
-- **Writes are versioned.** ``StoreItem.version`` counts the writes of a key: 1 when it is
-  created, +1 per update. ``created_at`` is kept on update; ``updated_at`` strictly advances.
-  Deleting a key and writing it again creates a new item (version 1). Timestamps are
-  timezone-aware UTC.
-- **Values round-trip through JSON.** ``get`` returns what ``json.loads(json.dumps(value))``
-  returns (tuples come back as lists), a fresh object on every call.
-- **Bad input raises ValueError naming the problem, and writes nothing** (see
-  :mod:`tulip_memory.store.validation`); ``put_batch`` validates every item first.
-- **Capabilities are honest.** A store that advertises a capability implements it; asking a
-  store for one it does not advertise raises :class:`StoreCapabilityError` (a
-  ``NotImplementedError`` carrying ``capability``, ``store_class`` and ``hint``).
-- **Search.** ``search(namespace, query=None)`` returns the newest-updated items first
-  (ties by key), and so does a blank query or one without any word. Otherwise the ranking
-  is the store's (BM25 over stemmed terms, fused with vectors where the store has them;
-  docs/store.md, "Ranking") and at most
-  ``limit`` items of that namespace come back. ``search_many`` equals
-  ``[search(ns, ...) for ns in namespaces]``.
-- **Semantic search scores** are cosine similarities (``score``, higher is closer) and
-  ``distance = 1 - score`` (pgvector's cosine distance); ``threshold`` keeps
-  ``score >= threshold``; ``metadata_filter`` keeps items whose metadata has every given
-  field equal to the given value.
-
-- **Expiry.** A store with ``capabilities.ttl`` takes ``ttl=`` (keyword-only: seconds as
-  an ``int``/``float``, or a ``timedelta``) on ``put``, ``put_batch`` (one ttl for every
-  item of the call) and ``put_with_embedding``. An item past its expiry is invisible to
-  every read at once (``get``, ``get_item``, ``exists``, ``get_batch``, ``list_keys``,
-  ``search``, ``search_many``, ``list_namespaces``, the embedding reads; ``delete``
-  returns ``False``; a write creates it anew, version 1) and its row is removed by
-  ``sweep_expired()``. Every write sets the expiry afresh: a write without ``ttl``
-  clears it (the item then never expires). A bad ttl raises ``ValueError`` and writes
-  nothing; ``ttl`` on a store without the capability raises ``StoreCapabilityError``.
-  The time comes from the store's clock (:mod:`tulip_memory.core.clock`).
-
-The abstract methods are ``put``, ``get``, ``delete`` and ``list_keys``; everything else has
-a default built over them. ``get_item``'s default wraps ``get``: it cannot know an item's
-metadata, timestamps or write count, so it states that plainly (empty metadata, ``version``
-0, both timestamps the moment of the call) and a stored ``None`` reads as missing. Every
-store of this package overrides it with the real values. ``exists`` and ``get_batch`` go
-through ``get_item``, so on a store that overrides it a stored ``None`` still exists. The default
-``clear_namespace`` pages through ``list_keys`` until the namespace is empty, whatever its
-size. Stores close with ``async with store:`` too.
+A store keeps JSON values under ``(namespace, key)``, versioned (1, then +1 a write), and
+refuses bad input with ``ValueError`` before writing. ``put``, ``get``, ``delete`` and
+``list_keys`` are abstract; everything else has a default built over them, and an
+optional feature a store does not advertise in ``capabilities`` raises
+:class:`StoreCapabilityError`. docs/store.md, "The contract", states it in full;
+``tests/store/test_contract.py`` checks it on every store.
 """
 
 from __future__ import annotations
@@ -60,8 +21,10 @@ from tulip_memory.core.namespaces import Namespace
 from tulip_memory.exceptions import StoreCapabilityError
 from tulip_memory.store.instrumentation import observe_methods
 from tulip_memory.store.validation import (
+    PreparedPut,
     batch_items,
     prepare_batch,
+    prepare_put,
     validate_expected_versions,
     validate_key_list,
     validate_namespace,
@@ -72,6 +35,7 @@ from tulip_memory.store.validation import (
 __all__ = [
     "TTL",
     "BaseStore",
+    "PreparedStore",
     "SemanticSearchResult",
     "StoreCapabilities",
     "StoreCapabilityError",
@@ -171,13 +135,8 @@ class SemanticSearchResult:
 
 class BaseStore(ABC):
     """Abstract store: subclasses implement ``put``, ``get``, ``delete``, ``list_keys``
-    and advertise the optional methods they override in ``capabilities``.
-
-    Writes and deletes send events (:mod:`tulip_memory.store.instrumentation`): each
-    subclass's own ``put``, ``put_batch``, ``put_with_embedding``,
-    ``compare_and_put_batch``, ``delete`` and ``clear_namespace`` are wrapped when the
-    class is created.
-    """
+    and advertise the optional methods they override in ``capabilities``. Their writes
+    and deletes send events (:mod:`tulip_memory.store.instrumentation`)."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -246,11 +205,9 @@ class BaseStore(ABC):
     async def get_item(self, namespace: tuple[str, ...], key: str) -> StoreItem | None:
         """The whole item (metadata, timestamps and version), or ``None``.
 
-        This default, for stores that implement only the abstract methods, is built over
-        ``get`` and cannot know what ``get`` does not return: the item comes back with
-        ``metadata={}``, ``version=0`` (unknown) and ``created_at == updated_at ==`` the
-        time of the call, and a stored ``None`` is indistinguishable from a missing key
-        (``None`` is returned). Stores that keep these override it.
+        This default, built over ``get``, cannot know the rest: ``metadata={}``,
+        ``version=0``, both timestamps the time of the call, and a stored ``None`` reads
+        as missing.
         """
         value = await self.get(namespace, key)
         if value is None:
@@ -284,11 +241,9 @@ class BaseStore(ABC):
     async def put_batch(self, items: list[BatchItem], *, ttl: TTL = None) -> None:
         """Write several ``(namespace, key, value, metadata)`` items.
 
-        ``ttl`` applies to every item of the call. Every item is validated before the
-        first write. Items are written in order, as by
-        successive ``put`` calls: a later item (or a later write of the same key) is newer,
-        for ``list_keys`` and search order and for ``version``. This default writes them one
-        by one (not atomic); stores advertising ``batch_operations`` write all or nothing.
+        ``ttl`` applies to every item. Every item is validated before the first write;
+        they are written in order, as by successive ``put`` calls. This default is not
+        atomic; stores advertising ``batch_operations`` write all or nothing.
         """
         items = batch_items(items)
         prepare_batch(items)
@@ -307,11 +262,8 @@ class BaseStore(ABC):
         still at the given version (``None``: absent); ``True`` if written, ``False``
         (nothing written) if one has moved on.
 
-        What makes a read-modify-write safe against a concurrent writer: read the items,
-        build the batch, write it only if what was read is still current, else read again.
-        The stores of this package check and write as one step (under their lock, or in one
-        transaction holding a lock per key). This default, for stores implementing only the
-        abstract methods, checks through ``get_item`` and then writes: it is not atomic.
+        The stores of this package check and write as one step; this default checks
+        through ``get_item`` and then writes: it is not atomic.
         """
         items = batch_items(items)
         prepare_batch(items)
@@ -429,3 +381,43 @@ class BaseStore(ABC):
 
 
 observe_methods(BaseStore)
+
+
+class PreparedStore(BaseStore):
+    """Base of this package's stores: ``put`` and ``put_with_embedding`` validate the item,
+    then hand it to ``_put`` / ``_put_embedded``."""
+
+    async def put(
+        self,
+        namespace: tuple[str, ...],
+        key: str,
+        value: Any,
+        metadata: dict[str, Any] | None = None,
+        *,
+        ttl: TTL = None,
+    ) -> None:
+        await self._put(prepare_put(namespace, key, value, metadata), ttl)
+
+    async def put_with_embedding(
+        self,
+        namespace: tuple[str, ...],
+        key: str,
+        value: Any,
+        embedding: list[float],
+        metadata: dict[str, Any] | None = None,
+        *,
+        ttl: TTL = None,
+    ) -> None:
+        if not self.capabilities.semantic_search:  # refused before the item is validated
+            await super().put_with_embedding(namespace, key, value, embedding, metadata, ttl=ttl)
+        await self._put_embedded(prepare_put(namespace, key, value, metadata), embedding, ttl)
+
+    @abstractmethod
+    async def _put(self, prepared: PreparedPut, ttl: TTL) -> None:
+        """Write a validated item (``ttl`` not yet checked)."""
+
+    async def _put_embedded(self, prepared: PreparedPut, embedding: list[float], ttl: TTL) -> None:
+        """Write a validated item with the caller's vector (stores with semantic search)."""
+        self._unsupported(
+            "semantic_search", "use put() for plain storage, or a store with semantic_search"
+        )

@@ -1,15 +1,9 @@
-"""Events of every store's writes and deletes, sent without each store asking.
+"""Events of every store's writes and deletes (``store.items.written`` / ``.deleted``).
 
-:class:`~tulip_memory.store.base.BaseStore` wraps the write and delete methods a subclass
-defines (:data:`OBSERVED`) when the class is created, so every store, this package's and
-a user's own, sends ``store.items.written`` / ``store.items.deleted`` with
-``sender=<the store's class>``. Payloads hold the operation, the tenant (a
-``tenant_isolated`` store's ``namespace[0]``; ``None`` elsewhere), counts, the ttl in
-seconds and ``duration_ms``; never keys, values or metadata.
-
-Only the outermost call of one store sends: a ``put_batch`` built on ``put``, or an
-override calling ``super()``, is one event. A call that raises sends nothing. With no
-receiver connected a wrapped method costs one check.
+:class:`~tulip_memory.store.base.BaseStore` wraps the :data:`OBSERVED` methods of each
+subclass, a user's too, when the class is created. Payloads hold the operation, the
+tenant, counts, the ttl and ``duration_ms``, never keys or values. Only the outermost
+call of one store sends; a call that raises sends nothing.
 """
 
 from __future__ import annotations

@@ -1,33 +1,9 @@
-"""InMemoryStore: the whole store contract in a process-local dict.
+"""InMemoryStore: the whole store contract in a process-local dict (tests, ephemeral use).
 
-For tests and for anything that may lose its memory on exit. It offers ``search``,
-``search_many``, ``list_namespaces``, ``clear_namespace`` and an all-or-nothing
-``put_batch``. It has no ``search_by_embedding`` (``StoreCapabilityError``): use
-HolographicStore or PgMemory for that.
-
-Ranking (docs/store.md, "Ranking"): Okapi BM25 (k1 1.2, b 0.75) over the value's terms
-(:func:`tulip_memory.core.text.search_terms`: stop words dropped, Snowball-stemmed), ties newest
-first. With ``embedder=`` (a ``BaseEmbedding``) each value is embedded on write and a query
-ranks the BM25 matches plus the ``max(50, 5 * limit)`` nearest items by cosine, each of
-them fused as ``bm25 / best_bm25 + 0.5 * cosine`` with its own BM25 and cosine: an item
-sharing no word with the query is still found by meaning. A query without terms (empty,
-or stop words only) lists the newest items, or ranks by cosine alone with an embedder.
-
-Each namespace keeps its items in a dict ordered by last write (an update moves the item
-to the end), so "newest first" is a reversed walk, an inverted index term -> {key: term
-frequency} so a query only looks at items sharing a term, and the running total of the
-items' lengths (BM25's average length).
-
-Expiry: ``put(..., ttl=...)`` (and ``put_batch``, one ttl for the call) stamps the entry
-with ``clock() + ttl``; an entry past it is skipped by every read at once and removed by
-``sweep_expired()`` (or when its key is written again). ``clock`` is a constructor
-argument (:mod:`tulip_memory.core.clock`), so tests move time by hand.
-
-Locking: no critical section here awaits anything, so a ``threading.Lock`` excludes
-concurrent mutations without binding the store to one event loop (as an ``asyncio.Lock``
-would), and also protects it when several threads (each with its own loop) share it.
-Long values and queries are analysed, indexed and scored in a worker thread (under the
-same lock), so the event loop stays free.
+Ranks by Okapi BM25 over stemmed terms, ties newest first; with ``embedder=`` the BM25
+matches and the nearest items by cosine are fused (docs/store.md, "Ranking"). Each
+namespace keeps its items by last write and an inverted index of terms. No
+``search_by_embedding``. ``ttl=`` expiry follows ``clock``.
 """
 
 from __future__ import annotations
@@ -47,7 +23,7 @@ from tulip_memory.core.clock import Clock, MonotonicWallClock, utc_now
 from tulip_memory.core.namespaces import Namespace
 from tulip_memory.core.text import has_words, off_loop_when_long, search_terms, value_text
 from tulip_memory.embeddings.base import embed_texts, query_vector_or_none
-from tulip_memory.store.base import TTL, BaseStore, BatchItem, StoreCapabilities, StoreItem
+from tulip_memory.store.base import TTL, BatchItem, PreparedStore, StoreCapabilities, StoreItem
 from tulip_memory.store.instrumentation import swept
 from tulip_memory.store.ranking import (
     MODEL_WEIGHT,
@@ -61,7 +37,6 @@ from tulip_memory.store.validation import (
     PreparedPut,
     decode_json,
     prepare_batch,
-    prepare_put,
     validate_embedder,
     validate_embedder_vector,
     validate_expected_versions,
@@ -166,7 +141,7 @@ T = TypeVar("T")
 _Encoded = tuple[Counter[str], np.ndarray | None]
 
 
-class InMemoryStore(BaseStore):
+class InMemoryStore(PreparedStore):
     """Process-local store; values are kept as JSON text and decoded on every read."""
 
     def __init__(self, *, embedder: Any | None = None, clock: Clock = utc_now) -> None:
@@ -261,16 +236,7 @@ class InMemoryStore(BaseStore):
         namespace.recency[prepared.key] = next(self._writes)
         namespace.index(prepared.key, terms)
 
-    async def put(
-        self,
-        namespace: tuple[str, ...],
-        key: str,
-        value: Any,
-        metadata: dict[str, Any] | None = None,
-        *,
-        ttl: TTL = None,
-    ) -> None:
-        prepared = prepare_put(namespace, key, value, metadata)
+    async def _put(self, prepared: PreparedPut, ttl: TTL) -> None:
         expiry = self._ttl(ttl)
         [encoded] = await self._encode([prepared])
         await self._locked(lambda: self._write(prepared, encoded, expiry), len(prepared.value_json))

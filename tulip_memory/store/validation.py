@@ -1,29 +1,9 @@
-"""Input validation shared by every store: one clear ``ValueError`` per problem, before any write.
+"""Input validation shared by every store: one ``ValueError`` naming the argument and the
+problem, before any write.
 
-Every store calls these helpers at the top of each public method, so bad input never
-reaches storage and the message always names the argument and the problem:
-
-- a namespace follows the one rule of :mod:`tulip_memory.core.namespaces` (a non-empty
-  ``tuple`` of non-blank ``str`` labels without NUL);
-- a key is a non-empty ``str`` without NUL;
-- a value (and metadata) must be strict JSON: no NaN or Infinity
-  (``json.dumps(..., allow_nan=False)``) and no NUL character in any string (PostgreSQL's
-  ``jsonb`` cannot hold ``\\u0000``, so every store refuses it alike), nor a dict two of
-  whose keys JSON writes as one (``1`` and ``"1"``: one entry would be lost); metadata is
-  ``None`` or a ``dict`` with ``str`` keys;
-- an embedding is a non-empty sequence of finite real numbers, not all zero, of the
-  store's width when the store has one; an embedder's vector of a stored text or a query
-  is checked alike, except that all zeros means "no vector" (ranked by words);
-- a limit is an ``int`` >= 1 (:mod:`tulip_memory.core.paging`), a threshold a finite number
-  in [-1, 1];
-- a ttl is ``None`` or a finite number of seconds (``int``/``float``, not ``bool``) or a
-  ``timedelta``, at least one microsecond and at most :data:`MAX_TTL`.
-
-The namespace and limit rules are re-exported from their own modules, so every store
-imports its validators from here. The helpers return the normalised form a store writes
-(``encode_value`` returns the JSON text), so a store validates and encodes in one step.
-:func:`prepare_batch` validates every item of a batch and names the index of the first bad
-one, which lets ``put_batch`` refuse the whole batch before writing anything.
+Namespaces, keys, values and metadata (strict JSON, no NUL, no keys colliding in JSON),
+embeddings, limits, thresholds and ttls. The helpers return what a store writes, and
+:func:`prepare_batch` names the first bad item of a batch before anything is written.
 """
 
 from __future__ import annotations

@@ -1,24 +1,9 @@
-"""HolographicStore's SQLite side: schema, namespace text forms, statements, transactions.
+"""HolographicStore's SQLite side: the schema and every statement, named, and transactions.
 
-Every statement the store runs is a named constant here (or, for a variable number of
-placeholders, one function building it), so the SQL can be read in one place.
-
-A namespace is stored as its compact JSON array (``["users","u1"]``): exact, reversible,
-and a prefix ``("users",)`` is the string prefix ``["users",`` of every namespace under
-it. The FTS5 table indexes two columns: ``scope``, one token per namespace (a BLAKE2b
-digest of its JSON) so that a full-text query is confined to one namespace inside FTS5
-itself, and ``content``, the value's tokens as :func:`tulip_memory.core.text.tokenize`
-produced them (the ``unicode61`` tokenizer with ``remove_diacritics 0`` then splits them
-exactly as they are, so every store matches the same words), each reduced by FTS5's
-``porter`` stemmer (``likes``/``liked`` match ``like``). A file whose FTS table was made
-with another tokenizer (before stemming) has it rebuilt on open (:data:`FTS_TOKENIZER`,
-:data:`REBUILD_FTS`).
-
-Expiry: ``expires_at`` holds the item's expiry in microseconds since the epoch (NULL:
-never). Every read keeps only the rows matching :data:`LIVE`, which compares it with
-``tulip_now()``, a function the store registers on its connection (its clock, in
-microseconds); :data:`SWEEP_EXPIRED` deletes the others. A file from before expiry gets
-the column on open (:data:`HAS_EXPIRY_COLUMN`, :data:`ADD_EXPIRY_COLUMN`).
+A namespace is stored as its compact JSON array, so a prefix is a string prefix; the FTS5
+table holds one ``scope`` token per namespace (a digest) and the value's tokens, stemmed
+by ``porter``. ``expires_at`` is in microseconds since the epoch (NULL: never), compared
+by :data:`LIVE` with the store's clock (``tulip_now()``).
 """
 
 from __future__ import annotations

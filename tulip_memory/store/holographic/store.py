@@ -1,46 +1,11 @@
-"""HolographicStore: durable memory in one SQLite file, with no other infrastructure.
+"""HolographicStore: durable memory in one SQLite file (WAL, FTS5, HRR vectors).
 
-Each item is a row of ``tulip_items`` plus an FTS5 index entry (external-content table kept
-in sync by triggers) and an HRR phase vector (:mod:`tulip_memory.core.hrr`, 2 bytes per
-dimension). The file runs in WAL mode, so readers in other processes do not block the
-writer.
-
-Search ranks by FTS5's BM25 over the query's words (OR-ed, so an item need not contain
-every word), stop words dropped (:data:`tulip_memory.core.text.STOP_WORDS`; FTS5 has no stop
-list) and stemmed by FTS5's ``porter`` tokenizer (``likes`` finds ``liked``); ties newest
-first. A query without words (empty, or stop words only) lists the newest items. HRR is
-not part of the default ranking: it encodes the same words without IDF, and re-scoring
-BM25's candidates with it measured *below* BM25 alone on LoCoMo (recall@10 0.632 at
-weight 0.3, 0.629 at 0.1, 0.638 = no change at 0.03, against 0.638; docs/store.md,
-"Ranking"). ``search(..., mode="fused")`` keeps that re-scoring (``bm25 / best_bm25 + 0.3
-* hrr`` over the ``max(50, 5 * limit)`` BM25-best), ``mode="hrr"`` is an exact HRR scan of
-the namespace. In a namespace of more than ``ROW_BUDGET`` (4000) items the candidate
-search leaves out the query's most common terms. This keeps a search at 100k items in one
-namespace under 50 ms (see ``bench/store.py``).
-
-With ``embedder=`` every plain write is embedded into the same file and ``search``
-defaults to ``mode="hybrid"``: BM25's candidates and the embedder's nearest items (an exact
-cosine scan), each with its BM25 and its cosine, fused as InMemoryStore fuses them
-(docs/store.md, "HolographicStore").
-
-Semantic search stores the caller's embedding as float32 and ranks by an exact cosine scan
-with numpy. Its width is fixed by the first embedding written to the file (or
-``embedding_dim=``) and kept in the file's ``tulip_meta`` table with the HRR ``dim``; a
-file written with another ``dim`` is refused. A file written through an ``embedder=``
-keeps that embedder's name too, and refuses to be opened with another one.
-
-The class orchestrates; the seams live beside it: :mod:`~tulip_memory.store.holographic.sql`
-(schema and every statement), :mod:`~tulip_memory.store.holographic.fts` (BM25
-candidates) and :mod:`~tulip_memory.store.holographic.vectors` (HRR and embeddings).
-
-Expiry: ``ttl=`` on ``put``, ``put_batch`` and ``put_with_embedding`` stores
-``clock() + ttl`` in the row's ``expires_at``; every statement keeps only the live rows
-(:data:`~tulip_memory.store.holographic.sql.LIVE`, against the clock given as ``clock=``)
-and ``sweep_expired()`` deletes the others.
-
-One connection guarded by a lock serves every thread; each call runs in a worker thread
-(``asyncio.to_thread``), so the store is usable from several event loops at once and never
-blocks one. Several processes may open the same file (SQLite locking, 5 s busy timeout).
+Search ranks by FTS5's BM25 over the query's stemmed words, ties newest first;
+``mode="fused"`` re-scores BM25's candidates with HRR, ``mode="hrr"`` scans HRR exactly,
+and with ``embedder=`` the default ``mode="hybrid"`` fuses BM25 with the embedder's
+cosine. Embeddings are float32, their width fixed by the file. ``ttl=`` expiry follows
+``clock``. Statements live in :mod:`.sql`, BM25 candidates in :mod:`.fts`, vectors in
+:mod:`.vectors`; docs/store.md, "HolographicStore", is the guide.
 """
 
 from __future__ import annotations
@@ -63,8 +28,8 @@ from tulip_memory.core.text import STOP_WORDS, has_words, off_loop_when_long, to
 from tulip_memory.embeddings.base import embed_texts, embedder_source, query_vector_or_none
 from tulip_memory.store.base import (
     TTL,
-    BaseStore,
     BatchItem,
+    PreparedStore,
     SemanticSearchResult,
     StoreCapabilities,
     StoreItem,
@@ -99,7 +64,6 @@ from tulip_memory.store.validation import (
     PreparedPut,
     decode_json,
     prepare_batch,
-    prepare_put,
     validate_embedder,
     validate_embedder_vector,
     validate_embedding,
@@ -124,7 +88,7 @@ T = TypeVar("T")
 SEARCH_MODES = ("lexical", "hybrid", "fused", "hrr")
 
 
-class HolographicStore(BaseStore):
+class HolographicStore(PreparedStore):
     """SQLite + FTS5 + HRR store; ``path=":memory:"`` keeps the database in memory."""
 
     def __init__(
@@ -332,16 +296,7 @@ class HolographicStore(BaseStore):
                 ),
             )
 
-    async def put(
-        self,
-        namespace: tuple[str, ...],
-        key: str,
-        value: Any,
-        metadata: dict[str, Any] | None = None,
-        *,
-        ttl: TTL = None,
-    ) -> None:
-        prepared = prepare_put(namespace, key, value, metadata)
+    async def _put(self, prepared: PreparedPut, ttl: TTL) -> None:
         expiry = self._ttl(ttl)
         [encoded] = await self._encode_all([prepared])
         [embedding] = await self._embed([prepared])
@@ -391,17 +346,7 @@ class HolographicStore(BaseStore):
 
         return await self._run(work)
 
-    async def put_with_embedding(
-        self,
-        namespace: tuple[str, ...],
-        key: str,
-        value: Any,
-        embedding: list[float],
-        metadata: dict[str, Any] | None = None,
-        *,
-        ttl: TTL = None,
-    ) -> None:
-        prepared = prepare_put(namespace, key, value, metadata)
+    async def _put_embedded(self, prepared: PreparedPut, embedding: list[float], ttl: TTL) -> None:
         vector = validate_embedding(embedding, dimension=self._embedding_dim)
         expiry = self._ttl(ttl)
         blob = embedding_blob(vector)

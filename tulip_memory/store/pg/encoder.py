@@ -1,23 +1,9 @@
-"""TextEncoder: the vectors of PgMemory — an embedder's, else HRR — with a per-tenant cache.
+"""TextEncoder: PgMemory's vectors — an embedder's, else HRR — with a per-tenant cache.
 
-Without an embedder a text's vector is the HRR ``[cos φ, sin φ]`` encoding of its tokens
-(:mod:`tulip_memory.core.hrr`), ``2 * dim`` wide; with one it is the embedder's, of its
-``dimension``. A text without any word has no vector (None), nor has one whose embedder
-vector is all zeros (a text of tokens the model does not know: the row is then ranked by
-its words, as in the other stores). An embedder's vector of the wrong width, not finite,
-or past float32 is refused with ``ValueError`` (a write stores nothing; a query ranks by
-words, :func:`~tulip_memory.embeddings.base.query_vector_or_none`). Vectors are float32 numpy
-arrays (what pgvector stores; they travel to PostgreSQL in binary), read-only because the
-cache shares them.
-
-HRR vectors of long texts (:data:`~tulip_memory.core.text.LONG_TEXT_CHARS` and up) are computed in
-a worker thread, so encoding never stalls the event loop; an embedder is awaited as it is
-(the bundled ones run their model in a thread or over the network).
-
-The cache keeps the last ``cache_size`` encodings, LRU, keyed by ``(tenant, text)``: an
-entry is only ever served to the tenant that computed it, so the cache is no channel
-between tenants. ``source`` names the encoder; PgMemory stores it with each vector so that
-vectors of another encoder are never ranked against this one's.
+A text without words, or whose embedder vector is all zeros, has no vector; one of the
+wrong width or not finite raises ``ValueError``. Vectors are read-only float32 arrays;
+long HRR texts are encoded off the event loop. The LRU cache is keyed by
+``(tenant, text)``, so it is no channel between tenants. ``source`` names the encoder.
 """
 
 from __future__ import annotations

@@ -1,24 +1,10 @@
 """Vectors of another encoder in PgMemory's table: finding, counting and re-embedding them.
 
-Every stored vector carries its ``embedding_source`` (``'hrr'``, ``'embedder:<name>'``,
-``'external'`` for a caller's own vector without an embedder, ``''`` for none). PgMemory
-ranks only vectors of its own encoder; rows written before the embedder changed are still
-found by their words, but not by meaning, until they are re-embedded.
-
-* :func:`settings_encoder` — the encoder ``PgMemory()`` builds from ``TULIP_MEMORY``
-  (``EMBEDDER`` + ``EMBEDDER_OPTIONS``; HRR at ``STORE_OPTIONS["dim"]`` without one);
-* :func:`column_width`, :func:`foreign_sources`, :func:`bypasses_row_level_security` —
-  what the system checks (:mod:`tulip_memory.checks.embeddings`) read;
-* :class:`Reembedder` — the ``tulip_memory_reembed`` command's work for one tenant, in
-  batches: each batch is read in one transaction pinned to the tenant (row-level
-  security), embedded outside any transaction, and written in another, row by row on
-  ``(id, version)`` so that a value changed meanwhile keeps the vector of its new write.
-  A committed batch stays done: a run that stops resumes where it stopped, and rows that
-  already carry a vector of the configured source are never selected (re-running changes
-  nothing); rows of that source whose vector was cleared (a new column width) are.
-  ``external`` vectors (the caller's own) and rows without words are left alone. A row
-  whose text the embedder gives as all zeros is written without a vector and source
-  ``''`` (counted in ``without_words``), as PgMemory writes it: never selected again.
+PgMemory ranks only vectors of its own ``embedding_source``. :class:`Reembedder` is the
+``tulip_memory_reembed`` command's work for one tenant: batches read in a pinned
+transaction, embedded outside one, written back row by row on ``(id, version)`` (a value
+changed meanwhile keeps its new vector); a stopped run resumes. ``external`` vectors are
+left alone. The other helpers are what the system checks read.
 """
 
 from __future__ import annotations

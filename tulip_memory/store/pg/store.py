@@ -1,61 +1,12 @@
-"""PgMemory: the ORM-backed store on PostgreSQL + pgvector, one tenant per ``namespace[0]``.
+"""PgMemory: the store on PostgreSQL + pgvector, one tenant per ``namespace[0]``.
 
-Rows live in :class:`tulip_memory.models.store.MemoryItem`, reached through the Django
-database alias ``using``. Every operation runs in :func:`~tulip_memory.tenancy.tenant_atomic`
-pinned to the tenant of its namespace, so row-level security (migration ``0001_initial``)
-is what keeps tenants apart — not the ``WHERE`` clauses, which only narrow.
-
-Vectors: values and queries are embedded by ``embedder`` — a ``BaseEmbedding``; by
-default (``None``) the one configured in ``TULIP_MEMORY["EMBEDDER"]`` (+
-``EMBEDDER_OPTIONS``); with ``embedder="hrr"``, or when none is configured, they get the
-HRR ``[cos φ, sin φ]`` encoding of :mod:`tulip_memory.core.hrr` (2 * ``dim`` wide).
-The width must equal ``TULIP_MEMORY["VECTOR_DIMENSIONS"]`` (the column's); a mismatch
-fails at construction.
-
-Search plan, chosen on purpose: one statement for ``search``, ``search_many`` and
-``search_by_embedding`` (``MemoryItemQuerySet.search_paths``), ranking ids first and
-reading only the k winners in full. A text query is ranked by words and vector fused
-(docs/pg_store.md, "Ranking"): Okapi BM25 over the ``search_vector`` tsvector PostgreSQL
-generates with ``TULIP_MEMORY["TEXT_SEARCH_CONFIG"]`` (migration 0006; its GIN index read
-through a ``SECURITY DEFINER`` function, since row-level security keeps the application
-role's own statements from using it: :mod:`tulip_memory.postgres.search_index`), and the cosine
-distance to the query's vector: exact over a namespace of up to ``PASS_POOL`` rows, over
-the best ``PASS_POOL`` of an index-only pass over two-bit codes in a larger one (an HNSW
-scan under a selective tenant/namespace filter returns too few or wrong rows), fused as
-``bm25 / best_bm25 + weight * cosine`` with weight 0.3 for HRR vectors and 0.5 for an
-embedder's. HRR vectors, a bag of the words, only re-score the rows matching the query's
-words (a query of more than ``MAX_QUERY_TOKENS`` words apart, whose vector finds rows
-sharing the words past the cap); an embedder's vectors find rows of their own. The
-indexes rank a namespace the store has seen hold at least
-``INDEXED_SEARCH_MIN_ROWS`` (5,000) rows (a search that reads a namespace's rows counts
-them the first time, then every ``RECOUNT_EVERY``-th time; the sizes of the last 4,096
-namespaces are kept); a smaller namespace, one not searched yet, and searches that need
-every row (a subtree, a value condition, a metadata filter, ``search_by_embedding``) read
-the namespace through its ``(tenant, namespace)`` btree, which costs less below that
-size. Both kinds of namespace can be in one
-``search_many`` statement.
-The vectors live in the heap row (STORAGE MAIN, set by the migration), not in TOAST, so no
-distance has to detoast. Rows without a vector from this store's encoder (no text, or
-written by another encoder — e.g. before an embedder was configured) are still found by
-their words, with a one-time warning. A query of stop words only lists the newest items
-(HRR), or ranks by the embedder's vector alone. When the embedder fails on a query
-(``EmbeddingError``: an embedding service down) or answers a vector that cannot be used
-(not finite, the wrong width), the search ranks by words alone and logs a warning, so
-recall survives the outage; a write fails with the error and stores nothing. An all-zero
-vector from the embedder means "no vector": the row is stored without one (source ``''``)
-and ranked by its words, the query ranks by words.
-
-Expiry: ``ttl=`` (``put``, ``put_batch`` — one ttl for the call —, ``put_with_embedding``)
-sets the row's ``expires_at`` to ``clock() + ttl`` (``clock=``, the application's clock,
-not the database's: tests move it by hand); every statement keeps only the rows not
-expired by that clock, and ``sweep_expired()`` deletes the others, tenant by tenant
-(:mod:`tulip_memory.retention.expiry`).
-
-The tenant pin is transaction-local (``set_config(..., true)``) through the ORM's
-transaction, so a pooled connection never carries a tenant into its next use.
-``put_batch`` is one bulk upsert statement per tenant (a key repeated in a batch is
-written once per occurrence, so its version counts every write); ``get_batch`` is one
-query and ``clear_namespace`` one statement, to keep round trips independent of size.
+Rows are :class:`~tulip_memory.models.store.MemoryItem`s of the alias ``using``; every
+operation runs in ``tenant_atomic`` pinned to its namespace's tenant, so row-level
+security keeps tenants apart. Values and queries are embedded by ``embedder`` (the
+configured one, or HRR), as wide as ``TULIP_MEMORY["VECTOR_DIMENSIONS"]``. Search is one
+statement (:mod:`tulip_memory.store.pg.search`; docs/design/pg-search.md); when the
+embedder fails on a query it ranks by words alone. ``ttl=`` expiry follows the store's
+``clock``. A batch is one statement per tenant.
 """
 
 from __future__ import annotations
@@ -88,17 +39,17 @@ from tulip_memory.exceptions import ConfigurationError, TenantError
 from tulip_memory.postgres.operations import PGVECTOR_ANN_MAX_DIM, text_search_config
 from tulip_memory.store.base import (
     TTL,
-    BaseStore,
+    PreparedStore,
     SemanticSearchResult,
     StoreCapabilities,
     StoreItem,
 )
 from tulip_memory.store.pg.encoder import DEFAULT_ENCODING_CACHE, EXTERNAL_SOURCE, TextEncoder
+from tulip_memory.store.pg.search import INDEXED_SEARCH_MIN_ROWS, search_paths
 from tulip_memory.store.ranking import BM25_B, BM25_K1, HRR_WEIGHT, MODEL_WEIGHT
 from tulip_memory.store.validation import (
     PreparedPut,
     prepare_batch,
-    prepare_put,
     validate_expected_versions,
     validate_key,
     validate_key_list,
@@ -121,15 +72,12 @@ __all__ = ["DEFAULT_DIM", "DEFAULT_ENCODING_CACHE", "PGVECTOR_ANN_MAX_DIM", "PgM
 
 logger = logging.getLogger(__name__)
 
-# At most this many UTF-8 bytes of tenant + namespace path + key: PostgreSQL's btree entries
-# are limited to 2,704 bytes (minus tuple overhead) and the unique index holds all three.
+# UTF-8 bytes of tenant + namespace path + key the unique btree index can hold.
 MAX_INDEXED_BYTES = 2600
 
-# At most this many distinct query tokens take part in the lexical match (see
-# ``lexical_tokens``): each is a term of the statement's text search query.
+# At most this many distinct query tokens take part in the lexical match.
 MAX_QUERY_TOKENS = 64
-# Namespaces whose size (the rows a text search ranked) a store remembers, to choose how
-# to rank them (MemoryItemQuerySet.search_paths's use_indexes).
+# Namespaces whose size a store remembers, to choose how to rank them.
 NAMESPACE_SIZES_KEPT = 4096
 # A namespace under INDEXED_SEARCH_MIN_ROWS is counted again every this many searches.
 RECOUNT_EVERY = 16
@@ -181,7 +129,7 @@ def _aware(moment: datetime) -> datetime:
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
-class PgMemory(BaseStore):
+class PgMemory(PreparedStore):
     """Store on PostgreSQL + pgvector through the ORM, tenants isolated by row-level security.
 
     ``using`` names a PostgreSQL database alias (connected as a role without SUPERUSER or
@@ -210,13 +158,10 @@ class PgMemory(BaseStore):
         )
         self._check_database()
         self._lexical_warned = False
-        # (tenant, namespace path) -> the rows its last text search ranked: a namespace
-        # seen to hold INDEXED_SEARCH_MIN_ROWS rows is ranked from the indexes.
+        # (tenant, namespace path) -> (rows last ranked, searches since they were counted).
         self._namespace_rows: LRUCache[tuple[str, str], tuple[int, int]] = LRUCache(
             NAMESPACE_SIZES_KEPT
         )
-
-    # --- construction checks ----------------------------------------------------------
 
     def _check_database(self) -> None:
         from django.db import connections
@@ -270,16 +215,12 @@ class PgMemory(BaseStore):
         """The tenant bound by ``tenant_context``/``TenantMiddleware``, if any."""
         return current_tenant()
 
-    # --- helpers ----------------------------------------------------------------------
-
     async def _run(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         return await sync_to_async(func, thread_sensitive=True)(*args, **kwargs)
 
     @staticmethod
     def _check_indexable(prepared: PreparedPut, *, where: str = "") -> None:
-        # The unique btree on (tenant, namespace, key) holds entries of at most ~2.7 kB;
-        # a longer namespace + key is refused here, as bad input (ValueError), rather than
-        # by PostgreSQL halfway through a write (OperationalError).
+        # Refused as bad input here rather than by PostgreSQL halfway through a write.
         size = sum(
             len(part.encode())
             for part in (prepared.namespace[0], encode_namespace(prepared.namespace), prepared.key)
@@ -364,8 +305,6 @@ class PgMemory(BaseStore):
             version=int(row.version),
         )
 
-    # --- writes -----------------------------------------------------------------------
-
     def _write_sync(
         self,
         rows_by_tenant: dict[str, list[Any]],
@@ -373,10 +312,8 @@ class PgMemory(BaseStore):
     ) -> bool:
         from django.db import transaction
 
-        # One tenant (the usual case): just its pinned transaction; several, or a version
-        # check: one outer transaction, so that the check and the batch are all or nothing.
-        # Tenants in sorted order, like the rows of each statement: concurrent batches then
-        # lock rows in one global order and cannot deadlock.
+        # Several tenants or a version check: one outer transaction (all or nothing);
+        # tenants in sorted order, so that concurrent batches cannot deadlock.
         outer = len(rows_by_tenant) > 1 or bool(expected)
         try:
             with transaction.atomic(using=self.using) if outer else nullcontext():
@@ -424,10 +361,8 @@ class PgMemory(BaseStore):
         return found
 
     def _upsert_rounds(self, rows: list[Any]) -> None:
-        # A key repeated in one batch is written once per occurrence, in order (so that its
-        # version counts every write and "newest" follows the batch order): the batch is
-        # cut into consecutive runs without a repeated key, one statement each — one in
-        # all when no key repeats.
+        # A repeated key is written once per occurrence (its version counts every write):
+        # one statement per run of the batch without a repeated key.
         run: list[Any] = []
         seen: set[tuple[str, str]] = set()
         for row in rows:
@@ -439,16 +374,7 @@ class PgMemory(BaseStore):
             seen.add(identity)
         self._items().upsert(run, self._now())
 
-    async def put(
-        self,
-        namespace: tuple[str, ...],
-        key: str,
-        value: Any,
-        metadata: dict[str, Any] | None = None,
-        *,
-        ttl: TTL = None,
-    ) -> None:
-        prepared = prepare_put(namespace, key, value, metadata)
+    async def _put(self, prepared: PreparedPut, ttl: TTL) -> None:
         tenant = self._tenant_of(prepared.namespace)
         self._check_indexable(prepared)
         expiry = self._ttl(ttl)
@@ -505,23 +431,13 @@ class PgMemory(BaseStore):
         rows_by_tenant = await self._batch_rows(prepare_batch(items))
         return await self._run(self._write_sync, rows_by_tenant, expected)
 
-    async def put_with_embedding(
-        self,
-        namespace: tuple[str, ...],
-        key: str,
-        value: Any,
-        embedding: list[float],
-        metadata: dict[str, Any] | None = None,
-        *,
-        ttl: TTL = None,
-    ) -> None:
+    async def _put_embedded(self, prepared: PreparedPut, embedding: list[float], ttl: TTL) -> None:
         """``put`` with the caller's vector (``capabilities.embedding_dimension`` wide).
 
         With an embedder the vector is taken to be that embedder's (text search ranks it);
         without one it is marked external: ``search_by_embedding`` ranks it, a text
         ``search`` finds it by its words.
         """
-        prepared = prepare_put(namespace, key, value, metadata)
         tenant = self._tenant_of(prepared.namespace)
         self._check_indexable(prepared)
         vector = self.encoder.checked(embedding, name="embedding")
@@ -549,8 +465,6 @@ class PgMemory(BaseStore):
         """Delete every item of ``namespace`` (not its children) in one statement."""
         namespace = self._checked(namespace)
         return await self._run(self._delete_sync, namespace, None)
-
-    # --- reads ------------------------------------------------------------------------
 
     def _get_sync(self, namespace: Namespace, key: str) -> StoreItem | None:
         with self._atomic(namespace[0]):
@@ -643,23 +557,15 @@ class PgMemory(BaseStore):
             tenant = bound
         return await self._run(self._list_namespaces_sync, tenant, prefix, limit)
 
-    # --- search -----------------------------------------------------------------------
-
     def _search_sync(
         self, tenant: str, namespaces: list[Namespace], limit: int, **ranking: Any
     ) -> list[Any]:
-        # The one search statement of this store (search, search_many and
-        # search_by_embedding): ids and ranks over the namespace first, then only the k
-        # winners read in full (MemoryItemQuerySet.search_paths).
-        from tulip_memory.models.store import INDEXED_SEARCH_MIN_ROWS
-
         paths = [encode_namespace(ns) for ns in namespaces]
         # (rows, searches since they were counted) of each path, when known.
         known = [self._namespace_rows.get((tenant, path)) for path in paths]
         indexed = [k is not None and k[0] >= INDEXED_SEARCH_MIN_ROWS for k in known]
-        # Counted when unknown, and again every RECOUNT_EVERY searches of a small one (to
-        # notice it grow); one ranked from the indexes stays so (a namespace seldom
-        # shrinks tenfold, and the cache forgets).
+        # Counted when unknown, and every RECOUNT_EVERY searches of a small one (to notice
+        # it grow); a namespace seldom shrinks tenfold, so a large one is not recounted.
         counted = [
             k is None or (not i and k[1] + 1 >= RECOUNT_EVERY)
             for k, i in zip(known, indexed, strict=True)
@@ -668,7 +574,8 @@ class PgMemory(BaseStore):
             if k is not None and not count:
                 self._namespace_rows.put((tenant, path), (k[0], k[1] + 1))
         with self._atomic(tenant):
-            rows = self._items().search_paths(
+            rows = search_paths(
+                self._items(),
                 tenant,
                 paths,
                 limit,
@@ -678,8 +585,8 @@ class PgMemory(BaseStore):
                 known_rows=[None if k is None else k[0] for k in known],
                 **ranking,
             )
-        for position, count in rows.namespace_rows.items():
-            self._namespace_rows.put((tenant, paths[position]), (count, 0))
+        for position, seen in rows.namespace_rows.items():
+            self._namespace_rows.put((tenant, paths[position]), (seen, 0))
         return rows
 
     async def search(
@@ -690,7 +597,7 @@ class PgMemory(BaseStore):
         return (await self.search_many([namespace], query=query, limit=limit))[0]
 
     async def ranking_arguments(self, tenant: str, query: str | None) -> dict[str, Any]:
-        """How ``query`` ranks: the keyword arguments of ``MemoryItemQuerySet.search_paths``
+        """How ``query`` ranks: the keyword arguments of ``search_paths``
         (the query's vector through this store's encoder, its terms, the fusion weights).
 
         The admin's search box ranks with them too, so that it ranks as the agent does.
@@ -700,9 +607,8 @@ class PgMemory(BaseStore):
         # Over MAX_QUERY_TOKENS words (stop words apart), the words past the cap match
         # nothing: the vector, made of the whole query, must find those rows.
         every_word = len(set(tokenize(query or "")) - STOP_WORDS) <= MAX_QUERY_TOKENS
-        # A query of stop words only ranks nothing by its words; its HRR vector (a bag of
-        # those stop words) means nothing either, so it lists the newest items, as no
-        # query does. A model embedder's vector still carries meaning: it ranks alone.
+        # A query of stop words lists the newest items with HRR (its vector is a bag of
+        # those words); a model embedder's vector still ranks alone.
         ranked = bool(tokens) and (not hrr or bool(search_terms(" ".join(tokens))))
         encoded = None
         if ranked and query:
