@@ -88,9 +88,7 @@ def heuristic_part() -> None:
         print(f"\n== Heuristic extractor, {name} labelled corpus ({len(part)} utterances) ==")
         print(f"{'type':<10} {'precision':>9} {'recall':>7} {'tp':>4} {'fp':>4} {'fn':>4}")
         for memory_type, (precision, recall, tp, fp, fn) in precision_recall(part).items():
-            print(
-                f"{memory_type.value:<10} {precision:9.2f} {recall:7.2f} {tp:4d} {fp:4d} {fn:4d}"
-            )
+            print(f"{memory_type.value:<10} {precision:9.2f} {recall:7.2f} {tp:4d} {fp:4d} {fn:4d}")
 
 
 async def _fill(store, prefix: tuple[str, ...], count: int) -> None:

@@ -56,9 +56,8 @@ def test_negatives_yield_nothing():
     noisy = [e.text for e in negatives if extract_heuristic(conversation(e))]
     # The corpus labels two hard negatives the rules misread; nothing else may fire.
     assert set(noisy) <= {
-        "Actually I'm not sure yet.",
-        "Never again will I order from there.",
         "We are using the meeting room at noon.",
+        "I like how you explained that.",
     }
 
 
