@@ -1,8 +1,9 @@
 """Benchmark of the long-term memory manager.
 
 1. Heuristic extractor: precision and recall per memory type on the labelled corpus of
-   tests/manager/heuristic_corpus.py (an utterance counts for a type when the extractor
-   yields at least one memory of that type).
+   tests/manager/heuristic_corpus.py, counted in facts (an utterance stating two facts of
+   a type needs two memories of it), over the whole corpus, the part the rules were tuned
+   on and the held-out part. ``--corpus``: only this part (no database).
 2. ``on_session_start`` latency with ``--memories`` (10k) memories in the user's
    namespace (spread over the four types) on PgMemory (embedded PostgreSQL 18 +
    pgvector, HRR vectors, the app role under row-level security), and on InMemoryStore
@@ -37,6 +38,7 @@
     .venv/bin/python bench/manager.py [--memories 10000] [--jobs 200] [--skip-celery]
                                       [--profile] [--using prepared]
     .venv/bin/python bench/manager.py --broker-down [--jobs 200]
+    .venv/bin/python bench/manager.py --corpus
 
 Starts its own embedded PostgreSQL in a temporary folder (tests/settings.py) and uses the
 machine's Redis (REDIS_URL, default redis://127.0.0.1:6379/0).
@@ -80,12 +82,13 @@ def _ms(samples: list[float]) -> str:
 
 
 def heuristic_part() -> None:
-    from tests.manager.heuristic_corpus import CORPUS, precision_recall
+    from tests.manager.heuristic_corpus import CORPUS, HELD_OUT, TUNING, precision_recall
 
-    print(f"\n== Heuristic extractor on the labelled corpus ({len(CORPUS)} utterances) ==")
-    print(f"{'type':<10} {'precision':>9} {'recall':>7} {'tp':>4} {'fp':>4} {'fn':>4}")
-    for memory_type, (precision, recall, tp, fp, fn) in precision_recall(CORPUS).items():
-        print(f"{memory_type.value:<10} {precision:9.2f} {recall:7.2f} {tp:4d} {fp:4d} {fn:4d}")
+    for name, part in (("whole", CORPUS), ("tuning", TUNING), ("held-out", HELD_OUT)):
+        print(f"\n== Heuristic extractor, {name} labelled corpus ({len(part)} utterances) ==")
+        print(f"{'type':<10} {'precision':>9} {'recall':>7} {'tp':>4} {'fp':>4} {'fn':>4}")
+        for memory_type, (precision, recall, tp, fp, fn) in precision_recall(part).items():
+            print(f"{memory_type.value:<10} {precision:9.2f} {recall:7.2f} {tp:4d} {fp:4d} {fn:4d}")
 
 
 async def _fill(store, prefix: tuple[str, ...], count: int) -> None:
@@ -361,6 +364,9 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=200)
     parser.add_argument("--skip-celery", action="store_true")
     parser.add_argument("--broker-down", action="store_true")
+    parser.add_argument(
+        "--corpus", action="store_true", help="only the heuristic extractor's labelled corpus"
+    )
     parser.add_argument("--profile", action="store_true")
     parser.add_argument(
         "--using",
@@ -371,6 +377,8 @@ def main() -> None:
 
     if not args.broker_down:
         heuristic_part()
+    if args.corpus:
+        return
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
     os.environ["TULIP_TEST_CELERY_QUEUE"] = (

@@ -37,6 +37,14 @@ _ROLE_NOUNS = _words(
 )
 
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?;])\s+|\n+")
+# A sentence's clauses: a comma, "and" or "but" before a new subject ("I prefer X and my
+# favourite Y is Z") starts a clause, so each fact is read on its own; a list ("Django,
+# PostgreSQL and HTMX") has no subject after its commas and stays whole.
+_CLAUSE_SPLIT = re.compile(
+    r"\s*(?:,\s*(?:and\s+|but\s+)?|\s(?:and|but)\s+)"
+    r"(?=(?:i|i'm|i'd|i've|my|we|we're|we've|our|the|please|don't|do not|never|always)\b)",
+    re.IGNORECASE,
+)
 _QUESTION_START = re.compile(
     r"^(what|how|why|when|where|who|whom|which|whose|can|could|would|should|shall|do|does|"
     r"did|is|are|was|were|will|have|has|may|might)\b",
@@ -45,10 +53,25 @@ _QUESTION_START = re.compile(
 _HYPOTHETICAL = re.compile(r"^(if|suppose|supposing|imagine|hypothetically|what if)\b", re.I)
 
 # --- user -----------------------------------------------------------------------------
-_NAME = re.compile(r"\b(?i:my name is|call me)\s+([A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)?)")
+_NAME = re.compile(r"\b(?i:my name is|my name's|call me)\s+([A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)?)")
+# "I'm Ada" (or "Hi, this is Ada") introduces the user when a capitalised word ends the
+# clause or is followed by "from ..." or an apposition; "this is" only after a greeting,
+# as "This is Django." names no one.
+_INTRODUCTION = re.compile(
+    r"(?:\b(?i:i'm|i am)|^(?i:(?:hi|hello|hey|good (?:morning|afternoon|evening))\b.*\bthis is))"
+    r"\s+(?P<name>[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)?)(?=\s*(?:[,.!]|$)|\s+(?i:from|here)\b)"
+)
+# Capitalised words after "I'm" that are not names: nationalities, languages, states.
+_NOT_NAMES = _words(
+    "english french german spanish italian dutch portuguese polish russian chinese japanese "
+    "korean indian american canadian british irish scottish swiss swedish norwegian danish "
+    "finnish greek turkish brazilian mexican australian ok okay sorry fine back here done "
+    "ready sure good glad happy busy new"
+)
 _ROLE = re.compile(
     r"(?:\b(?:i am|i'm|im|i work as|i'm working as|i am working as)\s+(?:an?|the)\s+"
     r"|^as\s+an?\s+"
+    r"|\b(?:i am|i'm)\s+(?-i:[A-Z][\w'-]+),\s+(?:an?|the)\s+"
     r"|\bmy (?:role|job|job title|position) is\s+(?:an?\s+|the\s+)?)"
     r"(?P<role>[\w-]+(?:\s+[\w-]+){0,4}?)"
     r"(?=\s+(?:at|for|in|with|on|who|and|but|so)\b|\s*[,.;!]|\s*$)"
@@ -56,22 +79,34 @@ _ROLE = re.compile(
     re.IGNORECASE,
 )
 _EMPLOYER = re.compile(
-    r"\b(?i:i (?:work|am working|'m working) (?:at|for))\s+"
+    r"\b(?i:i(?: work| am working|'m working) (?:at|for))\s+"
     r"(?P<org>[A-Z][\w&.-]*(?:\s+[A-Z][\w&.-]*){0,3})"
 )
 _LOCATION = re.compile(
-    r"\b(?i:i (?:live|am based|'m based|am located|'m located|reside)\s+in)\s+"
+    r"\b(?i:i(?: live| reside|(?: am|'m) (?:based|located|living))\s+in)\s+"
     r"(?P<place>[A-Z][\w.-]*(?:[ ,]+[A-Z][\w.-]*){0,3})"
 )
-_TIMEZONE = re.compile(r"\bmy time ?zone is\s+(?P<tz>[\w/+:-]+)", re.IGNORECASE)
+_TIMEZONE = re.compile(
+    r"\bmy time ?zone is\s+(?P<tz>[\w/+:-]+)"
+    r"|\bi(?:'m| am) in the\s+(?P<zone>[\w/+:-]+)\s+time ?zone\b",
+    re.IGNORECASE,
+)
 _PREFERENCE = re.compile(
-    r"\bi(?: really| strongly| much| definitely)?"
-    r"(?P<verb> prefer| like| love| enjoy| hate| dislike| don't like| do not like| can't stand"
-    r"| cannot stand|'d rather| would rather)"
+    r"\bi(?P<negated> don't| do not)?(?: really| strongly| much| definitely)?"
+    r"(?P<verb> prefer| like| love| enjoy| hate| dislike| can't stand| cannot stand|'d rather"
+    r"| would rather|(?:'m| am)(?P<not_fan> not)? a (?:big |huge )?fan of)"
     r"\s+(?P<object>[^.;!?]+)",
     re.IGNORECASE,
 )
-_FAVORITE = re.compile(r"\bmy favou?rite\s+(?P<topic>[\w -]+?)\s+is\s+(?P<value>[^.;!?]+)", re.I)
+_FAVORITE = re.compile(
+    r"\bmy (?P<which>favou?rite|preferred)\s+(?P<topic>[\w -]+?)\s+is\s+(?P<value>[^.;!?]+)",
+    re.I,
+)
+_EXPERIENCE = re.compile(
+    r"\bi(?:'ve| have) been (?P<doing>writing|using|coding in|programming in|working with)\s+"
+    r"(?P<what>[^.;!?]+?)\s+for\s+(?P<span>[^.;!?]+)",
+    re.IGNORECASE,
+)
 
 # --- feedback -------------------------------------------------------------------------
 _CORRECTION_OPENER = re.compile(
@@ -81,10 +116,12 @@ _CORRECTION_OPENER = re.compile(
     re.IGNORECASE,
 )
 _INSTRUCTION = re.compile(
-    r"^(?:please\s+)?(?:don't|do not|never|always|stop|avoid|keep|make sure|please use|use only|"
-    r"only use|you should|you must)\b",
+    r"^(?:please\s+)?(?:don't|do not|never(?! again)|always|stop|avoid|keep|make sure|use|"
+    r"prefer|only use|you should|you must)\b",
     re.IGNORECASE,
 )
+# "Actually I'm not sure yet." opens like a correction but corrects nothing.
+_HEDGE = re.compile(r"^(?:i'm not sure|i am not sure|i don't know|i think|i guess)\b", re.I)
 _PHATIC = re.compile(
     r"^(?:no (?:worries|problem|thanks|thank you)|no, (?:thanks|thank you)|don't worry|"
     r"never mind|nevermind|not at all|don't mention it)\b",
@@ -92,7 +129,9 @@ _PHATIC = re.compile(
 )
 # A confirmation is a sentence made only of these chunks (split on punctuation), at least
 # one of them more than a bare interjection: "Exactly, that's it." / "Yes, perfect!".
-_INTERJECTION = re.compile(r"^(?:yes|yep|yeah|yup|great|good|nice|ok|okay|right)$", re.I)
+_INTERJECTION = re.compile(
+    r"^(?:yes|yep|yeah|yup|great|good|nice|ok|okay|right|thanks|thank you|thx)$", re.I
+)
 _CONFIRMATION = re.compile(
     r"^(?:(?:yes|yep|yeah|great|good|nice|ok|okay)\s+)?"
     r"(?:exactly(?: right)?|perfect|that's (?:exactly )?(?:it|right|correct|perfect|what i wanted)|"
@@ -103,21 +142,40 @@ _CONFIRMATION = re.compile(
 )
 
 # --- project --------------------------------------------------------------------------
+# A negation ("we don't use an ORM") is still a fact about the project; "should", "might"
+# are not in the adverbs, so a suggestion is not taken for one.
 _PROJECT = re.compile(
-    r"\b(?:we|we're|we are|our team is|the team is|our team)\s+"
-    r"(?:are\s+)?(?:building|developing|writing|working on|migrating|moving|"
-    r"switching|using|use|deploy(?:ing)? (?:to|on)|shipping|targeting|running)\b"
-    r"|\b(?:the|this|our)\s+(?:project|app|application|service|codebase|code base|repo|"
-    r"repository|system|backend|frontend|api|product|pipeline)\s+"
-    r"(?:uses|runs on|is written in|is built (?:with|on)|is based on|targets|depends on|"
-    r"is called|is named|is hosted on|is deployed (?:to|on))\b"
-    r"|\bour\s+(?:stack|tech stack|goal|database|db|ci|cloud|main language|language)\s+is\b",
+    r"\b(?:we|we're|we are|we've|our team(?: is)?|the team(?: is)?)\s+"
+    r"(?:(?:are|have|now|currently|mostly|also|all|don't|do not|not|no longer)\s+)*"
+    r"(?:build(?:s|ing)?|develop(?:s|ing)?|writ(?:e|es|ing)|work(?:s|ing)? on|"
+    r"migrat(?:e|es|ed|ing)|mov(?:e|es|ed|ing)|switch(?:es|ed|ing)?|us(?:e|es|ed|ing)|"
+    r"deploy(?:s|ed|ing)? (?:to|on)|ship(?:s|ped|ping)?|target(?:s|ed|ing)?|run(?:s|ning)?|"
+    r"host(?:s|ed|ing)? on|rel(?:y|ies|ied|ying) on|maintain(?:s|ed|ing)?)\b"
+    r"|\b(?:the|this|our)\s+(?:[\w-]+\s+)?(?:project|app|application|service|services|"
+    r"codebase|code base|repo|repository|system|backend|frontend|api|product|pipeline|"
+    r"servers?|tests|ci|infrastructure|infra|cluster|website|site)\s+"
+    r"(?:uses?|runs? on|(?:is|are) written in|(?:is|are) built (?:with|on)|(?:is|are) based on|"
+    r"targets?|depends? on|is called|is named|(?:is|are) hosted on|"
+    r"(?:is|are) deployed (?:to|on))\b"
+    r"|\bour\s+(?:main\s+|primary\s+)?(?:stack|tech stack|goal|database|db|ci|cloud|"
+    r"language|framework)\s+is\b",
     re.IGNORECASE,
 )
-_DECISION = re.compile(r"\bwe (?:decided|agreed|chose)\s+(?:to|that|on)\b", re.IGNORECASE)
+_DECISION = re.compile(
+    r"\b(?:we|we've|we have|the team|our team)\s+(?:have\s+)?"
+    r"(?:decided|agreed|chose|picked|settled|opted)\b",
+    re.IGNORECASE,
+)
+# A date of the project: its subject may be possessive ("our project deadline", "my team's
+# launch"), and a date-like word must follow, so "the demo is great" dates nothing.
 _DATED = re.compile(
-    r"\b(?:the|our)\s+(?P<what>deadline|release|launch|code freeze|freeze|demo|go-live)\s+"
-    r"(?:is|will be|was moved to|moved to)\b",
+    r"\b(?:the|our|my)\s+(?:(?:team|project)(?:'s)?\s+)?"
+    r"(?P<what>deadline|release|launch|code freeze|freeze|demo|go-live|mvp|beta)(?:\s+date)?\s+"
+    r"(?:is|was|will be|(?:was |has )?moved to|(?:is )?(?:set|scheduled|planned) for|is due|"
+    r"falls on|starts|ends)\b"
+    r"(?=.*(?:\d|\b(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|"
+    r"aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?|monday|tuesday|"
+    r"wednesday|thursday|friday|saturday|sunday|today|tomorrow|tonight|next|end of|q[1-4])\b))",
     re.IGNORECASE,
 )
 _DATED_KEYS = {"code freeze": "freeze", "go-live": "launch"}
@@ -165,14 +223,29 @@ def _gist(text: str, limit: int = 200) -> str:
     return gist if len(gist) <= limit else gist[: limit - 1].rstrip() + "…"
 
 
+def _clauses(sentence: str) -> list[str]:
+    """The clauses of ``sentence`` (itself when it has one), each capitalised."""
+    parts = [p.strip() for p in _CLAUSE_SPLIT.split(sentence) if p.strip()]
+    return [p[0].upper() + p[1:] for p in parts]
+
+
 def _memory(memory_type: MemoryType, key: str, content: str, rule: str) -> Memory:
     return Memory(memory_type, key, content, {"source": "heuristic", "rule": rule})
 
 
+def _name(clause: str) -> str | None:
+    if match := _NAME.search(clause):
+        return match[1]
+    match = _INTRODUCTION.search(clause)
+    if match and match["name"].split()[0].lower() not in _NOT_NAMES:
+        return match["name"]
+    return None
+
+
 def _user_memories(sentence: str) -> list[Memory]:
     found: list[Memory] = []
-    if match := _NAME.search(sentence):
-        found.append(_memory(MemoryType.USER, "name", f"The user's name is {match[1]}.", "name"))
+    if name := _name(sentence):
+        found.append(_memory(MemoryType.USER, "name", f"The user's name is {name}.", "name"))
     role = _ROLE.search(sentence)
     if role and role["role"].split()[-1].lower() in _ROLE_NOUNS:
         where = f" at {role['org'].rstrip('.')}" if role["org"] else ""
@@ -186,24 +259,39 @@ def _user_memories(sentence: str) -> list[Memory]:
         content = f"The user lives in {match['place'].rstrip('.')}."
         found.append(_memory(MemoryType.USER, "location", content, "location"))
     if match := _TIMEZONE.search(sentence):
-        content = f"The user's time zone is {match['tz']}."
+        content = f"The user's time zone is {match['tz'] or match['zone']}."
         found.append(_memory(MemoryType.USER, "timezone", content, "timezone"))
     if match := _FAVORITE.search(sentence):
+        which = "preferred" if match["which"].lower() == "preferred" else "favourite"
         topic, value = match["topic"].strip(), match["value"].strip()
-        content = f"The user's favourite {topic} is {value}."
+        content = f"The user's {which} {topic} is {value}."
         found.append(_memory(MemoryType.USER, _key("favorite", slug(topic)), content, "favorite"))
     elif (match := _PREFERENCE.search(sentence)) and _has_real_object(match["object"]):
-        verb = match["verb"].strip().lower().replace("'d rather", "would rather")
+        verb = _third_person(match)
         obj = match["object"].strip().rstrip(",")
-        content = f"The user {_third_person(verb)} {obj}."
+        content = f"The user {verb} {obj}."
         found.append(_memory(MemoryType.USER, _key("preference", slug(obj)), content, "preference"))
+    if match := _EXPERIENCE.search(sentence):
+        what, span = match["what"].strip(), match["span"].strip()
+        content = f"The user has been {match['doing'].lower()} {what} for {span}."
+        key = _key("experience", slug(what))
+        found.append(_memory(MemoryType.USER, key, content, "experience"))
     return found
 
 
-def _third_person(verb: str) -> str:
+def _third_person(match: re.Match[str]) -> str:
+    """The preference's verb after "The user": "prefers", "does not like", "would rather"."""
+    verb = match["verb"].strip().lower()
+    if "fan of" in verb:
+        verb = "like"
+        negated = bool(match["not_fan"]) != bool(match["negated"])
+    else:
+        negated = bool(match["negated"])
+    if negated:
+        return f"does not {verb}"
+    if verb == "'d rather":
+        return "would rather"
     # "would rather", "can't stand": already right after "The user".
-    if verb in ("don't like", "do not like"):
-        return "does not like"
     return verb if " " in verb else f"{verb}s"
 
 
@@ -240,10 +328,16 @@ def _feedback_memories(sentence: str, previous_assistant: str | None) -> list[Me
         ]
     opener = _CORRECTION_OPENER.match(sentence)
     rest = sentence[opener.end() :] if opener else sentence
-    if (opener or _INSTRUCTION.match(rest)) and _content_words(rest) >= 2:
+    if opener and not _HEDGE.match(rest) and _content_words(rest) >= 2:
         rest = rest[0].upper() + rest[1:]
-        content = f"Correction from the user: {rest}" if opener else f"The user asked: {rest}"
+        content = f"Correction from the user: {rest}"
         return [_memory(MemoryType.FEEDBACK, _key("rule", slug(rest)), content, "correction")]
+    # An instruction may be the whole sentence or a later clause of it ("We use Celery,
+    # and please don't suggest RQ.").
+    for clause in (sentence, *_clauses(sentence)[1:]):
+        if _INSTRUCTION.match(clause) and _content_words(clause) >= 2:
+            content = f"The user asked: {clause[0].upper()}{clause[1:]}"
+            return [_memory(MemoryType.FEEDBACK, _key("rule", slug(clause)), content, "correction")]
     return []
 
 
@@ -326,10 +420,11 @@ def extract_heuristic(messages: list[Message]) -> list[Memory]:
         for sentence in _sentences(message.content):
             if not _is_statement(sentence):
                 continue
+            clauses = _clauses(sentence)
             found = [
-                *_user_memories(sentence),
+                *(m for clause in clauses for m in _user_memories(clause)),
                 *_feedback_memories(sentence, previous_assistant),
-                *_project_memories(sentence),
+                *(m for clause in clauses for m in _project_memories(clause)),
                 *_reference_memories(sentence),
             ]
             for memory in found:
