@@ -1,7 +1,7 @@
 """``manage.py tulip_memory_devdb``: a development server in a folder, started twice, reached
 as both roles with the settings it prints, stopped cleanly; errors that name the problem.
 
-The servers here run in temporary folders (``--dir``), apart from this session's.
+The servers here run in folders of their own (``--dir``), apart from this session's.
 """
 
 from __future__ import annotations
@@ -35,9 +35,9 @@ def _connect(entry: dict) -> psycopg.Connection:
     )
 
 
-def test_start_twice_status_connect_as_both_roles_and_stop(tmp_path, monkeypatch):
+def test_start_twice_status_connect_as_both_roles_and_stop(server_folder, monkeypatch):
     monkeypatch.delenv("DATABASE_URL", raising=False)
-    pgdata = tmp_path / DEV_DIRECTORY
+    pgdata = server_folder / DEV_DIRECTORY
     assert "No development database in" in _devdb("status", "--dir", str(pgdata))
     try:
         first = _devdb("start", "--dir", str(pgdata))
@@ -49,7 +49,7 @@ def test_start_twice_status_connect_as_both_roles_and_stop(tmp_path, monkeypatch
         status = _devdb("status", "--dir", str(pgdata))
         assert status.startswith(f"Running: PostgreSQL {_embedded_version()} in {pgdata}")
         # The printed DATABASES are what dev_databases(BASE_DIR) returns, and they work.
-        databases = dev_databases(tmp_path)
+        databases = dev_databases(server_folder)
         assert databases["default"]["HOST"] == str(pgdata)  # the Unix socket's directory
         printed = first.split("\nDATABASES = ", 1)[1].split("\n\n", 1)[0]
         assert ast.literal_eval(printed) == databases
@@ -66,7 +66,7 @@ def test_start_twice_status_connect_as_both_roles_and_stop(tmp_path, monkeypatch
     assert dev_server(pgdata).pid is None
     assert not (pgdata / "postmaster.pid").exists()
     with pytest.raises(psycopg.OperationalError):
-        _connect(dev_databases(tmp_path)["default"])
+        _connect(dev_databases(server_folder)["default"])
     assert "nothing to stop" in _devdb("stop", "--dir", str(pgdata))
     assert "Stopped: the data of PostgreSQL" in _devdb("status", "--dir", str(pgdata))
 
@@ -101,8 +101,8 @@ def test_a_folder_that_is_not_a_data_directory_is_refused(tmp_path):
     assert (pgdata / "notes.txt").read_text() == "mine"
 
 
-def test_a_server_that_cannot_start_shows_its_log(tmp_path):
-    pgdata = tmp_path / DEV_DIRECTORY
+def test_a_server_that_cannot_start_shows_its_log(server_folder):
+    pgdata = server_folder / DEV_DIRECTORY
     pgdata.mkdir(mode=0o700)
     # A data directory of the right version without its files: postgres refuses to start.
     (pgdata / "PG_VERSION").write_text(_embedded_version() + "\n")
