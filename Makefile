@@ -4,6 +4,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-dev
+PLAYGROUND_STAMP := $(VENV)/.installed-playground
 
 .PHONY: demo playground test lint types bench bench-pg install system-deps browser-deps clean
 
@@ -21,6 +22,13 @@ $(STAMP): pyproject.toml | system-deps
 
 install: $(STAMP)
 
+# The playground needs the app, the embedded server and Redis' client only: no dev tool
+# chain, no system packages.
+$(PLAYGROUND_STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q -e '.[playground]'
+	touch $(PLAYGROUND_STAMP)
+
 # The admin's browser tests drive Debian's chromium (Playwright is pointed at it: no
 # browser download); only the tests need it.
 browser-deps:
@@ -33,8 +41,9 @@ demo: $(STAMP)
 	$(BIN)/python manage.py tulip_demo
 
 ## The agent playground at http://127.0.0.1:8000/ with a Celery worker (or, with no broker,
-## background extraction), on the embedded PostgreSQL. Ctrl-C stops it.
-playground: $(STAMP)
+## background extraction), on the embedded PostgreSQL. Ctrl-C stops it. The broker is
+## REDIS_URL (default redis://127.0.0.1:6379/0).
+playground: $(PLAYGROUND_STAMP)
 	$(BIN)/python manage.py migrate --database=owner --verbosity=0
 	$(BIN)/python manage.py tulip_playground $(ADDRPORT)
 

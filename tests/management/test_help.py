@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
             ["--tenant", "--all-tenants", "--namespace", "--only", "--stuck-after", "--dry-run"],
         ),
         ("tulip_memory_stats", ["--tenant", "--tenants-file", "--json", "--database"]),
+        ("tulip_memory_devdb", ["{start,stop,status}", "--dir"]),
     ],
 )
 def test_help_names_every_option(command, options):
