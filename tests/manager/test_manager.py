@@ -396,7 +396,7 @@ async def test_failing_extractor_or_store_is_logged_and_emitted_never_raised(
 
 @pytest.mark.parametrize("mode", ["inline", "background"])
 @pytest.mark.parametrize("raised", ["LLMError", "RuntimeError"])
-async def test_a_failures_event_and_log_never_quote_its_message(mode, raised, events, caplog):
+async def test_a_failures_event_and_log_never_quote_its_message(mode, raised, sent_events, caplog):
     # A model server's error text or a parse problem may quote the conversation: the
     # event's error and every log record above DEBUG say the type and what failed, in
     # words of ours; the message itself goes to DEBUG only (erasure cannot reach a log
@@ -416,7 +416,7 @@ async def test_a_failures_event_and_log_never_quote_its_message(mode, raised, ev
     with caplog.at_level(logging.DEBUG, logger="tulip_memory"):
         await manager.on_session_end(_state(_user("I live at Wisteria Lane 4.")))
         await manager.drain()
-    [failed] = [p for e, p in events if e == EV_MEMORY_MANAGER_EXTRACT_FAILED]
+    [failed] = [p for e, p in manager_events(sent_events) if e == EV_MEMORY_MANAGER_EXTRACT_FAILED]
     what = {"LLMError": "the chat model failed (malformed_output)"}.get(
         raised, "the extraction failed"
     )
