@@ -704,7 +704,7 @@ def test_a_hung_attempt_that_returns_before_a_take_over_saves_nothing_and_counts
     assert [line.split()[0] for line in read_log("q20")] == ["start", "0", "1"]
 
 
-async def test_a_failed_enqueue_never_quotes_the_conversation(celery_settings, events, caplog):
+async def test_a_failed_enqueue_never_quotes_the_conversation(celery_settings, sent_events, caplog):
     # PostgreSQL refuses a lone surrogate in JSON, quoting the JSON around it (the
     # conversation) in its error: the event and every log record above DEBUG name the
     # error's type and what failed; the database's message is logged at DEBUG only.
@@ -713,7 +713,7 @@ async def test_a_failed_enqueue_never_quotes_the_conversation(celery_settings, e
 
     caplog.set_level(logging.DEBUG, logger="tulip_memory")
     await _end(_manager(), ("acme", "q24"), "I live at Wisteria Lane 4 \ud800")
-    [failed] = [payload for name, payload in events if name.endswith("extract_failed")]
+    [failed] = [payload for name, payload in manager_events(sent_events) if name.endswith("extract_failed")]
     assert failed["error"] == (
         f"{failed['error_type']}: enqueuing the extraction failed; its message is logged at "
         "DEBUG level"
