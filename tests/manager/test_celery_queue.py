@@ -713,7 +713,9 @@ async def test_a_failed_enqueue_never_quotes_the_conversation(celery_settings, s
 
     caplog.set_level(logging.DEBUG, logger="tulip_memory")
     await _end(_manager(), ("acme", "q24"), "I live at Wisteria Lane 4 \ud800")
-    [failed] = [payload for name, payload in manager_events(sent_events) if name.endswith("extract_failed")]
+    [failed] = [
+        payload for name, payload in manager_events(sent_events) if name.endswith("extract_failed")
+    ]
     assert failed["error"] == (
         f"{failed['error_type']}: enqueuing the extraction failed; its message is logged at "
         "DEBUG level"
