@@ -9,7 +9,7 @@ from django.db import connections
 from django.db.migrations.executor import MigrationExecutor
 
 from tests.migration_connections import connect, state_after_0001, with_database
-from tulip_memory.checks.tenancy import check_connection, check_tenant_databases
+from tulip_memory.checks.tenancy import check_connection, check_default_tenant_database
 from tulip_memory.postgres.rls import POLICY_NAME, EnableTenantRowLevelSecurity
 from tulip_memory.postgres.search_index import OWNER_READ_POLICY
 
@@ -29,7 +29,7 @@ def _ids(messages):
 def test_application_role_passes_the_checks():
     messages = checks.run_checks(databases=["default"], tags=[checks.Tags.database])
     assert _ids(messages) == []
-    assert check_tenant_databases(databases=None) == []
+    assert check_default_tenant_database() == []
 
 
 @pytest.mark.django_db

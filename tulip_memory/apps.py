@@ -28,6 +28,7 @@ class TulipMemoryConfig(AppConfig):
         from tulip_memory.checks.settings import check_settings, needs_usable_settings
         from tulip_memory.checks.tenancy import (
             check_database_connections,
+            check_default_tenant_database,
             check_tenant_databases,
             check_tenant_resolver,
             check_tenant_resolver_setting,
@@ -38,7 +39,8 @@ class TulipMemoryConfig(AppConfig):
         for check, tags in (
             (check_database_connections, [checks.Tags.database]),
             (check_tenant_resolver_setting, []),
-            (check_tenant_databases, []),
+            (check_default_tenant_database, []),
+            (check_tenant_databases, [checks.Tags.database]),
             (check_embedder_settings, []),
             (check_embedding_sources, [checks.Tags.database]),
             (check_checkpointer_settings, []),

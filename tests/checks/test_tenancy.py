@@ -21,6 +21,7 @@ from tulip_memory.checks import tenancy
 from tulip_memory.checks.tenancy import (
     check_connection,
     check_database_connections,
+    check_default_tenant_database,
     check_tenant_databases,
     check_tenant_resolver,
     check_tenant_resolver_setting,
@@ -55,7 +56,7 @@ def _manage_check(database_url: str, *args: str) -> subprocess.CompletedProcess[
 @pytest.mark.django_db
 def test_plain_check_passes_for_the_application_role():
     assert _rls_ids(checks.run_checks()) == []
-    assert check_tenant_databases() == []
+    assert check_default_tenant_database() == []
 
 
 @pytest.mark.django_db
@@ -93,7 +94,7 @@ def test_every_named_tenant_database_is_looked_at_once(settings):
 
 def test_an_unreachable_tenant_database_is_an_info_and_a_named_one_an_error_too(monkeypatch):
     monkeypatch.setattr(tenancy, "connection_problem", lambda connection: "connection refused")
-    plain = check_tenant_databases()
+    plain = check_default_tenant_database()
     assert [(m.id, m.level) for m in plain] == [("tulip_memory.I010", checks.INFO)]
     assert "cannot be reached (connection refused)" in plain[0].msg
     named = check_database_connections(databases=["default"])
@@ -111,7 +112,7 @@ def test_a_run_that_names_no_database_looks_at_none(settings):
 @pytest.mark.django_db
 def test_only_a_postgresql_tenant_database_is_checked(settings):
     settings.TULIP_MEMORY = {"VECTOR_DIMENSIONS": 384, "TENANT_DATABASES": ["owner"]}
-    assert check_tenant_databases() == []
+    assert check_default_tenant_database() == []
 
 
 def test_manage_py_check_fails_when_default_connects_as_a_superuser():

@@ -25,6 +25,7 @@ __all__ = [
     "PINNED_SEARCH_PATH",
     "check_connection",
     "check_database_connections",
+    "check_default_tenant_database",
     "check_tenant_databases",
     "check_tenant_resolver",
     "check_tenant_resolver_setting",
@@ -355,11 +356,24 @@ def _width_statements(table: str, column: str, width: int) -> list[str]:
     return [f"ALTER TABLE {table} ALTER COLUMN {column} TYPE vector({width}) USING NULL"]
 
 
+def check_default_tenant_database(
+    app_configs: Iterable[Any] | None = None, databases: Iterable[str] | None = None, **kwargs: Any
+) -> list[checks.CheckMessage]:
+    """Untagged: the row-level security checks on ``default`` in a run that names no alias
+    (Django passes ``databases=None`` then, up to 6.0); a run that names aliases gets them
+    from :func:`check_tenant_databases`, tagged ``database``, which Django runs then."""
+    return _check_tenant_aliases(None) if databases is None else []
+
+
 def check_tenant_databases(
     app_configs: Iterable[Any] | None = None, databases: Iterable[str] | None = None, **kwargs: Any
 ) -> list[checks.CheckMessage]:
-    """The row-level security checks on the tenant aliases in ``databases``, or on
-    ``default`` when Django passes none (a run that named no alias, up to Django 6.0)."""
+    """Tagged ``database``: the row-level security checks on the tenant aliases a run names
+    (``check --database``, also under ``--tag database``)."""
+    return [] if databases is None else _check_tenant_aliases(databases)
+
+
+def _check_tenant_aliases(databases: Iterable[str] | None) -> list[checks.CheckMessage]:
     from django.db import DEFAULT_DB_ALIAS, connections
 
     aliases = tenant_databases()
