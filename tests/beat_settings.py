@@ -1,5 +1,5 @@
 """A project's settings module that schedules the sweeps in itself, as docs/operations.md
-shows (tests/test_sweeps.py loads it the way Django does, in a child process).
+shows (tests/retention/test_sweeps.py loads it the way Django does, in a child process).
 
 ``TULIP_BEAT_CALL=bare`` makes it call ``beat_schedule()`` without the dict.
 """

@@ -130,7 +130,7 @@ def test_a_bad_sweep_databases_is_named_by_e090_and_the_task_runs_nothing(settin
 
 def test_a_worker_refuses_to_start_on_the_managers_check_errors(settings):
     """The ``worker_init`` receiver (a real worker exiting on it: tests/manager/
-    test_celery_workers.py): ``SystemExit`` naming every error, nothing when all is well."""
+    extraction/test_worker.py): ``SystemExit`` naming every error, nothing when all is well."""
     from celery.signals import worker_init
 
     from tulip_memory.tasks import refuse_broken_manager_settings

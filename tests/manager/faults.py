@@ -1,4 +1,5 @@
-"""Faults the Celery drills inject into the real services (tests/manager/test_celery_faults.py).
+"""Faults the Celery drills inject into the real services
+(tests/manager/extraction/test_celery_faults.py).
 
 * :func:`restart_embedded_postgres` stops the test session's embedded PostgreSQL (``pg_ctl
   stop -m fast``: every session is ended, as a restart or failover does), keeps it down,

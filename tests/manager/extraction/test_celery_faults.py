@@ -25,9 +25,9 @@ from celery import Celery, current_app
 from django.db import connections
 
 from tests.manager.celery_setup import Beat, Workers
+from tests.manager.extraction.test_worker import _workers_quiet_before_flush  # noqa: F401
 from tests.manager.extractors import read_log
 from tests.manager.faults import closed_port, embedded_postgres_server, restart_embedded_postgres
-from tests.manager.test_celery_workers import _workers_quiet_before_flush  # noqa: F401
 from tulip_memory.manager import LLMMemoryManager, MemoryType
 from tulip_memory.messages import Message, Role
 from tulip_memory.models import ExtractionJob, ExtractionQueue

@@ -13,7 +13,7 @@ import pytest
 from tulip_memory.exceptions import ConfigurationError
 from tulip_memory.retention.sweeps import SWEEPS, beat_schedule, schedule_sweeps_in_database
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_beat_schedule_of_every_sweep(settings):

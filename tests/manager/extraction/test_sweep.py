@@ -1,6 +1,6 @@
 """The periodic sweep, its schedule, the caller with the broker down, and runs that lose their
-database connection — in this process (tests/manager/test_celery_faults.py drills the same
-against real workers, a real beat and a restarted server).
+database connection — in this process (tests/manager/extraction/test_celery_faults.py drills
+the same against real workers, a real beat and a restarted server).
 
 The messages the sweep sends go to a queue no worker consumes; the tests read them back
 from Redis.
@@ -20,9 +20,9 @@ from celery import Celery, current_app
 from django.db import OperationalError, transaction
 from django.db.models.functions import Now
 
+from tests.manager.extraction.test_queue import celery_settings  # noqa: F401 (a local queue)
 from tests.manager.extractors import read_log
 from tests.manager.faults import closed_port
-from tests.manager.test_celery_queue import celery_settings  # noqa: F401 (a local queue)
 from tulip_memory.core.task_names import (
     RUN_EXTRACTION_QUEUE,
     SWEEP_EXTRACTION_QUEUES,

@@ -1,7 +1,7 @@
 """The Celery mode's job rows, run in this process: enqueue on commit, RLS, leases, retries.
 
 The worker code (``run_queue``) is called directly here to check its bookkeeping step by
-step; tests/manager/test_celery_workers.py runs it in real worker processes.
+step; tests/manager/extraction/test_worker.py runs it in real worker processes.
 """
 
 from __future__ import annotations

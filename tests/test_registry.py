@@ -94,7 +94,7 @@ def test_register_and_list():
 
 def test_providers_from_the_setting():
     with override_settings(
-        TULIP_MEMORY={"CHECKPOINTERS": {"mine": "tests.backends.test_registry.custom_factory"}}
+        TULIP_MEMORY={"CHECKPOINTERS": {"mine": "tests.test_registry.custom_factory"}}
     ):
         assert "mine" in list_checkpointers()
         assert get_checkpointer("mine:h").hint == "h"
@@ -125,7 +125,7 @@ def test_system_check_e030():
     assert check_checkpointer_settings() == []
     for value, problem in (
         (["x"], "must be a dict"),
-        ({"a:b": "tests.backends.test_registry.custom_factory"}, "cannot contain ':'"),
+        ({"a:b": "tests.test_registry.custom_factory"}, "cannot contain ':'"),
         ({"gone": "tests.backends.nowhere.factory"}, "nowhere"),
         ({"num": "tests.backends.conftest.TENANT"}, "is not callable"),
     ):
