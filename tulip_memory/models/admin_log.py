@@ -24,9 +24,7 @@ __all__ = ["IdentifierLogMixin", "log_actions", "object_label", "scrub_entries"]
 
 # Django's limit on ``LogEntry.object_repr``.
 _OBJECT_REPR_LENGTH = 200
-# What follows a namespace in the object names of Django's own form (``str()``): a
-# memory's "<namespace> / <key>", a job's "<namespace> #<sequence> (<state>)", a
-# deeper namespace's "/<label>".
+# What follows a namespace in Django's own object names (a row's ``str()``).
 _AFTER_NAMESPACE = ("/", " / ", " #")
 
 

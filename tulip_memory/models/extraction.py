@@ -284,8 +284,7 @@ class ExtractionJob(models.Model):
         ]
 
     def __str__(self) -> str:
-        # The namespace, as people know it (the queue's id means nothing to them); outside
-        # the tenant's transaction row-level security hides the queue: its id then.
+        # The namespace people know; outside the tenant's transaction, the queue's id.
         try:
             namespace = self.queue.namespace
         except ExtractionQueue.DoesNotExist:

@@ -44,8 +44,7 @@ ROW_FIELDS = (
     "data",
     "writes",
 )
-# The columns of the load statement's rows: the fields, the row version's ``xmin`` (as
-# text: any change to the row changes it) and whether the row was selected or is a parent.
+# The load statement's columns: the fields, ``xmin`` (the row version) and ``selected``.
 LOAD_COLUMNS = (*ROW_FIELDS, "stamp", "selected")
 
 _Key = tuple[str, str, str]

@@ -51,7 +51,7 @@ class DevServer:
 
 
 def dev_server(pgdata: Path | str) -> DevServer:
-    """The state of the development data directory ``pgdata`` (reads files only)."""
+    """The state of the data directory ``pgdata`` (reads files only)."""
     pgdata = Path(pgdata).expanduser().resolve()
     version_file = pgdata / "PG_VERSION"
     version = version_file.read_text().strip() if version_file.is_file() else None
@@ -159,8 +159,7 @@ def start_dev_server(pgdata: Path | str, *, name: str = DEV_DATABASE) -> DevServ
 
 
 def stop_dev_server(pgdata: Path | str) -> bool:
-    """Stop the server of ``pgdata`` (data kept); True when one ran. ConfigurationError when
-    ``pgdata`` is not a data directory."""
+    """Stop the server of ``pgdata`` (data kept); True when one ran."""
     from tulip_memory.postgres.embedded import stop_embedded
 
     try:

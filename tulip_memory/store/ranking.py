@@ -103,8 +103,7 @@ def cosine_top(
     top: list[tuple[int, float]] = []
     for i in np.argsort(-scores, kind="stable")[:limit]:
         score = float(np.clip(scores[i], -1.0, 1.0))
-        # Equal vectors score 1 up to float64 rounding (the dot product and the norms are
-        # summed in different orders): a threshold of 1.0 keeps exact duplicates.
+        # Equal vectors score 1 only up to rounding: a threshold of 1.0 keeps duplicates.
         if threshold is not None and score < threshold - _ROUNDING:
             break
         top.append((int(i), score))

@@ -114,8 +114,7 @@ END;
 SELECT_FTS_SCHEMA = (
     "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'tulip_items_fts'"
 )
-# Drop an FTS table made with another tokenizer; FTS_SCHEMA then recreates it and the
-# 'rebuild' command re-indexes every row from the content table (in one transaction).
+# Drop an FTS table made with another tokenizer; FTS_SCHEMA then recreates it, rebuilt.
 DROP_FTS = "DROP TABLE tulip_items_fts"
 REBUILD_FTS = "INSERT INTO tulip_items_fts (tulip_items_fts) VALUES ('rebuild')"
 
@@ -146,8 +145,7 @@ SELECT_EMBEDDING_DIM = "SELECT value FROM tulip_meta WHERE name = 'embedding_dim
 # Parameters: name, value.
 INSERT_META = "INSERT INTO tulip_meta VALUES (?, ?)"
 
-# The row a write updates: its last timestamp, version and whether it is live (an
-# expired row is written anew: parameters: ns, key).
+# The row a write updates: its last timestamp, version and whether it is live.
 SELECT_WRITE_STATE = f"SELECT updated_at, version, {LIVE} FROM tulip_items WHERE ns = ? AND key = ?"
 INSERT_ITEM = (
     "INSERT INTO tulip_items (ns, key, value, metadata, created_at, updated_at, "

@@ -145,8 +145,7 @@ class HolographicStore(PreparedStore):
                     cur.execute(sql.ADD_EXPIRY_COLUMN)
         conn.execute(sql.EXPIRY_INDEX)
         if sql.FTS_TOKENIZER not in conn.execute(sql.SELECT_FTS_SCHEMA).fetchone()[0]:
-            # A file from before stemming: its index holds unstemmed terms. Rebuilt from
-            # the rows in one transaction (a concurrent opener at worst rebuilds it twice).
+            # A file from before stemming: its index is rebuilt from the rows.
             conn.executescript(
                 f"BEGIN IMMEDIATE; {sql.DROP_FTS}; {sql.FTS_SCHEMA} {sql.REBUILD_FTS}; COMMIT;"
             )

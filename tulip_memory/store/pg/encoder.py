@@ -29,7 +29,7 @@ DEFAULT_ENCODING_CACHE = 1024
 # What names an embedder's vector in the messages refusing it (as the other stores do).
 EMBEDDER_VECTOR = "the embedder's vector"
 
-# The source of a caller's own vector stored without an embedder (``put_with_embedding``).
+# The source of a caller's own vector stored without an embedder.
 EXTERNAL_SOURCE = "external"
 
 

@@ -122,9 +122,8 @@ class Reembedder:
         return MemoryItem.objects.using(self.using)
 
     def _stale(self, tenant: str) -> Any:
-        # Another source's vectors, and rows of this source without one: a change of the
-        # column's width (ALTER ... TYPE vector(n) USING NULL) clears every vector and
-        # keeps the sources, which need not change with the width.
+        # Rows of this source without a vector too: a change of the column's width clears
+        # every vector and keeps the sources.
         from django.db.models import Q
 
         return (

@@ -84,8 +84,7 @@ PASS_CUT_MARGIN = 8
 INDEXED_SEARCH_MIN_ROWS = 5000
 
 
-# The statements, named by what they rank; ``{where}`` is the rows of a path, ``p`` the
-# path (``p.path``, ``p.indexed``, ``p.counted``, ``p.cut``) of the outer ``unnest``.
+# The statements, named by what they rank; ``{where}``: a path's rows; ``p``: the path.
 SEARCH = (
     "SELECT p.idx, i.key, i.value, i.metadata, i.created_at, i.updated_at, i.version, "
     "m.lexical, m.rank, i.namespace, i.ttl IS NOT NULL, {seen} "

@@ -291,8 +291,7 @@ class PgMemory(PreparedStore):
     ) -> bool:
         from django.db import transaction
 
-        # Several tenants or a version check: one outer transaction (all or nothing);
-        # tenants in sorted order, so that concurrent batches cannot deadlock.
+        # One outer transaction; tenants in sorted order, so batches cannot deadlock.
         outer = len(rows_by_tenant) > 1 or bool(expected)
         try:
             with transaction.atomic(using=self.using) if outer else nullcontext():
@@ -526,8 +525,7 @@ class PgMemory(PreparedStore):
         # (rows, searches since they were counted) of each path, when known.
         known = [self._namespace_rows.get((tenant, path)) for path in paths]
         indexed = [k is not None and k[0] >= INDEXED_SEARCH_MIN_ROWS for k in known]
-        # Counted when unknown, and every RECOUNT_EVERY searches of a small one (to notice
-        # it grow); a namespace seldom shrinks tenfold, so a large one is not recounted.
+        # A small namespace is recounted to notice it grow; a large one seldom shrinks.
         counted = [
             k is None or (not i and k[1] + 1 >= RECOUNT_EVERY)
             for k, i in zip(known, indexed, strict=True)
@@ -565,16 +563,14 @@ class PgMemory(PreparedStore):
         # Over MAX_QUERY_TOKENS words (stop words apart), the words past the cap match
         # nothing: the vector, made of the whole query, must find those rows.
         every_word = len(set(tokenize(query or "")) - STOP_WORDS) <= MAX_QUERY_TOKENS
-        # A query of stop words lists the newest items with HRR (its vector is a bag of
-        # those words); a model embedder's vector still ranks alone.
+        # A query of stop words lists the newest items with HRR (a bag of those words).
         ranked = bool(tokens) and (not hrr or bool(search_terms(" ".join(tokens))))
         encoded = None
         if ranked and query:
             encoded = await query_vector_or_none(
                 lambda: self.encoder.encode(tenant, query), "PgMemory"
             )
-            # No vector (the embedder failed, or gave all zeros) and no word to rank by:
-            # the newest items, as in the other stores.
+            # No vector and no word to rank by: the newest items, as in the other stores.
             ranked = encoded is not None or bool(search_terms(" ".join(tokens)))
         return {
             "vector": encoded,
@@ -583,9 +579,7 @@ class PgMemory(PreparedStore):
             "config": text_search_config(),
             "weight": HRR_WEIGHT if hrr else MODEL_WEIGHT,
             "bm25": (BM25_K1, BM25_B),
-            # An HRR vector is a bag of the words: a row sharing none with the query is
-            # at a random distance from it, so it only re-ranks the rows the words found
-            # (when they are all of the query's).
+            # An HRR vector is a bag of the words: it only re-ranks the rows they found.
             "vector_candidates": not (hrr and every_word),
         }
 
