@@ -51,7 +51,6 @@ class ErasureReceiptQuerySet(models.QuerySet):
 
 
 class ErasureReceipt(models.Model):
-
     tenant = models.CharField(max_length=TENANT_MAX_LENGTH)
     subject_ref = models.CharField(
         max_length=64, help_text=_("HMAC-SHA256 of the tenant and the subject (SECRET_KEY)")
