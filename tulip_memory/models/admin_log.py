@@ -1,16 +1,9 @@
 """Django's admin log (``django_admin_log``) for this app's rows: identifiers, never content.
 
-A row of a tenant table holds what a subject said or what is known about them, and so
-may its namespace, key, thread id or error. The admin's log entries of such rows
-(:class:`IdentifierLogMixin`, :func:`log_actions`) name the row by its model and primary
-key (:func:`object_label`: ``"extraction job #12"``) and carry a message of ours, so
-nothing in them outlives an erasure. :func:`scrub_entries`, called by
-:func:`~tulip_memory.erasure.forget_subject` in its transaction, makes the entries of
-the rows it removes or blanks say the same, and no more: entries in Django's own form
-(the row's ``str()``, a namespace, as object name; a message quoting its error), written
-by another ModelAdmin or by code calling ``LogEntry.objects.log_actions``, included.
-Without ``django.contrib.admin`` installed, or in a database the routers keep the log
-out of, there is nothing to do.
+Log entries name a row by model and primary key (:func:`object_label`), since its
+namespace, key or error may be a subject's content; :func:`scrub_entries`, run by
+:func:`~tulip_memory.erasure.forget_subject`, rewrites entries of the erased rows in
+Django's own form too, so nothing in the log outlives an erasure.
 """
 
 from __future__ import annotations
@@ -31,9 +24,7 @@ __all__ = ["IdentifierLogMixin", "log_actions", "object_label", "scrub_entries"]
 
 # Django's limit on ``LogEntry.object_repr``.
 _OBJECT_REPR_LENGTH = 200
-# What follows a namespace in the object names of Django's own form (``str()``): a
-# memory's "<namespace> / <key>", a job's "<namespace> #<sequence> (<state>)", a
-# deeper namespace's "/<label>".
+# What follows a namespace in Django's own object names (a row's ``str()``).
 _AFTER_NAMESPACE = ("/", " / ", " #")
 
 
@@ -49,9 +40,8 @@ def log_actions(
     action_flag: int,
     change_message: str = "",
 ) -> list[LogEntry]:
-    """One admin log entry per row of ``model`` in ``pks`` (ONE INSERT), each named by
-    :func:`object_label`; the entries. ``change_message`` must hold no content of the
-    rows."""
+    """One admin log entry per row of ``model`` in ``pks`` (ONE INSERT); ``change_message``
+    must hold no content of the rows."""
     from django.contrib.admin.models import LogEntry
     from django.contrib.contenttypes.models import ContentType
 
@@ -70,9 +60,8 @@ def log_actions(
 
 
 class IdentifierLogMixin:
-    """A ModelAdmin whose log entries (additions, changes, deletions) name the row by
-    :func:`object_label`; a change keeps Django's message (the names of the changed
-    fields), never a value."""
+    """A ModelAdmin whose log entries name the row by :func:`object_label` (a change keeps
+    Django's message: field names, never values)."""
 
     model: Any
 
@@ -95,7 +84,6 @@ class IdentifierLogMixin:
 
 
 def _message(message: Any) -> str:
-    """Django's change message (a list of what changed, by field name) as stored."""
     import json
 
     return message if isinstance(message, str) else json.dumps(message)
@@ -108,14 +96,10 @@ def scrub_entries(
     *,
     dry_run: bool = False,
 ) -> int:
-    """Rename the admin log entries of ``rows`` (model -> primary keys) in database
-    ``using`` to :func:`object_label` and clear their messages; how many entries. In the
-    caller's transaction.
-
-    ``namespaces`` (model -> encoded namespaces): entries of that model whose object
-    name is one of the namespaces, or starts with one and then names a row under it,
-    are scrubbed too (Django's own form names a row by its ``str()``; the row may be gone
-    already). With ``dry_run``, only counts."""
+    """Rename the admin log entries of ``rows`` (model -> primary keys) to
+    :func:`object_label` and clear their messages; how many. ``namespaces`` (model ->
+    encoded namespaces): entries whose object name is, or is under, one of them too.
+    With ``dry_run``, only counts."""
     if not apps.is_installed("django.contrib.admin"):
         return 0
     from django.contrib.admin.models import LogEntry

@@ -1,11 +1,8 @@
 """Models of erasure: :class:`ErasureReceipt`, the record that a subject was forgotten.
 
-One row per run of :func:`tulip_memory.erasure.forget_subject` that was not a dry run:
-its tenant, a non-reversible reference to the subject (:func:`subject_reference`), how
-many rows of each kind it removed or blanked (:data:`COUNT_KEYS`), when and by whom. It
-holds no content: not the subject's name, not the namespaces, nothing that was removed.
-The table is under the tenant row-level security policy (migration ``0009_erasure``):
-receipts are written and read inside :func:`tulip_memory.tenancy.context.tenant_atomic`.
+One row per run of :func:`tulip_memory.erasure.forget_subject` (not a dry run): a
+non-reversible reference to the subject, counts, when and by whom; no content. Under
+row-level security.
 """
 
 from __future__ import annotations
@@ -21,11 +18,8 @@ from tulip_memory.tenancy.context import TENANT_MAX_LENGTH
 
 __all__ = ["COUNT_KEYS", "ErasureReceipt", "ErasureReceiptQuerySet", "subject_reference"]
 
-# What a receipt counts, in the order it is shown: removed memories (current values),
-# removed past versions, extraction jobs whose conversation was blanked, the removed rows
-# of each checkpoint table (LangGraph's rows holding only pending writes apart), then the
-# admin log's entries of those rows that were scrubbed. Receipts stored before a kind was
-# counted lack its key.
+# What a receipt counts, in the order it is shown (a receipt stored before a kind was
+# counted lacks its key).
 COUNT_KEYS = (
     "memories",
     "memory_versions",
@@ -43,18 +37,12 @@ REFERENCE_SALT = "tulip_memory.erasure.subject"
 
 
 def subject_reference(tenant: str, subject: str) -> str:
-    """HMAC-SHA256 (keyed by ``SECRET_KEY``) of the tenant and the subject, as hex.
-
-    The same pair always gives the same reference (so a receipt can be found again by
-    whoever knows the subject and holds the key), but the subject cannot be read back from
-    it. Changing ``SECRET_KEY`` changes every reference.
-    """
+    """HMAC-SHA256 (keyed by ``SECRET_KEY``) of the tenant and the subject, as hex: found
+    again by whoever knows both, never read back."""
     return salted_hmac(REFERENCE_SALT, f"{tenant}\x00{subject}", algorithm="sha256").hexdigest()
 
 
 class ErasureReceiptQuerySet(models.QuerySet):
-    """Receipts. Run inside ``tenant_atomic``: RLS hides other tenants' receipts."""
-
     def of_subject(self, tenant: str, subject: str) -> Self:
         return self.filter(tenant=tenant, subject_ref=subject_reference(tenant, subject))
 
@@ -63,8 +51,6 @@ class ErasureReceiptQuerySet(models.QuerySet):
 
 
 class ErasureReceipt(models.Model):
-    """That a subject's data was erased from a tenant: counts, when, by whom; no content."""
-
     tenant = models.CharField(max_length=TENANT_MAX_LENGTH)
     subject_ref = models.CharField(
         max_length=64, help_text=_("HMAC-SHA256 of the tenant and the subject (SECRET_KEY)")

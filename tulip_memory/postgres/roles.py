@@ -1,9 +1,7 @@
 """The two database roles of a tulip_memory database, and the idempotent SQL that sets them up.
 
-The owner (``tulip_owner``) migrates and owns the tables; the application role
-(``tulip_app``) gets DML on them and cannot bypass row-level security; a superuser creates
-the extensions (docs/design/tenancy.md). Run by ``manage.py tulip_memory_setup_roles`` and
-:func:`tulip_memory.testing.postgres.bootstrap_database`.
+The owner migrates and owns the tables; the application role gets DML and cannot bypass
+row-level security (docs/design/tenancy.md).
 """
 
 from __future__ import annotations

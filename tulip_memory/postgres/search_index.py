@@ -1,38 +1,10 @@
-"""The indexes PgMemory's text search reads instead of a namespace's heap rows.
-
-Migration ``0014_store_item_search_index`` (:class:`AddSearchIndex`, PostgreSQL only)
-adds to the store item table:
-
-* ``search_codes``, a stored generated ``bit varying``: the unit vector coded in two bits
-  a dimension (three planes: coordinate above ``-t``, above 0, above ``t``, ``t = 0.6745 /
-  sqrt(d)``, the quartiles of a unit Gaussian vector's coordinates), from pgvector's
-  ``binary_quantize``; NULL without a vector or over :data:`CODES_MAX_DIMENSIONS`;
-* :data:`PASS_INDEX`, a covering btree ``(tenant, namespace) INCLUDE (search_length,
-  expires_at, embedding_source, id, search_codes)``: an index-only pass over a namespace
-  ranks its rows by their codes against the query's three bit planes
-  (:func:`query_planes`: the vector candidates) and gives BM25's length statistics;
-* :data:`WORDS_INDEX`, a GIN index over ``(tenant, namespace, search_vector)``
-  (the trusted extension ``btree_gin``);
-* :data:`OWNER_READ_POLICY`, a SELECT policy ``USING (true)`` for the migrating role (the
-  tables' owner), and :data:`LEXICAL_FUNCTION`, a ``SECURITY DEFINER`` function of that
-  role which returns a namespace's best rows by BM25 from the GIN index.
-
-Why the function: under row-level security the planner uses an index only for a
-leakproof operator, and ``@@`` is not one, so the application role can never read the GIN
-index itself. The owner's policies include one ``USING (true)``, so inside the function
-no security qual is left and the index is used; the function applies the tenant itself,
-with the very predicate of the tenant policy (:func:`tulip_memory.postgres.rls.policy_expression`),
-so a caller gets what the policy would show it: nothing without a tenant bound, nothing
-of another tenant. A narrower owner policy (the tenant predicate) is a security qual
-again, which keeps ``@@`` out of the index condition (docs/pg_store.md, "Why the owner's
-read policy is USING (true)"). The owner reading every tenant's rows adds no power: it can
-lift FORCE or drop the policies at will; FORCE still applies to its writes, and other
-roles are not concerned by the policy.
-
-Both indexes skip the rows of a namespace over :data:`INDEXED_NAMESPACE_MAX_BYTES` (a
-btree entry holds at most 2,704 bytes): such a namespace is ranked by the statement that
-reads every row. :func:`vector_width_sql` gives the statements that change the vector
-column's width (the generated column depends on it).
+"""The indexes PgMemory's text search reads instead of a namespace's heap rows (migration
+``0014``, :class:`AddSearchIndex`, PostgreSQL only): the generated ``search_codes`` (the
+unit vector in two bits a dimension), the covering :data:`PASS_INDEX`, the GIN
+:data:`WORDS_INDEX`, the owner's :data:`OWNER_READ_POLICY` and the ``SECURITY DEFINER``
+:data:`LEXICAL_FUNCTION`, which applies the tenant policy's own predicate itself.
+Namespaces over :data:`INDEXED_NAMESPACE_MAX_BYTES` are in neither index. Why each piece
+is so: docs/design/pg-search.md.
 """
 
 from __future__ import annotations
@@ -82,9 +54,8 @@ CODES_COLUMN = "search_codes"
 
 
 def indexed(alias: str | None = None, *, qualified: bool = False) -> str:
-    """The condition on the namespace column (of ``alias``) of the rows both indexes hold:
-    their predicate (``qualified``: its function and operator named by schema, for the
-    ``SECURITY DEFINER`` function's body; the same expression to the planner)."""
+    """Both indexes' predicate on the namespace column (of ``alias``); ``qualified``: named
+    by schema, for the ``SECURITY DEFINER`` function's body."""
     column = "namespace" if alias is None else f"{alias}.namespace"
     if qualified:
         return _op(f"pg_catalog.octet_length({column})", "<=", str(INDEXED_NAMESPACE_MAX_BYTES))
@@ -92,13 +63,11 @@ def indexed(alias: str | None = None, *, qualified: bool = False) -> str:
 
 
 def _op(left: str, operator: str, right: str) -> str:
-    """``left operator right`` with ``pg_catalog``'s operator, in parentheses (operators
-    named by schema all have the same precedence)."""
+    # In parentheses: operators named by schema all have the same precedence.
     return f"({left} OPERATOR(pg_catalog.{operator}) {right})"
 
 
 def _codes_expression(embedding: str) -> str:
-    """``search_codes``: the three planes of the unit vector, NULL over the width limit."""
     unit = f"l2_normalize({embedding})"
     threshold = (
         f"array_fill(0.6745 / sqrt(vector_dims({embedding})), "
@@ -123,14 +92,8 @@ _QUERY_THRESHOLDS = (_QUERY_LEVELS[1:] + _QUERY_LEVELS[:-1]) / 2
 
 
 def query_planes(vector: np.ndarray) -> tuple[str, ...]:
-    """The query's three bit planes, each repeated over a row's three planes of codes.
-
-    A row's rank is the inner product of the query's levels with its own (the number of
-    its planes a coordinate is above: 0 to 3). With ``|Q and R| = (|Q| + |R| -
-    hamming(Q, R)) / 2`` it is a constant minus ``sum(QUERY_WEIGHTS[k] * hamming(Q_k, R))
-    / 2``, plus a multiple of the row's bit count that is zero here: the levels are
-    symmetric about 0 (``QUERY_LEVEL_OFFSET = -sum(QUERY_WEIGHTS) / 2``).
-    """
+    """The query's three bit planes, each repeated over a row's three planes of codes
+    (docs/design/pg-search.md, "The query's three bits")."""
     q = np.asarray(vector, dtype=np.float64)
     q = q / (np.linalg.norm(q) or 1.0)
     level = np.digitize(q, _QUERY_THRESHOLDS * q.std())
@@ -141,7 +104,6 @@ def query_planes(vector: np.ndarray) -> tuple[str, ...]:
 
 
 def _codes_sql(table: str, quote: Any) -> list[str]:
-    """The codes column and the covering index over them (``table`` quoted)."""
     return [
         f"ALTER TABLE {table} ADD COLUMN {CODES_COLUMN} bit varying "
         f"GENERATED ALWAYS AS ({_codes_expression(quote('embedding'))}) STORED",
@@ -152,10 +114,8 @@ def _codes_sql(table: str, quote: Any) -> list[str]:
 
 
 def vector_width_sql(table: str, width: int) -> list[str]:
-    """The statements (as the owner, in one transaction) that make the vector column of
-    the store item table ``table`` ``vector(width)``, every vector cleared (re-embedded
-    afterwards by ``manage.py tulip_memory_reembed``): the generated codes depend on the
-    column, so they are dropped with their index and added again."""
+    """The statements (as the owner, in one transaction) making ``table``'s vector column
+    ``vector(width)``, every vector cleared; the codes depending on it are added again."""
 
     def quote(name: str) -> str:
         return name
@@ -169,25 +129,9 @@ def vector_width_sql(table: str, width: int) -> list[str]:
 
 def _lexical_function_sql(schema: str, table: str, *, replace: bool = False) -> str:
     """The ``SECURITY DEFINER`` function: a namespace's ``pool`` best rows by Okapi BM25,
-    and every row tied with the last of them (which of tied rows rank first is the search
-    statement's tie-break, newest-updated first: cutting ties here would pick in plan
-    order). ``replace``: ``CREATE OR REPLACE`` (owner and grants kept).
-
-    As PgMemory's search statement computes it: the rows matching the query (``words``,
-    ``lexemes`` its lexemes) are the hits, tf the positions of a query lexeme in a hit's
-    ``search_vector`` (cut to the query's lexemes: weighted A, only the A positions
-    kept), df the hits holding it, N and the average length those of the namespace's live
-    rows (computed only when there are hits). ``now`` NULL: no row has expired.
-
-    Its search path is ``pg_catalog, pg_temp`` and its body names every table, function,
-    operator and type by schema: a caller's objects (its temporary schema is the only one
-    it may create in) never stand in for them. What names no operator (``NULLIF``,
-    ``GROUP BY``, ``ORDER BY``) takes ``pg_catalog``'s, first on that path.
-
-    Planned at each call with its arguments: a generic plan (PostgreSQL's choice after
-    five calls in a session, or the search's own under prepared statements) does not know
-    the namespace's size, and chose to filter every row of it instead of the GIN index.
-    """
+    with every row tied with the last (the search statement breaks ties). ``replace``:
+    ``CREATE OR REPLACE``. Every name in its body is schema-qualified; it is planned at
+    each call (docs/design/pg-search.md says why)."""
     # The tenant policy's own predicate, on the one table in scope (the arguments' names
     # are prefixed: none is a column's).
     tenant = policy_expression(qualified=True)
@@ -240,19 +184,9 @@ $body$"""
 
 
 class AddSearchIndex(DatabaseOnlyTableOperation):
-    """The codes, both indexes, the owner's read policy and the lexical function (the
-    module's docstring says why), on the store item table ``model_name``.
-
-    ``EXECUTE`` on the function is revoked from PUBLIC and granted to the roles that may
-    read the table (those with SELECT on it when the migration runs, the application
-    role's through default privileges): the function returns ids and scores of rows the
-    caller's tenant policy shows, which a role without SELECT on the table must not read.
-    A role granted SELECT later needs ``GRANT EXECUTE ON FUNCTION`` too (docs/pg_store.md).
-    ``btree_gin`` is a trusted extension: a role with CREATE on the database (its owner)
-    creates it, otherwise a superuser must (:func:`tulip_memory.postgres.roles.
-    database_setup_sql` does); reversing keeps it, as other apps may use it. Not part
-    of the model state (the ORM never reads these); other vendors get nothing.
-    """
+    """The codes, both indexes, the owner's read policy and the lexical function on the
+    store item table ``model_name``. ``EXECUTE`` on the function goes only to the roles
+    that may read the table; reversing keeps ``btree_gin``, other apps may use it."""
 
     def forwards(self, schema_editor: Any, model: Any) -> None:
         quote = schema_editor.quote_name
@@ -303,12 +237,8 @@ class AddSearchIndex(DatabaseOnlyTableOperation):
 
 
 class ReplaceLexicalFunction(DatabaseOnlyTableOperation):
-    """The lexical function of the store item table ``model_name`` replaced by this
-    module's (``CREATE OR REPLACE``: its owner and grants kept), run by the function's
-    owner, the migrating role. Migration ``0015`` keeps the rows tied at the pool's end
-    with it, ``0016`` names every function and operator of its body by schema. Reversing
-    keeps the new body: the ones before differ only in cutting ties in plan order and in
-    naming functions and operators through the pinned search path. PostgreSQL only."""
+    """The lexical function of the store item table replaced by this module's (``CREATE OR
+    REPLACE``: owner and grants kept; migrations 0015, 0016). Reversing keeps the new body."""
 
     def forwards(self, schema_editor: Any, model: Any) -> None:
         schema, table = schema_and_table(schema_editor, model)

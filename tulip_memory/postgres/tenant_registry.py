@@ -1,17 +1,10 @@
-"""The function that registers a tenant when a row of it is first inserted into any tenant
-table (PostgreSQL), and the migration operations that create it and pin it.
+"""The function registering a tenant when a row of it is first inserted into any tenant
+table (PostgreSQL), and the migration operations that create (``0008``) and pin (``0016``) it.
 
-Each tenant table has one statement-level ``AFTER INSERT`` trigger (over its transition
-table ``new_rows``) that runs :data:`FUNCTION`: it inserts the statement's tenants into
-the registry table, ``ON CONFLICT DO NOTHING``. The function is ``SECURITY DEFINER``,
-owned by the migrating role (the tables' owner), so the application role needs no
-privilege on the registry. Its search path is ``pg_catalog, pg_temp`` and its body names
-the registry table (in the schema it was migrated in) and every function by schema: a
-caller may create objects in its temporary schema, and none of them may ever stand in for
-a name the function uses, which would run the caller's code with the owner's rights.
-
-:class:`AddTenantRegistration` creates it (migration ``0008``); :class:`PinTenantRegistration`
-replaces the body of a database migrated before it was pinned (migration ``0016``).
+A statement-level ``AFTER INSERT`` trigger on each tenant table runs :data:`FUNCTION`, a
+``SECURITY DEFINER`` function of the tables' owner, so the application role needs no
+privilege on the registry; its search path is pinned and every name in its body
+schema-qualified, so no object of a caller's stands in for one.
 """
 
 from __future__ import annotations
@@ -26,10 +19,8 @@ FUNCTION = "tulip_memory_register_tenants"
 
 
 def function_sql(schema: str, table: str, *, replace: bool = False) -> str:
-    """The function in ``schema`` (quoted), registering into ``table`` (the registry's,
-    schema-qualified and quoted); ``replace``: ``CREATE OR REPLACE`` (owner and grants
-    kept). ``new_rows`` is the trigger's transition table, which no schema object can
-    shadow."""
+    """The function in ``schema``, registering into ``table`` (both quoted); ``replace``:
+    ``CREATE OR REPLACE``. ``new_rows``, the transition table, no schema object can shadow."""
     create = "CREATE OR REPLACE FUNCTION" if replace else "CREATE FUNCTION"
     return f"""{create} {schema}.{FUNCTION}() RETURNS pg_catalog.trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $body$
@@ -43,9 +34,8 @@ $body$"""
 
 
 class AddTenantRegistration(DatabaseOnlyTableOperation):
-    """The function, registering into the table of ``model_name`` (the registry's), with
-    ``EXECUTE`` revoked from PUBLIC (triggers run it whatever the inserting role may
-    execute). Reversing drops it (its triggers first). PostgreSQL only."""
+    """The function, registering into ``model_name``'s table, ``EXECUTE`` revoked from
+    PUBLIC (triggers run it anyway). Reversing drops it and its triggers."""
 
     def forwards(self, schema_editor: Any, model: Any) -> None:
         schema, table = schema_and_table(schema_editor, model)
@@ -67,10 +57,8 @@ class AddTenantRegistration(DatabaseOnlyTableOperation):
 
 
 class PinTenantRegistration(DatabaseOnlyTableOperation):
-    """The function replaced by :func:`function_sql`'s (``CREATE OR REPLACE``: its owner,
-    grants and triggers kept), run by its owner, the migrating role. Reversing keeps the
-    pinned body: the one before let a caller's temporary objects run as the owner.
-    PostgreSQL only."""
+    """The function replaced by :func:`function_sql`'s (owner, grants and triggers kept).
+    Reversing keeps the pinned body: the one before let a caller's objects run as owner."""
 
     def forwards(self, schema_editor: Any, model: Any) -> None:
         schema, table = schema_and_table(schema_editor, model)

@@ -1,10 +1,7 @@
 """The cross-thread store: a versioned JSON key-value store shared by an agent's threads.
 
-Backends: :class:`InMemoryStore` (process-local), :class:`HolographicStore` (one SQLite
-file, FTS5 + holographic vectors) and :class:`PgMemory` (PostgreSQL + pgvector with
-row-level security per tenant). ``PgMemory`` and ``PGVECTOR_ANN_MAX_DIM`` are imported
-lazily from :mod:`tulip_memory.store.pg.store`, so this package imports without Django settings.
-The contract is documented in :mod:`tulip_memory.store.base`.
+Backends: :class:`InMemoryStore`, :class:`HolographicStore` (SQLite) and :class:`PgMemory`
+(PostgreSQL, imported lazily: this package imports without Django settings).
 """
 
 from __future__ import annotations

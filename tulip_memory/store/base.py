@@ -1,11 +1,8 @@
 """The store contract: ``BaseStore``, ``StoreItem``, ``StoreCapabilities``.
 
-A store keeps JSON values under ``(namespace, key)``, versioned (1, then +1 a write), and
-refuses bad input with ``ValueError`` before writing. ``put``, ``get``, ``delete`` and
-``list_keys`` are abstract; everything else has a default built over them, and an
-optional feature a store does not advertise in ``capabilities`` raises
-:class:`StoreCapabilityError`. docs/store.md, "The contract", states it in full;
-``tests/store/test_contract.py`` checks it on every store.
+``put``, ``get``, ``delete`` and ``list_keys`` are abstract; the rest has defaults built
+over them, or raises :class:`StoreCapabilityError` unless ``capabilities`` advertises it.
+docs/store.md, "The contract", states it in full.
 """
 
 from __future__ import annotations
@@ -53,12 +50,10 @@ _TTL_HINT = (
 
 
 def ttl_argument(ttl: TTL) -> dict[str, TTL]:
-    """``{"ttl": ttl}``, or nothing for ``None``: what a wrapper passes on to a store's
-    write, so that a store whose methods take no ``ttl`` keyword still works without one."""
+    """``{"ttl": ttl}``, or nothing for ``None`` (a store may take no ``ttl`` keyword)."""
     return {} if ttl is None else {"ttl": ttl}
 
 
-# How many keys the default clear_namespace deletes per list_keys round.
 _CLEAR_PAGE = 1000
 
 
@@ -75,7 +70,6 @@ class StoreItem:
     version: int = 1
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-serialisable dict (namespace as a list, timestamps in ISO 8601)."""
         return {
             "namespace": list(self.namespace),
             "key": self.key,
@@ -88,7 +82,6 @@ class StoreItem:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> StoreItem:
-        """Inverse of :meth:`to_dict`."""
         return cls(
             namespace=tuple(data["namespace"]),
             key=data["key"],
@@ -102,17 +95,8 @@ class StoreItem:
 
 @dataclass(frozen=True)
 class StoreCapabilities:
-    """What a store implements beyond the abstract methods.
-
-    ``search``: ``search``/``search_many``. ``semantic_search``: ``put_with_embedding``,
-    ``search_by_embedding``, ``get_embedding``; ``embedding_dimension`` is the width they
-    expect (``None``: any width, fixed by the first embedding stored). ``list_namespaces``:
-    ``list_namespaces``. ``batch_operations``: ``put_batch`` is all-or-nothing.
-    ``transactions``: writes are transactional. ``ttl``: items expire.
-    ``tenant_isolated``: ``namespace[0]`` is the tenant and the store keeps tenants apart
-    (a call for another tenant than the bound one raises ``TenantError``), so helpers such
-    as ``StoreContext`` put the tenant first in every namespace they build.
-    """
+    """What a store implements beyond the abstract methods (docs/store.md, "Capabilities").
+    ``tenant_isolated``: ``namespace[0]`` is the tenant and tenants are kept apart."""
 
     search: bool = False
     semantic_search: bool = False
@@ -135,8 +119,7 @@ class SemanticSearchResult:
 
 class BaseStore(ABC):
     """Abstract store: subclasses implement ``put``, ``get``, ``delete``, ``list_keys``
-    and advertise the optional methods they override in ``capabilities``. Their writes
-    and deletes send events (:mod:`tulip_memory.store.instrumentation`)."""
+    and advertise the optional methods they override in ``capabilities``."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -144,15 +127,11 @@ class BaseStore(ABC):
 
     @property
     def capabilities(self) -> StoreCapabilities:
-        """What this store supports; the base advertises nothing optional."""
         return StoreCapabilities()
 
     def bound_tenant(self) -> str | None:
-        """The tenant the calling code is bound to, as this store sees it.
-
-        ``None`` here; a ``tenant_isolated`` store returns the tenant bound by
-        ``tenant_context``/``TenantMiddleware`` (``None`` when none is).
-        """
+        """The tenant bound by ``tenant_context``/``TenantMiddleware``, as this store sees it
+        (always ``None`` unless ``tenant_isolated``)."""
         return None
 
     def _unsupported(self, capability: str, hint: str | None = None) -> NoReturn:
@@ -161,8 +140,6 @@ class BaseStore(ABC):
         )
 
     def _ttl(self, ttl: object) -> timedelta | None:
-        """``ttl`` checked: ``StoreCapabilityError`` on a store without ``capabilities.ttl``,
-        ``ValueError`` when it is not a positive number of seconds or ``timedelta``."""
         if ttl is None:
             return None
         if not self.capabilities.ttl:
@@ -181,11 +158,8 @@ class BaseStore(ABC):
         *,
         ttl: TTL = None,
     ) -> None:
-        """Create or replace the value of ``key`` (version 1 on create, +1 per update).
-
-        ``ttl``: the item expires that long after the write (stores with
-        ``capabilities.ttl``); ``None`` keeps it until deleted, clearing an earlier expiry.
-        """
+        """Create or replace ``key`` (version 1, then +1 a write); ``ttl``: expire that long
+        after the write, ``None`` never (clearing an earlier expiry)."""
 
     @abstractmethod
     async def get(self, namespace: tuple[str, ...], key: str) -> Any | None:
@@ -197,18 +171,13 @@ class BaseStore(ABC):
 
     @abstractmethod
     async def list_keys(self, namespace: tuple[str, ...], limit: int = 100) -> list[str]:
-        """Up to ``limit`` keys of ``namespace`` (exactly this namespace, not its children),
-        newest-updated first, ties by key."""
+        """Up to ``limit`` keys of exactly ``namespace``, newest-updated first, ties by key."""
 
     # --- optional, with working defaults -------------------------------------------
 
     async def get_item(self, namespace: tuple[str, ...], key: str) -> StoreItem | None:
-        """The whole item (metadata, timestamps and version), or ``None``.
-
-        This default, built over ``get``, cannot know the rest: ``metadata={}``,
-        ``version=0``, both timestamps the time of the call, and a stored ``None`` reads
-        as missing.
-        """
+        """The whole item, or ``None``. This default over ``get`` gives ``metadata={}``,
+        ``version=0`` and the time of the call (docs/store.md)."""
         value = await self.get(namespace, key)
         if value is None:
             return None
@@ -239,12 +208,8 @@ class BaseStore(ABC):
         return results
 
     async def put_batch(self, items: list[BatchItem], *, ttl: TTL = None) -> None:
-        """Write several ``(namespace, key, value, metadata)`` items.
-
-        ``ttl`` applies to every item. Every item is validated before the first write;
-        they are written in order, as by successive ``put`` calls. This default is not
-        atomic; stores advertising ``batch_operations`` write all or nothing.
-        """
+        """Write ``(namespace, key, value, metadata)`` items in order, all validated first;
+        atomic only on stores advertising ``batch_operations``."""
         items = batch_items(items)
         prepare_batch(items)
         self._ttl(ttl)
@@ -259,12 +224,8 @@ class BaseStore(ABC):
         expected_versions: Mapping[tuple[Namespace, str], int | None],
     ) -> bool:
         """``put_batch(items)`` if every ``(namespace, key)`` of ``expected_versions`` is
-        still at the given version (``None``: absent); ``True`` if written, ``False``
-        (nothing written) if one has moved on.
-
-        The stores of this package check and write as one step; this default checks
-        through ``get_item`` and then writes: it is not atomic.
-        """
+        still at that version (``None``: absent); ``False``, nothing written, otherwise.
+        This default is not atomic; the stores of this package are."""
         items = batch_items(items)
         prepare_batch(items)
         for (namespace, key), version in validate_expected_versions(expected_versions).items():
@@ -300,10 +261,7 @@ class BaseStore(ABC):
         query: str | None = None,
         limit: int = 10,
     ) -> list[StoreItem]:
-        """Items of ``namespace`` ranked for ``query`` (newest first without a query).
-
-        Raises StoreCapabilityError unless ``capabilities.search``.
-        """
+        """Items of ``namespace`` ranked for ``query`` (newest first without a query)."""
         self._unsupported(
             "search", "pick a store whose capabilities.search is True (e.g. InMemoryStore)"
         )
@@ -327,10 +285,7 @@ class BaseStore(ABC):
         prefix: tuple[str, ...] | None = None,
         limit: int = 100,
     ) -> list[tuple[str, ...]]:
-        """Namespaces holding at least one item, starting with ``prefix``, sorted.
-
-        Raises StoreCapabilityError unless ``capabilities.list_namespaces``.
-        """
+        """Namespaces holding at least one item, starting with ``prefix``, sorted."""
         self._unsupported("list_namespaces")
 
     async def put_with_embedding(
@@ -343,19 +298,13 @@ class BaseStore(ABC):
         *,
         ttl: TTL = None,
     ) -> None:
-        """``put`` plus an embedding vector for ``search_by_embedding``.
-
-        Raises StoreCapabilityError unless ``capabilities.semantic_search``.
-        """
+        """``put`` plus an embedding vector for ``search_by_embedding``."""
         self._unsupported(
             "semantic_search", "use put() for plain storage, or a store with semantic_search"
         )
 
     async def sweep_expired(self) -> int:
-        """Delete the items whose expiry has passed; how many were deleted.
-
-        Raises StoreCapabilityError unless ``capabilities.ttl``.
-        """
+        """Delete the items whose expiry has passed; how many were deleted."""
         self._unsupported("ttl", _TTL_HINT)
 
     async def search_by_embedding(
@@ -366,17 +315,11 @@ class BaseStore(ABC):
         threshold: float | None = None,
         metadata_filter: dict[str, Any] | None = None,
     ) -> list[SemanticSearchResult]:
-        """Items of ``namespace`` with an embedding, most similar first.
-
-        Raises StoreCapabilityError unless ``capabilities.semantic_search``.
-        """
+        """Items of ``namespace`` with an embedding, most similar first."""
         self._unsupported("semantic_search", "pick a store with capabilities.semantic_search")
 
     async def get_embedding(self, namespace: tuple[str, ...], key: str) -> list[float] | None:
-        """The embedding stored with ``key`` (``None``: no such item, or no embedding).
-
-        Raises StoreCapabilityError unless ``capabilities.semantic_search``.
-        """
+        """The embedding stored with ``key`` (``None``: no such item, or no embedding)."""
         self._unsupported("semantic_search", "pick a store with capabilities.semantic_search")
 
 
@@ -417,7 +360,6 @@ class PreparedStore(BaseStore):
         """Write a validated item (``ttl`` not yet checked)."""
 
     async def _put_embedded(self, prepared: PreparedPut, embedding: list[float], ttl: TTL) -> None:
-        """Write a validated item with the caller's vector (stores with semantic search)."""
         self._unsupported(
             "semantic_search", "use put() for plain storage, or a store with semantic_search"
         )

@@ -1,15 +1,9 @@
 """StoreContext: the store as an agent's node sees it, with user, session and global helpers.
 
-Namespaces it uses: ``(*T, "users", user_id)`` (``for_user``), ``(*T, "users", user_id,
-"memories")`` (``remember``/``forget``/``search_memories``), ``(*T, "sessions",
-session_id)`` (``for_session``) and ``(*T, "global")`` (``get_global``/``set_global``),
-where ``T`` is ``(tenant,)`` when the context has a tenant and empty otherwise. Reads
-without a user return nothing; writes without a user raise ``ValueError``.
-
-On a tenant-isolated store (``capabilities.tenant_isolated``, e.g. PgMemory, whose
-``namespace[0]`` is the tenant) the tenant is required — given, or the one bound by
-``tenant_context``/``TenantMiddleware`` — so that users and globals of different tenants
-never share a namespace; without one the constructor raises ``TenantError``.
+Namespaces: ``(*T, "users", user_id[, "memories"])``, ``(*T, "sessions", session_id)``
+and ``(*T, "global")``, ``T`` being ``(tenant,)`` when there is one. Reads without a user
+return nothing; writes without one raise ``ValueError``. A tenant-isolated store requires
+a tenant (given or bound), else ``TenantError``.
 """
 
 from __future__ import annotations

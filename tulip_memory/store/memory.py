@@ -1,9 +1,7 @@
 """InMemoryStore: the whole store contract in a process-local dict (tests, ephemeral use).
 
-Ranks by Okapi BM25 over stemmed terms, ties newest first; with ``embedder=`` the BM25
-matches and the nearest items by cosine are fused (docs/store.md, "Ranking"). Each
-namespace keeps its items by last write and an inverted index of terms. No
-``search_by_embedding``. ``ttl=`` expiry follows ``clock``.
+Ranks by Okapi BM25 over stemmed terms, fused with the embedder's cosine when given
+(docs/store.md, "Ranking"). No ``search_by_embedding``.
 """
 
 from __future__ import annotations
@@ -103,7 +101,6 @@ class _Namespace:
         return any(entry.live(now) for entry in self.entries.values())
 
     def bm25(self, terms: set[str], now: datetime) -> dict[str, float]:
-        """The BM25 score of every live entry holding one of ``terms``."""
         count = len(self.entries)
         average = self.total_length / max(count, 1)
         scores: dict[str, float] = {}
@@ -162,9 +159,7 @@ class InMemoryStore(PreparedStore):
         return StoreCapabilities(search=True, ttl=True, list_namespaces=True, batch_operations=True)
 
     async def _locked(self, work: Callable[[], T], size: int) -> T:
-        """``work()`` under the lock: inline for small inputs, in a worker thread when
-        ``size`` (characters of values or query) is long, so that indexing or scoring
-        tens of thousands of terms never stalls the event loop."""
+        """``work()`` under the lock, in a worker thread when ``size`` is long."""
 
         def locked() -> T:
             with self._lock:
@@ -175,18 +170,14 @@ class InMemoryStore(PreparedStore):
     # --- writes -----------------------------------------------------------------------
 
     async def _vectors(self, texts: list[str]) -> list[np.ndarray | None]:
-        """Unit-length embeddings of ``texts`` (None for a text without words or whose
-        vector is all zeros, or for every text without an embedder); computed before the
-        lock is taken. A vector of another width than the embedder's, or not finite, is
-        refused with ``ValueError``: nothing is written."""
+        """Unit-length embeddings of ``texts`` (None: no words, all zeros or no embedder),
+        computed before the lock is taken; a bad vector raises ``ValueError``."""
         if self._embedder is None:
             return [None] * len(texts)
         embedded = await embed_texts(self._embedder, texts)
         return [None if vector is None else self._unit(vector) for vector in embedded]
 
     def _unit(self, vector: Any) -> np.ndarray | None:
-        """An embedder's ``vector``, checked, as a float64 array of length 1 (None when
-        it is all zeros)."""
         values = validate_embedder_vector(vector, dimension=self._dimension)
         if values is None:
             return None
@@ -195,8 +186,6 @@ class InMemoryStore(PreparedStore):
         return array / float(np.linalg.norm(array))
 
     async def _encode(self, prepared: list[PreparedPut]) -> list[_Encoded]:
-        """The terms and vector of each write, before the lock is taken (the terms in a
-        worker thread when the values are long: stemming costs microseconds a word)."""
         texts = [value_text(decode_json(one.value_json)) for one in prepared]
         terms = await _terms_of(texts)
         return list(zip(terms, await self._vectors(texts), strict=True))
@@ -242,7 +231,6 @@ class InMemoryStore(PreparedStore):
         await self._locked(lambda: self._write(prepared, encoded, expiry), len(prepared.value_json))
 
     async def put_batch(self, items: list[BatchItem], *, ttl: TTL = None) -> None:
-        """All or nothing: every item is validated before the first is written."""
         prepared = prepare_batch(items)
         expiry = self._ttl(ttl)
         encoded = await self._encode(prepared)
@@ -258,7 +246,6 @@ class InMemoryStore(PreparedStore):
         items: list[BatchItem],
         expected_versions: Mapping[tuple[Namespace, str], int | None],
     ) -> bool:
-        """The versions are compared and the batch written under one lock acquisition."""
         prepared = prepare_batch(items)
         expected = validate_expected_versions(expected_versions)
         encoded = await self._encode(prepared)
@@ -283,7 +270,6 @@ class InMemoryStore(PreparedStore):
             return entry is not None and entry.live(self._now())
 
     def _remove(self, namespace: tuple[str, ...], key: str) -> _Entry | None:
-        """Take ``key`` out of ``namespace`` (expired or not); call under the lock."""
         space = self._namespaces.get(namespace)
         entry = None if space is None else space.entries.pop(key, None)
         if space is None or entry is None:
@@ -301,7 +287,6 @@ class InMemoryStore(PreparedStore):
         return space.live_count(self._now()) if space else 0
 
     async def sweep_expired(self) -> int:
-        """Remove every expired entry; how many."""
         started = time.perf_counter()
         with self._lock:
             now = self._now()
@@ -418,7 +403,6 @@ class InMemoryStore(PreparedStore):
 
 
 async def _terms_of(texts: list[str]) -> list[Counter[str]]:
-    """The term counts of ``texts``; in a worker thread when they are long."""
     return await off_loop_when_long(
         sum(map(len, texts)), lambda: [Counter(search_terms(text)) for text in texts]
     )

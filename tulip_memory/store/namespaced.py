@@ -1,9 +1,7 @@
 """NamespacedStore: a view of a store fixed to one namespace.
 
-``NamespacedStore(store, ("users", "u1"))`` forwards every call with that namespace, and
-``scoped("memories")`` narrows it further (``("users", "u1", "memories")``). The namespace
-is validated once, at construction. Writes take the wrapped store's ``ttl=`` (a store
-without ``capabilities.ttl`` refuses it with ``StoreCapabilityError``, as directly).
+``NamespacedStore(store, ("users", "u1"))`` forwards every call with that namespace
+(validated once); ``scoped("memories")`` narrows it further.
 """
 
 from __future__ import annotations

@@ -1,14 +1,8 @@
 """Ranking arithmetic of the stores: Okapi BM25, score fusion and exact cosine ranking.
 
-Pure functions over numbers and numpy arrays, so they are tested without a database.
-
-Fusion (docs/store.md, "Ranking"): a hybrid score is ``lexical / best_lexical + weight *
-vector_similarity``, each candidate scored by both parts whichever ranking brought it.
-Dividing by the query's best BM25 puts the lexical part in [0, 1] whatever the query's
-length or the collection's size, so one ``weight`` serves every query; the vector part
-then breaks near-ties and brings in matches by meaning. Fusing scores keeps BM25's
-margins: reciprocal-rank fusion gives a much weaker ranking half the vote and measured
-below BM25 alone (docs/recall-design.md).
+Pure functions over numbers and numpy arrays. A fused score is ``lexical / best_lexical +
+weight * vector_similarity`` (docs/store.md, "Ranking"; why not reciprocal-rank fusion:
+docs/design/recall.md).
 """
 
 from __future__ import annotations
@@ -35,12 +29,11 @@ __all__ = [
 
 K = TypeVar("K", bound=Hashable)
 
-# The textbook Okapi parameters (k1 1.2, b 0.75): the best of the 231 tuning questions
-# moved recall by +-0.01 only, so the design keeps the usual values.
+# The textbook Okapi parameters (docs/design/recall.md).
 BM25_K1 = 1.2
 BM25_B = 0.75
-# Weight of the vector similarity in a fused score: a model embedder's cosine (measured
-# flat between 0.3 and 1) and HRR's (a bag of the same words without IDF: a tie-breaker).
+# Weight of the vector similarity in a fused score: a model embedder's cosine, and HRR's
+# (a bag of the same words without IDF: a tie-breaker).
 MODEL_WEIGHT = 0.5
 HRR_WEIGHT = 0.3
 
@@ -56,8 +49,7 @@ def bm25_idf(count: int, frequency: int) -> float:
 
 
 def bm25_weight(tf: int, length: int, average_length: float) -> float:
-    """The term-frequency factor of BM25 for a term seen ``tf`` times in an item of
-    ``length`` terms (multiplied by the term's IDF)."""
+    """BM25's term-frequency factor for ``tf`` occurrences in ``length`` terms."""
     norm = BM25_K1 * (1.0 - BM25_B + BM25_B * length / (average_length or 1.0))
     return tf * (BM25_K1 + 1.0) / (tf + norm)
 
@@ -92,9 +84,8 @@ def cosine_similarities(matrix: Any, query: Any) -> Any:
 def nearest_and_scored(
     keys: Sequence[K], similarity: Any, pool: int, scored: Iterable[K]
 ) -> dict[K, float]:
-    """The similarity of the ``pool`` keys most similar (``similarity[i]`` is ``keys[i]``'s)
-    and of every key of ``scored`` that has one: each candidate of a fusion gets its vector
-    part, whichever ranking brought it."""
+    """The similarity of the ``pool`` most similar keys and of every key of ``scored``:
+    each candidate of a fusion gets its vector part, whichever ranking brought it."""
     best = np.argsort(-similarity, kind="stable")[:pool]
     found = {keys[i]: float(similarity[i]) for i in best}
     wanted = set(scored) - found.keys()
@@ -112,8 +103,7 @@ def cosine_top(
     top: list[tuple[int, float]] = []
     for i in np.argsort(-scores, kind="stable")[:limit]:
         score = float(np.clip(scores[i], -1.0, 1.0))
-        # Equal vectors score 1 up to float64 rounding (the dot product and the norms are
-        # summed in different orders): a threshold of 1.0 keeps exact duplicates.
+        # Equal vectors score 1 only up to rounding: a threshold of 1.0 keeps duplicates.
         if threshold is not None and score < threshold - _ROUNDING:
             break
         top.append((int(i), score))

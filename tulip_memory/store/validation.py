@@ -1,9 +1,5 @@
 """Input validation shared by every store: one ``ValueError`` naming the argument and the
-problem, before any write.
-
-Namespaces, keys, values and metadata (strict JSON, no NUL, no keys colliding in JSON),
-embeddings, limits, thresholds and ttls. The helpers return what a store writes, and
-:func:`prepare_batch` names the first bad item of a batch before anything is written.
+problem, before any write. The helpers return what a store writes.
 """
 
 from __future__ import annotations
@@ -116,8 +112,7 @@ MAX_JSON_DEPTH = 128
 
 def _check_structure(obj: Any, name: str) -> None:
     """Refuse containers nested deeper than :data:`MAX_JSON_DEPTH`, and a dict two of whose
-    keys are one key in JSON (``1`` and ``"1"``, ``True`` and ``"true"``): its text would
-    hold the key twice and read back with one entry lost. Iterative: no recursion."""
+    keys are one in JSON (``1`` and ``"1"``): one entry would be lost."""
     # Each entry: the container, its depth and where it is (None: the argument itself,
     # else (where its parent is, its key or index)), a path built only for an error.
     stack: list[tuple[Any, int, Any]] = [(obj, 1, None)]
@@ -261,10 +256,8 @@ def validate_embedding(
 def validate_embedder_vector(
     vector: object, *, dimension: int | None, name: str = "the embedder's vector"
 ) -> list[float] | None:
-    """An embedder's ``vector`` of a text, checked as :func:`validate_embedding` checks a
-    caller's, or None when it is all zeros: the embedder found nothing in the text to
-    place (a text of unknown tokens), which is then stored without a vector and ranked by
-    its words, and such a query ranks by words."""
+    """An embedder's ``vector``, checked as :func:`validate_embedding` checks a caller's, or
+    None when it is all zeros (the text is then ranked by its words)."""
     values = _embedding_values(vector, dimension, name)
     return values if any(values) else None
 
@@ -326,12 +319,8 @@ MAX_TTL = timedelta(days=36_500)
 
 
 def validate_ttl(ttl: object, *, name: str = "ttl") -> timedelta | None:
-    """``None`` (never expires), or the ttl as a positive ``timedelta``.
-
-    Seconds may be an ``int`` or a ``float``; ``bool``, strings, NaN, infinities, zero,
-    negative values, positive ones under a microsecond (the stores' resolution, and a
-    ``timedelta``'s) and anything over :data:`MAX_TTL` are refused with a ``ValueError``.
-    """
+    """``None`` (never expires), or the ttl (seconds or ``timedelta``) as a ``timedelta``
+    of at least a microsecond and at most :data:`MAX_TTL`."""
     if ttl is None:
         return None
     if isinstance(ttl, timedelta):

@@ -1,14 +1,9 @@
 """HolographicStore's full-text side: FTS5 match expressions and BM25 candidate search.
 
-A query's terms are OR-ed (an item need not contain every word) and confined to one
-namespace by its scope token inside FTS5 itself. In a namespace of more than
-``ROW_BUDGET`` items the candidate search keeps the query's rarest terms whose matches add
-up to at most ``ROW_BUDGET`` rows (always the rarest term found in the namespace) and leaves
-out the others: BM25 costs microseconds per matching row and a frequent word can match half
-of a namespace. So such a search may return fewer than ``limit`` items although more hold
-a left-out word.
-The HRR ranking of the candidates (:mod:`tulip_memory.store.holographic.vectors`) still
-counts every term.
+A query's terms are OR-ed and confined to one namespace by its scope token. In a
+namespace of more than ``ROW_BUDGET`` items only the query's rarest terms are matched
+(BM25 costs microseconds a matching row), so such a search may return fewer than
+``limit`` items; the HRR ranking of the candidates still counts every term.
 """
 
 from __future__ import annotations
@@ -37,10 +32,8 @@ def fts_query(ns_text: str, terms: Iterable[str]) -> str:
 
 
 def _candidate_terms(conn: sqlite3.Connection, ns: str, terms: list[str]) -> list[str]:
-    """The query terms whose matches BM25 ranks: all of them unless the namespace is
-    large, then the rarest ones whose matches add up to at most ``ROW_BUDGET`` rows
-    (at least the rarest term that matches). A term matching nothing in the namespace is
-    left out: it adds no row, and must not take the place of one that does."""
+    """The query terms BM25 ranks: in a large namespace the rarest whose matches add up to
+    at most ``ROW_BUDGET`` rows (at least one); a term matching nothing is left out."""
     cap = ROW_BUDGET + 1
     if len(terms) == 1 or conn.execute(COUNT_NAMESPACE, (ns, cap)).fetchone()[0] < cap:
         return terms
@@ -59,11 +52,8 @@ def _candidate_terms(conn: sqlite3.Connection, ns: str, terms: list[str]) -> lis
 
 
 def bm25_candidates(conn: sqlite3.Connection, ns: str, terms: list[str], pool: int) -> list[Any]:
-    """The ``pool`` BM25-best items of namespace ``ns`` for ``terms``, best first.
-
-    Each row is ``ITEM_COLUMNS`` followed by the item's HRR vector (``hrr``) and its BM25
-    score. Ties: newest-updated first, then key.
-    """
+    """The ``pool`` BM25-best items of ``ns`` for ``terms`` (``ITEM_COLUMNS``, ``hrr``,
+    score), best first, ties newest-updated first, then key."""
     chosen = _candidate_terms(conn, ns, terms)
     if not chosen:  # no term of the query is in the namespace
         return []

@@ -1,9 +1,7 @@
-"""HolographicStore's SQLite side: the schema and every statement, named, and transactions.
+"""HolographicStore's SQLite side: the schema, every statement (named) and transactions.
 
 A namespace is stored as its compact JSON array, so a prefix is a string prefix; the FTS5
-table holds one ``scope`` token per namespace (a digest) and the value's tokens, stemmed
-by ``porter``. ``expires_at`` is in microseconds since the epoch (NULL: never), compared
-by :data:`LIVE` with the store's clock (``tulip_now()``).
+table holds one ``scope`` token per namespace and the value's stemmed tokens.
 """
 
 from __future__ import annotations
@@ -116,8 +114,7 @@ END;
 SELECT_FTS_SCHEMA = (
     "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'tulip_items_fts'"
 )
-# Drop an FTS table made with another tokenizer; FTS_SCHEMA then recreates it and the
-# 'rebuild' command re-indexes every row from the content table (in one transaction).
+# Drop an FTS table made with another tokenizer; FTS_SCHEMA then recreates it, rebuilt.
 DROP_FTS = "DROP TABLE tulip_items_fts"
 REBUILD_FTS = "INSERT INTO tulip_items_fts (tulip_items_fts) VALUES ('rebuild')"
 
@@ -148,8 +145,7 @@ SELECT_EMBEDDING_DIM = "SELECT value FROM tulip_meta WHERE name = 'embedding_dim
 # Parameters: name, value.
 INSERT_META = "INSERT INTO tulip_meta VALUES (?, ?)"
 
-# The row a write updates: its last timestamp, version and whether it is live (an
-# expired row is written anew: parameters: ns, key).
+# The row a write updates: its last timestamp, version and whether it is live.
 SELECT_WRITE_STATE = f"SELECT updated_at, version, {LIVE} FROM tulip_items WHERE ns = ? AND key = ?"
 INSERT_ITEM = (
     "INSERT INTO tulip_items (ns, key, value, metadata, created_at, updated_at, "
@@ -188,10 +184,8 @@ LIST_NAMESPACES_UNDER = (
     f"SELECT DISTINCT ns FROM tulip_items WHERE (ns = ? OR substr(ns, 1, ?) = ?) AND {LIVE}"
 )
 
-# The BM25-best ``limit`` matches of an FTS5 expression, as items with their HRR vector
-# and their BM25 score (higher is better; parameters: MATCH expression, limit). Column 0
-# of the FTS table (the namespace scope) weighs nothing in the score. Ties are broken
-# (newest-updated first, then key) before the cut to ``limit``, not only after it.
+# The BM25-best ``limit`` matches of an FTS5 expression (parameters: MATCH expression,
+# limit); the scope column weighs nothing, and ties are broken before the cut to limit.
 BM25_CANDIDATES = (
     f"SELECT {ITEM_COLUMNS}, hrr, -hits.score FROM ("
     "SELECT tulip_items_fts.rowid AS id, bm25(tulip_items_fts, 0.0, 1.0) AS score "
@@ -201,16 +195,13 @@ BM25_CANDIDATES = (
     ") AS hits JOIN tulip_items ON tulip_items.rowid = hits.id "
     "ORDER BY hits.score, updated_at DESC, key"
 )
-# How many rows a namespace has / an FTS5 expression matches, counted up to a cap
-# (parameters: ns or MATCH expression, cap): enough to tell "more than the budget".
+# How many rows a namespace has / an FTS5 expression matches, up to a cap.
 COUNT_NAMESPACE = "SELECT count(*) FROM (SELECT 1 FROM tulip_items WHERE ns = ? LIMIT ?)"
 COUNT_MATCHES = (
     "SELECT count(*) FROM (SELECT 1 FROM tulip_items_fts WHERE tulip_items_fts MATCH ? LIMIT ?)"
 )
 
-# Every HRR vector of a namespace, for the exact HRR scan (parameter: ns).
-# Newest first (the ``tulip_items_recent`` index, no sort): the stable ranking of what reads
-# them then breaks ties newest-updated first, then by key.
+# Every HRR vector of a namespace, newest first, so a stable ranking breaks ties so.
 NAMESPACE_PHASES = (
     f"SELECT rowid, hrr FROM tulip_items WHERE ns = ? AND {LIVE} ORDER BY updated_at DESC, key"
 )
@@ -227,7 +218,6 @@ NAMESPACE_EMBEDDINGS = (
 
 
 def items_by_rowid(count: int) -> str:
-    """The items of ``count`` rowids (given as parameters), each with its rowid first."""
     return f"SELECT rowid, {ITEM_COLUMNS} FROM tulip_items WHERE rowid IN ({','.join('?' * count)})"
 
 

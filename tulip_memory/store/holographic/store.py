@@ -1,11 +1,7 @@
 """HolographicStore: durable memory in one SQLite file (WAL, FTS5, HRR vectors).
 
-Search ranks by FTS5's BM25 over the query's stemmed words, ties newest first;
-``mode="fused"`` re-scores BM25's candidates with HRR, ``mode="hrr"`` scans HRR exactly,
-and with ``embedder=`` the default ``mode="hybrid"`` fuses BM25 with the embedder's
-cosine. Embeddings are float32, their width fixed by the file. ``ttl=`` expiry follows
-``clock``. Statements live in :mod:`.sql`, BM25 candidates in :mod:`.fts`, vectors in
-:mod:`.vectors`; docs/store.md, "HolographicStore", is the guide.
+Search modes: see :meth:`HolographicStore.search`. Statements live in :mod:`.sql`, BM25
+candidates in :mod:`.fts`, vectors in :mod:`.vectors`; docs/store.md is the guide.
 """
 
 from __future__ import annotations
@@ -149,8 +145,7 @@ class HolographicStore(PreparedStore):
                     cur.execute(sql.ADD_EXPIRY_COLUMN)
         conn.execute(sql.EXPIRY_INDEX)
         if sql.FTS_TOKENIZER not in conn.execute(sql.SELECT_FTS_SCHEMA).fetchone()[0]:
-            # A file from before stemming: its index holds unstemmed terms. Rebuilt from
-            # the rows in one transaction (a concurrent opener at worst rebuilds it twice).
+            # A file from before stemming: its index is rebuilt from the rows.
             conn.executescript(
                 f"BEGIN IMMEDIATE; {sql.DROP_FTS}; {sql.FTS_SCHEMA} {sql.REBUILD_FTS}; COMMIT;"
             )
@@ -216,7 +211,6 @@ class HolographicStore(PreparedStore):
         return Transaction(self._connection())
 
     async def _run(self, func: Callable[[], T]) -> T:
-        """Run ``func`` under the store's lock in a worker thread."""
 
         def locked() -> T:
             with self._lock:
@@ -235,20 +229,16 @@ class HolographicStore(PreparedStore):
     # --- writes -----------------------------------------------------------------------
 
     def _encode(self, prepared: PreparedPut) -> tuple[str, bytes | None]:
-        """The FTS content (the value's tokens) and the HRR vector of one write."""
         tokens = tokenize(value_text(decode_json(prepared.value_json)))
         return " ".join(tokens), hrr_blob(tokens, self._dim)
 
     async def _encode_all(self, prepared: list[PreparedPut]) -> list[tuple[str, bytes | None]]:
-        """:meth:`_encode` of each write; in a worker thread when the values are long."""
         return await off_loop_when_long(
             sum(len(one.value_json) for one in prepared),
             lambda: [self._encode(one) for one in prepared],
         )
 
     async def _embed(self, prepared: list[PreparedPut]) -> list[bytes | None]:
-        """The embedder's vector of each write's text (None without an embedder, or for a
-        value without words), computed before the lock is taken."""
         if self._embedder is None:
             return [None] * len(prepared)
         texts = [value_text(decode_json(one.value_json)) for one in prepared]
@@ -308,7 +298,6 @@ class HolographicStore(PreparedStore):
         await self._run(work)
 
     async def put_batch(self, items: list[BatchItem], *, ttl: TTL = None) -> None:
-        """Every item is validated first, then all are written in one transaction."""
         prepared = prepare_batch(items)
         expiry = self._ttl(ttl)
         encoded = await self._encode_all(prepared)
@@ -326,8 +315,7 @@ class HolographicStore(PreparedStore):
         items: list[BatchItem],
         expected_versions: Mapping[tuple[Namespace, str], int | None],
     ) -> bool:
-        """The versions are compared and the batch written in one ``BEGIN IMMEDIATE``
-        transaction, which excludes every other writer of the file (other processes too)."""
+        # One BEGIN IMMEDIATE transaction: it excludes every other writer of the file.
         prepared = prepare_batch(items)
         expected = validate_expected_versions(expected_versions)
         encoded = await self._encode_all(prepared)
@@ -386,7 +374,6 @@ class HolographicStore(PreparedStore):
         return await self._run(work)
 
     async def sweep_expired(self) -> int:
-        """Delete the expired rows of the file (one statement, the expiry index); how many."""
         started = time.perf_counter()
 
         def work() -> int:
@@ -497,9 +484,8 @@ class HolographicStore(PreparedStore):
     def _hybrid(
         self, conn: sqlite3.Connection, ns: str, words: list[str], vector: list[float], limit: int
     ) -> list[Sequence[Any]]:
-        """BM25's best and the embedder's nearest (exact cosine over the namespace's
-        vectors), ``candidate_pool(limit)`` of each, fused as InMemoryStore fuses them:
-        each candidate with its cosine, whichever ranking brought it."""
+        """BM25's best and the embedder's nearest, ``candidate_pool(limit)`` of each, fused
+        as InMemoryStore fuses them."""
         pool = candidate_pool(limit)
         rows: dict[str, Sequence[Any]] = {}
         lexical: dict[str, float] = {}
@@ -550,8 +536,7 @@ class HolographicStore(PreparedStore):
     ) -> list[StoreItem]:
         """Items ranked for ``query``: ``mode`` is ``"lexical"`` (BM25; the default without
         an embedder), ``"hybrid"`` (BM25 fused with the embedder's cosine; the default with
-        one), ``"fused"`` (BM25's candidates re-scored with HRR) or ``"hrr"`` (exact HRR
-        scan); see the module docstring."""
+        one), ``"fused"`` (BM25's candidates re-scored with HRR) or ``"hrr"`` (exact HRR)."""
         validate_namespace(namespace)
         validate_query(query)
         limit = validate_limit(limit)
@@ -567,7 +552,6 @@ class HolographicStore(PreparedStore):
         query: str | None = None,
         limit: int = 10,
     ) -> list[list[StoreItem]]:
-        """One result list per namespace, answered under one lock acquisition."""
         checked = validate_namespaces(namespaces)
         validate_query(query)
         limit = validate_limit(limit)
@@ -585,8 +569,7 @@ class HolographicStore(PreparedStore):
         threshold: float | None = None,
         metadata_filter: dict[str, Any] | None = None,
     ) -> list[SemanticSearchResult]:
-        """Exact cosine scan of the namespace's embeddings; ``score`` is the cosine
-        similarity and ``distance`` ``1 - score``."""
+        """Exact cosine scan; ``distance`` is ``1 - score``."""
         ns = ns_to_text(validate_namespace(namespace))
         query = validate_embedding(query_embedding, dimension=self._embedding_dim)
         limit = validate_limit(limit)

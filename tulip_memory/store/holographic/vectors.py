@@ -1,9 +1,7 @@
 """HolographicStore's vectors: the HRR phases of each item and callers' float32 embeddings.
 
-An item's HRR vector is the phases of its tokens (:mod:`tulip_memory.core.hrr`, 2 bytes per
-dimension), stored in the ``hrr`` column; an item without any token has none (``NULL``)
-and scores as a zero phase vector. A caller's embedding is stored as little-endian float32
-in the ``embedding`` column and ranked by an exact cosine scan.
+An item without any token has no HRR vector (``NULL``) and scores as a zero phase vector;
+embeddings are little-endian float32, ranked by an exact cosine scan.
 """
 
 from __future__ import annotations
@@ -73,11 +71,8 @@ def hrr_top(conn: sqlite3.Connection, ns: str, terms: list[str], dim: int, limit
 
 
 def embedding_blob(vector: list[float]) -> bytes:
-    """The stored form of a caller's (already validated) embedding.
-
-    Checked again as float32: a finite float64 such as 1e39 overflows to infinity and a
-    tiny one underflows to zero, and neither can be ranked by cosine.
-    """
+    """The stored form of a caller's validated embedding, checked again as float32 (where
+    it may overflow or underflow)."""
     with np.errstate(over="ignore"):  # an overflow becomes inf, refused below
         as_float32 = np.asarray(vector, dtype="<f4")
     if not np.isfinite(as_float32).all() or not as_float32.any():

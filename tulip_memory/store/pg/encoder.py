@@ -1,9 +1,7 @@
 """TextEncoder: PgMemory's vectors — an embedder's, else HRR — with a per-tenant cache.
 
-A text without words, or whose embedder vector is all zeros, has no vector; one of the
-wrong width or not finite raises ``ValueError``. Vectors are read-only float32 arrays;
-long HRR texts are encoded off the event loop. The LRU cache is keyed by
-``(tenant, text)``, so it is no channel between tenants. ``source`` names the encoder.
+A text without words, or whose vector is all zeros, has no vector; a bad vector raises
+``ValueError``. The LRU cache is keyed by ``(tenant, text)``: no channel between tenants.
 """
 
 from __future__ import annotations
@@ -31,7 +29,7 @@ DEFAULT_ENCODING_CACHE = 1024
 # What names an embedder's vector in the messages refusing it (as the other stores do).
 EMBEDDER_VECTOR = "the embedder's vector"
 
-# The source of a caller's own vector stored without an embedder (``put_with_embedding``).
+# The source of a caller's own vector stored without an embedder.
 EXTERNAL_SOURCE = "external"
 
 
@@ -63,11 +61,8 @@ def _width(dim: int, embedder: Any | None) -> int:
 
 
 def _check_length(vector: np.ndarray, name: str) -> None:
-    """Refuse a float32 vector whose squared length pgvector cannot compute.
-
-    pgvector adds up the squares in float32: past ~3.4e38 the sum is infinite, below
-    ~1e-45 it is zero, and either makes every cosine distance to the vector NaN.
-    """
+    """Refuse a float32 vector whose squared length (summed in float32 by pgvector)
+    overflows or underflows: every cosine distance to it would be NaN."""
     with np.errstate(over="ignore", under="ignore"):
         square = float(np.dot(vector, vector))
     if not 0.0 < square < math.inf:
@@ -79,8 +74,6 @@ def _check_length(vector: np.ndarray, name: str) -> None:
 
 
 class TextEncoder:
-    """Encodes texts for PgMemory (see the module docstring)."""
-
     def __init__(
         self,
         *,
@@ -100,12 +93,8 @@ class TextEncoder:
     # --- vectors ------------------------------------------------------------------------
 
     def checked(self, values: Sequence[float], *, name: str) -> np.ndarray:
-        """A caller's vector, checked number by number (messages name the index).
-
-        Checked again once narrowed to float32 (what pgvector stores): a finite float64
-        such as 1e39 overflowed to infinity (refused by PostgreSQL with a DataError), and
-        tiny values underflowed to an all-zero vector (stored, then ranked with NaN scores).
-        """
+        """A caller's vector, checked number by number, and again once narrowed to float32
+        (what pgvector stores), where it may overflow or underflow."""
         numbers = validate_embedding(values, dimension=self.width, name=name)
         with np.errstate(over="ignore"):  # reported below, as a ValueError
             array = np.asarray(numbers, np.float32)
@@ -151,9 +140,8 @@ class TextEncoder:
         return vector
 
     def _encoded_all(self, values: Sequence[Any], *, name: str) -> list[np.ndarray | None]:
-        """:meth:`_encoded` of each of ``values``, checked as one matrix (a batch of a
-        bulk write); when one is bad or all zeros, the check of each alone names it (or
-        gives it None)."""
+        """:meth:`_encoded` of each of ``values``, checked as one matrix; when one is bad or
+        all zeros, each is checked alone to name it."""
         try:
             matrix = np.asarray(values, dtype=np.float64)
         except (TypeError, ValueError):  # not numbers, or vectors of different widths
@@ -188,7 +176,6 @@ class TextEncoder:
     # --- encoding -----------------------------------------------------------------------
 
     async def _hrr_all(self, texts: Sequence[str]) -> list[np.ndarray | None]:
-        """:meth:`_hrr` of each text; in a worker thread when the texts are long."""
         return await off_loop_when_long(
             sum(map(len, texts)), lambda: [self._hrr(text) for text in texts]
         )

@@ -1,10 +1,8 @@
 """Vectors of another encoder in PgMemory's table: finding, counting and re-embedding them.
 
 PgMemory ranks only vectors of its own ``embedding_source``. :class:`Reembedder` is the
-``tulip_memory_reembed`` command's work for one tenant: batches read in a pinned
-transaction, embedded outside one, written back row by row on ``(id, version)`` (a value
-changed meanwhile keeps its new vector); a stopped run resumes. ``external`` vectors are
-left alone. The other helpers are what the system checks read.
+``tulip_memory_reembed`` command's work for one tenant: written back on ``(id, version)``,
+so a value changed meanwhile keeps its new vector; a stopped run resumes.
 """
 
 from __future__ import annotations
@@ -50,11 +48,7 @@ def stores_hrr_in_pg() -> bool:
 
 
 def settings_encoder() -> TextEncoder:
-    """The encoder of ``PgMemory()`` under the current settings (no cache).
-
-    Raises what building the configured embedder raises (``ImportError``,
-    ``ConfigurationError``, ``ValueError``/``TypeError`` from its options).
-    """
+    """The encoder of ``PgMemory()`` under the current settings (no cache)."""
     dim = settings.STORE_OPTIONS.get("dim", DEFAULT_DIM) if stores_hrr_in_pg() else DEFAULT_DIM
     return TextEncoder(dim=dim, embedder=get_embedder(), cache_size=0)
 
@@ -81,14 +75,8 @@ def bypasses_row_level_security(connection: Any) -> bool:
 
 
 def foreign_sources(connection: Any, source: str, tenant: str | None = None) -> dict[str, int]:
-    """Rows visible to ``connection`` (of ``tenant`` when given) whose vector is not of
-    ``source``, by source.
-
-    ``external`` vectors and rows without a vector are not counted: re-embedding leaves
-    them alone. Under row-level security a connection sees only its pinned tenant's rows,
-    but the tables' owner reads every tenant's store items (the search function's policy,
-    :mod:`tulip_memory.postgres.search_index`): a count of one tenant names it.
-    """
+    """Rows visible to ``connection`` (of ``tenant`` when given; the owner sees every
+    tenant's) whose vector is not of ``source``, by source, ``external`` ones apart."""
     only = "" if tenant is None else "AND tenant = %s "
     with connection.cursor() as cursor:
         cursor.execute(
@@ -112,7 +100,7 @@ class TenantReport:
 
 
 class Reembedder:
-    """Re-embeds one tenant's rows of other sources with ``encoder`` (module docstring)."""
+    """Re-embeds one tenant's rows of other sources with ``encoder``."""
 
     def __init__(
         self,
@@ -134,9 +122,8 @@ class Reembedder:
         return MemoryItem.objects.using(self.using)
 
     def _stale(self, tenant: str) -> Any:
-        # Another source's vectors, and rows of this source without one: a change of the
-        # column's width (ALTER ... TYPE vector(n) USING NULL) clears every vector and
-        # keeps the sources, which need not change with the width.
+        # Rows of this source without a vector too: a change of the column's width clears
+        # every vector and keeps the sources.
         from django.db.models import Q
 
         return (

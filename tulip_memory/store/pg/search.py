@@ -38,8 +38,6 @@ __all__ = [
 
 
 class SearchRow(NamedTuple):
-    """One hit of :func:`search_paths`."""
-
     position: int
     key: str
     value: Any
@@ -54,21 +52,16 @@ class SearchRow(NamedTuple):
 
 
 class SearchRows(list[SearchRow]):
-    """The hits of :func:`search_paths`, in order.
-
-    ``namespace_rows`` maps the position of each path whose text query was ranked by
-    reading its rows, with ``count_rows``, to how many live rows it has — a path without
-    a hit too; the other paths (from the indexes, not counted, other modes) are absent.
-    """
+    """The hits of :func:`search_paths`, in order; ``namespace_rows``: path position ->
+    live rows, for the paths ranked by reading their rows with ``count_rows``."""
 
     def __init__(self) -> None:
         super().__init__()
         self.namespace_rows: dict[int, int] = {}
 
 
-# The query's lexemes, once for every namespace of the statement: its tokens analysed by
-# the text search configuration (stemmed, stop words dropped), as an array and as the
-# OR of them all.
+# The query's lexemes (stemmed, stop words dropped), once for every namespace of the
+# statement, as an array and as the OR of them all.
 QUERY_LEXEMES = (
     "WITH q AS (SELECT tsvector_to_array(v) AS lexemes, "
     "coalesce(replace(strip(v)::text, ' ', ' | '), '')::tsquery AS tsq "
@@ -77,35 +70,21 @@ QUERY_LEXEMES = (
 
 
 # The vector candidates of a text query in a namespace: the best PASS_POOL rows of the
-# index-only pass over the codes (search_index), re-ranked by exact cosine distance. A
-# namespace of at most this many rows is therefore ranked exactly; over it, the pass kept
-# the exact top 10 in 0.998 of 400 queries on isotropic random vectors in a 50k-row
-# namespace (the hardest case: docs/pg_store.md, "Exact search at 50k rows").
+# index-only pass over the codes, re-ranked by exact cosine distance.
 PASS_POOL = 1000
 
-# The pass's cut: in a namespace known to hold more than PASS_CUT_MARGIN * 2 * pass_pool
-# rows, its first PASS_SAMPLE_ROWS index entries are ranked first, and only the rows
-# ranking at least as well as the best PASS_CUT_MARGIN * pass_pool / rows of that sample
-# go on to the pass's sort (about PASS_CUT_MARGIN * pass_pool rows): sorting all 50,000
-# entries of a namespace was a quarter of the pass (the cut saves 1.2-1.5 ms of a 15 ms
-# statement: docs/pg_store.md, "The pass's cut"). At least pass_pool rows passing, the
-# best pass_pool are the same as without the cut. The sample is the namespace's oldest
-# rows (index order): should the newer ones rank otherwise (or the namespace have shrunk
-# since it was counted), fewer may pass; then the pass runs again without the cut. A
-# namespace found to hold fewer rows than the sample is not cut.
+# The pass's cut (docs/design/pg-search.md, "The pass's cut"): in a large namespace only
+# the rows ranking as well as the best PASS_CUT_MARGIN * pass_pool / rows of its first
+# PASS_SAMPLE_ROWS entries go on to the sort; too few passing, the pass runs again uncut.
 PASS_SAMPLE_ROWS = 2048
 PASS_CUT_MARGIN = 8
 
-# PgMemory ranks a namespace from the indexes once it has seen it hold at least this many
-# rows (SearchRows.namespace_rows): below it, reading the rows costs less than the lexical
-# function's call and re-ranking the pass's rows by primary key (bench/pg_store.py, 384-d:
-# 2.8 against 3.9 ms at 1k rows, 12.2 against 7.0 at 10k; bench/manager.py, four
-# namespaces of 2,500 rows of 1,024-d vectors: 18.8 against 29.4 ms).
+# PgMemory ranks a namespace from the indexes once it has seen it hold this many rows;
+# below it, reading the rows costs less (docs/benchmarks.md).
 INDEXED_SEARCH_MIN_ROWS = 5000
 
 
-# The statements, named by what they rank; ``{where}`` is the rows of a path, ``p`` the
-# path (``p.path``, ``p.indexed``, ``p.counted``, ``p.cut``) of the outer ``unnest``.
+# The statements, named by what they rank; ``{where}``: a path's rows; ``p``: the path.
 SEARCH = (
     "SELECT p.idx, i.key, i.value, i.metadata, i.created_at, i.updated_at, i.version, "
     "m.lexical, m.rank, i.namespace, i.ttl IS NOT NULL, {seen} "
@@ -248,19 +227,11 @@ def search_paths(
     known_rows: Sequence[int | None] | None = None,
     vector_candidates: bool = True,
 ) -> SearchRows:
-    """Rank each namespace path of ``tenant`` on its own, in ONE statement; the k best of
-    each are read in full. Run it inside ``tenant_atomic``.
-
-    No ``terms`` nor ``vector``: newest first. ``vector`` only: exact cosine distance
-    (within ``max_distance``; ``metadata`` fields equal as JSON). ``terms``: BM25
-    (``bm25`` its ``(k1, b)``) fused with ``weight`` times the cosine similarity; without
-    ``vector_candidates`` the vector only re-ranks rows matching a word. Ties: newest
-    first, then key. ``now`` keeps the rows not expired then; ``subtree`` ranks the
-    namespaces under each path too; ``value_condition(column)`` gives an SQL condition
-    on the value and its parameters. ``use_indexes`` (one for all, or one a path) ranks a
-    text query from the search indexes when they can serve it, ``count_rows`` fills
-    ``SearchRows.namespace_rows``, ``known_rows`` (rows last seen a path) enables the
-    codes pass's cut. ``vector`` is best a float32 array (it travels in binary).
+    """Rank each namespace path of ``tenant`` on its own, in ONE statement, inside
+    ``tenant_atomic``. No ``terms`` nor ``vector``: newest first; ``vector`` only: exact
+    cosine; ``terms``: BM25 fused with ``weight`` times the cosine. Ties: newest first,
+    then key. ``use_indexes`` (one for all, or one a path) ranks a text query from the
+    search indexes when they can serve it; ``known_rows`` enables the pass's cut.
     """
     params: dict[str, Any] = {
         "tenant": tenant,
@@ -333,7 +304,6 @@ def search_paths(
 def _hybrid(
     where: str, usable: str, with_vector: bool, params: dict[str, Any], *, candidates: bool
 ) -> str:
-    """A text query's ranking over every row of the path."""
     params["pool"] = max(50, 5 * params["limit"])
     distance = "NULL::float8"
     if with_vector:
@@ -388,7 +358,6 @@ def _hybrid_indexed(
 
 
 def _chosen_paths(marks: bool | Sequence[bool], count: int) -> list[bool]:
-    """Which of ``count`` paths ``marks`` (one for all, or one a path) marks."""
     if isinstance(marks, bool):
         return [marks] * count
     chosen = [bool(mark) for mark in marks]
@@ -400,9 +369,8 @@ def _chosen_paths(marks: bool | Sequence[bool], count: int) -> list[bool]:
 def _sample_cuts(
     known_rows: Sequence[int | None] | None, count: int, pass_pool: int
 ) -> list[int | None]:
-    """Each path's cut (:data:`PASS_SAMPLE_ROWS`): the place in its ranked sample of the
-    worst row that still passes, for a namespace known to hold more than twice the
-    margin's rows; None for the others (all rows sorted)."""
+    """Each path's cut: the place in its ranked sample of the worst row that still passes
+    (None: all rows sorted)."""
     if known_rows is None:
         return [None] * count
     if len(known_rows) != count:
@@ -444,7 +412,6 @@ def _fused(parts: list[str], count: str | None) -> str:
 
 
 def _search_rows(rows: Sequence[tuple[Any, ...]]) -> SearchRows:
-    """The search statement's rows as :class:`SearchRows`."""
     found = SearchRows()
     for (
         idx,

@@ -1,12 +1,8 @@
 """PgMemory: the store on PostgreSQL + pgvector, one tenant per ``namespace[0]``.
 
-Rows are :class:`~tulip_memory.models.store.MemoryItem`s of the alias ``using``; every
-operation runs in ``tenant_atomic`` pinned to its namespace's tenant, so row-level
-security keeps tenants apart. Values and queries are embedded by ``embedder`` (the
-configured one, or HRR), as wide as ``TULIP_MEMORY["VECTOR_DIMENSIONS"]``. Search is one
-statement (:mod:`tulip_memory.store.pg.search`; docs/design/pg-search.md); when the
-embedder fails on a query it ranks by words alone. ``ttl=`` expiry follows the store's
-``clock``. A batch is one statement per tenant.
+Rows are :class:`~tulip_memory.models.store.MemoryItem`s; every operation runs in
+``tenant_atomic`` pinned to its namespace's tenant, so row-level security keeps tenants
+apart. Search is one statement (:mod:`tulip_memory.store.pg.search`).
 """
 
 from __future__ import annotations
@@ -86,11 +82,8 @@ T = TypeVar("T")
 
 
 def lexical_tokens(query: str | None) -> list[str]:
-    """The query's distinct tokens for the lexical match, at most ``MAX_QUERY_TOKENS``.
-
-    A longer query (an agent's whole message) keeps its words in the order they come,
-    those that rank first: stop words only fill what room is left.
-    """
+    """The query's distinct tokens, at most ``MAX_QUERY_TOKENS``: words first, in query
+    order; stop words only fill what room is left."""
     distinct = list(dict.fromkeys(tokenize(query or "")))
     if len(distinct) > MAX_QUERY_TOKENS:
         distinct.sort(key=lambda token: token in STOP_WORDS)  # stable: query order kept
@@ -102,7 +95,6 @@ class _VersionMoved(Exception):
 
 
 def _present(expected: dict[tuple[Namespace, str], int | None]) -> dict[tuple[str, str], int]:
-    """The live versions ``expected`` describes (``None``: absent)."""
     return {
         (encode_namespace(ns), key): version
         for (ns, key), version in expected.items()
@@ -113,8 +105,6 @@ def _present(expected: dict[tuple[Namespace, str], int | None]) -> dict[tuple[st
 def _after(
     expected: dict[tuple[Namespace, str], int | None], rows_by_tenant: dict[str, list[Any]]
 ) -> dict[tuple[str, str], int]:
-    """The live versions of the compared keys once the batch is written on them: each
-    write adds one (an absent key starts from none)."""
     writes = Counter((row.namespace, row.key) for rows in rows_by_tenant.values() for row in rows)
     versions = {}
     for (ns, key), version in expected.items():
@@ -130,14 +120,11 @@ def _aware(moment: datetime) -> datetime:
 
 
 class PgMemory(PreparedStore):
-    """Store on PostgreSQL + pgvector through the ORM, tenants isolated by row-level security.
+    """Store on PostgreSQL + pgvector, tenants isolated by row-level security.
 
-    ``using`` names a PostgreSQL database alias (connected as a role without SUPERUSER or
-    BYPASSRLS). ``embedder``: ``None`` uses ``TULIP_MEMORY["EMBEDDER"]``, ``"hrr"`` forces
-    the HRR encoding, a ``BaseEmbedding`` is used as given. ``dim`` is the HRR width used
-    without an embedder (the column is ``2 * dim`` wide); ``encoding_cache`` is how many
-    encodings are kept (LRU keyed by ``(tenant, text)``; 0 turns it off). ``clock`` is
-    what expiry reads the time from (:mod:`tulip_memory.core.clock`).
+    ``using``: a database alias (a role without SUPERUSER or BYPASSRLS). ``embedder``:
+    ``None`` for ``TULIP_MEMORY["EMBEDDER"]``, ``"hrr"``, or a ``BaseEmbedding``. ``dim``:
+    the HRR width without an embedder; ``encoding_cache``: LRU size (0: off).
     """
 
     def __init__(
@@ -212,7 +199,6 @@ class PgMemory(PreparedStore):
         )
 
     def bound_tenant(self) -> str | None:
-        """The tenant bound by ``tenant_context``/``TenantMiddleware``, if any."""
         return current_tenant()
 
     async def _run(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -235,13 +221,8 @@ class PgMemory(PreparedStore):
     @staticmethod
     def _tenant_of(namespace: Namespace, *, name: str = "namespace") -> str:
         """The tenant of ``namespace``; every call goes through here before its query.
-
-        While a tenant is bound (``tenant_context``, ``TenantMiddleware``) a namespace of
-        another tenant raises :class:`TenantError` before anything runs: row-level
-        security would allow it (the transaction is pinned to the namespace's tenant), so
-        a request for one tenant could otherwise read or write another's rows. Tooling
-        that must cross tenants does so outside a bound tenant, or binds each in turn.
-        """
+        While a tenant is bound, another tenant's namespace raises :class:`TenantError`:
+        row-level security alone would allow it (the transaction is pinned to it)."""
         try:
             tenant = validate_tenant(namespace[0])
         except ValueError as exc:
@@ -251,14 +232,12 @@ class PgMemory(PreparedStore):
 
     @classmethod
     def _checked(cls, namespace: object) -> Namespace:
-        """``namespace`` validated, its first label a valid tenant (the per-call preamble)."""
         checked = validate_namespace(namespace)
         cls._tenant_of(checked)
         return checked
 
     @classmethod
     def _checked_with_key(cls, namespace: object, key: object) -> tuple[Namespace, str]:
-        """``_checked`` for a call on one key: namespace, then key, then tenant."""
         checked, valid_key = validate_namespace(namespace), validate_key(key)
         cls._tenant_of(checked)
         return checked, valid_key
@@ -312,8 +291,7 @@ class PgMemory(PreparedStore):
     ) -> bool:
         from django.db import transaction
 
-        # Several tenants or a version check: one outer transaction (all or nothing);
-        # tenants in sorted order, so that concurrent batches cannot deadlock.
+        # One outer transaction; tenants in sorted order, so batches cannot deadlock.
         outer = len(rows_by_tenant) > 1 or bool(expected)
         try:
             with transaction.atomic(using=self.using) if outer else nullcontext():
@@ -333,9 +311,8 @@ class PgMemory(PreparedStore):
         return True
 
     def _lock_keys(self, expected: dict[tuple[Namespace, str], int | None]) -> None:
-        """A transaction-scoped advisory lock per key, taken in one global order: it
-        serialises compare-and-put on a key (a row lock could not cover a key not yet
-        created)."""
+        # Advisory, not row locks: a row lock cannot cover a key not yet created. One
+        # global order, so that concurrent batches cannot deadlock.
         from django.db import connections
 
         identities = sorted({(ns[0], encode_namespace(ns), key) for ns, key in expected})
@@ -346,8 +323,6 @@ class PgMemory(PreparedStore):
                 )
 
     def _live_versions(self, keys: Iterable[tuple[Namespace, str]]) -> dict[tuple[str, str], int]:
-        """``(namespace path, key) -> version`` of the live items among ``keys``, as the
-        transaction sees them now."""
         by_tenant: dict[str, list[tuple[Namespace, str]]] = defaultdict(list)
         for namespace, key in keys:
             by_tenant[namespace[0]].append((namespace, key))
@@ -389,7 +364,6 @@ class PgMemory(PreparedStore):
     async def _batch_rows(
         self, prepared: list[PreparedPut], ttl: timedelta | None = None
     ) -> dict[str, list[Any]]:
-        """The rows of a validated batch (``prepare_batch``), by tenant."""
         for index, one in enumerate(prepared):
             self._tenant_of(one.namespace, name=f"items[{index}] namespace")
             self._check_indexable(one, where=f"items[{index}] ")
@@ -412,7 +386,6 @@ class PgMemory(PreparedStore):
         *,
         ttl: TTL = None,
     ) -> None:
-        """All items in one transaction: one bulk upsert statement per tenant."""
         prepared = prepare_batch(items)  # bad items are named before a bad ttl
         rows_by_tenant = await self._batch_rows(prepared, self._ttl(ttl))
         if rows_by_tenant:
@@ -423,8 +396,6 @@ class PgMemory(PreparedStore):
         items: list[tuple[tuple[str, ...], str, Any, dict[str, Any] | None]],
         expected_versions: Mapping[tuple[Namespace, str], int | None],
     ) -> bool:
-        """The versions are compared and the batch written in one transaction that holds
-        a lock per compared key until it commits."""
         expected = validate_expected_versions(expected_versions)
         for index, (namespace, _key) in enumerate(expected):
             self._tenant_of(namespace, name=f"expected_versions key {index} namespace")
@@ -432,12 +403,8 @@ class PgMemory(PreparedStore):
         return await self._run(self._write_sync, rows_by_tenant, expected)
 
     async def _put_embedded(self, prepared: PreparedPut, embedding: list[float], ttl: TTL) -> None:
-        """``put`` with the caller's vector (``capabilities.embedding_dimension`` wide).
-
-        With an embedder the vector is taken to be that embedder's (text search ranks it);
-        without one it is marked external: ``search_by_embedding`` ranks it, a text
-        ``search`` finds it by its words.
-        """
+        # With an embedder the vector is taken as its own (text search ranks it); without
+        # one it is external: only search_by_embedding ranks it.
         tenant = self._tenant_of(prepared.namespace)
         self._check_indexable(prepared)
         vector = self.encoder.checked(embedding, name="embedding")
@@ -462,7 +429,6 @@ class PgMemory(PreparedStore):
         return await self._run(self._delete_sync, namespace, key) > 0
 
     async def clear_namespace(self, namespace: tuple[str, ...]) -> int:
-        """Delete every item of ``namespace`` (not its children) in one statement."""
         namespace = self._checked(namespace)
         return await self._run(self._delete_sync, namespace, None)
 
@@ -504,7 +470,6 @@ class PgMemory(PreparedStore):
     async def get_batch(
         self, keys: list[tuple[tuple[str, ...], str]]
     ) -> dict[tuple[tuple[str, ...], str], Any]:
-        """One query per tenant (one query for a batch of one tenant)."""
         pairs = validate_key_list(keys)
         by_tenant: dict[str, list[tuple[Namespace, str]]] = defaultdict(list)
         for index, (namespace, key) in enumerate(pairs):
@@ -538,12 +503,8 @@ class PgMemory(PreparedStore):
     async def list_namespaces(
         self, prefix: tuple[str, ...] | None = None, limit: int = 100
     ) -> list[tuple[str, ...]]:
-        """Namespaces of one tenant: ``prefix[0]``, else the one bound by ``tenant_context``.
-
-        Row-level security shows a transaction one tenant only, so a listing across
-        tenants does not exist; without a prefix and a bound tenant this raises
-        :class:`~tulip_memory.exceptions.TenantError`.
-        """
+        """Namespaces of one tenant: ``prefix[0]``, else the bound one (neither:
+        :class:`~tulip_memory.exceptions.TenantError`; RLS shows one tenant at a time)."""
         prefix, limit = validate_namespace_prefix(prefix), validate_limit(limit)
         if prefix:
             tenant = self._tenant_of(prefix, name="prefix")
@@ -564,8 +525,7 @@ class PgMemory(PreparedStore):
         # (rows, searches since they were counted) of each path, when known.
         known = [self._namespace_rows.get((tenant, path)) for path in paths]
         indexed = [k is not None and k[0] >= INDEXED_SEARCH_MIN_ROWS for k in known]
-        # Counted when unknown, and every RECOUNT_EVERY searches of a small one (to notice
-        # it grow); a namespace seldom shrinks tenfold, so a large one is not recounted.
+        # A small namespace is recounted to notice it grow; a large one seldom shrinks.
         counted = [
             k is None or (not i and k[1] + 1 >= RECOUNT_EVERY)
             for k, i in zip(known, indexed, strict=True)
@@ -592,31 +552,25 @@ class PgMemory(PreparedStore):
     async def search(
         self, namespace: tuple[str, ...], query: str | None = None, limit: int = 10
     ) -> list[StoreItem]:
-        """Items of ``namespace`` nearest to ``query`` (newest first without a query)."""
         validate_namespace(namespace)
         return (await self.search_many([namespace], query=query, limit=limit))[0]
 
     async def ranking_arguments(self, tenant: str, query: str | None) -> dict[str, Any]:
-        """How ``query`` ranks: the keyword arguments of ``search_paths``
-        (the query's vector through this store's encoder, its terms, the fusion weights).
-
-        The admin's search box ranks with them too, so that it ranks as the agent does.
-        """
+        """The keyword arguments of ``search_paths`` for ``query`` (its vector, terms and
+        fusion weights); the admin's search box ranks with them too."""
         tokens = lexical_tokens(query)
         hrr = self.encoder.embedder is None
         # Over MAX_QUERY_TOKENS words (stop words apart), the words past the cap match
         # nothing: the vector, made of the whole query, must find those rows.
         every_word = len(set(tokenize(query or "")) - STOP_WORDS) <= MAX_QUERY_TOKENS
-        # A query of stop words lists the newest items with HRR (its vector is a bag of
-        # those words); a model embedder's vector still ranks alone.
+        # A query of stop words lists the newest items with HRR (a bag of those words).
         ranked = bool(tokens) and (not hrr or bool(search_terms(" ".join(tokens))))
         encoded = None
         if ranked and query:
             encoded = await query_vector_or_none(
                 lambda: self.encoder.encode(tenant, query), "PgMemory"
             )
-            # No vector (the embedder failed, or gave all zeros) and no word to rank by:
-            # the newest items, as in the other stores.
+            # No vector and no word to rank by: the newest items, as in the other stores.
             ranked = encoded is not None or bool(search_terms(" ".join(tokens)))
         return {
             "vector": encoded,
@@ -625,9 +579,7 @@ class PgMemory(PreparedStore):
             "config": text_search_config(),
             "weight": HRR_WEIGHT if hrr else MODEL_WEIGHT,
             "bm25": (BM25_K1, BM25_B),
-            # An HRR vector is a bag of the words: a row sharing none with the query is
-            # at a random distance from it, so it only re-ranks the rows the words found
-            # (when they are all of the query's).
+            # An HRR vector is a bag of the words: it only re-ranks the rows they found.
             "vector_candidates": not (hrr and every_word),
         }
 
@@ -675,7 +627,6 @@ class PgMemory(PreparedStore):
         threshold: float | None = None,
         metadata_filter: dict[str, Any] | None = None,
     ) -> list[SemanticSearchResult]:
-        """Items of ``namespace`` with a vector, by exact cosine similarity (highest first)."""
         namespace = self._checked(namespace)
         vector = self.encoder.checked(query_embedding, name="query_embedding")
         limit, threshold = validate_limit(limit), validate_threshold(threshold)
@@ -708,9 +659,8 @@ class PgMemory(PreparedStore):
         return await self._run(self._get_embedding_sync, namespace, key)
 
     async def sweep_expired(self, *, tenants: Sequence[str] | None = None) -> int:
-        """Delete the expired items of ``tenants`` (default: the tenant bound by
-        ``tenant_context``, else every tenant of the tenant registry), each tenant in its
-        own transaction under its row-level security; how many were deleted."""
+        """Delete the expired items of ``tenants`` (default: the bound tenant, else every
+        registered one), a transaction per tenant; how many were deleted."""
         from tulip_memory.retention.expiry import sweep_expired_items
 
         if tenants is None:
@@ -726,5 +676,4 @@ class PgMemory(PreparedStore):
         return sum(report.values())
 
     async def close(self) -> None:
-        """Drop the encoding cache; connections belong to Django (``CONN_MAX_AGE``)."""
         self.encoder.clear()
