@@ -11,6 +11,7 @@ as a whole, one slot of the process-wide :mod:`.limiter` per attempt, and its de
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import functools
 import json
@@ -36,7 +37,8 @@ __all__ = [
     "ChatResult",
     "LoopClients",
     "ToolCallRequest",
-    "backoff_delay",
+    "openai_types",
+    "request_failure",
     "retry_after_seconds",
 ]
 
@@ -107,25 +109,23 @@ def _retry_delay(
     return random.uniform(0, min(backoff_max, backoff * 2**retries_taken))
 
 
-def backoff_delay(
-    attempts: int,
-    headers: Mapping[str, str] | None,
-    *,
-    max_retries: int,
-    backoff: float,
-    backoff_max: float,
-) -> float | None:
-    """Seconds to wait after failed attempt number ``attempts``, or ``None`` to give up:
-    the chat client's retry policy, for a caller running its own retry loop."""
-    if attempts > max_retries or _waits_too_long(headers, backoff_max):
-        return None
-    return _retry_delay(attempts - 1, headers, backoff, backoff_max)
+def request_failure(openai: Any, error: Any) -> tuple[str, int | None, int]:
+    """The error kind, HTTP status (``None`` without an answer) and attempts of a request
+    the library's retry loop gave up on."""
+    # The library numbers its attempts in this header of each request it sends.
+    attempts = int(error.request.headers.get("x-stainless-retry-count", 0)) + 1
+    if isinstance(error, openai.APIStatusError):
+        status = error.status_code
+        kind = "rate_limited" if status == 429 else "server_error" if status >= 500 else "rejected"
+        return kind, status, attempts
+    kind = "timeout" if isinstance(error, openai.APITimeoutError) else "connection"
+    return kind, None, attempts
 
 
 @functools.cache
-def _openai_types() -> tuple[Any, Any]:
-    """The ``openai`` client and HTTP client classes :class:`ChatClient` sends through,
-    defined once the library is imported."""
+def openai_types() -> tuple[Any, Any]:
+    """The ``openai`` client and HTTP client classes the chat and embedding clients send
+    through, defined once the library is imported."""
     import openai
 
     class AttemptClient(openai.DefaultAsyncHttpxClient):
@@ -133,14 +133,15 @@ def _openai_types() -> tuple[Any, Any]:
         by ``timeout``: the library's timeout bounds each network read, so a server dripping
         its answer would never time out."""
 
-        def __init__(self, limiter: ProcessLimiter, timeout: float) -> None:
+        def __init__(self, limiter: ProcessLimiter | None, timeout: float) -> None:
             super().__init__(timeout=timeout)
             self._limiter = limiter
             self._attempt_timeout = timeout
 
         async def send(self, request: Any, **kwargs: Any) -> Any:
             try:
-                async with self._limiter.slot(), asyncio.timeout(self._attempt_timeout):
+                slot = self._limiter.slot() if self._limiter else contextlib.nullcontext()
+                async with slot, asyncio.timeout(self._attempt_timeout):
                     return await super().send(request, **kwargs)
             except TimeoutError:
                 # The retry loop retries the timeouts of its HTTP library, httpx or httpx2
@@ -269,7 +270,7 @@ class ChatClient:
         return self.config.model
 
     def _new_openai(self) -> Any:
-        policy_openai, attempt_client = _openai_types()
+        policy_openai, attempt_client = openai_types()
         return policy_openai(
             api_key=self._api_key,
             base_url=self.config.base_url,
@@ -330,27 +331,17 @@ class ChatClient:
         try:
             raw = await client.chat.completions.with_raw_response.create(**request)
         except (openai.APIStatusError, openai.APIConnectionError) as error:
-            # The library numbers its attempts in this header of each request it sends.
-            attempts = int(error.request.headers.get("x-stainless-retry-count", 0)) + 1
-            if isinstance(error, openai.APIStatusError):
-                status = error.status_code
-                kind = (
-                    "rate_limited"
-                    if status == 429
-                    else "server_error"
-                    if status >= 500
-                    else "rejected"
-                )
+            kind, status, attempts = request_failure(openai, error)
+            if status is None:
+                what = f"{kind} talking to {self.config.base_url} after {attempts} attempt(s)"
+            else:
                 what = (
                     f"the model server answered HTTP {status} after {attempts} attempt(s): "
                     f"{_short(error.message)}"
                 )
-                raise self._error(
-                    purpose, model, started, attempts, what, kind=kind, status=status
-                ) from error
-            kind = "timeout" if isinstance(error, openai.APITimeoutError) else "connection"
-            what = f"{kind} talking to {self.config.base_url} after {attempts} attempt(s)"
-            raise self._error(purpose, model, started, attempts, what, kind=kind) from error
+            raise self._error(
+                purpose, model, started, attempts, what, kind=kind, status=status
+            ) from error
         attempts = raw.retries_taken + 1
         not_a_completion = (
             f"the model server answered HTTP 200 after {attempts} attempt(s), "
