@@ -108,6 +108,8 @@ class _Compaction:
 class SummarizingManager(ConversationManager):
     """Replaces the older part of a long history with one summary message."""
 
+    _repr_fields = ("threshold", "keep_recent", "summarize_fn", "preserve_system", "cache_size")
+
     def __init__(
         self,
         threshold: int = 30,
@@ -131,12 +133,9 @@ class SummarizingManager(ConversationManager):
         self.preserve_system = check_bool("preserve_system", preserve_system)
         self._summary_cache = SummaryCache(check_int("cache_size", cache_size, 0))
 
-    def __repr__(self) -> str:
-        return (
-            f"SummarizingManager(threshold={self.threshold}, keep_recent={self.keep_recent}, "
-            f"summarize_fn={self.summarize_fn!r}, preserve_system={self.preserve_system}, "
-            f"cache_size={self._summary_cache.maxsize})"
-        )
+    @property
+    def cache_size(self) -> int:
+        return self._summary_cache.maxsize
 
     def apply(self, messages: list[Message]) -> list[Message]:
         plan = self._plan(messages)

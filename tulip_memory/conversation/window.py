@@ -33,6 +33,8 @@ class _Pruning:
 class SlidingWindowManager(ConversationManager):
     """Keeps the leading system messages and the last ``window_size`` other messages."""
 
+    _repr_fields = ("window_size", "preserve_system", "preserve_first_user", "slide_step")
+
     def __init__(
         self,
         window_size: int = 20,
@@ -48,13 +50,6 @@ class SlidingWindowManager(ConversationManager):
             raise ValueError(
                 f"slide_step must be between 1 and window_size ({window_size}), got {slide_step}"
             )
-
-    def __repr__(self) -> str:
-        return (
-            f"SlidingWindowManager(window_size={self.window_size}, "
-            f"preserve_system={self.preserve_system}, "
-            f"preserve_first_user={self.preserve_first_user}, slide_step={self.slide_step})"
-        )
 
     def apply(self, messages: list[Message]) -> list[Message]:
         pruning = self._prune(messages)
