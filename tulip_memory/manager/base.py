@@ -147,17 +147,10 @@ class BaseMemoryManager(ABC):
     async def extract_and_save(
         self, messages: list[Message], *, before_save: BeforeSave | None = None
     ) -> list[Memory]:
-        """Extract and save, raising on failure (what the lifecycle hooks wrap).
-
-        ``before_save`` is awaited between the extraction and the save (when there is
-        something to save); if it raises, nothing is saved.
-        """
-        memories = await self.extract(messages)
-        if memories:
-            if before_save is not None:
-                await before_save()
-            await self.save(memories)
-        return memories
+        """Extract and save, raising on failure; returns the memories written.
+        ``before_save`` is awaited right before the first write; if it raises, nothing
+        is written."""
+        return (await self.run_extraction(messages, before_save=before_save)).memories
 
     async def run_extraction(
         self,
@@ -166,14 +159,19 @@ class BaseMemoryManager(ABC):
         run_id: str | None = None,
         before_save: BeforeSave | None = None,
     ) -> ExtractionOutcome:
-        """One extraction run, raising on failure: :meth:`extract_and_save` here.
+        """One extraction run, raising on failure (what the lifecycle hooks wrap).
 
         ``run_id`` names the run for extractors that apply it once (a redelivered run
         with the same id applies nothing); this default has none and ignores it.
         ``before_save`` is awaited right before the first write; if it raises, nothing
         is written.
         """
-        return ExtractionOutcome(await self.extract_and_save(messages, before_save=before_save))
+        memories = await self.extract(messages)
+        if memories:
+            if before_save is not None:
+                await before_save()
+            await self.save(memories)
+        return ExtractionOutcome(memories)
 
     async def _extract_and_save(self, messages: list[Message], fields: dict[str, Any]) -> None:
         try:

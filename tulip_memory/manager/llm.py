@@ -317,16 +317,6 @@ class LLMMemoryManager(BaseMemoryManager):
             ]
         return extract_heuristic(messages)
 
-    async def extract_and_save(
-        self, messages: list[Message], *, before_save: BeforeSave | None = None
-    ) -> list[Memory]:
-        """Extract and save (with an :attr:`extractor`: apply its decisions), raising on
-        failure; returns the memories added or updated. ``before_save`` is awaited between
-        the extraction and the first write; if it raises, nothing is written."""
-        if self.extractor is not None:
-            return (await self.run_extraction(messages, before_save=before_save)).memories
-        return await super().extract_and_save(messages, before_save=before_save)
-
     async def run_extraction(
         self,
         messages: list[Message],
@@ -338,7 +328,7 @@ class LLMMemoryManager(BaseMemoryManager):
 
         With an :attr:`extractor` the run is applied once per ``run_id`` (default: a hash
         of the namespace and the messages) and the outcome carries the model's usage and
-        the operation counts; otherwise it is :meth:`extract_and_save`. ``before_save`` is
+        the operation counts; otherwise it is the base class's. ``before_save`` is
         awaited between the extraction (every model call) and the first write, whatever
         the extractor; if it raises, nothing is written.
         """
