@@ -51,9 +51,8 @@ logger = logging.getLogger("tulip_memory.manager")
 
 
 def _warn_about_what_workers_ignore(manager: LLMMemoryManager) -> None:
-    """In celery mode the workers extract with the manager they build from ``STORE``
-    (+ ``STORE_OPTIONS``) and ``MANAGER_OPTIONS``: log what of this manager's store and
-    extraction options they will not use, so that a difference is not silent."""
+    """Log what of this manager's options the celery workers, which build their own from
+    the settings, will not use."""
     from tulip_memory.conf import settings
 
     options = settings.MANAGER_OPTIONS
@@ -87,9 +86,8 @@ NamespaceResolver = Callable[[RunInfo], "Namespace | MemoryScope | None"]
 
 # list_keys page used when pruning a type down to max_memories.
 _PRUNE_PAGE = 500
-# How often save() rebuilds its batch after losing a compare-and-put to another writer:
-# every lost round means another save of the same memory won, so this only bounds a
-# pathological stream of writers.
+# How often save() rebuilds its batch after losing a compare-and-put: each lost round is
+# another writer's win, so this only bounds a pathological stream of writers.
 _SAVE_ATTEMPTS = 100
 
 
@@ -417,10 +415,8 @@ class LLMMemoryManager(BaseMemoryManager):
         prefix = self.active_namespace
         for _attempt in range(_SAVE_ATTEMPTS):
             writes, expected = await self._save_batch(prefix, list(latest.values()))
-            # One batch: all or nothing on stores with batch_operations (a version and its
-            # history entry are written together). With history, the batch is written only
-            # if no other writer replaced a memory since it was read — else the replaced
-            # version would never reach the history — and is rebuilt from a new read.
+            # With history, written only if no other writer replaced a memory since it was
+            # read (the replaced version would miss the history), else rebuilt.
             if not expected:
                 if writes:
                     await self.store.put_batch(writes)
