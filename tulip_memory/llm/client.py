@@ -129,9 +129,8 @@ def openai_types() -> tuple[Any, Any]:
     import openai
 
     class AttemptClient(openai.DefaultAsyncHttpxClient):
-        """Each attempt of the library's retry loop in a limiter slot and bounded as a whole
-        by ``timeout``: the library's timeout bounds each network read, so a server dripping
-        its answer would never time out."""
+        """Each attempt in a limiter slot (if any) and bounded as a whole by ``timeout``
+        (the library's bounds each read: a dripping answer would never time out)."""
 
         def __init__(self, limiter: ProcessLimiter | None, timeout: float) -> None:
             super().__init__(timeout=timeout)
@@ -172,13 +171,9 @@ def openai_types() -> tuple[Any, Any]:
 
 
 class LoopClients:
-    """The ``openai`` clients of one owner, one per live event loop; thread-safe.
-
-    The library's HTTP client belongs to the loop it first ran on, and ``async_to_sync``
-    or ``asyncio.run`` make a new loop per call: a client is closed on its loop when the
-    loop shuts down its async generators, and each use drops the clients of loops closed
-    without that step. :meth:`aclose` closes the running loop's client at once.
-    """
+    """The ``openai`` clients of one owner, one per live event loop (the library's HTTP
+    client belongs to its loop); thread-safe. A client is closed with its loop, or dropped
+    at the next use if its loop closed without shutting down its async generators."""
 
     def __init__(self, factory: Callable[[], Any]) -> None:
         self._factory = factory
@@ -230,9 +225,8 @@ async def _close_with_loop(client: Any) -> AsyncGenerator[None, None]:
 
 
 async def _close_abandoned(client: Any) -> None:
-    """Close a client whose loop closed without shutting down its async generators: its
-    transports refuse (the loop is closed), but the pool is emptied and the garbage
-    collector closes the sockets."""
+    # Its transports refuse (the loop is closed), but the pool is emptied and the garbage
+    # collector closes the sockets.
     if client.is_closed():
         return
     try:
@@ -394,7 +388,6 @@ class ChatClient:
         status: int | None = None,
         reported: Usage | None = None,
     ) -> LLMError:
-        """The error ending a call, logged."""
         logger.debug(
             "llm call %s: model=%s failed (%s%s) after %d attempt(s) in %.0f ms",
             purpose,
@@ -449,9 +442,7 @@ def _prompt_chars(messages: Sequence[dict[str, Any]], extra: Sequence[Any]) -> i
 
 
 def _completion_problem(completion: Any) -> tuple[str, str] | None:
-    """Why a 200 answer is not a chat completion (error kind, what is wrong), or ``None``.
-    The library hands over a body that is not JSON as a str, JSON that is not an object
-    as it is."""
+    """Why a 200 answer is not a chat completion (error kind, what is wrong), or ``None``."""
     if isinstance(completion, str) or not hasattr(completion, "choices"):
         return "malformed_output", "the body is not a JSON object"
     choices = completion.choices

@@ -28,10 +28,8 @@ __all__ = ["BaseMemoryManager", "NoopMemoryManager", "failure_error", "failure_f
 
 logger = logging.getLogger("tulip_memory.manager")
 
-# What failed, in a failure's error (after the exception's type). The exception's message
-# is not said: it may quote the conversation or the model's reply (a model server's error
-# text, a parse problem), and an erasure can reach neither a log aggregator nor an event
-# receiver.
+# What failed, in a failure's error. Never the exception's message: it may quote the
+# conversation, which an erasure cannot take back from a log aggregator or a receiver.
 _EXTRACTION_FAILED = "the extraction failed"
 _MESSAGE_AT_DEBUG = "its message is logged at DEBUG level"
 
@@ -50,14 +48,9 @@ def failure_error(exc: BaseException, what: str | None = None) -> str:
 
 
 def failure_fields(exc: BaseException, what: str | None = None) -> dict[str, Any]:
-    """The fields of a ``memory.manager.extract_failed`` event for ``exc``.
-
-    ``error`` is :func:`failure_error` (``what`` failed); ``reason`` is the
-    :class:`~tulip_memory.exceptions.LLMError` kind (``timeout``, ``rate_limited``,
-    ``server_error``, ``connection``, ``rejected``, ``malformed_output``,
-    ``configuration``), ``cancelled``, or ``exception`` for anything else; a model's failure
-    also carries the tokens its calls spent before it.
-    """
+    """The fields of a ``memory.manager.extract_failed`` event for ``exc``: ``error``
+    (:func:`failure_error`), ``reason`` (an :class:`LLMError`'s kind, ``cancelled`` or
+    ``exception``) and a model's failure's usage."""
     if isinstance(exc, LLMError):
         reason = exc.kind
     elif isinstance(exc, asyncio.CancelledError):

@@ -72,14 +72,8 @@ _extraction_loop = _ExtractionLoop()
 
 def _leave_the_callers_thread() -> None:
     """In a job's copy of the submitter's context: forget asgiref's record of the
-    submitter's thread.
-
-    A submitter under ``async_to_sync`` (a sync view, ``sync_facade``) leaves in the
-    context the executor of its own thread, where ``sync_to_async(thread_sensitive=True)``
-    sends ORM calls; that executor quits when ``async_to_sync`` returns, and every ORM call
-    of the job would then fail ("CurrentThreadExecutor already quit"). Without it the
-    job's ORM calls run on asgiref's process-wide thread-sensitive executor.
-    """
+    submitter's thread, whose executor quits when its ``async_to_sync`` returns (the job's
+    ORM calls would fail); they run on asgiref's process-wide executor instead."""
     try:
         from asgiref.sync import AsyncToSync, SyncToAsync
     except ImportError:  # pragma: no cover - asgiref comes with Django
