@@ -14,30 +14,24 @@ import logging
 import math
 import os
 import time
-from typing import Any, TypeGuard
+from typing import Any
 from urllib.parse import urlsplit
 
+from tulip_memory.core.numbers import is_int, is_number
 from tulip_memory.embeddings.base import BaseEmbedding
 from tulip_memory.exceptions import EmbeddingError
-from tulip_memory.llm.client import LoopClients, openai_types, request_failure
+from tulip_memory.llm.client import (
+    NO_KEY,
+    LoopClients,
+    import_openai,
+    openai_types,
+    request_failure,
+)
 from tulip_memory.llm.config import is_local_url
 
 __all__ = ["OpenAIEmbedding"]
 
 logger = logging.getLogger("tulip_memory.embeddings")
-
-# The key sent to a local server that wants none (the library refuses an empty one).
-_NO_KEY = "not-needed"
-
-
-def _import_openai() -> Any:
-    try:
-        import openai
-    except ImportError as exc:
-        raise ImportError(
-            "OpenAIEmbedding needs the openai package: pip install 'tulip-memory[llm]'"
-        ) from exc
-    return openai
 
 
 def _number(name: str, value: Any, *, integer: bool = False, minimum: float = 0.0) -> None:
@@ -114,7 +108,7 @@ class OpenAIEmbedding(BaseEmbedding):
 
     async def _request_key(self) -> str:
         # Called by the library before each request: a rotated key is used at once.
-        return self._api_key() or _NO_KEY
+        return self._api_key() or NO_KEY
 
     def _new_openai(self) -> Any:
         policy_openai, attempt_client = openai_types()
@@ -150,7 +144,7 @@ class OpenAIEmbedding(BaseEmbedding):
         return vectors
 
     async def _request(self, batch: list[str]) -> list[list[float]]:
-        openai = _import_openai()
+        openai = import_openai("OpenAIEmbedding")
         request: dict[str, Any] = {"model": self.model, "input": batch, "encoding_format": "float"}
         if self.request_dimensions:
             request["dimensions"] = self._dimension
@@ -201,7 +195,7 @@ class OpenAIEmbedding(BaseEmbedding):
         indexed: dict[int, Any] = {}
         for item in data:
             index = item.get("index") if isinstance(item, dict) else None
-            if not _is_int(index) or not 0 <= index < expected or index in indexed:
+            if not is_int(index) or not 0 <= index < expected or index in indexed:
                 raise malformed(f"an embedding has a missing, repeated or wrong index: {index!r}")
             indexed[index] = item.get("embedding")
         if len(indexed) != expected:
@@ -229,12 +223,8 @@ class OpenAIEmbedding(BaseEmbedding):
         return vectors
 
 
-def _is_int(value: Any) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def _is_finite_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return is_number(value) and math.isfinite(value)
 
 
 def _short(value: Any, limit: int = 60) -> str:

@@ -37,6 +37,7 @@ __all__ = [
     "ChatResult",
     "LoopClients",
     "ToolCallRequest",
+    "import_openai",
     "openai_types",
     "request_failure",
     "retry_after_seconds",
@@ -45,7 +46,7 @@ __all__ = [
 logger = logging.getLogger("tulip_memory.llm")
 
 # The library refuses an empty key; a local server ignores this one.
-_NO_KEY = "not-needed"
+NO_KEY = "not-needed"
 
 
 @dataclass(frozen=True)
@@ -66,12 +67,12 @@ class ChatResult:
     usage: Usage = field(default_factory=Usage)
 
 
-def _import_openai() -> Any:
+def import_openai(needed_by: str = "tulip_memory.llm") -> Any:
     try:
         import openai
     except ImportError as exc:
         raise ImportError(
-            "tulip_memory.llm needs the openai package: pip install 'tulip-memory[llm]'"
+            f"{needed_by} needs the openai package: pip install 'tulip-memory[llm]'"
         ) from exc
     return openai
 
@@ -277,7 +278,7 @@ class ChatClient:
 
     async def _api_key(self) -> str:
         # Called by the library before each request: a rotated key is used at once.
-        return self.config.api_key() or _NO_KEY
+        return self.config.api_key() or NO_KEY
 
     async def aclose(self) -> None:
         """Close the HTTP client of the running event loop."""
@@ -300,7 +301,7 @@ class ChatClient:
         ):
             raise ValueError("messages must be a list of chat-completions dicts with a 'role'")
         check_int(max_tokens, "max_tokens")
-        openai = _import_openai()
+        openai = import_openai()
         model = self.model
         if not self.config.is_local and self.config.api_key() is None:
             raise LLMError(
