@@ -1,11 +1,9 @@
 """Summarising conversation management: older turns folded into one summary message.
 
-Leading system messages stay in front; past ``threshold`` messages the older ones become
-a summary and at least ``keep_recent`` recent ones stay. The cut moves on a grid and back
-to a turn boundary, so the output's prefix stays byte-identical between compactions and
-``apply(apply(x)) == apply(x)``. Summaries are cached by the prefix they stand for. A
-failing summariser loses nothing: the history comes back unchanged and
-``memory.compactor.failed`` is sent (docs/conversation.md).
+Past ``threshold`` messages the older ones become a summary, ``keep_recent`` at least
+stay; the cut sits on a grid at a turn boundary, so the prefix stays byte-identical between
+compactions and ``apply(apply(x)) == apply(x)``. A failing summariser loses nothing (the
+history comes back, ``memory.compactor.failed`` is sent); docs/conversation.md.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """OpenAIEmbedding: vectors from an OpenAI-compatible ``/v1/embeddings`` endpoint (extra ``llm``).
 
-OpenAI, Azure OpenAI, Ollama, vLLM, text-embeddings-inference. Conventions of the chat
-client (:mod:`tulip_memory.llm.client`, whose retry loop it shares): the key read from
-``api_key_env`` per request, one HTTP client per event loop, every failure an
-:class:`~tulip_memory.exceptions.EmbeddingError`. ``dimension`` is declared: an answer
-of another width, or not one finite vector per text, is refused, never stored.
+The chat client's conventions and retry loop (:mod:`tulip_memory.llm.client`); every
+failure an :class:`~tulip_memory.exceptions.EmbeddingError`. ``dimension`` is declared: an
+answer of another width, or not one finite vector per text, is refused, never stored.
 """
 
 from __future__ import annotations

@@ -39,10 +39,8 @@ class _ExtractionLoop:
                     target=loop.run_forever, name="tulip_memory extractions", daemon=True
                 )
                 thread.start()
-                # threading's exit hooks run before the thread pools shut down (atexit
-                # runs after): a job draining at exit may still emit events and use
-                # sync_to_async / asyncio.to_thread. Registered after concurrent.futures'
-                # own hook, so it runs first.
+                # Registered after concurrent.futures' own exit hook, so it runs before the
+                # thread pools shut down: a job draining at exit may still use them.
                 threading._register_atexit(self.drain_at_exit, loop)  # type: ignore[attr-defined]
                 self.loop = loop
             return self.loop

@@ -1,10 +1,9 @@
 """``extract_mode="celery"``, the worker's side: run a namespace's jobs in order under a
 lease, with retries and usage accounting (docs/design/extraction.md).
 
-A run is bound to the tenant of the queue's row; a job whose namespace names another
-tenant fails with nothing run. A job's row is locked before its queue's, the erasure's
-order. An attempt whose lease was revoked writes nothing back; errors carry the exception's
-type and a reason of ours, the message only at DEBUG.
+A run is bound to the tenant of the queue's row (a job naming another tenant fails, nothing
+run); an attempt whose lease was revoked writes nothing back; errors carry the exception's
+type and a reason of ours, its message only at DEBUG.
 """
 
 from __future__ import annotations
