@@ -172,17 +172,7 @@ class BaseMemoryManager(ABC):
         except (Exception, asyncio.CancelledError) as exc:
             # A cancelled extraction is lost work too: it is logged and emitted like a
             # failure (CancelledError is not an Exception), then the cancellation goes on.
-            failure = failure_fields(exc)
-            where = fields or type(self).__name__
-            logger.error("memory extraction failed (%s): %s", where, failure["error"])
-            logger.debug("memory extraction failed (%s)", where, exc_info=exc)
-            await emit(
-                EV_MEMORY_MANAGER_EXTRACT_FAILED,
-                sender=type(self),
-                **failure,
-                mode=self.extract_mode,
-                **fields,
-            )
+            await self._extraction_failed(exc, "memory extraction failed", fields)
             if isinstance(exc, asyncio.CancelledError):
                 raise
             return
@@ -190,6 +180,22 @@ class BaseMemoryManager(ABC):
             EV_MEMORY_MANAGER_EXTRACTED,
             sender=type(self),
             **outcome.event_fields(),
+            mode=self.extract_mode,
+            **fields,
+        )
+
+    async def _extraction_failed(
+        self, exc: BaseException, doing: str, fields: dict[str, Any], what: str | None = None
+    ) -> None:
+        """Log (``exc``'s message at DEBUG only) and emit a failed extraction."""
+        failure = failure_fields(exc, what)
+        where = fields or type(self).__name__
+        logger.error("%s (%s): %s", doing, where, failure["error"])
+        logger.debug("%s (%s)", doing, where, exc_info=exc)
+        await emit(
+            EV_MEMORY_MANAGER_EXTRACT_FAILED,
+            sender=type(self),
+            **failure,
             mode=self.extract_mode,
             **fields,
         )

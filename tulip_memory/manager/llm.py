@@ -15,7 +15,7 @@ from tulip_memory.core.numbers import check_int, is_int
 from tulip_memory.exceptions import ConcurrentUpdateError
 from tulip_memory.llm.client import ChatClient
 from tulip_memory.llm.config import LLMConfig
-from tulip_memory.manager.base import BaseMemoryManager, failure_fields
+from tulip_memory.manager.base import BaseMemoryManager
 from tulip_memory.manager.block import strip_memory_blocks
 from tulip_memory.manager.consolidation import LLMExtractor
 from tulip_memory.manager.extraction.modes import note_extract_mode
@@ -254,21 +254,11 @@ class LLMMemoryManager(BaseMemoryManager):
         try:
             await self._celery().submit(self.active_namespace, messages)
         except Exception as exc:
-            # The error may quote the messages (a database error naming a value): at DEBUG.
-            failure = failure_fields(exc, "enqueuing the extraction failed")
-            where = self.active_namespace
-            logger.error(
-                "could not enqueue a memory extraction for %r: %s", where, failure["error"]
-            )
-            logger.debug("could not enqueue a memory extraction for %r", where, exc_info=exc)
-            from tulip_memory.events import EV_MEMORY_MANAGER_EXTRACT_FAILED, emit
-
-            await emit(
-                EV_MEMORY_MANAGER_EXTRACT_FAILED,
-                sender=type(self),
-                **failure,
-                mode="celery",
-                **self._event_fields(),
+            await self._extraction_failed(
+                exc,
+                "could not enqueue a memory extraction",
+                self._event_fields(),
+                what="enqueuing the extraction failed",
             )
 
     def _celery(self) -> CeleryExtractions:
