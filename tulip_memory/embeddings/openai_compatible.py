@@ -152,14 +152,9 @@ class OpenAIEmbedding(BaseEmbedding):
             # The raw body: the library's models would coerce true to 1.0.
             raw = await client.embeddings.with_raw_response.create(**request)
         except (openai.APIStatusError, openai.APIConnectionError) as error:
-            kind, status, attempts = request_failure(openai, error)
-            if status is None:
-                what = f"{kind} talking to {self.base_url} after {attempts} attempt(s)"
-            else:
-                what = (
-                    f"{self.base_url} answered HTTP {status} after {attempts} attempt(s): "
-                    f"{str(error.message)[:200]}"
-                )
+            kind, status, attempts, what = request_failure(
+                openai, error, self.base_url, self.base_url
+            )
             raise EmbeddingError(
                 f"embeddings: {what}", kind=kind, attempts=attempts, status=status
             ) from error

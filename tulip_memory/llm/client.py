@@ -110,17 +110,20 @@ def _retry_delay(
     return random.uniform(0, min(backoff_max, backoff * 2**retries_taken))
 
 
-def request_failure(openai: Any, error: Any) -> tuple[str, int | None, int]:
-    """The error kind, HTTP status (``None`` without an answer) and attempts of a request
-    the library's retry loop gave up on."""
+def request_failure(
+    openai: Any, error: Any, server: str, base_url: str
+) -> tuple[str, int | None, int, str]:
+    """The error kind, HTTP status (``None`` without an answer), attempts and description
+    of a request the library's retry loop gave up on; ``server`` names who answered."""
     # The library numbers its attempts in this header of each request it sends.
     attempts = int(error.request.headers.get("x-stainless-retry-count", 0)) + 1
     if isinstance(error, openai.APIStatusError):
         status = error.status_code
         kind = "rate_limited" if status == 429 else "server_error" if status >= 500 else "rejected"
-        return kind, status, attempts
+        what = f"{server} answered HTTP {status} after {attempts} attempt(s): "
+        return kind, status, attempts, what + _short(str(error.message))
     kind = "timeout" if isinstance(error, openai.APITimeoutError) else "connection"
-    return kind, None, attempts
+    return kind, None, attempts, f"{kind} talking to {base_url} after {attempts} attempt(s)"
 
 
 @functools.cache
@@ -326,14 +329,9 @@ class ChatClient:
         try:
             raw = await client.chat.completions.with_raw_response.create(**request)
         except (openai.APIStatusError, openai.APIConnectionError) as error:
-            kind, status, attempts = request_failure(openai, error)
-            if status is None:
-                what = f"{kind} talking to {self.config.base_url} after {attempts} attempt(s)"
-            else:
-                what = (
-                    f"the model server answered HTTP {status} after {attempts} attempt(s): "
-                    f"{_short(error.message)}"
-                )
+            kind, status, attempts, what = request_failure(
+                openai, error, "the model server", self.config.base_url
+            )
             raise self._error(
                 purpose, model, started, attempts, what, kind=kind, status=status
             ) from error
