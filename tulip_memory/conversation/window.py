@@ -1,9 +1,7 @@
 """Sliding-window conversation management: the leading system messages plus the newest turns.
 
-The window slides ``slide_step`` messages at a time on a fixed grid, so its start stays
-byte-identical until it refills (prompt caches serve only such a prefix); it starts at a
-turn boundary, and in an agent loop the opening user message is re-attached
-(docs/conversation.md).
+It slides ``slide_step`` messages at a time on a fixed grid (a prefix prompt caches can
+serve), starts at a turn boundary, and re-attaches an agent loop's opening user message.
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """The chat-model client: OpenAI's chat-completions protocol through the ``openai`` library.
 
-:class:`ChatClient` reaches any OpenAI-compatible server set by ``TULIP_MEMORY["LLM"]``
-and raises :class:`~tulip_memory.exceptions.LLMError` for every failure, a 200 that is not
-a chat completion included; every result and error carries its :class:`~.usage.Usage`.
-Retries are the library's own; this adds only what it lacks: ``TIMEOUT`` on each attempt
-as a whole, one slot of the process-wide :mod:`.limiter` per attempt, and its delays set by
-``RETRY_BACKOFF``/``RETRY_BACKOFF_MAX`` (a longer ``Retry-After`` ends the retries).
+:class:`ChatClient` raises :class:`~tulip_memory.exceptions.LLMError` for every failure;
+results and errors carry their :class:`~.usage.Usage`. Retries are the library's; this adds
+what it lacks: ``TIMEOUT`` per attempt as a whole, a :mod:`.limiter` slot per attempt, and
+delays from ``RETRY_BACKOFF``/``RETRY_BACKOFF_MAX`` (a longer ``Retry-After`` ends them).
 """
 
 from __future__ import annotations

@@ -224,12 +224,8 @@ class BaseMemoryManager(ABC):
         return runner.pending if runner is not None else 0
 
     async def drain(self) -> None:
-        """Wait for every scheduled extraction, including ones submitted while waiting.
-
-        Returns at once in ``"inline"`` mode. Errors inside jobs were logged and emitted
-        already; they are not raised here. Bound the wait with ``asyncio.timeout(...)``:
-        cancelling ``drain`` leaves the jobs running.
-        """
+        """Wait for every scheduled extraction, including ones submitted while waiting (their
+        errors were logged and emitted, not raised here); cancelling leaves them running."""
         runner: BackgroundExtractions | None = self.__dict__.get("_bg_extractions")
         if runner is not None:
             await runner.drain()

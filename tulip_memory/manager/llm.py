@@ -272,11 +272,8 @@ class LLMMemoryManager(BaseMemoryManager):
 
     @property
     def pending_extractions(self) -> int:
-        """Extractions scheduled or running and not seen finished yet.
-
-        In ``"celery"`` mode: the jobs this manager enqueued (committed) that it has not
-        yet seen done or failed; :meth:`drain` refreshes that view.
-        """
+        """Extractions scheduled or running and not seen finished yet (in ``"celery"``
+        mode the jobs it enqueued; :meth:`drain` refreshes that view)."""
         runner: CeleryExtractions | None = self.__dict__.get("_celery_extractions")
         return super().pending_extractions + (runner.pending if runner is not None else 0)
 

@@ -1,8 +1,7 @@
 """The retention sweep of checkpoints, one tenant at a time: ``CHECKPOINT_IDLE_DAYS``
-deletes idle threads, ``CHECKPOINT_KEEP_LAST`` keeps each thread's newest N. Applies to
-the snapshot rows, the delta rows (through ``DeltaCheckpointer.prune``, which re-bases)
-and LangGraph's rows (``keep_newest``). A thread written since it was found idle stays.
-Sends one ``checkpoint.pruned`` per tenant and table, once committed.
+deletes idle threads, ``CHECKPOINT_KEEP_LAST`` keeps each thread's newest N, in every
+checkpoint table (delta chains re-based). Sends one ``checkpoint.pruned`` per tenant and
+table, once committed.
 """
 
 from __future__ import annotations

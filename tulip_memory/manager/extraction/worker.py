@@ -599,12 +599,9 @@ def run_queue(
     owner: str | None = None,
     charge_database_errors: bool = False,
 ) -> RunOutcome:
-    """Run the open jobs of extraction queue ``queue_id`` (of ``tenant``) in order, with
-    ``tenant`` bound (row-level security shows the queue's row only to its own tenant).
-
-    ``charge_database_errors``: a database error that cuts a job's attempt counts as that
-    attempt's failure (the task's last retry) instead of being given back.
-    """
+    """Run the open jobs of extraction queue ``queue_id`` in order, ``tenant`` bound.
+    ``charge_database_errors`` (the task's last retry): a database error counts as the
+    attempt's failure instead of being given back."""
     from tulip_memory.conf import settings
     from tulip_memory.core.namespaces import decode_namespace
     from tulip_memory.models import ExtractionJob, ExtractionQueue
