@@ -24,9 +24,8 @@ DEFAULTS: dict[str, Any] = {
     "ANN_INDEX": False,
     "TEXT_SEARCH_CONFIG": "english",
     "TENANT_SETTING": "tulip_memory.tenant",
-    # Dotted path of a callable(request) -> str | None used by TenantMiddleware.
-    # Who the request's tenant is: from the user's memberships by default; the header
-    # resolver only behind an authenticating gateway (check --deploy warns: W011).
+    # callable(request) -> str | None for TenantMiddleware; the header resolver only
+    # behind an authenticating gateway (check --deploy warns: W011).
     "TENANT_RESOLVER": "tulip_memory.middleware.resolve_tenant_from_membership",
     "TENANT_HEADER": "X-Tenant",
     "TENANT_DATABASES": ["default"],

@@ -12,6 +12,8 @@ from typing import Any, TypeVar
 
 from django.core import checks
 
+from tulip_memory.core.numbers import is_int
+
 __all__ = [
     "check_setting_values",
     "check_settings",
@@ -69,7 +71,7 @@ def vector_dimensions() -> int | None:
     from tulip_memory.conf import settings
 
     value = settings.VECTOR_DIMENSIONS
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+    if is_int(value) and value >= 1:
         return value
     return None
 

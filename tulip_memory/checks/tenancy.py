@@ -1,11 +1,6 @@
-"""System checks of tenant isolation: row-level security on the tenant databases.
-
-E010-E014, E017 (a ``SECURITY DEFINER`` function of the tables' owner whose search path is
-not pinned to ``pg_catalog, pg_temp``), E019, W010 on each alias of ``TENANT_DATABASES`` a
-run names (``check --database``), or on ``default`` when it names none; I010 when such an
-alias cannot be reached. E015 (tagged ``database``): a PostgreSQL alias named cannot be
-reached. E016: the tenant resolver does not import; W011 (deploy): it reads a request
-header.
+"""System checks of tenant isolation: row-level security on the tenant databases a run
+names (E010-E014, E017, E019, W010, I010; E015 when one cannot be reached) and the tenant
+resolver (E016, W011).
 """
 
 from __future__ import annotations

@@ -41,6 +41,13 @@ def check_bool(name: str, value: object) -> bool:
 class ConversationManager(ABC):
     """Decides which messages of a run's history are sent to the model."""
 
+    # The attributes its repr shows, as keyword arguments.
+    _repr_fields: tuple[str, ...] = ()
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._repr_fields)
+        return f"{type(self).__name__}({fields})"
+
     @abstractmethod
     def apply(self, messages: list[Message]) -> list[Message]:
         """Return the managed history (a new list; ``messages`` is left untouched)."""
@@ -55,6 +62,3 @@ class NullManager(ConversationManager):
 
     def apply(self, messages: list[Message]) -> list[Message]:
         return check_messages(messages)
-
-    def __repr__(self) -> str:
-        return "NullManager()"

@@ -1,8 +1,7 @@
 """The summaries a SummarizingManager remembers, each under the exact prefix it stands for.
 
-The key is the prefix's length and a BLAKE2b fingerprint of what the model sees of it
-(roles, contents, names, tool calls; not metadata), so conversations share an entry only
-when they share the summarised messages. Entries live in a bounded, locked LRU.
+The key is the prefix's length and a fingerprint of what the model sees of it (not
+metadata); entries live in a bounded, locked LRU.
 """
 
 from __future__ import annotations

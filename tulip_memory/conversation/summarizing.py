@@ -1,11 +1,9 @@
 """Summarising conversation management: older turns folded into one summary message.
 
-Leading system messages stay in front; past ``threshold`` messages the older ones become
-a summary and at least ``keep_recent`` recent ones stay. The cut moves on a grid and back
-to a turn boundary, so the output's prefix stays byte-identical between compactions and
-``apply(apply(x)) == apply(x)``. Summaries are cached by the prefix they stand for. A
-failing summariser loses nothing: the history comes back unchanged and
-``memory.compactor.failed`` is sent (docs/conversation.md).
+Past ``threshold`` messages the older ones become a summary, ``keep_recent`` at least
+stay; the cut sits on a grid at a turn boundary, so the prefix stays byte-identical between
+compactions and ``apply(apply(x)) == apply(x)``. A failing summariser loses nothing (the
+history comes back, ``memory.compactor.failed`` is sent); docs/conversation.md.
 """
 
 from __future__ import annotations
@@ -108,6 +106,8 @@ class _Compaction:
 class SummarizingManager(ConversationManager):
     """Replaces the older part of a long history with one summary message."""
 
+    _repr_fields = ("threshold", "keep_recent", "summarize_fn", "preserve_system", "cache_size")
+
     def __init__(
         self,
         threshold: int = 30,
@@ -131,12 +131,9 @@ class SummarizingManager(ConversationManager):
         self.preserve_system = check_bool("preserve_system", preserve_system)
         self._summary_cache = SummaryCache(check_int("cache_size", cache_size, 0))
 
-    def __repr__(self) -> str:
-        return (
-            f"SummarizingManager(threshold={self.threshold}, keep_recent={self.keep_recent}, "
-            f"summarize_fn={self.summarize_fn!r}, preserve_system={self.preserve_system}, "
-            f"cache_size={self._summary_cache.maxsize})"
-        )
+    @property
+    def cache_size(self) -> int:
+        return self._summary_cache.maxsize
 
     def apply(self, messages: list[Message]) -> list[Message]:
         plan = self._plan(messages)

@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from tulip_memory.core.numbers import is_int
 from tulip_memory.messages import Message, Role
 
 SUMMARY_METADATA_KEY = "tulip_memory_summary"
@@ -37,12 +38,7 @@ def summary_message(text: str, covered: int) -> Message:
 def is_summary(message: Message) -> bool:
     """Whether ``message`` is a summary written by SummarizingManager."""
     covered = message.metadata.get(SUMMARY_METADATA_KEY)
-    return (
-        message.role == Role.SYSTEM
-        and isinstance(covered, int)
-        and not isinstance(covered, bool)
-        and covered > 0
-    )
+    return message.role == Role.SYSTEM and is_int(covered) and covered > 0
 
 
 def covered_count(message: Message) -> int:

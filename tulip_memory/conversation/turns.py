@@ -1,8 +1,7 @@
 """Turn structure of a history: leading system messages and the positions a cut may take.
 
-A cut at ``i`` keeps ``messages[i:]``; it is a turn boundary when the kept part neither
-starts with a tool result nor holds one whose call lies before the cut (providers reject
-orphan results). Work is proportional to the region ``messages[start:]`` examined.
+A cut at ``i`` keeps ``messages[i:]``; it is a turn boundary when the kept part holds no
+tool result whose call lies before the cut (providers reject orphan results).
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """Sliding-window conversation management: the leading system messages plus the newest turns.
 
-The window slides ``slide_step`` messages at a time on a fixed grid, so its start stays
-byte-identical until it refills (prompt caches serve only such a prefix); it starts at a
-turn boundary, and in an agent loop the opening user message is re-attached
-(docs/conversation.md).
+It slides ``slide_step`` messages at a time on a fixed grid (a prefix prompt caches can
+serve), starts at a turn boundary, and re-attaches an agent loop's opening user message.
 """
 
 from __future__ import annotations
@@ -33,6 +31,8 @@ class _Pruning:
 class SlidingWindowManager(ConversationManager):
     """Keeps the leading system messages and the last ``window_size`` other messages."""
 
+    _repr_fields = ("window_size", "preserve_system", "preserve_first_user", "slide_step")
+
     def __init__(
         self,
         window_size: int = 20,
@@ -48,13 +48,6 @@ class SlidingWindowManager(ConversationManager):
             raise ValueError(
                 f"slide_step must be between 1 and window_size ({window_size}), got {slide_step}"
             )
-
-    def __repr__(self) -> str:
-        return (
-            f"SlidingWindowManager(window_size={self.window_size}, "
-            f"preserve_system={self.preserve_system}, "
-            f"preserve_first_user={self.preserve_first_user}, slide_step={self.slide_step})"
-        )
 
     def apply(self, messages: list[Message]) -> list[Message]:
         pruning = self._prune(messages)

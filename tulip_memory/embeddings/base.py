@@ -1,8 +1,7 @@
 """BaseEmbedding: what the stores and the memory manager need from a text embedder.
 
-Subclasses give ``dimension`` and ``embed_batch``; ``embed`` is a one-text batch. Blank
-text is a ValueError (a zero vector has no cosine), and so is an answer with another
-number of vectors than texts (:func:`check_count`).
+Subclasses give ``dimension`` and ``embed_batch``. Blank text is a ValueError (a zero
+vector has no cosine), and so is an answer of another number of vectors than texts.
 """
 
 from __future__ import annotations

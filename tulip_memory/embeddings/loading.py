@@ -1,9 +1,6 @@
 """Choosing the embedder from ``TULIP_MEMORY["EMBEDDER"]`` (a dotted path to a
 :class:`BaseEmbedding` or a factory) and ``["EMBEDDER_OPTIONS"]`` (its keyword arguments).
-
-:func:`get_embedder` gives None when none is configured (stores then use HRR);
-:func:`resolve_embedder` reads a store's ``embedder=``: None for the configured one,
-:data:`HRR` for HRR whatever is configured, or an embedder as given.
+None configured: the stores use HRR, as for a store's ``embedder=HRR``.
 """
 
 from __future__ import annotations

@@ -1,44 +1,35 @@
 """OpenAIEmbedding: vectors from an OpenAI-compatible ``/v1/embeddings`` endpoint (extra ``llm``).
 
-OpenAI, Azure OpenAI, Ollama, vLLM, text-embeddings-inference. Conventions of the chat
-client (:mod:`tulip_memory.llm.client`): the key read from ``api_key_env`` per request, a
-timeout per attempt, retries with backoff, one HTTP client per event loop, every failure
-an :class:`~tulip_memory.exceptions.EmbeddingError`. ``dimension`` is declared: an answer
-of another width, or not one finite vector per text, is refused, never stored.
+The chat client's conventions and retry loop (:mod:`tulip_memory.llm.client`); every
+failure an :class:`~tulip_memory.exceptions.EmbeddingError`. ``dimension`` is declared: an
+answer of another width, or not one finite vector per text, is refused, never stored.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import math
 import os
 import time
-from typing import Any, TypeGuard
+from typing import Any
 from urllib.parse import urlsplit
 
+from tulip_memory.core.numbers import is_int, is_number
 from tulip_memory.embeddings.base import BaseEmbedding
 from tulip_memory.exceptions import EmbeddingError
-from tulip_memory.llm.client import LoopClients, backoff_delay
+from tulip_memory.llm.client import (
+    NO_KEY,
+    LoopClients,
+    import_openai,
+    openai_types,
+    request_failure,
+)
 from tulip_memory.llm.config import is_local_url
 
 __all__ = ["OpenAIEmbedding"]
 
 logger = logging.getLogger("tulip_memory.embeddings")
-
-# The key sent to a local server that wants none (the library refuses an empty one).
-_NO_KEY = "not-needed"
-
-
-def _import_openai() -> Any:
-    try:
-        import openai
-    except ImportError as exc:
-        raise ImportError(
-            "OpenAIEmbedding needs the openai package: pip install 'tulip-memory[llm]'"
-        ) from exc
-    return openai
 
 
 def _number(name: str, value: Any, *, integer: bool = False, minimum: float = 0.0) -> None:
@@ -91,7 +82,6 @@ class OpenAIEmbedding(BaseEmbedding):
         self.retry_backoff = float(retry_backoff)
         self.retry_backoff_max = float(retry_backoff_max)
         self.request_dimensions = bool(request_dimensions)
-        # The library's HTTP client belongs to one event loop: one per live loop.
         self._clients = LoopClients(self._new_openai)
 
     def __repr__(self) -> str:
@@ -110,21 +100,24 @@ class OpenAIEmbedding(BaseEmbedding):
         return f"openai:{self.model}"
 
     def _api_key(self) -> str | None:
-        """The key from the environment, read now (``None`` when unset or not configured)."""
         if self.api_key_env is None:
             return None
         return os.environ.get(self.api_key_env) or None
 
     async def _request_key(self) -> str:
-        """The key of one request: the library calls this before each one."""
-        return self._api_key() or _NO_KEY
+        # Called by the library before each request: a rotated key is used at once.
+        return self._api_key() or NO_KEY
 
     def _new_openai(self) -> Any:
-        return _import_openai().AsyncOpenAI(
+        policy_openai, attempt_client = openai_types()
+        return policy_openai(
             api_key=self._request_key,
             base_url=self.base_url,
             timeout=self.timeout,
-            max_retries=0,  # retried here, with jitter and a bounded Retry-After
+            max_retries=self.max_retries,
+            backoff=self.retry_backoff,
+            backoff_max=self.retry_backoff_max,
+            http_client=attempt_client(None, self.timeout),
         )
 
     async def aclose(self) -> None:
@@ -149,71 +142,31 @@ class OpenAIEmbedding(BaseEmbedding):
         return vectors
 
     async def _request(self, batch: list[str]) -> list[list[float]]:
-        openai = _import_openai()
+        openai = import_openai("OpenAIEmbedding")
         request: dict[str, Any] = {"model": self.model, "input": batch, "encoding_format": "float"}
         if self.request_dimensions:
             request["dimensions"] = self._dimension
         started = time.perf_counter()
-        attempts = 0
-        while True:
-            attempts += 1
-            try:
-                client = await self._clients.client()
-                # ``timeout`` bounds each read only: a dripping answer would never time out.
-                async with asyncio.timeout(self.timeout):
-                    # The raw body: the library's models would coerce true to 1.0.
-                    raw = await client.embeddings.with_raw_response.create(**request)
-                    body = raw.content
-            except openai.APIStatusError as error:
-                status = error.status_code
-                retryable = status == 429 or status >= 500
-                delay = self._delay(attempts, error.response.headers if retryable else None)
-                if not retryable or delay is None:
-                    kind = (
-                        "rate_limited"
-                        if status == 429
-                        else "server_error"
-                        if status >= 500
-                        else "rejected"
-                    )
-                    raise EmbeddingError(
-                        f"embeddings: {self.base_url} answered HTTP {status} after "
-                        f"{attempts} attempt(s): {str(error.message)[:200]}",
-                        kind=kind,
-                        attempts=attempts,
-                        status=status,
-                    ) from error
-            except (openai.APIConnectionError, TimeoutError) as error:
-                timed_out = isinstance(error, (openai.APITimeoutError, TimeoutError))
-                kind = "timeout" if timed_out else "connection"
-                delay = self._delay(attempts, None)
-                if delay is None:
-                    raise EmbeddingError(
-                        f"embeddings: {kind} talking to {self.base_url} after "
-                        f"{attempts} attempt(s)",
-                        kind=kind,
-                        attempts=attempts,
-                    ) from error
-            else:
-                logger.debug(
-                    "embeddings: model=%s texts=%d attempts=%d in %.0f ms",
-                    self.model,
-                    len(batch),
-                    attempts,
-                    (time.perf_counter() - started) * 1000,
-                )
-                return self._vectors(body, len(batch), attempts)
-            logger.debug("embeddings: attempt %d failed, retrying in %.2f s", attempts, delay)
-            await asyncio.sleep(delay)
-
-    def _delay(self, attempts: int, headers: Any) -> float | None:
-        return backoff_delay(
+        client = await self._clients.client()
+        try:
+            # The raw body: the library's models would coerce true to 1.0.
+            raw = await client.embeddings.with_raw_response.create(**request)
+        except (openai.APIStatusError, openai.APIConnectionError) as error:
+            kind, status, attempts, what = request_failure(
+                openai, error, self.base_url, self.base_url
+            )
+            raise EmbeddingError(
+                f"embeddings: {what}", kind=kind, attempts=attempts, status=status
+            ) from error
+        attempts = raw.retries_taken + 1
+        logger.debug(
+            "embeddings: model=%s texts=%d attempts=%d in %.0f ms",
+            self.model,
+            len(batch),
             attempts,
-            headers,
-            max_retries=self.max_retries,
-            backoff=self.retry_backoff,
-            backoff_max=self.retry_backoff_max,
+            (time.perf_counter() - started) * 1000,
         )
+        return self._vectors(raw.content, len(batch), attempts)
 
     def _vectors(self, body: bytes, expected: int, attempts: int) -> list[list[float]]:
         def malformed(what: str) -> EmbeddingError:
@@ -235,7 +188,7 @@ class OpenAIEmbedding(BaseEmbedding):
         indexed: dict[int, Any] = {}
         for item in data:
             index = item.get("index") if isinstance(item, dict) else None
-            if not _is_int(index) or not 0 <= index < expected or index in indexed:
+            if not is_int(index) or not 0 <= index < expected or index in indexed:
                 raise malformed(f"an embedding has a missing, repeated or wrong index: {index!r}")
             indexed[index] = item.get("embedding")
         if len(indexed) != expected:
@@ -263,12 +216,8 @@ class OpenAIEmbedding(BaseEmbedding):
         return vectors
 
 
-def _is_int(value: Any) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def _is_finite_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return is_number(value) and math.isfinite(value)
 
 
 def _short(value: Any, limit: int = 60) -> str:

@@ -1,8 +1,6 @@
 """A chat model behind tulip_memory: a client for any OpenAI-compatible server, structured
-output, secret redaction and a conversation summariser (docs/llm.md).
-
-This layer sits below the manager and knows nothing of memories; every failure of the
-model raises :class:`~tulip_memory.exceptions.LLMError`. Importable without Django settings.
+output, secret redaction and a conversation summariser (docs/llm.md); below the manager,
+it knows nothing of memories. Every failure raises :class:`~tulip_memory.exceptions.LLMError`.
 """
 
 from tulip_memory.exceptions import LLMError

@@ -1,16 +1,15 @@
 """The chat-model client: OpenAI's chat-completions protocol through the ``openai`` library.
 
-:class:`ChatClient` reaches any OpenAI-compatible server set by ``TULIP_MEMORY["LLM"]``
-and raises :class:`~tulip_memory.exceptions.LLMError` for every failure, a 200 that is not
-a chat completion included; every result and error carries its :class:`~.usage.Usage`.
-Retries are the library's own; this adds only what it lacks: ``TIMEOUT`` on each attempt
-as a whole, one slot of the process-wide :mod:`.limiter` per attempt, and its delays set by
-``RETRY_BACKOFF``/``RETRY_BACKOFF_MAX`` (a longer ``Retry-After`` ends the retries).
+:class:`ChatClient` raises :class:`~tulip_memory.exceptions.LLMError` for every failure;
+results and errors carry their :class:`~.usage.Usage`. Retries are the library's; this adds
+what it lacks: ``TIMEOUT`` per attempt as a whole, a :mod:`.limiter` slot per attempt, and
+delays from ``RETRY_BACKOFF``/``RETRY_BACKOFF_MAX`` (a longer ``Retry-After`` ends them).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import functools
 import json
@@ -36,14 +35,16 @@ __all__ = [
     "ChatResult",
     "LoopClients",
     "ToolCallRequest",
-    "backoff_delay",
+    "import_openai",
+    "openai_types",
+    "request_failure",
     "retry_after_seconds",
 ]
 
 logger = logging.getLogger("tulip_memory.llm")
 
 # The library refuses an empty key; a local server ignores this one.
-_NO_KEY = "not-needed"
+NO_KEY = "not-needed"
 
 
 @dataclass(frozen=True)
@@ -64,12 +65,12 @@ class ChatResult:
     usage: Usage = field(default_factory=Usage)
 
 
-def _import_openai() -> Any:
+def import_openai(needed_by: str = "tulip_memory.llm") -> Any:
     try:
         import openai
     except ImportError as exc:
         raise ImportError(
-            "tulip_memory.llm needs the openai package: pip install 'tulip-memory[llm]'"
+            f"{needed_by} needs the openai package: pip install 'tulip-memory[llm]'"
         ) from exc
     return openai
 
@@ -107,40 +108,41 @@ def _retry_delay(
     return random.uniform(0, min(backoff_max, backoff * 2**retries_taken))
 
 
-def backoff_delay(
-    attempts: int,
-    headers: Mapping[str, str] | None,
-    *,
-    max_retries: int,
-    backoff: float,
-    backoff_max: float,
-) -> float | None:
-    """Seconds to wait after failed attempt number ``attempts``, or ``None`` to give up:
-    the chat client's retry policy, for a caller running its own retry loop."""
-    if attempts > max_retries or _waits_too_long(headers, backoff_max):
-        return None
-    return _retry_delay(attempts - 1, headers, backoff, backoff_max)
+def request_failure(
+    openai: Any, error: Any, server: str, base_url: str
+) -> tuple[str, int | None, int, str]:
+    """The error kind, HTTP status (``None`` without an answer), attempts and description
+    of a request the library's retry loop gave up on; ``server`` names who answered."""
+    # The library numbers its attempts in this header of each request it sends.
+    attempts = int(error.request.headers.get("x-stainless-retry-count", 0)) + 1
+    if isinstance(error, openai.APIStatusError):
+        status = error.status_code
+        kind = "rate_limited" if status == 429 else "server_error" if status >= 500 else "rejected"
+        what = f"{server} answered HTTP {status} after {attempts} attempt(s): "
+        return kind, status, attempts, what + _short(str(error.message))
+    kind = "timeout" if isinstance(error, openai.APITimeoutError) else "connection"
+    return kind, None, attempts, f"{kind} talking to {base_url} after {attempts} attempt(s)"
 
 
 @functools.cache
-def _openai_types() -> tuple[Any, Any]:
-    """The ``openai`` client and HTTP client classes :class:`ChatClient` sends through,
-    defined once the library is imported."""
+def openai_types() -> tuple[Any, Any]:
+    """The ``openai`` client and HTTP client classes the chat and embedding clients send
+    through, defined once the library is imported."""
     import openai
 
     class AttemptClient(openai.DefaultAsyncHttpxClient):
-        """Each attempt of the library's retry loop in a limiter slot and bounded as a whole
-        by ``timeout``: the library's timeout bounds each network read, so a server dripping
-        its answer would never time out."""
+        """Each attempt in a limiter slot (if any) and bounded as a whole by ``timeout``
+        (the library's bounds each read: a dripping answer would never time out)."""
 
-        def __init__(self, limiter: ProcessLimiter, timeout: float) -> None:
+        def __init__(self, limiter: ProcessLimiter | None, timeout: float) -> None:
             super().__init__(timeout=timeout)
             self._limiter = limiter
             self._attempt_timeout = timeout
 
         async def send(self, request: Any, **kwargs: Any) -> Any:
             try:
-                async with self._limiter.slot(), asyncio.timeout(self._attempt_timeout):
+                slot = self._limiter.slot() if self._limiter else contextlib.nullcontext()
+                async with slot, asyncio.timeout(self._attempt_timeout):
                     return await super().send(request, **kwargs)
             except TimeoutError:
                 # The retry loop retries the timeouts of its HTTP library, httpx or httpx2
@@ -171,13 +173,9 @@ def _openai_types() -> tuple[Any, Any]:
 
 
 class LoopClients:
-    """The ``openai`` clients of one owner, one per live event loop; thread-safe.
-
-    The library's HTTP client belongs to the loop it first ran on, and ``async_to_sync``
-    or ``asyncio.run`` make a new loop per call: a client is closed on its loop when the
-    loop shuts down its async generators, and each use drops the clients of loops closed
-    without that step. :meth:`aclose` closes the running loop's client at once.
-    """
+    """The ``openai`` clients of one owner, one per live event loop (the library's HTTP
+    client belongs to its loop); thread-safe. A client is closed with its loop, or dropped
+    at the next use if its loop closed without shutting down its async generators."""
 
     def __init__(self, factory: Callable[[], Any]) -> None:
         self._factory = factory
@@ -229,9 +227,8 @@ async def _close_with_loop(client: Any) -> AsyncGenerator[None, None]:
 
 
 async def _close_abandoned(client: Any) -> None:
-    """Close a client whose loop closed without shutting down its async generators: its
-    transports refuse (the loop is closed), but the pool is emptied and the garbage
-    collector closes the sockets."""
+    # Its transports refuse (the loop is closed), but the pool is emptied and the garbage
+    # collector closes the sockets.
     if client.is_closed():
         return
     try:
@@ -269,7 +266,7 @@ class ChatClient:
         return self.config.model
 
     def _new_openai(self) -> Any:
-        policy_openai, attempt_client = _openai_types()
+        policy_openai, attempt_client = openai_types()
         return policy_openai(
             api_key=self._api_key,
             base_url=self.config.base_url,
@@ -282,7 +279,7 @@ class ChatClient:
 
     async def _api_key(self) -> str:
         # Called by the library before each request: a rotated key is used at once.
-        return self.config.api_key() or _NO_KEY
+        return self.config.api_key() or NO_KEY
 
     async def aclose(self) -> None:
         """Close the HTTP client of the running event loop."""
@@ -305,7 +302,7 @@ class ChatClient:
         ):
             raise ValueError("messages must be a list of chat-completions dicts with a 'role'")
         check_int(max_tokens, "max_tokens")
-        openai = _import_openai()
+        openai = import_openai()
         model = self.model
         if not self.config.is_local and self.config.api_key() is None:
             raise LLMError(
@@ -330,27 +327,12 @@ class ChatClient:
         try:
             raw = await client.chat.completions.with_raw_response.create(**request)
         except (openai.APIStatusError, openai.APIConnectionError) as error:
-            # The library numbers its attempts in this header of each request it sends.
-            attempts = int(error.request.headers.get("x-stainless-retry-count", 0)) + 1
-            if isinstance(error, openai.APIStatusError):
-                status = error.status_code
-                kind = (
-                    "rate_limited"
-                    if status == 429
-                    else "server_error"
-                    if status >= 500
-                    else "rejected"
-                )
-                what = (
-                    f"the model server answered HTTP {status} after {attempts} attempt(s): "
-                    f"{_short(error.message)}"
-                )
-                raise self._error(
-                    purpose, model, started, attempts, what, kind=kind, status=status
-                ) from error
-            kind = "timeout" if isinstance(error, openai.APITimeoutError) else "connection"
-            what = f"{kind} talking to {self.config.base_url} after {attempts} attempt(s)"
-            raise self._error(purpose, model, started, attempts, what, kind=kind) from error
+            kind, status, attempts, what = request_failure(
+                openai, error, "the model server", self.config.base_url
+            )
+            raise self._error(
+                purpose, model, started, attempts, what, kind=kind, status=status
+            ) from error
         attempts = raw.retries_taken + 1
         not_a_completion = (
             f"the model server answered HTTP 200 after {attempts} attempt(s), "
@@ -403,7 +385,6 @@ class ChatClient:
         status: int | None = None,
         reported: Usage | None = None,
     ) -> LLMError:
-        """The error ending a call, logged."""
         logger.debug(
             "llm call %s: model=%s failed (%s%s) after %d attempt(s) in %.0f ms",
             purpose,
@@ -458,9 +439,7 @@ def _prompt_chars(messages: Sequence[dict[str, Any]], extra: Sequence[Any]) -> i
 
 
 def _completion_problem(completion: Any) -> tuple[str, str] | None:
-    """Why a 200 answer is not a chat completion (error kind, what is wrong), or ``None``.
-    The library hands over a body that is not JSON as a str, JSON that is not an object
-    as it is."""
+    """Why a 200 answer is not a chat completion (error kind, what is wrong), or ``None``."""
     if isinstance(completion, str) or not hasattr(completion, "choices"):
         return "malformed_output", "the body is not a JSON object"
     choices = completion.choices

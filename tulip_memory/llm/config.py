@@ -1,8 +1,7 @@
 """The chat model's settings: ``TULIP_MEMORY["LLM"]`` checked into one :class:`LLMConfig`.
 
-Every key is optional (docs/llm.md lists them). The API key is never a setting:
-``API_KEY_ENV`` names the environment variable it is read from at each request. Without
-Django settings :meth:`LLMConfig.from_settings` gives the defaults.
+Every key is optional (docs/llm.md). The API key is never a setting: ``API_KEY_ENV`` names
+the environment variable read at each request.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """A concurrency cap shared by every thread and event loop of the process.
 
-``asyncio.Semaphore`` caps one event loop, but a Celery worker thread per job,
-``asyncio.run`` per request and ``async_to_sync`` each run their own: :class:`ProcessLimiter`
-counts slots under a thread lock and wakes each waiter on its own loop.
+``asyncio.Semaphore`` caps one event loop only: :class:`ProcessLimiter` counts slots under
+a thread lock and wakes each waiter on its own loop.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """Secret redaction: likely secrets replaced by ``[REDACTED:<kind>]`` before text leaves.
 
-A :class:`RedactionPolicy` picks the detectors (:data:`DETECTORS`: private keys, provider
-API keys, JWTs, bearer tokens, URL passwords, secret assignments, stated passwords, card
-numbers), extra patterns, allowed values and the replacement; docs/llm.md says what each
-detector takes. ``tests/llm/redaction_corpus.py`` is the labelled corpus it is tested on.
+A :class:`RedactionPolicy` picks the detectors (:data:`DETECTORS`; docs/llm.md says what
+each takes), extra patterns, allowed values and the replacement.
 """
 
 from __future__ import annotations

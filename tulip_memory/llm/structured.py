@@ -1,9 +1,8 @@
 """Structured output: a JSON object matching a schema, whatever the server supports.
 
-``"auto"`` asks with the JSON-schema response format, then (on HTTP 400/422) with a forced
-tool call, then for JSON in text, and keeps the first mode that answers. An answer that is
-not JSON or breaks the schema gets one repair request; a second failure raises
-``LLMError(kind="malformed_output")``.
+``"auto"`` tries the JSON-schema response format, a forced tool call, then JSON in text,
+and keeps the first mode that answers. A bad answer gets one repair request; a second
+raises ``LLMError(kind="malformed_output")``.
 """
 
 from __future__ import annotations

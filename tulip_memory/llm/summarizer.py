@@ -1,9 +1,7 @@
 """An LLM ``summarize_fn`` for :class:`~tulip_memory.conversation.SummarizingManager`.
 
-Incremental: the previous summary (first in ``messages``, when there is one) and only the
-messages that newly crossed the cut are sent, redacted and cut to the token budget; the
-answer is bounded by ``SUMMARY_MAX_TOKENS``. Failures raise
-:class:`~tulip_memory.exceptions.LLMError`.
+Incremental: the previous summary and the messages that newly crossed the cut are sent,
+redacted and cut to the token budget. Failures raise :class:`~tulip_memory.exceptions.LLMError`.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
 """A conversation as compact prompt lines (``user: …``, ``assistant: -> tool f(x=1)``,
 ``tool f -> …``, ``summary: …``), tool calls and results cut at ``tool_chars``; system
-messages other than a summary are left out.
-
-Each text is redacted whole before it is cut, so a secret longer than the cut is still
-recognised and replaced.
+messages other than a summary are left out. Each text is redacted whole before it is cut.
 """
 
 from __future__ import annotations

@@ -9,13 +9,8 @@ __all__ = ["Usage"]
 
 @dataclass(frozen=True)
 class Usage:
-    """Tokens spent by ``calls`` chat completions, and the requests that got no answer.
-
-    ``estimated`` is true when the server reported no usage for at least one call and its
-    tokens were estimated from characters instead. ``failed_requests`` counts the HTTP
-    requests that got no completion (a timeout, a lost connection, an error status),
-    whether they were retried or ended the call; they spent no tokens that were reported.
-    """
+    """Tokens spent by ``calls`` chat completions (``estimated`` from characters when a
+    server reported none), and the HTTP requests that got no completion (retried or not)."""
 
     prompt_tokens: int = 0
     completion_tokens: int = 0

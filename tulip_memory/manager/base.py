@@ -28,10 +28,8 @@ __all__ = ["BaseMemoryManager", "NoopMemoryManager", "failure_error", "failure_f
 
 logger = logging.getLogger("tulip_memory.manager")
 
-# What failed, in a failure's error (after the exception's type). The exception's message
-# is not said: it may quote the conversation or the model's reply (a model server's error
-# text, a parse problem), and an erasure can reach neither a log aggregator nor an event
-# receiver.
+# What failed, in a failure's error. Never the exception's message: it may quote the
+# conversation, which an erasure cannot take back from a log aggregator or a receiver.
 _EXTRACTION_FAILED = "the extraction failed"
 _MESSAGE_AT_DEBUG = "its message is logged at DEBUG level"
 
@@ -50,14 +48,9 @@ def failure_error(exc: BaseException, what: str | None = None) -> str:
 
 
 def failure_fields(exc: BaseException, what: str | None = None) -> dict[str, Any]:
-    """The fields of a ``memory.manager.extract_failed`` event for ``exc``.
-
-    ``error`` is :func:`failure_error` (``what`` failed); ``reason`` is the
-    :class:`~tulip_memory.exceptions.LLMError` kind (``timeout``, ``rate_limited``,
-    ``server_error``, ``connection``, ``rejected``, ``malformed_output``,
-    ``configuration``), ``cancelled``, or ``exception`` for anything else; a model's failure
-    also carries the tokens its calls spent before it.
-    """
+    """The fields of a ``memory.manager.extract_failed`` event for ``exc``: ``error``
+    (:func:`failure_error`), ``reason`` (an :class:`LLMError`'s kind, ``cancelled`` or
+    ``exception``) and a model's failure's usage."""
     if isinstance(exc, LLMError):
         reason = exc.kind
     elif isinstance(exc, asyncio.CancelledError):
@@ -147,17 +140,10 @@ class BaseMemoryManager(ABC):
     async def extract_and_save(
         self, messages: list[Message], *, before_save: BeforeSave | None = None
     ) -> list[Memory]:
-        """Extract and save, raising on failure (what the lifecycle hooks wrap).
-
-        ``before_save`` is awaited between the extraction and the save (when there is
-        something to save); if it raises, nothing is saved.
-        """
-        memories = await self.extract(messages)
-        if memories:
-            if before_save is not None:
-                await before_save()
-            await self.save(memories)
-        return memories
+        """Extract and save, raising on failure; returns the memories written.
+        ``before_save`` is awaited right before the first write; if it raises, nothing
+        is written."""
+        return (await self.run_extraction(messages, before_save=before_save)).memories
 
     async def run_extraction(
         self,
@@ -166,14 +152,19 @@ class BaseMemoryManager(ABC):
         run_id: str | None = None,
         before_save: BeforeSave | None = None,
     ) -> ExtractionOutcome:
-        """One extraction run, raising on failure: :meth:`extract_and_save` here.
+        """One extraction run, raising on failure (what the lifecycle hooks wrap).
 
         ``run_id`` names the run for extractors that apply it once (a redelivered run
         with the same id applies nothing); this default has none and ignores it.
         ``before_save`` is awaited right before the first write; if it raises, nothing
         is written.
         """
-        return ExtractionOutcome(await self.extract_and_save(messages, before_save=before_save))
+        memories = await self.extract(messages)
+        if memories:
+            if before_save is not None:
+                await before_save()
+            await self.save(memories)
+        return ExtractionOutcome(memories)
 
     async def _extract_and_save(self, messages: list[Message], fields: dict[str, Any]) -> None:
         try:
@@ -181,17 +172,7 @@ class BaseMemoryManager(ABC):
         except (Exception, asyncio.CancelledError) as exc:
             # A cancelled extraction is lost work too: it is logged and emitted like a
             # failure (CancelledError is not an Exception), then the cancellation goes on.
-            failure = failure_fields(exc)
-            where = fields or type(self).__name__
-            logger.error("memory extraction failed (%s): %s", where, failure["error"])
-            logger.debug("memory extraction failed (%s)", where, exc_info=exc)
-            await emit(
-                EV_MEMORY_MANAGER_EXTRACT_FAILED,
-                sender=type(self),
-                **failure,
-                mode=self.extract_mode,
-                **fields,
-            )
+            await self._extraction_failed(exc, "memory extraction failed", fields)
             if isinstance(exc, asyncio.CancelledError):
                 raise
             return
@@ -199,6 +180,22 @@ class BaseMemoryManager(ABC):
             EV_MEMORY_MANAGER_EXTRACTED,
             sender=type(self),
             **outcome.event_fields(),
+            mode=self.extract_mode,
+            **fields,
+        )
+
+    async def _extraction_failed(
+        self, exc: BaseException, doing: str, fields: dict[str, Any], what: str | None = None
+    ) -> None:
+        """Log (``exc``'s message at DEBUG only) and emit a failed extraction."""
+        failure = failure_fields(exc, what)
+        where = fields or type(self).__name__
+        logger.error("%s (%s): %s", doing, where, failure["error"])
+        logger.debug("%s (%s)", doing, where, exc_info=exc)
+        await emit(
+            EV_MEMORY_MANAGER_EXTRACT_FAILED,
+            sender=type(self),
+            **failure,
             mode=self.extract_mode,
             **fields,
         )
@@ -227,12 +224,8 @@ class BaseMemoryManager(ABC):
         return runner.pending if runner is not None else 0
 
     async def drain(self) -> None:
-        """Wait for every scheduled extraction, including ones submitted while waiting.
-
-        Returns at once in ``"inline"`` mode. Errors inside jobs were logged and emitted
-        already; they are not raised here. Bound the wait with ``asyncio.timeout(...)``:
-        cancelling ``drain`` leaves the jobs running.
-        """
+        """Wait for every scheduled extraction, including ones submitted while waiting (their
+        errors were logged and emitted, not raised here); cancelling leaves them running."""
         runner: BackgroundExtractions | None = self.__dict__.get("_bg_extractions")
         if runner is not None:
             await runner.drain()

@@ -344,61 +344,35 @@ def _feedback_memories(sentence: str, previous_assistant: str | None) -> list[Me
 def _project_memories(sentence: str) -> list[Memory]:
     if match := _DATED.search(sentence):
         what = match["what"].lower()
-        key = _DATED_KEYS.get(what, what)
-        return [_memory(MemoryType.PROJECT, key, f"Project: {sentence}", "dated")]
-    if _DECISION.search(sentence):
-        return [
-            _memory(
-                MemoryType.PROJECT,
-                _key("decision", slug(sentence)),
-                f"Project: {sentence}",
-                "decision",
-            )
-        ]
-    if _PROJECT.search(sentence):
-        return [
-            _memory(
-                MemoryType.PROJECT, _key("fact", slug(sentence)), f"Project: {sentence}", "fact"
-            )
-        ]
-    return []
+        key, rule = _DATED_KEYS.get(what, what), "dated"
+    elif _DECISION.search(sentence):
+        key, rule = _key("decision", slug(sentence)), "decision"
+    elif _PROJECT.search(sentence):
+        key, rule = _key("fact", slug(sentence)), "fact"
+    else:
+        return []
+    return [_memory(MemoryType.PROJECT, key, f"Project: {sentence}", rule)]
 
 
 def _reference_memories(sentence: str) -> list[Memory]:
-    found: list[Memory] = []
-    for found_url in _URL.findall(sentence):
-        url = found_url.rstrip(".,;:!?")
-        normalised = re.sub(r"^https?://(www\.)?", "", url, flags=re.I).rstrip("/").lower()
-        found.append(
-            _memory(MemoryType.REFERENCE, _key("url", normalised), f"Reference: {sentence}", "url")
-        )
     without_urls = _URL.sub(" ", sentence)
     tickets = [
         *_TICKET.findall(without_urls),
         *(f"#{n}" for n in _TICKET_NUMBER.findall(without_urls)),
     ]
-    for ticket in tickets:
-        found.append(
-            _memory(
-                MemoryType.REFERENCE,
-                _key("ticket", ticket.upper()),
-                f"Reference: {sentence}",
-                "ticket",
-            )
-        )
-    for path in _DOC_PATH.findall(without_urls):
-        found.append(
-            _memory(
-                MemoryType.REFERENCE,
-                _key("doc", path.lower()),
-                f"Reference: {sentence}",
-                "document",
-            )
-        )
-    if not found and (match := _DOC_NAMED.search(sentence)):
-        key = _key("doc", slug(match["name"]))
-        found.append(_memory(MemoryType.REFERENCE, key, f"Reference: {sentence}", "document"))
-    return found
+    # (key prefix, key, rule) of each reference the sentence makes.
+    refs = [("url", _normalised_url(url), "url") for url in _URL.findall(sentence)]
+    refs += [("ticket", ticket.upper(), "ticket") for ticket in tickets]
+    refs += [("doc", path.lower(), "document") for path in _DOC_PATH.findall(without_urls)]
+    if not refs and (match := _DOC_NAMED.search(sentence)):
+        refs.append(("doc", slug(match["name"]), "document"))
+    content = f"Reference: {sentence}"
+    return [_memory(MemoryType.REFERENCE, _key(*ref[:2]), content, ref[2]) for ref in refs]
+
+
+def _normalised_url(found: str) -> str:
+    url = found.rstrip(".,;:!?")
+    return re.sub(r"^https?://(www\.)?", "", url, flags=re.I).rstrip("/").lower()
 
 
 def _is_statement(sentence: str) -> bool:

@@ -15,7 +15,7 @@ from tulip_memory.core.numbers import check_int, is_int
 from tulip_memory.exceptions import ConcurrentUpdateError
 from tulip_memory.llm.client import ChatClient
 from tulip_memory.llm.config import LLMConfig
-from tulip_memory.manager.base import BaseMemoryManager, failure_fields
+from tulip_memory.manager.base import BaseMemoryManager
 from tulip_memory.manager.block import strip_memory_blocks
 from tulip_memory.manager.consolidation import LLMExtractor
 from tulip_memory.manager.extraction.modes import note_extract_mode
@@ -51,9 +51,8 @@ logger = logging.getLogger("tulip_memory.manager")
 
 
 def _warn_about_what_workers_ignore(manager: LLMMemoryManager) -> None:
-    """In celery mode the workers extract with the manager they build from ``STORE``
-    (+ ``STORE_OPTIONS``) and ``MANAGER_OPTIONS``: log what of this manager's store and
-    extraction options they will not use, so that a difference is not silent."""
+    """Log what of this manager's options the celery workers, which build their own from
+    the settings, will not use."""
     from tulip_memory.conf import settings
 
     options = settings.MANAGER_OPTIONS
@@ -87,9 +86,8 @@ NamespaceResolver = Callable[[RunInfo], "Namespace | MemoryScope | None"]
 
 # list_keys page used when pruning a type down to max_memories.
 _PRUNE_PAGE = 500
-# How often save() rebuilds its batch after losing a compare-and-put to another writer:
-# every lost round means another save of the same memory won, so this only bounds a
-# pathological stream of writers.
+# How often save() rebuilds its batch after losing a compare-and-put: each lost round is
+# another writer's win, so this only bounds a pathological stream of writers.
 _SAVE_ATTEMPTS = 100
 
 
@@ -256,21 +254,11 @@ class LLMMemoryManager(BaseMemoryManager):
         try:
             await self._celery().submit(self.active_namespace, messages)
         except Exception as exc:
-            # The error may quote the messages (a database error naming a value): at DEBUG.
-            failure = failure_fields(exc, "enqueuing the extraction failed")
-            where = self.active_namespace
-            logger.error(
-                "could not enqueue a memory extraction for %r: %s", where, failure["error"]
-            )
-            logger.debug("could not enqueue a memory extraction for %r", where, exc_info=exc)
-            from tulip_memory.events import EV_MEMORY_MANAGER_EXTRACT_FAILED, emit
-
-            await emit(
-                EV_MEMORY_MANAGER_EXTRACT_FAILED,
-                sender=type(self),
-                **failure,
-                mode="celery",
-                **self._event_fields(),
+            await self._extraction_failed(
+                exc,
+                "could not enqueue a memory extraction",
+                self._event_fields(),
+                what="enqueuing the extraction failed",
             )
 
     def _celery(self) -> CeleryExtractions:
@@ -284,11 +272,8 @@ class LLMMemoryManager(BaseMemoryManager):
 
     @property
     def pending_extractions(self) -> int:
-        """Extractions scheduled or running and not seen finished yet.
-
-        In ``"celery"`` mode: the jobs this manager enqueued (committed) that it has not
-        yet seen done or failed; :meth:`drain` refreshes that view.
-        """
+        """Extractions scheduled or running and not seen finished yet (in ``"celery"``
+        mode the jobs it enqueued; :meth:`drain` refreshes that view)."""
         runner: CeleryExtractions | None = self.__dict__.get("_celery_extractions")
         return super().pending_extractions + (runner.pending if runner is not None else 0)
 
@@ -317,16 +302,6 @@ class LLMMemoryManager(BaseMemoryManager):
             ]
         return extract_heuristic(messages)
 
-    async def extract_and_save(
-        self, messages: list[Message], *, before_save: BeforeSave | None = None
-    ) -> list[Memory]:
-        """Extract and save (with an :attr:`extractor`: apply its decisions), raising on
-        failure; returns the memories added or updated. ``before_save`` is awaited between
-        the extraction and the first write; if it raises, nothing is written."""
-        if self.extractor is not None:
-            return (await self.run_extraction(messages, before_save=before_save)).memories
-        return await super().extract_and_save(messages, before_save=before_save)
-
     async def run_extraction(
         self,
         messages: list[Message],
@@ -338,7 +313,7 @@ class LLMMemoryManager(BaseMemoryManager):
 
         With an :attr:`extractor` the run is applied once per ``run_id`` (default: a hash
         of the namespace and the messages) and the outcome carries the model's usage and
-        the operation counts; otherwise it is :meth:`extract_and_save`. ``before_save`` is
+        the operation counts; otherwise it is the base class's. ``before_save`` is
         awaited between the extraction (every model call) and the first write, whatever
         the extractor; if it raises, nothing is written.
         """
@@ -427,10 +402,8 @@ class LLMMemoryManager(BaseMemoryManager):
         prefix = self.active_namespace
         for _attempt in range(_SAVE_ATTEMPTS):
             writes, expected = await self._save_batch(prefix, list(latest.values()))
-            # One batch: all or nothing on stores with batch_operations (a version and its
-            # history entry are written together). With history, the batch is written only
-            # if no other writer replaced a memory since it was read — else the replaced
-            # version would never reach the history — and is rebuilt from a new read.
+            # With history, written only if no other writer replaced a memory since it was
+            # read (the replaced version would miss the history), else rebuilt.
             if not expected:
                 if writes:
                     await self.store.put_batch(writes)

@@ -9,6 +9,7 @@ import inspect
 import logging
 from typing import Any
 
+from tulip_memory.core.numbers import check_int
 from tulip_memory.events import EV_MEMORY_MANAGER_EXTRACT_FAILED, EV_MEMORY_MANAGER_EXTRACTED, emit
 from tulip_memory.manager.base import BaseMemoryManager
 from tulip_memory.manager.block import strip_memory_blocks
@@ -56,12 +57,7 @@ class Mem0MemoryManager(BaseMemoryManager):
             raise ValueError(f"config must be a dict, got {type(config).__name__}")
         if not any((user_id, agent_id, run_id)):
             raise ValueError("Mem0MemoryManager needs a scope: user_id, agent_id or run_id")
-        if (
-            isinstance(retrieve_limit, bool)
-            or not isinstance(retrieve_limit, int)
-            or retrieve_limit < 0
-        ):
-            raise ValueError(f"retrieve_limit must be an int >= 0, got {retrieve_limit!r}")
+        check_int(retrieve_limit, "retrieve_limit", 0)
         self._client: Any = client
         self._config = config
         self.user_id = user_id

@@ -1,8 +1,7 @@
 """The retention sweep of checkpoints, one tenant at a time: ``CHECKPOINT_IDLE_DAYS``
-deletes idle threads, ``CHECKPOINT_KEEP_LAST`` keeps each thread's newest N. Applies to
-the snapshot rows, the delta rows (through ``DeltaCheckpointer.prune``, which re-bases)
-and LangGraph's rows (``keep_newest``). A thread written since it was found idle stays.
-Sends one ``checkpoint.pruned`` per tenant and table, once committed.
+deletes idle threads, ``CHECKPOINT_KEEP_LAST`` keeps each thread's newest N, in every
+checkpoint table (delta chains re-based). Sends one ``checkpoint.pruned`` per tenant and
+table, once committed.
 """
 
 from __future__ import annotations
@@ -71,11 +70,8 @@ def _idle_cutoff(policy: RetentionPolicy, now: datetime) -> datetime | None:
 
 
 def _delete_still_idle(rows: QuerySet[Any], idle: list[str], cutoff: datetime) -> tuple[int, int]:
-    """Delete the rows of the ``idle`` threads still idle; ``(rows, threads)`` gone.
-
-    ONE ``DELETE`` that re-checks idleness: a thread with a row created at ``cutoff`` or
-    later (written since it was found idle) keeps all its rows.
-    """
+    """Delete the rows of the ``idle`` threads still idle (no row created at ``cutoff`` or
+    later), in one ``DELETE``; ``(rows, threads)`` gone."""
     from django.db.models import Exists, OuterRef
 
     newer = rows.filter(thread_id=OuterRef("thread_id"), created_at__gte=cutoff)
@@ -167,13 +163,9 @@ def _langgraph(
 def _delete_idle_langgraph_threads(
     using: str, tenant: str, idle: list[str], cutoff: datetime
 ) -> tuple[int, set[str]]:
-    """Delete every row of the ``idle`` threads still idle (no row created at ``cutoff`` or
-    later); how many checkpoints and threads went.
-
-    The rows are locked, then deleted by a ``DELETE`` that checks again: a save under way
-    holds its parent ``FOR KEY SHARE``, so the lock waits for it and the ``DELETE`` sees its
-    row; a later save finds its parent gone and stores every value.
-    """
+    """Delete every row of the ``idle`` threads still idle; how many checkpoints and
+    threads went. The lock waits for a save under way (it holds its parent ``FOR KEY
+    SHARE``), so the re-checking ``DELETE`` sees its row."""
     from django.db import connections
 
     from tulip_memory.models import LangGraphCheckpoint

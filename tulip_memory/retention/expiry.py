@@ -41,9 +41,7 @@ def sweep_expired_tenant(
             batch = list(expired.values_list("pk", flat=True)[:batch_size])
             if batch:
                 # The DELETE applies the expiry again: an item written anew since it was
-                # selected (PgMemory's upsert updates the row in place, same primary key)
-                # is no longer expired and stays. PostgreSQL re-evaluates the condition
-                # on a row updated while the statement waited for it.
+                # selected (an upsert, same primary key) is no longer expired and stays.
                 deleted += items.filter(pk__in=batch, tenant=tenant).expired(moment).clear()
         if len(batch) < batch_size:
             break

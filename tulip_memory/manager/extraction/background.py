@@ -39,10 +39,8 @@ class _ExtractionLoop:
                     target=loop.run_forever, name="tulip_memory extractions", daemon=True
                 )
                 thread.start()
-                # threading's exit hooks run before the thread pools shut down (atexit
-                # runs after): a job draining at exit may still emit events and use
-                # sync_to_async / asyncio.to_thread. Registered after concurrent.futures'
-                # own hook, so it runs first.
+                # Registered after concurrent.futures' own exit hook, so it runs before the
+                # thread pools shut down: a job draining at exit may still use them.
                 threading._register_atexit(self.drain_at_exit, loop)  # type: ignore[attr-defined]
                 self.loop = loop
             return self.loop
@@ -72,14 +70,8 @@ _extraction_loop = _ExtractionLoop()
 
 def _leave_the_callers_thread() -> None:
     """In a job's copy of the submitter's context: forget asgiref's record of the
-    submitter's thread.
-
-    A submitter under ``async_to_sync`` (a sync view, ``sync_facade``) leaves in the
-    context the executor of its own thread, where ``sync_to_async(thread_sensitive=True)``
-    sends ORM calls; that executor quits when ``async_to_sync`` returns, and every ORM call
-    of the job would then fail ("CurrentThreadExecutor already quit"). Without it the
-    job's ORM calls run on asgiref's process-wide thread-sensitive executor.
-    """
+    submitter's thread, whose executor quits when its ``async_to_sync`` returns (the job's
+    ORM calls would fail); they run on asgiref's process-wide executor instead."""
     try:
         from asgiref.sync import AsyncToSync, SyncToAsync
     except ImportError:  # pragma: no cover - asgiref comes with Django

@@ -27,20 +27,15 @@ _POLL_MIN, _POLL_MAX = 0.02, 0.5
 
 
 # One immediate reconnection attempt, then the error: the job row is committed and the
-# periodic sweep (.sweep) re-sends the message, so a broker that is down must not hold up
-# the caller of on_session_end.
+# periodic sweep re-sends the message, so a broker that is down holds up no caller.
 SEND_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0, "interval_max": 0}
 
 
 def send_run_task(
     tenant: str, queue_id: int, countdown: float | None = None, expires: float | None = None
 ) -> None:
-    """Send the Celery message asking a worker to run the open jobs of queue ``queue_id``.
-
-    ``countdown``: not before that many seconds; ``expires``: a worker that takes the
-    message later than that many seconds from now drops it. A broker that cannot be
-    reached raises at once (see ``SEND_RETRY_POLICY``).
-    """
+    """Send the Celery message asking a worker to run the open jobs of queue ``queue_id``
+    (Celery's ``countdown`` and ``expires``); an unreachable broker raises at once."""
     from celery import current_app
 
     from tulip_memory.conf import settings
@@ -56,9 +51,8 @@ def send_run_task(
 
 
 def app_without_a_broker() -> tuple[Any, bool] | None:
-    """Celery's current app when no broker is configured for it, with whether it is
-    Celery's built-in fallback (no project app loaded); ``None`` when it has a broker.
-    What check tulip_memory.E044 and each send look at."""
+    """Celery's current app when it has no broker, with whether it is Celery's built-in
+    fallback (no project app loaded); ``None`` when it has a broker."""
     from celery import current_app
 
     app = current_app._get_current_object()
@@ -68,9 +62,6 @@ def app_without_a_broker() -> tuple[Any, bool] | None:
 
 
 def _warn_without_a_project_app() -> None:
-    """Log an error when the message would go through Celery's built-in default app:
-    the project's Celery app is not loaded (check tulip_memory.E044 says so at start-up
-    only for managers built while the URLconf loads)."""
     missing = app_without_a_broker()
     if missing is not None and missing[1]:
         logger.error(
@@ -105,11 +96,8 @@ class CeleryExtractions:
         return job_id
 
     def enqueue(self, namespace: Namespace, messages: list[Message]) -> int:
-        """Record a job for ``namespace`` and send its task when the transaction commits.
-
-        Synchronous, so that sync code can call it inside its own ``transaction.atomic``:
-        the job is then part of that transaction and enqueued only if it commits.
-        """
+        """Record a job for ``namespace`` and send its task when the transaction commits
+        (synchronous: inside a caller's ``transaction.atomic`` the job is part of it)."""
         from django.db import transaction
 
         from tulip_memory.models import ExtractionJob

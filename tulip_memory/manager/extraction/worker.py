@@ -1,10 +1,9 @@
 """``extract_mode="celery"``, the worker's side: run a namespace's jobs in order under a
 lease, with retries and usage accounting (docs/design/extraction.md).
 
-A run is bound to the tenant of the queue's row; a job whose namespace names another
-tenant fails with nothing run. A job's row is locked before its queue's, the erasure's
-order. An attempt whose lease was revoked writes nothing back; errors carry the exception's
-type and a reason of ours, the message only at DEBUG.
+A run is bound to the tenant of the queue's row (a job naming another tenant fails, nothing
+run); an attempt whose lease was revoked writes nothing back; errors carry the exception's
+type and a reason of ours, its message only at DEBUG.
 """
 
 from __future__ import annotations
@@ -48,9 +47,8 @@ logger = logging.getLogger("tulip_memory.manager.extraction.worker")
 
 _MAX_RETRY_DELAY = 600.0
 
-# How early a booked follow-up may run and still count as the booking's own message
-# (clock skew between the worker that sent it and the one that runs it); at most a tenth
-# of the lease, so that other messages rarely book a second follow-up for one lease.
+# How early a booked follow-up may run and still count as the booking's own message (clock
+# skew between workers); at most a tenth of the lease.
 RECHECK_SKEW_SECONDS = 1.0
 
 # What failed, in a failed attempt's error (failure_fields), when it is not the extraction.
@@ -102,13 +100,11 @@ class _Heartbeat:
         self._job = None
 
     def overdue(self) -> tuple[int, int, float] | None:
-        """The running attempt (job id, attempt, deadline) if it has run past the job
-        timeout (its lease forfeit), else ``None``."""
+        """The running attempt (job id, attempt, deadline) if past the job timeout."""
         job = self._job  # one read: the worker's thread changes it
         return job if job is not None and time.monotonic() >= job[2] else None
 
     def timeout_error(self, attempt: int) -> str:
-        """The error of attempt number ``attempt`` of a job, overdue."""
         return (
             f"JobTimeout: attempt {attempt} ran over EXTRACTION_JOB_TIMEOUT_SECONDS "
             f"({self.job_timeout:g} s); its lease was left to expire"
@@ -129,8 +125,6 @@ class _Heartbeat:
                 raise LeaseLostError(f"lost the lease of extraction queue {queue_id}")
 
     def _give_up(self, job_id: int, attempt: int) -> None:
-        """The running attempt is overdue: say so, in the log and on the job's row (while
-        the attempt is still this worker's)."""
         from tulip_memory.tenancy.context import tenant_atomic
 
         tenant, queue_id, owner, _lease = self.args
@@ -166,9 +160,8 @@ class _Heartbeat:
                         if not ExtractionQueue.objects.renew(queue_id, owner, lease):
                             return
                 except Exception:
-                    # A transient error (dropped connection, failover) must not end the
-                    # heartbeat: the lease would expire under a live worker and a second
-                    # worker would run this namespace. Drop the connection, beat again.
+                    # A transient error must not end the heartbeat: the lease would expire
+                    # under a live worker and a second one would run this namespace.
                     logger.exception("lease heartbeat of extraction queue %s failed", queue_id)
                     connections.close_all()
         finally:
@@ -190,9 +183,7 @@ async def _extract_in(
     run_id: str,
     fence: Callable[[], None],
 ) -> ExtractionOutcome:
-    """One job's extraction in ``namespace``: extract, ``fence`` (renew the lease or raise
-    :class:`LeaseLostError`, nothing saved), then save; a chat model's run is applied once
-    per ``run_id``."""
+    """One job's extraction in ``namespace``, ``fence`` called right before the save."""
     with manager.scoped(namespace):
         return await manager.run_extraction(
             messages, run_id=run_id, before_save=sync_to_async(fence)
@@ -202,9 +193,8 @@ async def _extract_in(
 def _usage_columns(
     model: str | None, usage: Usage | None, *, latest: bool = True
 ) -> dict[str, object]:
-    """The job-row updates adding ``usage`` to what the other attempts spent: increments,
-    so attempts of two workers add up in any commit order. Only the ``latest`` attempt
-    names the model on a row that already names one."""
+    """The job-row updates adding ``usage`` as increments (two workers' attempts add up in
+    any commit order); only the ``latest`` attempt replaces the row's model."""
     if usage is None:
         return {}
     columns: dict[str, object] = {
@@ -221,32 +211,22 @@ def _usage_columns(
 
 
 def _spent(exc: BaseException) -> Usage | None:
-    """The model usage an attempt's error carries (an :class:`LLMError`'s; a
-    :class:`LeaseLostError`'s or a database error's when the extractor attached the
-    run's), or ``None``."""
+    """The model usage an attempt's error carries, or ``None``."""
     carriers = (LLMError, LeaseLostError, OperationalError, InterfaceError)
     usage = getattr(exc, "usage", None) if isinstance(exc, carriers) else None
     return usage if isinstance(usage, Usage) else None
 
 
 def _model_of(manager: LLMMemoryManager) -> str | None:
-    """The chat model ``manager``'s runs ask, or ``None`` (no chat-model extractor)."""
     extractor = manager.extractor
     return extractor.config.model if extractor is not None else None
 
 
 def _attempt_row(job_id: int, queue_id: int, owner: str) -> QuerySet[ExtractionJob] | None:
-    """Inside ``tenant_atomic``: the row of job ``job_id``, locked, if it is still
-    ``owner``'s attempt (``running``, by ``owner``, who still holds the lease of queue
-    ``queue_id``), else ``None``.
-
-    The lease is checked too because an erasure revokes it without touching the job's
-    state: the attempt then holds a conversation that is no longer stored, and must write
-    nothing of it back. The job's row is locked before the lease is read, in the order an
-    erasure takes them (its jobs, then its queues): an erasure under way commits before
-    the lease is read here, and one that starts later waits for this transaction and
-    erases what it wrote.
-    """
+    """Inside ``tenant_atomic``: job ``job_id``'s row, locked, if it is still ``owner``'s
+    running attempt and ``owner`` still holds queue ``queue_id``'s lease (an erasure
+    revokes the lease alone), else ``None``. The job is locked before the lease is read,
+    in an erasure's order."""
     from tulip_memory.models import ExtractionJob, ExtractionQueue, JobState
 
     rows = ExtractionJob.objects.filter(pk=job_id, state=JobState.RUNNING, worker=owner)
@@ -264,15 +244,8 @@ def _record_attempt(
     usage: Usage | None,
     **columns: object,
 ) -> bool:
-    """Record the end of ``owner``'s attempt at ``job``: ``columns`` and its model usage;
-    whether the job was still that attempt's (``False`` too when there was nothing to
-    record).
-
-    ``columns`` only while the job is still that attempt's (:func:`_attempt_row`); if
-    ``owner`` lost the lease meanwhile (another worker took the job over, or an erasure
-    revoked it), the row gets the attempt's usage alone, counts that add up whatever else
-    wrote the row.
-    """
+    """Record the end of ``owner``'s attempt at ``job``: ``columns`` and its model usage
+    if the job is still that attempt's (then ``True``), else the usage alone."""
     from tulip_memory.models import ExtractionJob
     from tulip_memory.tenancy.context import tenant_atomic
 
@@ -304,15 +277,9 @@ def _record_failure(
     outcome: RunOutcome,
     fields: Mapping[str, object],
 ) -> None:
-    """Put a failed attempt through the retry policy: pending again later, or failed,
-    with the error of :func:`~tulip_memory.manager.base.failure_error` (``what`` failed)
-    and the message of ``exc`` logged at DEBUG level only.
-
-    If this worker lost the lease meanwhile (another worker has taken the job over, or an
-    erasure revoked it), the failure is this attempt's, not the job's, which the new
-    holder runs: only the attempt's usage is added to the row, and no ``extract_failed``
-    is sent.
-    """
+    """Put a failed attempt through the retry policy (pending again later, or failed);
+    ``exc``'s message is logged at DEBUG only. After a lost lease only the usage is
+    recorded and no ``extract_failed`` is sent."""
     from tulip_memory.conf import settings
     from tulip_memory.models import ExtractionJob, JobState
     from tulip_memory.models.extraction import db_now_plus
@@ -367,10 +334,8 @@ def _run_job(
     outcome: RunOutcome,
     fields: Mapping[str, object],
 ) -> bool:
-    """Run the attempt at ``job`` counted and marked running, and record how it ended:
-    done, or the failure (the retry policy); ``False`` if the worker lost its lease (or
-    forfeited it: the attempt ran past the job timeout) and must stop. A database error
-    propagates, with nothing recorded (the caller gives the attempt back)."""
+    """Run the attempt at ``job`` and record how it ended; ``False`` if the worker lost
+    (or forfeited) its lease and must stop. A database error propagates unrecorded."""
     from tulip_memory.conf import settings
     from tulip_memory.models import ExtractionJob, JobState
 
@@ -378,8 +343,6 @@ def _run_job(
     try:
         messages = [Message.from_dict(data) for data in job.payload.get("messages", [])]
     except Exception as exc:
-        # A failure of this job like any other, not an exception that leaves it
-        # "running" with no error recorded.
         _record_failure(
             job, exc, what=_UNREADABLE_PAYLOAD, manager=manager, outcome=outcome, fields=fields
         )
@@ -436,16 +399,10 @@ def _database_failed(
     outcome: RunOutcome,
     fields: Mapping[str, object],
 ) -> None:
-    """A database error (``exc``) cut ``job``'s attempt: the database's failure, not the
-    job's. The job goes back to ``pending`` with the attempt taken back (if it is still
-    this attempt's), on a new connection if the database dropped this one; the caller
-    re-raises ``exc`` and the task retries. ``charge`` (the task's last retry): the attempt
-    counts as a failure instead, so that a database error that never goes away cannot keep
-    the job open for ever. Either way the model usage ``exc`` carries (calls made before
-    the error, when the extractor attached them) is added to the row, as an increment.
-    If the database cannot be reached for that either, the attempt stays counted (as a
-    dead worker's), its usage is lost, and the error is logged: nothing raised here masks
-    ``exc``."""
+    """A database error cut ``job``'s attempt: the job goes back to ``pending``, the
+    attempt given back (``charge``, the task's last retry: counted as a failure instead),
+    with the usage ``exc`` carries added. Nothing raised here masks ``exc``, which the
+    caller re-raises."""
     from tulip_memory.models import JobState
 
     owner = job.worker  # this attempt's
@@ -497,8 +454,7 @@ def _fail_at_once(
     outcome: RunOutcome,
     fields: Mapping[str, object],
 ) -> None:
-    """Mark ``job`` failed with ``error``, no attempt run (inside the transaction that
-    holds the lease), and send its ``extract_failed``."""
+    """Mark ``job`` failed with ``error``, no attempt run, and send its ``extract_failed``."""
     from tulip_memory.models import ExtractionJob, JobState
 
     logger.error("extraction job %s failed: %s", job.pk, error)
@@ -537,10 +493,8 @@ def _run_claimed(
     fields = {"namespace": list(namespace), "mode": "celery"}
     while True:
         with tenant_atomic(tenant):
-            # The job's row is locked before the queue's (the renewal updates it): in the
-            # order an erasure locks them (its jobs, then its queues), so the two cannot
-            # deadlock. An erasure under way commits first, and its revoked lease then
-            # fails the renewal.
+            # The job's row is locked before the queue's, in an erasure's order: the two
+            # cannot deadlock, and an erasure's revoked lease fails the renewal.
             found = ExtractionJob.objects.next_open(queue_id)
             if not ExtractionQueue.objects.renew(queue_id, owner, lease):
                 logger.warning("lost the lease of extraction queue %s; stopping", queue_id)
@@ -551,8 +505,7 @@ def _run_claimed(
             if job.run_after is not None and job.run_after > db_now:
                 return (job.run_after - db_now).total_seconds()
             if namespace[0] != job.tenant:
-                # Never run: the store would write into that tenant (PgMemory refuses it
-                # while the job's tenant is bound; another store may not).
+                # Never run: a store other than PgMemory could write into that tenant.
                 error = (
                     f"{TenantError.__name__}: the queue's namespace is of tenant "
                     f"{namespace[0]!r}, not of the job's tenant {job.tenant!r}; nothing was run"
@@ -560,8 +513,7 @@ def _run_claimed(
                 _fail_at_once(job, error, TenantError.__name__, outcome=outcome, fields=fields)
                 continue
             if job.attempts >= max_attempts:
-                # Its last attempt started and never reported: the worker died, or hung
-                # past the job timeout.
+                # Its last attempt never reported: the worker died or hung.
                 error = f"worker lost during attempt {job.attempts}; {job.error}".rstrip("; ")
                 _fail_at_once(job, error, "WorkerLost", outcome=outcome, fields=fields)
                 continue
@@ -577,8 +529,7 @@ def _run_claimed(
         heartbeat.job_started(job.pk, job.attempts)
         try:
             if not _run_job(job, namespace, manager, heartbeat, outcome=outcome, fields=fields):
-                # A hung attempt that forfeited the lease: hand the namespace over at
-                # once (the lease is released on the way out), not after the sweep's wait.
+                # A hung attempt forfeited the lease: hand the namespace over at once.
                 return 0.0 if heartbeat.overdue() is not None else None
         except (OperationalError, InterfaceError) as exc:
             _database_failed(
@@ -596,12 +547,7 @@ def _run_claimed(
 
 def _on_a_live_connection(step: Callable[[], None]) -> None:
     """Run ``step`` (which opens its own transaction), once more on a new connection if the
-    database dropped this one.
-
-    After a database restart (or a connection the server ended) the connection of this
-    thread is dead: ``step`` fails on it, but once the server answers again, a new
-    connection succeeds.
-    """
+    database dropped this one (after a restart)."""
     for attempt in (1, 2):
         try:
             step()
@@ -614,13 +560,8 @@ def _on_a_live_connection(step: Callable[[], None]) -> None:
 
 
 def _release(tenant: str, queue_id: int, owner: str) -> None:
-    """Release ``owner``'s lease, on a new connection if the database dropped this one.
-
-    After a database restart the run stops at its next query (the task retries it), and
-    its connection is dead: releasing through it would fail too, and the namespace would
-    wait for the lease to expire (``EXTRACTION_LEASE_SECONDS``) before the retry could
-    claim it. Once the server is back, a new connection releases it at once.
-    """
+    """Release ``owner``'s lease, on a new connection if the database dropped this one, so
+    that the task's retry need not wait for the lease to expire."""
     from tulip_memory.models import ExtractionQueue
     from tulip_memory.tenancy.context import tenant_atomic
 
@@ -632,20 +573,13 @@ def _release(tenant: str, queue_id: int, owner: str) -> None:
 
 
 def _build_manager() -> LLMMemoryManager:
-    """The manager this worker runs jobs with (built once per process).
-
-    A manager that cannot be built from ``TULIP_MEMORY`` (a setting that does not import,
-    options its classes refuse) is the worker's failure, not a job's: it is logged with
-    its cause and raised as :class:`ConfigurationError` before anything is claimed, so the
-    jobs stay ``pending`` with no attempt used. A database error propagates as it is (the
-    task retries).
-    """
+    """The manager this worker runs jobs with; one that cannot be built from the settings
+    is the worker's failure (:class:`ConfigurationError`, nothing claimed), not a job's."""
     try:
         return build_memory_manager_from_settings()
     except (OperationalError, InterfaceError):
         raise
     except Exception as exc:
-        # The traceback goes with the ConfigurationError (Celery logs the task's failure).
         logger.error(
             "this worker cannot build its memory manager from TULIP_MEMORY (%s: %s); it "
             "runs no extraction job, they stay pending",
@@ -665,12 +599,9 @@ def run_queue(
     owner: str | None = None,
     charge_database_errors: bool = False,
 ) -> RunOutcome:
-    """Run the open jobs of extraction queue ``queue_id`` (of ``tenant``) in order, with
-    ``tenant`` bound (row-level security shows the queue's row only to its own tenant).
-
-    ``charge_database_errors``: a database error that cuts a job's attempt counts as that
-    attempt's failure (the task's last retry) instead of being given back.
-    """
+    """Run the open jobs of extraction queue ``queue_id`` in order, ``tenant`` bound.
+    ``charge_database_errors`` (the task's last retry): a database error counts as the
+    attempt's failure instead of being given back."""
     from tulip_memory.conf import settings
     from tulip_memory.core.namespaces import decode_namespace
     from tulip_memory.models import ExtractionJob, ExtractionQueue
