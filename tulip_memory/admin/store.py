@@ -380,7 +380,6 @@ class MemoryItemAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdm
         )
 
     def _history(self, item: MemoryItem) -> QuerySet:
-        """``item``'s past versions that have not expired."""
         path = history_path(item)
         rows = MemoryItem.objects.using(item._state.db).live(utc_now())
         return rows.filter(tenant=item.tenant, namespace=path) if path else rows.none()
@@ -463,8 +462,6 @@ class MemoryItemAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdm
 def _history_pks(
     using: str, memories: list[tuple[str, str]], now: datetime
 ) -> tuple[list[int], list[int]]:
-    """The primary keys of the past versions of ``memories``, all and those live at ``now``,
-    in one query by the namespaces' history prefixes."""
     paths = set()
     prefixes = set()
     for namespace, key in memories:
@@ -486,7 +483,6 @@ def _history_pks(
 
 
 def _chunks(pks: list[int]) -> list[list[int]]:
-    """``pks`` by ``FORGET_CHUNK``: the keys of one statement each."""
     return [pks[start : start + FORGET_CHUNK] for start in range(0, len(pks), FORGET_CHUNK)]
 
 

@@ -195,7 +195,6 @@ class TenantAdmin(SuperuserOnlyAdminMixin, admin.ModelAdmin):
 
 
 def _list_of(url: str) -> str:
-    """``url`` if it is a list, else the changelist its detail page belongs to."""
     parts = url.split("?", maxsplit=1)[0].rstrip("/").split("/")
     for index, part in enumerate(parts):
         if part == "tulip_memory" and len(parts) > index + 2:

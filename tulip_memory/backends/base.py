@@ -145,8 +145,6 @@ def refuse_non_json(state: AgentState) -> None:
 
 
 def _first_unstorable(state: AgentState) -> ValueError | None:
-    """The error naming the first value a checkpoint cannot hold (RecursionError when
-    circular)."""
     snapshot = {
         "thread_id": state.thread_id,
         "messages": [message.to_dict() for message in state.messages],
@@ -276,6 +274,16 @@ class BaseCheckpointer(ABC):
     def event_tenant(self) -> str | None:
         return None
 
+    async def _emit(self, event: str, thread_id: str, started: float, **fields: Any) -> None:
+        await emit(
+            event,
+            sender=type(self),
+            tenant=self.event_tenant(),
+            thread_id=thread_id,
+            **fields,
+            duration_ms=elapsed_ms(started),
+        )
+
     async def __aenter__(self) -> Self:
         return self
 
@@ -300,14 +308,12 @@ class BaseCheckpointer(ABC):
         else:
             validate_checkpoint_id(checkpoint_id)
             await self._save(state, thread_id, checkpoint_id, may_exist=True)
-        await emit(
+        await self._emit(
             EV_CHECKPOINT_SAVED,
-            sender=type(self),
-            tenant=self.event_tenant(),
-            thread_id=thread_id,
+            thread_id,
+            started,
             checkpoint_id=checkpoint_id,
             messages=len(state.messages),
-            duration_ms=elapsed_ms(started),
         )
         return checkpoint_id
 
@@ -317,15 +323,13 @@ class BaseCheckpointer(ABC):
             validate_checkpoint_id(checkpoint_id)
         started = time.perf_counter()
         state = await self._load(thread_id, checkpoint_id)
-        await emit(
+        await self._emit(
             EV_CHECKPOINT_LOADED,
-            sender=type(self),
-            tenant=self.event_tenant(),
-            thread_id=thread_id,
+            thread_id,
+            started,
             checkpoint_id=checkpoint_id,
             found=state is not None,
             messages=0 if state is None else len(state.messages),
-            duration_ms=elapsed_ms(started),
         )
         return state
 
@@ -339,14 +343,12 @@ class BaseCheckpointer(ABC):
             validate_checkpoint_id(checkpoint_id)
         started = time.perf_counter()
         deleted = await self._delete(thread_id, checkpoint_id)
-        await emit(
+        await self._emit(
             EV_CHECKPOINT_DELETED,
-            sender=type(self),
-            tenant=self.event_tenant(),
-            thread_id=thread_id,
+            thread_id,
+            started,
             checkpoint_id=checkpoint_id,
             deleted=deleted,
-            duration_ms=elapsed_ms(started),
         )
         return deleted
 

@@ -69,7 +69,6 @@ class FileCheckpointer(BlockingCheckpointer):
 
     @contextlib.contextmanager
     def _writer_lock(self, thread_id: str) -> Iterator[None]:
-        """Hold the thread's lock file (shared by the threads of its stripe)."""
         digest = hashlib.blake2b(thread_id.encode(), digest_size=4).digest()
         lock_dir = self.base_dir / _LOCK_DIR
         lock_dir.mkdir(parents=True, exist_ok=True)
@@ -86,8 +85,6 @@ class FileCheckpointer(BlockingCheckpointer):
         return path
 
     def _entries(self, thread_dir: Path, *, every_file: bool = False) -> list[_Entry]:
-        """The thread's checkpoints, newest first: each id's newest file, or with ``every_file``
-        every file (a crash may leave older ones); a hashed name's id is read from the file."""
         try:
             names = os.listdir(thread_dir)
         except FileNotFoundError:
@@ -201,8 +198,6 @@ class FileCheckpointer(BlockingCheckpointer):
 
 
 class _Entry(NamedTuple):
-    """A checkpoint file: order, checkpoint id (None: unreadable), path, encoded id."""
-
     order: int
     checkpoint_id: str | None
     path: Path
@@ -210,7 +205,6 @@ class _Entry(NamedTuple):
 
 
 def _read_document(path: Path) -> dict[str, Any]:
-    """The JSON object in ``path`` (FileNotFoundError, OSError, ValueError, TypeError)."""
     document = json.loads(path.read_bytes())
     if not isinstance(document, dict):
         raise TypeError(f"the file holds a JSON {type(document).__name__}, not an object")
@@ -218,7 +212,6 @@ def _read_document(path: Path) -> dict[str, Any]:
 
 
 def _read_state(path: Path, thread_id: str, checkpoint_id: str | None) -> AgentState:
-    """The state in ``path`` (CheckpointCorruptError naming it); FileNotFoundError passes."""
     where = str(path)
     try:
         document = _read_document(path)
@@ -232,7 +225,6 @@ def _read_state(path: Path, thread_id: str, checkpoint_id: str | None) -> AgentS
 
 
 def _atomic_write(path: Path, payload: bytes) -> None:
-    """Write ``payload`` to ``path`` so that readers see the old state or all of the new one."""
     fd, temp_name = tempfile.mkstemp(prefix=_TEMP_PREFIX, dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -252,7 +244,6 @@ def _atomic_write(path: Path, payload: bytes) -> None:
 
 
 def _remove_stale_temp_files(thread_dir: Path, max_age_seconds: float = 3600.0) -> None:
-    """Remove temporary files left by writes that crashed over an hour ago."""
     cutoff = time.time() - max_age_seconds
     for name in os.listdir(thread_dir):
         if name.startswith(_TEMP_PREFIX):

@@ -173,7 +173,6 @@ class OpenSearchCheckpointer(BlockingCheckpointer):
 
 
 def _fields_not_mapped_as_ours(mappings: dict[str, Any]) -> list[str]:
-    """The checkpointer's fields that ``mappings`` (as ``GET /<index>`` shows it) maps otherwise."""
     found = mappings.get("properties") or {}
     return [
         field

@@ -29,7 +29,6 @@ def _not_finite(value: Any) -> bool:
 
 
 def _as_tenant(tenant: str, hook: Callable[..., T], *args: Any) -> T:
-    """Run ``hook(*args)`` with the transaction's tenant bound, for :meth:`_rows` to read."""
     from tulip_memory.tenancy.context import tenant_context
 
     with tenant_context(tenant):
@@ -73,7 +72,6 @@ class ORMCheckpointer(TenantDatabase, BlockingCheckpointer):
         return CheckpointRecord.objects.using(self.using).of_thread(self._tenant(), thread_id)
 
     def _check_snapshot(self, snapshot: dict[str, Any]) -> None:
-        """Refuse (ValueError) a snapshot the column cannot store: a NaN or infinite float."""
         found = first_at(snapshot, "state", _not_finite)
         if found is not None:
             where, value = found

@@ -74,7 +74,6 @@ class RedisCheckpointer(BaseCheckpointer):
         return f"<RedisCheckpointer url={self.url!r} prefix={self.prefix!r}>"
 
     def _keys(self, thread_id: str) -> tuple[str, str, str]:
-        """(index, data, seq) keys of a thread; the suffix after the last ':' is fixed."""
         base = f"{self.prefix}{thread_id}:"
         return f"{base}index", f"{base}data", f"{base}seq"
 

@@ -65,8 +65,6 @@ class S3Checkpointer(BlockingCheckpointer):
         except self._errors.ClientError:
             self.client.create_bucket(Bucket=self.bucket)
 
-    # -- keys ------------------------------------------------------------------------
-
     def _thread_prefix(self, thread_id: str) -> str:
         return f"{self.prefix}{encode_name(thread_id)}/"
 
@@ -77,14 +75,11 @@ class S3Checkpointer(BlockingCheckpointer):
         inverted = _ORDER_SPAN - order
         return f"{self._thread_prefix(thread_id)}order/{inverted:020d}.{encode_name(checkpoint_id)}"
 
-    # -- object helpers ----------------------------------------------------------------
-
     def _missing(self, exc: Exception) -> bool:
         code = getattr(exc, "response", {}).get("Error", {}).get("Code", "")
         return code in {"404", "NoSuchKey", "NotFound"}
 
     def _object_call(self, operation: str, key: str) -> dict[str, Any] | None:
-        """``client.<operation>(Bucket, Key)``'s response, or None when there is no such key."""
         try:
             return getattr(self.client, operation)(Bucket=self.bucket, Key=key)
         except self._errors.ClientError as exc:
@@ -101,7 +96,6 @@ class S3Checkpointer(BlockingCheckpointer):
         return None if response is None else int(response.get("Metadata", {}).get("order", "0"))
 
     def _markers(self, thread_id: str) -> Iterator[tuple[str, int, str]]:
-        """(checkpoint id, order, marker key) of the thread, newest first (may repeat ids)."""
         paginator = self.client.get_paginator("list_objects_v2")
         marker_prefix = f"{self._thread_prefix(thread_id)}order/"
         for page in paginator.paginate(Bucket=self.bucket, Prefix=marker_prefix):
@@ -117,7 +111,6 @@ class S3Checkpointer(BlockingCheckpointer):
                 yield checkpoint_id, _ORDER_SPAN - int(inverted), key
 
     def _live_markers(self, thread_id: str) -> Iterator[tuple[str, int, str]]:
-        """Markers whose checkpoint exists with the marker's order, newest first, once each."""
         seen: set[str] = set()
         for checkpoint_id, order, key in self._markers(thread_id):
             if checkpoint_id in seen:
@@ -126,8 +119,6 @@ class S3Checkpointer(BlockingCheckpointer):
                 continue
             seen.add(checkpoint_id)
             yield checkpoint_id, order, key
-
-    # -- sync operations (run in a worker thread) --------------------------------------------
 
     def _save_sync(
         self, state: AgentState, thread_id: str, checkpoint_id: str, may_exist: bool

@@ -79,7 +79,6 @@ def _pack(header: list[Any], parts: Sequence[bytes], parent: tuple[bytes, int] |
 def _unpack(
     packed: bytes, where: str, dictionary: bytes = codec.ZDICT
 ) -> tuple[list[Any], bytes, int]:
-    """The header, the raw bytes and where the parts start."""
     try:
         raw = codec.decompress(packed, dictionary)
         end = raw.index(b"\n")
@@ -90,7 +89,6 @@ def _unpack(
 
 
 def _frames(frames: bytes, where: str) -> Iterator[bytes]:
-    """The compressed frames of a row's ``writes``."""
     at = 0
     while at < len(frames):
         if at + _FRAME_LENGTH.size > len(frames):

@@ -47,7 +47,6 @@ def validate_dim(dim: object) -> int:
 
 @lru_cache(maxsize=4096)  # bounded memory: the tokens of one long text
 def _token_phasor(token: str, dim: int) -> np.ndarray:
-    """The unit phasors exp(iφ) of one token (complex64, read-only, cached)."""
     data = token.encode("utf-8")
     need = 2 * dim
     blocks = []

@@ -78,7 +78,6 @@ class LRUCache(Generic[K, V]):
                 self._remove(next(iter(self._data)))
 
     def _remove(self, key: K) -> V | None:
-        """Drop ``key``'s entry (the lock held); its value, or None."""
         value = self._data.pop(key, None)
         self.weight -= self._weights.pop(key, 0)
         return value

@@ -31,7 +31,7 @@ from tulip_memory.core.subjects import subject_of
 from tulip_memory.delta import payload
 from tulip_memory.delta.storage import DeltaStorage, InMemoryDeltaStorage
 from tulip_memory.delta.types import BlockRef, CheckpointMetadata, DeltaCheckpoint, MessageBlock
-from tulip_memory.events import EV_CHECKPOINT_PRUNED, elapsed_ms, emit
+from tulip_memory.events import EV_CHECKPOINT_PRUNED
 from tulip_memory.exceptions import CheckpointCorruptError
 from tulip_memory.messages import Message, ToolCall
 from tulip_memory.state import AgentState
@@ -43,8 +43,6 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class _Head:
-    """A rebuilt checkpoint: its state (private copies) and where its chain stands."""
-
     checkpoint_id: str
     messages: tuple[Message, ...]
     metadata: dict[str, Any]
@@ -86,7 +84,6 @@ def _clone(message: Message) -> Message:
 
 
 def _json_copy(value: Any) -> Any:
-    """What ``value`` reads back as from storage (JSON round trip)."""
     return json.loads(codec.dumps(value))
 
 
@@ -131,8 +128,6 @@ class DeltaCheckpointer(BaseCheckpointer):
         self._newest.clear()
         await super().aclose()
 
-    # -- cache -------------------------------------------------------------------------
-
     def _remember(self, thread_id: str, head: _Head) -> None:
         self._cache.put((thread_id, head.checkpoint_id), head)
 
@@ -143,10 +138,7 @@ class DeltaCheckpointer(BaseCheckpointer):
         self._cache.discard_where(lambda key: key[0] == thread_id)
         self._newest.pop(thread_id)
 
-    # -- rebuilding ----------------------------------------------------------------------
-
     async def _rebuild(self, thread_id: str, checkpoint_id: str | None) -> _Head | None:
-        """Rebuild from storage (two reads); None when the checkpoint does not exist."""
         records, blocks = await self.storage.retrieve_for_load(thread_id, checkpoint_id)
         if not records:
             return None
@@ -188,7 +180,6 @@ class DeltaCheckpointer(BaseCheckpointer):
     async def _chain_to_base(
         self, thread_id: str, records: list[DeltaCheckpoint]
     ) -> list[DeltaCheckpoint]:
-        """The records from the full checkpoint to ``records[0]``, oldest first."""
         known = {r.metadata.checkpoint_id: r for r in records}
         fetched = set()
         while True:
@@ -250,8 +241,6 @@ class DeltaCheckpointer(BaseCheckpointer):
             self._remember(thread_id, head)
         return head
 
-    # -- writing -------------------------------------------------------------------------
-
     def _new_blocks(
         self, parent: _Head | None, stable: int, messages: list[Message]
     ) -> tuple[tuple[BlockRef, ...], list[MessageBlock]]:
@@ -312,7 +301,6 @@ class DeltaCheckpointer(BaseCheckpointer):
         force_full: bool = False,
         created_at: datetime | None = None,
     ) -> tuple[DeltaCheckpoint, list[MessageBlock], _Head]:
-        """The record of ``state`` (a delta on ``parent``, or full), its new blocks, its head."""
         subject = subject_of(state.metadata)  # refuses a bad tag before anything is built
         metadata = _json_copy(state.metadata)
         if parent is None:
@@ -378,8 +366,6 @@ class DeltaCheckpointer(BaseCheckpointer):
         )
         return record, blocks, head
 
-    # -- the contract ------------------------------------------------------------------------
-
     async def _save(
         self, state: AgentState, thread_id: str, checkpoint_id: str, *, may_exist: bool
     ) -> None:
@@ -413,7 +399,6 @@ class DeltaCheckpointer(BaseCheckpointer):
             self._newest.put(thread_id, checkpoint_id)
 
     async def _parent(self, thread_id: str, checkpoint_id: str) -> _Head | None:
-        """What a locked save of ``checkpoint_id`` builds on: the newest other checkpoint."""
         newest = [
             meta
             for meta in await self.storage.list_checkpoints(thread_id, limit=2)
@@ -459,8 +444,6 @@ class DeltaCheckpointer(BaseCheckpointer):
                 self._forget_thread(thread_id)
                 return await self.storage.delete(thread_id)
             return await self._remove(thread_id, {checkpoint_id}) > 0
-
-    # -- metadata, statistics and pruning ---------------------------------------------------
 
     async def get_metadata(self, thread_id: str, checkpoint_id: str) -> CheckpointMetadata | None:
         """Metadata of one checkpoint, or None."""
@@ -513,19 +496,16 @@ class DeltaCheckpointer(BaseCheckpointer):
             doomed = {m.checkpoint_id for m in records[keep_last:]}
             removed = await self._remove(thread_id, doomed) if doomed else 0
         if removed:
-            await emit(
+            await self._emit(
                 EV_CHECKPOINT_PRUNED,
-                sender=type(self),
-                tenant=self.event_tenant(),
-                thread_id=thread_id,
+                thread_id,
+                started,
                 checkpoints=removed,
                 threads=0,
-                duration_ms=elapsed_ms(started),
             )
         return removed
 
     async def _remove(self, thread_id: str, doomed: set[str]) -> int:
-        """Delete ``doomed`` checkpoints, re-basing the kept ones that depend on them."""
         doomed = await self._detach(thread_id, doomed)
         if not doomed:
             return 0
@@ -552,7 +532,6 @@ class DeltaCheckpointer(BaseCheckpointer):
         return doomed
 
     async def _rebase(self, thread_id: str, meta: CheckpointMetadata) -> None:
-        """Rewrite ``meta``'s checkpoint as a full one and re-root its descendants on it."""
         head = await self._rebuild(thread_id, meta.checkpoint_id)
         if head is None:
             raise corrupt(thread_id, meta.checkpoint_id, "it vanished while being re-based")
@@ -579,7 +558,6 @@ class DeltaCheckpointer(BaseCheckpointer):
         )
 
     async def _collect_blocks(self, thread_id: str) -> None:
-        """Delete the blocks that no remaining full checkpoint refers to."""
         records = await self.storage.list_checkpoints(thread_id, limit=None)
         referenced = {digest for m in records if m.is_full for digest, _ in m.blocks}
         unreferenced = set(await self.storage.block_sizes(thread_id)) - referenced

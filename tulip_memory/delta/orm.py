@@ -57,7 +57,6 @@ def _checkpoint(row: dict[str, Any]) -> DeltaCheckpoint:
 
 
 def _record_fields(record: DeltaCheckpoint) -> dict[str, Any]:
-    """The columns of a record's row, but its tenant, thread and id."""
     meta = record.metadata
     return {
         "parent_id": meta.parent_id or "",
@@ -76,7 +75,6 @@ def _record_fields(record: DeltaCheckpoint) -> dict[str, Any]:
 def _with_target_first(
     records: list[DeltaCheckpoint], checkpoint_id: str | None
 ) -> list[DeltaCheckpoint]:
-    """A chain group (newest first) with ``checkpoint_id``'s record leading ([] if absent)."""
     if checkpoint_id is None or not records:
         return records  # newest first: the newest checkpoint leads
     target = next((r for r in records if r.metadata.checkpoint_id == checkpoint_id), None)
@@ -102,8 +100,6 @@ class ORMDeltaStorage(TenantDatabase, DeltaStorage):
         from tulip_memory.models import DeltaBlock
 
         return DeltaBlock.objects.using(self.using).of_thread(tenant, thread_id)
-
-    # -- records -----------------------------------------------------------------------
 
     def _store(
         self, tenant: str, thread_id: str, checkpoint_id: str, record: DeltaCheckpoint
@@ -183,8 +179,6 @@ class ORMDeltaStorage(TenantDatabase, DeltaStorage):
         self._blocks(tenant, thread_id).delete()
         return rows.delete()[0] > 0
 
-    # -- blocks ------------------------------------------------------------------------
-
     def _store_blocks(self, tenant: str, thread_id: str, blocks: list[MessageBlock]) -> None:
         existing = set(
             self._blocks(tenant, thread_id)
@@ -194,7 +188,6 @@ class ORMDeltaStorage(TenantDatabase, DeltaStorage):
         self._insert_blocks(tenant, thread_id, [b for b in blocks if b.digest not in existing])
 
     def _insert_blocks(self, tenant: str, thread_id: str, blocks: list[MessageBlock]) -> None:
-        """One INSERT; a block already stored (same digest) is left as it is."""
         from tulip_memory.models import DeltaBlock
 
         DeltaBlock.objects.using(self.using).bulk_create(
@@ -233,8 +226,6 @@ class ORMDeltaStorage(TenantDatabase, DeltaStorage):
 
     def _delete_blocks(self, tenant: str, thread_id: str, digests: list[str]) -> int:
         return self._blocks(tenant, thread_id).filter(digest__in=digests).delete()[0]
-
-    # -- the DeltaStorage interface ------------------------------------------------------
 
     @asynccontextmanager
     async def writer_lock(self, thread_id: str) -> AsyncIterator[None]:

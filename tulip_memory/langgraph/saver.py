@@ -79,19 +79,14 @@ _TipKey = tuple[str, str, str]
 
 
 def _thread_id(value: object, what: str = "thread_id") -> str:
-    """``value`` if it is a valid thread id, else ValueError naming ``what``."""
     return validate_identifier(value, what, max_length=THREAD_ID_MAX_LENGTH)
 
 
 def _checkpoint_id(value: object, what: str) -> str:
-    """``value`` if it is a valid checkpoint id, else ValueError naming ``what``."""
     return validate_identifier(value, what, max_length=CHECKPOINT_ID_MAX_LENGTH)
 
 
 def _configurable(config: RunnableConfig) -> tuple[str, str, str | None]:
-    """(thread_id, checkpoint_ns, checkpoint_id or None) of a config; ValueError naming the
-    field if one is bad, before any statement is sent.
-    """
     configurable = config.get("configurable") or {}
     thread_id = _thread_id(configurable.get("thread_id"), "config['configurable']['thread_id']")
     checkpoint_ns = configurable.get("checkpoint_ns") or ""
@@ -110,8 +105,6 @@ def _configurable(config: RunnableConfig) -> tuple[str, str, str | None]:
 
 
 def _run_id(metadata: CheckpointMetadata) -> str:
-    """The run id of a checkpoint's metadata as stored ("": none); ValueError if it is not
-    one the column holds (a NUL, too long)."""
     from tulip_memory.models.langgraph import NAME_MAX_LENGTH
 
     run_id = metadata.get("run_id")
@@ -154,7 +147,6 @@ def _check_put(
 
 
 def _before_id(before: RunnableConfig | None) -> str | None:
-    """The checkpoint id of ``list``'s ``before`` (None: none); ValueError if bad."""
     before_id = get_checkpoint_id(before) if before is not None else None
     if not before_id:
         return None
@@ -174,7 +166,6 @@ def _list_query(
     before: RunnableConfig | None,
     limit: int | None,
 ) -> _ListQuery:
-    """What ``list`` selects; ValueError naming the argument if one is bad."""
     lookups = {}
     if config is not None:
         thread_id, checkpoint_ns, checkpoint_id = _configurable(config)
@@ -193,8 +184,6 @@ def _list_query(
 
 
 def _id_list(values: object, what: str, kind: str) -> list[object]:
-    """``values`` as a list: a sequence of ids, not one str (whose characters would pass
-    for ids)."""
     if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
         raise ValueError(f"{what} must be a sequence of {kind}, got {values!r}")
     return list(values)
@@ -214,8 +203,6 @@ def _writes_ids(config: RunnableConfig) -> tuple[str, str, str, str]:
 def _checked_writes(
     writes: Sequence[tuple[str, Any]], task_id: object, task_path: object
 ) -> list[tuple[str, Any]]:
-    """``writes`` as a list; ValueError naming the argument if ``put_writes`` cannot store
-    them: the task's id and path and the channels' names are stored as UTF-8 text."""
     validate_identifier(task_id, "task_id")
     if task_path != "":
         validate_identifier(task_path, "task_path")
@@ -228,14 +215,11 @@ def _checked_writes(
 
 
 def _thread_ids(values: object, what: str = "thread_ids") -> list[str]:
-    """A sequence of valid thread ids (see :func:`_thread_id`)."""
     ids = _id_list(values, what, "thread ids")
     return [_thread_id(value, f"{what}[{i}]") for i, value in enumerate(ids)]
 
 
 def _run_ids(values: object) -> list[str]:
-    """Run ids as text (LangGraph's are UUIDs or their text), each a valid identifier: not
-    empty (the run id of a checkpoint without one), no NUL, no lone surrogate."""
     ids = _id_list(values, "run_ids", "run ids")
     return [validate_identifier(str(value), f"run_ids[{i}]") for i, value in enumerate(ids)]
 
@@ -265,7 +249,6 @@ class _Tip:
 
 
 def _ids(tenant: str, config: RunnableConfig, started: float) -> dict[str, Any]:
-    """The fields of a ``checkpoint.saved`` event (identifiers and timing only)."""
     configurable = config["configurable"]
     return {
         "tenant": tenant,
@@ -279,7 +262,6 @@ def _ids(tenant: str, config: RunnableConfig, started: float) -> dict[str, Any]:
 def _loaded(
     tenant: str, config: RunnableConfig, found: CheckpointTuple | None, started: float
 ) -> dict[str, Any]:
-    """``checkpoint.loaded``: what was asked for (``checkpoint_id`` None: the newest)."""
     return {**_ids(tenant, config, started), "found": found is not None}
 
 
@@ -347,7 +329,6 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         return self._worker.submit(run, self._execute, tenant, func, args, pin).result()
 
     async def _acall(self, func: Callable[..., T], *args: Any, pin: bool = False) -> T:
-        """:meth:`_execute` off the event loop."""
         from asgiref.sync import sync_to_async
 
         return await sync_to_async(self._execute)(self._resolve_tenant(), func, args, pin)
@@ -372,8 +353,6 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         with tenant_atomic(tenant, using=self.using):
             return func(tenant, *args, pin=None) if pin else func(tenant, *args)
 
-    # -- versions ----------------------------------------------------------------------
-
     def get_next_version(self, current: str | None, channel: None) -> str:
         """A zero-padded counter and a random tie-breaker, ``000000000042.9f86d081``.
 
@@ -394,8 +373,6 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
             )
         return f"{counter + 1:0{VERSION_DIGITS}}.{random.getrandbits(32):08x}"
 
-    # -- writing -----------------------------------------------------------------------
-
     def _entries(
         self,
         key: _TipKey,
@@ -403,8 +380,6 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         versions: ChannelVersions,
         parent: _Tip | None,
     ) -> list[chains.Stored]:
-        """How the values of ``versions`` are stored: against ``parent`` (a list as a
-        splice of its version there, when this saver holds it), or whole."""
         stored = []
         for channel, version in versions.items():
             if channel not in values:
@@ -495,9 +470,6 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         return _config(thread_id, checkpoint_ns, checkpoint["id"])
 
     def _remember(self, namespace: _TipKey, stored: list[chains.Stored]) -> None:
-        """The list versions just stored become their channels' heads; called by :meth:`_put`
-        while the connection is held, right after the statement.
-        """
         for s in stored:
             key = (*namespace, s.entry.channel)
             head = chains.next_head(s, self._heads.get(key), self.serde.loads_typed)
@@ -592,17 +564,11 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         writes = _checked_writes(writes, task_id, task_path)
         await self._acall(self._put_writes, ids, writes, task_id, task_path, pin=True)
 
-    # -- reading -----------------------------------------------------------------------
-
     def _walks(
         self,
         rows: list[dict[str, Any]],
         row_walks: dict[int, list[dict[str, Any]] | None] | None = None,
     ) -> dict[int, list[Record]]:
-        """The records of each loaded checkpoint and its parents, by row id (rows unchanged
-        since they were unpacked come from the cache); CheckpointCorruptError if a parent is
-        missing. ``row_walks``: the rows' :func:`walks`, when the load has them.
-        """
         from tulip_memory.models.langgraph import walk_records, walks
 
         memo: dict[int, Record] = {}
@@ -628,8 +594,6 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
     def _tuples(
         self, rows: list[dict[str, Any]], walked: dict[int, list[Record]]
     ) -> dict[int, CheckpointTuple]:
-        """The checkpoint tuples of the ``walked`` checkpoints (:meth:`_walks` of
-        ``load_rows``' ``rows``), by row id."""
         by_id = {row["id"]: row for row in rows if row["selected"]}
         memos: dict[tuple[str, str, str], dict[tuple[str, str], Any]] = {}
         found = {}
@@ -686,9 +650,6 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
     def _load(
         self, tenant: str, ids: tuple[str, str, str | None], *, pin: str | None = None
     ) -> tuple[list[dict[str, Any]], dict[int, list[Record]]]:
-        """The rows of the checkpoint ``ids`` name (the newest without an id) and its parents,
-        and their records.
-        """
         from tulip_memory.models import LangGraphCheckpoint
 
         thread_id, checkpoint_ns, checkpoint_id = ids
@@ -700,7 +661,6 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
     def _tuple(
         self, rows: list[dict[str, Any]], walked: dict[int, list[Record]]
     ) -> CheckpointTuple | None:
-        """The checkpoint tuple of a :meth:`_load` (None: no such checkpoint)."""
         return next(iter(self._tuples(rows, walked).values()), None)
 
     def _get_tuple(
@@ -732,8 +692,6 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
     def _list_rows(
         self, tenant: str, query: _ListQuery
     ) -> tuple[list[dict[str, Any]], dict[int, list[Record]]]:
-        """The database's part of a ``list``: the rows loaded and the records of the
-        checkpoints listed, by row id, in the order they are listed."""
         from tulip_memory.models import LangGraphCheckpoint
 
         manager = LangGraphCheckpoint.objects.using(self.using)
@@ -764,7 +722,6 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
     def _listed(
         self, loaded: list[dict[str, Any]], walked: dict[int, list[Record]]
     ) -> list[CheckpointTuple]:
-        """The checkpoint tuples of a :meth:`_list_rows`, in its order."""
         return list(self._tuples(loaded, walked).values())
 
     def _list(self, tenant: str, query: _ListQuery) -> list[CheckpointTuple]:
@@ -794,15 +751,12 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         for found in await self._acall(self._list, query):
             yield found
 
-    # -- deleting, copying, pruning ------------------------------------------------------
-
     def _forget(self, tenant: str, thread_ids: Sequence[str]) -> None:
         threads = set(thread_ids)
         self._heads.discard_where(lambda key: key[0] == tenant and key[1] in threads)
         self._tips.discard_where(lambda key: key[0] == tenant and key[1] in threads)
 
     def _delete_threads(self, tenant: str, thread_ids: Sequence[str]) -> int:
-        """Delete the threads' rows; how many checkpoints went."""
         from tulip_memory.models import LangGraphCheckpoint
 
         return LangGraphCheckpoint.objects.using(self.using).delete_threads(tenant, thread_ids)
@@ -858,7 +812,6 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         await self._acall(self._copy_thread, source, target)
 
     def _prune(self, tenant: str, thread_ids: Sequence[str], strategy: str) -> dict[str, int]:
-        """Apply ``strategy``; the checkpoints and whole threads removed."""
         if strategy not in PRUNE_STRATEGIES:
             raise ValueError(f"strategy must be one of {PRUNE_STRATEGIES}, got {strategy!r}")
         threads = list(dict.fromkeys(thread_ids))
@@ -899,7 +852,6 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         return removed
 
     async def akeep_newest(self, thread_ids: Sequence[str], keep_last: int) -> int:
-        """Async :meth:`keep_newest`."""
         started, tenant, threads = self._keep_newest_call(thread_ids, keep_last)
         removed = await self._acall(self._keep_newest, threads, keep_last)
         self._kept_newest(tenant, threads, removed, started)
@@ -918,10 +870,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         counts = {"checkpoints": removed, "threads": 0}
         emit_sync(EV_CHECKPOINT_PRUNED, sender=type(self), **_pruned(tenant, counts, started))
 
-    # -- statistics ----------------------------------------------------------------------
-
     async def astorage_bytes(self, thread_id: str) -> int:
-        """Compressed bytes of the thread's checkpoints, metadata, values and writes."""
         return await self._acall(self._storage_bytes, _thread_id(thread_id))
 
     def storage_bytes(self, thread_id: str) -> int:

@@ -67,7 +67,6 @@ class TenantDatabase(WriterLocks):
         return self.tenant if self.tenant is not None else current_tenant()
 
     def _resolve_tenant(self) -> str:
-        """The tenant of a call: the fixed one, else the bound one (TenantError if they differ)."""
         from tulip_memory.tenancy.context import current_tenant, refuse_another_tenant
 
         if self.tenant is not None:
@@ -90,7 +89,6 @@ class TenantDatabase(WriterLocks):
         return await sync_to_async(self._in_transaction)(tenant, func, args, lock)
 
     def _run_sync(self, func: Callable[..., T], *args: Any, lock: str | None = None) -> T:
-        """:meth:`_run` for blocking callers (sync code, never inside an event loop)."""
         return self._in_transaction(self._resolve_tenant(), func, args, lock)
 
     def _in_transaction(

@@ -108,7 +108,6 @@ class TenantMiddleware:
 
 
 def _streamed_with(tenant: str, response: Any) -> Any:
-    """``response``; a streaming one's body iterated with ``tenant`` bound at each step."""
     from django.http import FileResponse
 
     if not getattr(response, "streaming", False) or isinstance(response, FileResponse):
