@@ -230,26 +230,20 @@ class MessageCount(models.Func):
         "CASE WHEN json_type(%(expressions)s, '$.messages') = 'array' "
         "THEN json_array_length(%(expressions)s, '$.messages') END"
     )
+    vendor_templates = {
+        "postgresql": "CASE WHEN jsonb_typeof(%(expressions)s -> 'messages') = 'array' "
+        "THEN jsonb_array_length(%(expressions)s -> 'messages') END",
+        "mysql": "CASE WHEN JSON_TYPE(JSON_EXTRACT(%(expressions)s, '$.messages')) = 'ARRAY' "
+        "THEN JSON_LENGTH(%(expressions)s, '$.messages') END",
+    }
     output_field = models.IntegerField()
     arity = 1
 
-    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
-        return self.as_sql(
-            compiler,
-            connection,
-            template="CASE WHEN jsonb_typeof(%(expressions)s -> 'messages') = 'array' "
-            "THEN jsonb_array_length(%(expressions)s -> 'messages') END",
-            **extra,
-        )
+    def _as_vendor(self, compiler: Any, connection: Any, **extra: Any) -> Any:
+        template = self.vendor_templates[connection.vendor]
+        return self.as_sql(compiler, connection, template=template, **extra)
 
-    def as_mysql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
-        return self.as_sql(
-            compiler,
-            connection,
-            template="CASE WHEN JSON_TYPE(JSON_EXTRACT(%(expressions)s, '$.messages')) = 'ARRAY' "
-            "THEN JSON_LENGTH(%(expressions)s, '$.messages') END",
-            **extra,
-        )
+    as_postgresql = as_mysql = _as_vendor
 
 
 @admin.register(CheckpointRecord)

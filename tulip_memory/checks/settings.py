@@ -66,26 +66,31 @@ def check_setting_values() -> list[checks.CheckMessage]:
     ]
 
 
-def vector_dimensions() -> int | None:
-    """``VECTOR_DIMENSIONS`` when it is an int of at least 1 (not a bool), else None (E002)."""
+def _setting(name: str) -> Any:
     from tulip_memory.conf import settings
 
-    value = settings.VECTOR_DIMENSIONS
-    if is_int(value) and value >= 1:
-        return value
-    return None
+    return getattr(settings, name)
+
+
+def _shown(name: str) -> str:
+    """The type and (the start of) the value of ``TULIP_MEMORY[name]``, for a message."""
+    value = _setting(name)
+    return f"{type(value).__name__} {value!r:.80}"
+
+
+def vector_dimensions() -> int | None:
+    """``VECTOR_DIMENSIONS`` when it is an int of at least 1 (not a bool), else None (E002)."""
+    value = _setting("VECTOR_DIMENSIONS")
+    return value if is_int(value) and value >= 1 else None
 
 
 def _vector_dimensions_errors() -> list[checks.CheckMessage]:
-    from tulip_memory.conf import settings
-
     if vector_dimensions() is not None:
         return []
-    value = settings.VECTOR_DIMENSIONS
     return [
         checks.Error(
-            f"TULIP_MEMORY['VECTOR_DIMENSIONS'] must be an int of at least 1 (the width of "
-            f"PgMemory's vector column), got {type(value).__name__} {value!r:.80}.",
+            "TULIP_MEMORY['VECTOR_DIMENSIONS'] must be an int of at least 1 (the width of "
+            f"PgMemory's vector column), got {_shown('VECTOR_DIMENSIONS')}.",
             hint="Write the width as a number, e.g. 'VECTOR_DIMENSIONS': 1024 (the default); "
             "the width checks (tulip_memory.E014, E021) run once it is one.",
             id="tulip_memory.E002",
@@ -96,15 +101,14 @@ def _vector_dimensions_errors() -> list[checks.CheckMessage]:
 def _tenant_databases_errors() -> list[checks.CheckMessage]:
     from django.conf import settings as django_settings
 
-    from tulip_memory.conf import settings, tenant_databases
+    from tulip_memory.conf import tenant_databases
 
     aliases = tenant_databases()
     if aliases is None:
-        value = settings.TENANT_DATABASES
         return [
             checks.Error(
                 "TULIP_MEMORY['TENANT_DATABASES'] must be a list or tuple of database "
-                f"aliases, got {type(value).__name__} {value!r:.80}: the row-level "
+                f"aliases, got {_shown('TENANT_DATABASES')}: the row-level "
                 "security checks cannot tell which databases to look at.",
                 hint="E.g. 'TENANT_DATABASES': ['default'] (the default).",
                 id="tulip_memory.E003",
@@ -127,23 +131,16 @@ def _tenant_databases_errors() -> list[checks.CheckMessage]:
 
 def tenant_setting() -> str | None:
     """``TENANT_SETTING`` when it is a PostgreSQL custom setting name, else None (E004)."""
-    from tulip_memory.conf import settings
-
-    value = settings.TENANT_SETTING
-    if isinstance(value, str) and _CUSTOM_SETTING.fullmatch(value):
-        return value
-    return None
+    value = _setting("TENANT_SETTING")
+    return value if isinstance(value, str) and _CUSTOM_SETTING.fullmatch(value) else None
 
 
 def _tenant_setting_errors() -> list[checks.CheckMessage]:
-    from tulip_memory.conf import settings
-
     if tenant_setting() is not None:
         return []
-    value = settings.TENANT_SETTING
     return [
         checks.Error(
-            f"TULIP_MEMORY['TENANT_SETTING'] is {type(value).__name__} {value!r:.80}, not a "
+            f"TULIP_MEMORY['TENANT_SETTING'] is {_shown('TENANT_SETTING')}, not a "
             "PostgreSQL custom setting name: two or more identifiers separated by dots "
             "('prefix.name'), each a letter or '_' then letters, digits, '_' or '$'. "
             "PostgreSQL would refuse to set it (or, without a dot, it would be one of the "

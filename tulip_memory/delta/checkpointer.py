@@ -266,30 +266,21 @@ class DeltaCheckpointer(BaseCheckpointer):
 
     async def _write(
         self,
-        state: AgentState,
         thread_id: str,
-        checkpoint_id: str,
-        parent: _Head | None,
+        built: tuple[DeltaCheckpoint, list[MessageBlock], _Head],
         *,
-        force_full: bool = False,
-        created_at: datetime | None = None,
         as_newest: bool = False,
-    ) -> _Head:
-        """Store ``state`` under ``checkpoint_id``: a delta on ``parent``, or full.
-
-        An existing record of the id is replaced in place, or, ``as_newest``, by one that
-        becomes the thread's newest; either way in one storage call, after the state was
-        encoded (a state that cannot be stored raises before anything is written).
-        """
-        record, blocks, head = self._build(
-            state, thread_id, checkpoint_id, parent, force_full=force_full, created_at=created_at
-        )
+    ) -> None:
+        """Store what :meth:`_build` made (so a state that cannot be stored raises before
+        anything is written). An existing record of its id is replaced in place, or,
+        ``as_newest``, by one that becomes the thread's newest; either way in one storage
+        call."""
+        record, blocks, head = built
         if blocks:  # blocks first: a reader never sees a record whose blocks are missing
             await self.storage.store_blocks(thread_id, blocks)
         store = self.storage.store_as_newest if as_newest else self.storage.store
-        await store(thread_id, checkpoint_id, record)
+        await store(thread_id, record.metadata.checkpoint_id, record)
         self._remember(thread_id, head)
-        return head
 
     def _build(
         self,
@@ -393,7 +384,8 @@ class DeltaCheckpointer(BaseCheckpointer):
                 await self._detach(thread_id, {checkpoint_id})
                 self._forget_thread(thread_id)
             parent = await self._parent(thread_id, checkpoint_id)
-            await self._write(state, thread_id, checkpoint_id, parent, as_newest=replacing)
+            built = self._build(state, thread_id, checkpoint_id, parent)
+            await self._write(thread_id, built, as_newest=replacing)
             if replacing:
                 await self._collect_blocks(thread_id)
             self._newest.put(thread_id, checkpoint_id)
@@ -548,7 +540,7 @@ class DeltaCheckpointer(BaseCheckpointer):
             )
             await self.storage.store(thread_id, record.metadata.checkpoint_id, rebased)
             pending.extend(children.get(record.metadata.checkpoint_id, ()))
-        await self._write(
+        built = self._build(
             head.to_state(),
             thread_id,
             meta.checkpoint_id,
@@ -556,6 +548,7 @@ class DeltaCheckpointer(BaseCheckpointer):
             force_full=True,
             created_at=meta.created_at,
         )
+        await self._write(thread_id, built)
 
     async def _collect_blocks(self, thread_id: str) -> None:
         records = await self.storage.list_checkpoints(thread_id, limit=None)

@@ -6,7 +6,7 @@ full-text columns and :class:`PostgreSQLOnly`. Row-level security: :mod:`.rls`.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, ClassVar
 
 from django.db.migrations.operations.base import Operation
 
@@ -92,10 +92,13 @@ def require_extension(schema_editor: Any, name: str, *, trusted: bool) -> None:
 class DatabaseOnlyTableOperation(Operation):
     """A reversible schema change on PostgreSQL that the model state does not see, on
     ``model_name``'s table (None: no table); subclasses give :meth:`forwards` and
-    :meth:`backwards`."""
+    :meth:`backwards`, and ``description`` and ``name_fragment`` (formatted with the
+    operation's attributes) for :meth:`describe` and the migration's name."""
 
     reversible = True
     reduces_to_sql = True
+    description: ClassVar[str]
+    name_fragment: ClassVar[str]
 
     def __init__(self, model_name: str | None) -> None:
         self.model_name = model_name
@@ -124,10 +127,20 @@ class DatabaseOnlyTableOperation(Operation):
     def backwards(self, schema_editor: Any, model: Any) -> None:
         raise NotImplementedError
 
+    def describe(self) -> str:
+        return self.description.format_map(vars(self))
+
+    @property
+    def migration_name_fragment(self) -> str:
+        return self.name_fragment.format_map(vars(self))
+
 
 class EnableVectorExtension(DatabaseOnlyTableOperation):
     """Make sure ``vector`` exists (only a superuser can create it); reversing does nothing,
     other apps may use it."""
+
+    description = "Check the pgvector extension (PostgreSQL only)"
+    name_fragment = "vector_extension"
 
     def __init__(self) -> None:
         super().__init__(None)
@@ -138,17 +151,13 @@ class EnableVectorExtension(DatabaseOnlyTableOperation):
     def backwards(self, schema_editor: Any, model: Any) -> None:
         return None
 
-    def describe(self) -> str:
-        return "Check the pgvector extension (PostgreSQL only)"
-
-    @property
-    def migration_name_fragment(self) -> str:
-        return "vector_extension"
-
 
 class CreateVectorAnnIndex(DatabaseOnlyTableOperation):
     """An HNSW cosine index on a vector column if ``TULIP_MEMORY["ANN_INDEX"]`` asks, and the
     width allows (else a RuntimeWarning). Not model state: it depends on settings."""
+
+    description = "Create ANN index {name} on {model_name} (PostgreSQL only)"
+    name_fragment = "{name}"
 
     def __init__(self, model_name: str, name: str, field: str = "embedding") -> None:
         super().__init__(model_name)
@@ -180,13 +189,6 @@ class CreateVectorAnnIndex(DatabaseOnlyTableOperation):
 
     def backwards(self, schema_editor: Any, model: Any) -> None:
         schema_editor.execute(f"DROP INDEX IF EXISTS {schema_editor.quote_name(self.name)}")
-
-    def describe(self) -> str:
-        return f"Create ANN index {self.name} on {self.model_name} (PostgreSQL only)"
-
-    @property
-    def migration_name_fragment(self) -> str:
-        return self.name
 
 
 class PostgreSQLOnly(Operation):
@@ -232,6 +234,9 @@ class AddSearchVector(DatabaseOnlyTableOperation):
     with the ``TEXT_SEARCH_CONFIG`` of migration time (E061 reports a later difference).
     Their GIN index: :mod:`tulip_memory.postgres.search_index`."""
 
+    description = "Add the generated tsvector of {model_name} and its length"
+    name_fragment = "search_vector"
+
     def forwards(self, schema_editor: Any, model: Any) -> None:
         config = text_search_config()
         quote = schema_editor.quote_name
@@ -249,10 +254,3 @@ class AddSearchVector(DatabaseOnlyTableOperation):
             f"ALTER TABLE {schema_editor.quote_name(model._meta.db_table)} "
             "DROP COLUMN search_vector, DROP COLUMN search_length"
         )
-
-    def describe(self) -> str:
-        return f"Add the generated tsvector of {self.model_name} and its length"
-
-    @property
-    def migration_name_fragment(self) -> str:
-        return "search_vector"

@@ -188,6 +188,9 @@ class AddSearchIndex(DatabaseOnlyTableOperation):
     store item table ``model_name``. ``EXECUTE`` on the function goes only to the roles
     that may read the table; reversing keeps ``btree_gin``, other apps may use it."""
 
+    description = "Add the search codes, indexes and lexical function of {model_name}"
+    name_fragment = "search_index"
+
     def forwards(self, schema_editor: Any, model: Any) -> None:
         quote = schema_editor.quote_name
         schema, table = schema_and_table(schema_editor, model)
@@ -228,17 +231,13 @@ class AddSearchIndex(DatabaseOnlyTableOperation):
         ]:
             schema_editor.execute(statement, params=None)
 
-    def describe(self) -> str:
-        return f"Add the search codes, indexes and lexical function of {self.model_name}"
-
-    @property
-    def migration_name_fragment(self) -> str:
-        return "search_index"
-
 
 class ReplaceLexicalFunction(DatabaseOnlyTableOperation):
     """The lexical function of the store item table replaced by this module's (``CREATE OR
     REPLACE``: owner and grants kept; migrations 0015, 0016). Reversing keeps the new body."""
+
+    description = "Replace the lexical search function of {model_name}"
+    name_fragment = "lexical_function_ties"
 
     def forwards(self, schema_editor: Any, model: Any) -> None:
         schema, table = schema_and_table(schema_editor, model)
@@ -246,10 +245,3 @@ class ReplaceLexicalFunction(DatabaseOnlyTableOperation):
 
     def backwards(self, schema_editor: Any, model: Any) -> None:
         """Nothing: the new body stays (see the class)."""
-
-    def describe(self) -> str:
-        return f"Replace the lexical search function of {self.model_name}"
-
-    @property
-    def migration_name_fragment(self) -> str:
-        return "lexical_function_ties"

@@ -37,6 +37,9 @@ class AddTenantRegistration(DatabaseOnlyTableOperation):
     """The function, registering into ``model_name``'s table, ``EXECUTE`` revoked from
     PUBLIC (triggers run it anyway). Reversing drops it and its triggers."""
 
+    description = f"Add {FUNCTION}, registering tenants in {{model_name}}"
+    name_fragment = "tenant_registration"
+
     def forwards(self, schema_editor: Any, model: Any) -> None:
         schema, table = schema_and_table(schema_editor, model)
         schema_editor.execute(function_sql(schema, table), params=None)
@@ -48,17 +51,13 @@ class AddTenantRegistration(DatabaseOnlyTableOperation):
         schema, _table = schema_and_table(schema_editor, model)
         schema_editor.execute(f"DROP FUNCTION {schema}.{FUNCTION}()", params=None)
 
-    def describe(self) -> str:
-        return f"Add {FUNCTION}, registering tenants in {self.model_name}"
-
-    @property
-    def migration_name_fragment(self) -> str:
-        return "tenant_registration"
-
 
 class PinTenantRegistration(DatabaseOnlyTableOperation):
     """The function replaced by :func:`function_sql`'s (owner, grants and triggers kept).
     Reversing keeps the pinned body: the one before let a caller's objects run as owner."""
+
+    description = f"Pin the search path of {FUNCTION}, registering tenants in {{model_name}}"
+    name_fragment = "pin_tenant_registration"
 
     def forwards(self, schema_editor: Any, model: Any) -> None:
         schema, table = schema_and_table(schema_editor, model)
@@ -66,10 +65,3 @@ class PinTenantRegistration(DatabaseOnlyTableOperation):
 
     def backwards(self, schema_editor: Any, model: Any) -> None:
         """Nothing: the pinned body stays (see the class)."""
-
-    def describe(self) -> str:
-        return f"Pin the search path of {FUNCTION}, registering tenants in {self.model_name}"
-
-    @property
-    def migration_name_fragment(self) -> str:
-        return "pin_tenant_registration"

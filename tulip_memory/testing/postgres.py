@@ -9,26 +9,7 @@ sets both up idempotently; :func:`start_embedded` / :func:`stop_embedded` run th
 
 from __future__ import annotations
 
-from tulip_memory.postgres.embedded import (
-    APP_ROLE,
-    OWNER_ROLE,
-    DatabaseUrls,
-    bootstrap_database,
-    database_settings,
-    drop_database,
-    import_dj_database_url,
-    start_embedded,
-    stop_embedded,
-)
+from tulip_memory.postgres import embedded
+from tulip_memory.postgres.embedded import *  # noqa: F403
 
-__all__ = [
-    "APP_ROLE",
-    "OWNER_ROLE",
-    "DatabaseUrls",
-    "bootstrap_database",
-    "database_settings",
-    "drop_database",
-    "import_dj_database_url",
-    "start_embedded",
-    "stop_embedded",
-]
+__all__ = [name for name in embedded.__all__ if name != "postgres_binary"]
