@@ -114,6 +114,17 @@ async def test_shared_root_reads_and_writes_right_under_the_tenant(stores):
         DjangoStore(shared_root="yes")
 
 
+async def test_a_query_matching_nothing_lists_the_items_where_pg_memory_finds_none(stores):
+    store = stores(tenant="acme")
+    for key, text in (("a", "the cat sat"), ("b", "a dog barked"), ("c", "green tea")):
+        await store.aput(("notes",), key, {"text": text})
+    found = await store.asearch(("notes",), query="qwertyuiop")
+    assert sorted(i.key for i in found) == ["a", "b", "c"]  # LangGraph's contract
+    with tenant_context("acme"):
+        # The same rows through PgMemory (HRR vectors): only word matches.
+        assert await PgMemory().search(("acme", "langgraph", "notes"), "qwertyuiop") == []
+
+
 def test_the_tenant_is_the_bound_one_never_a_namespace_label(stores):
     store = stores()
     with pytest.raises(TenantError, match="no tenant"):

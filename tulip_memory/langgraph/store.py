@@ -25,9 +25,11 @@ own stores do.
 ``search`` ranks with PgMemory's hybrid statement (``MemoryItemQuerySet.search_paths``:
 BM25 over the indexed text fused with the vector's cosine), over every namespace under the
 prefix as one ranking, with the value filter applied inside the statement, before the
-cut; every item with a vector is a candidate by its vector, as in LangGraph's stores, also
-with HRR vectors (``PgMemory.search`` ranks only an HRR store's word matches). Without a
-query it lists the newest items first, like ``PostgresStore``.
+cut. It ranks, it does not filter by relevance: every item with a vector is a candidate
+by its vector, as LangGraph's contract has it, also with HRR vectors, so a query sharing
+nothing with the items still returns up to ``limit`` of them, with low scores
+(``PgMemory.search`` returns only an HRR store's word matches). Without a query it lists
+the newest items first, like ``PostgresStore``.
 
 The text of an item (its words and its vector) is taken from the fields of ``index``
 (LangGraph's paths, ``"$"`` = the whole value; per put ``index=[...]`` overrides them),
@@ -298,6 +300,9 @@ class DjangoStore(TenantDatabase, BaseStore):
     ``BaseEmbedding``). ``index`` is LangGraph's index configuration: its ``fields``
     (default ``["$"]``) say what text an item is found by; ``dims``, if given, must be
     the encoder's width; ``embed`` is refused (the embedder is ``embedder``).
+
+    ``search(prefix, query=...)`` ranks every item with a vector under the prefix, as
+    LangGraph's stores do: unrelated items come back too (low ``score``), up to ``limit``.
     """
 
     vendor = "postgresql"
