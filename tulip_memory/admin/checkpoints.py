@@ -57,8 +57,11 @@ def change_link(model: type[models.Model], pk: Any, label: str) -> str:
     return format_html('<a href="{}">{}</a>', url, label)
 
 
-def render_conversation(state: Read, parent: Read, parent_name: str = "") -> str:
-    """``state``'s messages as a chat; those not in ``parent`` marked as added.
+def render_conversation(
+    state: Read, parent: Read, parent_name: str = "", *, diff: bool = True
+) -> str:
+    """``state``'s messages as a chat; with ``diff``, those not in ``parent`` marked as
+    added.
 
     Each is an (AgentState or None, why it could not be read) pair. An unreadable
     ``state`` renders as the reason; an unreadable ``parent`` (named ``parent_name``) as
@@ -72,7 +75,7 @@ def render_conversation(state: Read, parent: Read, parent_name: str = "") -> str
         [_message_view(m) for m in found.messages],
         [_message_view(m) for m in before.messages] if before is not None else None,
         json.dumps(found.metadata, ensure_ascii=False, indent=2) if found.metadata else "",
-        diff=not parent_problem,
+        diff=diff and not parent_problem,
     )
     if not parent_problem:
         return chat

@@ -173,7 +173,10 @@ class BaseMemoryManager(ABC):
         ``before_save`` is awaited right before the first write; if it raises, nothing
         is written.
         """
-        return ExtractionOutcome(await self.extract_and_save(messages, before_save=before_save))
+        memories = await self.extract_and_save(messages, before_save=before_save)
+        return ExtractionOutcome(
+            memories, applied=[("SAVE", memory.type.value, memory.key) for memory in memories]
+        )
 
     async def _extract_and_save(self, messages: list[Message], fields: dict[str, Any]) -> None:
         try:

@@ -357,6 +357,9 @@ class LLMMemoryManager(BaseMemoryManager):
                 "refused": report.refused,
                 "dropped_messages": report.dropped_messages,
             },
+            applied=[
+                (op.event, op.type.value, op.key) for op in report.applied if op.event != "NONE"
+            ],
         )
         logger.debug(
             "llm extraction run %s in %r: %s, %d applied, %s",

@@ -3,8 +3,9 @@
 * :class:`ExtractionQueue` — one row per memory namespace: the last sequence number
   handed out, and the lease of the worker currently running that namespace's jobs;
 * :class:`ExtractionJob` — one row per ended session: its namespace's sequence number,
-  the payload (the messages), its state, attempts and last error, and what a chat model
-  cost it (model, calls, prompt and completion tokens over all attempts).
+  the payload (the messages and, once done, the memory operations it applied), its state,
+  attempts and last error, and what a chat model cost it (model, calls, prompt and
+  completion tokens over all attempts).
 
 Both carry the ``tenant`` (``namespace[0]``) and sit under the tenant row-level security
 policy (migration ``0003_memory_manager``): every query runs inside
@@ -49,6 +50,10 @@ def db_now_plus(seconds: float) -> models.Expression:
     return models.ExpressionWrapper(
         Now() + models.Value(timedelta(seconds=seconds)), output_field=models.DateTimeField()
     )
+
+
+# The key of a done job's payload listing what it did to memories: [event, type, key] lists.
+APPLIED_KEY = "applied"
 
 
 class ExtractionQueueQuerySet(models.QuerySet):
@@ -244,8 +249,8 @@ class ExtractionJobQuerySet(models.QuerySet):
         )
 
     def with_payload(self) -> ExtractionJobQuerySet:
-        """Jobs whose payload has not been purged (emptied to ``{}``)."""
-        return self.exclude(payload={})
+        """Jobs whose payload still holds their conversation (not purged to ``{}``)."""
+        return self.filter(payload__has_key="messages")
 
     def runnable(self) -> ExtractionJobQuerySet:
         """Open jobs that may run now (no retry delay pending)."""
@@ -329,3 +334,16 @@ class ExtractionJob(models.Model):
         except ExtractionQueue.DoesNotExist:
             namespace = f"queue {self.queue_id}"
         return f"{namespace} #{self.sequence} ({self.state})"
+
+    def applied_operations(self) -> list[tuple[str, str, str]] | None:
+        """What the job did to memories, ``(event, type, key)`` each; ``None`` when its
+        payload does not say (not done yet, purged, erased)."""
+        payload = self.payload if isinstance(self.payload, dict) else {}
+        applied = payload.get(APPLIED_KEY)
+        if not isinstance(applied, list):
+            return None
+        return [
+            (str(entry[0]), str(entry[1]), str(entry[2]))
+            for entry in applied
+            if isinstance(entry, list) and len(entry) == 3
+        ]
