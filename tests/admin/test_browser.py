@@ -110,7 +110,7 @@ def test_superuser_switches_filters_reads_versions_and_forgets(page, live_server
     assert "likes black coffee" in page.inner_text("#tulip-forget-history")
     shoot("forget-confirmation")
     follow(page, "#tulip-forget-confirm")
-    assert "Forgot 1 memory and 1 past versions" in page.content()
+    assert "Forgot 1 memory and 1 past version." in page.content()
     shoot("forgotten")
     drink, history, stack = off_the_loop(_after_forget)
     assert drink is None and history == [] and stack is not None

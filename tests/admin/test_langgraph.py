@@ -283,3 +283,18 @@ def test_a_forked_thread_s_timeline_marks_where_each_fork_starts(root_client, mo
         (0, False), (0, False), (0, False), (1, True), (1, False), (2, True), (0, False),
         (0, False),
     ]  # fmt: skip
+
+
+def test_the_list_filter_has_a_title_and_a_one_checkpoint_thread_is_singular(root_client):
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    saver = DjangoSaver(tenant="acme")
+    checkpoint = empty_checkpoint()
+    config = {"configurable": {"thread_id": "single", "checkpoint_ns": ""}}
+    saver.put(config, checkpoint, {"step": 0}, {})
+    pick_tenant(root_client, "acme")
+    listing = root_client.get(reverse(CHANGELIST)).content.decode()
+    assert "By threads or checkpoints" in listing and "By show" not in listing
+    page = root_client.get(reverse(CHANGE, args=[_pk("acme", checkpoint["id"])])).content.decode()
+    storage = page[page.index("field-thread_storage") :]
+    assert "1 checkpoint, " in storage and "(checkpoint, values and writes)" in storage

@@ -17,7 +17,7 @@ from django.db import connections, router
 from django.db.models import QuerySet
 from django.template.loader import render_to_string
 from django.utils.html import format_html
-from django.utils.translation import gettext
+from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
 from tulip_memory.admin.checkpoints import (
@@ -38,7 +38,7 @@ ROLES = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system"}
 class ThreadsOrCheckpointsFilter(admin.SimpleListFilter):
     """Threads (the newest checkpoint of each, with the thread's totals) or every checkpoint."""
 
-    title = _("show")
+    title = _("threads or checkpoints")
     parameter_name = "show"
     CHECKPOINTS = "checkpoints"
 
@@ -387,8 +387,13 @@ class LangGraphCheckpointAdmin(ChainAdmin):
             .newest_of_threads()
             .first()
         )
+        count = getattr(thread, "checkpoint_total", 0)
         return format_html(
-            gettext("{} checkpoints, {} bytes stored (checkpoints, values and writes)"),
-            getattr(thread, "checkpoint_total", 0),
-            getattr(thread, "stored_bytes", 0),
+            ngettext(
+                "{count} checkpoint, {bytes} bytes stored (checkpoint, values and writes)",
+                "{count} checkpoints, {bytes} bytes stored (checkpoints, values and writes)",
+                count,
+            ),
+            count=count,
+            bytes=getattr(thread, "stored_bytes", 0),
         )
