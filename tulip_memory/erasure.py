@@ -18,7 +18,7 @@ from tulip_memory.core.namespaces import (
     encode_namespace,
     validate_namespace,
 )
-from tulip_memory.core.subjects import subject_namespace, validate_subject
+from tulip_memory.core.subjects import subject_namespaces, validate_subject
 from tulip_memory.events import EV_STORE_SUBJECT_FORGOTTEN, elapsed_ms
 from tulip_memory.exceptions import ConfigurationError
 from tulip_memory.manager.history import HISTORY_LABEL
@@ -85,7 +85,7 @@ def _prefixes(tenant: str, subject: str, extra: Sequence[Sequence[str]]) -> tupl
             "namespace_prefixes must be a sequence of label tuples (after the tenant), "
             f"got {type(extra).__name__}"
         )
-    prefixes = [subject_namespace(tenant, subject)]
+    prefixes = list(subject_namespaces(tenant, subject))
     for index, labels in enumerate(extra):
         if not isinstance(labels, tuple) or not labels:
             raise ValueError(

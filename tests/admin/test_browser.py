@@ -110,7 +110,7 @@ def test_superuser_switches_filters_reads_versions_and_forgets(page, live_server
     assert "likes black coffee" in page.inner_text("#tulip-forget-history")
     shoot("forget-confirmation")
     follow(page, "#tulip-forget-confirm")
-    assert "Forgot 1 memory and 1 past versions" in page.content()
+    assert "Forgot 1 memory and 1 past version." in page.content()
     shoot("forgotten")
     drink, history, stack = off_the_loop(_after_forget)
     assert drink is None and history == [] and stack is not None
@@ -266,6 +266,25 @@ def test_a_langgraph_thread_is_followed_from_newest_to_root(page, live_server, s
     follow(page, "#changelist-filter a:text-is('every checkpoint')")
     assert page.locator("#result_list tbody tr").count() == len(ids)
     shoot("lg-every-checkpoint")
+
+
+def test_a_forked_langgraph_thread_shows_where_its_fork_starts(page, live_server, shoot, superuser):
+    from tests.admin.test_langgraph import fork_graph, run_graph
+
+    def threads():
+        run_graph("globex", "chat-globex", 1)  # a second tenant: the switcher shows
+        return fork_graph("acme", "chat-fork")
+
+    _before, forked_from, fork = off_the_loop(threads)
+    login(page, live_server, "root")
+    open_list_of_tenant(page, live_server, LANGGRAPH_LIST, "acme")
+    follow(page, "#result_list a:text-is('chat-fork')")
+    start = page.locator("#tulip-thread-timeline tr.fork")
+    assert start.count() == 1 and start.is_visible()
+    assert "fork 1 starts" in start.inner_text() and forked_from in start.inner_text()
+    assert page.locator("#tulip-thread-timeline tr[data-branch='1']").count() == min(len(fork), 11)
+    start.scroll_into_view_if_needed()
+    shoot("lg-forked-timeline")
 
 
 def test_staff_of_another_tenant_cannot_reach_a_langgraph_thread(page, live_server, shoot):

@@ -69,7 +69,7 @@ def test_delta_detail_shows_the_conversation_timeline_and_storage(root_client):
     assert "1 message(s) added, 0 removed" in chat
     timeline = page[page.index('id="tulip-thread-timeline"') :]
     assert timeline.index(ids[0]) < timeline.index(ids[1]) < timeline.index(ids[2])
-    assert "3 checkpoints (1 full, 2 delta)" in page
+    assert "3 checkpoints (1 full, 2 delta) and 1 block:" in page  # one block: singular
     assert 'name="_save"' not in page
     assert root_client.post(url, {}).status_code == 403
     # No "History" button (its log is always empty here); the URL leads back to the page.

@@ -38,6 +38,24 @@ def run_graph(tenant: str, thread_id: str, turns: int, *, approve: bool = False)
     return [t.config["configurable"]["checkpoint_id"] for t in saver.list(_config(thread_id))]
 
 
+def fork_graph(tenant: str, thread_id: str) -> tuple[list[str], str, list[str]]:
+    """Two turns, then a third run from the end of the first turn (a fork, as a replay
+    with new input is): the checkpoint ids before the fork (newest first), the one
+    forked from, the fork's ids (newest first)."""
+    before = run_graph(tenant, thread_id, 2)
+    saver = DjangoSaver(tenant=tenant, max_chain_depth=4)
+    first_turn_end = next(
+        t.config for t in saver.list(_config(thread_id)) if t.metadata.get("step") == 4
+    )
+    build_agent(saver).invoke(user_turn(7), first_turn_end)
+    after = [t.config["configurable"]["checkpoint_id"] for t in saver.list(_config(thread_id))]
+    return (
+        before,
+        first_turn_end["configurable"]["checkpoint_id"],
+        after[: len(after) - len(before)],
+    )
+
+
 def _pk(tenant: str, checkpoint_id: str) -> int:
     return checkpoint_pk(LangGraphCheckpoint, tenant, checkpoint_id)
 
@@ -229,3 +247,54 @@ def test_a_long_thread_shows_a_window_of_its_timeline_and_a_link_to_the_first_ad
     first_added = chat[chat.index('id="tulip-conversation-first-added"') :]
     assert "2 times 3 is 6" in first_added[: first_added.index("</div>")]
     assert chat.count('id="tulip-conversation-first-added"') == 1
+
+
+def test_a_forked_thread_s_timeline_marks_where_each_fork_starts(root_client, monkeypatch):
+    from tulip_memory.admin.langgraph import branches
+
+    monkeypatch.setattr(checkpoints_admin, "TIMELINE_WINDOW", 100)  # the whole thread
+    before, forked_from, fork = fork_graph("acme", "forked")
+    pick_tenant(root_client, "acme")
+    page = root_client.get(reverse(CHANGE, args=[_pk("acme", fork[0])])).content.decode()
+    timeline = page[page.index('id="tulip-thread-timeline"') :]
+    rows = re.findall(
+        r'<tr class="([^"]*)" data-branch="(\d+)"><td class="tulip-id">.*?>([^<]+)</a>', timeline
+    )
+    assert [checkpoint for *_, checkpoint in rows] == before[::-1] + fork[::-1]
+    # Time order; the first line (branch 0), then the fork (branch 1), its first row marked.
+    assert [(branch, "fork" in classes) for classes, branch, _ in rows] == (
+        [("0", False)] * len(before) + [("1", True)] + [("1", False)] * (len(fork) - 1)
+    )
+    assert "fork 1 starts" in timeline and "This thread was forked" in page
+    marked = timeline[timeline.index('class="fork"') :]
+    assert marked.index(forked_from) < marked.index("</tr>")  # its parent: the fork point
+    # The first line's pages show the fork too; a thread never forked has no branch column.
+    page = root_client.get(reverse(CHANGE, args=[_pk("acme", before[0])])).content.decode()
+    assert "fork 1 starts" in page
+    straight = run_graph("acme", "straight", 1)
+    page = root_client.get(reverse(CHANGE, args=[_pk("acme", straight[0])])).content.decode()
+    assert "branch" not in page[page.index('id="tulip-thread-timeline"') :]
+    # Forks of forks, and namespaces apart.
+    rows = [
+        (1, "", "a", None), (2, "", "b", "a"), (3, "", "c", "b"), (4, "", "d", "a"),
+        (5, "", "e", "d"), (6, "", "f", "d"), (7, "sub", "x", "b"), (8, "", "g", "c"),
+    ]  # fmt: skip
+    assert branches(rows) == [
+        (0, False), (0, False), (0, False), (1, True), (1, False), (2, True), (0, False),
+        (0, False),
+    ]  # fmt: skip
+
+
+def test_the_list_filter_has_a_title_and_a_one_checkpoint_thread_is_singular(root_client):
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    saver = DjangoSaver(tenant="acme")
+    checkpoint = empty_checkpoint()
+    config = {"configurable": {"thread_id": "single", "checkpoint_ns": ""}}
+    saver.put(config, checkpoint, {"step": 0}, {})
+    pick_tenant(root_client, "acme")
+    listing = root_client.get(reverse(CHANGELIST)).content.decode()
+    assert "By threads or checkpoints" in listing and "By show" not in listing
+    page = root_client.get(reverse(CHANGE, args=[_pk("acme", checkpoint["id"])])).content.decode()
+    storage = page[page.index("field-thread_storage") :]
+    assert "1 checkpoint, " in storage and "(checkpoint, values and writes)" in storage

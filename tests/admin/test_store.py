@@ -370,7 +370,7 @@ def test_expired_memories_are_hidden_by_default_everywhere(expired, client):
         {"action": "forget_memories", "_selected_action": [drink], "post": "yes"},
         follow=True,
     )
-    assert "Forgot 1 memory and 1 past versions." in _messages(done)
+    assert "Forgot 1 memory and 1 past version." in _messages(done)
     with tenant_atomic("alpha"):
         assert not MemoryItem.objects.filter(namespace="alpha/u1/_history/user/drink").exists()
         assert MemoryItem.objects.filter(key="herb").exists()  # not selected: still there
@@ -401,3 +401,16 @@ def test_the_expiry_filter_shows_the_expired_memories_due_for_the_sweep(expired,
     with tenant_atomic("alpha"):
         assert not MemoryItem.objects.filter(key="herb").exists()
         assert MemoryItem.objects.filter(key="drink").exists()
+
+
+def test_the_forget_confirmation_speaks_of_one_memory_in_the_singular(memories, client):
+    client.force_login(make_staff("forgetter", ("alpha",), "view_memoryitem", "forget_memoryitem"))
+    action = {"action": "forget_memories", "_selected_action": [_item("stack").pk]}
+    confirm = client.post(reverse(CHANGELIST), action).content.decode()
+    assert "This memory will be forgotten:" in confirm
+    assert "No past version is kept for it." in confirm and 'value="Yes, forget it"' in confirm
+    assert "them" not in confirm[confirm.index("This memory") :]
+    two = {**action, "_selected_action": [_item("stack").pk, _item("odd").pk]}
+    confirm = client.post(reverse(CHANGELIST), two).content.decode()
+    assert "No past versions are kept for them." in confirm
+    assert 'value="Yes, forget them"' in confirm

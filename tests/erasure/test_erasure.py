@@ -274,6 +274,21 @@ def test_the_async_twin_erases_under_row_level_security(world):
         assert not ErasureReceipt.objects.exists()  # invisible to another tenant
 
 
+def test_the_langgraph_store_s_items_of_the_subject_are_erased_too(world):
+    from tulip_memory.langgraph import DjangoStore
+
+    store = DjangoStore(tenant="acme")
+    try:
+        for user in ("alice", "bob"):
+            store.put(("users", user, "memories"), "m1", {"text": f"{user} lives in Berlin"})
+        report = forget_subject("acme", "alice")
+        assert ("acme", "langgraph", "users", "alice") in report.namespaces
+        assert [i.namespace for i in store.search(("users",))] == [("users", "bob", "memories")]
+        assert not any("alice" in namespace for namespace, _key in items(rows("default", "acme")))
+    finally:
+        store.close()
+
+
 def test_a_user_as_actor_is_recorded_by_name_and_id():
     from django.contrib.auth.models import User
 

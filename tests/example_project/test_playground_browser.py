@@ -50,6 +50,21 @@ def send(page, text: str) -> None:
     follow(page, "#send")
 
 
+def memory_types_on_one_line(page) -> list[str]:
+    """The types of "Memories of <user>", each checked to take one line (never wrapped
+    inside the word); AssertionError naming one that does not."""
+    lines = page.evaluate(
+        """() => [...document.querySelectorAll('#memories tr td:first-child')].map(td => {
+            const range = document.createRange();
+            range.selectNodeContents(td);
+            return [td.textContent, range.getClientRects().length];
+        })"""
+    )
+    for text, count in lines:
+        assert count == 1, f"the memory type {text!r} takes {count} lines"
+    return [text for text, _ in lines]
+
+
 def test_two_sessions_the_second_recalls_the_first_after_the_worker_ran(
     page, live_server, shoot, celery_mode, playground_worker
 ):
@@ -62,6 +77,12 @@ def test_two_sessions_the_second_recalls_the_first_after_the_worker_ran(
     follow(page, "#start")
     send(page, "I live in Berlin and I love hiking.")
     assert "Nothing: no memory of ada matched yet." in page.inner_text("#recalled")
+    # A long memory squeezes the type column: its word must still not break.
+    send(
+        page,
+        "We decided to use PostgreSQL for the whole backend because its row-level security "
+        "keeps every tenant's rows apart without any extra code in the application layer.",
+    )
     assert "full" in page.inner_text("#checkpoint")
     shoot("session-1")
 
@@ -73,6 +94,7 @@ def test_two_sessions_the_second_recalls_the_first_after_the_worker_ran(
     page.wait_for_load_state()
     memories = page.inner_text("#memories")
     assert "Berlin" in memories and "hiking" in memories
+    assert "project" in memory_types_on_one_line(page)
     shoot("extracted")
 
     follow(page, "#start")
@@ -93,4 +115,5 @@ def test_two_sessions_the_second_recalls_the_first_after_the_worker_ran(
     page.set_viewport_size({"width": 420, "height": 900})  # a phone-sized window
     page.reload()
     assert page.evaluate("document.documentElement.scrollWidth") <= 420
+    assert memory_types_on_one_line(page)
     page.screenshot(path=str(SCREENSHOTS / "playground--narrow.png"), full_page=True)

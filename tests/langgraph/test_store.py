@@ -54,16 +54,75 @@ async def test_two_tenants_with_the_same_namespace_see_only_their_own_items(stor
     assert await acme.alist_namespaces() == [("memories", "u1")]
     assert await globex.alist_namespaces() == [("memories", "u1"), ("memories", "u2")]
 
-    # The rows are PgMemory's, under the tenant: namespace = (tenant, *langgraph namespace).
+    # The rows are PgMemory's, under the tenant and the store's own label.
     with tenant_context("globex"):
         assert await PgMemory().list_namespaces(("globex",)) == [
-            ("globex", "memories", "u1"),
-            ("globex", "memories", "u2"),
+            ("globex", "langgraph", "memories", "u1"),
+            ("globex", "langgraph", "memories", "u2"),
         ]
     # A tenant deleting "its" key leaves the other's alone.
     await acme.adelete(("memories", "u1"), "diet")
     assert await acme.aget(("memories", "u1"), "diet") is None
     assert await globex.aget(("memories", "u1"), "diet") is not None
+
+
+async def test_the_graph_s_namespaces_never_meet_the_memory_manager_s(stores):
+    from tulip_memory.manager import LLMMemoryManager, Memory, MemoryType
+
+    store = stores(tenant="acme")
+    manager = LLMMemoryManager(PgMemory(), namespace_prefix=("acme", "users", "ada"))
+    with tenant_context("acme"):
+        await manager.save([Memory(MemoryType.USER, "location", "Ada lives in Berlin.")])
+        await manager.save([Memory(MemoryType.USER, "location", "Ada lives in Paris.")])
+    # The namespace docs/langgraph.md suggests, for the same user.
+    await store.aput(("users", "ada", "memories"), "m1", {"text": "Ada lives in Paris."})
+
+    for query in (None, "Ada lives in Paris"):
+        found = await store.asearch(("users",), query=query)
+        assert [(i.namespace, i.key, i.value) for i in found] == [
+            (("users", "ada", "memories"), "m1", {"text": "Ada lives in Paris."})
+        ]
+    assert await store.alist_namespaces() == [("users", "ada", "memories")]
+    assert await store.aget(("users", "ada", "user"), "location") is None
+    with tenant_context("acme"):
+        assert [m.content for m in await manager.retrieve()] == ["Ada lives in Paris."]
+        assert len(await manager.history(MemoryType.USER, "location")) == 2
+
+
+async def test_shared_root_reads_and_writes_right_under_the_tenant(stores):
+    with tenant_context("acme"):
+        await PgMemory().put(("acme", "memories", "u1"), "diet", {"text": "vegetarian"})
+    shared = stores(tenant="acme", shared_root=True)
+    assert (await shared.aget(("memories", "u1"), "diet")).value == {"text": "vegetarian"}
+    assert [i.key for i in await shared.asearch(("memories",), query="vegetarian")] == ["diet"]
+    await shared.aput(("memories", "u1"), "pet", {"text": "a cat"})
+    with tenant_context("acme"):
+        assert await PgMemory().list_keys(("acme", "memories", "u1")) == ["pet", "diet"]
+    new = stores(tenant="acme")
+    assert await new.aget(("memories", "u1"), "diet") is None
+    # The move docs/langgraph.md shows for items stored right under the tenant.
+    for namespace in await shared.alist_namespaces(prefix=("memories",), suffix=("u1",)):
+        while items := await shared.asearch(namespace, limit=1000):
+            for item in items:
+                await new.aput(item.namespace, item.key, item.value)
+                await shared.adelete(item.namespace, item.key)
+    assert (await new.aget(("memories", "u1"), "diet")).value == {"text": "vegetarian"}
+    assert sorted(i.key for i in await new.asearch(())) == ["diet", "pet"]
+    assert await shared.asearch(("memories",)) == []
+    assert "shared_root=True" in repr(shared)
+    with pytest.raises(ValueError, match="shared_root must be a bool"):
+        DjangoStore(shared_root="yes")
+
+
+async def test_a_query_matching_nothing_lists_the_items_where_pg_memory_finds_none(stores):
+    store = stores(tenant="acme")
+    for key, text in (("a", "the cat sat"), ("b", "a dog barked"), ("c", "green tea")):
+        await store.aput(("notes",), key, {"text": text})
+    found = await store.asearch(("notes",), query="qwertyuiop")
+    assert sorted(i.key for i in found) == ["a", "b", "c"]  # LangGraph's contract
+    with tenant_context("acme"):
+        # The same rows through PgMemory (HRR vectors): only word matches.
+        assert await PgMemory().search(("acme", "langgraph", "notes"), "qwertyuiop") == []
 
 
 def test_the_tenant_is_the_bound_one_never_a_namespace_label(stores):

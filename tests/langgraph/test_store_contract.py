@@ -642,6 +642,19 @@ async def test_vector_search_over_a_prefix_ranks_its_namespaces_together(store: 
     assert sorted(keys(found)) == ["k1", "k2", "k3"]
 
 
+async def test_a_query_sharing_no_word_with_the_items_still_lists_every_item_with_a_vector(
+    store: Api,
+) -> None:
+    # LangGraph's contract, unlike PgMemory.search: the ranking is by similarity, not a
+    # match, so unrelated items come back too, with a low score.
+    for key, text in (("a", "the cat sat"), ("b", "a dog barked"), ("c", "green tea")):
+        await store.put(("test",), key, {"text": text})
+    found = await store.search(("test",), query="qwertyuiop")
+    assert sorted(keys(found)) == ["a", "b", "c"]
+    assert all(item.score is not None and item.score < 0.1 for item in found)
+    assert len(await store.search(("test",), query="qwertyuiop", limit=2)) == 2
+
+
 async def test_embed_with_path(make: Any) -> None:
     store = make(["key0", "key1", "key3"])
     await store.put(("test",), "doc1", {"key1": "xxx", "key2": "yyy", "key3": "zzz"})

@@ -12,10 +12,12 @@ from django.core.management import CommandError, call_command
 from tulip_memory.backends.orm import ORMCheckpointer
 from tulip_memory.delta import DeltaCheckpointer
 from tulip_memory.delta.orm import ORMDeltaStorage
+from tulip_memory.langgraph import DjangoSaver
 from tulip_memory.manager.extraction.queue import CeleryExtractions
 from tulip_memory.messages import Message, Role
 from tulip_memory.state import AgentState
 from tulip_memory.store import PgMemory
+from tulip_memory.testing.langgraph_agent import build_agent, user_turn
 
 
 def stats(*args: str) -> str:
@@ -26,6 +28,7 @@ def stats(*args: str) -> str:
 
 @pytest.fixture
 def rows():
+    """Both tenants' rows; the number of checkpoints of acme's LangGraph thread."""
     store = PgMemory()
     user = ("acme", "users", "u1")
     for namespace, key, text in (
@@ -42,6 +45,12 @@ def rows():
     delta = DeltaCheckpointer(ORMDeltaStorage("default", tenant="acme"))
     async_to_sync(delta.save)(state, "t2")
     CeleryExtractions().enqueue(user, [Message(Role.USER, "I live in Berlin.")])
+    # A LangGraph thread of one turn, and pending writes waiting for their checkpoint.
+    saver = DjangoSaver(tenant="acme")
+    build_agent(saver).invoke(user_turn(1), {"configurable": {"thread_id": "lg"}})
+    early = {"thread_id": "lg-early", "checkpoint_ns": "", "checkpoint_id": "1f0-early"}
+    saver.put_writes({"configurable": early}, [("messages", ["early"])], "task-1")
+    return len(list(saver.list({"configurable": {"thread_id": "lg"}})))
 
 
 @pytest.mark.django_db(transaction=True, databases=["default", "owner"])
@@ -58,6 +67,12 @@ def test_json_has_the_figures_of_each_tenant(rows):
     assert acme["embedding_sources"] == {"hrr": 4, "none": 1}
     assert globex["memories"]["feedback"] == 1 and globex["jobs"]["pending"] == 0
     assert globex["checkpoints"]["plain"] == {"count": 0, "bytes": 0}
+    graph = acme["checkpoints"]["langgraph"]
+    assert (graph["threads"], graph["count"], graph["pending_writes"]) == (2, rows, 1)
+    assert rows > 1 and graph["bytes"] > 0
+    assert globex["checkpoints"]["langgraph"] == {
+        "threads": 0, "count": 0, "pending_writes": 0, "bytes": 0
+    }  # fmt: skip
     # Through the tables' owner, which reads every tenant's store items: the same figures.
     through_owner = json.loads(
         stats("--tenant", "acme", "--tenant", "globex", "--json", "--database", "owner")
@@ -65,7 +80,7 @@ def test_json_has_the_figures_of_each_tenant(rows):
     assert through_owner == figures
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)
 def test_table_has_a_row_per_figure_and_a_column_per_tenant(rows):
     lines = stats("--tenant", "acme", "--tenant", "globex").splitlines()
     assert lines[0].split() == ["acme", "globex"]
@@ -73,10 +88,11 @@ def test_table_has_a_row_per_figure_and_a_column_per_tenant(rows):
     assert table["store.items"] == ["5", "1"]
     assert table["memories.user"] == ["2", "0"]
     assert table["jobs.pending"] == ["1", "0"]
+    assert table["checkpoints.langgraph.count"] == [str(rows), "0"]
     assert table["embedding_sources.none"] == ["1", "0"]  # globex has no such source: 0
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)
 def test_a_tenant_whose_rows_are_gone_has_zeros(rows):
     store = PgMemory()
     async_to_sync(store.put)(("initech", "n"), "k", {"v": 1})
@@ -101,7 +117,7 @@ def test_bad_input_is_refused(args, message):
         stats(*args)
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)
 def test_a_tenant_never_written_is_refused_by_name(rows):
     with pytest.raises(CommandError) as raised:
         stats("--tenant", "acme", "--tenant", "acem")

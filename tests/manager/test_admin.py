@@ -159,3 +159,31 @@ def test_a_job_page_is_titled_by_its_namespace(admin_client):
     assert b"acme/admin-user #1 (pending)" in page
     unpinned = ExtractionJob(pk=job.pk, queue_id=job.queue_id, sequence=1, state="pending")
     assert str(unpinned) == f"queue {job.queue_id} #1 (pending)"  # RLS hides the queue
+
+
+def test_a_job_page_lists_the_memory_operations_it_applied_with_links(admin_client):
+    from tulip_memory.manager.extraction.worker import run_queue
+    from tulip_memory.models import ExtractionJob, MemoryItem
+
+    CeleryExtractions().enqueue(("acme", "ops"), [Message(Role.USER, "ops 1")])
+    with tenant_atomic("acme"):
+        job = ExtractionJob.objects.get(queue__namespace="acme/ops")
+        pending = ExtractionJob.objects.exclude(pk=job.pk).get()
+    pick_tenant(admin_client, "acme")
+    page = admin_client.get(f"/admin/tulip_memory/extractionjob/{job.pk}/change/").content
+    assert b"None yet: the job is not done." in page
+    assert run_queue("acme", job.queue_id).done == 1
+    with tenant_atomic("acme"):
+        memory = MemoryItem.objects.get(namespace="acme/ops/project", key="last_job")
+    page = admin_client.get(f"/admin/tulip_memory/extractionjob/{job.pk}/change/").content
+    link = f'<a href="/admin/tulip_memory/memoryitem/{memory.pk}/change/">project/last_job</a>'
+    assert f"<li><code>SAVE</code> {link}</li>".encode() in page
+    assert b'data-role="user"' in page
+    # A job's conversation is not a checkpoint: no diff against a parent.
+    assert b"No parent" not in page and b"tulip-diff" not in page
+    other = admin_client.get(f"/admin/tulip_memory/extractionjob/{pending.pk}/change/").content
+    assert b"No parent" not in other and b"None yet: the job is not done." in other
+    with tenant_atomic("acme"):
+        ExtractionJob.objects.filter(pk=job.pk).update(payload={})  # purged
+    page = admin_client.get(f"/admin/tulip_memory/extractionjob/{job.pk}/change/").content
+    assert b"Not recorded: the job&#x27;s payload was purged or erased." in page

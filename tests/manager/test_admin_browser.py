@@ -64,4 +64,12 @@ def test_a_failed_job_is_retried_from_the_admin_and_completes_on_a_worker(
         f"{live_server.url}{reverse('admin:tulip_memory_extractionjob_change', args=[job_id])}"
     )
     assert "Done" in page.inner_text(".field-state")
+    # What the job did, linked to the memory; its conversation without a checkpoint's diff.
+    assert page.inner_text(".field-memory_operations li") == "SAVE project/last_job"
+    assert "No parent" not in page.content() and "retryns 1" in page.inner_text(
+        ".field-conversation"
+    )
     shoot("done")
+    follow(page, ".field-memory_operations a:text-is('project/last_job')")
+    assert "retryns job 1" in page.inner_text("#content")  # the memory's page
+    shoot("its-memory")

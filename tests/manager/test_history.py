@@ -87,6 +87,27 @@ async def test_history_is_per_namespace_and_can_be_read_for_another_one(store):
     assert [v.content for v in other] == ["Ada", "Grace"]
 
 
+async def test_history_of_a_resolver_manager_outside_a_run_says_how_to_name_the_namespace(
+    store,
+):
+    from tulip_memory.tenancy import tenant_context
+
+    manager = LLMMemoryManager(
+        store, namespace_resolver=lambda run: ("acme", "users", run.metadata["user_id"])
+    )
+    with tenant_context("acme"):
+        with manager.scoped(NS):
+            await manager.save([Memory(MemoryType.USER, "location", "Berlin")])
+            await manager.save([Memory(MemoryType.USER, "location", "Paris")])
+        for call in (manager.history, manager.forget):
+            with pytest.raises(ValueError, match=r"manager\.scoped.*namespace=prefix"):
+                await call(MemoryType.USER, "location")
+        outside = await manager.history(MemoryType.USER, "location", namespace=NS)
+        with manager.scoped(NS):
+            inside = await manager.history(MemoryType.USER, "location")
+    assert [v.content for v in outside] == [v.content for v in inside] == ["Berlin", "Paris"]
+
+
 async def test_keep_history_false_keeps_none(store):
     manager = LLMMemoryManager(store, namespace_prefix=NS, keep_history=False)
     await manager.save([Memory(MemoryType.USER, "a", "one")])

@@ -92,6 +92,7 @@ def test_the_job_row_gets_the_model_and_its_usage(llm_settings, server, sent_eve
     assert (job.state, job.llm_model, job.llm_calls) == (JobState.DONE, "test-model", 1)
     assert job.prompt_tokens > 0 and job.completion_tokens > 0 and job.llm_failed_requests == 0
     assert _memory("role").value["content"] == "The user is a nurse."
+    assert job.applied_operations() == [("ADD", "user", "role")]  # listed by the admin
     ((name, payload),) = manager_events(sent_events)
     assert name == "memory.manager.extracted" and payload["job"] == job.pk
     assert payload["llm_calls"] == 1 and payload["prompt_tokens"] == job.prompt_tokens

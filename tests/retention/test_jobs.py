@@ -86,9 +86,13 @@ def test_a_zero_hour_purge_empties_the_payload_as_the_worker_finishes(settings):
     with tenant_atomic("acme"):
         job_id, queue_id = ExtractionJob.objects.enqueue(("acme", "memories"), PAYLOAD)
     assert run_queue("acme", queue_id, owner="test-worker").done == 1
-    assert _rows("acme") == {job_id: ("done", {})}
+    # The conversation goes; what the job did to memories stays.
+    assert _rows("acme") == {job_id: ("done", {"applied": [["SAVE", "user", "location"]]})}
     settings.TULIP_MEMORY = {**settings.TULIP_MEMORY, "JOB_PAYLOAD_PURGE_AFTER_HOURS": None}
     with tenant_atomic("acme"):
         kept_id, queue_id = ExtractionJob.objects.enqueue(("acme", "memories"), PAYLOAD)
     assert run_queue("acme", queue_id, owner="test-worker").done == 1
-    assert _rows("acme")[kept_id] == ("done", PAYLOAD)
+    assert _rows("acme")[kept_id] == (
+        "done",
+        {**PAYLOAD, "applied": [["SAVE", "user", "location"]]},
+    )

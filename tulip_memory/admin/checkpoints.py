@@ -17,7 +17,7 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.http import urlencode
-from django.utils.translation import gettext
+from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
 from tulip_memory.admin.tenancy import (
@@ -57,8 +57,11 @@ def change_link(model: type[models.Model], pk: Any, label: str) -> str:
     return format_html('<a href="{}">{}</a>', url, label)
 
 
-def render_conversation(state: Read, parent: Read, parent_name: str = "") -> str:
-    """``state``'s messages as a chat; those not in ``parent`` marked as added.
+def render_conversation(
+    state: Read, parent: Read, parent_name: str = "", *, diff: bool = True
+) -> str:
+    """``state``'s messages as a chat; with ``diff``, those not in ``parent`` marked as
+    added.
 
     Each is an (AgentState or None, why it could not be read) pair. An unreadable
     ``state`` renders as the reason; an unreadable ``parent`` (named ``parent_name``) as
@@ -72,7 +75,7 @@ def render_conversation(state: Read, parent: Read, parent_name: str = "") -> str
         [_message_view(m) for m in found.messages],
         [_message_view(m) for m in before.messages] if before is not None else None,
         json.dumps(found.metadata, ensure_ascii=False, indent=2) if found.metadata else "",
-        diff=not parent_problem,
+        diff=diff and not parent_problem,
     )
     if not parent_problem:
         return chat
@@ -408,18 +411,28 @@ class DeltaCheckpointRecordAdmin(ChainAdmin):
     @admin.display(description=_("the thread's storage"))
     def thread_storage(self, obj: DeltaCheckpointRecord) -> str:
         stats = async_to_sync(self._checkpointer(obj).get_storage_stats)(obj.thread_id)
+        checkpoints = ngettext(
+            "%(count)d checkpoint (%(full)d full, %(delta)d delta)",
+            "%(count)d checkpoints (%(full)d full, %(delta)d delta)",
+            stats["total_checkpoints"],
+        ) % {
+            "count": stats["total_checkpoints"],
+            "full": stats["full_checkpoints"],
+            "delta": stats["delta_checkpoints"],
+        }
+        blocks = ngettext("%(count)d block", "%(count)d blocks", stats["blocks"]) % {
+            "count": stats["blocks"]
+        }
         return format_html(
             gettext(
-                "{} checkpoints ({} full, {} delta) and {} blocks: {} bytes encoded, "
-                "{} bytes stored (ratio {})"
+                "{checkpoints} and {blocks}: {encoded} bytes encoded, {stored} bytes stored "
+                "(ratio {ratio})"
             ),
-            stats["total_checkpoints"],
-            stats["full_checkpoints"],
-            stats["delta_checkpoints"],
-            stats["blocks"],
-            stats["total_size"],
-            stats["compressed_size"],
-            f"{stats['compression_ratio']:.2f}",
+            checkpoints=checkpoints,
+            blocks=blocks,
+            encoded=stats["total_size"],
+            stored=stats["compressed_size"],
+            ratio=f"{stats['compression_ratio']:.2f}",
         )
 
 

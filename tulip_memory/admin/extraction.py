@@ -1,6 +1,7 @@
 """Admin of the manager layer: the Celery extraction queues and jobs, one tenant at a time.
 
-Jobs show their payload only with ``view_extractionjob_payload``; **retry**
+A done job's page lists the memory operations it applied, linked to the memories; its
+conversation shows only with ``view_extractionjob_payload``; **retry**
 (``retry_extractionjob``) puts failed jobs back to pending and sends their queue's message
 once committed, logged in the admin log. Queues show the lease, its heartbeat and job
 counts. Everything else is read-only; meant to be subclassed.
@@ -18,7 +19,7 @@ from django.db import router, transaction
 from django.db.models import Count, Q, QuerySet
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
@@ -28,7 +29,8 @@ from tulip_memory.admin.tenancy import (
     ReadOnlyAdminMixin,
     TenantScopedAdminMixin,
 )
-from tulip_memory.models import ExtractionJob, ExtractionQueue
+from tulip_memory.core.namespaces import encode_namespace
+from tulip_memory.models import ExtractionJob, ExtractionQueue, MemoryItem
 from tulip_memory.models.admin_log import log_actions
 from tulip_memory.models.extraction import JobState
 from tulip_memory.state import AgentState
@@ -151,7 +153,7 @@ class ExtractionJobAdmin(
         "queue_link", "tenant", "sequence", "state", "attempts", "error", "run_after",
         "worker", "created_at", "started_at", "finished_at",
         "llm_model", "llm_calls", "prompt_tokens", "completion_tokens", "llm_failed_requests",
-        "conversation",
+        "memory_operations", "conversation",
     )  # fmt: skip
 
     def get_list_queryset(self, request: Any, queryset: QuerySet) -> QuerySet:
@@ -193,6 +195,43 @@ class ExtractionJobAdmin(
         url = reverse("admin:tulip_memory_extractionqueue_change", args=[job.queue_id])
         return format_html('<a href="{}">{}</a> #{}', url, job.queue.namespace, job.sequence)
 
+    @admin.display(description=_("memory operations"))
+    def memory_operations(self, job: ExtractionJob) -> str:
+        """What the job did to memories, each memory still stored linked to its page."""
+        applied = job.applied_operations()
+        if applied is None:
+            if job.state == JobState.DONE:
+                return gettext("Not recorded: the job's payload was purged or erased.")
+            return gettext("None yet: the job is not done.")
+        if not applied:
+            return gettext("None: the job changed no memory.")
+        prefix = job.queue.namespace_tuple
+        addresses = {(encode_namespace((*prefix, kind)), key) for _, kind, key in applied}
+        condition = Q()
+        for namespace, key in addresses:
+            condition |= Q(namespace=namespace, key=key)
+        pks = {
+            (namespace, key): pk
+            for pk, namespace, key in MemoryItem.objects.filter(condition).values_list(
+                "pk", "namespace", "key"
+            )
+        }
+        rows = []
+        for event, kind, key in applied:
+            pk = pks.get((encode_namespace((*prefix, kind)), key))
+            label = f"{kind}/{key}"
+            if pk is None:
+                # Deleted by the job itself or since, or kept by a store other than PgMemory.
+                shown = format_html("{} ({})", label, gettext("not in the memory table"))
+            else:
+                url = reverse("admin:tulip_memory_memoryitem_change", args=[pk])
+                shown = format_html('<a href="{}">{}</a>', url, label)
+            rows.append((event, shown))
+        return format_html(
+            '<ul class="tulip-operations">{}</ul>',
+            format_html_join("", "<li><code>{}</code> {}</li>", rows),
+        )
+
     @admin.display(description=_("conversation (payload)"))
     def conversation(self, job: ExtractionJob) -> str:
         payload = job.payload if isinstance(job.payload, dict) else {}
@@ -203,7 +242,8 @@ class ExtractionJobAdmin(
             )
         except (TypeError, ValueError, KeyError) as exc:
             state = (None, str(exc))
-        return render_conversation(state, NOT_READ)
+        # A job's conversation has no parent to compare with: no diff line.
+        return render_conversation(state, NOT_READ, diff=False)
 
     @admin.action(description=_("Retry the selected failed jobs"), permissions=["retry"])
     def retry_jobs(self, request: Any, queryset: QuerySet) -> None:

@@ -17,7 +17,7 @@ from django.db import connections, router
 from django.db.models import QuerySet
 from django.template.loader import render_to_string
 from django.utils.html import format_html
-from django.utils.translation import gettext
+from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
 from tulip_memory.admin.checkpoints import (
@@ -38,7 +38,7 @@ ROLES = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system"}
 class ThreadsOrCheckpointsFilter(admin.SimpleListFilter):
     """Threads (the newest checkpoint of each, with the thread's totals) or every checkpoint."""
 
-    title = _("show")
+    title = _("threads or checkpoints")
     parameter_name = "show"
     CHECKPOINTS = "checkpoints"
 
@@ -64,6 +64,27 @@ class ThreadsOrCheckpointsFilter(admin.SimpleListFilter):
         if self.value() == self.CHECKPOINTS:
             return queryset
         return queryset.newest_of_threads()  # type: ignore[attr-defined]
+
+
+def branches(rows: list[tuple[Any, ...]]) -> list[tuple[int, bool]]:
+    """Per timeline row ``(pk, namespace, checkpoint_id, parent_id, ...)``, oldest first: its
+    branch (0: the thread's first line) and whether it starts one. A checkpoint whose parent
+    already has a child (a replay or an ``update_state`` from an older checkpoint) forks a
+    new branch; the rest continue their parent's."""
+    branch_of: dict[tuple[str, str], int] = {}
+    has_child: set[tuple[str, str]] = set()
+    found, count = [], 0
+    for _pk, namespace, checkpoint_id, parent_id, *_rest in rows:
+        parent = (namespace, parent_id)
+        fork = bool(parent_id) and parent in has_child
+        if fork:
+            count += 1
+        branch = count if fork else branch_of.get(parent, 0)
+        if parent_id:
+            has_child.add(parent)
+        branch_of[(namespace, checkpoint_id)] = branch
+        found.append((branch, fork))
+    return found
 
 
 def _shows_threads(request: Any) -> bool:
@@ -323,15 +344,16 @@ class LangGraphCheckpointAdmin(ChainAdmin):
         except ImportError:
             loads, records = None, {}
         current = next((i for i, row in enumerate(rows) if row[0] == obj.pk), 0)
+        marked = [(*row, *mark) for row, mark in zip(rows, branches(rows), strict=True)]
         window = timeline_window(
             LangGraphCheckpoint,
             obj.thread_id,
-            rows,
+            marked,
             current,
             **{ThreadsOrCheckpointsFilter.parameter_name: ThreadsOrCheckpointsFilter.CHECKPOINTS},
         )
         entries = []
-        for pk, ns, checkpoint_id, parent_id, created in window["rows"]:
+        for pk, ns, checkpoint_id, parent_id, created, branch, fork in window["rows"]:
             decoded = {}
             if loads is not None and (record := records.get(pk)) is not None:
                 decoded = loads((record.metadata_type, record.metadata))
@@ -348,10 +370,13 @@ class LangGraphCheckpointAdmin(ChainAdmin):
                     else "-",
                     "created": created,
                     "current": pk == obj.pk,
+                    "branch": branch,
+                    "fork": fork,
                 }
             )
         return render_to_string(
-            "admin/tulip_memory/langgraph_timeline.html", {**window, "rows": entries}
+            "admin/tulip_memory/langgraph_timeline.html",
+            {**window, "rows": entries, "forked": any(fork for *_, fork in marked)},
         )
 
     @admin.display(description=_("the thread's storage"))
@@ -362,8 +387,13 @@ class LangGraphCheckpointAdmin(ChainAdmin):
             .newest_of_threads()
             .first()
         )
+        count = getattr(thread, "checkpoint_total", 0)
         return format_html(
-            gettext("{} checkpoints, {} bytes stored (checkpoints, values and writes)"),
-            getattr(thread, "checkpoint_total", 0),
-            getattr(thread, "stored_bytes", 0),
+            ngettext(
+                "{count} checkpoint, {bytes} bytes stored (checkpoint, values and writes)",
+                "{count} checkpoints, {bytes} bytes stored (checkpoints, values and writes)",
+                count,
+            ),
+            count=count,
+            bytes=getattr(thread, "stored_bytes", 0),
         )

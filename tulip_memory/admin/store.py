@@ -446,14 +446,14 @@ class MemoryItemAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdm
             memories = rows.filter(pk__in=chunk)
             self.log_deletions(request, memories)
             gone += memories.clear()
+        memories_text = ngettext("%(count)d memory", "%(count)d memories", gone) % {"count": gone}
+        history_text = ngettext(
+            "%(count)d past version", "%(count)d past versions", gone_history
+        ) % {"count": gone_history}
         self.message_user(
             request,
-            ngettext(
-                "Forgot %(count)d memory and %(history)d past versions.",
-                "Forgot %(count)d memories and %(history)d past versions.",
-                gone,
-            )
-            % {"count": gone, "history": gone_history},
+            gettext("Forgot %(memories)s and %(history)s.")
+            % {"memories": memories_text, "history": history_text},
             messages.SUCCESS,
         )
         return None

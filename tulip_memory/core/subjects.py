@@ -2,7 +2,9 @@
 
 A thread's subject is ``metadata[TULIP_MEMORY["SUBJECT_METADATA_KEY"]]`` (a str or an int;
 None: untagged), copied by every checkpointer into an indexed column so that erasure finds
-its threads. Its memories live under ``(tenant, *SUBJECT_NAMESPACE, subject)``. Pure Python.
+its threads. Its memories live under ``(tenant, *SUBJECT_NAMESPACE, subject)`` (the memory
+manager's) and ``(tenant, "langgraph", *SUBJECT_NAMESPACE, subject)`` (the LangGraph store's).
+Pure Python.
 """
 
 from __future__ import annotations
@@ -15,15 +17,20 @@ from tulip_memory.core.identifiers import validate_identifier
 from tulip_memory.core.namespaces import Namespace, validate_namespace, validate_namespace_prefix
 
 __all__ = [
+    "LANGGRAPH_LABEL",
     "SUBJECT_MAX_LENGTH",
     "subject_labels",
     "subject_namespace",
+    "subject_namespaces",
     "subject_of",
     "validate_subject",
 ]
 
 # Width of the ``subject`` column of the checkpoint tables.
 SUBJECT_MAX_LENGTH = 255
+# The label after the tenant under which DjangoStore keeps the graph's namespaces, apart from
+# the memory manager's; LangGraph reserves it as a root label, so no graph namespace uses it.
+LANGGRAPH_LABEL = "langgraph"
 
 
 def validate_subject(subject: object, what: str = "subject") -> str:
@@ -58,3 +65,10 @@ def subject_labels() -> Namespace:
 def subject_namespace(tenant: str, subject: str) -> Namespace:
     """The namespace under which the manager keeps ``subject``'s memories in ``tenant``."""
     return validate_namespace((tenant, *subject_labels(), subject), name="subject namespace")
+
+
+def subject_namespaces(tenant: str, subject: str) -> tuple[Namespace, Namespace]:
+    """Where ``subject``'s memories live in ``tenant``: the manager's namespace, then the
+    LangGraph store's (:data:`LANGGRAPH_LABEL` before the same labels)."""
+    own = subject_namespace(tenant, subject)
+    return own, (tenant, LANGGRAPH_LABEL, *own[1:])

@@ -1,12 +1,17 @@
 """DjangoStore: LangGraph's ``BaseStore`` over PgMemory's table, one tenant per store call.
 
-LangGraph's namespaces map onto PgMemory's with the tenant first: the LangGraph
-namespace ``("memories", "u1")`` of tenant ``acme`` is the row namespace ``("acme",
-"memories", "u1")``. The tenant is the store's ``tenant`` argument, else the one bound by
-:func:`~tulip_memory.tenancy.context.tenant_context` (or ``TenantMiddleware``) when the call is
-made — never a label of the namespace the graph passes — and every batch runs in ONE
-transaction pinned to it (:class:`~tulip_memory.tenancy.database.TenantDatabase`), so
-row-level security shows and accepts only that tenant's rows.
+LangGraph's namespaces map onto PgMemory's under the tenant and the label ``"langgraph"``
+(:data:`~tulip_memory.core.subjects.LANGGRAPH_LABEL`, a root label LangGraph reserves, so
+no graph namespace and no default manager namespace is under it): the LangGraph namespace
+``("memories", "u1")`` of tenant ``acme`` is the row namespace ``("acme", "langgraph",
+"memories", "u1")``, apart from the memory manager's ``("acme", "users", uid, type)``.
+``shared_root=True`` keeps the graph's namespaces directly under the tenant, beside the
+manager's, to read items stored that way. The tenant is the store's ``tenant`` argument,
+else the one bound by :func:`~tulip_memory.tenancy.context.tenant_context` (or
+``TenantMiddleware``) when the call is made — never a label of the namespace the graph
+passes — and every batch runs in ONE transaction pinned to it
+(:class:`~tulip_memory.tenancy.database.TenantDatabase`), so row-level security shows and
+accepts only that tenant's rows.
 
 A batch is validated whole before anything runs (LangGraph's ``InvalidNamespaceError``
 for the labels it refuses; else the stores' rules, :mod:`tulip_memory.store.validation`:
@@ -20,9 +25,11 @@ own stores do.
 ``search`` ranks with PgMemory's hybrid statement (``MemoryItemQuerySet.search_paths``:
 BM25 over the indexed text fused with the vector's cosine), over every namespace under the
 prefix as one ranking, with the value filter applied inside the statement, before the
-cut; every item with a vector is a candidate by its vector, as in LangGraph's stores, also
-with HRR vectors (``PgMemory.search`` ranks only an HRR store's word matches). Without a
-query it lists the newest items first, like ``PostgresStore``.
+cut. It ranks, it does not filter by relevance: every item with a vector is a candidate
+by its vector, as LangGraph's contract has it, also with HRR vectors, so a query sharing
+nothing with the items still returns up to ``limit`` of them, with low scores
+(``PgMemory.search`` returns only an HRR store's word matches). Without a query it lists
+the newest items first, like ``PostgresStore``.
 
 The text of an item (its words and its vector) is taken from the fields of ``index``
 (LangGraph's paths, ``"$"`` = the whole value; per put ``index=[...]`` overrides them),
@@ -81,6 +88,7 @@ from tulip_memory.core.namespaces import (
     validate_namespace_prefix,
 )
 from tulip_memory.core.numbers import check_int, is_int, is_number
+from tulip_memory.core.subjects import LANGGRAPH_LABEL
 from tulip_memory.core.text import tokenize, value_text
 from tulip_memory.embeddings import BaseEmbedding
 from tulip_memory.events import (
@@ -286,11 +294,16 @@ def _matches(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
 class DjangoStore(TenantDatabase, BaseStore):
     """LangGraph store on PgMemory's table through the PostgreSQL alias ``using``.
 
-    ``tenant`` fixes the tenant (else the bound one is used at call time). ``embedder``
+    ``tenant`` fixes the tenant (else the bound one is used at call time); the graph's
+    namespaces live under ``(tenant, "langgraph")``, or right under the tenant with
+    ``shared_root=True`` (beside the memory manager's namespaces). ``embedder``
     is PgMemory's (``None``: ``TULIP_MEMORY["EMBEDDER"]``, ``"hrr"``, or a
     ``BaseEmbedding``). ``index`` is LangGraph's index configuration: its ``fields``
     (default ``["$"]``) say what text an item is found by; ``dims``, if given, must be
     the encoder's width; ``embed`` is refused (the embedder is ``embedder``).
+
+    ``search(prefix, query=...)`` ranks every item with a vector under the prefix, as
+    LangGraph's stores do: unrelated items come back too (low ``score``), up to ``limit``.
     """
 
     vendor = "postgresql"
@@ -305,8 +318,13 @@ class DjangoStore(TenantDatabase, BaseStore):
         index: dict[str, Any] | None = None,
         ttl_config: TTLConfig | None = None,
         clock: Clock = utc_now,
+        shared_root: bool = False,
     ) -> None:
         TenantDatabase.__init__(self, using, tenant=tenant)
+        if not isinstance(shared_root, bool):
+            raise ValueError(f"shared_root must be a bool, got {shared_root!r:.80}")
+        self.shared_root = shared_root
+        self._root = () if shared_root else (LANGGRAPH_LABEL,)
         self.memory = PgMemory(using, embedder=embedder, clock=clock)
         self._clock = clock
         self.fields = self._index_fields(index)
@@ -334,6 +352,14 @@ class DjangoStore(TenantDatabase, BaseStore):
                 f"{self.memory.encoder.width} wide"
             )
         return self._paths(index.get("fields") or ["$"], "index['fields']")
+
+    def _row_namespace(self, tenant: str, namespace: tuple[str, ...]) -> Namespace:
+        """The row namespace of the graph's ``namespace`` (or prefix) in ``tenant``."""
+        return (tenant, *self._root, *namespace)
+
+    def _graph_namespace(self, row_namespace: Namespace) -> tuple[str, ...]:
+        """The graph's namespace of a row's (the tenant and the root label dropped)."""
+        return row_namespace[1 + len(self._root) :]
 
     @staticmethod
     def _paths(paths: object, name: str) -> list[tuple[str, Any]]:
@@ -468,7 +494,7 @@ class DjangoStore(TenantDatabase, BaseStore):
                     encode_value(value)
                     if op.index not in (None, False):
                         self._paths(op.index, "index")
-                full = (plan.tenant, *validate_namespace(namespace))
+                full = self._row_namespace(plan.tenant, validate_namespace(namespace))
                 size = sum(len(p.encode()) for p in (plan.tenant, encode_namespace(full), key))
                 if size > MAX_INDEXED_BYTES:
                     raise ValueError(
@@ -536,14 +562,16 @@ class DjangoStore(TenantDatabase, BaseStore):
                 item, has_ttl = found.get(i, (None, False))
                 results[i] = item
                 if item is not None and has_ttl and get.refresh_ttl:
-                    refresh.append(((tenant, *item.namespace), item.key))
+                    refresh.append((self._row_namespace(tenant, item.namespace), item.key))
         for i, op in enumerate(plan.ops):
             if isinstance(op, SearchOp):
                 hits = self._search(tenant, op, plan, i)
                 results[i] = [hit for hit, _ in hits]
                 if op.refresh_ttl:
                     refresh.extend(
-                        ((tenant, *hit.namespace), hit.key) for hit, has_ttl in hits if has_ttl
+                        (self._row_namespace(tenant, hit.namespace), hit.key)
+                        for hit, has_ttl in hits
+                        if has_ttl
                     )
             elif isinstance(op, ListNamespacesOp):
                 results[i] = self._list_namespaces(tenant, op, plan.now)
@@ -560,7 +588,7 @@ class DjangoStore(TenantDatabase, BaseStore):
         self, tenant: str, gets: dict[int, GetOp], now: datetime
     ) -> dict[int, tuple[Item, bool]]:
         """The items found, by operation index, each with whether it has a ttl."""
-        namespaces = [(tenant, *op.namespace) for op in gets.values()]
+        namespaces = [self._row_namespace(tenant, op.namespace) for op in gets.values()]
         pairs = [(ns, op.key) for ns, op in zip(namespaces, gets.values(), strict=True)]
         rows = (
             self._items()
@@ -576,7 +604,7 @@ class DjangoStore(TenantDatabase, BaseStore):
                 item = Item(
                     value=row["value"],
                     key=key,
-                    namespace=namespace[1:],
+                    namespace=self._graph_namespace(namespace),
                     created_at=row["created_at"],
                     updated_at=row["updated_at"],
                 )
@@ -591,7 +619,7 @@ class DjangoStore(TenantDatabase, BaseStore):
         rows = search_paths(
             self._items(),
             tenant,
-            [encode_namespace((tenant, *op.namespace_prefix))],
+            [encode_namespace(self._row_namespace(tenant, op.namespace_prefix))],
             op.offset + op.limit,
             subtree=True,
             value_condition=plan.filters.get(index),
@@ -601,7 +629,7 @@ class DjangoStore(TenantDatabase, BaseStore):
         return [
             (
                 SearchItem(
-                    namespace=decode_namespace(row.namespace)[1:],
+                    namespace=self._graph_namespace(decode_namespace(row.namespace)),
                     key=row.key,
                     value=row.value,
                     created_at=row.created_at,
@@ -627,8 +655,9 @@ class DjangoStore(TenantDatabase, BaseStore):
                         break
                     literal.append(label)
                 break
-        paths = self._items().under_prefix((tenant, *literal)).live(now).namespace_paths()
-        namespaces = {decode_namespace(path)[1:] for path, _sort_key in paths}
+        under = self._row_namespace(tenant, tuple(literal))
+        paths = self._items().under_prefix(under).live(now).namespace_paths()
+        namespaces = {self._graph_namespace(decode_namespace(path)) for path, _sort_key in paths}
         kept = [ns for ns in namespaces if ns and all(_matches(c, ns) for c in conditions)]
         if op.max_depth is not None:
             kept = list({ns[: op.max_depth] for ns in kept})
@@ -654,4 +683,5 @@ class DjangoStore(TenantDatabase, BaseStore):
             self._worker.shutdown(wait=True)
 
     def __repr__(self) -> str:
-        return f"<DjangoStore using={self.using!r} tenant={self.tenant!r}>"
+        shared = ", shared_root=True" if self.shared_root else ""
+        return f"<DjangoStore using={self.using!r} tenant={self.tenant!r}{shared}>"

@@ -164,7 +164,9 @@ class BaseMemoryManager(ABC):
             if before_save is not None:
                 await before_save()
             await self.save(memories)
-        return ExtractionOutcome(memories)
+        return ExtractionOutcome(
+            memories, applied=[("SAVE", memory.type.value, memory.key) for memory in memories]
+        )
 
     async def _extract_and_save(self, messages: list[Message], fields: dict[str, Any]) -> None:
         try:

@@ -332,6 +332,9 @@ class LLMMemoryManager(BaseMemoryManager):
                 "refused": report.refused,
                 "dropped_messages": report.dropped_messages,
             },
+            applied=[
+                (op.event, op.type.value, op.key) for op in report.applied if op.event != "NONE"
+            ],
         )
         logger.debug(
             "llm extraction run %s in %r: %s, %d applied, %s",
@@ -479,7 +482,19 @@ class LLMMemoryManager(BaseMemoryManager):
             raise ValueError(
                 f"memory_type must be one of {[t.value for t in MemoryType]}, got {memory_type!r}"
             ) from None
-        prefix = self.active_namespace if namespace is None else validate_namespace(namespace)
+        if namespace is not None:
+            prefix = validate_namespace(namespace)
+        elif self.namespace_resolver is not None and bound_scope(self) is None:
+            # The resolver needs a run to pick the namespace; namespace_prefix is not the
+            # fallback (it would be the one namespace every run shares).
+            raise ValueError(
+                "this manager picks each run's namespace with namespace_resolver, and no "
+                "run or manager.scoped(...) is active here: call it inside "
+                "`with manager.scoped(prefix):` or pass namespace=prefix, e.g. "
+                "namespace=('acme', 'users', user_id)"
+            )
+        else:
+            prefix = self.active_namespace
         return kind, validate_memory_key(key), prefix
 
 

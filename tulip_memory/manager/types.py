@@ -131,6 +131,9 @@ class ExtractionOutcome:
     usage: Usage | None = None
     #: Extra fields of the ``memory.manager.extracted`` event (``operations``, ``run_id`` ...).
     details: dict[str, Any] = field(default_factory=dict)
+    #: What the run did to stored memories, as ``(event, type, key)``: a chat model's
+    #: applied ``ADD``/``UPDATE``/``DELETE``, else ``SAVE`` per memory saved.
+    applied: list[tuple[str, str, str]] = field(default_factory=list)
 
     def event_fields(self) -> dict[str, Any]:
         """The fields of the ``memory.manager.extracted`` event of this run."""

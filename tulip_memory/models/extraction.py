@@ -1,9 +1,10 @@
 """Models of the Celery extraction queue of the memory manager.
 
 :class:`ExtractionQueue` (one row per memory namespace: its sequence and the lease of the
-worker running its jobs) and :class:`ExtractionJob` (one row per ended session). Both are
-under row-level security (query them inside ``tenant_atomic``). Lease and retry times use
-the database's clock, never a worker's, so clock skew cannot hand a namespace to two workers.
+worker running its jobs) and :class:`ExtractionJob` (one row per ended session; its payload
+holds the messages and, once done, the memory operations it applied). Both are under
+row-level security (query them inside ``tenant_atomic``). Lease and retry times use the
+database's clock, never a worker's, so clock skew cannot hand a namespace to two workers.
 """
 
 from __future__ import annotations
@@ -36,6 +37,10 @@ def db_now_plus(seconds: float) -> models.Expression:
     return models.ExpressionWrapper(
         Now() + models.Value(timedelta(seconds=seconds)), output_field=models.DateTimeField()
     )
+
+
+# The key of a done job's payload listing what it did to memories: [event, type, key] lists.
+APPLIED_KEY = "applied"
 
 
 class ExtractionQueueQuerySet(models.QuerySet):
@@ -207,8 +212,8 @@ class ExtractionJobQuerySet(models.QuerySet):
         )
 
     def with_payload(self) -> ExtractionJobQuerySet:
-        """Jobs whose payload has not been purged (emptied to ``{}``)."""
-        return self.exclude(payload={})
+        """Jobs whose payload still holds their conversation (not purged to ``{}``)."""
+        return self.filter(payload__has_key="messages")
 
     def runnable(self) -> ExtractionJobQuerySet:
         """Open jobs that may run now (no retry delay pending)."""
@@ -290,3 +295,16 @@ class ExtractionJob(models.Model):
         except ExtractionQueue.DoesNotExist:
             namespace = f"queue {self.queue_id}"
         return f"{namespace} #{self.sequence} ({self.state})"
+
+    def applied_operations(self) -> list[tuple[str, str, str]] | None:
+        """What the job did to memories, ``(event, type, key)`` each; ``None`` when its
+        payload does not say (not done yet, purged, erased)."""
+        payload = self.payload if isinstance(self.payload, dict) else {}
+        applied = payload.get(APPLIED_KEY)
+        if not isinstance(applied, list):
+            return None
+        return [
+            (str(entry[0]), str(entry[1]), str(entry[2]))
+            for entry in applied
+            if isinstance(entry, list) and len(entry) == 3
+        ]

@@ -154,6 +154,26 @@ def test_worker_runs_a_namespace_in_order_and_records_progress(celery_settings):
     assert len(read_log("q6")) == 5
 
 
+@pytest.mark.parametrize("purge_hours", [None, 0])
+def test_a_done_job_records_the_memory_operations_it_applied(
+    celery_settings, settings, purge_hours
+):
+    settings.TULIP_MEMORY = {**celery_settings, "JOB_PAYLOAD_PURGE_AFTER_HOURS": purge_hours}
+    _manager()._celery().enqueue(("acme", "q7"), [Message(Role.USER, "q7 1")])
+    with tenant_atomic("acme"):
+        job = ExtractionJob.objects.get()
+        assert job.applied_operations() is None  # pending: nothing done yet
+    assert run_queue("acme", job.queue_id).done == 1
+    with tenant_atomic("acme"):
+        job.refresh_from_db()
+    assert job.applied_operations() == [("SAVE", "project", "last_job")]
+    # The conversation stays until purged; what the job did stays with it, or alone.
+    expected = {} if purge_hours == 0 else {"messages": [Message(Role.USER, "q7 1").to_dict()]}
+    assert job.payload == {**expected, "applied": [["SAVE", "project", "last_job"]]}
+    with tenant_atomic("acme"):
+        assert ExtractionJob.objects.with_payload().count() == (purge_hours is None)
+
+
 def test_a_held_lease_books_one_recheck_and_a_dead_workers_lease_expires(celery_settings):
     runner = _manager()._celery()
     runner.enqueue(("acme", "q7"), [Message(Role.USER, "q7 0")])

@@ -29,6 +29,7 @@ def tenant_stats(tenant: str, alias: str) -> dict[str, Any]:
         DeltaBlock,
         DeltaCheckpointRecord,
         ExtractionJob,
+        LangGraphCheckpoint,
         MemoryItem,
     )
     from tulip_memory.models.extraction import JobState
@@ -62,6 +63,18 @@ def tenant_stats(tenant: str, alias: str) -> dict[str, Any]:
         blocks = DeltaBlock.objects.using(alias).aggregate(
             blocks=Count("pk"), block_bytes=Sum(StoredSize("data"))
         )
+        # Every row: a checkpoint's (data), or pending writes waiting for theirs (no data).
+        graph = (
+            LangGraphCheckpoint.rows.using(alias)
+            .filter(tenant=tenant)
+            .aggregate(
+                threads=Count("thread_id", distinct=True),
+                count=Count("pk", filter=Q(data__isnull=False)),
+                pending_writes=Count("pk", filter=Q(data__isnull=True)),
+                data_bytes=Sum(StoredSize("data")),
+                writes_bytes=Sum(StoredSize("writes")),
+            )
+        )
         jobs = dict(
             ExtractionJob.objects.using(alias)
             .order_by()
@@ -79,6 +92,12 @@ def tenant_stats(tenant: str, alias: str) -> dict[str, Any]:
                 "bytes": delta["bytes"] or 0,
                 "blocks": blocks["blocks"],
                 "block_bytes": blocks["block_bytes"] or 0,
+            },
+            "langgraph": {
+                "threads": graph["threads"],
+                "count": graph["count"],
+                "pending_writes": graph["pending_writes"],
+                "bytes": (graph["data_bytes"] or 0) + (graph["writes_bytes"] or 0),
             },
         },
         "jobs": {state.value: jobs.get(state.value, 0) for state in JobState},
@@ -98,8 +117,8 @@ def _flatten(figures: dict[str, Any], prefix: str = "") -> dict[str, int]:
 
 class Command(TenantCommand):
     help = (
-        "Per tenant: store items, memories per type, checkpoints (plain/delta) and their "
-        "bytes, extraction jobs by state, embedding sources; a table, or --json."
+        "Per tenant: store items, memories per type, checkpoints (plain/delta/LangGraph) and "
+        "their bytes, extraction jobs by state, embedding sources; a table, or --json."
     )
     vendors = ("postgresql",)
     changes_data = False

@@ -338,6 +338,7 @@ def _run_job(
     (or forfeited) its lease and must stop. A database error propagates unrecorded."""
     from tulip_memory.conf import settings
     from tulip_memory.models import ExtractionJob, JobState
+    from tulip_memory.models.extraction import APPLIED_KEY
 
     owner = heartbeat.args[2]
     try:
@@ -376,8 +377,13 @@ def _run_job(
         result.usage,
         state=JobState.DONE,
         finished_at=Now(),
-        # JOB_PAYLOAD_PURGE_AFTER_HOURS = 0: the conversation goes as the job ends.
-        **({"payload": {}} if settings.JOB_PAYLOAD_PURGE_AFTER_HOURS == 0 else {}),
+        # What the job did, for its admin page, beside the conversation (and gone with it
+        # when the payload is purged or erased); JOB_PAYLOAD_PURGE_AFTER_HOURS = 0: the
+        # conversation goes as the job ends.
+        payload={
+            **({} if settings.JOB_PAYLOAD_PURGE_AFTER_HOURS == 0 else job.payload),
+            APPLIED_KEY: [list(operation) for operation in result.applied],
+        },
     )
     outcome.done += 1
     emit_sync(
