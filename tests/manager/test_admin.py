@@ -6,6 +6,7 @@ import pytest
 from django.contrib.auth.models import User
 
 from tests.admin.conftest import pick_tenant
+from tulip_memory.admin.extraction import RETRIED_MESSAGE
 from tulip_memory.manager.extraction.queue import CeleryExtractions
 from tulip_memory.messages import Message, Role
 from tulip_memory.tenancy import tenant_atomic, tenant_context
@@ -141,8 +142,10 @@ def test_retry_needs_the_permission_resets_the_job_and_is_logged(
     with tenant_atomic("acme"):
         job = ExtractionJob.objects.get()
     assert (job.state, job.attempts, job.run_after) == ("pending", 0, None)
+    # The log names the job by its id and says what was done, never the job's error.
     entry = LogEntry.objects.get(action_flag=CHANGE)
-    assert entry.user == retrier and "boom" in entry.change_message
+    assert entry.user == retrier and entry.change_message == RETRIED_MESSAGE
+    assert "boom" not in entry.change_message and entry.object_repr == f"extraction job #{job.pk}"
     with django_capture_on_commit_callbacks() as sent:
         page = client.post("/admin/tulip_memory/extractionjob/", action, follow=True)
     assert b"No failed job was selected" in page.content and not sent
