@@ -379,8 +379,10 @@ def _run_job(
         finished_at=Now(),
         # What the job did, for its admin page, beside the conversation (and gone with it
         # when the payload is purged or erased); JOB_PAYLOAD_PURGE_AFTER_HOURS = 0: the
-        # conversation goes as the job ends.
-        payload={
+        # conversation goes as the job ends. A payload an erasure emptied stays as it left it.
+        payload=job.payload
+        if job.payload.get("erased") is True
+        else {
             **({} if settings.JOB_PAYLOAD_PURGE_AFTER_HOURS == 0 else job.payload),
             APPLIED_KEY: [list(operation) for operation in result.applied],
         },
