@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
+from django.db import connections
 
 from tulip_memory.core.namespaces import NAMESPACE_SEPARATOR
 from tulip_memory.postgres.search_index import (
@@ -23,6 +24,7 @@ from tulip_memory.postgres.search_index import (
     indexed,
     query_planes,
 )
+from tulip_memory.tenancy.cluster import is_citus
 
 if TYPE_CHECKING:
     from tulip_memory.models.store import MemoryItemQuerySet
@@ -106,6 +108,8 @@ INDEXED_SEARCH_MIN_ROWS = 5000
 
 # The statements, named by what they rank; ``{where}`` is the rows of a path, ``p`` the
 # path (``p.path``, ``p.indexed``, ``p.counted``, ``p.cut``) of the outer ``unnest``.
+# Every read of the table names the tenant, also where the row id alone would do: on Citus
+# that makes the statement one shard's (a router query).
 SEARCH = (
     "SELECT p.idx, i.key, i.value, i.metadata, i.created_at, i.updated_at, i.version, "
     "m.lexical, m.rank, i.namespace, i.ttl IS NOT NULL, {seen} "
@@ -113,7 +117,7 @@ SEARCH = (
     "%(cuts)s::int[]) WITH ORDINALITY AS p(path, indexed, counted, cut, idx) "
     "CROSS JOIN LATERAL ({ranked}) m "
     # LEFT: a counted path without a hit gives one row, its count (no id).
-    "LEFT JOIN tulip_memory_store_item i ON i.id = m.id "
+    "LEFT JOIN tulip_memory_store_item i ON i.tenant = %(tenant)s AND i.id = m.id "
     "ORDER BY p.idx, m.rank, i.updated_at DESC, i.key"
 )
 RECENT = (
@@ -165,7 +169,7 @@ INDEXED_CTES = (
     # LIMIT 1: a lookup by primary key a row, never a whole-table join.
     "worded AS MATERIALIZED (SELECT l.id, l.score, d.distance FROM lexical l "
     "CROSS JOIN LATERAL (SELECT {distance} AS distance FROM tulip_memory_store_item c "
-    "WHERE c.id = l.id LIMIT 1) d)",
+    "WHERE c.tenant = %(tenant)s AND c.id = l.id LIMIT 1) d)",
 )
 CODES_PASS = (
     "SELECT c.id AS id FROM tulip_memory_store_item c WHERE {where} AND {coded} "
@@ -188,7 +192,8 @@ CUT_PASS_CTES = (
 )
 INDEXED_SEMANTIC = (
     "semantic AS (SELECT c.id AS id, c.embedding <=> %(vector)s::vector "
-    "AS distance FROM tulip_memory_store_item c WHERE c.id IN (SELECT id FROM passed) "
+    "AS distance FROM tulip_memory_store_item c WHERE c.tenant = %(tenant)s "
+    "AND c.id IN (SELECT id FROM passed) "
     "ORDER BY distance FETCH FIRST %(pool)s ROWS WITH TIES)"
 )
 POOLED = (
@@ -204,7 +209,7 @@ FUSED = (
 RANKED = (
     "SELECT f.id, -f.score AS rank, f.lexical, {seen} AS seen FROM fused f "
     "CROSS JOIN LATERAL (SELECT r.updated_at AS updated_at, r.key AS key "
-    "FROM tulip_memory_store_item r WHERE r.id = f.id LIMIT 1) t "
+    "FROM tulip_memory_store_item r WHERE r.tenant = %(tenant)s AND r.id = f.id LIMIT 1) t "
     "WHERE f.score >= (SELECT min(x.score) FROM (SELECT score FROM fused "
     "ORDER BY score DESC LIMIT %(limit)s) x) "
     "ORDER BY f.score DESC, t.updated_at DESC, t.key LIMIT %(limit)s"
@@ -321,13 +326,20 @@ def search_paths(
     seen = "m.seen" if terms is not None else "NULL::bigint"
     sql = prefix + SEARCH.format(seen=seen, ranked=ranked)
     with items.binary_cursor() as cursor:
-        if cursor.cursor.connection.prepare_threshold is not None:
-            # Prepared (OPTIONS["prepare_threshold"]): planned once, generically; every
-            # plan of it visits the rows the same way.
+        if _plans_generically(cursor, items.db):
             cursor.execute(GENERIC_PLAN)
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     return _search_rows(rows)
+
+
+def _plans_generically(cursor: Any, alias: str) -> bool:
+    """Whether the statement is to be planned generically: prepared
+    (``OPTIONS["prepare_threshold"]``), it is planned once, and every plan of it visits the
+    rows the same way. Not on Citus, which routes it to the tenant's shard by the tenant's
+    value, which a generic plan does not have."""
+    prepared = cursor.cursor.connection.prepare_threshold is not None
+    return prepared and not is_citus(connections[alias])
 
 
 def _hybrid(
