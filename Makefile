@@ -60,7 +60,8 @@ test: $(STAMP) browser-deps
 ## PostgreSQL, Citus built into it from CITUS_BUILD; tests/settings.py). Without that script
 ## it says so and succeeds: Citus is optional.
 CITUS_BUILD ?= ../shared/citus/build.sh
-CITUS_TESTS ?= tests/store/test_contract.py tests/tenancy/test_isolation.py
+CITUS_TESTS ?= tests/store/test_contract.py tests/tenancy/test_isolation.py tests/test_rls.py \
+  tests/backends/test_contract.py tests/management/test_distribute.py
 test-citus: $(STAMP)
 	@if [ ! -f "$(CITUS_BUILD)" ]; then \
 	  echo "make test-citus: no Citus build script at $(CITUS_BUILD), so no Citus cluster here: skipped"; \
