@@ -6,6 +6,7 @@ table, a second run has nothing to do, and a pinned tenant is registered and iso
 
 from __future__ import annotations
 
+import json
 import os
 from io import StringIO
 
@@ -69,3 +70,48 @@ def test_a_pinned_tenant_is_registered_and_sees_only_its_rows_on_the_workers():
         # A multi-shard statement: every worker applies the pinned tenant's policy.
         cursor.execute("SELECT DISTINCT tenant FROM tulip_memory_store_item")
         assert cursor.fetchall() == [("alpha",)]
+
+
+@on_citus
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("use_indexes", [False, True])
+def test_a_search_of_one_tenant_runs_on_one_shard(use_indexes):
+    from django.utils import timezone
+
+    from tests.store.pg_statements import executions, explain, search_statements
+    from tulip_memory.models.store import MemoryItem, UpsertRow
+    from tulip_memory.store.pg.search import search_paths
+
+    text = json.dumps({"text": "tulip bulbs"})
+    rows = [
+        UpsertRow("alpha", "alpha/notes", f"k{n}", text, "{}", "tulip bulbs", None, "")
+        for n in range(3)
+    ]
+    with tenant_atomic("alpha"):
+        MemoryItem.objects.upsert(rows)
+    with tenant_atomic("alpha"):
+        with executions() as calls:
+            hits = search_paths(
+                MemoryItem.objects.all(),
+                "alpha",
+                ["alpha/notes"],
+                5,
+                terms=["tulip"],
+                now=timezone.now(),
+                use_indexes=use_indexes,
+            )
+        [(sql, params)] = search_statements(calls)
+        plan = explain(sql, params)
+    assert sorted(hit.key for hit in hits) == ["k0", "k1", "k2"]
+    assert "Task Count: 1\n" in plan, plan
+
+
+@on_citus
+@pytest.mark.django_db(databases=["default", "owner"])
+def test_setup_roles_gives_both_roles_the_pins_propagation():
+    out = StringIO()
+    call_command("tulip_memory_setup_roles", database="owner", dry_run=True, stdout=out)
+    for role in ("tulip_owner", "tulip_app"):
+        assert f"ALTER ROLE \"{role}\" SET citus.propagate_set_commands = 'local';" in (
+            out.getvalue()
+        )
