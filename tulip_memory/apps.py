@@ -14,6 +14,7 @@ class TulipMemoryConfig(AppConfig):
     def ready(self) -> None:
         # Every system check of the app is registered here (see tulip_memory.checks).
         from tulip_memory.checks.checkpoints import check_checkpointer_settings
+        from tulip_memory.checks.citus import check_citus_databases
         from tulip_memory.checks.embeddings import (
             check_embedder_settings,
             check_embedding_sources,
@@ -39,6 +40,7 @@ class TulipMemoryConfig(AppConfig):
             (check_database_connections, [checks.Tags.database]),
             (check_tenant_resolver_setting, []),
             (check_tenant_databases, []),
+            (check_citus_databases, [checks.Tags.database]),
             (check_embedder_settings, []),
             (check_embedding_sources, [checks.Tags.database]),
             (check_checkpointer_settings, []),

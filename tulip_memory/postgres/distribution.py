@@ -11,8 +11,9 @@ owner:
   the tenant), the tenant policy reads the setting without a subquery (Citus refuses
   subqueries in policies), and every primary key, unique constraint and foreign key
   between tenant tables includes ``tenant`` (Citus enforces them per shard);
-* each tenant table is distributed on ``tenant``, all in one co-location group, so that
-  what one tenant owns sits on one node and a statement naming one tenant runs there.
+* each tenant table is distributed on ``tenant``, all in one co-location group (a table
+  distributed apart is moved into it), so that what one tenant owns sits on one node and
+  a statement naming one tenant runs there.
 """
 
 from __future__ import annotations
@@ -176,6 +177,11 @@ def distribution_sql(cursor: Any) -> list[str]:
     cursor.execute(_COLOCATION)
     groups = dict(cursor.fetchall())
     anchor = next((t for t in tables if t in groups), None)
+    statements += [
+        f"SELECT update_distributed_table_colocation('{table}', colocate_with => '{anchor}')"
+        for table in tables
+        if anchor is not None and table in groups and groups[table] != groups[anchor]
+    ]
     # A referenced table is distributed before the tables referencing it.
     for table in sorted(local, key=lambda t: any(k.table == t for k in keys)):
         colocate = "none" if anchor is None else anchor
