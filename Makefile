@@ -61,7 +61,8 @@ test: $(STAMP) browser-deps
 ## it says so and succeeds: Citus is optional.
 CITUS_BUILD ?= ../shared/citus/build.sh
 CITUS_TESTS ?= tests/store/test_contract.py tests/tenancy/test_isolation.py tests/test_rls.py \
-  tests/backends/test_contract.py tests/management/test_distribute.py tests/checks/test_citus.py
+  tests/backends/test_contract.py tests/management/test_distribute.py tests/checks/test_citus.py \
+  tests/store/test_contract_ttl.py tests/langgraph/test_store_contract.py
 test-citus: $(STAMP)
 	@if [ ! -f "$(CITUS_BUILD)" ]; then \
 	  echo "make test-citus: no Citus build script at $(CITUS_BUILD), so no Citus cluster here: skipped"; \

@@ -180,9 +180,15 @@ class MemoryItemQuerySet(models.QuerySet):
 
     def refresh_expiry(self, now: datetime) -> int:
         """Set the expiry of the rows written with a ttl to ``now + ttl``; how many."""
-        from django.db.models import DateTimeField, ExpressionWrapper, F, Value
+        from django.db.models import DateTimeField
+        from django.db.models.expressions import RawSQL
 
-        moved = ExpressionWrapper(Value(now) + F("ttl"), output_field=DateTimeField())
+        # In UTC without a time zone: timestamp + interval is IMMUTABLE (timestamptz +
+        # interval is not), which Citus wants of an UPDATE's expression on a column.
+        utc = now.astimezone(UTC).replace(tzinfo=None)
+        moved = RawSQL(
+            "((%s::timestamp + \"ttl\") AT TIME ZONE 'UTC')", [utc], output_field=DateTimeField()
+        )
         return self.filter(ttl__isnull=False).update(expires_at=moved)
 
     def expired(self, now: datetime) -> MemoryItemQuerySet:
