@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-dev
 PLAYGROUND_STAMP := $(VENV)/.installed-playground
 
-.PHONY: demo playground test lint types bench bench-pg install system-deps browser-deps clean
+.PHONY: demo playground test test-citus lint types bench bench-pg install system-deps browser-deps clean
 
 # mysqlclient (the `mysql` extra, used by the test suite) compiles against the
 # MariaDB client headers; on Debian they come from libmariadb-dev.
@@ -55,6 +55,21 @@ test: $(STAMP) browser-deps
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+## The suites that must hold on a Citus cluster (a coordinator and two workers of the embedded
+## PostgreSQL, Citus built into it from CITUS_BUILD; tests/settings.py). Without that script
+## it says so and succeeds: Citus is optional.
+CITUS_BUILD ?= ../shared/citus/build.sh
+CITUS_TESTS ?= tests/store/test_contract.py tests/tenancy/test_isolation.py tests/postgres/test_rls.py \
+  tests/backends/test_contract.py tests/management/test_distribute.py tests/checks/test_citus.py \
+  tests/store/test_contract_ttl.py tests/langgraph/test_store_contract.py
+test-citus: $(STAMP)
+	@if [ ! -f "$(CITUS_BUILD)" ]; then \
+	  echo "make test-citus: no Citus build script at $(CITUS_BUILD), so no Citus cluster here: skipped"; \
+	  exit 0; \
+	fi; \
+	TULIP_TEST_BACKEND=citus TULIP_CITUS_BUILD="$(abspath $(CITUS_BUILD))" \
+	  $(BIN)/python -m pytest $(CITUS_TESTS) $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -52,6 +52,8 @@ def _mysql_admin(*statements: str) -> None:
 def django_db_setup(django_db_blocker):
     with django_db_blocker.unblock():
         call_command("migrate", database="owner", verbosity=0, interactive=False)
+        if os.environ.get("TULIP_TEST_BACKEND") == "citus":
+            call_command("tulip_memory_distribute", database="owner", verbosity=0)
         _mysql_admin(
             "DROP DATABASE IF EXISTS `{name}`", "CREATE DATABASE `{name}` CHARACTER SET utf8mb4"
         )

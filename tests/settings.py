@@ -6,6 +6,10 @@ in a temporary folder (deleted at exit). Either way a fresh ``tulip_test`` datab
 created with the owner and application roles (tulip_memory.testing.postgres), and the
 application role's URL is exported as ``DATABASE_URL`` so that processes the tests start
 (Celery workers) import these settings and reach the same database.
+
+``TULIP_TEST_BACKEND=citus`` runs the suite on a Citus cluster instead: a coordinator and two
+workers of the embedded PostgreSQL, Citus built into it by ``TULIP_CITUS_BUILD`` (default:
+``shared/citus/build.sh`` beside the repository; ``make test-citus``).
 """
 
 import os
@@ -15,10 +19,21 @@ from pathlib import Path
 from tulip_memory.testing.postgres import bootstrap_database, database_settings, start_embedded
 
 if os.environ.get("TULIP_TEST_DATABASES_READY") != "1":
-    _admin_url = os.environ.get("DATABASE_URL") or start_embedded(
-        Path(tempfile.mkdtemp(prefix="tulip-pg-")) / "data", cleanup="delete"
-    )
-    _urls = bootstrap_database(_admin_url, "tulip_test", recreate=True, app_can_truncate=True)
+    if os.environ.get("TULIP_TEST_BACKEND") == "citus":
+        from tulip_memory.testing.citus import cluster_database
+
+        _admin_url, _urls = cluster_database(
+            Path(
+                os.environ.get("TULIP_CITUS_BUILD")
+                or Path(__file__).resolve().parents[2] / "shared" / "citus" / "build.sh"
+            ),
+            "tulip_test",
+        )
+    else:
+        _admin_url = os.environ.get("DATABASE_URL") or start_embedded(
+            Path(tempfile.mkdtemp(prefix="tulip-pg-")) / "data", cleanup="delete"
+        )
+        _urls = bootstrap_database(_admin_url, "tulip_test", recreate=True, app_can_truncate=True)
     os.environ.update(
         # One MariaDB database per test session, so concurrent runs never collide.
         MYSQL_URL=os.environ.get(

@@ -14,6 +14,7 @@ class TulipMemoryConfig(AppConfig):
     def ready(self) -> None:
         # Every system check of the app is registered here (see tulip_memory.checks).
         from tulip_memory.checks.checkpoints import check_checkpointer_settings
+        from tulip_memory.checks.citus import check_citus_databases
         from tulip_memory.checks.embeddings import (
             check_embedder_settings,
             check_embedding_sources,
@@ -41,6 +42,7 @@ class TulipMemoryConfig(AppConfig):
             (check_tenant_resolver_setting, []),
             (check_default_tenant_database, []),
             (check_tenant_databases, [checks.Tags.database]),
+            (check_citus_databases, [checks.Tags.database]),
             (check_embedder_settings, []),
             (check_embedding_sources, [checks.Tags.database]),
             (check_checkpointer_settings, []),

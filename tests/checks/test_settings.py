@@ -10,6 +10,7 @@ from django.test import override_settings
 from tulip_memory.checks.embeddings import check_embedder_settings
 from tulip_memory.checks.settings import check_settings
 from tulip_memory.checks.tenancy import check_connection
+from tulip_memory.tenancy.context import pin_statement
 
 
 def _found(tulip_memory: dict[str, object], id_: str) -> list[checks.CheckMessage]:
@@ -104,6 +105,10 @@ def test_the_rule_is_postgresqls():
     with connections["default"].cursor() as cursor:
         for name in VALID_SETTINGS:
             cursor.execute("SELECT set_config(%s, 'acme', true)", [name])
+            # The tenant pin's statement takes each of them too.
+            cursor.execute(pin_statement(connections["default"], name, "o'brien"))
+            cursor.execute("SELECT current_setting(%s)", [name])
+            assert cursor.fetchone() == ("o'brien",)
         for name in INVALID_SETTINGS:
             if name == "search_path":
                 continue  # a setting of the server's own: accepted, and the danger

@@ -296,7 +296,7 @@ def test_a_batch_is_one_transaction_with_one_statement_per_kind(stores):
         results = async_to_sync(store.abatch)(ops)
     statements = [q["sql"].split()[0].upper() for q in captured.captured_queries]
     # One transaction: the tenant pin, the gets, the search, the delete, the upsert.
-    assert statements == ["BEGIN", "SELECT", "SELECT", "WITH", "DELETE", "INSERT", "COMMIT"]
+    assert statements == ["BEGIN", "SET", "SELECT", "WITH", "DELETE", "INSERT", "COMMIT"]
     assert [r.value for r in results[:3]] == [{"text": f"item {i}"} for i in range(3)]
     assert results[20][0].key == "k3"
     assert store.get(("ns", "0"), "k0") is None

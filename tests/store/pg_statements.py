@@ -34,8 +34,8 @@ def search_statements(calls: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
     return [
         (sql, params)
         for sql, params in calls
-        if "set_config" not in sql
-        and sql.split()[0].upper() not in ("SAVEPOINT", "RELEASE", "BEGIN", "COMMIT")
+        if sql.split()[0].upper() not in ("SET", "SAVEPOINT", "RELEASE", "BEGIN", "COMMIT")
+        and not sql.startswith("SELECT current_setting(")
     ]
 
 

@@ -337,10 +337,12 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         """``func(tenant, *args)`` in a tenant transaction; with ``pin``, a func of one
         statement (or a few that stand alone) gets ``pin=tenant`` instead when the
         connection is in autocommit and binds client-side: each statement then goes with
-        ``set_config`` in one query, one implicit transaction, one round trip."""
+        ``set_config`` in one query, one implicit transaction, one round trip (not on Citus,
+        whose workers see no ``set_config``)."""
         import psycopg
         from django.db import connections
 
+        from tulip_memory.tenancy.cluster import is_citus
         from tulip_memory.tenancy.context import tenant_atomic
 
         if pin:
@@ -348,7 +350,8 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
             connection.ensure_connection()
             factory = connection.connection.cursor_factory
             autocommit = connection.get_autocommit() and not connection.in_atomic_block
-            if autocommit and issubclass(factory, psycopg.ClientCursor):
+            one_query = autocommit and issubclass(factory, psycopg.ClientCursor)
+            if one_query and not is_citus(connection):
                 return func(tenant, *args, pin=tenant)
         with tenant_atomic(tenant, using=self.using):
             return func(tenant, *args, pin=None) if pin else func(tenant, *args)

@@ -21,6 +21,7 @@ from django.utils.translation import gettext_lazy as _
 from pgvector.django import VectorField
 
 from tulip_memory.core.namespaces import NAMESPACE_SEPARATOR, encode_namespace
+from tulip_memory.tenancy.cluster import is_citus
 from tulip_memory.tenancy.context import TENANT_MAX_LENGTH
 
 __all__ = [
@@ -77,6 +78,28 @@ class UpsertRow(NamedTuple):
 # A batch of more bytes than this gets a work_mem of its own (see _batch_work_mem).
 BATCH_WORK_MEM_FROM = 1 << 20
 BATCH_WORK_MEM_MAX_KB = 128 * 1024
+
+
+def _values_upsert(
+    cursor: Any, insert: str, conflict: str, rows: Sequence[UpsertRow], ttls: list[str | None]
+) -> tuple[str, list[Any]]:
+    """The upsert of ``rows`` as ``INSERT ... VALUES`` (Citus: an ``INSERT ... SELECT`` from
+    ``unnest`` would reach the shards by ``COPY``, which row-level security refuses), in
+    the global lock order, row n written at the database's clock + n µs."""
+    cursor.execute("SELECT clock_timestamp()")
+    (start,) = cursor.fetchone()
+    ordered = sorted(range(len(rows)), key=lambda n: rows[n][:3])
+    values = []
+    params: list[Any] = []
+    for n in ordered:
+        row = rows[n]
+        at = start + timedelta(microseconds=n + 1)
+        values.append(
+            "(%s, %s, %s, %s::jsonb, %s::jsonb, %s, %b::vector, %s, %s, %s, 1, "
+            "%s::timestamptz, %s::interval)"
+        )
+        params += [*row[:6], row.embedding, row.embedding_source, at, at, row.expires_at, ttls[n]]
+    return insert + "VALUES " + ", ".join(values) + " " + conflict, params
 
 
 def _batch_work_mem(rows: Sequence[UpsertRow]) -> str | None:
@@ -143,9 +166,15 @@ class MemoryItemQuerySet(models.QuerySet):
 
     def refresh_expiry(self, now: datetime) -> int:
         """Set the expiry of the rows written with a ttl to ``now + ttl``; how many."""
-        from django.db.models import DateTimeField, ExpressionWrapper, F, Value
+        from django.db.models import DateTimeField
+        from django.db.models.expressions import RawSQL
 
-        moved = ExpressionWrapper(Value(now) + F("ttl"), output_field=DateTimeField())
+        # In UTC without a time zone: timestamp + interval is IMMUTABLE (timestamptz +
+        # interval is not), which Citus wants of an UPDATE's expression on a column.
+        utc = now.astimezone(UTC).replace(tzinfo=None)
+        moved = RawSQL(
+            "((%s::timestamp + \"ttl\") AT TIME ZONE 'UTC')", [utc], output_field=DateTimeField()
+        )
         return self.filter(ttl__isnull=False).update(expires_at=moved)
 
     def expired(self, now: datetime) -> MemoryItemQuerySet:
@@ -210,11 +239,19 @@ class MemoryItemQuerySet(models.QuerySet):
             None if ttl is None else f"{ttl // _MICROSECOND} microseconds" for ttl in columns[9]
         ]
         expired = f"(i.{n['expires_at']} IS NOT NULL AND i.{n['expires_at']} <= %s::timestamptz)"
-        sql = (
+        citus = is_citus(connections[self.db])
+        # Citus runs the DO UPDATE on a worker and wants only IMMUTABLE functions there: no
+        # timestamp arithmetic (a concurrent overwrite may then tie with the row it follows).
+        later = (
+            f"i.{n['updated_at']}" if citus else f"i.{n['updated_at']} + interval '1 microsecond'"
+        )
+        columns_sql = (
             f"INSERT INTO {n['table']} AS i ({n['tenant']}, {n['namespace']}, {n['key']}, "
             f"{n['value']}, {n['metadata']}, {n['search_text']}, {n['embedding']}, "
             f"{n['embedding_source']}, {n['created_at']}, {n['updated_at']}, {n['version']}, "
             f"{n['expires_at']}, {n['ttl']}) "
+        )
+        select = (
             "SELECT r.tenant, r.namespace, r.key, r.value::jsonb, r.metadata::jsonb, "
             "r.search_text, r.embedding, r.source, c.ts + r.ord * interval "
             "'1 microsecond', c.ts + r.ord * interval '1 microsecond', 1, r.expires_at, "
@@ -228,14 +265,15 @@ class MemoryItemQuerySet(models.QuerySet):
             # batches over the same keys in different orders would otherwise deadlock.
             # ``ord`` still follows the batch, so timestamps do too.
             "ORDER BY r.tenant, r.namespace, r.key "
+        )
+        conflict = (
             f"ON CONFLICT ({n['tenant']}, {n['namespace']}, {n['key']}) DO UPDATE SET "
             f"{n['value']} = EXCLUDED.{n['value']}, "
             f"{n['metadata']} = EXCLUDED.{n['metadata']}, "
             f"{n['search_text']} = EXCLUDED.{n['search_text']}, "
             f"{n['embedding']} = EXCLUDED.{n['embedding']}, "
             f"{n['embedding_source']} = EXCLUDED.{n['embedding_source']}, "
-            f"{n['updated_at']} = GREATEST(EXCLUDED.{n['updated_at']}, "
-            f"i.{n['updated_at']} + interval '1 microsecond'), "
+            f"{n['updated_at']} = GREATEST(EXCLUDED.{n['updated_at']}, {later}), "
             # An expired row is gone: its key is created anew.
             f"{n['created_at']} = CASE WHEN {expired} THEN EXCLUDED.{n['created_at']} "
             f"ELSE i.{n['created_at']} END, "
@@ -243,7 +281,7 @@ class MemoryItemQuerySet(models.QuerySet):
             f"{n['expires_at']} = EXCLUDED.{n['expires_at']}, "
             f"{n['ttl']} = EXCLUDED.{n['ttl']}"
         )
-        moment = (now or datetime.now(UTC)).isoformat()
+        moment = now or datetime.now(UTC)
         with self.binary_cursor() as cursor:
             work_mem = _batch_work_mem(rows)
             if work_mem is not None:
@@ -252,9 +290,12 @@ class MemoryItemQuerySet(models.QuerySet):
                     [work_mem],
                 )
                 previous = cursor.fetchone()[0]
-            cursor.execute(
-                sql, [*columns[:6], embeddings, columns[7], expiries, ttls, moment, moment]
-            )
+            if citus:
+                sql, params = _values_upsert(cursor, columns_sql, conflict, rows, ttls)
+            else:
+                sql = columns_sql + select + conflict
+                params = [*columns[:6], embeddings, columns[7], expiries, ttls]
+            cursor.execute(sql, [*params, moment, moment])
             count = cursor.rowcount
             if work_mem is not None:  # back for the rest of the transaction (a caller's)
                 cursor.execute("SELECT set_config('work_mem', %s, true)", [previous])

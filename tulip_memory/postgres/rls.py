@@ -30,16 +30,24 @@ TENANT_COLUMN = "tenant"
 
 
 def policy_expression(
-    column: str = TENANT_COLUMN, setting: str | None = None, *, qualified: bool = False
+    column: str = TENANT_COLUMN,
+    setting: str | None = None,
+    *,
+    qualified: bool = False,
+    subquery: bool = True,
 ) -> str:
     """The tenant policy's predicate on ``column``: the setting read once per statement, and
     ``''`` (a transaction-local setting after its transaction) matching nothing.
     ``qualified`` names its function and operator by schema, for the body of a
-    ``SECURITY DEFINER`` function (``NULLIF``'s ``=`` comes from its pinned search path)."""
+    ``SECURITY DEFINER`` function (``NULLIF``'s ``=`` comes from its pinned search path).
+    ``subquery=False``: the setting read without the sub-select that makes it once per
+    statement, as Citus wants a policy of a distributed table."""
     from tulip_memory.conf import settings
 
     setting = setting or settings.TENANT_SETTING
     literal = "'" + setting.replace("'", "''") + "'"
+    if not subquery:
+        return f"\"{column}\" = NULLIF(current_setting({literal}, true), '')"
     if qualified:
         return (
             f'"{column}" OPERATOR(pg_catalog.=) '
@@ -48,7 +56,22 @@ def policy_expression(
     return f"\"{column}\" = (SELECT NULLIF(current_setting({literal}, true), ''))"
 
 
-def _tenant_policy(column: str) -> Any:
+def _is_distributed(schema_editor: Any, table: str) -> bool:
+    """Whether ``table`` (quoted) is a Citus distributed table (whose policies may hold no
+    subquery)."""
+    with schema_editor.connection.cursor() as cursor:
+        cursor.execute("SELECT to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL")
+        if not cursor.fetchone()[0]:
+            return False
+        cursor.execute(
+            "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition "
+            "WHERE logicalrelid = %s::regclass AND partmethod = 'h')",
+            [table],
+        )
+        return bool(cursor.fetchone()[0])
+
+
+def _tenant_policy(column: str, *, distributed: bool = False) -> Any:
     from django_rls.policies import BasePolicy
 
     class TextTenantPolicy(BasePolicy):
@@ -56,7 +79,7 @@ def _tenant_policy(column: str) -> Any:
 
         def get_sql_expression(self) -> str:
             self.validate_field_name(column)
-            return policy_expression(column)
+            return policy_expression(column, subquery=not distributed)
 
     return TextTenantPolicy(POLICY_NAME, operation=BasePolicy.ALL, roles="public")
 
@@ -66,7 +89,7 @@ def enable_tenant_row_level_security(
 ) -> None:
     from django_rls.backends.postgresql.base import RLSDatabaseSchemaEditor as Ddl
 
-    policy = _tenant_policy(column)
+    policy = _tenant_policy(column, distributed=_is_distributed(schema_editor, table))
     expression = policy.get_using_expression()
     schema_editor.execute(Ddl.sql_enable_rls % {"table": table})
     schema_editor.execute(Ddl.sql_force_rls % {"table": table})

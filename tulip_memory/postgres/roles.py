@@ -15,6 +15,7 @@ __all__ = [
     "APP_ROLE",
     "OWNER_ROLE",
     "SchemaObjects",
+    "citus_role_sql",
     "database_setup_sql",
     "ownership_conflict",
     "role_sql",
@@ -97,6 +98,20 @@ def database_setup_sql(
             "GRANT USAGE, SELECT ON SEQUENCES TO {}"
         ).format(owner_id, app_id),
         *existing,
+    ]
+
+
+def citus_role_sql(*roles: str) -> list[Any]:
+    """On a Citus coordinator (which propagates it to the workers): a ``SET LOCAL`` of
+    ``roles`` reaches the workers their transaction uses, as the tenant pin needs
+    (:func:`tulip_memory.tenancy.context.tenant_atomic`); Citus' default sends no ``SET``."""
+    from psycopg import sql
+
+    return [
+        sql.SQL("ALTER ROLE {} SET citus.propagate_set_commands = 'local'").format(
+            sql.Identifier(validate_identifier(role))
+        )
+        for role in roles
     ]
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from tulip_memory.core.binding import ContextBinding, ContextStack
 from tulip_memory.core.identifiers import validate_identifier
 from tulip_memory.exceptions import TenantError
+from tulip_memory.tenancy.cluster import is_citus, register_tenant
 
 __all__ = [
     "TENANT_MAX_LENGTH",
@@ -119,15 +120,30 @@ def tenant_atomic(tenant: str | None = None, using: str = "default") -> Iterator
             return
         setting = settings.TENANT_SETTING
         with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT current_setting(%s, true), set_config(%s, %s, true)",
-                [setting, setting, tenant],
-            )
-            previous = cursor.fetchone()[0]
+            previous = None
+            if nested:
+                cursor.execute("SELECT current_setting(%s, true)", [setting])
+                previous = cursor.fetchone()[0]
+            cursor.execute(pin_statement(connection, setting, tenant))
+        if is_citus(connection):
+            register_tenant(connection, tenant)
         yield tenant
         if nested and previous != tenant and not connection.needs_rollback:
             with connection.cursor() as cursor:
-                cursor.execute("SELECT set_config(%s, %s, true)", [setting, previous or ""])
+                cursor.execute(pin_statement(connection, setting, previous or ""))
+
+
+def pin_statement(connection: Any, setting: str, value: str) -> str:
+    """``SET LOCAL setting = 'value'``, the literal quoted by the driver of ``connection``
+    (a Django PostgreSQL connection, open). Sent as a statement of its own: Citus passes a
+    ``SET LOCAL`` on to the workers of the transaction (with ``citus.propagate_set_commands``
+    = ``'local'``, :func:`tulip_memory.postgres.roles.citus_role_sql`), never a
+    ``set_config()``, and refuses it in a string of several statements."""
+    from psycopg import sql
+
+    name = sql.SQL(".").join(sql.Identifier(part) for part in setting.split("."))
+    statement = sql.SQL("SET LOCAL {} = {}").format(name, sql.Literal(value))
+    return statement.as_string(connection.connection)
 
 
 def emit_on_commit(using: str, name: str, *, sender: type | None = None, **fields: Any) -> None:

@@ -59,7 +59,8 @@ def _statements(captured):
     return [
         q["sql"]
         for q in captured.captured_queries
-        if "set_config" not in q["sql"] and "SAVEPOINT" not in q["sql"].upper()
+        if not q["sql"].startswith(("SET LOCAL", "SELECT current_setting("))
+        and "SAVEPOINT" not in q["sql"].upper()
     ]
 
 

@@ -14,12 +14,14 @@ from tulip_memory.management.tenant_command import TenantCommand
 from tulip_memory.postgres.roles import (
     APP_ROLE,
     OWNER_ROLE,
+    citus_role_sql,
     database_setup_sql,
     ownership_conflict,
     role_sql,
     schema_objects,
     validate_identifier,
 )
+from tulip_memory.tenancy.cluster import IS_CITUS
 
 
 class Command(TenantCommand):
@@ -90,6 +92,8 @@ class Command(TenantCommand):
             )
             existing = dict(cursor.fetchall())
             objects = schema_objects(cursor, owner)
+            cursor.execute(IS_CITUS)
+            (citus,) = cursor.fetchone()
         try:
             validate_identifier(dbname)
         except ValueError as exc:
@@ -115,6 +119,8 @@ class Command(TenantCommand):
         ] + database_setup_sql(
             dbname, owner=owner, app=app, tables=objects.tables, sequences=objects.sequences
         )
+        if citus:  # a Citus coordinator: the tenant pin must reach the workers
+            statements += citus_role_sql(owner, app)
         raw = connection.connection  # the psycopg connection renders the SQL
         if options["dry_run"]:
             self.stdout.write(f"-- As a superuser, in database {dbname!r}:")

@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
+from django.db import connections
 
 from tulip_memory.core.namespaces import NAMESPACE_SEPARATOR
 from tulip_memory.postgres.search_index import (
@@ -23,6 +24,7 @@ from tulip_memory.postgres.search_index import (
     indexed,
     query_planes,
 )
+from tulip_memory.tenancy.cluster import is_citus
 
 if TYPE_CHECKING:
     from tulip_memory.models.store import MemoryItemQuerySet
@@ -85,6 +87,8 @@ INDEXED_SEARCH_MIN_ROWS = 5000
 
 
 # The statements, named by what they rank; ``{where}``: a path's rows; ``p``: the path.
+# Every read of the table names the tenant, also where the row id alone would do: on Citus
+# that makes the statement one shard's (a router query).
 SEARCH = (
     "SELECT p.idx, i.key, i.value, i.metadata, i.created_at, i.updated_at, i.version, "
     "m.lexical, m.rank, i.namespace, i.ttl IS NOT NULL, {seen} "
@@ -92,7 +96,7 @@ SEARCH = (
     "%(cuts)s::int[]) WITH ORDINALITY AS p(path, indexed, counted, cut, idx) "
     "CROSS JOIN LATERAL ({ranked}) m "
     # LEFT: a counted path without a hit gives one row, its count (no id).
-    "LEFT JOIN tulip_memory_store_item i ON i.id = m.id "
+    "LEFT JOIN tulip_memory_store_item i ON i.tenant = %(tenant)s AND i.id = m.id "
     "ORDER BY p.idx, m.rank, i.updated_at DESC, i.key"
 )
 RECENT = (
@@ -144,7 +148,7 @@ INDEXED_CTES = (
     # LIMIT 1: a lookup by primary key a row, never a whole-table join.
     "worded AS MATERIALIZED (SELECT l.id, l.score, d.distance FROM lexical l "
     "CROSS JOIN LATERAL (SELECT {distance} AS distance FROM tulip_memory_store_item c "
-    "WHERE c.id = l.id LIMIT 1) d)",
+    "WHERE c.tenant = %(tenant)s AND c.id = l.id LIMIT 1) d)",
 )
 CODES_PASS = (
     "SELECT c.id AS id FROM tulip_memory_store_item c WHERE {where} AND {coded} "
@@ -167,7 +171,8 @@ CUT_PASS_CTES = (
 )
 INDEXED_SEMANTIC = (
     "semantic AS (SELECT c.id AS id, c.embedding <=> %(vector)s::vector "
-    "AS distance FROM tulip_memory_store_item c WHERE c.id IN (SELECT id FROM passed) "
+    "AS distance FROM tulip_memory_store_item c WHERE c.tenant = %(tenant)s "
+    "AND c.id IN (SELECT id FROM passed) "
     "ORDER BY distance FETCH FIRST %(pool)s ROWS WITH TIES)"
 )
 POOLED = (
@@ -183,7 +188,7 @@ FUSED = (
 RANKED = (
     "SELECT f.id, -f.score AS rank, f.lexical, {seen} AS seen FROM fused f "
     "CROSS JOIN LATERAL (SELECT r.updated_at AS updated_at, r.key AS key "
-    "FROM tulip_memory_store_item r WHERE r.id = f.id LIMIT 1) t "
+    "FROM tulip_memory_store_item r WHERE r.tenant = %(tenant)s AND r.id = f.id LIMIT 1) t "
     "WHERE f.score >= (SELECT min(x.score) FROM (SELECT score FROM fused "
     "ORDER BY score DESC LIMIT %(limit)s) x) "
     "ORDER BY f.score DESC, t.updated_at DESC, t.key LIMIT %(limit)s"
@@ -274,7 +279,7 @@ def search_paths(
         whole = _hybrid(where, usable, vector is not None, params, candidates=vector_candidates)
         ranked = whole
         if any(params["indexed"]) and _indexes_serve(
-            paths, vector, subtree, value_condition, metadata
+            paths, vector, subtree, value_condition, metadata, alias=items.db
         ):
             ranked = _hybrid_indexed(where, usable, params, pass_pool, candidates=vector_candidates)
             if not all(params["indexed"]):
@@ -292,13 +297,20 @@ def search_paths(
     seen = "m.seen" if terms is not None else "NULL::bigint"
     sql = prefix + SEARCH.format(seen=seen, ranked=ranked)
     with items.binary_cursor() as cursor:
-        if cursor.cursor.connection.prepare_threshold is not None:
-            # Prepared (OPTIONS["prepare_threshold"]): planned once, generically; every
-            # plan of it visits the rows the same way.
+        if _plans_generically(cursor, items.db):
             cursor.execute(GENERIC_PLAN)
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     return _search_rows(rows)
+
+
+def _plans_generically(cursor: Any, alias: str) -> bool:
+    """Whether the statement is to be planned generically: prepared
+    (``OPTIONS["prepare_threshold"]``), it is planned once, and every plan of it visits the
+    rows the same way. Not on Citus, which routes it to the tenant's shard by the tenant's
+    value, which a generic plan does not have."""
+    prepared = cursor.cursor.connection.prepare_threshold is not None
+    return prepared and not is_citus(connections[alias])
 
 
 def _hybrid(
@@ -388,11 +400,14 @@ def _indexes_serve(
     subtree: bool,
     value_condition: Any,
     metadata: dict[str, Any] | None,
+    *,
+    alias: str,
 ) -> bool:
     """Whether a text query over ``paths`` can be ranked from the search indexes: no
     condition that needs the rows, a vector (if any) given as an array with codes, every
-    path short enough to be indexed."""
-    if subtree or value_condition is not None or metadata:
+    path short enough to be indexed, and no Citus (the lexical function, run on the
+    tenant's shard with the statement, would query the distributed table from there)."""
+    if subtree or value_condition is not None or metadata or is_citus(connections[alias]):
         return False
     if vector is not None and not (
         isinstance(vector, np.ndarray) and vector.shape[-1] <= CODES_MAX_DIMENSIONS

@@ -1,0 +1,92 @@
+"""System checks of a tenant database on a Citus coordinator (docs/scale-out.md).
+
+On each alias of ``TENANT_DATABASES`` a run names (``check --database``) whose database has
+the citus extension: E070, a tenant table not distributed on ``tenant``, or not in the
+co-location group of the others; E071, the alias' role without
+``citus.propagate_set_commands = 'local'``, so the tenant pin never reaches the workers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from django.core import checks
+
+from tulip_memory.conf import tenant_databases
+from tulip_memory.postgres.rls import TENANT_COLUMN, tenant_tables
+from tulip_memory.tenancy.cluster import is_citus
+
+__all__ = ["check_citus_databases"]
+
+# Each distributed table's method, column and co-location group.
+_DISTRIBUTION = (
+    "SELECT logicalrelid::text, partmethod, "
+    "column_to_column_name(logicalrelid, partkey), colocationid "
+    "FROM pg_catalog.pg_dist_partition"
+)
+
+
+def check_citus_databases(
+    app_configs: Iterable[Any] | None = None, databases: Iterable[str] | None = None, **kwargs: Any
+) -> list[checks.CheckMessage]:
+    """E070 and E071 on the named tenant aliases whose database has Citus."""
+    from django.db import connections
+
+    from tulip_memory.checks.tenancy import connection_problem
+
+    aliases = tenant_databases() or []
+    errors: list[checks.CheckMessage] = []
+    for alias in dict.fromkeys(aliases):
+        connection = connections[alias]
+        if alias not in set(databases or ()) or connection.vendor != "postgresql":
+            continue
+        if connection_problem(connection) is not None or not is_citus(connection):
+            continue  # E015 reports an alias that cannot be reached
+        with connection.cursor() as cursor:
+            cursor.execute(_DISTRIBUTION)
+            distribution = {table: rest for table, *rest in cursor.fetchall()}
+            cursor.execute("SELECT current_user, current_setting('citus.propagate_set_commands')")
+            role, propagation = cursor.fetchone()
+        errors += _distribution_errors(alias, distribution)
+        if propagation != "local":
+            errors.append(
+                checks.Error(
+                    f"Database alias {alias!r} connects as {role!r} to a Citus coordinator "
+                    f"with citus.propagate_set_commands = {propagation!r}: the tenant pin "
+                    "(SET LOCAL) never reaches the workers, whose row-level security then "
+                    "shows no row and refuses every write.",
+                    hint=f"ALTER ROLE {role} SET citus.propagate_set_commands = 'local' "
+                    "(manage.py tulip_memory_setup_roles does it on a coordinator), then "
+                    "reconnect.",
+                    id="tulip_memory.E071",
+                )
+            )
+    return errors
+
+
+def _distribution_errors(
+    alias: str, distribution: dict[str, list[Any]]
+) -> list[checks.CheckMessage]:
+    tables = tenant_tables()
+    wrong = [
+        table
+        for table in tables
+        if distribution.get(table, [None, None])[:2] != ["h", TENANT_COLUMN]
+    ]
+    groups = {distribution[t][2] for t in tables if t not in wrong}
+    if not wrong and len(groups) <= 1:
+        return []
+    what = (
+        f"are not distributed on {TENANT_COLUMN!r}: {wrong}"
+        if wrong
+        else f"are in {len(groups)} co-location groups, not one"
+    )
+    return [
+        checks.Error(
+            f"Database alias {alias!r} is a Citus coordinator whose tenant tables {what}: a "
+            "tenant's rows are not all on one node, and statements joining them fail.",
+            hint="manage.py tulip_memory_distribute --database <the owner's alias>",
+            id="tulip_memory.E070",
+        )
+    ]
