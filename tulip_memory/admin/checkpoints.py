@@ -206,8 +206,14 @@ class ChainAdmin(NoHistoryAdminMixin, ReadOnlyAdminMixin, TenantScopedAdminMixin
         parent = sibling_pk(self.model, self.parent_field, *self.same)
         return super().get_queryset(request).defer(*self.deferred).annotate(parent_pk=parent)
 
+    # A thread's rows, for the children links and the timeline: in this order, these
+    # columns deferred.
+    thread_order: ClassVar[tuple[str, ...]] = ("id",)
+    thread_deferred: ClassVar[tuple[str, ...]] = ()
+
     def _thread(self, obj: Any) -> Any:
-        raise NotImplementedError
+        rows = self.model.objects.using(obj._state.db).of_thread(obj.tenant, obj.thread_id)
+        return rows.defer(*self.thread_deferred).order_by(*self.thread_order)
 
     @admin.display(description=_("parent"))
     def parent_link(self, obj: Any) -> str:
@@ -312,6 +318,7 @@ class DeltaCheckpointRecordAdmin(ChainAdmin):
     """Delta checkpoints: chains of a thread, each checkpoint shown as the chat it rebuilds."""
 
     parent_field = "parent_id"
+    thread_deferred = ("data",)
 
     list_display = (
         "checkpoint_id",
@@ -362,14 +369,6 @@ class DeltaCheckpointRecordAdmin(ChainAdmin):
     @admin.display(description=_("chain root"))
     def base_link(self, obj: DeltaCheckpointRecord) -> str:
         return change_link(DeltaCheckpointRecord, getattr(obj, "base_pk", None), obj.base_id)
-
-    def _thread(self, obj: DeltaCheckpointRecord) -> Any:
-        return (
-            DeltaCheckpointRecord.objects.using(obj._state.db)
-            .of_thread(obj.tenant, obj.thread_id)
-            .defer("data")
-            .order_by("id")
-        )
 
     def _checkpointer(self, obj: DeltaCheckpointRecord) -> Any:
         from tulip_memory.delta import DeltaCheckpointer, ORMDeltaStorage

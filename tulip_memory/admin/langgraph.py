@@ -161,6 +161,9 @@ class LangGraphCheckpointAdmin(ChainAdmin):
     parent_field = "parent_checkpoint_id"
     same = ("checkpoint_ns",)
     deferred = ("data", "writes")
+    # Checkpoint ids sort in time order; row ids do not: a row may be created by pending
+    # writes that arrive before their checkpoint.
+    thread_order = ("checkpoint_id", "checkpoint_ns")
 
     def _table_exists(self) -> bool:
         """The saver's table is PostgreSQL's (migration ``0007``): on a site whose database
@@ -319,15 +322,6 @@ class LangGraphCheckpointAdmin(ChainAdmin):
         return format_html('<pre class="tulip-pre">{}</pre>', _json(metadata))
 
     # --- the thread -----------------------------------------------------------------------
-
-    def _thread(self, obj: LangGraphCheckpoint) -> Any:
-        return (
-            LangGraphCheckpoint.objects.using(obj._state.db)
-            .of_thread(obj.tenant, obj.thread_id)
-            # Checkpoint ids sort in time order; row ids do not: a row may be created by
-            # pending writes that arrive before their checkpoint.
-            .order_by("checkpoint_id", "checkpoint_ns")
-        )
 
     @admin.display(description=_("the thread's checkpoints (oldest first)"))
     def thread_timeline(self, obj: LangGraphCheckpoint) -> str:
