@@ -334,7 +334,7 @@ class DeltaCheckpointRecordAdmin(ChainAdmin):
     list_filter = ("is_full",)
     search_fields = ("thread_id", "checkpoint_id", "parent_id", "base_id")
     ordering = ("-id",)
-    fields = (
+    fields = readonly_fields = (
         "thread_id",
         "checkpoint_id",
         "kind",
@@ -348,7 +348,6 @@ class DeltaCheckpointRecordAdmin(ChainAdmin):
         "thread_timeline",
         "thread_storage",
     )
-    readonly_fields = fields
 
     def get_queryset(self, request: Any) -> Any:
         base = sibling_pk(DeltaCheckpointRecord, "base_id")

@@ -183,7 +183,7 @@ class LangGraphCheckpointAdmin(ChainAdmin):
     show_full_result_count = False  # the full count is of checkpoints, not of threads
     # Checkpoint ids sort in time order (newest first); row ids need not (see _thread).
     ordering = ("-checkpoint_id", "-id")
-    fields = (
+    fields = readonly_fields = (
         "thread_id",
         "checkpoint_ns",
         "checkpoint_id",
@@ -198,7 +198,6 @@ class LangGraphCheckpointAdmin(ChainAdmin):
         "thread_timeline",
         "thread_storage",
     )
-    readonly_fields = fields
 
     # --- the list -------------------------------------------------------------------------
 

@@ -190,7 +190,7 @@ class MemoryItemAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdm
     # Facets would count every choice over the tenant on every page.
     show_facets = admin.ShowFacets.NEVER
     actions = ["forget_memories"]
-    fields = (
+    fields = readonly_fields = (
         "tenant",
         "namespace",
         "key",
@@ -203,7 +203,6 @@ class MemoryItemAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdm
         "updated_at",
         "expiry",
     )
-    readonly_fields = fields
     change_form_template = "admin/tulip_memory/memoryitem/change_form.html"
 
     def shows_expired(self, request: Any) -> bool:
