@@ -136,7 +136,8 @@ def _check_str(label: str, value: object) -> None:
 
 
 def _read_tool_call(data: object, where: str) -> ToolCall:
-    check_type(where, data, dict, "a dict")
+    if not isinstance(data, dict):
+        raise ValueError(f"{where} must be a dict, got {type(data).__name__}")
     # OpenAI's shape holds the name and the arguments under "function".
     function = data.get("function")
     check_type(f"{where}.function", function, (dict, type(None)), "a dict")

@@ -1,9 +1,6 @@
-"""Admin of DjangoSaver's rows, read-only: one row per thread (or every checkpoint), and
-a checkpoint's page with its timeline, links, channel values read through the saver (a
-message list as a chat, what is new outlined), pending writes and metadata. Hidden where
-the table's database is not PostgreSQL; without the ``langgraph`` extra the values say
-which extra they need. Override :meth:`LangGraphCheckpointAdmin.saver` to read with
-another serializer.
+"""Admin of DjangoSaver's rows, read-only: one row per thread (or every checkpoint); a
+checkpoint's page shows its timeline and its values, writes and metadata as the saver reads
+them (:meth:`LangGraphCheckpointAdmin.saver`). Hidden where the table is not on PostgreSQL.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""Admin of the store layer: PgMemory's live memories, one tenant at a time.
-
-Every view shows what PgMemory still returns (expired rows awaiting the sweep behind a
-filter; past versions on their memory's page); the search box ranks as the store's
-search does; **Forget**, gated by ``forget_memoryitem``, is the one write, confirmed and
-logged. Meant to be subclassed; tenant scoping from
-:class:`~tulip_memory.admin.tenancy.TenantScopedAdminMixin`.
+"""Admin of PgMemory's live memories, one tenant at a time (expired ones behind a filter,
+past versions on their memory's page); the search box ranks as the store does; **Forget**
+(``forget_memoryitem``) is the one write, confirmed and logged.
 """
 
 from __future__ import annotations

@@ -197,29 +197,21 @@ class InMemoryStore(BatchWriteStore):
         moment = self._now()
         expires_at = None if ttl is None else moment + ttl
         if previous is None or not previous.live(moment):  # an expired item is gone
-            now = self._clock.tick_datetime()
-            entry = _Entry(
-                prepared.value_json,
-                prepared.metadata_json,
-                now,
-                now,
-                1,
-                terms,
-                vector,
-                expires_at,
-            )
+            created = updated = self._clock.tick_datetime()
+            version = 1
         else:
-            entry = _Entry(
-                prepared.value_json,
-                prepared.metadata_json,
-                previous.created_at,
-                self._clock.tick_datetime(after=previous.updated_at),
-                previous.version + 1,
-                terms,
-                vector,
-                expires_at,
-            )
-        namespace.entries[prepared.key] = entry
+            created, version = previous.created_at, previous.version + 1
+            updated = self._clock.tick_datetime(after=previous.updated_at)
+        namespace.entries[prepared.key] = _Entry(
+            prepared.value_json,
+            prepared.metadata_json,
+            created,
+            updated,
+            version,
+            terms,
+            vector,
+            expires_at,
+        )
         namespace.recency[prepared.key] = next(self._writes)
         namespace.index(prepared.key, terms)
 

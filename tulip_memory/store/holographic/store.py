@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from tulip_memory.core.clock import Clock, MonotonicWallClock, from_micros, to_micros, utc_now
 from tulip_memory.core.hrr import DEFAULT_DIM, validate_dim
 from tulip_memory.core.namespaces import Namespace
+from tulip_memory.core.numbers import is_int
 from tulip_memory.core.text import STOP_WORDS, has_words, off_loop_when_long, tokenize, value_text
 from tulip_memory.embeddings.base import embed_texts, embedder_source, query_vector_or_none
 from tulip_memory.store.base import (
@@ -100,11 +101,7 @@ class HolographicStore(BatchWriteStore):
         if not callable(clock):
             raise TypeError(f"clock must be a callable returning a datetime, got {clock!r}")
         self._now = clock
-        if embedding_dim is not None and (
-            isinstance(embedding_dim, bool)
-            or not isinstance(embedding_dim, int)
-            or embedding_dim < 1
-        ):
+        if embedding_dim is not None and (not is_int(embedding_dim) or embedding_dim < 1):
             raise ValueError(f"embedding_dim must be an int >= 1 or None, got {embedding_dim!r}")
         self._embedder = validate_embedder(embedder)
         if embedder is not None:
