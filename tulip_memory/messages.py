@@ -35,10 +35,7 @@ class ToolCall:
         _check_str("ToolCall.name", self.name)
         if self.arguments is None:
             self.arguments = {}
-        elif not isinstance(self.arguments, dict):
-            raise ValueError(
-                f"ToolCall.arguments must be a dict, got {type(self.arguments).__name__}"
-            )
+        check_type("ToolCall.arguments", self.arguments, dict, "a dict")
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "name": self.name, "arguments": dict(self.arguments)}
@@ -71,8 +68,7 @@ class Message:
                 raise ValueError(
                     f"Message.role must be one of {[r.value for r in Role]}, got {self.role!r}"
                 ) from None
-        if not isinstance(self.content, str):
-            raise ValueError(f"Message.content must be a str, got {type(self.content).__name__}")
+        check_type("Message.content", self.content, str, "a str")
         if self.tool_calls is None:
             self.tool_calls = []
         elif not isinstance(self.tool_calls, list):
@@ -92,8 +88,7 @@ class Message:
             _check_str("Message.name", self.name)
         if self.metadata is None:
             self.metadata = {}
-        elif not isinstance(self.metadata, dict):
-            raise ValueError(f"Message.metadata must be a dict, got {type(self.metadata).__name__}")
+        check_type("Message.metadata", self.metadata, dict, "a dict")
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable dict; optional fields are left out when empty."""
@@ -114,11 +109,9 @@ class Message:
         if not isinstance(data, dict) or "role" not in data:
             raise ValueError(f"Message.from_dict needs a dict with a 'role', got {data!r:.80}")
         calls = data.get("tool_calls")
-        if calls is not None and not isinstance(calls, list):
-            raise ValueError(f"Message.tool_calls must be a list, got {type(calls).__name__}")
+        check_type("Message.tool_calls", calls, (list, type(None)), "a list")
         metadata = data.get("metadata")
-        if metadata is not None and not isinstance(metadata, dict):
-            raise ValueError(f"Message.metadata must be a dict, got {type(metadata).__name__}")
+        check_type("Message.metadata", metadata, (dict, type(None)), "a dict")
         return cls(
             role=data["role"],
             content=data.get("content") or "",
@@ -132,9 +125,14 @@ class Message:
         )
 
 
+def check_type(label: str, value: object, kind: type | tuple[type, ...], what: str) -> None:
+    """``ValueError`` "<label> must be <what>, got <type>" unless ``value`` is a ``kind``."""
+    if not isinstance(value, kind):
+        raise ValueError(f"{label} must be {what}, got {type(value).__name__}")
+
+
 def _check_str(label: str, value: object) -> None:
-    if not isinstance(value, str):
-        raise ValueError(f"{label} must be a str, got {type(value).__name__}")
+    check_type(label, value, str, "a str")
 
 
 def _read_tool_call(data: object, where: str) -> ToolCall:
@@ -142,8 +140,7 @@ def _read_tool_call(data: object, where: str) -> ToolCall:
         raise ValueError(f"{where} must be a dict, got {type(data).__name__}")
     # OpenAI's shape holds the name and the arguments under "function".
     function = data.get("function")
-    if function is not None and not isinstance(function, dict):
-        raise ValueError(f"{where}.function must be a dict, got {type(function).__name__}")
+    check_type(f"{where}.function", function, (dict, type(None)), "a dict")
     source, label = (data, where) if function is None else (function, f"{where}.function")
     missing = [f"{where}.id"] if "id" not in data else []
     if "name" not in source:
@@ -158,8 +155,7 @@ def _read_tool_call(data: object, where: str) -> ToolCall:
             arguments = json.loads(arguments) if arguments.strip() else {}
         except ValueError as error:
             raise ValueError(f"{label}.arguments is not valid JSON: {error}") from None
-    if arguments is not None and not isinstance(arguments, dict):
-        raise ValueError(f"{label}.arguments must be a JSON object, got {type(arguments).__name__}")
+    check_type(f"{label}.arguments", arguments, (dict, type(None)), "a JSON object")
     return ToolCall(data["id"], source["name"], dict(arguments or {}))
 
 

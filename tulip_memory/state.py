@@ -7,7 +7,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from tulip_memory.messages import Message
+from tulip_memory.messages import Message, check_type
 
 CHECKPOINT_FORMAT = 1
 
@@ -21,24 +21,15 @@ class AgentState:
     thread_id: str | None = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.messages, list):
-            raise ValueError(
-                f"AgentState.messages must be a list, got {type(self.messages).__name__}"
-            )
+        check_type("AgentState.messages", self.messages, list, "a list")
         for index, message in enumerate(self.messages):
             if not isinstance(message, Message):
                 raise ValueError(
                     f"AgentState.messages[{index}] must be a Message, got "
                     f"{type(message).__name__} (Message.from_dict() reads a dict)"
                 )
-        if not isinstance(self.metadata, dict):
-            raise ValueError(
-                f"AgentState.metadata must be a dict, got {type(self.metadata).__name__}"
-            )
-        if self.thread_id is not None and not isinstance(self.thread_id, str):
-            raise ValueError(
-                f"AgentState.thread_id must be a str or None, got {type(self.thread_id).__name__}"
-            )
+        check_type("AgentState.metadata", self.metadata, dict, "a dict")
+        check_type("AgentState.thread_id", self.thread_id, (str, type(None)), "a str or None")
 
     def to_checkpoint(self) -> dict[str, Any]:
         """A JSON-serialisable snapshot; ``from_checkpoint`` rebuilds an equal state."""

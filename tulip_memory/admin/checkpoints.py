@@ -60,13 +60,8 @@ def change_link(model: type[models.Model], pk: Any, label: str) -> str:
 def render_conversation(
     state: Read, parent: Read, parent_name: str = "", *, diff: bool = True
 ) -> str:
-    """``state``'s messages as a chat; with ``diff``, those not in ``parent`` marked as
-    added.
-
-    Each is an (AgentState or None, why it could not be read) pair. An unreadable
-    ``state`` renders as the reason; an unreadable ``parent`` (named ``parent_name``) as
-    the reason above a chat without a diff.
-    """
+    """``state``'s messages as a chat, with ``diff`` those not in ``parent`` marked as added;
+    an unreadable one (a :data:`Read` without state) shows why."""
     found, problem = state
     if found is None:
         return _unreadable(gettext("the checkpoint could not be read: %s") % problem)
@@ -98,14 +93,9 @@ def render_chat(
     diff: bool = True,
     dom_id: str = "tulip-conversation",
 ) -> str:
-    """Message views (role, content, name, tool_call_id, tool_calls, metadata) as a chat.
-
-    With ``diff``, those after the longest prefix shared with ``parent`` (None: no
-    parent) are marked as added and counted above the chat, with a link to the first of
-    them (a long chat's additions are at its end); ``metadata`` is shown below it as it
-    is. ``dom_id`` is the chat's element id ("" for none; the first added message's is
-    ``<dom_id>-first-added``).
-    """
+    """Message views (role, content, name, tool_call_id, tool_calls, metadata) as a chat;
+    with ``diff``, those after the prefix shared with ``parent`` are marked, counted and
+    linked (``<dom_id>-first-added``); ``metadata`` is shown below."""
     shared = 0
     if parent is not None:
         for mine, theirs in zip(messages, parent, strict=False):
@@ -334,7 +324,7 @@ class DeltaCheckpointRecordAdmin(ChainAdmin):
     list_filter = ("is_full",)
     search_fields = ("thread_id", "checkpoint_id", "parent_id", "base_id")
     ordering = ("-id",)
-    fields = (
+    fields = readonly_fields = (
         "thread_id",
         "checkpoint_id",
         "kind",
@@ -348,7 +338,6 @@ class DeltaCheckpointRecordAdmin(ChainAdmin):
         "thread_timeline",
         "thread_storage",
     )
-    readonly_fields = fields
 
     def get_queryset(self, request: Any) -> Any:
         base = sibling_pk(DeltaCheckpointRecord, "base_id")

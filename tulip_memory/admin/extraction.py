@@ -1,10 +1,6 @@
-"""Admin of the manager layer: the Celery extraction queues and jobs, one tenant at a time.
-
-A done job's page lists the memory operations it applied, linked to the memories; its
-conversation shows only with ``view_extractionjob_payload``; **retry**
-(``retry_extractionjob``) puts failed jobs back to pending and sends their queue's message
-once committed, logged in the admin log. Queues show the lease, its heartbeat and job
-counts. Everything else is read-only; meant to be subclassed.
+"""Admin of the Celery extraction queues and jobs, one tenant at a time, read-only but for
+**retry** (``retry_extractionjob``: failed jobs pending again, logged); a job's conversation
+needs ``view_extractionjob_payload``.
 """
 
 from __future__ import annotations

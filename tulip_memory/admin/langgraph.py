@@ -1,9 +1,6 @@
-"""Admin of DjangoSaver's rows, read-only: one row per thread (or every checkpoint), and
-a checkpoint's page with its timeline, links, channel values read through the saver (a
-message list as a chat, what is new outlined), pending writes and metadata. Hidden where
-the table's database is not PostgreSQL; without the ``langgraph`` extra the values say
-which extra they need. Override :meth:`LangGraphCheckpointAdmin.saver` to read with
-another serializer.
+"""Admin of DjangoSaver's rows, read-only: one row per thread (or every checkpoint); a
+checkpoint's page shows its timeline and its values, writes and metadata as the saver reads
+them (:meth:`LangGraphCheckpointAdmin.saver`). Hidden where the table is not on PostgreSQL.
 """
 
 from __future__ import annotations
@@ -183,7 +180,7 @@ class LangGraphCheckpointAdmin(ChainAdmin):
     show_full_result_count = False  # the full count is of checkpoints, not of threads
     # Checkpoint ids sort in time order (newest first); row ids need not (see _thread).
     ordering = ("-checkpoint_id", "-id")
-    fields = (
+    fields = readonly_fields = (
         "thread_id",
         "checkpoint_ns",
         "checkpoint_id",
@@ -198,7 +195,6 @@ class LangGraphCheckpointAdmin(ChainAdmin):
         "thread_timeline",
         "thread_storage",
     )
-    readonly_fields = fields
 
     # --- the list -------------------------------------------------------------------------
 

@@ -1,10 +1,6 @@
-"""Admin of the store layer: PgMemory's live memories, one tenant at a time.
-
-Every view shows what PgMemory still returns (expired rows awaiting the sweep behind a
-filter; past versions on their memory's page); the search box ranks as the store's
-search does; **Forget**, gated by ``forget_memoryitem``, is the one write, confirmed and
-logged. Meant to be subclassed; tenant scoping from
-:class:`~tulip_memory.admin.tenancy.TenantScopedAdminMixin`.
+"""Admin of PgMemory's live memories, one tenant at a time (expired ones behind a filter,
+past versions on their memory's page); the search box ranks as the store does; **Forget**
+(``forget_memoryitem``) is the one write, confirmed and logged.
 """
 
 from __future__ import annotations
@@ -190,7 +186,7 @@ class MemoryItemAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdm
     # Facets would count every choice over the tenant on every page.
     show_facets = admin.ShowFacets.NEVER
     actions = ["forget_memories"]
-    fields = (
+    fields = readonly_fields = (
         "tenant",
         "namespace",
         "key",
@@ -203,7 +199,6 @@ class MemoryItemAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdm
         "updated_at",
         "expiry",
     )
-    readonly_fields = fields
     change_form_template = "admin/tulip_memory/memoryitem/change_form.html"
 
     def shows_expired(self, request: Any) -> bool:

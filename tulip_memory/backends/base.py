@@ -68,6 +68,13 @@ def validate_checkpoint_id(checkpoint_id: object) -> str:
     return validate_identifier(checkpoint_id, "checkpoint_id", max_length=CHECKPOINT_ID_MAX_LENGTH)
 
 
+def _validated_start(thread_id: object, checkpoint_id: object) -> float:
+    validate_thread_id(thread_id)
+    if checkpoint_id is not None:
+        validate_checkpoint_id(checkpoint_id)
+    return time.perf_counter()
+
+
 def validate_state(state: object) -> AgentState:
     if not isinstance(state, AgentState):
         raise ValueError(f"state must be an AgentState, got {type(state).__name__}")
@@ -318,10 +325,7 @@ class BaseCheckpointer(ABC):
         return checkpoint_id
 
     async def load(self, thread_id: str, checkpoint_id: str | None = None) -> AgentState | None:
-        validate_thread_id(thread_id)
-        if checkpoint_id is not None:
-            validate_checkpoint_id(checkpoint_id)
-        started = time.perf_counter()
+        started = _validated_start(thread_id, checkpoint_id)
         state = await self._load(thread_id, checkpoint_id)
         await self._emit(
             EV_CHECKPOINT_LOADED,
@@ -338,10 +342,7 @@ class BaseCheckpointer(ABC):
         return await self._list(thread_id, validate_limit(limit))
 
     async def delete(self, thread_id: str, checkpoint_id: str | None = None) -> bool:
-        validate_thread_id(thread_id)
-        if checkpoint_id is not None:
-            validate_checkpoint_id(checkpoint_id)
-        started = time.perf_counter()
+        started = _validated_start(thread_id, checkpoint_id)
         deleted = await self._delete(thread_id, checkpoint_id)
         await self._emit(
             EV_CHECKPOINT_DELETED,

@@ -1,9 +1,8 @@
 """OpenSearchCheckpointer: checkpoints as documents of an OpenSearch index (extra ``opensearch``).
 
-Tested against an in-process HTTP fake of the endpoints it calls, not a real server. One
-document per checkpoint; saves go through the write alias ``<index>-write`` with
-``require_alias=true``, so an index deleted meanwhile is recreated with its mapping on the
-next save instead of auto-created with a dynamic one. Writes refresh the index.
+One document per checkpoint; saves go through the write alias ``<index>-write`` with
+``require_alias=true``, so a deleted index is recreated with its mapping, never auto-created
+with a dynamic one. Writes refresh the index.
 """
 
 from __future__ import annotations

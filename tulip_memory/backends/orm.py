@@ -1,10 +1,6 @@
-"""The ORM checkpointer shared by the PostgreSQL and MySQL backends: one
-:class:`~tulip_memory.models.CheckpointRecord` row per checkpoint.
-
-Each operation is one :class:`~tulip_memory.tenancy.database.TenantDatabase` transaction;
-queries filter on the tenant too, so isolation holds on MariaDB (no row-level security).
-A state holding a non-finite float is refused before anything is written (JSON columns
-take none); an unreadable row raises CheckpointCorruptError.
+"""The ORM checkpointer of the PostgreSQL and MySQL backends: one ``CheckpointRecord`` row
+per checkpoint, each operation one tenant transaction whose queries filter on the tenant
+too (MariaDB has no row-level security). JSON columns take no NaN or Infinity: refused.
 """
 
 from __future__ import annotations

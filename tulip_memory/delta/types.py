@@ -15,15 +15,9 @@ BlockRef = tuple[str, int]
 
 @dataclass(frozen=True)
 class CheckpointMetadata:
-    """Metadata of one checkpoint.
-
-    ``chain_depth`` is 0 for a full checkpoint, else the parent's depth + 1; ``base_id``
-    is the full checkpoint at the root of the chain (the checkpoint itself when full;
-    None is read as "itself"). ``size_bytes`` is the encoded payload before compression,
-    ``compressed_size_bytes`` what is stored (blocks are counted separately).
-    ``subject`` is who the state's metadata says the thread is about (``""``: nobody; see
-    :mod:`tulip_memory.core.subjects`).
-    """
+    """Metadata of one checkpoint: ``chain_depth`` 0 when full, else the parent's + 1;
+    ``base_id`` the full checkpoint at its chain's root (None: itself); sizes of its payload
+    before and after compression (blocks apart); ``subject`` (``""``: nobody)."""
 
     checkpoint_id: str
     thread_id: str

@@ -1,11 +1,5 @@
-"""Models of tulip_memory, one module per layer.
-
-store: items of the cross-thread store (PgMemory); checkpoints: checkpointer and
-delta-chain rows; extraction: the Celery extraction queue and jobs of the memory manager;
-langgraph: the checkpoints, channel values and pending writes of the LangGraph saver.
-tenants: the tenant registry and admin memberships (names only, no row-level security).
-erasure: the receipts of erased subjects.
-"""
+"""Models of tulip_memory, one module per layer: store (PgMemory), checkpoints,
+extraction, langgraph, tenants (no row-level security) and erasure (receipts)."""
 
 from tulip_memory.models.checkpoints import *  # noqa: F403
 from tulip_memory.models.erasure import *  # noqa: F403

@@ -127,11 +127,8 @@ class DeltaCheckpointRecordQuerySet(SubjectRowsQuerySet):
     def chain_group(
         self, tenant: str, thread_id: str, checkpoint_id: str | None
     ) -> DeltaCheckpointRecordQuerySet:
-        """Rows sharing the chain root (``base_id``) of a checkpoint (the newest when None).
-
-        One query: the root is found by a scalar subquery. The rows contain the
-        checkpoint's whole chain (and any sibling branch grown from the same root).
-        """
+        """Rows sharing the chain root (``base_id``) of a checkpoint (the newest when None),
+        in one query: its whole chain and any sibling branch grown from the same root."""
         rows = self.of_thread(tenant, thread_id)
         anchor = (
             rows.newest_first()
@@ -143,13 +140,8 @@ class DeltaCheckpointRecordQuerySet(SubjectRowsQuerySet):
     def load_rows(
         self, tenant: str, thread_id: str, checkpoint_id: str | None, fields: tuple[str, ...]
     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        """:meth:`chain_group`'s rows (``fields``, newest first) and the blocks of its root.
-
-        ONE statement (PostgreSQL): the records and the root's blocks come as one result,
-        the blocks in the columns ``checkpoint_id`` (their digest), ``data`` and
-        ``size_bytes``. Returns ``(records, blocks)`` as lists of dicts (blocks:
-        ``digest``, ``data``, ``size_bytes``).
-        """
+        """:meth:`chain_group`'s rows (``fields``, newest first) and the blocks of its root
+        (dicts of ``digest``, ``data``, ``size_bytes``), in ONE statement (PostgreSQL)."""
         connection = connections[self.db]
         quote = connection.ops.quote_name
         records = quote(self.model._meta.db_table)
@@ -203,13 +195,9 @@ class DeltaCheckpointRecordQuerySet(SubjectRowsQuerySet):
         *,
         after: tuple[str, datetime, str],
     ) -> bool:
-        """Insert a new record only if the thread's newest row is still ``after``.
-
-        ``after`` is ``(checkpoint_id, created_at, base_id)`` of the expected newest row
-        (the highest ``id``). ONE statement (PostgreSQL: ``INSERT … SELECT … WHERE`` with
-        ``ON CONFLICT DO NOTHING``); False when nothing was inserted — another row became
-        the newest, the expected one was replaced or re-based, or the id exists.
-        """
+        """Insert a new record only if the thread's newest row is still ``after``
+        (``(checkpoint_id, created_at, base_id)``), in ONE statement (PostgreSQL); False
+        when nothing was inserted (another newest row, or the id exists)."""
         connection = connections[self.db]
         meta = self.model._meta
         quote = connection.ops.quote_name

@@ -1,10 +1,6 @@
-"""Models of the Celery extraction queue of the memory manager.
-
-:class:`ExtractionQueue` (one row per memory namespace: its sequence and the lease of the
-worker running its jobs) and :class:`ExtractionJob` (one row per ended session; its payload
-holds the messages and, once done, the memory operations it applied). Both are under
-row-level security (query them inside ``tenant_atomic``). Lease and retry times use the
-database's clock, never a worker's, so clock skew cannot hand a namespace to two workers.
+"""The Celery extraction queue: :class:`ExtractionQueue` (a namespace's sequence and lease)
+and :class:`ExtractionJob` (an ended session's messages, then what it applied), under
+row-level security. Lease and retry times use the database's clock, never a worker's.
 """
 
 from __future__ import annotations

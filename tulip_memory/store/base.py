@@ -32,6 +32,7 @@ from tulip_memory.store.validation import (
 __all__ = [
     "TTL",
     "BaseStore",
+    "BatchWriteStore",
     "PreparedStore",
     "SemanticSearchResult",
     "StoreCapabilities",
@@ -47,6 +48,7 @@ TTL = float | timedelta | None
 _TTL_HINT = (
     "pick a store whose capabilities.ttl is True (InMemoryStore, HolographicStore, PgMemory)"
 )
+_EMBEDDING_HINT = "use put() for plain storage, or a store with semantic_search"
 
 
 def ttl_argument(ttl: TTL) -> dict[str, TTL]:
@@ -299,9 +301,12 @@ class BaseStore(ABC):
         ttl: TTL = None,
     ) -> None:
         """``put`` plus an embedding vector for ``search_by_embedding``."""
-        self._unsupported(
-            "semantic_search", "use put() for plain storage, or a store with semantic_search"
-        )
+        if not self.capabilities.semantic_search:  # refused before the item is validated
+            self._unsupported("semantic_search", _EMBEDDING_HINT)
+        await self._put_embedded(prepare_put(namespace, key, value, metadata), embedding, ttl)
+
+    async def _put_embedded(self, prepared: PreparedPut, embedding: list[float], ttl: TTL) -> None:
+        self._unsupported("semantic_search", _EMBEDDING_HINT)
 
     async def sweep_expired(self) -> int:
         """Delete the items whose expiry has passed; how many were deleted."""
@@ -327,8 +332,7 @@ observe_methods(BaseStore)
 
 
 class PreparedStore(BaseStore):
-    """Base of this package's stores: ``put`` and ``put_with_embedding`` validate the item,
-    then hand it to ``_put`` / ``_put_embedded``."""
+    """Base of this package's stores: ``put`` validates the item, then hands it to ``_put``."""
 
     async def put(
         self,
@@ -341,25 +345,35 @@ class PreparedStore(BaseStore):
     ) -> None:
         await self._put(prepare_put(namespace, key, value, metadata), ttl)
 
-    async def put_with_embedding(
-        self,
-        namespace: tuple[str, ...],
-        key: str,
-        value: Any,
-        embedding: list[float],
-        metadata: dict[str, Any] | None = None,
-        *,
-        ttl: TTL = None,
-    ) -> None:
-        if not self.capabilities.semantic_search:  # refused before the item is validated
-            await super().put_with_embedding(namespace, key, value, embedding, metadata, ttl=ttl)
-        await self._put_embedded(prepare_put(namespace, key, value, metadata), embedding, ttl)
-
     @abstractmethod
     async def _put(self, prepared: PreparedPut, ttl: TTL) -> None:
         """Write a validated item (``ttl`` not yet checked)."""
 
-    async def _put_embedded(self, prepared: PreparedPut, embedding: list[float], ttl: TTL) -> None:
-        self._unsupported(
-            "semantic_search", "use put() for plain storage, or a store with semantic_search"
-        )
+
+class BatchWriteStore(PreparedStore):
+    """A store whose every write is one ``_write_all`` of validated items (one lock or
+    transaction), which first compares the ``expected`` versions when given."""
+
+    async def _put(self, prepared: PreparedPut, ttl: TTL) -> None:
+        await self._write_all([prepared], self._ttl(ttl))
+
+    async def put_batch(self, items: list[BatchItem], *, ttl: TTL = None) -> None:
+        prepared = prepare_batch(items)
+        await self._write_all(prepared, self._ttl(ttl))
+
+    async def compare_and_put_batch(
+        self,
+        items: list[BatchItem],
+        expected_versions: Mapping[tuple[Namespace, str], int | None],
+    ) -> bool:
+        prepared = prepare_batch(items)
+        return await self._write_all(prepared, None, validate_expected_versions(expected_versions))
+
+    @abstractmethod
+    async def _write_all(
+        self,
+        prepared: list[PreparedPut],
+        ttl: timedelta | None,
+        expected: dict[tuple[Namespace, str], int | None] | None = None,
+    ) -> bool:
+        """Write every item unless an ``expected`` version differs (then ``False``)."""

@@ -10,7 +10,7 @@ import itertools
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
@@ -21,7 +21,7 @@ from tulip_memory.core.clock import Clock, MonotonicWallClock, utc_now
 from tulip_memory.core.namespaces import Namespace
 from tulip_memory.core.text import has_words, off_loop_when_long, search_terms, value_text
 from tulip_memory.embeddings.base import embed_texts, query_vector_or_none
-from tulip_memory.store.base import TTL, BatchItem, PreparedStore, StoreCapabilities, StoreItem
+from tulip_memory.store.base import BatchWriteStore, StoreCapabilities, StoreItem
 from tulip_memory.store.instrumentation import swept
 from tulip_memory.store.ranking import (
     MODEL_WEIGHT,
@@ -34,10 +34,8 @@ from tulip_memory.store.ranking import (
 from tulip_memory.store.validation import (
     PreparedPut,
     decode_json,
-    prepare_batch,
     validate_embedder,
     validate_embedder_vector,
-    validate_expected_versions,
     validate_key,
     validate_limit,
     validate_namespace,
@@ -138,7 +136,7 @@ T = TypeVar("T")
 _Encoded = tuple[Counter[str], np.ndarray | None]
 
 
-class InMemoryStore(PreparedStore):
+class InMemoryStore(BatchWriteStore):
     """Process-local store; values are kept as JSON text and decoded on every read."""
 
     def __init__(self, *, embedder: Any | None = None, clock: Clock = utc_now) -> None:
@@ -199,68 +197,44 @@ class InMemoryStore(PreparedStore):
         moment = self._now()
         expires_at = None if ttl is None else moment + ttl
         if previous is None or not previous.live(moment):  # an expired item is gone
-            now = self._clock.tick_datetime()
-            entry = _Entry(
-                prepared.value_json,
-                prepared.metadata_json,
-                now,
-                now,
-                1,
-                terms,
-                vector,
-                expires_at,
-            )
+            created = updated = self._clock.tick_datetime()
+            version = 1
         else:
-            entry = _Entry(
-                prepared.value_json,
-                prepared.metadata_json,
-                previous.created_at,
-                self._clock.tick_datetime(after=previous.updated_at),
-                previous.version + 1,
-                terms,
-                vector,
-                expires_at,
-            )
-        namespace.entries[prepared.key] = entry
+            created, version = previous.created_at, previous.version + 1
+            updated = self._clock.tick_datetime(after=previous.updated_at)
+        namespace.entries[prepared.key] = _Entry(
+            prepared.value_json,
+            prepared.metadata_json,
+            created,
+            updated,
+            version,
+            terms,
+            vector,
+            expires_at,
+        )
         namespace.recency[prepared.key] = next(self._writes)
         namespace.index(prepared.key, terms)
 
-    async def _put(self, prepared: PreparedPut, ttl: TTL) -> None:
-        expiry = self._ttl(ttl)
-        [encoded] = await self._encode([prepared])
-        await self._locked(lambda: self._write(prepared, encoded, expiry), len(prepared.value_json))
-
-    async def put_batch(self, items: list[BatchItem], *, ttl: TTL = None) -> None:
-        prepared = prepare_batch(items)
-        expiry = self._ttl(ttl)
-        encoded = await self._encode(prepared)
-
-        def write() -> None:
-            for one, enc in zip(prepared, encoded, strict=True):
-                self._write(one, enc, expiry)
-
-        await self._locked(write, sum(len(one.value_json) for one in prepared))
-
-    async def compare_and_put_batch(
+    async def _write_all(
         self,
-        items: list[BatchItem],
-        expected_versions: Mapping[tuple[Namespace, str], int | None],
+        prepared: list[PreparedPut],
+        ttl: timedelta | None,
+        expected: dict[tuple[Namespace, str], int | None] | None = None,
     ) -> bool:
-        prepared = prepare_batch(items)
-        expected = validate_expected_versions(expected_versions)
         encoded = await self._encode(prepared)
 
-        def compare_and_write() -> bool:
-            now = self._now()
-            for (namespace, key), version in expected.items():
-                entry = self._live_entry(namespace, key, now)
-                if (None if entry is None else entry.version) != version:
-                    return False
+        def write() -> bool:
+            if expected:
+                now = self._now()
+                for (namespace, key), version in expected.items():
+                    entry = self._live_entry(namespace, key, now)
+                    if (None if entry is None else entry.version) != version:
+                        return False
             for one, enc in zip(prepared, encoded, strict=True):
-                self._write(one, enc, None)
+                self._write(one, enc, ttl)
             return True
 
-        return await self._locked(compare_and_write, sum(len(p.value_json) for p in prepared))
+        return await self._locked(write, sum(len(one.value_json) for one in prepared))
 
     async def delete(self, namespace: tuple[str, ...], key: str) -> bool:
         validate_namespace(namespace)

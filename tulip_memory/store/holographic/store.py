@@ -12,7 +12,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from tulip_memory.core.clock import Clock, MonotonicWallClock, from_micros, to_micros, utc_now
 from tulip_memory.core.hrr import DEFAULT_DIM, validate_dim
 from tulip_memory.core.namespaces import Namespace
+from tulip_memory.core.numbers import is_int
 from tulip_memory.core.text import STOP_WORDS, has_words, off_loop_when_long, tokenize, value_text
 from tulip_memory.embeddings.base import embed_texts, embedder_source, query_vector_or_none
 from tulip_memory.store.base import (
     TTL,
-    BatchItem,
-    PreparedStore,
+    BatchWriteStore,
     SemanticSearchResult,
     StoreCapabilities,
     StoreItem,
@@ -59,11 +59,9 @@ from tulip_memory.store.ranking import (
 from tulip_memory.store.validation import (
     PreparedPut,
     decode_json,
-    prepare_batch,
     validate_embedder,
     validate_embedder_vector,
     validate_embedding,
-    validate_expected_versions,
     validate_key,
     validate_limit,
     validate_metadata_filter,
@@ -84,7 +82,7 @@ T = TypeVar("T")
 SEARCH_MODES = ("lexical", "hybrid", "fused", "hrr")
 
 
-class HolographicStore(PreparedStore):
+class HolographicStore(BatchWriteStore):
     """SQLite + FTS5 + HRR store; ``path=":memory:"`` keeps the database in memory."""
 
     def __init__(
@@ -103,11 +101,7 @@ class HolographicStore(PreparedStore):
         if not callable(clock):
             raise TypeError(f"clock must be a callable returning a datetime, got {clock!r}")
         self._now = clock
-        if embedding_dim is not None and (
-            isinstance(embedding_dim, bool)
-            or not isinstance(embedding_dim, int)
-            or embedding_dim < 1
-        ):
+        if embedding_dim is not None and (not is_int(embedding_dim) or embedding_dim < 1):
             raise ValueError(f"embedding_dim must be an int >= 1 or None, got {embedding_dim!r}")
         self._embedder = validate_embedder(embedder)
         if embedder is not None:
@@ -286,50 +280,25 @@ class HolographicStore(PreparedStore):
                 ),
             )
 
-    async def _put(self, prepared: PreparedPut, ttl: TTL) -> None:
-        expiry = self._ttl(ttl)
-        [encoded] = await self._encode_all([prepared])
-        [embedding] = await self._embed([prepared])
-
-        def work() -> None:
-            with self._transaction() as cur:
-                self._write(cur, prepared, encoded, embedding, expiry)
-
-        await self._run(work)
-
-    async def put_batch(self, items: list[BatchItem], *, ttl: TTL = None) -> None:
-        prepared = prepare_batch(items)
-        expiry = self._ttl(ttl)
-        encoded = await self._encode_all(prepared)
-        embeddings = await self._embed(prepared)
-
-        def work() -> None:
-            with self._transaction() as cur:
-                for one, enc, embedding in zip(prepared, encoded, embeddings, strict=True):
-                    self._write(cur, one, enc, embedding, expiry)
-
-        await self._run(work)
-
-    async def compare_and_put_batch(
+    async def _write_all(
         self,
-        items: list[BatchItem],
-        expected_versions: Mapping[tuple[Namespace, str], int | None],
+        prepared: list[PreparedPut],
+        ttl: timedelta | None,
+        expected: dict[tuple[Namespace, str], int | None] | None = None,
     ) -> bool:
-        # One BEGIN IMMEDIATE transaction: it excludes every other writer of the file.
-        prepared = prepare_batch(items)
-        expected = validate_expected_versions(expected_versions)
         encoded = await self._encode_all(prepared)
         embeddings = await self._embed(prepared)
 
         def work() -> bool:
+            # One BEGIN IMMEDIATE transaction: it excludes every other writer of the file.
             with self._transaction() as cur:
-                for (namespace, key), version in expected.items():
+                for (namespace, key), version in (expected or {}).items():
                     row = cur.execute(sql.SELECT_WRITE_STATE, (ns_to_text(namespace), key))
                     state = row.fetchone()
                     if (None if state is None or not state[2] else state[1]) != version:
                         return False
                 for one, enc, embedding in zip(prepared, encoded, embeddings, strict=True):
-                    self._write(cur, one, enc, embedding, None)
+                    self._write(cur, one, enc, embedding, ttl)
             return True
 
         return await self._run(work)
