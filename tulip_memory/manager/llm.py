@@ -318,7 +318,7 @@ class LLMMemoryManager(BaseMemoryManager):
         the extractor; if it raises, nothing is written.
         """
         if self.extractor is None:
-            return await super().run_extraction(messages, run_id=run_id, before_save=before_save)
+            return await super().run_extraction(messages, before_save=before_save)
         report = await self.extractor.run(messages, self, run_id=run_id, before_apply=before_save)
         outcome = ExtractionOutcome(
             report.written(),
