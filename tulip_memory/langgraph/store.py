@@ -1,57 +1,16 @@
-"""DjangoStore: LangGraph's ``BaseStore`` over PgMemory's table, one tenant per store call.
+"""DjangoStore: LangGraph's ``BaseStore`` over PgMemory's table (docs/langgraph.md).
 
-LangGraph's namespaces map onto PgMemory's under the tenant and the label ``"langgraph"``
-(:data:`~tulip_memory.core.subjects.LANGGRAPH_LABEL`, a root label LangGraph reserves, so
-no graph namespace and no default manager namespace is under it): the LangGraph namespace
-``("memories", "u1")`` of tenant ``acme`` is the row namespace ``("acme", "langgraph",
-"memories", "u1")``, apart from the memory manager's ``("acme", "users", uid, type)``.
-``shared_root=True`` keeps the graph's namespaces directly under the tenant, beside the
-manager's, to read items stored that way. The tenant is the store's ``tenant`` argument,
-else the one bound by :func:`~tulip_memory.tenancy.context.tenant_context` (or
-``TenantMiddleware``) when the call is made — never a label of the namespace the graph
-passes — and every batch runs in ONE transaction pinned to it
-(:class:`~tulip_memory.tenancy.database.TenantDatabase`), so row-level security shows and
-accepts only that tenant's rows.
-
-A batch is validated whole before anything runs (LangGraph's ``InvalidNamespaceError``
-for the labels it refuses; else the stores' rules, :mod:`tulip_memory.store.validation`:
-``ValueError`` naming the bad label, key, value, query, filter, limit or TTL); then the
-vectors of its puts and queries are computed (PgMemory's encoder: the configured
-embedder, else HRR), then, in the transaction, its reads in operation order (gets: one
-query; each search: one statement; list-namespaces: one query each) and last its writes
-(the last write of a key wins; deletes in one statement, upserts in one), as LangGraph's
-own stores do.
-
-``search`` ranks with PgMemory's hybrid statement (``MemoryItemQuerySet.search_paths``:
-BM25 over the indexed text fused with the vector's cosine), over every namespace under the
-prefix as one ranking, with the value filter applied inside the statement, before the
-cut. It ranks, it does not filter by relevance: every item with a vector is a candidate
-by its vector, as LangGraph's contract has it, also with HRR vectors, so a query sharing
-nothing with the items still returns up to ``limit`` of them, with low scores
-(``PgMemory.search`` returns only an HRR store's word matches). Without a query it lists
-the newest items first, like ``PostgresStore``.
-
-The text of an item (its words and its vector) is taken from the fields of ``index``
-(LangGraph's paths, ``"$"`` = the whole value; per put ``index=[...]`` overrides them),
-joined into one text: one vector per item. ``index=False`` stores the item without text
-or vector: ``get``, ``list`` and a search without a query find it, a search with a query
-does not (as in ``PostgresStore``).
-
-TTL (``supports_ttl``): ``put(..., ttl=minutes)`` (or ``ttl_config["default_ttl"]``)
-sets the item's expiry from the store's clock (PgMemory's ``clock``) and records the ttl;
-an expired item is invisible at once to ``get``, ``search`` and ``list_namespaces``
-(whatever ``omit_expired`` says) and its row goes with the next sweep
-(:meth:`DjangoStore.sweep_ttl`, the Celery beat task or ``tulip_memory_sweep_expired``).
-A ``get``/``search`` with ``refresh_ttl`` (default ``ttl_config["refresh_on_read"]``,
-else True) sets the expiry of the items it returned to now + their ttl, in the batch's
-transaction: one ``UPDATE`` per batch.
+A graph's namespace lives under ``(tenant, "langgraph")`` (or right under the tenant with
+``shared_root=True``); the tenant is the store's own or the bound one, never a label the
+graph passes. A batch is validated whole, then runs in one transaction pinned to the
+tenant: its reads in operation order, then its writes (the last write of a key wins).
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -60,14 +19,12 @@ from typing import Any, Literal, NamedTuple, cast
 
 from asgiref.sync import async_to_sync, sync_to_async
 from langgraph.store.base import (
-    NOT_PROVIDED,
     BaseStore,
     GetOp,
     InvalidNamespaceError,
     Item,
     ListNamespacesOp,
     MatchCondition,
-    NotProvided,
     Op,
     PutOp,
     Result,
@@ -191,15 +148,8 @@ def _check_max_depth(value: object) -> None:
 
 
 class ValueFilter:
-    """LangGraph's ``filter`` of ``search`` as one SQL condition on the ``value`` column.
-
-    As ``InMemoryStore`` compares (the reference): ``{"k": v}`` keeps items whose
-    ``value["k"]`` equals ``v`` (a missing field equals ``None``); a dict of operators
-    (``$eq``, ``$ne``, ``$gt``, ``$gte``, ``$lt``, ``$lte``) applies each to the field; a
-    dict without operators matches a nested object field by field; a list matches an
-    equal list. ``$gt``…``$lte`` take a number and compare numbers (a field that is not a
-    number does not match).
-    """
+    """LangGraph's ``filter`` of ``search`` as one SQL condition on the ``value`` column,
+    compared as ``InMemoryStore`` compares (``$gt``…``$lte`` on numbers only)."""
 
     def __init__(self, spec: object) -> None:
         if not isinstance(spec, dict):
@@ -294,16 +244,10 @@ def _matches(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
 class DjangoStore(TenantDatabase, BaseStore):
     """LangGraph store on PgMemory's table through the PostgreSQL alias ``using``.
 
-    ``tenant`` fixes the tenant (else the bound one is used at call time); the graph's
-    namespaces live under ``(tenant, "langgraph")``, or right under the tenant with
-    ``shared_root=True`` (beside the memory manager's namespaces). ``embedder``
-    is PgMemory's (``None``: ``TULIP_MEMORY["EMBEDDER"]``, ``"hrr"``, or a
-    ``BaseEmbedding``). ``index`` is LangGraph's index configuration: its ``fields``
-    (default ``["$"]``) say what text an item is found by; ``dims``, if given, must be
-    the encoder's width; ``embed`` is refused (the embedder is ``embedder``).
-
-    ``search(prefix, query=...)`` ranks every item with a vector under the prefix, as
-    LangGraph's stores do: unrelated items come back too (low ``score``), up to ``limit``.
+    ``embedder`` is PgMemory's; ``index`` is LangGraph's index configuration (its
+    ``fields``, default ``["$"]``, say what text an item is found by; ``dims``, if given,
+    must be the encoder's width). A query search ranks every item with a vector under the
+    prefix, as LangGraph's stores do: unrelated items come back too, with low scores.
     """
 
     vendor = "postgresql"
@@ -354,11 +298,9 @@ class DjangoStore(TenantDatabase, BaseStore):
         return self._paths(index.get("fields") or ["$"], "index['fields']")
 
     def _row_namespace(self, tenant: str, namespace: tuple[str, ...]) -> Namespace:
-        """The row namespace of the graph's ``namespace`` (or prefix) in ``tenant``."""
         return (tenant, *self._root, *namespace)
 
     def _graph_namespace(self, row_namespace: Namespace) -> tuple[str, ...]:
-        """The graph's namespace of a row's (the tenant and the root label dropped)."""
         return row_namespace[1 + len(self._root) :]
 
     @staticmethod
@@ -388,37 +330,19 @@ class DjangoStore(TenantDatabase, BaseStore):
 
     # LangGraph's item methods, refusing a key that is not text (see ``_text_key``).
 
-    def get(
-        self, namespace: tuple[str, ...], key: str, *, refresh_ttl: bool | None = None
-    ) -> Item | None:
-        return super().get(namespace, _text_key(key), refresh_ttl=refresh_ttl)
+    def get(self, namespace: tuple[str, ...], key: str, *args: Any, **kwargs: Any) -> Item | None:
+        return super().get(namespace, _text_key(key), *args, **kwargs)
 
     async def aget(
-        self, namespace: tuple[str, ...], key: str, *, refresh_ttl: bool | None = None
+        self, namespace: tuple[str, ...], key: str, *args: Any, **kwargs: Any
     ) -> Item | None:
-        return await super().aget(namespace, _text_key(key), refresh_ttl=refresh_ttl)
+        return await super().aget(namespace, _text_key(key), *args, **kwargs)
 
-    def put(
-        self,
-        namespace: tuple[str, ...],
-        key: str,
-        value: Mapping[str, Any],
-        index: Literal[False] | list[str] | None = None,
-        *,
-        ttl: float | NotProvided | None = NOT_PROVIDED,
-    ) -> None:
-        super().put(namespace, _text_key(key), value, index, ttl=ttl)
+    def put(self, namespace: tuple[str, ...], key: str, *args: Any, **kwargs: Any) -> None:
+        super().put(namespace, _text_key(key), *args, **kwargs)
 
-    async def aput(
-        self,
-        namespace: tuple[str, ...],
-        key: str,
-        value: Mapping[str, Any],
-        index: Literal[False] | list[str] | None = None,
-        *,
-        ttl: float | NotProvided | None = NOT_PROVIDED,
-    ) -> None:
-        await super().aput(namespace, _text_key(key), value, index, ttl=ttl)
+    async def aput(self, namespace: tuple[str, ...], key: str, *args: Any, **kwargs: Any) -> None:
+        await super().aput(namespace, _text_key(key), *args, **kwargs)
 
     def delete(self, namespace: tuple[str, ...], key: str) -> None:
         super().delete(namespace, _text_key(key))

@@ -6,46 +6,45 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from dataclasses import replace
-from datetime import timedelta
-from typing import Any
+from typing import Any, ClassVar
 
 from django.core.management.base import CommandError
 
 from tulip_memory.exceptions import ConfigurationError
 from tulip_memory.management.tenant_command import TenantCommand
-from tulip_memory.retention.policy import RetentionPolicy, retention_period, retention_policy
+from tulip_memory.retention.policy import optional_period, retention_policy
 
-__all__ = ["SweepCommand", "option_period", "policy_with"]
-
-
-def option_period(option: str, value: float, *, unit: str, strict: bool) -> timedelta:
-    """The period an option names (see ``retention_period``); ``CommandError`` if bad."""
-    try:
-        return retention_period(value, unit=unit, strict=strict)
-    except ValueError as exc:
-        raise CommandError(f"{option} {exc}") from None
-
-
-def policy_with(nothing_to_do: str, **options: Any) -> RetentionPolicy:
-    """The retention policy of the settings with the fields of the options given (not
-    None); ``CommandError`` if the settings are bad or leave all these fields None."""
-    try:
-        policy = retention_policy()
-    except ConfigurationError as exc:
-        raise CommandError(str(exc)) from None
-    policy = replace(
-        policy, **{name: value for name, value in options.items() if value is not None}
-    )
-    if all(getattr(policy, name) is None for name in options):
-        raise CommandError(f"Nothing to do: {nothing_to_do}")
-    return policy
+__all__ = ["SweepCommand"]
 
 
 class SweepCommand(TenantCommand):
     """Runs :meth:`sweep` on every named tenant; subclasses say what a sweep does."""
 
+    #: The retention policy's fields the options set: option -> (field, the unit of a
+    #: period or None for a count, whether 0 is refused); the sweeps read :attr:`policy`.
+    policy_options: ClassVar[dict[str, tuple[str, str | None, bool]]] = {}
+    #: What to set or pass when neither the settings nor the options give a policy.
+    nothing_to_do: ClassVar[str] = ""
+
     def prepare(self, options: dict[str, Any]) -> None:
-        """Check the options before any tenant is swept (raise CommandError)."""
+        """Check the options before any tenant is swept (raise CommandError): the policy
+        is the settings' with the fields of the options given."""
+        if not self.policy_options:
+            return
+        fields = {}
+        for option, (field, unit, strict) in self.policy_options.items():
+            value = options[option[2:].replace("-", "_")]
+            if unit is not None:
+                value = optional_period(option, value, unit=unit, strict=strict, error=CommandError)
+            fields[field] = value
+        try:
+            policy = retention_policy()
+        except ConfigurationError as exc:
+            raise CommandError(str(exc)) from None
+        given = {name: value for name, value in fields.items() if value is not None}
+        self.policy = replace(policy, **given)
+        if all(getattr(self.policy, name) is None for name in fields):
+            raise CommandError(f"Nothing to do: {self.nothing_to_do}")
 
     @abstractmethod
     def sweep(self, tenant: str, alias: str, dry_run: bool) -> dict[str, int]:

@@ -45,6 +45,8 @@ class TenantCommand(BaseCommand):
     takes_tenants: ClassVar[bool] = True
     #: Whether the command works on exactly one tenant (only a required ``--tenant``).
     single_tenant: ClassVar[bool] = False
+    #: The command's own arguments: name -> ``parser.add_argument`` keywords.
+    arguments: ClassVar[dict[str, dict[str, Any]]] = {}
 
     def execute(self, *args: Any, **options: Any) -> Any:
         try:
@@ -65,6 +67,8 @@ class TenantCommand(BaseCommand):
                 action="store_true",
                 help="Report what would change; write nothing.",
             )
+        for name, keywords in self.arguments.items():
+            parser.add_argument(name, **keywords)
 
     def add_tenant_arguments(self, parser: CommandParser) -> None:
         """``--tenant``, ``--tenants-file`` and ``--all-tenants`` (``--tenant`` alone, and

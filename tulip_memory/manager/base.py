@@ -137,28 +137,12 @@ class BaseMemoryManager(ABC):
             return
         await self._extract_and_save(messages, self._event_fields())
 
-    async def extract_and_save(
-        self, messages: list[Message], *, before_save: BeforeSave | None = None
-    ) -> list[Memory]:
-        """Extract and save, raising on failure; returns the memories written.
-        ``before_save`` is awaited right before the first write; if it raises, nothing
-        is written."""
-        return (await self.run_extraction(messages, before_save=before_save)).memories
-
     async def run_extraction(
-        self,
-        messages: list[Message],
-        *,
-        run_id: str | None = None,
-        before_save: BeforeSave | None = None,
+        self, messages: list[Message], *, before_save: BeforeSave | None = None
     ) -> ExtractionOutcome:
         """One extraction run, raising on failure (what the lifecycle hooks wrap).
-
-        ``run_id`` names the run for extractors that apply it once (a redelivered run
-        with the same id applies nothing); this default has none and ignores it.
         ``before_save`` is awaited right before the first write; if it raises, nothing
-        is written.
-        """
+        is written."""
         memories = await self.extract(messages)
         if memories:
             if before_save is not None:

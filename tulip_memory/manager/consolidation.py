@@ -87,50 +87,38 @@ Only name memories listed for that fact. Return {"decisions": [{"fact": <number>
 "event": ..., "type": ..., "key": ..., "content": ...}]}, one per fact; use null for \
 "type"/"key"/"content" where they do not apply."""
 
-FACTS_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["facts"],
-    "properties": {
-        "facts": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "additionalProperties": False,
-                "required": ["type", "key", "content", "confidence"],
-                "properties": {
-                    "type": {"type": "string"},
-                    "key": {"type": "string"},
-                    "content": {"type": "string"},
-                    "confidence": {"type": "number"},
-                },
-            },
-        }
-    },
-}
 
-DECISIONS_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["decisions"],
-    "properties": {
-        "decisions": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "additionalProperties": False,
-                "required": ["fact", "event", "type", "key", "content"],
-                "properties": {
-                    "fact": {"type": "integer"},
-                    "event": {"type": "string"},
-                    "type": {"type": ["string", "null"]},
-                    "key": {"type": ["string", "null"]},
-                    "content": {"type": ["string", "null"]},
-                },
-            },
-        }
+def _list_schema(name: str, properties: dict[str, Any]) -> dict[str, Any]:
+    """A strict schema of ``{name: [items]}``, each item holding every one of ``properties``."""
+    item = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": list(properties),
+        "properties": properties,
+    }
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": [name],
+        "properties": {name: {"type": "array", "items": item}},
+    }
+
+
+_TEXT, _OPTIONAL_TEXT = {"type": "string"}, {"type": ["string", "null"]}
+FACTS_SCHEMA = _list_schema(
+    "facts",
+    {"type": _TEXT, "key": _TEXT, "content": _TEXT, "confidence": {"type": "number"}},
+)
+DECISIONS_SCHEMA = _list_schema(
+    "decisions",
+    {
+        "fact": {"type": "integer"},
+        "event": _TEXT,
+        "type": _OPTIONAL_TEXT,
+        "key": _OPTIONAL_TEXT,
+        "content": _OPTIONAL_TEXT,
     },
-}
+)
 
 
 class MemoryTarget(Protocol):

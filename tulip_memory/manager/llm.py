@@ -92,28 +92,14 @@ _SAVE_ATTEMPTS = 100
 
 
 class LLMMemoryManager(BaseMemoryManager):
-    """Memory manager backed by any store, with a pluggable extractor.
+    """Memory manager over any store, with a pluggable extractor (docs/manager.md).
 
-    Args:
-        store: any :class:`~tulip_memory.store.base.BaseStore` (InMemoryStore,
-            HolographicStore, PgMemory ...).
-        extract_fn: ``async (messages) -> list[Memory]``, saved by the manager.
-        extractor: an :class:`~tulip_memory.manager.consolidation.LLMExtractor`, whose
-            decisions (ADD/UPDATE/DELETE/NONE) are applied once per run. Without either,
-            the LLM extractor of ``TULIP_MEMORY["LLM"]`` when it names a ``MODEL``, else
-            the deterministic heuristic of :mod:`tulip_memory.manager.heuristic`
-            (:attr:`extractor` says which).
-        namespace_prefix: where memories live when no scope or resolver says otherwise;
-            its first element is the tenant.
-        max_memories: per type and namespace; the oldest are pruned (with their history).
-        retrieve_limit: memories injected per turn.
-        extract_mode: ``"inline"``, ``"background"`` (in-process tasks) or ``"celery"``
-            (a job row + a Celery task; workers rebuild the manager from
-            ``TULIP_MEMORY`` and run the jobs of a namespace in order).
-        max_concurrent_extractions: background jobs running at once.
-        namespace_resolver: ``(RunInfo) -> prefix | MemoryScope | None`` per run; ``None``
-            or an exception means no memory at all for that run.
-        keep_history: keep past versions of updated memories (see :meth:`history`).
+    Memories are extracted by ``extract_fn``, else ``extractor`` (an
+    :class:`~tulip_memory.manager.consolidation.LLMExtractor`), else the LLM extractor of
+    ``TULIP_MEMORY["LLM"]`` when it names a ``MODEL``, else the heuristic. They live under
+    ``namespace_prefix`` (its first label is the tenant) unless a scope or
+    ``namespace_resolver`` (``None`` or an exception: no memory for that run) says
+    otherwise; ``max_memories`` per type and namespace, the oldest pruned.
     """
 
     def __init__(
@@ -199,12 +185,8 @@ class LLMMemoryManager(BaseMemoryManager):
     def scoped(
         self, namespace_prefix: Namespace, *, recall: Sequence[Namespace] = ()
     ) -> ScopeBinding:
-        """Read and write under ``namespace_prefix`` inside the block (or decorated function).
-
-        ``recall`` adds read-only prefixes of the same tenant; one of another tenant is
-        dropped with a warning. Context-local: concurrent tasks keep their own scope, and
-        background jobs scheduled inside inherit it.
-        """
+        """Read and write under ``namespace_prefix`` inside the block (or decorated
+        function), context-locally; ``recall`` adds read-only prefixes of the same tenant."""
         return ScopeBinding(
             self, MemoryScope(tuple(namespace_prefix), tuple(tuple(p) for p in recall))
         )
@@ -278,10 +260,8 @@ class LLMMemoryManager(BaseMemoryManager):
         return super().pending_extractions + (runner.pending if runner is not None else 0)
 
     async def drain(self) -> None:
-        """Wait for this manager's extractions (background tasks or Celery jobs).
-
-        Bound it with ``asyncio.timeout(...)``; cancelling leaves the jobs running.
-        """
+        """Wait for this manager's extractions (background tasks or Celery jobs);
+        cancelling leaves the jobs running."""
         await super().drain()
         runner: CeleryExtractions | None = self.__dict__.get("_celery_extractions")
         if runner is not None:
@@ -309,16 +289,11 @@ class LLMMemoryManager(BaseMemoryManager):
         run_id: str | None = None,
         before_save: BeforeSave | None = None,
     ) -> ExtractionOutcome:
-        """One run in the active namespace, raising on failure.
-
-        With an :attr:`extractor` the run is applied once per ``run_id`` (default: a hash
-        of the namespace and the messages) and the outcome carries the model's usage and
-        the operation counts; otherwise it is the base class's. ``before_save`` is
-        awaited between the extraction (every model call) and the first write, whatever
-        the extractor; if it raises, nothing is written.
-        """
+        """One run in the active namespace, raising on failure; with an :attr:`extractor`,
+        applied once per ``run_id`` (default: a hash of the namespace and the messages).
+        ``before_save`` is awaited after every model call, before the first write."""
         if self.extractor is None:
-            return await super().run_extraction(messages, run_id=run_id, before_save=before_save)
+            return await super().run_extraction(messages, before_save=before_save)
         report = await self.extractor.run(messages, self, run_id=run_id, before_apply=before_save)
         outcome = ExtractionOutcome(
             report.written(),
@@ -353,11 +328,8 @@ class LLMMemoryManager(BaseMemoryManager):
         query: str | None = None,
         namespaces: Sequence[Namespace] | None = None,
     ) -> list[Memory]:
-        """Memories of every type: ranked for ``query`` first, topped up by the newest.
-
-        ``namespaces`` (priority order) defaults to :attr:`active_recall`; they must all
-        belong to one tenant (``namespace[0]``), else ValueError.
-        """
+        """Memories of every type: ranked for ``query`` first, topped up by the newest;
+        ``namespaces`` (one tenant's, in priority order) default to :attr:`active_recall`."""
         top = self.retrieve_limit if limit is None else limit
         if not is_int(top) or top < 0:
             raise ValueError(f"limit must be an int >= 0 or None, got {limit!r}")
@@ -391,12 +363,8 @@ class LLMMemoryManager(BaseMemoryManager):
         return await self.retrieve(limit, query=query, namespaces=namespaces)
 
     async def save(self, memories: list[Memory]) -> None:
-        """Upsert ``memories`` under the active namespace; prune touched types.
-
-        Same ``(type, key)`` overwrites the stored memory; its previous content goes to
-        the history when it changed. ``updated_at`` is stamped on a copy: the caller's
-        Memory objects are not modified. Every item is checked before the first write.
-        """
+        """Upsert ``memories`` by ``(type, key)`` under the active namespace (a changed
+        content's previous one goes to the history); prune the touched types."""
         check_memories(memories)
         latest: dict[tuple[MemoryType, str], Memory] = {}
         for memory in memories:  # within one call, the last memory of a (type, key) wins

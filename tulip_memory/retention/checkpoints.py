@@ -17,7 +17,7 @@ from asgiref.sync import async_to_sync
 from tulip_memory.core.clock import utc_now
 from tulip_memory.events import EV_CHECKPOINT_PRUNED, elapsed_ms, muted
 from tulip_memory.retention.policy import RetentionPolicy, retention_policy
-from tulip_memory.retention.tenants import sweep_tenants
+from tulip_memory.retention.tenants import per_tenant
 
 if TYPE_CHECKING:
     from django.db.models import QuerySet
@@ -289,20 +289,10 @@ def _report_pruned(
 
 
 def prune_checkpoints(
-    using: str = "default",
-    tenants: Sequence[str] | None = None,
-    *,
-    policy: RetentionPolicy | None = None,
-    now: datetime | None = None,
-    dry_run: bool = False,
+    using: str = "default", tenants: Sequence[str] | None = None, **options: Any
 ) -> dict[str, CheckpointPruning]:
-    """:func:`prune_tenant_checkpoints` for ``tenants`` (default: every tenant)."""
-
-    policy = retention_policy() if policy is None else policy
-    moment = utc_now() if now is None else now
-    return {
-        tenant: prune_tenant_checkpoints(
-            tenant, using=using, policy=policy, now=moment, dry_run=dry_run
-        )
-        for tenant in sweep_tenants(using, tenants)
-    }
+    """:func:`prune_tenant_checkpoints` with ``options`` (``policy``, ``now``: one for all)
+    for ``tenants`` (default: every tenant); by tenant."""
+    options["policy"] = options.get("policy") or retention_policy()
+    options["now"] = options.get("now") or utc_now()
+    return per_tenant(prune_tenant_checkpoints, using, tenants, **options)

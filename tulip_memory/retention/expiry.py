@@ -7,10 +7,11 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 from tulip_memory.core.clock import utc_now
 from tulip_memory.events import EV_STORE_EXPIRED_SWEPT, elapsed_ms
-from tulip_memory.retention.tenants import sweep_tenants
+from tulip_memory.retention.tenants import per_tenant
 
 __all__ = ["sweep_expired_items", "sweep_expired_tenant"]
 
@@ -58,16 +59,9 @@ def sweep_expired_tenant(
 
 
 def sweep_expired_items(
-    using: str = "default",
-    tenants: Sequence[str] | None = None,
-    *,
-    now: datetime | None = None,
-    dry_run: bool = False,
+    using: str = "default", tenants: Sequence[str] | None = None, **options: Any
 ) -> dict[str, int]:
-    """:func:`sweep_expired_tenant` for ``tenants`` (default: every tenant); per tenant."""
-
-    moment = utc_now() if now is None else now
-    return {
-        tenant: sweep_expired_tenant(tenant, using=using, now=moment, dry_run=dry_run)
-        for tenant in sweep_tenants(using, tenants)
-    }
+    """:func:`sweep_expired_tenant` with ``options`` (``now``: one for all) for ``tenants``
+    (default: every tenant); by tenant."""
+    options["now"] = options.get("now") or utc_now()
+    return per_tenant(sweep_expired_tenant, using, tenants, **options)

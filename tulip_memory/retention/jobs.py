@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from tulip_memory.retention.policy import RetentionPolicy, retention_policy
-from tulip_memory.retention.tenants import sweep_tenants
+from tulip_memory.retention.tenants import per_tenant
 
 __all__ = ["JobCleanup", "cleanup_jobs", "cleanup_tenant_jobs"]
 
@@ -52,16 +53,9 @@ def cleanup_tenant_jobs(
 
 
 def cleanup_jobs(
-    using: str = "default",
-    tenants: Sequence[str] | None = None,
-    *,
-    policy: RetentionPolicy | None = None,
-    dry_run: bool = False,
+    using: str = "default", tenants: Sequence[str] | None = None, **options: Any
 ) -> dict[str, JobCleanup]:
-    """:func:`cleanup_tenant_jobs` for ``tenants`` (default: every tenant); per tenant."""
-
-    policy = retention_policy() if policy is None else policy
-    return {
-        tenant: cleanup_tenant_jobs(tenant, using=using, policy=policy, dry_run=dry_run)
-        for tenant in sweep_tenants(using, tenants)
-    }
+    """:func:`cleanup_tenant_jobs` with ``options`` (``policy``: one for all) for
+    ``tenants`` (default: every tenant); by tenant."""
+    options["policy"] = options.get("policy") or retention_policy()
+    return per_tenant(cleanup_tenant_jobs, using, tenants, **options)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -17,6 +18,7 @@ __all__ = [
     "LONGEST_PERIOD",
     "SWEEP_NAMES",
     "RetentionPolicy",
+    "optional_period",
     "retention_period",
     "retention_policy",
     "sweep_databases",
@@ -61,29 +63,41 @@ def retention_period(value: object, *, unit: str, strict: bool) -> timedelta:
     return timedelta(**{unit: value})
 
 
-def _period(name: str, value: object, *, unit: str, strict: bool) -> timedelta | None:
+def optional_period(
+    named: str,
+    value: object,
+    *,
+    unit: str,
+    strict: bool = False,
+    error: Callable[[str], Exception] = ValueError,
+) -> timedelta | None:
+    """:func:`retention_period` of ``value``, None for None; ``error`` of the problem
+    (``named`` first) when it is refused."""
     if value is None:
         return None
     try:
         return retention_period(value, unit=unit, strict=strict)
     except ValueError as exc:
-        raise ConfigurationError(f"TULIP_MEMORY[{name!r}] {exc} (or None: keep)") from None
+        raise error(f"{named} {exc}") from None
+
+
+def _setting_period(name: str, *, unit: str, strict: bool = False) -> timedelta | None:
+    from tulip_memory.conf import settings
+
+    value, named = getattr(settings, name), f"TULIP_MEMORY[{name!r}]"
+    try:
+        return optional_period(named, value, unit=unit, strict=strict)
+    except ValueError as exc:
+        raise ConfigurationError(f"{exc} (or None: keep)") from None
 
 
 def retention_policy() -> RetentionPolicy:
     """The policy of the ``TULIP_MEMORY`` settings (``ConfigurationError`` if unusable)."""
     from tulip_memory.conf import settings
 
-    purge = _period(
-        "JOB_PAYLOAD_PURGE_AFTER_HOURS",
-        settings.JOB_PAYLOAD_PURGE_AFTER_HOURS,
-        unit="hours",
-        strict=False,
-    )
-    delete = _period(
-        "JOB_DELETE_AFTER_DAYS", settings.JOB_DELETE_AFTER_DAYS, unit="days", strict=False
-    )
-    idle = _period("CHECKPOINT_IDLE_DAYS", settings.CHECKPOINT_IDLE_DAYS, unit="days", strict=True)
+    purge = _setting_period("JOB_PAYLOAD_PURGE_AFTER_HOURS", unit="hours")
+    delete = _setting_period("JOB_DELETE_AFTER_DAYS", unit="days")
+    idle = _setting_period("CHECKPOINT_IDLE_DAYS", unit="days", strict=True)
     keep = settings.CHECKPOINT_KEEP_LAST
     if keep is not None and (not is_int(keep) or keep < 1):
         raise ConfigurationError(

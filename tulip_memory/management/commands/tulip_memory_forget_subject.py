@@ -7,7 +7,7 @@ from __future__ import annotations
 import getpass
 from typing import Any
 
-from django.core.management.base import CommandError, CommandParser
+from django.core.management.base import CommandError
 
 from tulip_memory.core.namespaces import decode_namespace
 from tulip_memory.core.subjects import validate_subject
@@ -32,21 +32,17 @@ class Command(TenantCommand):
     )
     vendors = ("postgresql", "mysql")
     single_tenant = True
-
-    def add_arguments(self, parser: CommandParser) -> None:
-        super().add_arguments(parser)
-        parser.add_argument("subject", help="Who to forget (the threads' subject tag).")
-        parser.add_argument(
-            "--namespace-prefix",
-            action="append",
-            default=[],
-            metavar="LABELS",
-            help="Another namespace of the subject's memories: '/'-joined labels after the "
+    arguments = {
+        "subject": {"help": "Who to forget (the threads' subject tag)."},
+        "--namespace-prefix": {
+            "action": "append",
+            "default": [],
+            "metavar": "LABELS",
+            "help": "Another namespace of the subject's memories: '/'-joined labels after the "
             "tenant (repeatable).",
-        )
-        parser.add_argument(
-            "--actor", help="Who asks, for the receipt (default: this command and the OS user)."
-        )
+        },
+        "--actor": {"help": "Who asks, for the receipt (default: this command and the OS user)."},
+    }
 
     def handle(self, *args: Any, **options: Any) -> None:
         tenants = self.tenants(options)

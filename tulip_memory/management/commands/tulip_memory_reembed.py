@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from django.core.management.base import CommandError, CommandParser
+from django.core.management.base import CommandError
 
 from tulip_memory.management.tenant_command import TenantCommand
 from tulip_memory.postgres.search_index import vector_width_sql
@@ -27,12 +27,9 @@ class Command(TenantCommand):
         "TULIP_MEMORY['EMBEDDER'], tenant by tenant, in batches (resumable, idempotent)."
     )
     vendors = ("postgresql",)
-
-    def add_arguments(self, parser: CommandParser) -> None:
-        super().add_arguments(parser)
-        parser.add_argument(
-            "--batch-size", type=int, default=256, help="Items per batch (default: 256)."
-        )
+    arguments = {
+        "--batch-size": {"type": int, "default": 256, "help": "Items per batch (default: 256)."}
+    }
 
     @staticmethod
     def _encoder() -> TextEncoder:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import CommandError, CommandParser
+from django.core.management.base import CommandError
 
 from tulip_memory.core.namespaces import decode_namespace
 from tulip_memory.management.tenant_command import TenantCommand
@@ -20,28 +20,24 @@ class Command(TenantCommand):
         "queue touched."
     )
     vendors = ("postgresql",)
-
-    def add_arguments(self, parser: CommandParser) -> None:
-        super().add_arguments(parser)
-        parser.add_argument(
-            "--namespace",
-            action="append",
-            default=[],
-            metavar="PATH",
-            help="Only this namespace ('/'-joined, starting with its tenant; repeatable).",
-        )
-        parser.add_argument(
-            "--only",
-            choices=("failed", "stuck"),
-            help="Only retry failed jobs, or only requeue stuck queues (default: both).",
-        )
-        parser.add_argument(
-            "--stuck-after",
-            type=float,
-            metavar="SECONDS",
-            help="A runnable job nobody works on for this long is stuck (default: "
+    arguments = {
+        "--namespace": {
+            "action": "append",
+            "default": [],
+            "metavar": "PATH",
+            "help": "Only this namespace ('/'-joined, starting with its tenant; repeatable).",
+        },
+        "--only": {
+            "choices": ("failed", "stuck"),
+            "help": "Only retry failed jobs, or only requeue stuck queues (default: both).",
+        },
+        "--stuck-after": {
+            "type": float,
+            "metavar": "SECONDS",
+            "help": "A runnable job nobody works on for this long is stuck (default: "
             "TULIP_MEMORY['EXTRACTION_RESEND_AFTER']).",
-        )
+        },
+    }
 
     def handle(self, *args: Any, **options: Any) -> None:
         from tulip_memory.conf import settings

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from django.core.management.base import CommandError, CommandParser
+from django.core.management.base import CommandError
 from django.db import DatabaseError, transaction
 
 from tulip_memory.management.tenant_command import TenantCommand
@@ -33,26 +33,24 @@ class Command(TenantCommand):
     vendors = ("postgresql",)
     takes_tenants = False
     requires_system_checks: list[str] = []
-
-    def add_arguments(self, parser: CommandParser) -> None:
-        super().add_arguments(parser)
-        parser.add_argument(
-            "--owner-role",
-            default=OWNER_ROLE,
-            help=f"The role that owns the tables and migrates (default: {OWNER_ROLE}).",
-        )
-        parser.add_argument(
-            "--app-role",
-            default=APP_ROLE,
-            help=f"The role the application connects as (default: {APP_ROLE}).",
-        )
-        for role in ("owner", "app"):
-            parser.add_argument(
-                f"--{role}-password-env",
-                metavar="VARIABLE",
-                help=f"An environment variable holding the {role} role's password (set on "
+    arguments = {
+        "--owner-role": {
+            "default": OWNER_ROLE,
+            "help": f"The role that owns the tables and migrates (default: {OWNER_ROLE}).",
+        },
+        "--app-role": {
+            "default": APP_ROLE,
+            "help": f"The role the application connects as (default: {APP_ROLE}).",
+        },
+        **{
+            f"--{role}-password-env": {
+                "metavar": "VARIABLE",
+                "help": f"An environment variable holding the {role} role's password (set on "
                 "creation, or changed when the role exists). Without it the role has none.",
-            )
+            }
+            for role in ("owner", "app")
+        },
+    }
 
     @staticmethod
     def _password(variable: str | None) -> str | None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.core.management.base import CommandParser
 from django.db.models import BigIntegerField, Count, Func, Q, Sum
 
 from tulip_memory.management.tenant_command import TenantCommand
@@ -122,10 +121,7 @@ class Command(TenantCommand):
     )
     vendors = ("postgresql",)
     changes_data = False
-
-    def add_arguments(self, parser: CommandParser) -> None:
-        super().add_arguments(parser)
-        parser.add_argument("--json", action="store_true", help="Print JSON instead of a table.")
+    arguments = {"--json": {"action": "store_true", "help": "Print JSON instead of a table."}}
 
     def handle(self, *args: Any, **options: Any) -> None:
         tenants = self.tenants(options)
