@@ -27,6 +27,7 @@ from tulip_memory.postgres.embedded import (
     APP_ROLE,
     OWNER_ROLE,
     DatabaseUrls,
+    _exit_cleanly_on_sigterm,
     _with_database,
     bootstrap_database,
     postgres_binary,
@@ -173,6 +174,7 @@ def start_cluster(workers: int = 2, base: Path | None = None) -> CitusCluster:
     base.chmod(0o755)
     cluster = CitusCluster(coordinator=Node(base / "coordinator"), workers=[], base=base)
     atexit.register(cluster.stop)
+    _exit_cleanly_on_sigterm()  # a killed test run stops its nodes too
     _init_node(cluster.coordinator)
     for _ in range(workers):
         start_worker(cluster)
@@ -208,7 +210,8 @@ def _init_node(node: Node) -> None:
         check=True,
     )
     with (node.pgdata / "postgresql.conf").open("a") as conf:
-        conf.write(_NODE_CONFIG)
+        # Citus' background tasks (a rebalance) reach their own node by this host name.
+        conf.write(f"{_NODE_CONFIG}citus.local_hostname = '{node.pgdata}'\n")
     start_node(node)
 
 
