@@ -453,16 +453,30 @@ def report_citus(result: dict[str, Any]) -> None:
         f"put_batch rows/s: one server {one['put_batch_rows_per_s']:,.0f}, "
         f"Citus {cluster['put_batch_rows_per_s']:,.0f}"
     )
-    print(
-        f"{'namespace':>10} {'one p50':>10} {'one p95':>10} {'recall':>7} | "
-        f"{'Citus p50':>10} {'Citus p95':>10} {'recall':>7} | {'p50 Citus/one':>13}"
+    side_by_side(
+        one["search"],
+        cluster["search"],
+        ("one", "Citus", "p50 Citus/one"),
+        lambda a, b: b["p50"] / a["p50"],
     )
-    for label, mine in one["search"].items():
-        other = cluster["search"][label]
+
+
+def side_by_side(
+    left: dict[str, Any], right: dict[str, Any], heads: tuple[str, str, str], ratio: Any
+) -> None:
+    """p50, p95 and recall per namespace of two runs of the searches, and ``ratio`` of the
+    two namespaces' figures under ``heads[2]``."""
+    a, b, ratio_head = heads
+    print(
+        f"{'namespace':>10} {a + ' p50':>10} {a + ' p95':>10} {'recall':>7} | "
+        f"{b + ' p50':>10} {b + ' p95':>10} {'recall':>7} | {ratio_head:>13}"
+    )
+    for label, mine in left.items():
+        other = right[label]
         print(
             f"{mine['rows']:>10,} {fmt_ms(mine['p50']):>10} {fmt_ms(mine['p95']):>10} "
             f"{mine['recall']:>7.3f} | {fmt_ms(other['p50']):>10} {fmt_ms(other['p95']):>10} "
-            f"{other['recall']:>7.3f} | {other['p50'] / mine['p50']:>13.2f}"
+            f"{other['recall']:>7.3f} | {ratio(mine, other):>13.2f}"
         )
 
 
@@ -526,17 +540,12 @@ def report(result: dict[str, Any]) -> None:
         f"LangGraph put ({theirs['rows']:,} rows): {lg_put:,.0f} rows/s; "
         f"ours/theirs = {put / lg_put:.2f}x"
     )
-    print(
-        f"{'namespace':>10} {'ours p50':>10} {'ours p95':>10} {'recall':>7} | "
-        f"{'LG p50':>10} {'LG p95':>10} {'recall':>7} | {'p95 ours/LG':>11}"
+    side_by_side(
+        result["search"],
+        theirs["searches"],
+        ("ours", "LG", "p95 ours/LG"),
+        lambda a, b: a["p95"] / b["p95"],
     )
-    for label, mine in result["search"].items():
-        other = theirs["searches"][label]
-        print(
-            f"{mine['rows']:>10,} {fmt_ms(mine['p50']):>10} {fmt_ms(mine['p95']):>10} "
-            f"{mine['recall']:>7.3f} | {fmt_ms(other['p50']):>10} {fmt_ms(other['p95']):>10} "
-            f"{other['recall']:>7.3f} | {mine['p95'] / other['p95']:>11.2f}"
-        )
     many = result["search_many"]
     print(
         f"search_many over 4 namespaces p50 {fmt_ms(many['search_many_p50'])}; "
