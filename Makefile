@@ -57,15 +57,15 @@ test: $(STAMP) browser-deps
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 ## The suites that must hold on a Citus cluster (a coordinator and two workers of the embedded
-## PostgreSQL, Citus built into it from CITUS_BUILD; tests/settings.py). Without that script
-## it says so and succeeds: Citus is optional.
+## PostgreSQL, Citus built into it from CITUS_BUILD; or the existing cluster of TULIP_CITUS_URL:
+## tests/settings.py). Without either it says so and succeeds: Citus is optional.
 CITUS_BUILD ?= ../shared/citus/build.sh
 CITUS_TESTS ?= tests/store/test_contract.py tests/tenancy/test_isolation.py tests/postgres/test_rls.py \
   tests/backends/test_contract.py tests/management/test_distribute.py tests/checks/test_citus.py \
-  tests/store/test_contract_ttl.py tests/langgraph/test_store_contract.py
+  tests/store/test_contract_ttl.py tests/langgraph/test_store_contract.py tests/testing/test_citus_drills.py
 test-citus: $(STAMP)
-	@if [ ! -f "$(CITUS_BUILD)" ]; then \
-	  echo "make test-citus: no Citus build script at $(CITUS_BUILD), so no Citus cluster here: skipped"; \
+	@if [ -z "$$TULIP_CITUS_URL" ] && [ ! -f "$(CITUS_BUILD)" ]; then \
+	  echo "make test-citus: no TULIP_CITUS_URL and no Citus build script at $(CITUS_BUILD), so no Citus cluster here: skipped"; \
 	  exit 0; \
 	fi; \
 	TULIP_TEST_BACKEND=citus TULIP_CITUS_BUILD="$(abspath $(CITUS_BUILD))" \

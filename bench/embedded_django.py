@@ -19,11 +19,13 @@ DATABASE = "tulip_bench"
 
 @dataclass(frozen=True)
 class BenchDatabase:
-    """URLs of the benchmark database: superuser (for raw COPY and the like), owner, app."""
+    """URLs of the benchmark database: superuser (for raw COPY and the like), owner, app;
+    ``citus_admin``: the superuser's on the Citus coordinator, when there is one."""
 
     admin: str
     owner: str
     app: str
+    citus_admin: str | None = None
 
 
 def add_prepare_threshold(parser: argparse.ArgumentParser) -> None:
@@ -60,12 +62,19 @@ def embedded_workdir(prefix: str = "tulip-bench-") -> Iterator[Path]:
 
 
 def setup_django(
-    workdir: Path, *, prepare_threshold: int | None = None, **tulip_memory: Any
+    workdir: Path,
+    *,
+    prepare_threshold: int | None = None,
+    citus_build: Path | None = None,
+    **tulip_memory: Any,
 ) -> BenchDatabase:
     """Embedded PostgreSQL in ``workdir``; Django on it as the app role, migrated as owner.
 
     ``tulip_memory`` becomes the ``TULIP_MEMORY`` setting; ``prepare_threshold`` goes to
     the app role's ``OPTIONS`` (None, Django's default: no prepared statements).
+    ``citus_build``: a Citus build script (tulip_memory.testing.citus): a coordinator and two
+    workers are started too, the same database on them behind aliases ``citus`` (app role)
+    and ``citus_owner``, migrated and distributed.
     """
     import django
     from django.conf import settings
@@ -73,26 +82,45 @@ def setup_django(
 
     from tulip_memory.testing.postgres import bootstrap_database, database_settings, start_embedded
 
+    def app(url: str) -> dict[str, Any]:
+        config = database_settings(url)
+        options = config.get("OPTIONS")
+        config["OPTIONS"] = {
+            **(options if isinstance(options, dict) else {}),
+            "prepare_threshold": prepare_threshold,
+        }
+        return config
+
     server_url = start_embedded(workdir / "pgdata", cleanup="delete")
     urls = bootstrap_database(server_url, DATABASE)
-    app = database_settings(urls.app)
-    options = app.get("OPTIONS")
-    app["OPTIONS"] = {
-        **(options if isinstance(options, dict) else {}),
-        "prepare_threshold": prepare_threshold,
-    }
+    databases = {"default": app(urls.app), "owner": database_settings(urls.owner)}
+    citus_admin = None
+    if citus_build is not None:
+        from tulip_memory.testing.citus import cluster_database
+
+        coordinator, cluster = cluster_database(DATABASE, build_script=citus_build)
+        citus_admin = _with_database(coordinator)
+        databases.update(citus=app(cluster.app), citus_owner=database_settings(cluster.owner))
     settings.configure(
         INSTALLED_APPS=["django.contrib.contenttypes", "django.contrib.auth", "tulip_memory"],
-        DATABASES={"default": app, "owner": database_settings(urls.owner)},
+        DATABASES=databases,
         USE_TZ=True,
         DEFAULT_AUTO_FIELD="django.db.models.BigAutoField",
         TULIP_MEMORY=tulip_memory,
     )
     django.setup()
     call_command("migrate", database="owner", verbosity=0)
+    if citus_admin is not None:
+        call_command("migrate", database="citus_owner", verbosity=0)
+        call_command("tulip_memory_distribute", database="citus_owner", verbosity=0)
+    return BenchDatabase(
+        admin=_with_database(server_url), owner=urls.owner, app=urls.app, citus_admin=citus_admin
+    )
+
+
+def _with_database(server_url: str) -> str:
     parts = urlsplit(server_url)
-    admin = urlunsplit((parts.scheme, parts.netloc, f"/{DATABASE}", parts.query, ""))
-    return BenchDatabase(admin=admin, owner=urls.owner, app=urls.app)
+    return urlunsplit((parts.scheme, parts.netloc, f"/{DATABASE}", parts.query, ""))
 
 
 def table_bytes(url: str, tables: list[str]) -> int:

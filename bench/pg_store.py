@@ -26,6 +26,11 @@ Measured:
     .venv/bin/python bench/pg_store.py [--rows 1000000] [--tenants 1000] [--queries 50]
                                        [--skip-langgraph] [--prepare-threshold 0]
 
+``--citus [BUILD_SCRIPT]``: ``put_batch`` and the searches (namespaces of 100, 1k and 10k
+rows) on one server, then the same rows on a Citus coordinator with two workers of the
+embedded PostgreSQL (tulip_memory.testing.citus; Citus built by BUILD_SCRIPT, default
+``shared/citus/build.sh`` beside the repository); p50 on Citus / p50 on one server.
+
 ``--quantisation``: only this, no database: would a quantised first pass keep the exact top
 10 of the 50k-row namespace among its best N rows? recall@10 of the first pass's pool
 against the exact top 10, for several N: one sign bit per dimension, symmetric (hamming
@@ -58,6 +63,7 @@ from tulip_memory.embeddings import BaseEmbedding
 
 DIM = 384
 SIZES = {"ns100": 100, "ns1k": 1_000, "ns10k": 10_000, "ns50k": 50_000}
+CITUS_SIZES = {"ns100": 100, "ns1k": 1_000, "ns10k": 10_000}
 FOCUS_TENANT = "t0000"
 
 
@@ -69,13 +75,14 @@ class Layout:
     """Which rows go where: ``spans`` are (tenant, namespace label, first row, count)."""
 
     rows: int
+    sizes: dict[str, int]
     spans: list[tuple[str, str, int, int]] = field(default_factory=list)
 
     @classmethod
-    def build(cls, rows: int, tenants: int) -> Layout:
-        layout = cls(rows)
+    def build(cls, rows: int, tenants: int, sizes: dict[str, int] = SIZES) -> Layout:
+        layout = cls(rows, sizes)
         start = 0
-        for label, count in SIZES.items():
+        for label, count in sizes.items():
             layout.spans.append((FOCUS_TENANT, label, start, count))
             start += count
         others = tenants - 1
@@ -120,6 +127,14 @@ class SeededEmbedding(BaseEmbedding):
 
     async def embed_batch(self, texts: list[str]) -> list[np.ndarray]:
         return [self.vector(text) for text in texts]
+
+
+def generate(layout: Layout) -> tuple[np.ndarray, np.ndarray]:
+    """The rows' vectors and 2,000 queries' (seeded)."""
+    rng = np.random.default_rng(42)
+    print(f"generating {layout.rows:,} x {DIM} vectors ...", flush=True)
+    vectors = rng.standard_normal((layout.rows, DIM), dtype=np.float32)
+    return vectors, rng.standard_normal((2000, DIM), dtype=np.float32)
 
 
 def exact_top10(vectors: np.ndarray, first: int, count: int, query: np.ndarray) -> list[str]:
@@ -252,7 +267,7 @@ async def measure_searches(
     search: Any, layout: Layout, vectors: np.ndarray, queries: np.ndarray, count: int
 ) -> dict[str, dict[str, float]]:
     results: dict[str, dict[str, float]] = {}
-    for label in SIZES:
+    for label in layout.sizes:
         first, size = layout.span(label)
         namespace = layout.namespace(FOCUS_TENANT, label)
         # The answers first: computing one between two searches (a 50k x 384 float64
@@ -276,7 +291,7 @@ async def measure_searches(
 
 
 async def measure_search_many(store: Any, layout: Layout, rounds: int) -> dict[str, float]:
-    namespaces = [layout.namespace(FOCUS_TENANT, label) for label in SIZES]
+    namespaces = [layout.namespace(FOCUS_TENANT, label) for label in layout.sizes]
     together, apart = [], []
     for j in range(rounds):
         query = f"query q{1000 + j}"
@@ -317,7 +332,7 @@ async def langgraph_side(
         rows = sum(count for tenant, _l, _f, count in layout.spans if tenant == FOCUS_TENANT)
         started = time.perf_counter()
         batch: list[Any] = []
-        for namespace, key, value, _metadata in items_of(layout, 0, len(SIZES)):
+        for namespace, key, value, _metadata in items_of(layout, 0, len(layout.sizes)):
             batch.append(PutOp(namespace, key, value))
             if len(batch) == chunk:
                 await store.abatch(batch)
@@ -395,14 +410,81 @@ def codes_rank_two_bits(codes: np.ndarray, query: np.ndarray) -> np.ndarray:
 # -- main --------------------------------------------------------------------------------------
 
 
+def vacuum(admin_url: str) -> None:
+    import psycopg
+
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(f"VACUUM ANALYZE {_item_table()}")
+
+
+def searcher(store: Any) -> Any:
+    async def search(namespace: tuple[str, ...], query: str) -> list[str]:
+        return [item.key for item in await store.search(namespace, query, limit=10)]
+
+    return search
+
+
+async def run_citus(args: argparse.Namespace, db: Any) -> dict[str, Any]:
+    """``put_batch`` and the searches on one server, then on the Citus cluster: the same rows,
+    namespaces of up to 10k rows."""
+    from tulip_memory.store import PgMemory
+
+    layout = Layout.build(args.rows, args.tenants, CITUS_SIZES)
+    vectors, queries = generate(layout)
+    result: dict[str, Any] = {"rows": layout.rows, "tenants": args.tenants}
+    for alias, admin_url in (("default", db.admin), ("citus", db.citus_admin)):
+        store = PgMemory(using=alias, embedder=SeededEmbedding(vectors, queries))
+        print(f"{alias}: put_batch, then searching ...", flush=True)
+        put_seconds = await load_pgmemory(store, layout, args.chunk)
+        vacuum(admin_url)
+        result[alias] = {
+            "put_batch_rows_per_s": layout.rows / put_seconds,
+            "search": await measure_searches(
+                searcher(store), layout, vectors, queries, args.queries
+            ),
+        }
+    return result
+
+
+def report_citus(result: dict[str, Any]) -> None:
+    one, cluster = result["default"], result["citus"]
+    print(f"\n{result['rows']:,} rows, {result['tenants']:,} tenants, {DIM}-d vectors")
+    print(
+        f"put_batch rows/s: one server {one['put_batch_rows_per_s']:,.0f}, "
+        f"Citus {cluster['put_batch_rows_per_s']:,.0f}"
+    )
+    side_by_side(
+        one["search"],
+        cluster["search"],
+        ("one", "Citus", "p50 Citus/one"),
+        lambda a, b: b["p50"] / a["p50"],
+    )
+
+
+def side_by_side(
+    left: dict[str, Any], right: dict[str, Any], heads: tuple[str, str, str], ratio: Any
+) -> None:
+    """p50, p95 and recall per namespace of two runs of the searches, and ``ratio`` of the
+    two namespaces' figures under ``heads[2]``."""
+    a, b, ratio_head = heads
+    print(
+        f"{'namespace':>10} {a + ' p50':>10} {a + ' p95':>10} {'recall':>7} | "
+        f"{b + ' p50':>10} {b + ' p95':>10} {'recall':>7} | {ratio_head:>13}"
+    )
+    for label, mine in left.items():
+        other = right[label]
+        print(
+            f"{mine['rows']:>10,} {fmt_ms(mine['p50']):>10} {fmt_ms(mine['p95']):>10} "
+            f"{mine['recall']:>7.3f} | {fmt_ms(other['p50']):>10} {fmt_ms(other['p95']):>10} "
+            f"{other['recall']:>7.3f} | {ratio(mine, other):>13.2f}"
+        )
+
+
 async def run(args: argparse.Namespace, admin_url: str) -> dict[str, Any]:
     from tulip_memory.store import PgMemory
 
     layout = Layout.build(args.rows, args.tenants)
-    rng = np.random.default_rng(42)
-    print(f"generating {layout.rows:,} x {DIM} vectors ...", flush=True)
-    vectors = rng.standard_normal((layout.rows, DIM), dtype=np.float32)
-    queries = rng.standard_normal((2000, DIM), dtype=np.float32)
+    vectors, queries = generate(layout)
     embedder = SeededEmbedding(vectors, queries)
     store = PgMemory(embedder=embedder)
 
@@ -410,17 +492,9 @@ async def run(args: argparse.Namespace, admin_url: str) -> dict[str, Any]:
     put_seconds = await load_pgmemory(store, layout, args.chunk)
     print("   loading the same rows with a binary COPY ...", flush=True)
     copy_seconds = load_copy(admin_url, items_of(layout), vectors)
-    import psycopg
-
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(f"VACUUM ANALYZE {_item_table()}")
-
+    vacuum(admin_url)
     print("2. searching ...", flush=True)
-
-    async def our_search(namespace: tuple[str, ...], query: str) -> list[str]:
-        return [item.key for item in await store.search(namespace, query, limit=10)]
-
-    ours = await measure_searches(our_search, layout, vectors, queries, args.queries)
+    ours = await measure_searches(searcher(store), layout, vectors, queries, args.queries)
     print("3. search_many ...", flush=True)
     many = await measure_search_many(store, layout, args.queries)
     if args.skip_langgraph:
@@ -466,17 +540,12 @@ def report(result: dict[str, Any]) -> None:
         f"LangGraph put ({theirs['rows']:,} rows): {lg_put:,.0f} rows/s; "
         f"ours/theirs = {put / lg_put:.2f}x"
     )
-    print(
-        f"{'namespace':>10} {'ours p50':>10} {'ours p95':>10} {'recall':>7} | "
-        f"{'LG p50':>10} {'LG p95':>10} {'recall':>7} | {'p95 ours/LG':>11}"
+    side_by_side(
+        result["search"],
+        theirs["searches"],
+        ("ours", "LG", "p95 ours/LG"),
+        lambda a, b: a["p95"] / b["p95"],
     )
-    for label, mine in result["search"].items():
-        other = theirs["searches"][label]
-        print(
-            f"{mine['rows']:>10,} {fmt_ms(mine['p50']):>10} {fmt_ms(mine['p95']):>10} "
-            f"{mine['recall']:>7.3f} | {fmt_ms(other['p50']):>10} {fmt_ms(other['p95']):>10} "
-            f"{other['recall']:>7.3f} | {mine['p95'] / other['p95']:>11.2f}"
-        )
     many = result["search_many"]
     print(
         f"search_many over 4 namespaces p50 {fmt_ms(many['search_many_p50'])}; "
@@ -492,22 +561,29 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=50)
     parser.add_argument("--skip-langgraph", action="store_true")
     parser.add_argument("--quantisation", action="store_true")
+    parser.add_argument(
+        "--citus",
+        nargs="?",
+        const=Path(__file__).resolve().parents[2] / "shared" / "citus" / "build.sh",
+        type=Path,
+        metavar="BUILD_SCRIPT",
+    )
     add_prepare_threshold(parser)
     args = parser.parse_args()
     if args.quantisation:
         layout = Layout.build(args.rows, args.tenants)
-        rng = np.random.default_rng(42)
-        vectors = rng.standard_normal((layout.rows, DIM), dtype=np.float32)
-        queries = rng.standard_normal((2000, DIM), dtype=np.float32)
-        quantisation_recall(layout, vectors, queries, args.queries)
+        quantisation_recall(layout, *generate(layout), args.queries)
         return
     with embedded_workdir("tulip-bench-pg-") as tmp:
         # Sync, before the event loop: Django refuses to set itself up inside one.
-        admin_url = setup_django(
-            Path(tmp), prepare_threshold=args.prepare_threshold, VECTOR_DIMENSIONS=DIM
-        ).admin
-        result = asyncio.run(run(args, admin_url))
-    report(result)
+        db = setup_django(
+            Path(tmp),
+            prepare_threshold=args.prepare_threshold,
+            citus_build=args.citus,
+            VECTOR_DIMENSIONS=DIM,
+        )
+        result = asyncio.run(run_citus(args, db) if args.citus else run(args, db.admin))
+    (report_citus if args.citus else report)(result)
     print(json.dumps(result, indent=1, default=float))
 
 

