@@ -14,6 +14,7 @@ from typing import Any
 from django.db import connection
 
 from tulip_memory.models.store import MemoryItem
+from tulip_memory.tenancy.cluster import REGISTER, REGISTERED
 
 
 @contextmanager
@@ -30,12 +31,14 @@ def executions() -> Iterator[list[tuple[str, Any]]]:
 
 
 def search_statements(calls: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
-    """The search statements among ``calls`` (no tenant pin, no transaction plumbing)."""
+    """The search statements among ``calls`` (no tenant pin, no registering of the tenant
+    on Citus, no transaction plumbing)."""
     return [
         (sql, params)
         for sql, params in calls
         if sql.split()[0].upper() not in ("SET", "SAVEPOINT", "RELEASE", "BEGIN", "COMMIT")
         and not sql.startswith("SELECT current_setting(")
+        and sql not in (REGISTERED, REGISTER)
     ]
 
 
