@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from django.db import connections, models
 from django.db.models import F, Q
 from django.db.models.functions import Now
+from django.db.models.lookups import Exact
 from django.utils.translation import gettext_lazy as _
 
 from tulip_memory.core.namespaces import decode_namespace, encode_namespace
@@ -237,9 +238,11 @@ class _TenantForeignKey(models.ForeignKey):
     def get_extra_restriction(self, alias: str | None, related_alias: str | None) -> Any:
         if alias is None or related_alias is None:
             return None
-        tenant = self.model._meta.get_field("tenant")
-        remote = self.related_model._meta.get_field("tenant")
-        return tenant.get_lookup("exact")(remote.get_col(alias), tenant.get_col(related_alias))
+        remote, local = (
+            cast(models.Field, model._meta.get_field("tenant"))
+            for model in (self.related_model, self.model)
+        )
+        return Exact(remote.get_col(alias), local.get_col(related_alias))
 
     def deconstruct(self) -> Any:
         name, _path, args, kwargs = super().deconstruct()
