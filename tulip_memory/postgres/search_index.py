@@ -47,21 +47,17 @@ PASS_INDEX = "tulip_store_item_pass"
 WORDS_INDEX = "tulip_store_item_words"
 OWNER_READ_POLICY = "tulip_owner_read"
 LEXICAL_FUNCTION = "tulip_memory_lexical_pool"
-# The function's argument types, in order (its identity for GRANT, REVOKE and DROP).
-LEXICAL_ARGUMENTS = (
-    "pg_catalog.text, pg_catalog.text, pg_catalog.tsquery, pg_catalog.text[], "
-    "pg_catalog.timestamptz, pg_catalog.float8, pg_catalog.float8, pg_catalog.int8"
-)
 LEXICAL_SIGNATURE = (
     "in_tenant pg_catalog.text, in_path pg_catalog.text, in_words pg_catalog.tsquery, "
     "in_lexemes pg_catalog.text[], in_now pg_catalog.timestamptz, in_k1 pg_catalog.float8, "
     "in_b pg_catalog.float8, in_pool pg_catalog.int8"
 )
+# The argument types, in order (the function's identity for GRANT, REVOKE and DROP).
+LEXICAL_ARGUMENTS = ", ".join(argument.split()[1] for argument in LEXICAL_SIGNATURE.split(", "))
 # The lexical function's schema, body and whether Citus distributes it by an argument.
 _LEXICAL_STATE = """
-SELECT n.nspname, p.prosrc, EXISTS (SELECT 1 FROM pg_catalog.pg_dist_object o
-    WHERE o.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass AND o.objid = p.oid
-      AND o.distribution_argument_index IS NOT NULL)
+SELECT n.nspname, p.prosrc, (p.tableoid, p.oid) IN (SELECT classid, objid
+    FROM pg_catalog.pg_dist_object WHERE distribution_argument_index IS NOT NULL)
 FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
 WHERE p.proname = %s
 """
