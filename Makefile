@@ -60,7 +60,8 @@ test: $(STAMP) browser-deps
 ## PostgreSQL, Citus built into it from CITUS_BUILD; tests/settings.py). Without that script
 ## it says so and succeeds: Citus is optional.
 CITUS_BUILD ?= ../shared/citus/build.sh
-CITUS_TESTS ?= tests/store/test_contract.py tests/tenancy tests/postgres \
+CITUS_TESTS ?= tests/store/test_contract.py tests/store/pg/test_search.py tests/store/pg/test_ranking.py \
+  tests/tenancy tests/postgres \
   tests/backends/test_contract.py tests/management/test_distribute.py tests/checks/test_citus.py \
   tests/store/test_contract_ttl.py tests/langgraph/test_store_contract.py \
   tests/manager/extraction tests/manager/test_llm_celery.py tests/manager/test_sweep_tasks_on_workers.py
