@@ -60,9 +60,12 @@ test: $(STAMP) browser-deps
 ## PostgreSQL, Citus built into it from CITUS_BUILD; or the existing cluster of TULIP_CITUS_URL:
 ## tests/settings.py). Without either it says so and succeeds: Citus is optional.
 CITUS_BUILD ?= ../shared/citus/build.sh
-CITUS_TESTS ?= tests/store/test_contract.py tests/tenancy/test_isolation.py tests/postgres/test_rls.py \
+CITUS_TESTS ?= tests/store/test_contract.py tests/store/pg/test_search.py tests/store/pg/test_ranking.py \
+  tests/tenancy tests/postgres \
   tests/backends/test_contract.py tests/management/test_distribute.py tests/checks/test_citus.py \
-  tests/store/test_contract_ttl.py tests/langgraph/test_store_contract.py tests/testing/test_citus_drills.py
+  tests/store/test_contract_ttl.py tests/langgraph/test_store_contract.py \
+  tests/manager/extraction tests/manager/test_llm_celery.py tests/manager/test_sweep_tasks_on_workers.py \
+  tests/testing/test_citus_drills.py
 test-citus: $(STAMP)
 	@if [ -z "$$TULIP_CITUS_URL" ] && [ ! -f "$(CITUS_BUILD)" ]; then \
 	  echo "make test-citus: no TULIP_CITUS_URL and no Citus build script at $(CITUS_BUILD), so no Citus cluster here: skipped"; \

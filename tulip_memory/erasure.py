@@ -184,7 +184,7 @@ def _erase(
             failed.filter(pk=pk).update(error=_erased_error(error))
         for pk in logged[ExtractionQueue]:
             erased = encode_namespace((tenant, ERASED_QUEUE_LABEL, uuid.uuid4().hex))
-            ExtractionQueue.objects.using(using).filter(pk=pk).update(namespace=erased)
+            queues.filter(pk=pk).update(namespace=erased)
 
     # Whole threads: every table of a checkpointer, for the threads tagged in its own
     # table. Every row is read, through managers that hide none: a LangGraph row holding

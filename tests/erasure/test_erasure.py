@@ -38,6 +38,7 @@ from tulip_memory.models import (
     subject_reference,
 )
 from tulip_memory.tenancy import tenant_atomic, tenant_context
+from tulip_memory.tenancy.cluster import is_citus
 
 pytestmark = pytest.mark.django_db(transaction=True, databases=["default", "mysql"])
 
@@ -240,8 +241,11 @@ def test_bad_input_is_refused_with_nothing_changed(alias, world):
 
 @pytest.fixture
 def receipts_refused():
-    """A trigger (made by the table owner) that makes storing a receipt fail."""
+    """A trigger (made by the table owner) that makes storing a receipt fail (on Citus it
+    runs on the shards, which a distributed table allows only when asked)."""
+    unsafe = is_citus(connections["owner"])
     statements = (
+        *(["SET citus.enable_unsafe_triggers = on"] if unsafe else []),
         "CREATE FUNCTION tulip_test_refuse() RETURNS trigger LANGUAGE plpgsql AS "
         "$$ BEGIN RAISE EXCEPTION 'receipts are refused'; END $$",
         "CREATE TRIGGER tulip_test_refuse BEFORE INSERT ON tulip_memory_erasure_receipt "
@@ -254,6 +258,8 @@ def receipts_refused():
     with connections["owner"].cursor() as cursor:
         cursor.execute("DROP TRIGGER tulip_test_refuse ON tulip_memory_erasure_receipt")
         cursor.execute("DROP FUNCTION tulip_test_refuse()")
+        if unsafe:
+            cursor.execute("RESET citus.enable_unsafe_triggers")
 
 
 @pytest.mark.django_db(transaction=True, databases=["default", "owner"])
@@ -565,13 +571,17 @@ def test_a_delta_save_during_the_erasure_waits_and_stores_a_whole_checkpoint(ali
 
 
 def _waiting_for_locks() -> int:
-    """Lock requests of this database's sessions not granted yet (waiting)."""
+    """Sessions of this database waiting for a lock (on Citus: on any node, the waits on
+    a worker's shards counted by the distributed transaction waiting)."""
     with connections["default"].cursor() as cursor:
-        cursor.execute(
-            "SELECT count(*) FROM pg_catalog.pg_locks l "
-            "JOIN pg_catalog.pg_database d ON d.oid = l.database OR l.database IS NULL "
-            "WHERE NOT l.granted AND d.datname = current_database()"
-        )
+        if is_citus(connections["default"]):
+            cursor.execute("SELECT count(DISTINCT waiting_gpid) FROM citus_lock_waits")
+        else:
+            cursor.execute(
+                "SELECT count(*) FROM pg_catalog.pg_locks l "
+                "JOIN pg_catalog.pg_database d ON d.oid = l.database OR l.database IS NULL "
+                "WHERE NOT l.granted AND d.datname = current_database()"
+            )
         (count,) = cursor.fetchone()
     return count
 
@@ -610,7 +620,7 @@ def test_a_worker_taking_its_next_job_while_its_subject_is_erased_cannot_deadloc
     working = OnItsOwnConnections(lambda: outcomes.append(run_queue("acme", queue_id, owner="w1")))
     assert _waiting_for_locks() == 0
     with tenant_atomic("acme"):
-        ExtractionJob.objects.select_for_update().get(pk=job_id)
+        ExtractionJob.objects.select_for_update().get(tenant="acme", pk=job_id)
         erasing.start()
         _until(lambda: _waiting_for_locks() == 1, "the erasure to wait for the job's row")
         working.start()

@@ -104,6 +104,8 @@ def test_a_search_of_one_tenant_runs_on_one_shard(use_indexes):
         plan = explain(sql, params)
     assert sorted(hit.key for hit in hits) == ["k0", "k1", "k2"]
     assert "Task Count: 1\n" in plan, plan
+    # From the indexes: the lexical function, run with the statement on the tenant's node.
+    assert ("tulip_memory_lexical_pool" in sql) == use_indexes
 
 
 @on_citus

@@ -35,6 +35,7 @@ from tulip_memory.postgres.rls import tenant_tables
 from tulip_memory.postgres.search_index import LEXICAL_FUNCTION
 from tulip_memory.postgres.tenant_registry import FUNCTION as REGISTER_FUNCTION
 from tulip_memory.tenancy import tenant_atomic
+from tulip_memory.tenancy.cluster import is_citus
 from tulip_memory.testing.postgres import APP_ROLE
 
 TENANT = "acme"
@@ -401,8 +402,10 @@ def test_no_function_the_application_role_can_fire_runs_its_objects_as_the_owner
         labels = {firing.label for firing in firings}
         assert f"public.{LEXICAL_FUNCTION}" in labels
         registering = {label for label in labels if label.startswith("trigger tulip_register")}
-        assert len(registering) == len(tenant_tables())
-        assert {f.function for f in firings if f.label in registering} == {
+        # On Citus tenant_atomic registers the tenant: the distribution dropped the triggers.
+        triggered = not is_citus(connection)
+        assert len(registering) == (len(tenant_tables()) if triggered else 0)
+        assert {f.function for f in firings if f.label in registering} <= {
             f"public.{REGISTER_FUNCTION}"
         }
         # Unattacked, each fires (the store item table's trigger on a row of the tenant).
@@ -418,7 +421,8 @@ def test_no_function_the_application_role_can_fire_runs_its_objects_as_the_owner
             [sorted(names)],
         )
         relations = dict(cursor.fetchall())
-        assert "tulip_memory_tenant" in relations  # the registry's, which the issue shadowed
+        # the registry's, which the issue shadowed
+        assert ("tulip_memory_tenant" in relations) == triggered
 
         connection.connection.add_notice_handler(handler)
         try:
@@ -445,6 +449,7 @@ def test_no_function_the_application_role_can_fire_runs_its_objects_as_the_owner
     # Every kind was mounted: the relations named by the sources (twice: tables, then
     # views), and functions, operators and types of the names they share with the catalog.
     assert sorted(shadows.relations) == sorted(2 * list(names - set(shadows.domains)))
-    assert "tulip_memory_tenant" in shadows.relations and "float8" in shadows.domains
+    assert ("tulip_memory_tenant" in shadows.relations) == triggered
+    assert "float8" in shadows.domains
     assert shadows.functions > 0 and shadows.operators > 0
     assert failures == [], "\n".join(failures)

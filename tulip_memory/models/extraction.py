@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from django.db import connections, models
 from django.db.models import F, Q
 from django.db.models.functions import Now
+from django.db.models.lookups import Exact
 from django.utils.translation import gettext_lazy as _
 
 from tulip_memory.core.namespaces import decode_namespace, encode_namespace
@@ -49,7 +50,9 @@ class ExtractionQueueQuerySet(models.QuerySet):
 
     def idle(self) -> ExtractionQueueQuerySet:
         """Queues nobody holds a live lease on, with a job that may run now."""
-        runnable = ExtractionJob.objects.runnable().filter(queue=models.OuterRef("pk"))
+        runnable = ExtractionJob.objects.runnable().filter(
+            tenant=models.OuterRef("tenant"), queue=models.OuterRef("pk")
+        )
         return self.lease_free().filter(models.Exists(runnable))
 
     def stalled(self, waited: float) -> ExtractionQueueQuerySet:
@@ -58,7 +61,7 @@ class ExtractionQueueQuerySet(models.QuerySet):
         since = db_now_plus(-waited)
         overdue = (
             ExtractionJob.objects.open()
-            .filter(queue=models.OuterRef("pk"))
+            .filter(tenant=models.OuterRef("tenant"), queue=models.OuterRef("pk"))
             .filter(Q(run_after__isnull=True, created_at__lte=since) | Q(run_after__lte=since))
         )
         return self.lease_free().filter(models.Exists(overdue))
@@ -223,10 +226,29 @@ class ExtractionJobQuerySet(models.QuerySet):
         )
 
 
+class _TenantForeignKey(models.ForeignKey):
+    """A foreign key whose joins also match ``tenant`` on both sides: on Citus, a join on
+    the distribution column, which co-located shards run. Only joins change, so its
+    migrations state it as a plain ForeignKey."""
+
+    def get_extra_restriction(self, alias: str | None, related_alias: str | None) -> Any:
+        if alias is None or related_alias is None:
+            return None
+        remote, local = (
+            cast(models.Field, model._meta.get_field("tenant"))
+            for model in (self.related_model, self.model)
+        )
+        return Exact(remote.get_col(alias), local.get_col(related_alias))
+
+    def deconstruct(self) -> Any:
+        name, _path, args, kwargs = super().deconstruct()
+        return name, "django.db.models.ForeignKey", args, kwargs
+
+
 class ExtractionJob(models.Model):
     """One extraction to run: the messages of an ended session, for one namespace."""
 
-    queue = models.ForeignKey(ExtractionQueue, on_delete=models.CASCADE, related_name="jobs")
+    queue = _TenantForeignKey(ExtractionQueue, on_delete=models.CASCADE, related_name="jobs")
     tenant = models.CharField(max_length=TENANT_MAX_LENGTH)
     sequence = models.PositiveBigIntegerField()
     payload = models.JSONField()

@@ -13,7 +13,9 @@ owner:
   between tenant tables includes ``tenant`` (Citus enforces them per shard);
 * each tenant table is distributed on ``tenant``, all in one co-location group (a table
   distributed apart is moved into it), so that what one tenant owns sits on one node and
-  a statement naming one tenant runs there.
+  a statement naming one tenant runs there;
+* the lexical search function runs on the tenant's shard, where the tenant's node runs it
+  (tulip_memory.postgres.search_index.citus_sql).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tulip_memory.postgres.rls import POLICY_NAME, TENANT_COLUMN, policy_expression, tenant_tables
+from tulip_memory.postgres.search_index import citus_sql as lexical_citus_sql
 from tulip_memory.postgres.tenant_registry import FUNCTION as REGISTER_FUNCTION
 
 __all__ = ["DistributionError", "distribution_sql"]
@@ -197,4 +200,4 @@ def distribution_sql(cursor: Any) -> list[str]:
             for _name, kind, columns in cursor.fetchall()
         ):
             statements.append(key.add_sql())
-    return statements
+    return statements + lexical_citus_sql(cursor)

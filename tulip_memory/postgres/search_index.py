@@ -9,6 +9,7 @@ is so: docs/design/pg-search.md.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -31,6 +32,7 @@ __all__ = [
     "WORDS_INDEX",
     "AddSearchIndex",
     "ReplaceLexicalFunction",
+    "citus_sql",
     "indexed",
     "query_planes",
     "vector_width_sql",
@@ -45,12 +47,22 @@ PASS_INDEX = "tulip_store_item_pass"
 WORDS_INDEX = "tulip_store_item_words"
 OWNER_READ_POLICY = "tulip_owner_read"
 LEXICAL_FUNCTION = "tulip_memory_lexical_pool"
-# The function's argument types, in order (its identity for GRANT, REVOKE and DROP).
-LEXICAL_ARGUMENTS = (
-    "pg_catalog.text, pg_catalog.text, pg_catalog.tsquery, pg_catalog.text[], "
-    "pg_catalog.timestamptz, pg_catalog.float8, pg_catalog.float8, pg_catalog.int8"
+LEXICAL_SIGNATURE = (
+    "in_tenant pg_catalog.text, in_path pg_catalog.text, in_words pg_catalog.tsquery, "
+    "in_lexemes pg_catalog.text[], in_now pg_catalog.timestamptz, in_k1 pg_catalog.float8, "
+    "in_b pg_catalog.float8, in_pool pg_catalog.int8"
 )
+# The argument types, in order (the function's identity for GRANT, REVOKE and DROP).
+LEXICAL_ARGUMENTS = ", ".join(argument.split()[1] for argument in LEXICAL_SIGNATURE.split(", "))
+# The lexical function's schema, body and whether Citus distributes it by an argument.
+_LEXICAL_STATE = """
+SELECT n.nspname, p.prosrc, (p.tableoid, p.oid) IN (SELECT classid, objid
+    FROM pg_catalog.pg_dist_object WHERE distribution_argument_index IS NOT NULL)
+FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
+WHERE p.proname = %s
+"""
 CODES_COLUMN = "search_codes"
+_STORE_TABLE = "tulip_memory_store_item"
 
 
 def indexed(alias: str | None = None, *, qualified: bool = False) -> str:
@@ -127,11 +139,14 @@ def vector_width_sql(table: str, width: int) -> list[str]:
     ]
 
 
-def _lexical_function_sql(schema: str, table: str, *, replace: bool = False) -> str:
+def _lexical_function_sql(
+    schema: str, table: str, *, replace: bool = False, sharded: bool = False
+) -> str:
     """The ``SECURITY DEFINER`` function: a namespace's ``pool`` best rows by Okapi BM25,
     with every row tied with the last (the search statement breaks ties). ``replace``:
     ``CREATE OR REPLACE``. Every name in its body is schema-qualified; it is planned at
-    each call (docs/design/pg-search.md says why)."""
+    each call (docs/design/pg-search.md says why). ``sharded`` (Citus): the same query run
+    on the tenant's shard of ``table``, on the node that holds it (:func:`citus_sql`)."""
     # The tenant policy's own predicate, on the one table in scope (the arguments' names
     # are prefixed: none is a column's).
     tenant = policy_expression(qualified=True)
@@ -153,17 +168,8 @@ def _lexical_function_sql(schema: str, table: str, *, replace: bool = False) -> 
     gain = _op(_op(f"pg_catalog.ln({idf})", "*", "h.tf"), "*", _op("in_k1", "+", "1"))
     length = _op(_op("1", "-", "in_b"), "+", _op(_op("in_b", "*", "h.dl"), "/", "st.avgdl"))
     score = _op(gain, "/", _op("h.tf", "+", _op("in_k1", "*", length)))
-    create = "CREATE OR REPLACE FUNCTION" if replace else "CREATE FUNCTION"
-    return f"""{create} {schema}.{LEXICAL_FUNCTION}(
-    in_tenant pg_catalog.text, in_path pg_catalog.text, in_words pg_catalog.tsquery,
-    in_lexemes pg_catalog.text[], in_now pg_catalog.timestamptz, in_k1 pg_catalog.float8,
-    in_b pg_catalog.float8, in_pool pg_catalog.int8)
-RETURNS TABLE (item_id pg_catalog.int8, bm25 pg_catalog.float8)
-LANGUAGE sql STABLE SECURITY DEFINER ROWS 50
-SET search_path = pg_catalog, pg_temp
-SET plan_cache_mode = force_custom_plan
-AS $body$
-WITH hits AS MATERIALIZED (
+    create = "CREATE OR REPLACE FUNCTION" if replace or sharded else "CREATE FUNCTION"
+    body = f"""WITH hits AS MATERIALIZED (
     SELECT h.id, h.dl, (h.u).lexeme AS lexeme,
         pg_catalog.array_length((h.u).positions, 1) AS tf
     FROM (SELECT i.id, i.search_length AS dl, pg_catalog.unnest(pg_catalog.ts_filter(
@@ -179,8 +185,55 @@ stats AS MATERIALIZED (
     FROM {table} i WHERE EXISTS (SELECT FROM hits) AND {rows})
 SELECT h.id, pg_catalog.sum({score}) AS score
 FROM hits h JOIN df ON {_op("df.lexeme", "=", "h.lexeme")} CROSS JOIN stats st
-GROUP BY h.id ORDER BY score DESC FETCH FIRST in_pool ROWS WITH TIES
+GROUP BY h.id ORDER BY score DESC FETCH FIRST in_pool ROWS WITH TIES"""
+    language = "sql"
+    if sharded:
+        # The shard is a plain table of this node: its GIN index serves `@@` as on one
+        # server, and no distributed query runs from the shard. The arguments stay values.
+        language = "plpgsql"
+        names = re.findall(r"\bin_\w+", LEXICAL_SIGNATURE)
+        query = re.sub(r"\bin_\w+", lambda m: f"${names.index(m[0]) + 1}", body)
+        shard = (
+            f"pg_catalog.shard_name('{table}'::pg_catalog.regclass, pg_catalog."
+            f"get_shard_id_for_distribution_column('{table}'::pg_catalog.regclass, in_tenant), "
+            "false)"
+        )
+        body = (
+            f"BEGIN RETURN QUERY EXECUTE pg_catalog.format($query${query.replace(table, '%1$s')}"
+            f"$query$, {shard}) USING {', '.join(names)}; END"
+        )
+    return f"""{create} {schema}.{LEXICAL_FUNCTION}({LEXICAL_SIGNATURE})
+RETURNS TABLE (item_id pg_catalog.int8, bm25 pg_catalog.float8)
+LANGUAGE {language} STABLE SECURITY DEFINER ROWS 50
+SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_custom_plan
+AS $body$
+{body}
 $body$"""
+
+
+def citus_sql(cursor: Any) -> list[str]:
+    """On a Citus coordinator whose store item table is distributed: what is still to do so
+    that the lexical function runs where the tenant's shard is. Its body becomes the
+    ``sharded`` one, and it is distributed by ``in_tenant`` with the table, delegated
+    (``force_delegation``: also inside a transaction) to the node holding the tenant;
+    called from a statement routed to that node, it runs there with it."""
+    cursor.execute(_LEXICAL_STATE, [LEXICAL_FUNCTION])
+    found = cursor.fetchone()
+    if found is None:
+        return []
+    schema, source, distributed = found
+    quote = '"{}"'.format
+    table = f"{quote(schema)}.{quote(_STORE_TABLE)}"
+    replace = _lexical_function_sql(quote(schema), table, sharded=True)
+    statements = [] if replace.endswith(f"$body${source}$body$") else [replace]
+    if not distributed:
+        statements.append(
+            f"SELECT create_distributed_function('{quote(schema)}.{LEXICAL_FUNCTION}("
+            f"{LEXICAL_ARGUMENTS})', 'in_tenant', colocate_with => '{_STORE_TABLE}', "
+            "force_delegation => true)"
+        )
+    return statements
 
 
 class AddSearchIndex(DatabaseOnlyTableOperation):

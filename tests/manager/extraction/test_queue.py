@@ -7,6 +7,7 @@ step; tests/manager/extraction/test_worker.py runs it in real worker processes.
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import Any
 
 import pytest
@@ -744,3 +745,31 @@ async def test_a_failed_enqueue_never_quotes_the_conversation(celery_settings, s
     quoting = [r for r in caplog.records if "Wisteria" in logging.Formatter().format(r)]
     assert quoting and {r.levelname for r in quoting} == {"DEBUG"}
     assert await sync_to_async(_jobs)("acme") == []
+
+
+@pytest.mark.skipif(
+    os.environ.get("TULIP_TEST_BACKEND") != "citus",
+    reason="runs on a Citus cluster (TULIP_TEST_BACKEND=citus: make test-citus)",
+)
+def test_on_citus_a_tenants_enqueue_claim_and_run_are_one_shards_statements(celery_settings):
+    """Every statement of the job tables that an enqueue and a worker's run send for one
+    tenant runs on the one shard holding the tenant (a router query: one task)."""
+    from django.db import connection
+
+    from tests.store.pg_statements import executions
+
+    runner = _manager()._celery()
+    runner.enqueue(("globex", "q7"), [Message(Role.USER, "q7 0")])  # another shard's rows
+    runner.enqueue(("acme", "q7"), [Message(Role.USER, "q7 0")])
+    with tenant_atomic("acme"):
+        queue_id = ExtractionQueue.objects.get().pk
+    with executions() as calls:
+        runner.enqueue(("acme", "q7"), [Message(Role.USER, "q7 1")])
+        assert run_queue("acme", queue_id).done == 2
+    statements = [(sql, params) for sql, params in calls if "tulip_memory_extraction" in sql]
+    assert len(statements) > 10
+    with tenant_atomic("acme"), connection.cursor() as cursor:
+        for sql, params in statements:
+            cursor.execute(f"EXPLAIN {sql}", params)
+            plan = "\n".join(line for (line,) in cursor.fetchall())
+            assert "Task Count: 1\n" in plan, plan

@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from tests.store.pg_statements import executions, explain, search_statements
+from tests.store.pg_statements import executions, explain_analyze, search_statements
 from tulip_memory.models.store import MemoryItem, UpsertRow
 from tulip_memory.postgres.search_index import QUERY_LEVEL_OFFSET, QUERY_WEIGHTS, query_planes
 from tulip_memory.store.pg.search import search_paths
@@ -172,7 +172,7 @@ def test_the_vector_pass_keeps_the_exact_top_10_over_its_pool():
     assert np.mean(recalls) >= 0.99, recalls
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)  # EXPLAIN ANALYZE on Citus: see explain_analyze
 def test_the_pass_cut_sorts_fewer_rows_and_keeps_the_same_best():
     rng = np.random.default_rng(12)
     vectors = rng.standard_normal((3000, DIM)).astype(np.float32)
@@ -198,8 +198,7 @@ def test_the_pass_cut_sorts_fewer_rows_and_keeps_the_same_best():
     with executions() as calls:
         _search(["acme/big"], ["zzzunknown"], query, 10, pass_pool=100, known_rows=[3000])
     [(sql, params)] = search_statements(calls)
-    with tenant_atomic("acme"):
-        plan = explain(sql, params, analyze=True)
+    plan = explain_analyze("acme", sql, params)
     # The pass's scan of the 3,000 entries keeps those passing the cut only.
     scan = plan[plan.index("CTE cut_pass") :]
     removed = int(re.search(r"Rows Removed by Filter: (\d+)", scan)[1])

@@ -27,6 +27,7 @@ from tulip_memory.models.store import MemoryItem
 from tulip_memory.store import PGVECTOR_ANN_MAX_DIM, PgMemory
 from tulip_memory.store.pg.search import search_paths
 from tulip_memory.tenancy import tenant_atomic, tenant_context
+from tulip_memory.tenancy.cluster import REGISTER, REGISTERED
 
 sync = async_to_sync
 
@@ -54,12 +55,17 @@ class SeededEmbedding(BaseEmbedding):
         return out
 
 
+# How the statements registering a tenant on Citus begin (as logged, parameters filled).
+REGISTRY = tuple(statement.split("%s")[0] for statement in (REGISTERED, REGISTER))
+
+
 def _statements(captured):
-    """The statements a store sent, without transaction plumbing (savepoints, tenant pin)."""
+    """The statements a store sent, without transaction plumbing (savepoints, tenant pin,
+    on Citus the tenant's registering)."""
     return [
         q["sql"]
         for q in captured.captured_queries
-        if not q["sql"].startswith(("SET LOCAL", "SELECT current_setting("))
+        if not q["sql"].startswith(("SET LOCAL", "SELECT current_setting(", *REGISTRY))
         and "SAVEPOINT" not in q["sql"].upper()
     ]
 

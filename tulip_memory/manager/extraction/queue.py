@@ -141,7 +141,7 @@ class CeleryExtractions:
             with tenant_atomic(tenant, using=self.using):
                 still_open = set(
                     ExtractionJob.objects.using(self.using)
-                    .filter(pk__in=job_ids, state__in=OPEN_STATES)
+                    .filter(tenant=tenant, pk__in=job_ids, state__in=OPEN_STATES)
                     .values_list("pk", flat=True)
                 )
                 idle_queues: list[int] = []
@@ -149,7 +149,7 @@ class CeleryExtractions:
                     queue_ids = {self._pending[job_id][1] for job_id in still_open}
                     idle_queues = list(
                         ExtractionQueue.objects.using(self.using)
-                        .filter(pk__in=queue_ids)
+                        .filter(tenant=tenant, pk__in=queue_ids)
                         .idle()
                         .values_list("pk", flat=True)
                     )

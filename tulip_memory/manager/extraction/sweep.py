@@ -22,6 +22,7 @@ def resend_stalled_queues(using: str = "default") -> int:
         with tenant_atomic(tenant, using=using):
             queue_ids = list(
                 ExtractionQueue.objects.using(using)
+                .filter(tenant=tenant)
                 .stalled(waited)
                 .order_by("pk")
                 .values_list("pk", flat=True)

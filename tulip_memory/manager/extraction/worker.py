@@ -121,7 +121,7 @@ class _Heartbeat:
         if overdue is not None:
             raise LeaseLostError(self.timeout_error(overdue[1]))
         with tenant_atomic(tenant):
-            if not ExtractionQueue.objects.renew(queue_id, owner, lease):
+            if not ExtractionQueue.objects.filter(tenant=tenant).renew(queue_id, owner, lease):
                 raise LeaseLostError(f"lost the lease of extraction queue {queue_id}")
 
     def _give_up(self, job_id: int, attempt: int) -> None:
@@ -137,7 +137,7 @@ class _Heartbeat:
             queue_id,
         )
         with tenant_atomic(tenant):
-            row = _attempt_row(job_id, queue_id, owner)
+            row = _attempt_row(tenant, job_id, queue_id, owner)
             if row is not None:
                 row.update(error=error)
 
@@ -157,7 +157,8 @@ class _Heartbeat:
                             self._give_up(overdue[0], overdue[1])
                         continue  # not renewed: the lease expires
                     with tenant_atomic(tenant):
-                        if not ExtractionQueue.objects.renew(queue_id, owner, lease):
+                        queues = ExtractionQueue.objects.filter(tenant=tenant)
+                        if not queues.renew(queue_id, owner, lease):
                             return
                 except Exception:
                     # A transient error must not end the heartbeat: the lease would expire
@@ -222,17 +223,21 @@ def _model_of(manager: LLMMemoryManager) -> str | None:
     return extractor.config.model if extractor is not None else None
 
 
-def _attempt_row(job_id: int, queue_id: int, owner: str) -> QuerySet[ExtractionJob] | None:
+def _attempt_row(
+    tenant: str, job_id: int, queue_id: int, owner: str
+) -> QuerySet[ExtractionJob] | None:
     """Inside ``tenant_atomic``: job ``job_id``'s row, locked, if it is still ``owner``'s
     running attempt and ``owner`` still holds queue ``queue_id``'s lease (an erasure
     revokes the lease alone), else ``None``. The job is locked before the lease is read,
-    in an erasure's order."""
+    in an erasure's order. Every statement names the tenant: one shard's on Citus."""
     from tulip_memory.models import ExtractionJob, ExtractionQueue, JobState
 
-    rows = ExtractionJob.objects.filter(pk=job_id, state=JobState.RUNNING, worker=owner)
+    rows = ExtractionJob.objects.filter(
+        tenant=tenant, pk=job_id, state=JobState.RUNNING, worker=owner
+    )
     if not rows.select_for_update().exists():
         return None
-    if not ExtractionQueue.objects.filter(pk=queue_id, lease_owner=owner).exists():
+    if not ExtractionQueue.objects.filter(tenant=tenant, pk=queue_id, lease_owner=owner).exists():
         return None
     return rows
 
@@ -252,11 +257,11 @@ def _record_attempt(
     if not columns and usage is None:
         return False
     with tenant_atomic(job.tenant):
-        mine = _attempt_row(job.pk, job.queue_id, owner)
+        mine = _attempt_row(job.tenant, job.pk, job.queue_id, owner)
         if mine is not None and mine.update(**columns, **_usage_columns(model, usage)):
             return True
         if usage is not None:
-            ExtractionJob.objects.filter(pk=job.pk).update(
+            ExtractionJob.objects.filter(tenant=job.tenant, pk=job.pk).update(
                 **_usage_columns(model, usage, latest=False)
             )
         return False
@@ -466,7 +471,7 @@ def _fail_at_once(
     from tulip_memory.models import ExtractionJob, JobState
 
     logger.error("extraction job %s failed: %s", job.pk, error)
-    ExtractionJob.objects.filter(pk=job.pk).update(
+    ExtractionJob.objects.filter(tenant=job.tenant, pk=job.pk).update(
         state=JobState.FAILED, error=error, finished_at=Now()
     )
     outcome.failed += 1
@@ -503,8 +508,8 @@ def _run_claimed(
         with tenant_atomic(tenant):
             # The job's row is locked before the queue's, in an erasure's order: the two
             # cannot deadlock, and an erasure's revoked lease fails the renewal.
-            found = ExtractionJob.objects.next_open(queue_id)
-            if not ExtractionQueue.objects.renew(queue_id, owner, lease):
+            found = ExtractionJob.objects.filter(tenant=tenant).next_open(queue_id)
+            if not ExtractionQueue.objects.filter(tenant=tenant).renew(queue_id, owner, lease):
                 logger.warning("lost the lease of extraction queue %s; stopping", queue_id)
                 return None
             if found is None:
@@ -527,7 +532,7 @@ def _run_claimed(
                 continue
             job.attempts += 1
             job.worker = owner
-            ExtractionJob.objects.filter(pk=job.pk).update(
+            ExtractionJob.objects.filter(tenant=tenant, pk=job.pk).update(
                 state=JobState.RUNNING,
                 attempts=job.attempts,
                 worker=owner,
@@ -575,7 +580,7 @@ def _release(tenant: str, queue_id: int, owner: str) -> None:
 
     def release() -> None:
         with tenant_atomic(tenant):
-            ExtractionQueue.objects.release(queue_id, owner)
+            ExtractionQueue.objects.filter(tenant=tenant).release(queue_id, owner)
 
     _on_a_live_connection(release)
 
@@ -623,12 +628,14 @@ def run_queue(
     with tenant_context(tenant):
         while True:
             with tenant_atomic(tenant):
-                if not ExtractionQueue.objects.claim(queue_id, owner, lease):
-                    outcome.retry_in = ExtractionQueue.objects.book_recheck(
+                # Every statement names the tenant: on Citus, one shard's (a router query).
+                queues = ExtractionQueue.objects.filter(tenant=tenant)
+                if not queues.claim(queue_id, owner, lease):
+                    outcome.retry_in = queues.book_recheck(
                         queue_id, early=min(RECHECK_SKEW_SECONDS, lease / 10)
                     )
                     return outcome
-                path = ExtractionQueue.objects.values_list("namespace", flat=True).get(pk=queue_id)
+                path = queues.values_list("namespace", flat=True).get(pk=queue_id)
             try:
                 with _Heartbeat(tenant, queue_id, owner, lease, job_timeout) as heartbeat:
                     retry_in = _run_claimed(
@@ -646,5 +653,6 @@ def run_queue(
                 outcome.retry_in = retry_in
                 return outcome
             with tenant_atomic(tenant):
-                if not ExtractionJob.objects.runnable().filter(queue_id=queue_id).exists():
+                jobs = ExtractionJob.objects.filter(tenant=tenant, queue_id=queue_id)
+                if not jobs.runnable().exists():
                     return outcome

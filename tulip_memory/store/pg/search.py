@@ -279,7 +279,7 @@ def search_paths(
         whole = _hybrid(where, usable, vector is not None, params, candidates=vector_candidates)
         ranked = whole
         if any(params["indexed"]) and _indexes_serve(
-            paths, vector, subtree, value_condition, metadata, alias=items.db
+            paths, vector, subtree, value_condition, metadata
         ):
             ranked = _hybrid_indexed(where, usable, params, pass_pool, candidates=vector_candidates)
             if not all(params["indexed"]):
@@ -400,14 +400,11 @@ def _indexes_serve(
     subtree: bool,
     value_condition: Any,
     metadata: dict[str, Any] | None,
-    *,
-    alias: str,
 ) -> bool:
     """Whether a text query over ``paths`` can be ranked from the search indexes: no
     condition that needs the rows, a vector (if any) given as an array with codes, every
-    path short enough to be indexed, and no Citus (the lexical function, run on the
-    tenant's shard with the statement, would query the distributed table from there)."""
-    if subtree or value_condition is not None or metadata or is_citus(connections[alias]):
+    path short enough to be indexed."""
+    if subtree or value_condition is not None or metadata:
         return False
     if vector is not None and not (
         isinstance(vector, np.ndarray) and vector.shape[-1] <= CODES_MAX_DIMENSIONS
