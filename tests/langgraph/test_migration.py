@@ -19,7 +19,7 @@ from tulip_memory.testing.langgraph_agent import build_agent, user_turn
 
 pytestmark = pytest.mark.django_db(transaction=True, databases=["default", "owner"])
 
-BEFORE, AFTER = "0011_store_item_ttl", "0012_langgraph_rows"
+BEFORE = "0011_store_item_ttl"
 # A database is distributed once migrated (tulip_memory_distribute): going back before
 # 0012 there re-creates tables whose statement triggers no shard can run (no transition
 # table on a worker), and 0012's AddField of a positive integer is an ADD COLUMN with a
@@ -38,12 +38,16 @@ def _migrate(target: str) -> None:
     executor.migrate([("tulip_memory", target)])
 
 
-@pytest.fixture(autouse=True)
-def _back_to_the_newest_migration():
-    """The tests after this one expect every migration applied, not just ``AFTER``."""
-    yield
+def _migrate_to_the_newest() -> None:
     (newest,) = MigrationExecutor(connections["owner"]).loader.graph.leaf_nodes("tulip_memory")
     _migrate(newest[1])
+
+
+@pytest.fixture(autouse=True)
+def _back_to_the_newest_migration():
+    """The tests after this one expect every migration applied."""
+    yield
+    _migrate_to_the_newest()
 
 
 def _store_a_thread_as_the_three_tables_held_it() -> None:
@@ -101,7 +105,7 @@ def test_0012_converts_the_stored_checkpoints_values_and_pending_writes():
     try:
         _store_a_thread_as_the_three_tables_held_it()
     finally:
-        _migrate(AFTER)
+        _migrate_to_the_newest()  # through 0012, to the schema the saver reads
     saver = DjangoSaver(tenant="acme")
     config = {"configurable": {"thread_id": "old"}}
     newest = saver.get_tuple(config)

@@ -51,26 +51,22 @@ ROW_FIELDS = (
 LOAD_COLUMNS = (*ROW_FIELDS, "stamp", "selected")
 
 _Key = tuple[str, str, str]
-# A checkpoint row inserted, or written over when no row is stored against it; a delta
-# (depth > 0) only while its parent row is at the version it was compressed against, held
-# FOR KEY SHARE until commit. Both guards are the SELECT's, and the row version a column:
-# Citus refuses a subquery in ON CONFLICT's WHERE and cannot plan a system column.
+# A checkpoint row inserted; a delta (depth > 0) only while its parent row is at the
+# version it was compressed against, held FOR KEY SHARE until commit. A row of that id is
+# written over only when it holds no checkpoint yet (only pending writes, so no row is
+# stored against it) or the last parameter says so. Citus: no subquery in ON CONFLICT's
+# WHERE, no system column.
 SAVE_CHECKPOINT = (
     "INSERT INTO tulip_memory_langgraph_checkpoint AS t (tenant, thread_id, checkpoint_ns, "
     "checkpoint_id, parent_checkpoint_id, run_id, subject, depth, data, writes, created_at) "
-    "SELECT %s, %s, %s, %s, %s, %s, %s, %s, %s, ''::bytea, now() WHERE (%s = 0 OR EXISTS ("
+    "SELECT %s, %s, %s, %s, %s, %s, %s, %s, %s, ''::bytea, now() WHERE %s = 0 OR EXISTS ("
     "SELECT 1 FROM tulip_memory_langgraph_checkpoint WHERE tenant = %s AND id = %s "
-    "AND version = %s FOR KEY SHARE)) AND NOT EXISTS (SELECT 1 FROM "
-    "tulip_memory_langgraph_checkpoint p WHERE p.tenant = %s AND p.thread_id = %s "
-    "AND p.checkpoint_ns = %s AND p.checkpoint_id = %s AND EXISTS (SELECT 1 FROM "
-    "tulip_memory_langgraph_checkpoint c WHERE c.tenant = p.tenant "
-    "AND c.thread_id = p.thread_id AND c.checkpoint_ns = p.checkpoint_ns "
-    "AND c.parent_checkpoint_id = p.checkpoint_id AND c.id <> p.id AND c.depth > 0 "
-    "AND c.data IS NOT NULL)) "
+    "AND version = %s FOR KEY SHARE) "
     "ON CONFLICT (tenant, thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET "
     "parent_checkpoint_id = EXCLUDED.parent_checkpoint_id, run_id = EXCLUDED.run_id, "
     "subject = EXCLUDED.subject, depth = EXCLUDED.depth, data = EXCLUDED.data, "
-    "created_at = EXCLUDED.created_at, version = t.version + 1 RETURNING t.id, t.version"
+    "created_at = EXCLUDED.created_at, version = t.version + 1 "
+    "WHERE t.data IS NULL OR %s RETURNING t.id, t.version"
 )
 # Pending writes appended to a checkpoint's row (inserted without data when they come
 # first; the subject of such a row from the first writes that name one).
@@ -365,8 +361,8 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
 
         A delta is stored only if its parent row is still at ``parent`` (its id and version;
         locked ``FOR KEY SHARE``); else None, and the caller stores every value. A
-        checkpoint stored again with children first makes them self-contained (as
-        :meth:`remove`).
+        checkpoint stored again (a second transaction) first makes the rows stored against
+        it self-contained (as :meth:`remove`).
         """
         version = self._upsert(tenant, row, parent, pin)
         if version is not None:
@@ -383,28 +379,26 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
             rows = LangGraphCheckpoint.rows.using(self.db)
             there = rows.filter(**key, checkpoint_id=row["checkpoint_id"]).select_for_update()
             if not list(there.values_list("id", flat=True)):
-                return None  # not there: the delta's parent is what is missing
-            dependents = list(
-                rows.filter(
-                    **key,
-                    parent_checkpoint_id=row["checkpoint_id"],
-                    depth__gt=0,
-                    data__isnull=False,
-                ).values_list("id", flat=True)
+                return None  # not there: the delta's parent is what is missing, or changed
+            dependents = rows.filter(
+                **key, parent_checkpoint_id=row["checkpoint_id"], depth__gt=0, data__isnull=False
             )
-            if not dependents:
-                return None  # the delta's parent is missing, or changed
-            self.make_self_contained(tenant, dependents)
-            return self._upsert(tenant, row, parent, None)
+            self.make_self_contained(tenant, list(dependents.values_list("id", flat=True)))
+            return self._upsert(tenant, row, parent, None, overwrite=True)
 
     def _upsert(
-        self, tenant: str, row: dict[str, Any], parent: RowVersion | None, pin: str | None
+        self,
+        tenant: str,
+        row: dict[str, Any],
+        parent: RowVersion | None,
+        pin: str | None,
+        overwrite: bool = False,
     ) -> RowVersion | None:
         key = [tenant, row["thread_id"], row["checkpoint_ns"], row["checkpoint_id"]]
         values = [row[name] for name in ("parent_checkpoint_id", "run_id", "subject", "depth")]
         params = [*key, *values, row["data"], row["depth"], tenant, *(parent or (None, None))]
         with connections[self.db].cursor() as cursor:
-            _execute(cursor, SAVE_CHECKPOINT, [*params, *key], pin)
+            _execute(cursor, SAVE_CHECKPOINT, [*params, overwrite], pin)
             stored = cursor.fetchone()
             return None if stored is None else (stored[0], stored[1])
 
