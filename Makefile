@@ -62,7 +62,9 @@ test: $(STAMP) browser-deps
 CITUS_BUILD ?= ../shared/citus/build.sh
 CITUS_TESTS ?= tests/store/test_contract.py tests/tenancy/test_isolation.py tests/postgres/test_rls.py \
   tests/backends/test_contract.py tests/management/test_distribute.py tests/checks/test_citus.py \
-  tests/store/test_contract_ttl.py tests/langgraph/test_store_contract.py
+  tests/store/test_contract_ttl.py tests/langgraph/test_store_contract.py \
+  tests/langgraph/test_conformance.py tests/langgraph/test_saver.py tests/langgraph/test_migration.py \
+  tests/delta/test_checkpointer.py tests/delta/test_concurrency.py tests/chains
 test-citus: $(STAMP)
 	@if [ ! -f "$(CITUS_BUILD)" ]; then \
 	  echo "make test-citus: no Citus build script at $(CITUS_BUILD), so no Citus cluster here: skipped"; \
