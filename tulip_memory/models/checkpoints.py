@@ -211,8 +211,9 @@ class DeltaCheckpointRecordQuerySet(SubjectRowsQuerySet):
 
         ``after`` is ``(checkpoint_id, created_at, base_id)`` of the expected newest row
         (the highest ``id``). ONE statement (PostgreSQL: ``INSERT … SELECT … WHERE`` with
-        ``ON CONFLICT DO NOTHING``; on Citus after one drawing its id); False when nothing was inserted — another row became
-        the newest, the expected one was replaced or re-based, or the id exists.
+        ``ON CONFLICT DO NOTHING``; on Citus after one drawing its id); False when nothing
+        was inserted — another row became the newest, the expected one was replaced or
+        re-based, or the id exists.
         """
         connection = connections[self.db]
         meta = self.model._meta
