@@ -59,7 +59,7 @@ _Key = tuple[str, str, str]
 SAVE_CHECKPOINT = (
     "INSERT INTO tulip_memory_langgraph_checkpoint AS t (tenant, thread_id, checkpoint_ns, "
     "checkpoint_id, parent_checkpoint_id, run_id, subject, depth, data, writes, created_at) "
-    "SELECT %s, %s, %s, %s, %s, %s, %s, %s, %s, ''::bytea, now() WHERE %s = 0 OR EXISTS ("
+    "SELECT %s, %s, %s, %s, %s, %s, %s, %s, %s, ''::bytea, %s WHERE %s = 0 OR EXISTS ("
     "SELECT 1 FROM tulip_memory_langgraph_checkpoint WHERE tenant = %s AND id = %s "
     "AND version = %s FOR KEY SHARE) "
     "ON CONFLICT (tenant, thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET "
@@ -396,9 +396,9 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
     ) -> RowVersion | None:
         key = [tenant, row["thread_id"], row["checkpoint_ns"], row["checkpoint_id"]]
         values = [row[name] for name in ("parent_checkpoint_id", "run_id", "subject", "depth")]
-        params = [*key, *values, row["data"], row["depth"], tenant, *(parent or (None, None))]
+        params = [*key, *values, row["data"], timezone.now(), row["depth"], tenant]
         with connections[self.db].cursor() as cursor:
-            _execute(cursor, SAVE_CHECKPOINT, [*params, overwrite], pin)
+            _execute(cursor, SAVE_CHECKPOINT, [*params, *(parent or (None, None)), overwrite], pin)
             stored = cursor.fetchone()
             return None if stored is None else (stored[0], stored[1])
 
