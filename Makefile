@@ -65,7 +65,9 @@ CITUS_TESTS ?= tests/store/test_contract.py tests/store/pg/test_search.py tests/
   tests/backends/test_contract.py tests/management/test_distribute.py tests/checks/test_citus.py \
   tests/store/test_contract_ttl.py tests/langgraph/test_store_contract.py \
   tests/manager/extraction tests/manager/test_llm_celery.py tests/manager/test_sweep_tasks_on_workers.py \
-  tests/testing/test_citus_drills.py
+  tests/testing/test_citus_drills.py \
+  tests/langgraph/test_conformance.py tests/langgraph/test_saver.py tests/langgraph/test_migration.py \
+  tests/delta/test_checkpointer.py tests/delta/test_concurrency.py tests/chains
 test-citus: $(STAMP)
 	@if [ -z "$$TULIP_CITUS_URL" ] && [ ! -f "$(CITUS_BUILD)" ]; then \
 	  echo "make test-citus: no TULIP_CITUS_URL and no Citus build script at $(CITUS_BUILD), so no Citus cluster here: skipped"; \

@@ -799,3 +799,36 @@ def test_a_parent_put_again_by_another_saver_is_not_taken_from_this_savers_cache
     saved = first.put(config, child, {"step": 1}, {"b": v2})
     found = DjangoSaver(tenant="acme").get_tuple(saved)
     assert found.checkpoint["channel_values"] == {"a": "x", "b": [1, 2, 3, 4]}
+
+
+@pytest.mark.skipif(
+    os.environ.get("TULIP_TEST_BACKEND") != "citus",
+    reason="runs on a Citus cluster (TULIP_TEST_BACKEND=citus: make test-citus)",
+)
+def test_a_put_and_a_load_of_one_thread_each_run_on_one_shard():
+    """On Citus: the statements of a put and of a load plan as one task (the
+    tenant's shard; the upsert's SELECT, whose row then goes to that shard)."""
+    from django.db import connections
+    from langgraph.checkpoint.base import create_checkpoint
+
+    from tulip_memory.tenancy import tenant_atomic
+
+    saver = DjangoSaver(tenant="acme")
+    build_agent(saver).invoke(user_turn(0), _config("routed"))
+    newest = saver.get_tuple(_config("routed"))
+    calls: list[tuple[str, Any]] = []
+
+    def record(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        calls.append((sql, params))
+        return execute(sql, params, many, context)
+
+    with _saver_connection(saver).execute_wrapper(record):
+        child = create_checkpoint(newest.checkpoint, None, 9)
+        saver.get_tuple(saver.put(newest.config, child, {"step": 9}, {}))
+    statements = [(sql, params) for sql, params in calls if "langgraph_checkpoint" in sql]
+    assert [sql.split()[0] for sql, _ in statements] == ["INSERT", "WITH"]
+    for sql, params in statements:
+        with tenant_atomic("acme"), connections["default"].cursor() as cursor:
+            cursor.execute(f"EXPLAIN {sql}", params)
+            plan = "\n".join(line for (line,) in cursor.fetchall())
+        assert plan.count("Task Count: 1\n") == 1 and plan.count("Task Count") == 1, plan

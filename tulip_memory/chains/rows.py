@@ -22,6 +22,7 @@ from tulip_memory.exceptions import CheckpointCorruptError
 __all__ = [
     "Entry",
     "Record",
+    "RowVersion",
     "Write",
     "chain_rows",
     "pack_record",
@@ -34,6 +35,9 @@ __all__ = [
 ]
 
 _FRAME_LENGTH = struct.Struct(">I")
+
+# A row's id and version (how many times it was written): a row as read or written once.
+RowVersion = tuple[int, int]
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ from tulip_memory.chains import channels as chains
 from tulip_memory.chains.options import MAX_DEPTH
 from tulip_memory.chains.rows import (
     Record,
+    RowVersion,
     chain_rows,
     pack_record,
     pack_writes,
@@ -238,13 +239,13 @@ def _config(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> RunnableC
 class _Tip:
     """The checkpoint this saver wrote last in a namespace: its record without values and
     the pending writes stored with it since (what a child is compressed against), and its
-    row version (a row changed by anyone else is no parent to compress against).
+    row's id and version (a row changed by anyone else is no parent to compress against).
     """
 
     checkpoint_id: str
     record: Record
     depth: int
-    row_version: str
+    row_version: RowVersion
     writes: bytes = b""
 
 
@@ -309,7 +310,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         self._tips: LRUCache[_TipKey, _Tip] = LRUCache(cache_size, name="cache_size")
         # Rows unpacked by loads, by row id and row version: a row's record is unpacked
         # once while it is unchanged, however many loads walk through it.
-        self._records: LRUCache[tuple[int, str], Record] = LRUCache(
+        self._records: LRUCache[RowVersion, Record] = LRUCache(
             record_cache_bytes, name="record_cache_bytes", weigh=record_bytes
         )
         # The sync API's connection, and a thread for callers in an event loop's thread.
@@ -451,11 +452,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
             # The parent was deleted or changed (stored again, given writes) by another
             # saver meanwhile: store every value.
             version = rows.save_checkpoint(
-                tenant,
-                row,
-                parent.writes if parent else b"",
-                parent.row_version if parent else "",
-                pin=pin,
+                tenant, row, parent.row_version if parent else None, pin=pin
             )
             if version is not None or not parent:
                 break
@@ -531,7 +528,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         # Special writes (errors, interrupts...) replace the task's earlier ones.
         special = all(channel in WRITES_IDX_MAP for channel, _ in writes)
         frame = pack_writes(task_id, task_path, special, rows)
-        before, after = LangGraphCheckpoint.rows.using(self.using).save_writes(
+        row_id, version = LangGraphCheckpoint.rows.using(self.using).save_writes(
             tenant, thread_id, checkpoint_ns, checkpoint_id, frame, subject=subject, pin=pin
         )
         # Pending writes of the namespace's tip join it (see _put), if the row is still
@@ -540,7 +537,8 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         key = (tenant, thread_id, checkpoint_ns)
         tip = self._tips.get(key)
         if tip is not None and tip.checkpoint_id == checkpoint_id:
-            if before == tip.row_version:
+            if (row_id, version - 1) == tip.row_version:
+                after = (row_id, version)
                 self._tips.put(key, replace(tip, writes=tip.writes + frame, row_version=after))
             else:
                 self._tips.pop(key)

@@ -14,6 +14,7 @@ from django.utils.translation import gettext_lazy as _
 
 from tulip_memory.core.identifiers import CHECKPOINT_ID_MAX_LENGTH, THREAD_ID_MAX_LENGTH
 from tulip_memory.core.subjects import SUBJECT_MAX_LENGTH
+from tulip_memory.tenancy.cluster import is_citus
 from tulip_memory.tenancy.context import TENANT_MAX_LENGTH
 
 __all__ = [
@@ -28,6 +29,9 @@ __all__ = [
     "ThreadRow",
     "ThreadRowsQuerySet",
 ]
+
+# The next id of a table's identity sequence (drawn on the Citus coordinator).
+NEXT_ID = "SELECT nextval(pg_get_serial_sequence(%s, 'id'))"
 
 
 class ThreadRowsQuerySet(models.QuerySet):
@@ -196,12 +200,19 @@ class DeltaCheckpointRecordQuerySet(SubjectRowsQuerySet):
         after: tuple[str, datetime, str],
     ) -> bool:
         """Insert a new record only if the thread's newest row is still ``after``
-        (``(checkpoint_id, created_at, base_id)``), in ONE statement (PostgreSQL); False
+        (``(checkpoint_id, created_at, base_id)``), in ONE statement (PostgreSQL; on Citus after one drawing its id); False
         when nothing was inserted (another newest row, or the id exists)."""
         connection = connections[self.db]
         meta = self.model._meta
         quote = connection.ops.quote_name
-        values = {"tenant": tenant, "thread_id": thread_id, "checkpoint_id": checkpoint_id}
+        values: dict[str, Any] = {}
+        if is_citus(connection):
+            # An INSERT ... SELECT takes its id from the shard's node, not from the
+            # coordinator's sequence whose order makes a row the newest.
+            with connection.cursor() as cursor:
+                cursor.execute(NEXT_ID, [meta.db_table])
+                values["id"] = cursor.fetchone()[0]
+        values |= {"tenant": tenant, "thread_id": thread_id, "checkpoint_id": checkpoint_id}
         values.update(fields)
         columns = {field.name: field for field in meta.concrete_fields}
         params = [

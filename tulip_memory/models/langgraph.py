@@ -1,7 +1,9 @@
 """The LangGraph saver's rows (:class:`tulip_memory.langgraph.DjangoSaver`).
 
 One row per checkpoint: ``data`` a :mod:`tulip_memory.chains.rows` record (NULL while
-only pending writes arrived), ``writes`` its pending writes. Under row-level security.
+only pending writes arrived), ``writes`` its pending writes, ``version`` counting the row's
+writes (with ``id``, the row version a delta's parent is checked by). Under row-level
+security; every statement names one tenant (one shard on Citus).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from django.utils.translation import gettext_lazy as _
 from tulip_memory.chains.options import MAX_DEPTH
 from tulip_memory.chains.rows import (
     Record,
+    RowVersion,
     pack_record,
     self_contained,
     unpack_walk,
@@ -44,10 +47,38 @@ ROW_FIELDS = (
     "data",
     "writes",
 )
-# The load statement's columns: the fields, ``xmin`` (the row version) and ``selected``.
+# The load statement's columns: the fields, ``version`` (as ``stamp``) and ``selected``.
 LOAD_COLUMNS = (*ROW_FIELDS, "stamp", "selected")
 
 _Key = tuple[str, str, str]
+# A checkpoint row inserted; a delta (depth > 0) only while its parent row is at the
+# version it was compressed against, held FOR KEY SHARE until commit. A row of that id is
+# written over only when it holds no checkpoint yet (only pending writes, so no row is
+# stored against it) or the last parameter says so. Citus: no subquery in ON CONFLICT's
+# WHERE, no system column.
+SAVE_CHECKPOINT = (
+    "INSERT INTO tulip_memory_langgraph_checkpoint AS t (tenant, thread_id, checkpoint_ns, "
+    "checkpoint_id, parent_checkpoint_id, run_id, subject, depth, data, writes, created_at) "
+    "SELECT %s, %s, %s, %s, %s, %s, %s, %s, %s, ''::bytea, %s WHERE %s = 0 OR EXISTS ("
+    "SELECT 1 FROM tulip_memory_langgraph_checkpoint WHERE tenant = %s AND id = %s "
+    "AND version = %s FOR KEY SHARE) "
+    "ON CONFLICT (tenant, thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET "
+    "parent_checkpoint_id = EXCLUDED.parent_checkpoint_id, run_id = EXCLUDED.run_id, "
+    "subject = EXCLUDED.subject, depth = EXCLUDED.depth, data = EXCLUDED.data, "
+    "created_at = EXCLUDED.created_at, version = t.version + 1 "
+    "WHERE t.data IS NULL OR %s RETURNING t.id, t.version"
+)
+# Pending writes appended to a checkpoint's row (inserted without data when they come
+# first; the subject of such a row from the first writes that name one).
+SAVE_WRITES = (
+    "INSERT INTO tulip_memory_langgraph_checkpoint AS t (tenant, thread_id, checkpoint_ns, "
+    "checkpoint_id, parent_checkpoint_id, run_id, subject, depth, writes, created_at) "
+    "VALUES (%s, %s, %s, %s, '', '', %s, 0, %s, now()) "
+    "ON CONFLICT (tenant, thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET "
+    "writes = t.writes || EXCLUDED.writes, subject = CASE WHEN t.data IS NULL "
+    "AND t.subject = '' THEN EXCLUDED.subject ELSE t.subject END, version = t.version + 1 "
+    "RETURNING t.id, t.version"
+)
 
 
 def walks(rows: Iterable[dict[str, Any]]) -> dict[int, list[dict[str, Any]] | None]:
@@ -148,7 +179,7 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
         connection = connections[self.db]
         table = connection.ops.quote_name(LangGraphCheckpoint._meta.db_table)
         walked = "id, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, depth"
-        carried = f"{walked}, data, writes, xmin::text AS stamp" if one else walked
+        carried = f"{walked}, data, writes, version AS stamp" if one else walked
         # The parent lookup is a LATERAL subquery kept from being flattened into a join
         # by ``OFFSET 0``: one index lookup per step, whatever the row estimates. ``n``
         # stops a walk that goes round (damaged rows) after the deepest chain there can be.
@@ -161,16 +192,19 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
             "AND checkpoint_id = w.parent_checkpoint_id AND data IS NOT NULL OFFSET 0) p "
             f"WHERE w.depth > 0 AND w.n <= {MAX_DEPTH}) "
         )
+        params = [tenant, *params, tenant]
         if one:
             sql += f"SELECT {', '.join(LOAD_COLUMNS)} FROM w"
         else:
+            # ``t.tenant``: Citus runs a recursive CTE on one shard only.
             sql += (
                 "SELECT t.id, t.thread_id, t.checkpoint_ns, t.checkpoint_id, "
-                "t.parent_checkpoint_id, t.depth, t.data, t.writes, t.xmin::text, w.selected "
-                f"FROM w JOIN {table} t ON t.id = w.id"
+                "t.parent_checkpoint_id, t.depth, t.data, t.writes, t.version, w.selected "
+                f"FROM w JOIN {table} t ON t.tenant = %s AND t.id = w.id"
             )
+            params.append(tenant)
         with connection.cursor() as cursor:
-            _execute(cursor, sql, [tenant, *params, tenant], pin)
+            _execute(cursor, sql, params, pin)
             return [dict(zip(LOAD_COLUMNS, row, strict=True)) for row in cursor.fetchall()]
 
     def load_checkpoint(
@@ -195,7 +229,7 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
             f"AND thread_id = %s AND checkpoint_ns = %s AND data IS NOT NULL {chosen}"
             "ORDER BY checkpoint_id DESC LIMIT 1) "
             "SELECT id, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, depth, "
-            "data, writes, xmin::text, checkpoint_id = (SELECT checkpoint_id FROM c) "
+            "data, writes, version, checkpoint_id = (SELECT checkpoint_id FROM c) "
             f"FROM {table} WHERE tenant = %s AND thread_id = %s AND checkpoint_ns = %s "
             "AND checkpoint_id <= (SELECT checkpoint_id FROM c) AND data IS NOT NULL "
             "ORDER BY checkpoint_id DESC LIMIT (SELECT depth + 1 FROM c)"
@@ -261,7 +295,9 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
             if walk is not None
         }
         for row_id, record in records.items():
-            self.filter(tenant=tenant, id=row_id).update(data=pack_record(record), depth=0)
+            self.filter(tenant=tenant, id=row_id).update(
+                data=pack_record(record), depth=0, version=F("version") + 1
+            )
 
     def keep_newest(self, tenant: str, thread_ids: Sequence[str], keep_last: int) -> int:
         """Keep the newest ``keep_last`` checkpoints of each namespace of the threads; how many
@@ -280,8 +316,9 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
         if not doomed:
             return 0
         removed = self.remove(tenant, doomed)
-        checkpoints.filter(id__in=[row_id for row_id, rank in ranked if rank == keep_last]).update(
-            parent_checkpoint_id=""
+        oldest_kept = [row_id for row_id, rank in ranked if rank == keep_last]
+        checkpoints.filter(id__in=oldest_kept).update(
+            parent_checkpoint_id="", version=F("version") + 1
         )
         return removed
 
@@ -315,19 +352,19 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
         self,
         tenant: str,
         row: dict[str, Any],
-        parent_writes: bytes,
-        parent_version: str = "",
+        parent: RowVersion | None = None,
         *,
         pin: str | None = None,
-    ) -> str | None:
-        """Upsert a checkpoint row in ONE statement; the stored row's version (``xmin``).
+    ) -> RowVersion | None:
+        """Upsert a checkpoint row in ONE statement (:data:`SAVE_CHECKPOINT`); its id and
+        version.
 
-        A delta is stored only if its parent is unchanged since ``parent_version`` with
-        writes starting with ``parent_writes`` (locked ``FOR KEY SHARE``); else None, and the
-        caller stores every value. A checkpoint stored again with children first makes them
-        self-contained (as :meth:`remove`).
+        A delta is stored only if its parent row is still at ``parent`` (its id and version;
+        locked ``FOR KEY SHARE``); else None, and the caller stores every value. A
+        checkpoint stored again (a second transaction) first makes the rows stored against
+        it self-contained (as :meth:`remove`).
         """
-        version = self._upsert(tenant, row, parent_writes, parent_version, pin)
+        version = self._upsert(tenant, row, parent, pin)
         if version is not None:
             return version
         from tulip_memory.tenancy.context import tenant_atomic
@@ -342,66 +379,28 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
             rows = LangGraphCheckpoint.rows.using(self.db)
             there = rows.filter(**key, checkpoint_id=row["checkpoint_id"]).select_for_update()
             if not list(there.values_list("id", flat=True)):
-                return None  # not there: the delta's parent is what is missing
-            dependents = list(
-                rows.filter(
-                    **key,
-                    parent_checkpoint_id=row["checkpoint_id"],
-                    depth__gt=0,
-                    data__isnull=False,
-                ).values_list("id", flat=True)
+                return None  # not there: the delta's parent is what is missing, or changed
+            dependents = rows.filter(
+                **key, parent_checkpoint_id=row["checkpoint_id"], depth__gt=0, data__isnull=False
             )
-            if not dependents:
-                return None  # the delta's parent is missing, or changed
-            self.make_self_contained(tenant, dependents)
-            return self._upsert(tenant, row, parent_writes, parent_version, None)
+            self.make_self_contained(tenant, list(dependents.values_list("id", flat=True)))
+            return self._upsert(tenant, row, parent, None, overwrite=True)
 
     def _upsert(
         self,
         tenant: str,
         row: dict[str, Any],
-        parent_writes: bytes,
-        parent_version: str,
+        parent: RowVersion | None,
         pin: str | None,
-    ) -> str | None:
-        connection = connections[self.db]
-        quote = connection.ops.quote_name
-        table = quote(LangGraphCheckpoint._meta.db_table)
-        fields = {f.name: f for f in LangGraphCheckpoint._meta.concrete_fields}
-        values = {"tenant": tenant, **row, "created_at": timezone.now()}
-        names = list(values)
-        updates = ", ".join(
-            f"{quote(n)} = EXCLUDED.{quote(n)}"
-            for n in names
-            if n not in ("tenant", "thread_id", "checkpoint_ns", "checkpoint_id")
-        )
-        # On conflict, the row is overwritten only if no row is stored against it.
-        sql = (
-            f"INSERT INTO {table} AS t ({', '.join(quote(n) for n in names)}, writes) "
-            f"SELECT {', '.join(['%s'] * len(names))}, ''::bytea "
-            f"WHERE %s = 0 OR EXISTS (SELECT 1 FROM {table} WHERE tenant = %s AND thread_id = %s "
-            "AND checkpoint_ns = %s AND checkpoint_id = %s AND data IS NOT NULL "
-            "AND xmin::text = %s AND substring(writes from 1 for %s) = %s FOR KEY SHARE) "
-            "ON CONFLICT (tenant, thread_id, checkpoint_ns, checkpoint_id) "
-            f"DO UPDATE SET {updates} WHERE NOT EXISTS (SELECT 1 FROM {table} c "
-            "WHERE c.tenant = t.tenant AND c.thread_id = t.thread_id "
-            "AND c.checkpoint_ns = t.checkpoint_ns AND c.parent_checkpoint_id = t.checkpoint_id "
-            "AND c.depth > 0 AND c.data IS NOT NULL AND c.id <> t.id) RETURNING t.xmin::text"
-        )
-        params = [fields[n].get_db_prep_save(v, connection) for n, v in values.items()]
-        parent = [
-            tenant,
-            row["thread_id"],
-            row["checkpoint_ns"],
-            row["parent_checkpoint_id"],
-            parent_version,
-            len(parent_writes),
-            parent_writes,
-        ]
-        with connection.cursor() as cursor:
-            _execute(cursor, sql, [*params, row["depth"], *parent], pin)
+        overwrite: bool = False,
+    ) -> RowVersion | None:
+        key = [tenant, row["thread_id"], row["checkpoint_ns"], row["checkpoint_id"]]
+        values = [row[name] for name in ("parent_checkpoint_id", "run_id", "subject", "depth")]
+        params = [*key, *values, row["data"], timezone.now(), row["depth"], tenant]
+        with connections[self.db].cursor() as cursor:
+            _execute(cursor, SAVE_CHECKPOINT, [*params, *(parent or (None, None)), overwrite], pin)
             stored = cursor.fetchone()
-            return None if stored is None else str(stored[0])
+            return None if stored is None else (stored[0], stored[1])
 
     def save_writes(
         self,
@@ -413,32 +412,15 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
         *,
         subject: str = "",
         pin: str | None = None,
-    ) -> tuple[str | None, str]:
-        """Append pending writes to a checkpoint's row in ONE statement (inserting it, tagged
-        with ``subject``, when writes come first); the row's version before and after."""
-        connection = connections[self.db]
-        table = connection.ops.quote_name(LangGraphCheckpoint._meta.db_table)
-        key = [tenant, thread_id, checkpoint_ns, checkpoint_id]
-        with connection.cursor() as cursor:
-            _execute(
-                cursor,
-                f"WITH before AS (SELECT xmin::text AS version FROM {table} WHERE tenant = %s "
-                "AND thread_id = %s AND checkpoint_ns = %s AND checkpoint_id = %s FOR UPDATE) "
-                f"INSERT INTO {table} AS t (tenant, thread_id, checkpoint_ns, checkpoint_id, "
-                "parent_checkpoint_id, run_id, subject, depth, writes, created_at) "
-                # Joined, ``before`` is read (and the row locked) before the row changes;
-                # read only by RETURNING, it would be read after, and miss the row.
-                "SELECT %s, %s, %s, %s, '', '', %s, 0, %s, now() "
-                "FROM (SELECT 1) AS one LEFT JOIN before ON true "
-                "ON CONFLICT (tenant, thread_id, checkpoint_ns, checkpoint_id) "
-                "DO UPDATE SET writes = t.writes || EXCLUDED.writes, subject = CASE "
-                "WHEN t.data IS NULL AND t.subject = '' THEN EXCLUDED.subject ELSE t.subject "
-                "END RETURNING (SELECT version FROM before), t.xmin::text",
-                [*key, *key, subject, frame],
-                pin,
-            )
-            before, after = cursor.fetchone()
-            return before, str(after)
+    ) -> RowVersion:
+        """Append pending writes to a checkpoint's row in ONE statement (:data:`SAVE_WRITES`;
+        inserting it, tagged with ``subject``, when writes come first); its id and version
+        after (the version before is one less, none when it is 1)."""
+        with connections[self.db].cursor() as cursor:
+            params = [tenant, thread_id, checkpoint_ns, checkpoint_id, subject, frame]
+            _execute(cursor, SAVE_WRITES, params, pin)
+            row_id, version = cursor.fetchone()
+            return row_id, version
 
 
 class StoredCheckpoints(models.Manager.from_queryset(LangGraphCheckpointQuerySet)):  # type: ignore[misc]
@@ -463,6 +445,9 @@ class LangGraphCheckpoint(SubjectThreadRow):
         help_text=_("The checkpoint, its metadata and the values it adds, compressed"),
     )
     writes = models.BinaryField(default=b"", help_text=_("Its pending writes, compressed"))
+    version = models.BigIntegerField(
+        db_default=1, help_text=_("How many times the row was written: 1 when inserted")
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     objects = StoredCheckpoints()
