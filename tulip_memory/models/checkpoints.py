@@ -19,6 +19,7 @@ from tulip_memory.tenancy.context import TENANT_MAX_LENGTH
 __all__ = [
     "CheckpointRecord",
     "CheckpointRecordQuerySet",
+    "CheckpointRow",
     "DeltaBlock",
     "DeltaBlockQuerySet",
     "DeltaCheckpointRecord",
@@ -97,30 +98,44 @@ class CheckpointRecordQuerySet(SubjectRowsQuerySet):
     """Full snapshots of a thread."""
 
 
-class CheckpointRecord(SubjectThreadRow):
-    """A full snapshot of an agent state (JSON of ``AgentState.to_checkpoint()``)."""
+class CheckpointRow(SubjectThreadRow):
+    """A checkpoint of a thread, its id unique within the thread."""
 
     checkpoint_id = models.CharField(max_length=CHECKPOINT_ID_MAX_LENGTH)
-    state = models.JSONField()
     created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        abstract = True
+
+    def __str__(self) -> str:
+        return f"{self.thread_id}/{self.checkpoint_id}"
+
+
+def checkpoint_keys(
+    prefix: str, **indexed: list[str]
+) -> tuple[list[models.BaseConstraint], list[models.Index]]:
+    """A :class:`CheckpointRow` table's ``Meta.constraints`` and ``Meta.indexes``, named
+    ``<prefix>_...``: the id unique per thread, the save order, the subject, and ``indexed``
+    (index name -> the columns after the tenant and the thread)."""
+    thread = ["tenant", "thread_id"]
+    unique = models.UniqueConstraint(fields=[*thread, "checkpoint_id"], name=f"{prefix}_id_uniq")
+    columns = {"order": [*thread, "id"], **{n: [*thread, *c] for n, c in indexed.items()}}
+    indexes = [models.Index(fields=c, name=f"{prefix}_{n}_idx") for n, c in columns.items()]
+    subject = models.Index(fields=["tenant", "subject"], name=f"{prefix}_subject_idx")
+    return [unique], [*indexes, subject]
+
+
+class CheckpointRecord(CheckpointRow):
+    """A full snapshot of an agent state (JSON of ``AgentState.to_checkpoint()``)."""
+
+    state = models.JSONField()
 
     objects = CheckpointRecordQuerySet.as_manager()
 
     class Meta:
         db_table = "tulip_memory_checkpoint"
         verbose_name = _("checkpoint")
-        constraints = [
-            models.UniqueConstraint(
-                fields=["tenant", "thread_id", "checkpoint_id"], name="tulip_ckpt_id_uniq"
-            )
-        ]
-        indexes = [
-            models.Index(fields=["tenant", "thread_id", "id"], name="tulip_ckpt_order_idx"),
-            models.Index(fields=["tenant", "subject"], name="tulip_ckpt_subject_idx"),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.thread_id}/{self.checkpoint_id}"
+        constraints, indexes = checkpoint_keys("tulip_ckpt")
 
 
 class DeltaCheckpointRecordQuerySet(SubjectRowsQuerySet):
@@ -222,12 +237,11 @@ class DeltaCheckpointRecordQuerySet(SubjectRowsQuerySet):
             return cursor.rowcount == 1
 
 
-class DeltaCheckpointRecord(SubjectThreadRow):
+class DeltaCheckpointRecord(CheckpointRow):
     """A checkpoint of a DeltaCheckpointer: a full checkpoint (block references and the
     state's other fields) or a delta against ``parent_id``; ``base_id`` is the full
     checkpoint its chain starts from (itself for a full one)."""
 
-    checkpoint_id = models.CharField(max_length=CHECKPOINT_ID_MAX_LENGTH)
     parent_id = models.CharField(max_length=CHECKPOINT_ID_MAX_LENGTH, blank=True, default="")
     base_id = models.CharField(max_length=CHECKPOINT_ID_MAX_LENGTH)
     is_full = models.BooleanField()
@@ -238,26 +252,13 @@ class DeltaCheckpointRecord(SubjectThreadRow):
     size_bytes = models.PositiveBigIntegerField(help_text=_("Encoded size before compression"))
     compressed_size_bytes = models.PositiveBigIntegerField(help_text=_("Stored size of data"))
     data = models.BinaryField()
-    created_at = models.DateTimeField(default=timezone.now)
 
     objects = DeltaCheckpointRecordQuerySet.as_manager()
 
     class Meta:
         db_table = "tulip_memory_delta_checkpoint"
         verbose_name = _("delta checkpoint")
-        constraints = [
-            models.UniqueConstraint(
-                fields=["tenant", "thread_id", "checkpoint_id"], name="tulip_dckpt_id_uniq"
-            )
-        ]
-        indexes = [
-            models.Index(fields=["tenant", "thread_id", "id"], name="tulip_dckpt_order_idx"),
-            models.Index(fields=["tenant", "thread_id", "base_id"], name="tulip_dckpt_base_idx"),
-            models.Index(fields=["tenant", "subject"], name="tulip_dckpt_subject_idx"),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.thread_id}/{self.checkpoint_id}"
+        constraints, indexes = checkpoint_keys("tulip_dckpt", base=["base_id"])
 
 
 class DeltaBlockQuerySet(ThreadRowsQuerySet):
