@@ -42,23 +42,16 @@ class ThreadRowsQuerySet(models.QuerySet):
 
     def threads_idle_since(self, before: datetime) -> list[str]:
         """Threads whose newest row was created before ``before`` (rows with ``created_at``)."""
-        rows = (
-            self.values("thread_id")
-            .annotate(last=models.Max("created_at"))
-            .filter(last__lt=before)
-            .order_by("thread_id")
-        )
-        return list(rows.values_list("thread_id", flat=True))
+        return self._threads_where(models.Max("created_at"), per_thread__lt=before)
 
     def threads_with_more_than(self, count: int) -> list[str]:
         """Threads holding more than ``count`` rows."""
-        rows = (
-            self.values("thread_id")
-            .annotate(rows=models.Count("id"))
-            .filter(rows__gt=count)
-            .order_by("thread_id")
-        )
-        return list(rows.values_list("thread_id", flat=True))
+        return self._threads_where(models.Count("id"), per_thread__gt=count)
+
+    def _threads_where(self, aggregate: models.Aggregate, **condition: Any) -> list[str]:
+        """The threads, sorted, whose ``aggregate`` over their rows meets ``condition``."""
+        rows = self.values("thread_id").annotate(per_thread=aggregate).filter(**condition)
+        return list(rows.order_by("thread_id").values_list("thread_id", flat=True))
 
 
 class SubjectRowsQuerySet(ThreadRowsQuerySet):
@@ -78,6 +71,11 @@ class ThreadRow(models.Model):
 
     class Meta:
         abstract = True
+
+
+def thread_unique(field: str, name: str) -> models.UniqueConstraint:
+    """A :class:`ThreadRow` table's constraint: ``field`` unique within a thread."""
+    return models.UniqueConstraint(fields=["tenant", "thread_id", field], name=name)
 
 
 class SubjectThreadRow(ThreadRow):
@@ -118,11 +116,10 @@ def checkpoint_keys(
     ``<prefix>_...``: the id unique per thread, the save order, the subject, and ``indexed``
     (index name -> the columns after the tenant and the thread)."""
     thread = ["tenant", "thread_id"]
-    unique = models.UniqueConstraint(fields=[*thread, "checkpoint_id"], name=f"{prefix}_id_uniq")
     columns = {"order": [*thread, "id"], **{n: [*thread, *c] for n, c in indexed.items()}}
     indexes = [models.Index(fields=c, name=f"{prefix}_{n}_idx") for n, c in columns.items()]
     subject = models.Index(fields=["tenant", "subject"], name=f"{prefix}_subject_idx")
-    return [unique], [*indexes, subject]
+    return [thread_unique("checkpoint_id", f"{prefix}_id_uniq")], [*indexes, subject]
 
 
 class CheckpointRecord(CheckpointRow):
@@ -278,11 +275,7 @@ class DeltaBlock(ThreadRow):
     class Meta:
         db_table = "tulip_memory_delta_block"
         verbose_name = _("delta block")
-        constraints = [
-            models.UniqueConstraint(
-                fields=["tenant", "thread_id", "digest"], name="tulip_dblock_digest_uniq"
-            )
-        ]
+        constraints = [thread_unique("digest", "tulip_dblock_digest_uniq")]
 
     def __str__(self) -> str:
         return f"{self.thread_id}/{self.digest[:12]}"
