@@ -102,11 +102,7 @@ class ReadOnlyAdminMixin:
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
+    has_change_permission = has_delete_permission = has_add_permission
 
 
 class ListQuerysetMixin:

@@ -306,14 +306,8 @@ class InMemoryStore(BatchWriteStore):
             if space is None:
                 return []
             now = self._now()
-            newest = []
-            for key in reversed(space.entries):
-                if not space.entries[key].live(now):
-                    continue
-                newest.append((key, space.entries[key]))
-                if len(newest) == limit:
-                    break
-            return newest
+            live = ((key, e) for key, e in reversed(space.entries.items()) if e.live(now))
+            return list(itertools.islice(live, limit))
 
     async def list_keys(self, namespace: tuple[str, ...], limit: int = 100) -> list[str]:
         validate_namespace(namespace)

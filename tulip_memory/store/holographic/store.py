@@ -236,15 +236,12 @@ class HolographicStore(BatchWriteStore):
         if self._embedder is None:
             return [None] * len(prepared)
         texts = [value_text(decode_json(one.value_json)) for one in prepared]
-        embeddings: list[bytes | None] = []
-        for vector in await embed_texts(self._embedder, texts):
-            checked = (
-                None
-                if vector is None
-                else validate_embedder_vector(vector, dimension=self._embedding_dim)
-            )
-            embeddings.append(None if checked is None else embedding_blob(checked))
-        return embeddings
+        width = self._embedding_dim
+        checked = [
+            None if vector is None else validate_embedder_vector(vector, dimension=width)
+            for vector in await embed_texts(self._embedder, texts)
+        ]
+        return [None if values is None else embedding_blob(values) for values in checked]
 
     def _write(
         self,
