@@ -503,14 +503,8 @@ class HolographicStore(BatchWriteStore):
         """Items ranked for ``query``: ``mode`` is ``"lexical"`` (BM25; the default without
         an embedder), ``"hybrid"`` (BM25 fused with the embedder's cosine; the default with
         one), ``"fused"`` (BM25's candidates re-scored with HRR) or ``"hrr"`` (exact HRR)."""
-        validate_namespace(namespace)
-        validate_query(query)
-        limit = validate_limit(limit)
-        mode = self._mode(mode)
-        vector = await self._query_vector(query, mode)
-        return await self._run(
-            lambda: self._search_one(namespace, query or "", limit, mode, vector)
-        )
+        [found] = await self._search_all([validate_namespace(namespace)], query, limit, mode)
+        return found
 
     async def search_many(
         self,
@@ -518,13 +512,18 @@ class HolographicStore(BatchWriteStore):
         query: str | None = None,
         limit: int = 10,
     ) -> list[list[StoreItem]]:
-        checked = validate_namespaces(namespaces)
+        return await self._search_all(validate_namespaces(namespaces), query, limit, None)
+
+    async def _search_all(
+        self, namespaces: list[Namespace], query: str | None, limit: int, mode: str | None
+    ) -> list[list[StoreItem]]:
+        """The search of each of the (validated) ``namespaces``, in one worker thread call."""
         validate_query(query)
         limit = validate_limit(limit)
-        mode = self._mode(None)
+        mode = self._mode(mode)
         vector = await self._query_vector(query, mode)
         return await self._run(
-            lambda: [self._search_one(ns, query or "", limit, mode, vector) for ns in checked]
+            lambda: [self._search_one(ns, query or "", limit, mode, vector) for ns in namespaces]
         )
 
     async def search_by_embedding(
