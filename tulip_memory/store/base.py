@@ -22,10 +22,15 @@ from tulip_memory.store.validation import (
     batch_items,
     prepare_batch,
     prepare_put,
+    validate_embedding,
     validate_expected_versions,
     validate_key_list,
+    validate_limit,
+    validate_metadata_filter,
     validate_namespace,
     validate_namespaces,
+    validate_query,
+    validate_threshold,
     validate_ttl,
 )
 
@@ -49,6 +54,8 @@ _TTL_HINT = (
     "pick a store whose capabilities.ttl is True (InMemoryStore, HolographicStore, PgMemory)"
 )
 _EMBEDDING_HINT = "use put() for plain storage, or a store with semantic_search"
+_SEMANTIC_HINT = "pick a store with capabilities.semantic_search"
+_SEARCH_HINT = "pick a store whose capabilities.search is True (e.g. InMemoryStore)"
 
 
 def ttl_argument(ttl: TTL) -> dict[str, TTL]:
@@ -264,9 +271,15 @@ class BaseStore(ABC):
         limit: int = 10,
     ) -> list[StoreItem]:
         """Items of ``namespace`` ranked for ``query`` (newest first without a query)."""
-        self._unsupported(
-            "search", "pick a store whose capabilities.search is True (e.g. InMemoryStore)"
+        if not self.capabilities.search:
+            self._unsupported("search", _SEARCH_HINT)
+        return await self._search(
+            validate_namespace(namespace), validate_query(query), validate_limit(limit)
         )
+
+    async def _search(self, namespace: Namespace, query: str | None, limit: int) -> list[StoreItem]:
+        """``search`` with validated arguments, for a store advertising it."""
+        self._unsupported("search", _SEARCH_HINT)
 
     async def search_many(
         self,
@@ -321,11 +334,27 @@ class BaseStore(ABC):
         metadata_filter: dict[str, Any] | None = None,
     ) -> list[SemanticSearchResult]:
         """Items of ``namespace`` with an embedding, most similar first."""
-        self._unsupported("semantic_search", "pick a store with capabilities.semantic_search")
+        capabilities = self.capabilities
+        if not capabilities.semantic_search:
+            self._unsupported("semantic_search", _SEMANTIC_HINT)
+        return await self._search_by_embedding(
+            validate_namespace(namespace),
+            validate_embedding(query_embedding, dimension=capabilities.embedding_dimension),
+            validate_limit(limit),
+            validate_threshold(threshold),
+            validate_metadata_filter(metadata_filter),
+        )
+
+    async def _search_by_embedding(
+        self, namespace: Namespace, query: list[float], limit: int, floor: float | None, where: Any
+    ) -> list[SemanticSearchResult]:
+        """``search_by_embedding`` with validated arguments (``floor``: the threshold,
+        ``where``: the metadata filter as a dict), for a store advertising it."""
+        self._unsupported("semantic_search", _SEMANTIC_HINT)
 
     async def get_embedding(self, namespace: tuple[str, ...], key: str) -> list[float] | None:
         """The embedding stored with ``key`` (``None``: no such item, or no embedding)."""
-        self._unsupported("semantic_search", "pick a store with capabilities.semantic_search")
+        self._unsupported("semantic_search", _SEMANTIC_HINT)
 
 
 observe_methods(BaseStore)

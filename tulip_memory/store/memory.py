@@ -40,7 +40,6 @@ from tulip_memory.store.validation import (
     validate_limit,
     validate_namespace,
     validate_namespace_prefix,
-    validate_query,
 )
 
 __all__ = ["InMemoryStore"]
@@ -314,15 +313,7 @@ class InMemoryStore(BatchWriteStore):
         limit = validate_limit(limit)
         return [key for key, _ in self._newest(namespace, limit)]
 
-    async def search(
-        self,
-        namespace: tuple[str, ...],
-        query: str | None = None,
-        limit: int = 10,
-    ) -> list[StoreItem]:
-        validate_namespace(namespace)
-        validate_query(query)
-        limit = validate_limit(limit)
+    async def _search(self, namespace: Namespace, query: str | None, limit: int) -> list[StoreItem]:
         [query_terms] = await _terms_of([query or ""])
         terms = set(query_terms)
         vector = None

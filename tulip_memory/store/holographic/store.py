@@ -64,12 +64,10 @@ from tulip_memory.store.validation import (
     validate_embedding,
     validate_key,
     validate_limit,
-    validate_metadata_filter,
     validate_namespace,
     validate_namespace_prefix,
     validate_namespaces,
     validate_query,
-    validate_threshold,
 )
 
 if TYPE_CHECKING:
@@ -526,32 +524,23 @@ class HolographicStore(BatchWriteStore):
             lambda: [self._search_one(ns, query or "", limit, mode, vector) for ns in namespaces]
         )
 
-    async def search_by_embedding(
-        self,
-        namespace: tuple[str, ...],
-        query_embedding: list[float],
-        limit: int = 10,
-        threshold: float | None = None,
-        metadata_filter: dict[str, Any] | None = None,
+    async def _search_by_embedding(
+        self, namespace: Namespace, query: list[float], limit: int, floor: float | None, where: Any
     ) -> list[SemanticSearchResult]:
         """Exact cosine scan; ``distance`` is ``1 - score``."""
-        ns = ns_to_text(validate_namespace(namespace))
-        query = validate_embedding(query_embedding, dimension=self._embedding_dim)
-        limit = validate_limit(limit)
-        minimum = validate_threshold(threshold)
-        wanted = validate_metadata_filter(metadata_filter)
+        ns = ns_to_text(namespace)
 
         def work() -> list[SemanticSearchResult]:
             rows = [
                 row
                 for row in self._connection().execute(sql.EMBEDDED_ITEMS, (ns,))
-                if metadata_matches(json.loads(row[2]), wanted)
+                if metadata_matches(json.loads(row[2]), where)
             ]
             if not rows:
                 return []
             return [
                 SemanticSearchResult(self._item(namespace, rows[i]), score, 1.0 - score)
-                for i, score in embedding_top([row[6] for row in rows], query, limit, minimum)
+                for i, score in embedding_top([row[6] for row in rows], query, limit, floor)
             ]
 
         return await self._run(work)
