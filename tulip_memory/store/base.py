@@ -47,6 +47,8 @@ __all__ = [
 ]
 
 BatchItem = tuple[Namespace, str, Any, dict[str, Any] | None]
+# compare_and_put_batch's expected version of each (namespace, key) (None: absent).
+Versions = dict[tuple[Namespace, str], int | None]
 # A ttl as callers pass it: seconds, or a timedelta (None: never expires).
 TTL = float | timedelta | None
 
@@ -290,10 +292,13 @@ class BaseStore(ABC):
         """``search`` over several namespaces: one result list per namespace, in order."""
         if not self.capabilities.search:
             self._unsupported("search", "pick a store whose capabilities.search is True")
-        return [
-            await self.search(namespace, query=query, limit=limit)
-            for namespace in validate_namespaces(namespaces)
-        ]
+        return await self._search_many(validate_namespaces(namespaces), query, limit)
+
+    async def _search_many(
+        self, namespaces: list[Namespace], query: str | None, limit: int
+    ) -> list[list[StoreItem]]:
+        """``search_many`` of validated ``namespaces``: this default searches one at a time."""
+        return [await self.search(namespace, query=query, limit=limit) for namespace in namespaces]
 
     async def list_namespaces(
         self,
@@ -400,9 +405,6 @@ class BatchWriteStore(PreparedStore):
 
     @abstractmethod
     async def _write_all(
-        self,
-        prepared: list[PreparedPut],
-        ttl: timedelta | None,
-        expected: dict[tuple[Namespace, str], int | None] | None = None,
+        self, prepared: list[PreparedPut], ttl: timedelta | None, expected: Versions | None = None
     ) -> bool:
         """Write every item unless an ``expected`` version differs (then ``False``)."""

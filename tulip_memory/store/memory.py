@@ -21,7 +21,7 @@ from tulip_memory.core.clock import Clock, MonotonicWallClock, utc_now
 from tulip_memory.core.namespaces import Namespace
 from tulip_memory.core.text import has_words, off_loop_when_long, search_terms, value_text
 from tulip_memory.embeddings.base import embed_texts, query_vector_or_none
-from tulip_memory.store.base import BatchWriteStore, StoreCapabilities, StoreItem
+from tulip_memory.store.base import BatchWriteStore, StoreCapabilities, StoreItem, Versions
 from tulip_memory.store.instrumentation import swept
 from tulip_memory.store.ranking import (
     MODEL_WEIGHT,
@@ -215,10 +215,7 @@ class InMemoryStore(BatchWriteStore):
         namespace.index(prepared.key, terms)
 
     async def _write_all(
-        self,
-        prepared: list[PreparedPut],
-        ttl: timedelta | None,
-        expected: dict[tuple[Namespace, str], int | None] | None = None,
+        self, prepared: list[PreparedPut], ttl: timedelta | None, expected: Versions | None = None
     ) -> bool:
         encoded = await self._encode(prepared)
 

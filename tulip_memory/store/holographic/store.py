@@ -29,6 +29,7 @@ from tulip_memory.store.base import (
     SemanticSearchResult,
     StoreCapabilities,
     StoreItem,
+    Versions,
 )
 from tulip_memory.store.holographic import sql
 from tulip_memory.store.holographic.fts import bm25_candidates
@@ -66,7 +67,6 @@ from tulip_memory.store.validation import (
     validate_limit,
     validate_namespace,
     validate_namespace_prefix,
-    validate_namespaces,
     validate_query,
 )
 
@@ -276,10 +276,7 @@ class HolographicStore(BatchWriteStore):
             )
 
     async def _write_all(
-        self,
-        prepared: list[PreparedPut],
-        ttl: timedelta | None,
-        expected: dict[tuple[Namespace, str], int | None] | None = None,
+        self, prepared: list[PreparedPut], ttl: timedelta | None, expected: Versions | None = None
     ) -> bool:
         encoded = await self._encode_all(prepared)
         embeddings = await self._embed(prepared)
@@ -504,13 +501,10 @@ class HolographicStore(BatchWriteStore):
         [found] = await self._search_all([validate_namespace(namespace)], query, limit, mode)
         return found
 
-    async def search_many(
-        self,
-        namespaces: Sequence[tuple[str, ...]],
-        query: str | None = None,
-        limit: int = 10,
+    async def _search_many(
+        self, namespaces: list[Namespace], query: str | None, limit: int
     ) -> list[list[StoreItem]]:
-        return await self._search_all(validate_namespaces(namespaces), query, limit, None)
+        return await self._search_all(namespaces, query, limit, None)
 
     async def _search_all(
         self, namespaces: list[Namespace], query: str | None, limit: int, mode: str | None
