@@ -23,6 +23,7 @@ from tulip_memory.admin.checkpoints import (
     render_chat,
     timeline_window,
 )
+from tulip_memory.admin.tenancy import TwoViewFilter
 from tulip_memory.exceptions import CheckpointCorruptError
 from tulip_memory.models import LangGraphCheckpoint
 
@@ -32,30 +33,15 @@ __all__ = ["LangGraphCheckpointAdmin", "ThreadsOrCheckpointsFilter"]
 ROLES = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system"}
 
 
-class ThreadsOrCheckpointsFilter(admin.SimpleListFilter):
+class ThreadsOrCheckpointsFilter(TwoViewFilter):
     """Threads (the newest checkpoint of each, with the thread's totals) or every checkpoint."""
 
     title = _("threads or checkpoints")
     parameter_name = "show"
-    CHECKPOINTS = "checkpoints"
-
-    def lookups(self, request: Any, model_admin: Any) -> list[tuple[str, str]]:
-        return [(self.CHECKPOINTS, gettext("every checkpoint"))]
-
-    def choices(self, changelist: Any) -> Any:
-        # The columns differ between the two: a sort by column number does not carry over.
-        yield {
-            "selected": self.value() is None,
-            "query_string": changelist.get_query_string(remove=[self.parameter_name, "o"]),
-            "display": gettext("threads"),
-        }
-        yield {
-            "selected": self.value() == self.CHECKPOINTS,
-            "query_string": changelist.get_query_string(
-                {self.parameter_name: self.CHECKPOINTS}, remove=["o"]
-            ),
-            "display": gettext("every checkpoint"),
-        }
+    other = CHECKPOINTS = "checkpoints"
+    labels = (_("threads"), _("every checkpoint"))
+    # The columns differ between the two: a sort by column number does not carry over.
+    reset = ("o",)
 
     def queryset(self, request: Any, queryset: QuerySet) -> QuerySet:
         if self.value() == self.CHECKPOINTS:

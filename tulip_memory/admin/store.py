@@ -23,7 +23,11 @@ from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
-from tulip_memory.admin.tenancy import ReadOnlyAdminMixin, TenantScopedAdminMixin
+from tulip_memory.admin.tenancy import (
+    ReadOnlyAdminMixin,
+    TenantScopedAdminMixin,
+    TwoViewFilter,
+)
 from tulip_memory.core.clock import utc_now
 from tulip_memory.core.namespaces import NAMESPACE_SEPARATOR, decode_namespace, encode_namespace
 from tulip_memory.manager.history import CONTENT_SINCE, HISTORY_LABEL
@@ -68,22 +72,14 @@ def _pretty(value: Any) -> str:
     )
 
 
-class ExpiryFilter(admin.SimpleListFilter):
+class ExpiryFilter(TwoViewFilter):
     """Live memories (the default), or the expired ones the sweep has yet to delete; applied
     in :meth:`MemoryItemAdmin.get_queryset` so that every view reads the same memories."""
 
     title = _("expiry")
     parameter_name = "expired"
-    EXPIRED = "yes"
-
-    def lookups(self, request: Any, model_admin: Any) -> list[tuple[str, str]]:
-        return [(self.EXPIRED, gettext("expired, due for the sweep"))]
-
-    def choices(self, changelist: Any) -> Any:
-        # No choice is not "All" here: it is the live memories alone.
-        choices = list(super().choices(changelist))
-        choices[0]["display"] = gettext("live")
-        return choices
+    other = EXPIRED = "yes"
+    labels = (_("live"), _("expired, due for the sweep"))
 
     def queryset(self, request: Any, queryset: QuerySet) -> QuerySet:
         return queryset

@@ -8,7 +8,7 @@ meant to be subclassed; override :meth:`TenantScopedAdminMixin.request_tenant` t
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from django.contrib import admin, messages
 from django.contrib.admin.views.main import ChangeList
@@ -32,6 +32,7 @@ __all__ = [
     "TenantAdmin",
     "TenantMembershipAdmin",
     "TenantScopedAdminMixin",
+    "TwoViewFilter",
     "admin_tenant",
 ]
 
@@ -73,17 +74,35 @@ def admin_tenant(request: HttpRequest) -> tuple[str | None, list[str]]:
     return chosen, allowed
 
 
+class TwoViewFilter(admin.SimpleListFilter):
+    """A list filter between two views: the default one (no parameter) and ``other``;
+    ``labels`` names them in that order, ``reset`` lists the query parameters a switch drops."""
+
+    other: ClassVar[str]
+    labels: ClassVar[tuple[Any, Any]]
+    reset: ClassVar[tuple[str, ...]] = ()
+
+    def lookups(self, request: Any, model_admin: Any) -> list[tuple[str, str]]:
+        return [(self.other, self.labels[1])]
+
+    def choices(self, changelist: Any) -> Any:
+        for value, label in zip((None, self.other), self.labels, strict=True):
+            chosen = {} if value is None else {self.parameter_name: value}
+            dropped = [*([self.parameter_name] if value is None else []), *self.reset]
+            yield {
+                "selected": self.value() == value,
+                "query_string": changelist.get_query_string(chosen, remove=dropped),
+                "display": label,
+            }
+
+
 class ReadOnlyAdminMixin:
     """No add, change or delete from the admin (viewing needs the view permission)."""
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
+    has_change_permission = has_delete_permission = has_add_permission
 
 
 class ListQuerysetMixin:

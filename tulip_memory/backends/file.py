@@ -111,13 +111,10 @@ class FileCheckpointer(BlockingCheckpointer):
         entries.sort(key=lambda entry: entry.order, reverse=True)
         if every_file:
             return entries
-        seen: set[str] = set()
-        newest = []
+        newest: dict[str, _Entry] = {}  # the newest file of each checkpoint
         for entry in entries:
-            if entry.encoded not in seen:
-                seen.add(entry.encoded)
-                newest.append(entry)
-        return newest
+            newest.setdefault(entry.encoded, entry)
+        return list(newest.values())
 
     def _save_sync(
         self, state: AgentState, thread_id: str, checkpoint_id: str, may_exist: bool

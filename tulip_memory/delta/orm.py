@@ -4,10 +4,11 @@ row-level security, or MySQL/MariaDB); each call one transaction pinned to the t
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Collection, Iterable
+import functools
+from collections.abc import AsyncIterator, Callable, Collection, Coroutine, Iterable
 from contextlib import asynccontextmanager
 from datetime import datetime
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from asgiref.sync import sync_to_async
 
@@ -17,6 +18,9 @@ from tulip_memory.delta.types import CheckpointMetadata, DeltaCheckpoint, Messag
 from tulip_memory.tenancy.database import TenantDatabase
 
 __all__ = ["ORMDeltaStorage"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 _METADATA_FIELDS = (
     "checkpoint_id",
@@ -72,6 +76,22 @@ def _record_fields(record: DeltaCheckpoint) -> dict[str, Any]:
     }
 
 
+def _in_transaction(
+    method: Callable[Concatenate[ORMDeltaStorage, str, P], R],
+) -> Callable[Concatenate[ORMDeltaStorage, P], Coroutine[Any, Any, R]]:
+    """The storage's async method running ``method(tenant, ...)`` in one transaction pinned
+    to the tenant, off the event loop (:meth:`TenantDatabase._run`)."""
+
+    async def run(storage: ORMDeltaStorage, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        # By name: a subclass's override of the blocking method is the one that runs.
+        blocking = getattr(storage, method.__name__)
+        return await storage._run(functools.partial(blocking, **kwargs), *args)
+
+    run.__name__ = run.__qualname__ = method.__name__.lstrip("_")
+    run.__doc__ = method.__doc__
+    return run
+
+
 def _with_target_first(
     records: list[DeltaCheckpoint], checkpoint_id: str | None
 ) -> list[DeltaCheckpoint]:
@@ -102,9 +122,9 @@ class ORMDeltaStorage(TenantDatabase, DeltaStorage):
         return DeltaBlock.objects.using(self.using).of_thread(tenant, thread_id)
 
     def _store(
-        self, tenant: str, thread_id: str, checkpoint_id: str, record: DeltaCheckpoint
+        self, tenant: str, thread_id: str, checkpoint_id: str, checkpoint: DeltaCheckpoint
     ) -> None:
-        fields = _record_fields(record)
+        fields = _record_fields(checkpoint)
         rows = self._records(tenant, thread_id)
         # In place when it exists: a replaced checkpoint keeps its id, hence its position.
         if not rows.filter(checkpoint_id=checkpoint_id).update(**fields):
@@ -116,8 +136,9 @@ class ORMDeltaStorage(TenantDatabase, DeltaStorage):
             )
 
     def _store_as_newest(
-        self, tenant: str, thread_id: str, checkpoint_id: str, record: DeltaCheckpoint
+        self, tenant: str, thread_id: str, checkpoint_id: str, checkpoint: DeltaCheckpoint
     ) -> None:
+        """Delete the old row and insert the new one in one transaction."""
         rows = self._records(tenant, thread_id)
         # One transaction: the new row (the highest id: the newest) replaces the old one.
         rows.filter(checkpoint_id=checkpoint_id).delete()
@@ -125,7 +146,7 @@ class ORMDeltaStorage(TenantDatabase, DeltaStorage):
             tenant=tenant,
             thread_id=thread_id,
             checkpoint_id=checkpoint_id,
-            **_record_fields(record),
+            **_record_fields(checkpoint),
         )
 
     def _retrieve(self, tenant: str, thread_id: str, checkpoint_id: str) -> DeltaCheckpoint | None:
@@ -134,7 +155,7 @@ class ORMDeltaStorage(TenantDatabase, DeltaStorage):
         return None if row is None else _checkpoint(row)
 
     def _retrieve_chain(
-        self, tenant: str, thread_id: str, checkpoint_id: str | None
+        self, tenant: str, thread_id: str, checkpoint_id: str | None = None
     ) -> list[DeltaCheckpoint]:
         from tulip_memory.models import DeltaCheckpointRecord
 
@@ -145,8 +166,9 @@ class ORMDeltaStorage(TenantDatabase, DeltaStorage):
         return _with_target_first(records, checkpoint_id)
 
     def _retrieve_for_load(
-        self, tenant: str, thread_id: str, checkpoint_id: str | None
+        self, tenant: str, thread_id: str, checkpoint_id: str | None = None
     ) -> tuple[list[DeltaCheckpoint], dict[str, MessageBlock]]:
+        """Both reads of a load (two SELECTs) in one transaction."""
         from django.db import connections
 
         from tulip_memory.models import DeltaCheckpointRecord
@@ -166,20 +188,23 @@ class ORMDeltaStorage(TenantDatabase, DeltaStorage):
         }
         return _with_target_first([_checkpoint(row) for row in rows], checkpoint_id), blocks
 
-    def _list(self, tenant: str, thread_id: str, limit: int | None) -> list[CheckpointMetadata]:
+    def _list(
+        self, tenant: str, thread_id: str, limit: int | None = 10
+    ) -> list[CheckpointMetadata]:
         rows = self._records(tenant, thread_id).newest_first().values(*_METADATA_FIELDS)
         if limit is not None:
             rows = rows[:limit]
         return [_metadata(row) for row in rows]
 
-    def _delete(self, tenant: str, thread_id: str, checkpoint_id: str | None) -> bool:
+    def _delete(self, tenant: str, thread_id: str, checkpoint_id: str | None = None) -> bool:
         rows = self._records(tenant, thread_id)
         if checkpoint_id is not None:
             return rows.filter(checkpoint_id=checkpoint_id).delete()[0] > 0
         self._blocks(tenant, thread_id).delete()
         return rows.delete()[0] > 0
 
-    def _store_blocks(self, tenant: str, thread_id: str, blocks: list[MessageBlock]) -> None:
+    def _store_blocks(self, tenant: str, thread_id: str, blocks: Iterable[MessageBlock]) -> None:
+        blocks = list(blocks)
         existing = set(
             self._blocks(tenant, thread_id)
             .filter(digest__in=[b.digest for b in blocks])
@@ -205,9 +230,9 @@ class ORMDeltaStorage(TenantDatabase, DeltaStorage):
         )
 
     def _retrieve_blocks(
-        self, tenant: str, thread_id: str, digests: list[str]
+        self, tenant: str, thread_id: str, digests: Collection[str]
     ) -> dict[str, MessageBlock]:
-        rows = self._blocks(tenant, thread_id).filter(digest__in=digests)
+        rows = self._blocks(tenant, thread_id).filter(digest__in=list(digests))
         return {
             row["digest"]: MessageBlock(
                 digest=row["digest"], data=bytes(row["data"]), size_bytes=row["size_bytes"]
@@ -224,8 +249,8 @@ class ORMDeltaStorage(TenantDatabase, DeltaStorage):
             for d, size, stored in rows.values_list("digest", "size_bytes", "stored")
         }
 
-    def _delete_blocks(self, tenant: str, thread_id: str, digests: list[str]) -> int:
-        return self._blocks(tenant, thread_id).filter(digest__in=digests).delete()[0]
+    def _delete_blocks(self, tenant: str, thread_id: str, digests: Collection[str]) -> int:
+        return self._blocks(tenant, thread_id).filter(digest__in=list(digests)).delete()[0]
 
     @asynccontextmanager
     async def writer_lock(self, thread_id: str) -> AsyncIterator[None]:
@@ -291,47 +316,14 @@ class ORMDeltaStorage(TenantDatabase, DeltaStorage):
             self._insert_blocks(tenant, thread_id, blocks)
         return appended
 
-    async def store(self, thread_id: str, checkpoint_id: str, checkpoint: DeltaCheckpoint) -> None:
-        await self._run(self._store, thread_id, checkpoint_id, checkpoint)
-
-    async def store_as_newest(
-        self, thread_id: str, checkpoint_id: str, checkpoint: DeltaCheckpoint
-    ) -> None:
-        """Delete the old row and insert the new one in one transaction."""
-        await self._run(self._store_as_newest, thread_id, checkpoint_id, checkpoint)
-
-    async def retrieve(self, thread_id: str, checkpoint_id: str) -> DeltaCheckpoint | None:
-        return await self._run(self._retrieve, thread_id, checkpoint_id)
-
-    async def retrieve_chain(
-        self, thread_id: str, checkpoint_id: str | None = None
-    ) -> list[DeltaCheckpoint]:
-        return await self._run(self._retrieve_chain, thread_id, checkpoint_id)
-
-    async def retrieve_for_load(
-        self, thread_id: str, checkpoint_id: str | None = None
-    ) -> tuple[list[DeltaCheckpoint], dict[str, MessageBlock]]:
-        """Both reads of a load (two SELECTs) in one transaction."""
-        return await self._run(self._retrieve_for_load, thread_id, checkpoint_id)
-
-    async def list_checkpoints(
-        self, thread_id: str, limit: int | None = 10
-    ) -> list[CheckpointMetadata]:
-        return await self._run(self._list, thread_id, limit)
-
-    async def delete(self, thread_id: str, checkpoint_id: str | None = None) -> bool:
-        return await self._run(self._delete, thread_id, checkpoint_id)
-
-    async def store_blocks(self, thread_id: str, blocks: Iterable[MessageBlock]) -> None:
-        await self._run(self._store_blocks, thread_id, list(blocks))
-
-    async def retrieve_blocks(
-        self, thread_id: str, digests: Collection[str]
-    ) -> dict[str, MessageBlock]:
-        return await self._run(self._retrieve_blocks, thread_id, list(digests))
-
-    async def block_sizes(self, thread_id: str) -> dict[str, tuple[int, int]]:
-        return await self._run(self._block_sizes, thread_id)
-
-    async def delete_blocks(self, thread_id: str, digests: Collection[str]) -> int:
-        return await self._run(self._delete_blocks, thread_id, list(digests))
+    store = _in_transaction(_store)
+    store_as_newest = _in_transaction(_store_as_newest)
+    retrieve = _in_transaction(_retrieve)
+    retrieve_chain = _in_transaction(_retrieve_chain)
+    retrieve_for_load = _in_transaction(_retrieve_for_load)
+    list_checkpoints = _in_transaction(_list)
+    delete = _in_transaction(_delete)
+    store_blocks = _in_transaction(_store_blocks)
+    retrieve_blocks = _in_transaction(_retrieve_blocks)
+    block_sizes = _in_transaction(_block_sizes)
+    delete_blocks = _in_transaction(_delete_blocks)

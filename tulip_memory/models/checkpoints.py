@@ -20,6 +20,7 @@ from tulip_memory.tenancy.context import TENANT_MAX_LENGTH
 __all__ = [
     "CheckpointRecord",
     "CheckpointRecordQuerySet",
+    "CheckpointRow",
     "DeltaBlock",
     "DeltaBlockQuerySet",
     "DeltaCheckpointRecord",
@@ -45,23 +46,16 @@ class ThreadRowsQuerySet(models.QuerySet):
 
     def threads_idle_since(self, before: datetime) -> list[str]:
         """Threads whose newest row was created before ``before`` (rows with ``created_at``)."""
-        rows = (
-            self.values("thread_id")
-            .annotate(last=models.Max("created_at"))
-            .filter(last__lt=before)
-            .order_by("thread_id")
-        )
-        return list(rows.values_list("thread_id", flat=True))
+        return self._threads_where(models.Max("created_at"), per_thread__lt=before)
 
     def threads_with_more_than(self, count: int) -> list[str]:
         """Threads holding more than ``count`` rows."""
-        rows = (
-            self.values("thread_id")
-            .annotate(rows=models.Count("id"))
-            .filter(rows__gt=count)
-            .order_by("thread_id")
-        )
-        return list(rows.values_list("thread_id", flat=True))
+        return self._threads_where(models.Count("id"), per_thread__gt=count)
+
+    def _threads_where(self, aggregate: models.Aggregate, **condition: Any) -> list[str]:
+        """The threads, sorted, whose ``aggregate`` over their rows meets ``condition``."""
+        rows = self.values("thread_id").annotate(per_thread=aggregate).filter(**condition)
+        return list(rows.order_by("thread_id").values_list("thread_id", flat=True))
 
 
 class SubjectRowsQuerySet(ThreadRowsQuerySet):
@@ -83,6 +77,11 @@ class ThreadRow(models.Model):
         abstract = True
 
 
+def thread_unique(field: str, name: str) -> models.UniqueConstraint:
+    """A :class:`ThreadRow` table's constraint: ``field`` unique within a thread."""
+    return models.UniqueConstraint(fields=["tenant", "thread_id", field], name=name)
+
+
 class SubjectThreadRow(ThreadRow):
     """A checkpoint row and the subject its state names (:mod:`tulip_memory.core.subjects`)."""
 
@@ -101,30 +100,43 @@ class CheckpointRecordQuerySet(SubjectRowsQuerySet):
     """Full snapshots of a thread."""
 
 
-class CheckpointRecord(SubjectThreadRow):
-    """A full snapshot of an agent state (JSON of ``AgentState.to_checkpoint()``)."""
+class CheckpointRow(SubjectThreadRow):
+    """A checkpoint of a thread, its id unique within the thread."""
 
     checkpoint_id = models.CharField(max_length=CHECKPOINT_ID_MAX_LENGTH)
-    state = models.JSONField()
     created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        abstract = True
+
+    def __str__(self) -> str:
+        return f"{self.thread_id}/{self.checkpoint_id}"
+
+
+def checkpoint_keys(
+    prefix: str, **indexed: list[str]
+) -> tuple[list[models.BaseConstraint], list[models.Index]]:
+    """A :class:`CheckpointRow` table's ``Meta.constraints`` and ``Meta.indexes``, named
+    ``<prefix>_...``: the id unique per thread, the save order, the subject, and ``indexed``
+    (index name -> the columns after the tenant and the thread)."""
+    thread = ["tenant", "thread_id"]
+    columns = {"order": [*thread, "id"], **{n: [*thread, *c] for n, c in indexed.items()}}
+    indexes = [models.Index(fields=c, name=f"{prefix}_{n}_idx") for n, c in columns.items()]
+    subject = models.Index(fields=["tenant", "subject"], name=f"{prefix}_subject_idx")
+    return [thread_unique("checkpoint_id", f"{prefix}_id_uniq")], [*indexes, subject]
+
+
+class CheckpointRecord(CheckpointRow):
+    """A full snapshot of an agent state (JSON of ``AgentState.to_checkpoint()``)."""
+
+    state = models.JSONField()
 
     objects = CheckpointRecordQuerySet.as_manager()
 
     class Meta:
         db_table = "tulip_memory_checkpoint"
         verbose_name = _("checkpoint")
-        constraints = [
-            models.UniqueConstraint(
-                fields=["tenant", "thread_id", "checkpoint_id"], name="tulip_ckpt_id_uniq"
-            )
-        ]
-        indexes = [
-            models.Index(fields=["tenant", "thread_id", "id"], name="tulip_ckpt_order_idx"),
-            models.Index(fields=["tenant", "subject"], name="tulip_ckpt_subject_idx"),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.thread_id}/{self.checkpoint_id}"
+        constraints, indexes = checkpoint_keys("tulip_ckpt")
 
 
 class DeltaCheckpointRecordQuerySet(SubjectRowsQuerySet):
@@ -233,12 +245,11 @@ class DeltaCheckpointRecordQuerySet(SubjectRowsQuerySet):
             return cursor.rowcount == 1
 
 
-class DeltaCheckpointRecord(SubjectThreadRow):
+class DeltaCheckpointRecord(CheckpointRow):
     """A checkpoint of a DeltaCheckpointer: a full checkpoint (block references and the
     state's other fields) or a delta against ``parent_id``; ``base_id`` is the full
     checkpoint its chain starts from (itself for a full one)."""
 
-    checkpoint_id = models.CharField(max_length=CHECKPOINT_ID_MAX_LENGTH)
     parent_id = models.CharField(max_length=CHECKPOINT_ID_MAX_LENGTH, blank=True, default="")
     base_id = models.CharField(max_length=CHECKPOINT_ID_MAX_LENGTH)
     is_full = models.BooleanField()
@@ -249,26 +260,13 @@ class DeltaCheckpointRecord(SubjectThreadRow):
     size_bytes = models.PositiveBigIntegerField(help_text=_("Encoded size before compression"))
     compressed_size_bytes = models.PositiveBigIntegerField(help_text=_("Stored size of data"))
     data = models.BinaryField()
-    created_at = models.DateTimeField(default=timezone.now)
 
     objects = DeltaCheckpointRecordQuerySet.as_manager()
 
     class Meta:
         db_table = "tulip_memory_delta_checkpoint"
         verbose_name = _("delta checkpoint")
-        constraints = [
-            models.UniqueConstraint(
-                fields=["tenant", "thread_id", "checkpoint_id"], name="tulip_dckpt_id_uniq"
-            )
-        ]
-        indexes = [
-            models.Index(fields=["tenant", "thread_id", "id"], name="tulip_dckpt_order_idx"),
-            models.Index(fields=["tenant", "thread_id", "base_id"], name="tulip_dckpt_base_idx"),
-            models.Index(fields=["tenant", "subject"], name="tulip_dckpt_subject_idx"),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.thread_id}/{self.checkpoint_id}"
+        constraints, indexes = checkpoint_keys("tulip_dckpt", base=["base_id"])
 
 
 class DeltaBlockQuerySet(ThreadRowsQuerySet):
@@ -288,11 +286,7 @@ class DeltaBlock(ThreadRow):
     class Meta:
         db_table = "tulip_memory_delta_block"
         verbose_name = _("delta block")
-        constraints = [
-            models.UniqueConstraint(
-                fields=["tenant", "thread_id", "digest"], name="tulip_dblock_digest_uniq"
-            )
-        ]
+        constraints = [thread_unique("digest", "tulip_dblock_digest_uniq")]
 
     def __str__(self) -> str:
         return f"{self.thread_id}/{self.digest[:12]}"

@@ -22,10 +22,15 @@ from tulip_memory.store.validation import (
     batch_items,
     prepare_batch,
     prepare_put,
+    validate_embedding,
     validate_expected_versions,
     validate_key_list,
+    validate_limit,
+    validate_metadata_filter,
     validate_namespace,
     validate_namespaces,
+    validate_query,
+    validate_threshold,
     validate_ttl,
 )
 
@@ -42,6 +47,8 @@ __all__ = [
 ]
 
 BatchItem = tuple[Namespace, str, Any, dict[str, Any] | None]
+# compare_and_put_batch's expected version of each (namespace, key) (None: absent).
+Versions = dict[tuple[Namespace, str], int | None]
 # A ttl as callers pass it: seconds, or a timedelta (None: never expires).
 TTL = float | timedelta | None
 
@@ -49,6 +56,8 @@ _TTL_HINT = (
     "pick a store whose capabilities.ttl is True (InMemoryStore, HolographicStore, PgMemory)"
 )
 _EMBEDDING_HINT = "use put() for plain storage, or a store with semantic_search"
+_SEMANTIC_HINT = "pick a store with capabilities.semantic_search"
+_SEARCH_HINT = "pick a store whose capabilities.search is True (e.g. InMemoryStore)"
 
 
 def ttl_argument(ttl: TTL) -> dict[str, TTL]:
@@ -264,9 +273,15 @@ class BaseStore(ABC):
         limit: int = 10,
     ) -> list[StoreItem]:
         """Items of ``namespace`` ranked for ``query`` (newest first without a query)."""
-        self._unsupported(
-            "search", "pick a store whose capabilities.search is True (e.g. InMemoryStore)"
+        if not self.capabilities.search:
+            self._unsupported("search", _SEARCH_HINT)
+        return await self._search(
+            validate_namespace(namespace), validate_query(query), validate_limit(limit)
         )
+
+    async def _search(self, namespace: Namespace, query: str | None, limit: int) -> list[StoreItem]:
+        """``search`` with validated arguments, for a store advertising it."""
+        self._unsupported("search", _SEARCH_HINT)
 
     async def search_many(
         self,
@@ -277,10 +292,13 @@ class BaseStore(ABC):
         """``search`` over several namespaces: one result list per namespace, in order."""
         if not self.capabilities.search:
             self._unsupported("search", "pick a store whose capabilities.search is True")
-        return [
-            await self.search(namespace, query=query, limit=limit)
-            for namespace in validate_namespaces(namespaces)
-        ]
+        return await self._search_many(validate_namespaces(namespaces), query, limit)
+
+    async def _search_many(
+        self, namespaces: list[Namespace], query: str | None, limit: int
+    ) -> list[list[StoreItem]]:
+        """``search_many`` of validated ``namespaces``: this default searches one at a time."""
+        return [await self.search(namespace, query=query, limit=limit) for namespace in namespaces]
 
     async def list_namespaces(
         self,
@@ -321,11 +339,27 @@ class BaseStore(ABC):
         metadata_filter: dict[str, Any] | None = None,
     ) -> list[SemanticSearchResult]:
         """Items of ``namespace`` with an embedding, most similar first."""
-        self._unsupported("semantic_search", "pick a store with capabilities.semantic_search")
+        capabilities = self.capabilities
+        if not capabilities.semantic_search:
+            self._unsupported("semantic_search", _SEMANTIC_HINT)
+        return await self._search_by_embedding(
+            validate_namespace(namespace),
+            validate_embedding(query_embedding, dimension=capabilities.embedding_dimension),
+            validate_limit(limit),
+            validate_threshold(threshold),
+            validate_metadata_filter(metadata_filter),
+        )
+
+    async def _search_by_embedding(
+        self, namespace: Namespace, query: list[float], limit: int, floor: float | None, where: Any
+    ) -> list[SemanticSearchResult]:
+        """``search_by_embedding`` with validated arguments (``floor``: the threshold,
+        ``where``: the metadata filter as a dict), for a store advertising it."""
+        self._unsupported("semantic_search", _SEMANTIC_HINT)
 
     async def get_embedding(self, namespace: tuple[str, ...], key: str) -> list[float] | None:
         """The embedding stored with ``key`` (``None``: no such item, or no embedding)."""
-        self._unsupported("semantic_search", "pick a store with capabilities.semantic_search")
+        self._unsupported("semantic_search", _SEMANTIC_HINT)
 
 
 observe_methods(BaseStore)
@@ -371,9 +405,6 @@ class BatchWriteStore(PreparedStore):
 
     @abstractmethod
     async def _write_all(
-        self,
-        prepared: list[PreparedPut],
-        ttl: timedelta | None,
-        expected: dict[tuple[Namespace, str], int | None] | None = None,
+        self, prepared: list[PreparedPut], ttl: timedelta | None, expected: Versions | None = None
     ) -> bool:
         """Write every item unless an ``expected`` version differs (then ``False``)."""

@@ -12,14 +12,8 @@ from typing import Any
 
 from tulip_memory.core.identifiers import validate_identifier
 from tulip_memory.exceptions import TenantError
-from tulip_memory.store.base import (
-    TTL,
-    BaseStore,
-    SemanticSearchResult,
-    StoreItem,
-    ttl_argument,
-)
-from tulip_memory.store.namespaced import NamespacedStore
+from tulip_memory.store.base import BaseStore, SemanticSearchResult, StoreItem
+from tulip_memory.store.namespaced import NamespacedStore, in_namespace
 
 __all__ = ["StoreContext"]
 
@@ -102,10 +96,10 @@ class StoreContext:
         namespace = self._memories()
         return None if namespace is None else await self._store.get(namespace, key)
 
-    async def remember(
-        self, key: str, value: Any, metadata: dict[str, Any] | None = None, *, ttl: TTL = None
-    ) -> None:
-        await self._store.put(self._require_memories(), key, value, metadata, **ttl_argument(ttl))
+    remember = in_namespace(BaseStore.put, _require_memories)
+    remember_with_embedding = in_namespace(BaseStore.put_with_embedding, _require_memories)
+    get_global = in_namespace(BaseStore.get, _global)
+    set_global = in_namespace(BaseStore.put, _global)
 
     async def forget(self, key: str) -> bool:
         namespace = self._memories()
@@ -114,19 +108,6 @@ class StoreContext:
     async def search_memories(self, query: str, limit: int = 10) -> list[StoreItem]:
         namespace = self._memories()
         return [] if namespace is None else await self._store.search(namespace, query, limit)
-
-    async def remember_with_embedding(
-        self,
-        key: str,
-        value: Any,
-        embedding: list[float],
-        metadata: dict[str, Any] | None = None,
-        *,
-        ttl: TTL = None,
-    ) -> None:
-        await self._store.put_with_embedding(
-            self._require_memories(), key, value, embedding, metadata, **ttl_argument(ttl)
-        )
 
     async def search_memories_semantic(
         self,
@@ -138,11 +119,3 @@ class StoreContext:
         if namespace is None:
             return []
         return await self._store.search_by_embedding(namespace, query_embedding, limit, threshold)
-
-    async def get_global(self, key: str) -> Any | None:
-        return await self._store.get(self._global(), key)
-
-    async def set_global(
-        self, key: str, value: Any, metadata: dict[str, Any] | None = None, *, ttl: TTL = None
-    ) -> None:
-        await self._store.put(self._global(), key, value, metadata, **ttl_argument(ttl))

@@ -21,7 +21,7 @@ from tulip_memory.core.clock import Clock, MonotonicWallClock, utc_now
 from tulip_memory.core.namespaces import Namespace
 from tulip_memory.core.text import has_words, off_loop_when_long, search_terms, value_text
 from tulip_memory.embeddings.base import embed_texts, query_vector_or_none
-from tulip_memory.store.base import BatchWriteStore, StoreCapabilities, StoreItem
+from tulip_memory.store.base import BatchWriteStore, StoreCapabilities, StoreItem, Versions
 from tulip_memory.store.instrumentation import swept
 from tulip_memory.store.ranking import (
     MODEL_WEIGHT,
@@ -40,7 +40,6 @@ from tulip_memory.store.validation import (
     validate_limit,
     validate_namespace,
     validate_namespace_prefix,
-    validate_query,
 )
 
 __all__ = ["InMemoryStore"]
@@ -216,10 +215,7 @@ class InMemoryStore(BatchWriteStore):
         namespace.index(prepared.key, terms)
 
     async def _write_all(
-        self,
-        prepared: list[PreparedPut],
-        ttl: timedelta | None,
-        expected: dict[tuple[Namespace, str], int | None] | None = None,
+        self, prepared: list[PreparedPut], ttl: timedelta | None, expected: Versions | None = None
     ) -> bool:
         encoded = await self._encode(prepared)
 
@@ -306,29 +302,15 @@ class InMemoryStore(BatchWriteStore):
             if space is None:
                 return []
             now = self._now()
-            newest = []
-            for key in reversed(space.entries):
-                if not space.entries[key].live(now):
-                    continue
-                newest.append((key, space.entries[key]))
-                if len(newest) == limit:
-                    break
-            return newest
+            live = ((key, e) for key, e in reversed(space.entries.items()) if e.live(now))
+            return list(itertools.islice(live, limit))
 
     async def list_keys(self, namespace: tuple[str, ...], limit: int = 100) -> list[str]:
         validate_namespace(namespace)
         limit = validate_limit(limit)
         return [key for key, _ in self._newest(namespace, limit)]
 
-    async def search(
-        self,
-        namespace: tuple[str, ...],
-        query: str | None = None,
-        limit: int = 10,
-    ) -> list[StoreItem]:
-        validate_namespace(namespace)
-        validate_query(query)
-        limit = validate_limit(limit)
+    async def _search(self, namespace: Namespace, query: str | None, limit: int) -> list[StoreItem]:
         [query_terms] = await _terms_of([query or ""])
         terms = set(query_terms)
         vector = None

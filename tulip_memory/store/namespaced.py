@@ -1,23 +1,50 @@
 """NamespacedStore: a view of a store fixed to one namespace.
 
 ``NamespacedStore(store, ("users", "u1"))`` forwards every call with that namespace
-(validated once); ``scoped("memories")`` narrows it further.
+(validated once); ``scoped("memories")`` narrows it further. :func:`in_namespace` makes
+such a forwarding method, typed as the store's method without its ``namespace``.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import inspect
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
-from tulip_memory.store.base import (
-    TTL,
-    BaseStore,
-    SemanticSearchResult,
-    StoreItem,
-    ttl_argument,
-)
+from tulip_memory.core.namespaces import Namespace
+from tulip_memory.store.base import BaseStore
 from tulip_memory.store.validation import validate_namespace
 
-__all__ = ["NamespacedStore"]
+__all__ = ["NamespacedStore", "in_namespace"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+V = TypeVar("V", bound="_View")
+
+
+class _View(Protocol):
+    @property
+    def store(self) -> BaseStore: ...
+
+
+def in_namespace(
+    method: Callable[Concatenate[BaseStore, Namespace, P], Awaitable[R]],
+    namespace: Callable[[V], Namespace],
+) -> Callable[Concatenate[V, P], Coroutine[Any, Any, R]]:
+    """A method of a view calling ``method`` of its store in ``namespace(view)`` with the
+    rest of the arguments; a ``ttl=None`` is left out (a store may take no ``ttl``)."""
+
+    async def forward(view: V, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        if kwargs.get("ttl", 0) is None:
+            del kwargs["ttl"]
+        return await getattr(view.store, method.__name__)(namespace(view), *args, **kwargs)
+
+    signature = inspect.signature(method)
+    this, _, *rest = signature.parameters.values()
+    forward.__signature__ = signature.replace(parameters=[this, *rest])  # type: ignore[attr-defined]
+    forward.__name__ = forward.__qualname__ = method.__name__
+    forward.__doc__ = method.__doc__
+    return forward
 
 
 class NamespacedStore:
@@ -40,60 +67,24 @@ class NamespacedStore:
     def namespace(self) -> tuple[str, ...]:
         return self._namespace
 
+    def _fixed(self) -> Namespace:
+        return self._namespace
+
     def scoped(self, *suffix: str) -> NamespacedStore:
         """A view of ``namespace + suffix`` on the same store."""
         return NamespacedStore(self._store, (*self._namespace, *suffix))
-
-    async def put(
-        self, key: str, value: Any, metadata: dict[str, Any] | None = None, *, ttl: TTL = None
-    ) -> None:
-        await self._store.put(self._namespace, key, value, metadata, **ttl_argument(ttl))
-
-    async def get(self, key: str) -> Any | None:
-        return await self._store.get(self._namespace, key)
-
-    async def get_item(self, key: str) -> StoreItem | None:
-        return await self._store.get_item(self._namespace, key)
-
-    async def exists(self, key: str) -> bool:
-        return await self._store.exists(self._namespace, key)
-
-    async def delete(self, key: str) -> bool:
-        return await self._store.delete(self._namespace, key)
-
-    async def list_keys(self, limit: int = 100) -> list[str]:
-        return await self._store.list_keys(self._namespace, limit)
-
-    async def search(self, query: str | None = None, limit: int = 10) -> list[StoreItem]:
-        return await self._store.search(self._namespace, query, limit)
 
     async def clear(self) -> int:
         """Delete every item of this namespace; returns how many."""
         return await self._store.clear_namespace(self._namespace)
 
-    async def put_with_embedding(
-        self,
-        key: str,
-        value: Any,
-        embedding: list[float],
-        metadata: dict[str, Any] | None = None,
-        *,
-        ttl: TTL = None,
-    ) -> None:
-        await self._store.put_with_embedding(
-            self._namespace, key, value, embedding, metadata, **ttl_argument(ttl)
-        )
-
-    async def search_by_embedding(
-        self,
-        query_embedding: list[float],
-        limit: int = 10,
-        threshold: float | None = None,
-        metadata_filter: dict[str, Any] | None = None,
-    ) -> list[SemanticSearchResult]:
-        return await self._store.search_by_embedding(
-            self._namespace, query_embedding, limit, threshold, metadata_filter
-        )
-
-    async def get_embedding(self, key: str) -> list[float] | None:
-        return await self._store.get_embedding(self._namespace, key)
+    put = in_namespace(BaseStore.put, _fixed)
+    get = in_namespace(BaseStore.get, _fixed)
+    get_item = in_namespace(BaseStore.get_item, _fixed)
+    exists = in_namespace(BaseStore.exists, _fixed)
+    delete = in_namespace(BaseStore.delete, _fixed)
+    list_keys = in_namespace(BaseStore.list_keys, _fixed)
+    search = in_namespace(BaseStore.search, _fixed)
+    put_with_embedding = in_namespace(BaseStore.put_with_embedding, _fixed)
+    search_by_embedding = in_namespace(BaseStore.search_by_embedding, _fixed)
+    get_embedding = in_namespace(BaseStore.get_embedding, _fixed)

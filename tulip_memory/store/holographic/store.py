@@ -29,6 +29,7 @@ from tulip_memory.store.base import (
     SemanticSearchResult,
     StoreCapabilities,
     StoreItem,
+    Versions,
 )
 from tulip_memory.store.holographic import sql
 from tulip_memory.store.holographic.fts import bm25_candidates
@@ -64,12 +65,9 @@ from tulip_memory.store.validation import (
     validate_embedding,
     validate_key,
     validate_limit,
-    validate_metadata_filter,
     validate_namespace,
     validate_namespace_prefix,
-    validate_namespaces,
     validate_query,
-    validate_threshold,
 )
 
 if TYPE_CHECKING:
@@ -236,15 +234,12 @@ class HolographicStore(BatchWriteStore):
         if self._embedder is None:
             return [None] * len(prepared)
         texts = [value_text(decode_json(one.value_json)) for one in prepared]
-        embeddings: list[bytes | None] = []
-        for vector in await embed_texts(self._embedder, texts):
-            checked = (
-                None
-                if vector is None
-                else validate_embedder_vector(vector, dimension=self._embedding_dim)
-            )
-            embeddings.append(None if checked is None else embedding_blob(checked))
-        return embeddings
+        width = self._embedding_dim
+        checked = [
+            None if vector is None else validate_embedder_vector(vector, dimension=width)
+            for vector in await embed_texts(self._embedder, texts)
+        ]
+        return [None if values is None else embedding_blob(values) for values in checked]
 
     def _write(
         self,
@@ -281,10 +276,7 @@ class HolographicStore(BatchWriteStore):
             )
 
     async def _write_all(
-        self,
-        prepared: list[PreparedPut],
-        ttl: timedelta | None,
-        expected: dict[tuple[Namespace, str], int | None] | None = None,
+        self, prepared: list[PreparedPut], ttl: timedelta | None, expected: Versions | None = None
     ) -> bool:
         encoded = await self._encode_all(prepared)
         embeddings = await self._embed(prepared)
@@ -506,56 +498,43 @@ class HolographicStore(BatchWriteStore):
         """Items ranked for ``query``: ``mode`` is ``"lexical"`` (BM25; the default without
         an embedder), ``"hybrid"`` (BM25 fused with the embedder's cosine; the default with
         one), ``"fused"`` (BM25's candidates re-scored with HRR) or ``"hrr"`` (exact HRR)."""
-        validate_namespace(namespace)
+        [found] = await self._search_all([validate_namespace(namespace)], query, limit, mode)
+        return found
+
+    async def _search_many(
+        self, namespaces: list[Namespace], query: str | None, limit: int
+    ) -> list[list[StoreItem]]:
+        return await self._search_all(namespaces, query, limit, None)
+
+    async def _search_all(
+        self, namespaces: list[Namespace], query: str | None, limit: int, mode: str | None
+    ) -> list[list[StoreItem]]:
+        """The search of each of the (validated) ``namespaces``, in one worker thread call."""
         validate_query(query)
         limit = validate_limit(limit)
         mode = self._mode(mode)
         vector = await self._query_vector(query, mode)
         return await self._run(
-            lambda: self._search_one(namespace, query or "", limit, mode, vector)
+            lambda: [self._search_one(ns, query or "", limit, mode, vector) for ns in namespaces]
         )
 
-    async def search_many(
-        self,
-        namespaces: Sequence[tuple[str, ...]],
-        query: str | None = None,
-        limit: int = 10,
-    ) -> list[list[StoreItem]]:
-        checked = validate_namespaces(namespaces)
-        validate_query(query)
-        limit = validate_limit(limit)
-        mode = self._mode(None)
-        vector = await self._query_vector(query, mode)
-        return await self._run(
-            lambda: [self._search_one(ns, query or "", limit, mode, vector) for ns in checked]
-        )
-
-    async def search_by_embedding(
-        self,
-        namespace: tuple[str, ...],
-        query_embedding: list[float],
-        limit: int = 10,
-        threshold: float | None = None,
-        metadata_filter: dict[str, Any] | None = None,
+    async def _search_by_embedding(
+        self, namespace: Namespace, query: list[float], limit: int, floor: float | None, where: Any
     ) -> list[SemanticSearchResult]:
         """Exact cosine scan; ``distance`` is ``1 - score``."""
-        ns = ns_to_text(validate_namespace(namespace))
-        query = validate_embedding(query_embedding, dimension=self._embedding_dim)
-        limit = validate_limit(limit)
-        minimum = validate_threshold(threshold)
-        wanted = validate_metadata_filter(metadata_filter)
+        ns = ns_to_text(namespace)
 
         def work() -> list[SemanticSearchResult]:
             rows = [
                 row
                 for row in self._connection().execute(sql.EMBEDDED_ITEMS, (ns,))
-                if metadata_matches(json.loads(row[2]), wanted)
+                if metadata_matches(json.loads(row[2]), where)
             ]
             if not rows:
                 return []
             return [
                 SemanticSearchResult(self._item(namespace, rows[i]), score, 1.0 - score)
-                for i, score in embedding_top([row[6] for row in rows], query, limit, minimum)
+                for i, score in embedding_top([row[6] for row in rows], query, limit, floor)
             ]
 
         return await self._run(work)
