@@ -212,8 +212,9 @@ class DeltaCheckpointRecordQuerySet(SubjectRowsQuerySet):
         after: tuple[str, datetime, str],
     ) -> bool:
         """Insert a new record only if the thread's newest row is still ``after``
-        (``(checkpoint_id, created_at, base_id)``), in ONE statement (PostgreSQL; on Citus after one drawing its id); False
-        when nothing was inserted (another newest row, or the id exists)."""
+        (``(checkpoint_id, created_at, base_id)``), in ONE statement (on Citus after one
+        drawing its id); False when nothing was inserted (another newest row, or the id
+        exists)."""
         connection = connections[self.db]
         meta = self.model._meta
         quote = connection.ops.quote_name
