@@ -10,6 +10,7 @@ from typing import Any
 
 from django.core import checks
 
+from tulip_memory.checks import finding
 from tulip_memory.checks.settings import vector_dimensions
 
 __all__ = ["check_embedder_settings", "check_embedding_sources", "check_sources_on"]
@@ -26,23 +27,23 @@ def check_embedder_settings(
         encoder = settings_encoder()
     except Exception as exc:  # any failure to build it is the finding
         return [
-            checks.Error(
+            finding(
+                "E020",
                 f"TULIP_MEMORY['EMBEDDER'] ({settings.EMBEDDER!r}) cannot be built with "
                 f"EMBEDDER_OPTIONS {settings.EMBEDDER_OPTIONS!r}: {type(exc).__name__}: {exc}",
-                hint="Name a BaseEmbedding subclass (or a factory) by dotted path, with a "
+                "Name a BaseEmbedding subclass (or a factory) by dotted path, with a "
                 "dict of its keyword arguments in EMBEDDER_OPTIONS (docs/store.md).",
-                id="tulip_memory.E020",
             )
         ]
     found: list[checks.CheckMessage] = []
     problem = encoder.embedder.configuration_problem() if encoder.embedder is not None else None
     if problem is not None:
         found.append(
-            checks.Error(
+            finding(
+                "E022",
                 f"TULIP_MEMORY['EMBEDDER'] ({settings.EMBEDDER!r}) cannot work: {problem}",
-                hint="Set that variable in the environment of every process (web, Celery "
+                "Set that variable in the environment of every process (web, Celery "
                 "workers), or point the embedder at a local server (docs/store.md).",
-                id="tulip_memory.E022",
             )
         )
     if encoder.embedder is None and not stores_hrr_in_pg():
@@ -57,13 +58,13 @@ def check_embedder_settings(
     )
     return [
         *found,
-        checks.Error(
+        finding(
+            "E021",
             f"TULIP_MEMORY['VECTOR_DIMENSIONS'] is {wanted!r}, but {origin}: PgMemory() "
             "and the Celery workers would refuse to start.",
-            hint=f"Set VECTOR_DIMENSIONS = {encoder.width}; an existing vector column is "
+            f"Set VECTOR_DIMENSIONS = {encoder.width}; an existing vector column is "
             "then altered to that width (tulip_memory.E014 says how) and its rows "
             "re-embedded with manage.py tulip_memory_reembed.",
-            id="tulip_memory.E021",
         ),
     ]
 
@@ -93,13 +94,13 @@ def check_sources_on(connection: Any, alias: str, source: str) -> list[checks.Ch
         where = f" of {len(tenants)} tenant(s) ({', '.join(map(repr, tenants[:5]))}{more})"
         which = " ".join(f"--tenant {shlex.quote(t)}" for t in tenants[:5]) + more[1:]
     return [
-        checks.Warning(
+        finding(
+            "W020",
             f"Database alias {alias!r}: {total} stored item(s){where} carry vectors of another "
             f"encoder than the configured {source!r} ({by_source}); searches find them by "
             "their words only.",
-            hint=f"Run python manage.py tulip_memory_reembed --database {alias} {which} "
+            f"Run python manage.py tulip_memory_reembed --database {alias} {which} "
             "to re-embed them (after the ALTER TABLE of tulip_memory.E014, if reported).",
-            id="tulip_memory.W020",
         )
     ]
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from django.core import checks
 
+from tulip_memory.checks import finding
 from tulip_memory.core.numbers import is_int
 from tulip_memory.retention.policy import retention_period
 
@@ -20,10 +21,6 @@ __all__ = ["check_celery_app", "check_manager_settings", "worker_start_errors"]
 _WORKER_OWNED = {"store", "extract_fn", "extract_mode"}
 
 
-def _error(message: str, hint: str, id_: str) -> checks.Error:
-    return checks.Error(message, hint=hint, id=f"tulip_memory.{id_}")
-
-
 def _check_imports(settings: Any) -> list[checks.CheckMessage]:
     errors: list[checks.CheckMessage] = []
     try:
@@ -31,27 +28,27 @@ def _check_imports(settings: Any) -> list[checks.CheckMessage]:
     except ImportError as exc:
         store = None
         errors.append(
-            _error(
+            finding(
+                "E040",
                 f"TULIP_MEMORY['STORE'] cannot be imported: {exc}",
                 "Name a store class by dotted path.",
-                "E040",
             )
         )
     else:
         if store is not None and not callable(store):
             errors.append(
-                _error(
+                finding(
+                    "E040",
                     "TULIP_MEMORY['STORE'] is not callable",
                     "Name a store class or factory.",
-                    "E040",
                 )
             )
     if not isinstance(settings.STORE_OPTIONS, dict):
         errors.append(
-            _error(
+            finding(
+                "E040",
                 "TULIP_MEMORY['STORE_OPTIONS'] must be a dict",
                 "Keyword arguments of the store.",
-                "E040",
             )
         )
     elif store is not None and callable(store):
@@ -60,19 +57,19 @@ def _check_imports(settings: Any) -> list[checks.CheckMessage]:
         extractor = settings.import_setting("EXTRACTOR")
     except ImportError as exc:
         errors.append(
-            _error(
+            finding(
+                "E041",
                 f"TULIP_MEMORY['EXTRACTOR'] cannot be imported: {exc}",
                 "Name an async function by dotted path, or None for the heuristic.",
-                "E041",
             )
         )
     else:
         if extractor is not None and not inspect.iscoroutinefunction(extractor):
             errors.append(
-                _error(
+                finding(
+                    "E041",
                     "TULIP_MEMORY['EXTRACTOR'] is not an async function",
                     "async def extract(messages) -> list[Memory]",
-                    "E041",
                 )
             )
     return errors
@@ -96,11 +93,11 @@ def _check_store_options(store: Any, options: dict[str, Any]) -> list[checks.Che
     if not unknown:
         return []
     return [
-        _error(
+        finding(
+            "E040",
             f"TULIP_MEMORY['STORE_OPTIONS'] has options that {store.__qualname__} does not "
             f"take: {unknown}",
             f"Accepted: {sorted(accepted)}",
-            "E040",
         )
     ]
 
@@ -111,10 +108,10 @@ def _check_options(settings: Any) -> list[checks.CheckMessage]:
     options = settings.MANAGER_OPTIONS
     if not isinstance(options, dict):
         return [
-            _error(
+            finding(
+                "E042",
                 "TULIP_MEMORY['MANAGER_OPTIONS'] must be a dict",
                 "Keyword arguments of LLMMemoryManager.",
-                "E042",
             )
         ]
     accepted = set(inspect.signature(LLMMemoryManager.__init__).parameters) - {
@@ -124,11 +121,11 @@ def _check_options(settings: Any) -> list[checks.CheckMessage]:
     unknown = sorted(set(options) - accepted)
     if unknown:
         return [
-            _error(
+            finding(
+                "E042",
                 "TULIP_MEMORY['MANAGER_OPTIONS'] has options that LLMMemoryManager does not "
                 f"take on a worker: {unknown}",
                 f"Accepted: {sorted(accepted)}",
-                "E042",
             )
         ]
     return []
@@ -138,10 +135,10 @@ def _check_queue(settings: Any) -> list[checks.CheckMessage]:
     errors: list[checks.CheckMessage] = []
     if not isinstance(settings.CELERY_QUEUE, str) or not settings.CELERY_QUEUE.strip():
         errors.append(
-            _error(
+            finding(
+                "E043",
                 "TULIP_MEMORY['CELERY_QUEUE'] must be a non-empty string",
                 "The queue workers consume (-Q).",
-                "E043",
             )
         )
     for name, strict in (
@@ -153,14 +150,14 @@ def _check_queue(settings: Any) -> list[checks.CheckMessage]:
         try:  # finite and at most 100 years: the workers compute dates from it
             retention_period(getattr(settings, name), unit="seconds", strict=strict)
         except ValueError as exc:
-            errors.append(_error(f"TULIP_MEMORY['{name}'] {exc}", "Seconds.", "E043"))
+            errors.append(finding("E043", f"TULIP_MEMORY['{name}'] {exc}", "Seconds."))
     attempts = settings.EXTRACTION_MAX_ATTEMPTS
     if not is_int(attempts) or attempts < 1:
         errors.append(
-            _error(
+            finding(
+                "E043",
                 f"TULIP_MEMORY['EXTRACTION_MAX_ATTEMPTS'] must be an int >= 1, got {attempts!r}",
                 "Attempts before a job is marked failed.",
-                "E043",
             )
         )
     return errors
@@ -214,7 +211,8 @@ def check_celery_app(
     else:
         problem = "that app was loaded but given no broker (CELERY_BROKER_URL unset?)"
     return [
-        _error(
+        finding(
+            "E044",
             "A memory manager uses extract_mode='celery', but Celery's current app "
             f"({app.main!r}) has no broker_url: {problem}, so extraction jobs would be "
             "sent to Celery's default broker and stay pending.",
@@ -222,6 +220,5 @@ def check_celery_app(
             "'django.conf:settings', namespace='CELERY'), autodiscover_tasks()), import its "
             "app in your project package's __init__.py, and set CELERY_BROKER_URL "
             "(docs/manager.md, 'Celery in your project').",
-            "E044",
         )
     ]

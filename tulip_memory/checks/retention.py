@@ -6,6 +6,7 @@ from typing import Any
 
 from django.core import checks
 
+from tulip_memory.checks import finding
 from tulip_memory.exceptions import ConfigurationError
 from tulip_memory.retention.policy import retention_policy, sweep_databases, sweep_intervals
 
@@ -21,10 +22,10 @@ def check_retention_settings(app_configs: Any = None, **kwargs: Any) -> list[che
             read()
         except ConfigurationError as exc:
             found.append(
-                checks.Error(
+                finding(
+                    "E090",
                     str(exc),
-                    hint='See docs/operations.md, "Retention" and "Scheduling the sweeps".',
-                    id="tulip_memory.E090",
+                    'See docs/operations.md, "Retention" and "Scheduling the sweeps".',
                 )
             )
     return found

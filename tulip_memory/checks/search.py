@@ -10,6 +10,7 @@ from typing import Any
 
 from django.core import checks
 
+from tulip_memory.checks import finding
 from tulip_memory.postgres.operations import text_search_config
 
 __all__ = ["check_text_search_config", "check_text_search_databases"]
@@ -25,10 +26,8 @@ def check_text_search_config(
         text_search_config()
     except ValueError as exc:
         return [
-            checks.Error(
-                str(exc),
-                hint="Use 'english' (the default) or 'simple' for mixed languages.",
-                id="tulip_memory.E060",
+            finding(
+                "E060", str(exc), "Use 'english' (the default) or 'simple' for mixed languages."
             )
         ]
     return []
@@ -58,11 +57,11 @@ def _check_alias(alias: str, config: str) -> list[checks.CheckMessage]:
         row = cursor.fetchone()
     if not known:
         return [
-            checks.Error(
+            finding(
+                "E061",
                 f"TULIP_MEMORY['TEXT_SEARCH_CONFIG'] is {config!r}, which database alias "
                 f"{alias!r} does not know.",
-                hint="SELECT cfgname FROM pg_ts_config lists the configurations.",
-                id="tulip_memory.E061",
+                "SELECT cfgname FROM pg_ts_config lists the configurations.",
             )
         ]
     found = _GENERATED_WITH.search(row[0]) if row else None
@@ -72,13 +71,13 @@ def _check_alias(alias: str, config: str) -> list[checks.CheckMessage]:
         and stored.rsplit(".", maxsplit=1)[-1] != config.rsplit(".", maxsplit=1)[-1]
     ):
         return [
-            checks.Error(
+            finding(
+                "E061",
                 f"TULIP_MEMORY['TEXT_SEARCH_CONFIG'] is {config!r}, but the search_vector "
                 f"column of database alias {alias!r} was generated with {stored!r}: queries "
                 "and stored items would be analysed differently.",
-                hint="Set it back, or regenerate the column: manage.py migrate tulip_memory "
+                "Set it back, or regenerate the column: manage.py migrate tulip_memory "
                 "0004, then manage.py migrate (recomputes every row).",
-                id="tulip_memory.E061",
             )
         ]
     return []

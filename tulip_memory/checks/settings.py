@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 from django.core import checks
 
+from tulip_memory.checks import finding
 from tulip_memory.core.numbers import is_int
 
 __all__ = [
@@ -41,13 +42,13 @@ def check_settings(
     try:
         unknown = settings.unknown_keys()
     except TypeError as exc:
-        return [checks.Error(str(exc), id="tulip_memory.E001")]
+        return [finding("E001", str(exc))]
     return [
         *(
-            checks.Warning(
+            finding(
+                "W001",
                 f"settings.{SETTINGS_NAME} has an unknown key {key!r}",
-                hint="See tulip_memory/conf.py for the documented settings.",
-                id="tulip_memory.W001",
+                "See tulip_memory/conf.py for the documented settings.",
             )
             for key in unknown
         ),
@@ -88,12 +89,12 @@ def _vector_dimensions_errors() -> list[checks.CheckMessage]:
     if vector_dimensions() is not None:
         return []
     return [
-        checks.Error(
+        finding(
+            "E002",
             "TULIP_MEMORY['VECTOR_DIMENSIONS'] must be an int of at least 1 (the width of "
             f"PgMemory's vector column), got {_shown('VECTOR_DIMENSIONS')}.",
-            hint="Write the width as a number, e.g. 'VECTOR_DIMENSIONS': 1024 (the default); "
+            "Write the width as a number, e.g. 'VECTOR_DIMENSIONS': 1024 (the default); "
             "the width checks (tulip_memory.E014, E021) run once it is one.",
-            id="tulip_memory.E002",
         )
     ]
 
@@ -106,23 +107,23 @@ def _tenant_databases_errors() -> list[checks.CheckMessage]:
     aliases = tenant_databases()
     if aliases is None:
         return [
-            checks.Error(
+            finding(
+                "E003",
                 "TULIP_MEMORY['TENANT_DATABASES'] must be a list or tuple of database "
                 f"aliases, got {_shown('TENANT_DATABASES')}: the row-level "
                 "security checks cannot tell which databases to look at.",
-                hint="E.g. 'TENANT_DATABASES': ['default'] (the default).",
-                id="tulip_memory.E003",
+                "E.g. 'TENANT_DATABASES': ['default'] (the default).",
             )
         ]
     known = list(getattr(django_settings, "DATABASES", {}))
     return [
-        checks.Error(
+        finding(
+            "E003",
             f"TULIP_MEMORY['TENANT_DATABASES'] names {alias!r}, which is not an alias of "
             f"settings.DATABASES ({', '.join(map(repr, known))}): the row-level security "
             "checks would never look at it.",
-            hint="Name the aliases the application reaches tenant tables through, as "
+            "Name the aliases the application reaches tenant tables through, as "
             "spelled in settings.DATABASES.",
-            id="tulip_memory.E003",
         )
         for alias in dict.fromkeys(aliases)
         if alias not in known
@@ -139,16 +140,16 @@ def _tenant_setting_errors() -> list[checks.CheckMessage]:
     if tenant_setting() is not None:
         return []
     return [
-        checks.Error(
+        finding(
+            "E004",
             f"TULIP_MEMORY['TENANT_SETTING'] is {_shown('TENANT_SETTING')}, not a "
             "PostgreSQL custom setting name: two or more identifiers separated by dots "
             "('prefix.name'), each a letter or '_' then letters, digits, '_' or '$'. "
             "PostgreSQL would refuse to set it (or, without a dot, it would be one of the "
             "server's own settings).",
-            hint="Use the default 'tulip_memory.tenant', or another 'prefix.name'; the "
+            "Use the default 'tulip_memory.tenant', or another 'prefix.name'; the "
             "tenant policies read the name the migrations were run with (tulip_memory.E019 "
             "compares them).",
-            id="tulip_memory.E004",
         )
     ]
 
@@ -160,13 +161,13 @@ def _subject_namespace_errors() -> list[checks.CheckMessage]:
         subject_labels()
     except ValueError as exc:
         return [
-            checks.Error(
+            finding(
+                "E005",
                 f"{exc}: forget_subject would look for a subject's memories in the wrong "
                 "namespace.",
-                hint="The labels between the tenant and the subject, "
+                "The labels between the tenant and the subject, "
                 "(tenant, *SUBJECT_NAMESPACE, subject), e.g. ('users',) (the default); "
                 "see docs/operations.md, 'Erasure'.",
-                id="tulip_memory.E005",
             )
         ]
     return []

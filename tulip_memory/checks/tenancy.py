@@ -11,6 +11,7 @@ from typing import Any
 
 from django.core import checks
 
+from tulip_memory.checks import finding
 from tulip_memory.checks.settings import tenant_setting, vector_dimensions
 from tulip_memory.conf import tenant_databases
 from tulip_memory.postgres.rls import POLICY_NAME, tenant_tables
@@ -63,13 +64,13 @@ def check_database_connections(
         problem = connection_problem(connection)
         if problem is not None:
             errors.append(
-                checks.Error(
+                finding(
+                    "E015",
                     f"Database alias {alias!r} cannot be reached ({problem}): its row-level "
                     "security, vector width, stored vectors and text search configuration "
                     "were not checked.",
-                    hint=f"Check settings.DATABASES[{alias!r}] and that the server answers, "
+                    f"Check settings.DATABASES[{alias!r}] and that the server answers, "
                     "then run the check again.",
-                    id="tulip_memory.E015",
                 )
             )
     return errors
@@ -134,51 +135,51 @@ def check_connection(connection: Any, alias: str) -> list[checks.CheckMessage]:
     errors.extend(_vector_width_errors(vector_columns))
     if superuser:
         errors.append(
-            checks.Error(
+            finding(
+                "E010",
                 f"Database alias {alias!r} connects as {role!r}, a superuser: row-level "
                 "security does not apply to it, so tenants are not isolated.",
-                hint="Connect the application as a role without SUPERUSER "
+                "Connect the application as a role without SUPERUSER "
                 "(see docs/pg_store.md, 'Two roles').",
-                id="tulip_memory.E010",
             )
         )
     if bypassrls and not superuser:  # a superuser's E010 says it all: NOBYPASSRLS is not enough
         errors.append(
-            checks.Error(
+            finding(
+                "E011",
                 f"Database alias {alias!r} connects as {role!r}, which has BYPASSRLS: "
                 "tenants are not isolated.",
-                hint=f"ALTER ROLE {role} NOBYPASSRLS",
-                id="tulip_memory.E011",
+                f"ALTER ROLE {role} NOBYPASSRLS",
             )
         )
     owned_tables = sorted(table for table, _enabled, _forced, owned, *_rest in rows if owned)
     if owned_tables:
         errors.append(
-            checks.Warning(
+            finding(
+                "W010",
                 f"Database alias {alias!r} connects as {role!r}, the owner of the tenant "
                 f"tables {owned_tables}: an owner can disable row level security.",
-                hint="Run migrations as an owner role (migrate --database=owner) and "
+                "Run migrations as an owner role (migrate --database=owner) and "
                 "the application as another role.",
-                id="tulip_memory.W010",
             )
         )
     for table, enabled, forced, _owned, policies, *_expressions in rows:
         if not (enabled and forced):
             errors.append(
-                checks.Error(
+                finding(
+                    "E012",
                     f"Tenant table {table!r} does not ENABLE and FORCE row level security.",
-                    hint=f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY, "
+                    f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY, "
                     f"FORCE ROW LEVEL SECURITY (or migrate tulip_memory)",
-                    id="tulip_memory.E012",
                 )
             )
         if list(policies) != [POLICY_NAME]:
             errors.append(
-                checks.Error(
+                finding(
+                    "E013",
                     f"Tenant table {table!r} has the policies {list(policies)}, expected "
                     f"exactly [{POLICY_NAME!r}]: another policy would widen what a tenant sees.",
-                    hint="Drop the extra policies, or migrate tulip_memory to recreate its own.",
-                    id="tulip_memory.E013",
+                    "Drop the extra policies, or migrate tulip_memory to recreate its own.",
                 )
             )
     # (table, qual, with_check) of each tenant table that has tulip_memory's policy.
@@ -222,16 +223,16 @@ def _search_path_errors(
             else f"the search path {', '.join(schemas) or 'of no schema'}"
         )
         errors.append(
-            checks.Error(
+            finding(
+                "E017",
                 f"The SECURITY DEFINER function {signature} of {owner!r}, the tenant "
                 f"tables' owner, runs with {runs_with}: a caller's temporary table, view or "
                 "type can stand in for a name it uses and run the caller's code with the "
                 "owner's rights (reading every tenant, lifting row level security).",
-                hint=f"ALTER FUNCTION {signature} SET search_path = pg_catalog, pg_temp, "
+                f"ALTER FUNCTION {signature} SET search_path = pg_catalog, pg_temp, "
                 "and name every table, function and operator of its body by schema. "
                 "tulip_memory's own are pinned by its migration 0016 (manage.py migrate "
                 "--database=owner).",
-                id="tulip_memory.E017",
             )
         )
     return errors
@@ -285,13 +286,13 @@ def _policy_setting_errors(
             else "Recreate the policies as the table owner, "
         )
         errors.append(
-            checks.Error(
+            finding(
+                "E019",
                 f"The policies {POLICY_NAME!r} of the tenant tables {tables} {what}, but "
                 f"TULIP_MEMORY['TENANT_SETTING'] is {setting!r}, the setting tenant_atomic "
                 "pins the tenant in: they never see the pinned tenant (no tenant would see "
                 "its rows nor write any), or compare rows with a value set elsewhere.",
-                hint=back + recreate,
-                id="tulip_memory.E019",
+                back + recreate,
             )
         )
     return errors
@@ -310,14 +311,14 @@ def _function_setting_errors(sources: list[str]) -> list[checks.CheckMessage]:
             continue
         what = f"reads {', '.join(map(repr, read))}" if read else "reads no setting"
         errors.append(
-            checks.Error(
+            finding(
+                "E019",
                 f"The search function {LEXICAL_FUNCTION!r} {what}, but "
                 f"TULIP_MEMORY['TENANT_SETTING'] is {setting!r}: a search would never find "
                 "a word of the pinned tenant's memories, or those of a tenant set elsewhere.",
-                hint="Set TENANT_SETTING to the setting it reads, or recreate it as the "
+                "Set TENANT_SETTING to the setting it reads, or recreate it as the "
                 "owner: manage.py migrate tulip_memory 0013 --database=owner, then "
                 "manage.py migrate --database=owner.",
-                id="tulip_memory.E019",
             )
         )
     return errors
@@ -328,13 +329,13 @@ def _vector_width_errors(columns: list[tuple[str, str, int]]) -> list[checks.Che
     if wanted is None:
         return []  # not a width: E002
     return [
-        checks.Error(
+        finding(
+            "E014",
             f"Column {table}.{column} is vector({width}), but "
             f"TULIP_MEMORY['VECTOR_DIMENSIONS'] is {wanted}: every write would fail.",
-            hint=f"Set VECTOR_DIMENSIONS = {width}, or as the owner, in one transaction: "
+            f"Set VECTOR_DIMENSIONS = {width}, or as the owner, in one transaction: "
             + "; ".join(_width_statements(table, column, wanted))
             + "; then manage.py tulip_memory_reembed re-embeds every row.",
-            id="tulip_memory.E014",
         )
         for table, column, width in columns
         if width > 0 and width != wanted
@@ -387,11 +388,11 @@ def _check_tenant_aliases(databases: Iterable[str] | None) -> list[checks.CheckM
         # An Info, not a Warning: commands run at build time without a database
         # (collectstatic in an image build) run these checks too.
         errors.append(
-            checks.Info(
+            finding(
+                "I010",
                 f"The row-level security of database {alias!r} was not checked: it cannot "
                 f"be reached ({problem}).",
-                hint=f"Run manage.py check --database {alias} where the database answers.",
-                id="tulip_memory.I010",
+                f"Run manage.py check --database {alias} where the database answers.",
             )
         )
     return errors
@@ -416,11 +417,11 @@ def check_tenant_resolver_setting(
             return []
         problem = f"is not callable (it is {type(resolver).__name__})"
     return [
-        checks.Error(
+        finding(
+            "E016",
             f"TULIP_MEMORY['TENANT_RESOLVER'] ({settings.TENANT_RESOLVER!r}) {problem}: "
             "TenantMiddleware would fail every request.",
-            hint=hint,
-            id="tulip_memory.E016",
+            hint,
         )
     ]
 
@@ -437,14 +438,14 @@ def check_tenant_resolver(app_configs: Any = None, **kwargs: Any) -> list[checks
     if resolver is not resolve_tenant_from_header:
         return []
     return [
-        checks.Warning(
+        finding(
+            "W011",
             f"TULIP_MEMORY['TENANT_RESOLVER'] takes the tenant from the "
             f"{settings.TENANT_HEADER!r} request header, which any client can send: a "
             "caller could read and write another tenant's memories.",
-            hint="Keep it only behind a gateway that authenticates callers and sets (or "
+            "Keep it only behind a gateway that authenticates callers and sets (or "
             "strips) that header; otherwise use the default, "
             "tulip_memory.middleware.resolve_tenant_from_membership, or a resolver of "
             "request.user.",
-            id="tulip_memory.W011",
         )
     ]
