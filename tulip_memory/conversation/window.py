@@ -12,10 +12,10 @@ from typing import Any
 from tulip_memory.conversation.base import (
     ConversationManager,
     check_bool,
-    check_int,
     check_messages,
 )
 from tulip_memory.conversation.turns import TurnBoundaries, leading_system_count
+from tulip_memory.core.numbers import check_int
 from tulip_memory.events import EV_MEMORY_CONVERSATION_PRUNED, emit, emit_sync
 from tulip_memory.messages import Message, Role
 
@@ -40,10 +40,10 @@ class SlidingWindowManager(ConversationManager):
         preserve_first_user: bool = True,
         slide_step: int = 1,
     ) -> None:
-        self.window_size = check_int("window_size", window_size, 1)
+        self.window_size = check_int(window_size, "window_size", 1)
         self.preserve_system = check_bool("preserve_system", preserve_system)
         self.preserve_first_user = check_bool("preserve_first_user", preserve_first_user)
-        self.slide_step = check_int("slide_step", slide_step, 1)
+        self.slide_step = check_int(slide_step, "slide_step", 1)
         if slide_step > window_size:
             raise ValueError(
                 f"slide_step must be between 1 and window_size ({window_size}), got {slide_step}"
