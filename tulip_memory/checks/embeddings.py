@@ -132,9 +132,7 @@ def check_embedding_sources(
     app_configs: Iterable[Any] | None = None, databases: Iterable[str] | None = None, **kwargs: Any
 ) -> list[checks.CheckMessage]:
     """W020 on the PostgreSQL aliases asked for (``check --database``)."""
-    from django.db import connections
-
-    from tulip_memory.checks.tenancy import connection_problem
+    from tulip_memory.checks.tenancy import postgres_connections
     from tulip_memory.store.pg.reembed import settings_encoder
 
     if not databases:
@@ -143,10 +141,10 @@ def check_embedding_sources(
         source = settings_encoder().source
     except Exception:  # reported by E020
         return []
-    messages: list[checks.CheckMessage] = []
-    for alias in databases:
-        connection = connections[alias]
-        # An alias that cannot be reached is reported once, by E015.
-        if connection.vendor == "postgresql" and connection_problem(connection) is None:
-            messages.extend(check_sources_on(connection, alias, source))
-    return messages
+    # An alias that cannot be reached is reported once, by E015.
+    return [
+        message
+        for alias, connection, problem in postgres_connections(databases)
+        if problem is None
+        for message in check_sources_on(connection, alias, source)
+    ]

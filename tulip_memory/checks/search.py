@@ -33,15 +33,9 @@ def check_text_search_config(
     return []
 
 
-def _check_alias(alias: str, config: str) -> list[checks.CheckMessage]:
-    from django.db import connections
-
-    from tulip_memory.checks.tenancy import connection_problem
+def _check_alias(alias: str, connection: Any, config: str) -> list[checks.CheckMessage]:
     from tulip_memory.models.store import MemoryItem
 
-    connection = connections[alias]
-    if connection.vendor != "postgresql" or connection_problem(connection) is not None:
-        return []  # an unreachable alias: E015
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT EXISTS (SELECT 1 FROM pg_ts_config WHERE cfgname = %s)",
@@ -96,5 +90,13 @@ def check_text_search_databases(
         config = text_search_config()
     except ValueError:
         return []  # E060 says so
+    from tulip_memory.checks.tenancy import postgres_connections
+
     wanted = [alias for alias in dict.fromkeys(aliases) if alias in set(databases)]
-    return [error for alias in wanted for error in _check_alias(alias, config)]
+    # An alias that cannot be reached is reported once, by E015.
+    return [
+        error
+        for alias, connection, problem in postgres_connections(wanted)
+        if problem is None
+        for error in _check_alias(alias, connection, config)
+    ]

@@ -6,7 +6,7 @@ resolver (E016, W011).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from django.core import checks
@@ -26,6 +26,7 @@ __all__ = [
     "check_tenant_resolver",
     "check_tenant_resolver_setting",
     "connection_problem",
+    "postgres_connections",
     "search_path_of",
     "settings_read",
 ]
@@ -49,31 +50,33 @@ def connection_problem(connection: Any) -> str | None:
     return None
 
 
+def postgres_connections(aliases: Iterable[str]) -> Iterator[tuple[str, Any, str | None]]:
+    """``(alias, connection, why it cannot be reached or None)`` of each PostgreSQL alias."""
+    from django.db import connections
+
+    for alias in aliases:
+        connection = connections[alias]
+        if connection.vendor == "postgresql":
+            yield alias, connection, connection_problem(connection)
+
+
 def check_database_connections(
     app_configs: Iterable[Any] | None = None, databases: Iterable[str] | None = None, **kwargs: Any
 ) -> list[checks.CheckMessage]:
     """E015: a PostgreSQL alias named (``check --database``) cannot be reached, so the
     database checks of tulip_memory could not look at it."""
-    from django.db import connections
-
-    errors: list[checks.CheckMessage] = []
-    for alias in databases or ():
-        connection = connections[alias]
-        if connection.vendor != "postgresql":
-            continue
-        problem = connection_problem(connection)
-        if problem is not None:
-            errors.append(
-                finding(
-                    "E015",
-                    f"Database alias {alias!r} cannot be reached ({problem}): its row-level "
-                    "security, vector width, stored vectors and text search configuration "
-                    "were not checked.",
-                    f"Check settings.DATABASES[{alias!r}] and that the server answers, "
-                    "then run the check again.",
-                )
-            )
-    return errors
+    return [
+        finding(
+            "E015",
+            f"Database alias {alias!r} cannot be reached ({problem}): its row-level "
+            "security, vector width, stored vectors and text search configuration "
+            "were not checked.",
+            f"Check settings.DATABASES[{alias!r}] and that the server answers, "
+            "then run the check again.",
+        )
+        for alias, _connection, problem in postgres_connections(databases or ())
+        if problem is not None
+    ]
 
 
 def check_connection(connection: Any, alias: str) -> list[checks.CheckMessage]:
@@ -370,18 +373,15 @@ def check_tenant_databases(
 
 
 def _check_tenant_aliases(databases: Iterable[str] | None) -> list[checks.CheckMessage]:
-    from django.db import DEFAULT_DB_ALIAS, connections
+    from django.db import DEFAULT_DB_ALIAS
 
     aliases = tenant_databases()
     if aliases is None:  # a TENANT_DATABASES of the wrong type: E003
         return []
     named = {DEFAULT_DB_ALIAS} if databases is None else set(databases)
     errors: list[checks.CheckMessage] = []
-    for alias in dict.fromkeys(aliases):
-        connection = connections[alias]
-        if alias not in named or connection.vendor != "postgresql":
-            continue
-        problem = connection_problem(connection)
+    wanted = [alias for alias in dict.fromkeys(aliases) if alias in named]
+    for alias, connection, problem in postgres_connections(wanted):
         if problem is None:
             errors.extend(check_connection(connection, alias))
             continue
