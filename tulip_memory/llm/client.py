@@ -188,11 +188,7 @@ class LoopClients:
     async def client(self) -> Any:
         """The running loop's client, made on first use."""
         loop = asyncio.get_running_loop()
-        with self._lock:
-            abandoned = [self._clients.pop(old) for old in list(self._clients) if old.is_closed()]
-            entry = self._clients.get(loop)
-        for client, _closer in abandoned:
-            await _close_abandoned(client)
+        entry = await self._take(loop, pop=False)
         if entry is not None:
             return entry[0]
         client = self._factory()
@@ -206,14 +202,18 @@ class LoopClients:
 
     async def aclose(self) -> None:
         """Close the running loop's client (and drop those of closed loops)."""
-        loop = asyncio.get_running_loop()
+        entry = await self._take(asyncio.get_running_loop(), pop=True)
+        if entry is not None:
+            await entry[1].aclose()
+
+    async def _take(self, loop: asyncio.AbstractEventLoop, *, pop: bool) -> Any:
+        """The entry of ``loop`` (removed if ``pop``), once those of closed loops are closed."""
         with self._lock:
-            entry = self._clients.pop(loop, None)
+            entry = self._clients.pop(loop, None) if pop else self._clients.get(loop)
             abandoned = [self._clients.pop(old) for old in list(self._clients) if old.is_closed()]
         for client, _closer in abandoned:
             await _close_abandoned(client)
-        if entry is not None:
-            await entry[1].aclose()
+        return entry
 
 
 async def _close_with_loop(client: Any) -> AsyncGenerator[None, None]:
