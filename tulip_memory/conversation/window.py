@@ -6,7 +6,6 @@ serve), starts at a turn boundary, and re-attaches an agent loop's opening user 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from tulip_memory.conversation.base import (
@@ -18,14 +17,6 @@ from tulip_memory.conversation.turns import TurnBoundaries, leading_system_count
 from tulip_memory.core.numbers import check_int
 from tulip_memory.events import EV_MEMORY_CONVERSATION_PRUNED, emit, emit_sync
 from tulip_memory.messages import Message, Role
-
-
-@dataclass(frozen=True)
-class _Pruning:
-    """Result of one pass: the managed history and, when something went, the event payload."""
-
-    messages: list[Message]
-    event: dict[str, Any] | None
 
 
 class SlidingWindowManager(ConversationManager):
@@ -50,23 +41,24 @@ class SlidingWindowManager(ConversationManager):
             )
 
     def apply(self, messages: list[Message]) -> list[Message]:
-        pruning = self._prune(messages)
-        if pruning.event is not None:
-            emit_sync(EV_MEMORY_CONVERSATION_PRUNED, sender=type(self), **pruning.event)
-        return pruning.messages
+        kept, event = self._prune(messages)
+        if event is not None:
+            emit_sync(EV_MEMORY_CONVERSATION_PRUNED, sender=type(self), **event)
+        return kept
 
     async def async_apply(self, messages: list[Message]) -> list[Message]:
-        pruning = self._prune(messages)
-        if pruning.event is not None:
-            await emit(EV_MEMORY_CONVERSATION_PRUNED, sender=type(self), **pruning.event)
-        return pruning.messages
+        kept, event = self._prune(messages)
+        if event is not None:
+            await emit(EV_MEMORY_CONVERSATION_PRUNED, sender=type(self), **event)
+        return kept
 
-    def _prune(self, messages: list[Message]) -> _Pruning:
+    def _prune(self, messages: list[Message]) -> tuple[list[Message], dict[str, Any] | None]:
+        """The managed history and, when something went, the event's fields."""
         history = check_messages(messages)
         pinned = leading_system_count(history) if self.preserve_system else 0
         body = history[pinned:]
         if len(body) <= self.window_size:
-            return _Pruning(history, None)
+            return history, None
 
         # The cut sits on a grid of slide_step: the smallest multiple of the step that
         # brings the body down to window_size. It moves only when the window refills.
@@ -90,7 +82,7 @@ class SlidingWindowManager(ConversationManager):
             window.insert(0, anchor)
         kept = history[:pinned]
         kept.extend(window)
-        return _Pruning(
+        return (
             kept,
             {
                 "strategy": "sliding_window",
