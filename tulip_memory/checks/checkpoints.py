@@ -6,12 +6,13 @@ from typing import Any
 
 from django.core import checks
 
-from tulip_memory.checks import finding
+from tulip_memory.checks import finding, registered
 from tulip_memory.registry import configured_providers
 
 __all__ = ["check_checkpointer_settings"]
 
 
+@registered()
 def check_checkpointer_settings(
     app_configs: Any = None, **kwargs: Any
 ) -> list[checks.CheckMessage]:

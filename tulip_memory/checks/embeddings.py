@@ -10,12 +10,13 @@ from typing import Any
 
 from django.core import checks
 
-from tulip_memory.checks import finding
+from tulip_memory.checks import finding, registered
 from tulip_memory.checks.settings import vector_dimensions
 
 __all__ = ["check_embedder_settings", "check_embedding_sources", "check_sources_on"]
 
 
+@registered()
 def check_embedder_settings(
     app_configs: Iterable[Any] | None = None, **kwargs: Any
 ) -> list[checks.CheckMessage]:
@@ -128,6 +129,7 @@ def _foreign_sources_tenant_by_tenant(
     return dict(sorted(found.items())), tenants
 
 
+@registered(checks.Tags.database)
 def check_embedding_sources(
     app_configs: Iterable[Any] | None = None, databases: Iterable[str] | None = None, **kwargs: Any
 ) -> list[checks.CheckMessage]:

@@ -8,11 +8,12 @@ from typing import Any
 
 from django.core import checks
 
-from tulip_memory.checks import finding
+from tulip_memory.checks import finding, registered
 
 __all__ = ["check_llm_settings"]
 
 
+@registered()
 def check_llm_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
     """The problems of ``TULIP_MEMORY["LLM"]``; empty when it is unset or usable."""
     from tulip_memory.conf import settings

@@ -11,7 +11,7 @@ from typing import Any
 
 from django.core import checks
 
-from tulip_memory.checks import finding
+from tulip_memory.checks import finding, registered
 from tulip_memory.core.numbers import is_int
 from tulip_memory.retention.policy import retention_period
 
@@ -163,6 +163,7 @@ def _check_queue(settings: Any) -> list[checks.CheckMessage]:
     return errors
 
 
+@registered()
 def check_manager_settings(
     app_configs: Iterable[Any] | None = None, **kwargs: Any
 ) -> list[checks.CheckMessage]:
@@ -188,6 +189,7 @@ def worker_start_errors() -> list[checks.CheckMessage]:
     return [message for message in found if message.is_serious() and not message.is_silenced()]
 
 
+@registered()
 def check_celery_app(
     app_configs: Iterable[Any] | None = None, **kwargs: Any
 ) -> list[checks.CheckMessage]:

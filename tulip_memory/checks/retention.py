@@ -6,13 +6,14 @@ from typing import Any
 
 from django.core import checks
 
-from tulip_memory.checks import finding
+from tulip_memory.checks import finding, registered
 from tulip_memory.exceptions import ConfigurationError
 from tulip_memory.retention.policy import retention_policy, sweep_databases, sweep_intervals
 
 __all__ = ["check_retention_settings"]
 
 
+@registered()
 def check_retention_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
     """tulip_memory.E090: a retention setting, ``SWEEP_INTERVALS`` or ``SWEEP_DATABASES``
     is unusable."""

@@ -10,7 +10,7 @@ from typing import Any
 
 from django.core import checks
 
-from tulip_memory.checks import finding
+from tulip_memory.checks import finding, registered
 from tulip_memory.postgres.operations import text_search_config
 
 __all__ = ["check_text_search_config", "check_text_search_databases"]
@@ -18,6 +18,7 @@ __all__ = ["check_text_search_config", "check_text_search_databases"]
 _GENERATED_WITH = re.compile(r"to_tsvector\('([^']+)'::regconfig")
 
 
+@registered()
 def check_text_search_config(
     app_configs: Iterable[Any] | None = None, **kwargs: Any
 ) -> list[checks.CheckMessage]:
@@ -77,6 +78,7 @@ def _check_alias(alias: str, connection: Any, config: str) -> list[checks.CheckM
     return []
 
 
+@registered(checks.Tags.database)
 def check_text_search_databases(
     app_configs: Iterable[Any] | None = None, databases: Iterable[str] | None = None, **kwargs: Any
 ) -> list[checks.CheckMessage]:

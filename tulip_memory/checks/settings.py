@@ -5,10 +5,9 @@
 
 from __future__ import annotations
 
-import functools
 import re
-from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from collections.abc import Iterable
+from typing import Any
 
 from django.core import checks
 
@@ -18,12 +17,9 @@ from tulip_memory.core.numbers import is_int
 __all__ = [
     "check_setting_values",
     "check_settings",
-    "needs_usable_settings",
     "tenant_setting",
     "vector_dimensions",
 ]
-
-Check = TypeVar("Check", bound=Callable[..., list[Any]])
 
 # PostgreSQL's rule for a custom (placeholder) setting (guc.c, valid_custom_variable_name):
 # two or more parts separated by dots, each a simple identifier — a letter, "_" or a
@@ -32,6 +28,7 @@ _PART = r"[A-Za-z_\u0080-\U0010ffff][A-Za-z0-9_$\u0080-\U0010ffff]*"
 _CUSTOM_SETTING = re.compile(rf"{_PART}(?:\.{_PART})+")
 
 
+@checks.register
 def check_settings(
     app_configs: Iterable[Any] | None = None, **kwargs: Any
 ) -> list[checks.CheckMessage]:
@@ -171,20 +168,3 @@ def _subject_namespace_errors() -> list[checks.CheckMessage]:
             )
         ]
     return []
-
-
-@functools.cache
-def needs_usable_settings(check: Check) -> Check:
-    """``check``, skipped while ``TULIP_MEMORY`` is not a dict (E001 says so); one wrapper
-    per check, so that registering it again keeps it once in Django's registry."""
-    from tulip_memory.conf import settings
-
-    @functools.wraps(check)
-    def checked(app_configs: Iterable[Any] | None = None, **kwargs: Any) -> list[Any]:
-        try:
-            settings.unknown_keys()
-        except TypeError:
-            return []
-        return check(app_configs, **kwargs)
-
-    return checked  # type: ignore[return-value]

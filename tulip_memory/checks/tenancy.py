@@ -11,7 +11,7 @@ from typing import Any
 
 from django.core import checks
 
-from tulip_memory.checks import finding
+from tulip_memory.checks import finding, registered
 from tulip_memory.checks.settings import tenant_setting, vector_dimensions
 from tulip_memory.conf import tenant_databases
 from tulip_memory.postgres.rls import POLICY_NAME, tenant_tables
@@ -60,6 +60,7 @@ def postgres_connections(aliases: Iterable[str]) -> Iterator[tuple[str, Any, str
             yield alias, connection, connection_problem(connection)
 
 
+@registered(checks.Tags.database)
 def check_database_connections(
     app_configs: Iterable[Any] | None = None, databases: Iterable[str] | None = None, **kwargs: Any
 ) -> list[checks.CheckMessage]:
@@ -355,6 +356,7 @@ def _width_statements(table: str, column: str, width: int) -> list[str]:
     return [f"ALTER TABLE {table} ALTER COLUMN {column} TYPE vector({width}) USING NULL"]
 
 
+@registered()
 def check_default_tenant_database(
     app_configs: Iterable[Any] | None = None, databases: Iterable[str] | None = None, **kwargs: Any
 ) -> list[checks.CheckMessage]:
@@ -364,6 +366,7 @@ def check_default_tenant_database(
     return _check_tenant_aliases(None) if databases is None else []
 
 
+@registered(checks.Tags.database)
 def check_tenant_databases(
     app_configs: Iterable[Any] | None = None, databases: Iterable[str] | None = None, **kwargs: Any
 ) -> list[checks.CheckMessage]:
@@ -398,6 +401,7 @@ def _check_tenant_aliases(databases: Iterable[str] | None) -> list[checks.CheckM
     return errors
 
 
+@registered()
 def check_tenant_resolver_setting(
     app_configs: Any = None, **kwargs: Any
 ) -> list[checks.CheckMessage]:
@@ -426,6 +430,7 @@ def check_tenant_resolver_setting(
     ]
 
 
+@registered(checks.Tags.security, deploy=True)
 def check_tenant_resolver(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
     """W011 (``check --deploy``): the tenant comes from a header any client can send."""
     from tulip_memory.conf import settings
