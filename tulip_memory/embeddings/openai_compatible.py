@@ -16,12 +16,12 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from tulip_memory.core.numbers import check_number, is_int, is_number
+from tulip_memory.core.optional_dependencies import import_optional
 from tulip_memory.embeddings.base import BaseEmbedding
 from tulip_memory.exceptions import EmbeddingError
 from tulip_memory.llm.client import (
     NO_KEY,
     LoopClients,
-    import_openai,
     openai_types,
     request_failure,
 )
@@ -134,7 +134,7 @@ class OpenAIEmbedding(BaseEmbedding):
         return vectors
 
     async def _request(self, batch: list[str]) -> list[list[float]]:
-        openai = import_openai("OpenAIEmbedding")
+        openai = import_optional("openai", "llm", needed_by="OpenAIEmbedding")
         request: dict[str, Any] = {"model": self.model, "input": batch, "encoding_format": "float"}
         if self.request_dimensions:
             request["dimensions"] = self._dimension

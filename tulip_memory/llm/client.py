@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tulip_memory.core.numbers import check_int
+from tulip_memory.core.optional_dependencies import import_optional
 from tulip_memory.exceptions import LLMError
 from tulip_memory.llm.budget import TokenEstimator
 from tulip_memory.llm.config import LLMConfig
@@ -35,7 +36,6 @@ __all__ = [
     "ChatResult",
     "LoopClients",
     "ToolCallRequest",
-    "import_openai",
     "openai_types",
     "request_failure",
     "retry_after_seconds",
@@ -63,16 +63,6 @@ class ChatResult:
     tool_calls: list[ToolCallRequest] = field(default_factory=list)
     finish_reason: str | None = None
     usage: Usage = field(default_factory=Usage)
-
-
-def import_openai(needed_by: str = "tulip_memory.llm") -> Any:
-    try:
-        import openai
-    except ImportError as exc:
-        raise ImportError(
-            f"{needed_by} needs the openai package: pip install 'tulip-memory[llm]'"
-        ) from exc
-    return openai
 
 
 def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
@@ -302,7 +292,7 @@ class ChatClient:
         ):
             raise ValueError("messages must be a list of chat-completions dicts with a 'role'")
         check_int(max_tokens, "max_tokens")
-        openai = import_openai()
+        openai = import_optional("openai", "llm", needed_by="tulip_memory.llm")
         model = self.model
         if not self.config.is_local and self.config.api_key() is None:
             raise LLMError(
