@@ -363,7 +363,9 @@ def check_default_tenant_database(
     """Untagged: the row-level security checks on ``default`` in a run that names no alias
     (Django passes ``databases=None`` then, up to 6.0); a run that names aliases gets them
     from :func:`check_tenant_databases`, tagged ``database``, which Django runs then."""
-    return _check_tenant_aliases(None) if databases is None else []
+    from django.db import DEFAULT_DB_ALIAS
+
+    return check_tenant_databases(databases=[DEFAULT_DB_ALIAS]) if databases is None else []
 
 
 @registered(checks.Tags.database)
@@ -372,16 +374,10 @@ def check_tenant_databases(
 ) -> list[checks.CheckMessage]:
     """Tagged ``database``: the row-level security checks on the tenant aliases a run names
     (``check --database``, also under ``--tag database``)."""
-    return [] if databases is None else _check_tenant_aliases(databases)
-
-
-def _check_tenant_aliases(databases: Iterable[str] | None) -> list[checks.CheckMessage]:
-    from django.db import DEFAULT_DB_ALIAS
-
     aliases = tenant_databases()
-    if aliases is None:  # a TENANT_DATABASES of the wrong type: E003
+    if databases is None or aliases is None:  # a TENANT_DATABASES of the wrong type: E003
         return []
-    named = {DEFAULT_DB_ALIAS} if databases is None else set(databases)
+    named = set(databases)
     errors: list[checks.CheckMessage] = []
     wanted = [alias for alias in dict.fromkeys(aliases) if alias in named]
     for alias, connection, problem in postgres_connections(wanted):
