@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import shlex
+from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
@@ -117,15 +118,14 @@ def _foreign_sources_tenant_by_tenant(
 
     if Tenant._meta.db_table not in connection.introspection.table_names():
         return {}, []  # migrated before the registry: no tenant to visit
-    found: dict[str, int] = {}
+    found: Counter[str] = Counter()
     tenants = []
     for tenant in Tenant.objects.using(alias).names():
         with tenant_atomic(tenant, using=alias):
             counts = foreign_sources(connection, source, tenant)
         if counts:
             tenants.append(tenant)
-        for name, count in counts.items():
-            found[name] = found.get(name, 0) + count
+        found.update(counts)
     return dict(sorted(found.items())), tenants
 
 
