@@ -56,12 +56,33 @@ def check_settings(
 def check_setting_values() -> list[checks.CheckMessage]:
     """E002-E005: values of the wrong type or shape, which would otherwise fail late (a
     crash of another check) or silently (erasure or checks looking at nothing)."""
-    return [
-        *_vector_dimensions_errors(),
-        *_tenant_databases_errors(),
-        *_tenant_setting_errors(),
-        *_subject_namespace_errors(),
-    ]
+    found: list[checks.CheckMessage] = []
+    if vector_dimensions() is None:
+        found.append(
+            finding(
+                "E002",
+                "TULIP_MEMORY['VECTOR_DIMENSIONS'] must be an int of at least 1 (the width of "
+                f"PgMemory's vector column), got {_shown('VECTOR_DIMENSIONS')}.",
+                "Write the width as a number, e.g. 'VECTOR_DIMENSIONS': 1024 (the default); "
+                "the width checks (tulip_memory.E014, E021) run once it is one.",
+            )
+        )
+    found += _tenant_databases_errors()
+    if tenant_setting() is None:
+        found.append(
+            finding(
+                "E004",
+                f"TULIP_MEMORY['TENANT_SETTING'] is {_shown('TENANT_SETTING')}, not a "
+                "PostgreSQL custom setting name: two or more identifiers separated by dots "
+                "('prefix.name'), each a letter or '_' then letters, digits, '_' or '$'. "
+                "PostgreSQL would refuse to set it (or, without a dot, it would be one of the "
+                "server's own settings).",
+                "Use the default 'tulip_memory.tenant', or another 'prefix.name'; the "
+                "tenant policies read the name the migrations were run with (tulip_memory.E019 "
+                "compares them).",
+            )
+        )
+    return found + _subject_namespace_errors()
 
 
 def _setting(name: str) -> Any:
@@ -80,20 +101,6 @@ def vector_dimensions() -> int | None:
     """``VECTOR_DIMENSIONS`` when it is an int of at least 1 (not a bool), else None (E002)."""
     value = _setting("VECTOR_DIMENSIONS")
     return value if is_int(value) and value >= 1 else None
-
-
-def _vector_dimensions_errors() -> list[checks.CheckMessage]:
-    if vector_dimensions() is not None:
-        return []
-    return [
-        finding(
-            "E002",
-            "TULIP_MEMORY['VECTOR_DIMENSIONS'] must be an int of at least 1 (the width of "
-            f"PgMemory's vector column), got {_shown('VECTOR_DIMENSIONS')}.",
-            "Write the width as a number, e.g. 'VECTOR_DIMENSIONS': 1024 (the default); "
-            "the width checks (tulip_memory.E014, E021) run once it is one.",
-        )
-    ]
 
 
 def _tenant_databases_errors() -> list[checks.CheckMessage]:
@@ -131,24 +138,6 @@ def tenant_setting() -> str | None:
     """``TENANT_SETTING`` when it is a PostgreSQL custom setting name, else None (E004)."""
     value = _setting("TENANT_SETTING")
     return value if isinstance(value, str) and _CUSTOM_SETTING.fullmatch(value) else None
-
-
-def _tenant_setting_errors() -> list[checks.CheckMessage]:
-    if tenant_setting() is not None:
-        return []
-    return [
-        finding(
-            "E004",
-            f"TULIP_MEMORY['TENANT_SETTING'] is {_shown('TENANT_SETTING')}, not a "
-            "PostgreSQL custom setting name: two or more identifiers separated by dots "
-            "('prefix.name'), each a letter or '_' then letters, digits, '_' or '$'. "
-            "PostgreSQL would refuse to set it (or, without a dot, it would be one of the "
-            "server's own settings).",
-            "Use the default 'tulip_memory.tenant', or another 'prefix.name'; the "
-            "tenant policies read the name the migrations were run with (tulip_memory.E019 "
-            "compares them).",
-        )
-    ]
 
 
 def _subject_namespace_errors() -> list[checks.CheckMessage]:
