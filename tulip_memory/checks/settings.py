@@ -82,7 +82,22 @@ def check_setting_values() -> list[checks.CheckMessage]:
                 "compares them).",
             )
         )
-    return found + _subject_namespace_errors()
+    from tulip_memory.core.subjects import subject_labels
+
+    try:
+        subject_labels()
+    except ValueError as exc:
+        found.append(
+            finding(
+                "E005",
+                f"{exc}: forget_subject would look for a subject's memories in the wrong "
+                "namespace.",
+                "The labels between the tenant and the subject, "
+                "(tenant, *SUBJECT_NAMESPACE, subject), e.g. ('users',) (the default); "
+                "see docs/operations.md, 'Erasure'.",
+            )
+        )
+    return found
 
 
 def _setting(name: str) -> Any:
@@ -138,22 +153,3 @@ def tenant_setting() -> str | None:
     """``TENANT_SETTING`` when it is a PostgreSQL custom setting name, else None (E004)."""
     value = _setting("TENANT_SETTING")
     return value if isinstance(value, str) and _CUSTOM_SETTING.fullmatch(value) else None
-
-
-def _subject_namespace_errors() -> list[checks.CheckMessage]:
-    from tulip_memory.core.subjects import subject_labels
-
-    try:
-        subject_labels()
-    except ValueError as exc:
-        return [
-            finding(
-                "E005",
-                f"{exc}: forget_subject would look for a subject's memories in the wrong "
-                "namespace.",
-                "The labels between the tenant and the subject, "
-                "(tenant, *SUBJECT_NAMESPACE, subject), e.g. ('users',) (the default); "
-                "see docs/operations.md, 'Erasure'.",
-            )
-        ]
-    return []
