@@ -404,10 +404,6 @@ def check_tenant_resolver_setting(
     """E016: ``TENANT_RESOLVER`` cannot be imported, or is not callable."""
     from tulip_memory.conf import settings
 
-    hint = (
-        "Name a callable(request) -> str | None by dotted path, e.g. the default "
-        "tulip_memory.middleware.resolve_tenant_from_membership."
-    )
     try:
         resolver = settings.import_setting("TENANT_RESOLVER")
     except ImportError as exc:
@@ -421,7 +417,8 @@ def check_tenant_resolver_setting(
             "E016",
             f"TULIP_MEMORY['TENANT_RESOLVER'] ({settings.TENANT_RESOLVER!r}) {problem}: "
             "TenantMiddleware would fail every request.",
-            hint,
+            "Name a callable(request) -> str | None by dotted path, e.g. the default "
+            "tulip_memory.middleware.resolve_tenant_from_membership.",
         )
     ]
 
