@@ -37,11 +37,9 @@ def check_text_search_config(
 def _check_alias(alias: str, connection: Any, config: str) -> list[checks.CheckMessage]:
     from tulip_memory.models.store import MemoryItem
 
+    name = config.rsplit(".", maxsplit=1)[-1]
     with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT EXISTS (SELECT 1 FROM pg_ts_config WHERE cfgname = %s)",
-            [config.rsplit(".", maxsplit=1)[-1]],
-        )
+        cursor.execute("SELECT EXISTS (SELECT 1 FROM pg_ts_config WHERE cfgname = %s)", [name])
         known = cursor.fetchone()[0]
         cursor.execute(
             "SELECT pg_get_expr(d.adbin, d.adrelid) FROM pg_attrdef d "
@@ -61,10 +59,7 @@ def _check_alias(alias: str, connection: Any, config: str) -> list[checks.CheckM
         ]
     found = _GENERATED_WITH.search(row[0]) if row else None
     stored = found.group(1) if found else None
-    if (
-        stored is not None
-        and stored.rsplit(".", maxsplit=1)[-1] != config.rsplit(".", maxsplit=1)[-1]
-    ):
+    if stored is not None and stored.rsplit(".", maxsplit=1)[-1] != name:
         return [
             finding(
                 "E061",
