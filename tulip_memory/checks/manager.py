@@ -18,7 +18,7 @@ from tulip_memory.retention.policy import retention_period
 __all__ = ["check_celery_app", "check_manager_settings", "worker_start_errors"]
 
 # Options a worker's manager may not take from MANAGER_OPTIONS: it sets them itself.
-_WORKER_OWNED = {"store", "extract_fn", "extract_mode"}
+_WORKER_OWNED = frozenset({"store", "extract_fn", "extract_mode"})
 
 
 def _check_imports(settings: Any) -> list[checks.CheckMessage]:
@@ -52,7 +52,7 @@ def _check_imports(settings: Any) -> list[checks.CheckMessage]:
             )
         )
     elif store is not None and callable(store):
-        errors.extend(_check_store_options(store, settings.STORE_OPTIONS))
+        errors.extend(_unknown_options("E040", "STORE_OPTIONS", settings.STORE_OPTIONS, store))
     try:
         extractor = settings.import_setting("EXTRACTOR")
     except ImportError as exc:
@@ -75,28 +75,34 @@ def _check_imports(settings: Any) -> list[checks.CheckMessage]:
     return errors
 
 
-def _check_store_options(store: Any, options: dict[str, Any]) -> list[checks.CheckMessage]:
-    """E040: ``STORE_OPTIONS`` keys that ``store`` does not take (a typo would otherwise
-    surface at the first extraction job, on a worker)."""
+def _unknown_options(
+    id_: str,
+    setting: str,
+    options: dict[str, Any],
+    factory: Any,
+    *,
+    owned: frozenset[str] = frozenset(),
+    on: str = "",
+) -> list[checks.CheckMessage]:
+    """``id_``: the keys of ``options`` (``TULIP_MEMORY[setting]``) that ``factory`` does not
+    take (a typo would otherwise surface at the first extraction job, on a worker) or that
+    are ``owned``."""
     try:
-        parameters = inspect.signature(store).parameters.values()
+        parameters = inspect.signature(factory).parameters.values()
     except (TypeError, ValueError):  # no signature to read (a builtin): nothing to say
         return []
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
         return []
-    accepted = {
-        p.name
-        for p in parameters
-        if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    }
+    keyword = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    accepted = {p.name for p in parameters if p.kind in keyword} - owned
     unknown = sorted(set(options) - accepted)
     if not unknown:
         return []
     return [
         finding(
-            "E040",
-            f"TULIP_MEMORY['STORE_OPTIONS'] has options that {store.__qualname__} does not "
-            f"take: {unknown}",
+            id_,
+            f"TULIP_MEMORY['{setting}'] has options that {factory.__qualname__} does not "
+            f"take{on}: {unknown}",
             f"Accepted: {sorted(accepted)}",
         )
     ]
@@ -105,8 +111,7 @@ def _check_store_options(store: Any, options: dict[str, Any]) -> list[checks.Che
 def _check_options(settings: Any) -> list[checks.CheckMessage]:
     from tulip_memory.manager.llm import LLMMemoryManager
 
-    options = settings.MANAGER_OPTIONS
-    if not isinstance(options, dict):
+    if not isinstance(settings.MANAGER_OPTIONS, dict):
         return [
             finding(
                 "E042",
@@ -114,21 +119,14 @@ def _check_options(settings: Any) -> list[checks.CheckMessage]:
                 "Keyword arguments of LLMMemoryManager.",
             )
         ]
-    accepted = set(inspect.signature(LLMMemoryManager.__init__).parameters) - {
-        "self",
-        *_WORKER_OWNED,
-    }
-    unknown = sorted(set(options) - accepted)
-    if unknown:
-        return [
-            finding(
-                "E042",
-                "TULIP_MEMORY['MANAGER_OPTIONS'] has options that LLMMemoryManager does not "
-                f"take on a worker: {unknown}",
-                f"Accepted: {sorted(accepted)}",
-            )
-        ]
-    return []
+    return _unknown_options(
+        "E042",
+        "MANAGER_OPTIONS",
+        settings.MANAGER_OPTIONS,
+        LLMMemoryManager,
+        owned=_WORKER_OWNED,
+        on=" on a worker",
+    )
 
 
 def _check_queue(settings: Any) -> list[checks.CheckMessage]:
