@@ -178,7 +178,6 @@ class SummarizingManager(ConversationManager):
         return managed
 
     def _log_failure(self, plan: _Compaction) -> None:
-        """Log the exception being handled, with what was left unsummarised."""
         logger.exception(
             "summarize_fn %s failed on %d messages; the history (%d messages) is left unsummarised",
             getattr(self.summarize_fn, "__qualname__", type(self.summarize_fn).__qualname__),

@@ -55,8 +55,7 @@ def policy_expression(
 
 
 def _is_distributed(schema_editor: Any, table: str) -> bool:
-    """Whether ``table`` (quoted) is a Citus distributed table (whose policies may hold no
-    subquery)."""
+    """Whether ``table`` (quoted) is a Citus distributed table: its policy holds no subquery."""
     with schema_editor.connection.cursor() as cursor:
         cursor.execute("SELECT to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL")
         if not cursor.fetchone()[0]:
