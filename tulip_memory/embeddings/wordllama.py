@@ -22,7 +22,7 @@ _INLINE_BATCH = 256
 @lru_cache(maxsize=4)
 def _load_model(config: str, dim: int) -> Any:
     wordllama = import_optional("wordllama", "embeddings", needed_by="WordLlamaEmbedding")
-    package_dir = Path(wordllama.__file__).parent
+    package_dir = Path(str(wordllama.__file__)).parent
     # disable_download: a missing file is an error, never a hub download.
     return wordllama.WordLlama.load(
         config=config, dim=dim, cache_dir=package_dir, disable_download=True
