@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-from types import TracebackType
 from typing import Any, Generic, TypeVar
 
 from asgiref.sync import async_to_sync
@@ -48,12 +47,7 @@ class SyncFacade(Generic[T]):
     def __enter__(self) -> SyncFacade[T]:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
 

@@ -6,11 +6,13 @@ from typing import Any
 
 from django.core import checks
 
+from tulip_memory.checks import finding, registered
 from tulip_memory.registry import configured_providers
 
 __all__ = ["check_checkpointer_settings"]
 
 
+@registered()
 def check_checkpointer_settings(
     app_configs: Any = None, **kwargs: Any
 ) -> list[checks.CheckMessage]:
@@ -22,17 +24,17 @@ def check_checkpointer_settings(
         factories = configured_providers()
     except (ValueError, ImportError) as exc:
         return [
-            checks.Error(
+            finding(
+                "E030",
                 f'TULIP_MEMORY["CHECKPOINTERS"] is unusable: {exc}',
-                hint='Use {"name": "dotted.path.to.factory"}; see docs/checkpointers.md.',
-                id="tulip_memory.E030",
+                'Use {"name": "dotted.path.to.factory"}; see docs/checkpointers.md.',
             )
         ]
     return [
-        checks.Error(
+        finding(
+            "E030",
             f'TULIP_MEMORY["CHECKPOINTERS"][{name!r}] is not callable',
-            hint="Point it at a factory (a class or function) that returns a checkpointer.",
-            id="tulip_memory.E030",
+            "Point it at a factory (a class or function) that returns a checkpointer.",
         )
         for name, factory in factories.items()
         if not callable(factory)

@@ -5,16 +5,19 @@
 from __future__ import annotations
 
 import shlex
+from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
 from django.core import checks
 
+from tulip_memory.checks import finding, registered
 from tulip_memory.checks.settings import vector_dimensions
 
 __all__ = ["check_embedder_settings", "check_embedding_sources", "check_sources_on"]
 
 
+@registered()
 def check_embedder_settings(
     app_configs: Iterable[Any] | None = None, **kwargs: Any
 ) -> list[checks.CheckMessage]:
@@ -26,23 +29,23 @@ def check_embedder_settings(
         encoder = settings_encoder()
     except Exception as exc:  # any failure to build it is the finding
         return [
-            checks.Error(
+            finding(
+                "E020",
                 f"TULIP_MEMORY['EMBEDDER'] ({settings.EMBEDDER!r}) cannot be built with "
                 f"EMBEDDER_OPTIONS {settings.EMBEDDER_OPTIONS!r}: {type(exc).__name__}: {exc}",
-                hint="Name a BaseEmbedding subclass (or a factory) by dotted path, with a "
+                "Name a BaseEmbedding subclass (or a factory) by dotted path, with a "
                 "dict of its keyword arguments in EMBEDDER_OPTIONS (docs/store.md).",
-                id="tulip_memory.E020",
             )
         ]
     found: list[checks.CheckMessage] = []
     problem = encoder.embedder.configuration_problem() if encoder.embedder is not None else None
     if problem is not None:
         found.append(
-            checks.Error(
+            finding(
+                "E022",
                 f"TULIP_MEMORY['EMBEDDER'] ({settings.EMBEDDER!r}) cannot work: {problem}",
-                hint="Set that variable in the environment of every process (web, Celery "
+                "Set that variable in the environment of every process (web, Celery "
                 "workers), or point the embedder at a local server (docs/store.md).",
-                id="tulip_memory.E022",
             )
         )
     if encoder.embedder is None and not stores_hrr_in_pg():
@@ -57,13 +60,13 @@ def check_embedder_settings(
     )
     return [
         *found,
-        checks.Error(
+        finding(
+            "E021",
             f"TULIP_MEMORY['VECTOR_DIMENSIONS'] is {wanted!r}, but {origin}: PgMemory() "
             "and the Celery workers would refuse to start.",
-            hint=f"Set VECTOR_DIMENSIONS = {encoder.width}; an existing vector column is "
+            f"Set VECTOR_DIMENSIONS = {encoder.width}; an existing vector column is "
             "then altered to that width (tulip_memory.E014 says how) and its rows "
             "re-embedded with manage.py tulip_memory_reembed.",
-            id="tulip_memory.E021",
         ),
     ]
 
@@ -93,13 +96,13 @@ def check_sources_on(connection: Any, alias: str, source: str) -> list[checks.Ch
         where = f" of {len(tenants)} tenant(s) ({', '.join(map(repr, tenants[:5]))}{more})"
         which = " ".join(f"--tenant {shlex.quote(t)}" for t in tenants[:5]) + more[1:]
     return [
-        checks.Warning(
+        finding(
+            "W020",
             f"Database alias {alias!r}: {total} stored item(s){where} carry vectors of another "
             f"encoder than the configured {source!r} ({by_source}); searches find them by "
             "their words only.",
-            hint=f"Run python manage.py tulip_memory_reembed --database {alias} {which} "
+            f"Run python manage.py tulip_memory_reembed --database {alias} {which} "
             "to re-embed them (after the ALTER TABLE of tulip_memory.E014, if reported).",
-            id="tulip_memory.W020",
         )
     ]
 
@@ -115,25 +118,23 @@ def _foreign_sources_tenant_by_tenant(
 
     if Tenant._meta.db_table not in connection.introspection.table_names():
         return {}, []  # migrated before the registry: no tenant to visit
-    found: dict[str, int] = {}
+    found: Counter[str] = Counter()
     tenants = []
     for tenant in Tenant.objects.using(alias).names():
         with tenant_atomic(tenant, using=alias):
             counts = foreign_sources(connection, source, tenant)
         if counts:
             tenants.append(tenant)
-        for name, count in counts.items():
-            found[name] = found.get(name, 0) + count
+        found.update(counts)
     return dict(sorted(found.items())), tenants
 
 
+@registered(checks.Tags.database)
 def check_embedding_sources(
     app_configs: Iterable[Any] | None = None, databases: Iterable[str] | None = None, **kwargs: Any
 ) -> list[checks.CheckMessage]:
     """W020 on the PostgreSQL aliases asked for (``check --database``)."""
-    from django.db import connections
-
-    from tulip_memory.checks.tenancy import connection_problem
+    from tulip_memory.checks.tenancy import postgres_connections
     from tulip_memory.store.pg.reembed import settings_encoder
 
     if not databases:
@@ -142,10 +143,10 @@ def check_embedding_sources(
         source = settings_encoder().source
     except Exception:  # reported by E020
         return []
-    messages: list[checks.CheckMessage] = []
-    for alias in databases:
-        connection = connections[alias]
-        # An alias that cannot be reached is reported once, by E015.
-        if connection.vendor == "postgresql" and connection_problem(connection) is None:
-            messages.extend(check_sources_on(connection, alias, source))
-    return messages
+    # An alias that cannot be reached is reported once, by E015.
+    return [
+        message
+        for alias, connection, problem in postgres_connections(databases)
+        if problem is None
+        for message in check_sources_on(connection, alias, source)
+    ]

@@ -8,9 +8,12 @@ from typing import Any
 
 from django.core import checks
 
+from tulip_memory.checks import finding, registered
+
 __all__ = ["check_llm_settings"]
 
 
+@registered()
 def check_llm_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
     """The problems of ``TULIP_MEMORY["LLM"]``; empty when it is unset or usable."""
     from tulip_memory.conf import settings
@@ -21,27 +24,25 @@ def check_llm_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.Ch
     try:
         config = LLMConfig.from_dict(settings.LLM)
     except ValueError as exc:
-        return [
-            checks.Error(str(exc), hint="See docs/llm.md for the keys.", id="tulip_memory.E050")
-        ]
+        return [finding("E050", str(exc), "See docs/llm.md for the keys.")]
     errors: list[checks.CheckMessage] = []
     if config.model is None:
         errors.append(
-            checks.Error(
+            finding(
+                "E051",
                 "TULIP_MEMORY['LLM']['MODEL'] is not set",
-                hint="Name the chat model the server serves, e.g. 'gpt-4o-mini' or 'llama3.1'.",
-                id="tulip_memory.E051",
+                "Name the chat model the server serves, e.g. 'gpt-4o-mini' or 'llama3.1'.",
             )
         )
     if not config.is_local and config.api_key() is None:
         variable = config.api_key_env or "(API_KEY_ENV is None)"
         errors.append(
-            checks.Error(
+            finding(
+                "E052",
                 f"no API key for {config.base_url}: the environment variable {variable} is "
                 "unset or empty",
-                hint="Set that variable in the process environment, or point BASE_URL at a "
+                "Set that variable in the process environment, or point BASE_URL at a "
                 "local server.",
-                id="tulip_memory.E052",
             )
         )
     return errors

@@ -11,17 +11,14 @@ from typing import Any
 
 from django.core import checks
 
+from tulip_memory.checks import finding, registered
 from tulip_memory.core.numbers import is_int
 from tulip_memory.retention.policy import retention_period
 
 __all__ = ["check_celery_app", "check_manager_settings", "worker_start_errors"]
 
 # Options a worker's manager may not take from MANAGER_OPTIONS: it sets them itself.
-_WORKER_OWNED = {"store", "extract_fn", "extract_mode"}
-
-
-def _error(message: str, hint: str, id_: str) -> checks.Error:
-    return checks.Error(message, hint=hint, id=f"tulip_memory.{id_}")
+_WORKER_OWNED = frozenset({"store", "extract_fn", "extract_mode"})
 
 
 def _check_imports(settings: Any) -> list[checks.CheckMessage]:
@@ -31,76 +28,82 @@ def _check_imports(settings: Any) -> list[checks.CheckMessage]:
     except ImportError as exc:
         store = None
         errors.append(
-            _error(
+            finding(
+                "E040",
                 f"TULIP_MEMORY['STORE'] cannot be imported: {exc}",
                 "Name a store class by dotted path.",
-                "E040",
             )
         )
     else:
         if store is not None and not callable(store):
             errors.append(
-                _error(
+                finding(
+                    "E040",
                     "TULIP_MEMORY['STORE'] is not callable",
                     "Name a store class or factory.",
-                    "E040",
                 )
             )
     if not isinstance(settings.STORE_OPTIONS, dict):
         errors.append(
-            _error(
+            finding(
+                "E040",
                 "TULIP_MEMORY['STORE_OPTIONS'] must be a dict",
                 "Keyword arguments of the store.",
-                "E040",
             )
         )
     elif store is not None and callable(store):
-        errors.extend(_check_store_options(store, settings.STORE_OPTIONS))
+        errors.extend(_unknown_options("E040", "STORE_OPTIONS", settings.STORE_OPTIONS, store))
     try:
         extractor = settings.import_setting("EXTRACTOR")
     except ImportError as exc:
         errors.append(
-            _error(
+            finding(
+                "E041",
                 f"TULIP_MEMORY['EXTRACTOR'] cannot be imported: {exc}",
                 "Name an async function by dotted path, or None for the heuristic.",
-                "E041",
             )
         )
     else:
         if extractor is not None and not inspect.iscoroutinefunction(extractor):
             errors.append(
-                _error(
+                finding(
+                    "E041",
                     "TULIP_MEMORY['EXTRACTOR'] is not an async function",
                     "async def extract(messages) -> list[Memory]",
-                    "E041",
                 )
             )
     return errors
 
 
-def _check_store_options(store: Any, options: dict[str, Any]) -> list[checks.CheckMessage]:
-    """E040: ``STORE_OPTIONS`` keys that ``store`` does not take (a typo would otherwise
-    surface at the first extraction job, on a worker)."""
+def _unknown_options(
+    id_: str,
+    setting: str,
+    options: dict[str, Any],
+    factory: Any,
+    *,
+    owned: frozenset[str] = frozenset(),
+    on: str = "",
+) -> list[checks.CheckMessage]:
+    """``id_``: the keys of ``options`` (``TULIP_MEMORY[setting]``) that ``factory`` does not
+    take (a typo would otherwise surface at the first extraction job, on a worker) or that
+    are ``owned``."""
     try:
-        parameters = inspect.signature(store).parameters.values()
+        parameters = inspect.signature(factory).parameters.values()
     except (TypeError, ValueError):  # no signature to read (a builtin): nothing to say
         return []
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
         return []
-    accepted = {
-        p.name
-        for p in parameters
-        if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    }
+    keyword = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    accepted = {p.name for p in parameters if p.kind in keyword} - owned
     unknown = sorted(set(options) - accepted)
     if not unknown:
         return []
     return [
-        _error(
-            f"TULIP_MEMORY['STORE_OPTIONS'] has options that {store.__qualname__} does not "
-            f"take: {unknown}",
+        finding(
+            id_,
+            f"TULIP_MEMORY['{setting}'] has options that {factory.__qualname__} does not "
+            f"take{on}: {unknown}",
             f"Accepted: {sorted(accepted)}",
-            "E040",
         )
     ]
 
@@ -108,40 +111,32 @@ def _check_store_options(store: Any, options: dict[str, Any]) -> list[checks.Che
 def _check_options(settings: Any) -> list[checks.CheckMessage]:
     from tulip_memory.manager.llm import LLMMemoryManager
 
-    options = settings.MANAGER_OPTIONS
-    if not isinstance(options, dict):
+    if not isinstance(settings.MANAGER_OPTIONS, dict):
         return [
-            _error(
+            finding(
+                "E042",
                 "TULIP_MEMORY['MANAGER_OPTIONS'] must be a dict",
                 "Keyword arguments of LLMMemoryManager.",
-                "E042",
             )
         ]
-    accepted = set(inspect.signature(LLMMemoryManager.__init__).parameters) - {
-        "self",
-        *_WORKER_OWNED,
-    }
-    unknown = sorted(set(options) - accepted)
-    if unknown:
-        return [
-            _error(
-                "TULIP_MEMORY['MANAGER_OPTIONS'] has options that LLMMemoryManager does not "
-                f"take on a worker: {unknown}",
-                f"Accepted: {sorted(accepted)}",
-                "E042",
-            )
-        ]
-    return []
+    return _unknown_options(
+        "E042",
+        "MANAGER_OPTIONS",
+        settings.MANAGER_OPTIONS,
+        LLMMemoryManager,
+        owned=_WORKER_OWNED,
+        on=" on a worker",
+    )
 
 
 def _check_queue(settings: Any) -> list[checks.CheckMessage]:
     errors: list[checks.CheckMessage] = []
     if not isinstance(settings.CELERY_QUEUE, str) or not settings.CELERY_QUEUE.strip():
         errors.append(
-            _error(
+            finding(
+                "E043",
                 "TULIP_MEMORY['CELERY_QUEUE'] must be a non-empty string",
                 "The queue workers consume (-Q).",
-                "E043",
             )
         )
     for name, strict in (
@@ -153,19 +148,20 @@ def _check_queue(settings: Any) -> list[checks.CheckMessage]:
         try:  # finite and at most 100 years: the workers compute dates from it
             retention_period(getattr(settings, name), unit="seconds", strict=strict)
         except ValueError as exc:
-            errors.append(_error(f"TULIP_MEMORY['{name}'] {exc}", "Seconds.", "E043"))
+            errors.append(finding("E043", f"TULIP_MEMORY['{name}'] {exc}", "Seconds."))
     attempts = settings.EXTRACTION_MAX_ATTEMPTS
     if not is_int(attempts) or attempts < 1:
         errors.append(
-            _error(
+            finding(
+                "E043",
                 f"TULIP_MEMORY['EXTRACTION_MAX_ATTEMPTS'] must be an int >= 1, got {attempts!r}",
                 "Attempts before a job is marked failed.",
-                "E043",
             )
         )
     return errors
 
 
+@registered()
 def check_manager_settings(
     app_configs: Iterable[Any] | None = None, **kwargs: Any
 ) -> list[checks.CheckMessage]:
@@ -191,6 +187,7 @@ def worker_start_errors() -> list[checks.CheckMessage]:
     return [message for message in found if message.is_serious() and not message.is_silenced()]
 
 
+@registered()
 def check_celery_app(
     app_configs: Iterable[Any] | None = None, **kwargs: Any
 ) -> list[checks.CheckMessage]:
@@ -214,7 +211,8 @@ def check_celery_app(
     else:
         problem = "that app was loaded but given no broker (CELERY_BROKER_URL unset?)"
     return [
-        _error(
+        finding(
+            "E044",
             "A memory manager uses extract_mode='celery', but Celery's current app "
             f"({app.main!r}) has no broker_url: {problem}, so extraction jobs would be "
             "sent to Celery's default broker and stay pending.",
@@ -222,6 +220,5 @@ def check_celery_app(
             "'django.conf:settings', namespace='CELERY'), autodiscover_tasks()), import its "
             "app in your project package's __init__.py, and set CELERY_BROKER_URL "
             "(docs/manager.md, 'Celery in your project').",
-            "E044",
         )
     ]

@@ -6,12 +6,14 @@ from typing import Any
 
 from django.core import checks
 
+from tulip_memory.checks import finding, registered
 from tulip_memory.exceptions import ConfigurationError
 from tulip_memory.retention.policy import retention_policy, sweep_databases, sweep_intervals
 
 __all__ = ["check_retention_settings"]
 
 
+@registered()
 def check_retention_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
     """tulip_memory.E090: a retention setting, ``SWEEP_INTERVALS`` or ``SWEEP_DATABASES``
     is unusable."""
@@ -21,10 +23,10 @@ def check_retention_settings(app_configs: Any = None, **kwargs: Any) -> list[che
             read()
         except ConfigurationError as exc:
             found.append(
-                checks.Error(
+                finding(
+                    "E090",
                     str(exc),
-                    hint='See docs/operations.md, "Retention" and "Scheduling the sweeps".',
-                    id="tulip_memory.E090",
+                    'See docs/operations.md, "Retention" and "Scheduling the sweeps".',
                 )
             )
     return found

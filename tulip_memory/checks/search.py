@@ -10,6 +10,7 @@ from typing import Any
 
 from django.core import checks
 
+from tulip_memory.checks import finding, registered
 from tulip_memory.postgres.operations import text_search_config
 
 __all__ = ["check_text_search_config", "check_text_search_databases"]
@@ -17,6 +18,7 @@ __all__ = ["check_text_search_config", "check_text_search_databases"]
 _GENERATED_WITH = re.compile(r"to_tsvector\('([^']+)'::regconfig")
 
 
+@registered()
 def check_text_search_config(
     app_configs: Iterable[Any] | None = None, **kwargs: Any
 ) -> list[checks.CheckMessage]:
@@ -25,29 +27,19 @@ def check_text_search_config(
         text_search_config()
     except ValueError as exc:
         return [
-            checks.Error(
-                str(exc),
-                hint="Use 'english' (the default) or 'simple' for mixed languages.",
-                id="tulip_memory.E060",
+            finding(
+                "E060", str(exc), "Use 'english' (the default) or 'simple' for mixed languages."
             )
         ]
     return []
 
 
-def _check_alias(alias: str, config: str) -> list[checks.CheckMessage]:
-    from django.db import connections
-
-    from tulip_memory.checks.tenancy import connection_problem
+def _check_alias(alias: str, connection: Any, config: str) -> list[checks.CheckMessage]:
     from tulip_memory.models.store import MemoryItem
 
-    connection = connections[alias]
-    if connection.vendor != "postgresql" or connection_problem(connection) is not None:
-        return []  # an unreachable alias: E015
+    name = config.rsplit(".", maxsplit=1)[-1]
     with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT EXISTS (SELECT 1 FROM pg_ts_config WHERE cfgname = %s)",
-            [config.rsplit(".", maxsplit=1)[-1]],
-        )
+        cursor.execute("SELECT EXISTS (SELECT 1 FROM pg_ts_config WHERE cfgname = %s)", [name])
         known = cursor.fetchone()[0]
         cursor.execute(
             "SELECT pg_get_expr(d.adbin, d.adrelid) FROM pg_attrdef d "
@@ -58,32 +50,30 @@ def _check_alias(alias: str, config: str) -> list[checks.CheckMessage]:
         row = cursor.fetchone()
     if not known:
         return [
-            checks.Error(
+            finding(
+                "E061",
                 f"TULIP_MEMORY['TEXT_SEARCH_CONFIG'] is {config!r}, which database alias "
                 f"{alias!r} does not know.",
-                hint="SELECT cfgname FROM pg_ts_config lists the configurations.",
-                id="tulip_memory.E061",
+                "SELECT cfgname FROM pg_ts_config lists the configurations.",
             )
         ]
     found = _GENERATED_WITH.search(row[0]) if row else None
     stored = found.group(1) if found else None
-    if (
-        stored is not None
-        and stored.rsplit(".", maxsplit=1)[-1] != config.rsplit(".", maxsplit=1)[-1]
-    ):
+    if stored is not None and stored.rsplit(".", maxsplit=1)[-1] != name:
         return [
-            checks.Error(
+            finding(
+                "E061",
                 f"TULIP_MEMORY['TEXT_SEARCH_CONFIG'] is {config!r}, but the search_vector "
                 f"column of database alias {alias!r} was generated with {stored!r}: queries "
                 "and stored items would be analysed differently.",
-                hint="Set it back, or regenerate the column: manage.py migrate tulip_memory "
+                "Set it back, or regenerate the column: manage.py migrate tulip_memory "
                 "0004, then manage.py migrate (recomputes every row).",
-                id="tulip_memory.E061",
             )
         ]
     return []
 
 
+@registered(checks.Tags.database)
 def check_text_search_databases(
     app_configs: Iterable[Any] | None = None, databases: Iterable[str] | None = None, **kwargs: Any
 ) -> list[checks.CheckMessage]:
@@ -97,5 +87,13 @@ def check_text_search_databases(
         config = text_search_config()
     except ValueError:
         return []  # E060 says so
+    from tulip_memory.checks.tenancy import postgres_connections
+
     wanted = [alias for alias in dict.fromkeys(aliases) if alias in set(databases)]
-    return [error for alias in wanted for error in _check_alias(alias, config)]
+    # An alias that cannot be reached is reported once, by E015.
+    return [
+        error
+        for alias, connection, problem in postgres_connections(wanted)
+        if problem is None
+        for error in _check_alias(alias, connection, config)
+    ]

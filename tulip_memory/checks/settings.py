@@ -5,24 +5,21 @@
 
 from __future__ import annotations
 
-import functools
 import re
-from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from collections.abc import Iterable
+from typing import Any
 
 from django.core import checks
 
+from tulip_memory.checks import finding
 from tulip_memory.core.numbers import is_int
 
 __all__ = [
     "check_setting_values",
     "check_settings",
-    "needs_usable_settings",
     "tenant_setting",
     "vector_dimensions",
 ]
-
-Check = TypeVar("Check", bound=Callable[..., list[Any]])
 
 # PostgreSQL's rule for a custom (placeholder) setting (guc.c, valid_custom_variable_name):
 # two or more parts separated by dots, each a simple identifier — a letter, "_" or a
@@ -31,6 +28,7 @@ _PART = r"[A-Za-z_\u0080-\U0010ffff][A-Za-z0-9_$\u0080-\U0010ffff]*"
 _CUSTOM_SETTING = re.compile(rf"{_PART}(?:\.{_PART})+")
 
 
+@checks.register
 def check_settings(
     app_configs: Iterable[Any] | None = None, **kwargs: Any
 ) -> list[checks.CheckMessage]:
@@ -41,13 +39,13 @@ def check_settings(
     try:
         unknown = settings.unknown_keys()
     except TypeError as exc:
-        return [checks.Error(str(exc), id="tulip_memory.E001")]
+        return [finding("E001", str(exc))]
     return [
         *(
-            checks.Warning(
+            finding(
+                "W001",
                 f"settings.{SETTINGS_NAME} has an unknown key {key!r}",
-                hint="See tulip_memory/conf.py for the documented settings.",
-                id="tulip_memory.W001",
+                "See tulip_memory/conf.py for the documented settings.",
             )
             for key in unknown
         ),
@@ -58,12 +56,48 @@ def check_settings(
 def check_setting_values() -> list[checks.CheckMessage]:
     """E002-E005: values of the wrong type or shape, which would otherwise fail late (a
     crash of another check) or silently (erasure or checks looking at nothing)."""
-    return [
-        *_vector_dimensions_errors(),
-        *_tenant_databases_errors(),
-        *_tenant_setting_errors(),
-        *_subject_namespace_errors(),
-    ]
+    found: list[checks.CheckMessage] = []
+    if vector_dimensions() is None:
+        found.append(
+            finding(
+                "E002",
+                "TULIP_MEMORY['VECTOR_DIMENSIONS'] must be an int of at least 1 (the width of "
+                f"PgMemory's vector column), got {_shown('VECTOR_DIMENSIONS')}.",
+                "Write the width as a number, e.g. 'VECTOR_DIMENSIONS': 1024 (the default); "
+                "the width checks (tulip_memory.E014, E021) run once it is one.",
+            )
+        )
+    found += _tenant_databases_errors()
+    if tenant_setting() is None:
+        found.append(
+            finding(
+                "E004",
+                f"TULIP_MEMORY['TENANT_SETTING'] is {_shown('TENANT_SETTING')}, not a "
+                "PostgreSQL custom setting name: two or more identifiers separated by dots "
+                "('prefix.name'), each a letter or '_' then letters, digits, '_' or '$'. "
+                "PostgreSQL would refuse to set it (or, without a dot, it would be one of the "
+                "server's own settings).",
+                "Use the default 'tulip_memory.tenant', or another 'prefix.name'; the "
+                "tenant policies read the name the migrations were run with (tulip_memory.E019 "
+                "compares them).",
+            )
+        )
+    from tulip_memory.core.subjects import subject_labels
+
+    try:
+        subject_labels()
+    except ValueError as exc:
+        found.append(
+            finding(
+                "E005",
+                f"{exc}: forget_subject would look for a subject's memories in the wrong "
+                "namespace.",
+                "The labels between the tenant and the subject, "
+                "(tenant, *SUBJECT_NAMESPACE, subject), e.g. ('users',) (the default); "
+                "see docs/operations.md, 'Erasure'.",
+            )
+        )
+    return found
 
 
 def _setting(name: str) -> Any:
@@ -84,20 +118,6 @@ def vector_dimensions() -> int | None:
     return value if is_int(value) and value >= 1 else None
 
 
-def _vector_dimensions_errors() -> list[checks.CheckMessage]:
-    if vector_dimensions() is not None:
-        return []
-    return [
-        checks.Error(
-            "TULIP_MEMORY['VECTOR_DIMENSIONS'] must be an int of at least 1 (the width of "
-            f"PgMemory's vector column), got {_shown('VECTOR_DIMENSIONS')}.",
-            hint="Write the width as a number, e.g. 'VECTOR_DIMENSIONS': 1024 (the default); "
-            "the width checks (tulip_memory.E014, E021) run once it is one.",
-            id="tulip_memory.E002",
-        )
-    ]
-
-
 def _tenant_databases_errors() -> list[checks.CheckMessage]:
     from django.conf import settings as django_settings
 
@@ -106,23 +126,23 @@ def _tenant_databases_errors() -> list[checks.CheckMessage]:
     aliases = tenant_databases()
     if aliases is None:
         return [
-            checks.Error(
+            finding(
+                "E003",
                 "TULIP_MEMORY['TENANT_DATABASES'] must be a list or tuple of database "
                 f"aliases, got {_shown('TENANT_DATABASES')}: the row-level "
                 "security checks cannot tell which databases to look at.",
-                hint="E.g. 'TENANT_DATABASES': ['default'] (the default).",
-                id="tulip_memory.E003",
+                "E.g. 'TENANT_DATABASES': ['default'] (the default).",
             )
         ]
     known = list(getattr(django_settings, "DATABASES", {}))
     return [
-        checks.Error(
+        finding(
+            "E003",
             f"TULIP_MEMORY['TENANT_DATABASES'] names {alias!r}, which is not an alias of "
             f"settings.DATABASES ({', '.join(map(repr, known))}): the row-level security "
             "checks would never look at it.",
-            hint="Name the aliases the application reaches tenant tables through, as "
+            "Name the aliases the application reaches tenant tables through, as "
             "spelled in settings.DATABASES.",
-            id="tulip_memory.E003",
         )
         for alias in dict.fromkeys(aliases)
         if alias not in known
@@ -133,57 +153,3 @@ def tenant_setting() -> str | None:
     """``TENANT_SETTING`` when it is a PostgreSQL custom setting name, else None (E004)."""
     value = _setting("TENANT_SETTING")
     return value if isinstance(value, str) and _CUSTOM_SETTING.fullmatch(value) else None
-
-
-def _tenant_setting_errors() -> list[checks.CheckMessage]:
-    if tenant_setting() is not None:
-        return []
-    return [
-        checks.Error(
-            f"TULIP_MEMORY['TENANT_SETTING'] is {_shown('TENANT_SETTING')}, not a "
-            "PostgreSQL custom setting name: two or more identifiers separated by dots "
-            "('prefix.name'), each a letter or '_' then letters, digits, '_' or '$'. "
-            "PostgreSQL would refuse to set it (or, without a dot, it would be one of the "
-            "server's own settings).",
-            hint="Use the default 'tulip_memory.tenant', or another 'prefix.name'; the "
-            "tenant policies read the name the migrations were run with (tulip_memory.E019 "
-            "compares them).",
-            id="tulip_memory.E004",
-        )
-    ]
-
-
-def _subject_namespace_errors() -> list[checks.CheckMessage]:
-    from tulip_memory.core.subjects import subject_labels
-
-    try:
-        subject_labels()
-    except ValueError as exc:
-        return [
-            checks.Error(
-                f"{exc}: forget_subject would look for a subject's memories in the wrong "
-                "namespace.",
-                hint="The labels between the tenant and the subject, "
-                "(tenant, *SUBJECT_NAMESPACE, subject), e.g. ('users',) (the default); "
-                "see docs/operations.md, 'Erasure'.",
-                id="tulip_memory.E005",
-            )
-        ]
-    return []
-
-
-@functools.cache
-def needs_usable_settings(check: Check) -> Check:
-    """``check``, skipped while ``TULIP_MEMORY`` is not a dict (E001 says so); one wrapper
-    per check, so that registering it again keeps it once in Django's registry."""
-    from tulip_memory.conf import settings
-
-    @functools.wraps(check)
-    def checked(app_configs: Iterable[Any] | None = None, **kwargs: Any) -> list[Any]:
-        try:
-            settings.unknown_keys()
-        except TypeError:
-            return []
-        return check(app_configs, **kwargs)
-
-    return checked  # type: ignore[return-value]

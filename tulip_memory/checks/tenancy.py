@@ -6,11 +6,12 @@ resolver (E016, W011).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from django.core import checks
 
+from tulip_memory.checks import finding, registered
 from tulip_memory.checks.settings import tenant_setting, vector_dimensions
 from tulip_memory.conf import tenant_databases
 from tulip_memory.postgres.rls import POLICY_NAME, tenant_tables
@@ -25,6 +26,7 @@ __all__ = [
     "check_tenant_resolver",
     "check_tenant_resolver_setting",
     "connection_problem",
+    "postgres_connections",
     "search_path_of",
     "settings_read",
 ]
@@ -48,31 +50,34 @@ def connection_problem(connection: Any) -> str | None:
     return None
 
 
+def postgres_connections(aliases: Iterable[str]) -> Iterator[tuple[str, Any, str | None]]:
+    """``(alias, connection, why it cannot be reached or None)`` of each PostgreSQL alias."""
+    from django.db import connections
+
+    for alias in aliases:
+        connection = connections[alias]
+        if connection.vendor == "postgresql":
+            yield alias, connection, connection_problem(connection)
+
+
+@registered(checks.Tags.database)
 def check_database_connections(
     app_configs: Iterable[Any] | None = None, databases: Iterable[str] | None = None, **kwargs: Any
 ) -> list[checks.CheckMessage]:
     """E015: a PostgreSQL alias named (``check --database``) cannot be reached, so the
     database checks of tulip_memory could not look at it."""
-    from django.db import connections
-
-    errors: list[checks.CheckMessage] = []
-    for alias in databases or ():
-        connection = connections[alias]
-        if connection.vendor != "postgresql":
-            continue
-        problem = connection_problem(connection)
-        if problem is not None:
-            errors.append(
-                checks.Error(
-                    f"Database alias {alias!r} cannot be reached ({problem}): its row-level "
-                    "security, vector width, stored vectors and text search configuration "
-                    "were not checked.",
-                    hint=f"Check settings.DATABASES[{alias!r}] and that the server answers, "
-                    "then run the check again.",
-                    id="tulip_memory.E015",
-                )
-            )
-    return errors
+    return [
+        finding(
+            "E015",
+            f"Database alias {alias!r} cannot be reached ({problem}): its row-level "
+            "security, vector width, stored vectors and text search configuration "
+            "were not checked.",
+            f"Check settings.DATABASES[{alias!r}] and that the server answers, "
+            "then run the check again.",
+        )
+        for alias, _connection, problem in postgres_connections(databases or ())
+        if problem is not None
+    ]
 
 
 def check_connection(connection: Any, alias: str) -> list[checks.CheckMessage]:
@@ -134,51 +139,51 @@ def check_connection(connection: Any, alias: str) -> list[checks.CheckMessage]:
     errors.extend(_vector_width_errors(vector_columns))
     if superuser:
         errors.append(
-            checks.Error(
+            finding(
+                "E010",
                 f"Database alias {alias!r} connects as {role!r}, a superuser: row-level "
                 "security does not apply to it, so tenants are not isolated.",
-                hint="Connect the application as a role without SUPERUSER "
+                "Connect the application as a role without SUPERUSER "
                 "(see docs/pg_store.md, 'Two roles').",
-                id="tulip_memory.E010",
             )
         )
     if bypassrls and not superuser:  # a superuser's E010 says it all: NOBYPASSRLS is not enough
         errors.append(
-            checks.Error(
+            finding(
+                "E011",
                 f"Database alias {alias!r} connects as {role!r}, which has BYPASSRLS: "
                 "tenants are not isolated.",
-                hint=f"ALTER ROLE {role} NOBYPASSRLS",
-                id="tulip_memory.E011",
+                f"ALTER ROLE {role} NOBYPASSRLS",
             )
         )
     owned_tables = sorted(table for table, _enabled, _forced, owned, *_rest in rows if owned)
     if owned_tables:
         errors.append(
-            checks.Warning(
+            finding(
+                "W010",
                 f"Database alias {alias!r} connects as {role!r}, the owner of the tenant "
                 f"tables {owned_tables}: an owner can disable row level security.",
-                hint="Run migrations as an owner role (migrate --database=owner) and "
+                "Run migrations as an owner role (migrate --database=owner) and "
                 "the application as another role.",
-                id="tulip_memory.W010",
             )
         )
     for table, enabled, forced, _owned, policies, *_expressions in rows:
         if not (enabled and forced):
             errors.append(
-                checks.Error(
+                finding(
+                    "E012",
                     f"Tenant table {table!r} does not ENABLE and FORCE row level security.",
-                    hint=f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY, "
+                    f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY, "
                     f"FORCE ROW LEVEL SECURITY (or migrate tulip_memory)",
-                    id="tulip_memory.E012",
                 )
             )
         if list(policies) != [POLICY_NAME]:
             errors.append(
-                checks.Error(
+                finding(
+                    "E013",
                     f"Tenant table {table!r} has the policies {list(policies)}, expected "
                     f"exactly [{POLICY_NAME!r}]: another policy would widen what a tenant sees.",
-                    hint="Drop the extra policies, or migrate tulip_memory to recreate its own.",
-                    id="tulip_memory.E013",
+                    "Drop the extra policies, or migrate tulip_memory to recreate its own.",
                 )
             )
     # (table, qual, with_check) of each tenant table that has tulip_memory's policy.
@@ -222,16 +227,16 @@ def _search_path_errors(
             else f"the search path {', '.join(schemas) or 'of no schema'}"
         )
         errors.append(
-            checks.Error(
+            finding(
+                "E017",
                 f"The SECURITY DEFINER function {signature} of {owner!r}, the tenant "
                 f"tables' owner, runs with {runs_with}: a caller's temporary table, view or "
                 "type can stand in for a name it uses and run the caller's code with the "
                 "owner's rights (reading every tenant, lifting row level security).",
-                hint=f"ALTER FUNCTION {signature} SET search_path = pg_catalog, pg_temp, "
+                f"ALTER FUNCTION {signature} SET search_path = pg_catalog, pg_temp, "
                 "and name every table, function and operator of its body by schema. "
                 "tulip_memory's own are pinned by its migration 0016 (manage.py migrate "
                 "--database=owner).",
-                id="tulip_memory.E017",
             )
         )
     return errors
@@ -285,13 +290,13 @@ def _policy_setting_errors(
             else "Recreate the policies as the table owner, "
         )
         errors.append(
-            checks.Error(
+            finding(
+                "E019",
                 f"The policies {POLICY_NAME!r} of the tenant tables {tables} {what}, but "
                 f"TULIP_MEMORY['TENANT_SETTING'] is {setting!r}, the setting tenant_atomic "
                 "pins the tenant in: they never see the pinned tenant (no tenant would see "
                 "its rows nor write any), or compare rows with a value set elsewhere.",
-                hint=back + recreate,
-                id="tulip_memory.E019",
+                back + recreate,
             )
         )
     return errors
@@ -310,14 +315,14 @@ def _function_setting_errors(sources: list[str]) -> list[checks.CheckMessage]:
             continue
         what = f"reads {', '.join(map(repr, read))}" if read else "reads no setting"
         errors.append(
-            checks.Error(
+            finding(
+                "E019",
                 f"The search function {LEXICAL_FUNCTION!r} {what}, but "
                 f"TULIP_MEMORY['TENANT_SETTING'] is {setting!r}: a search would never find "
                 "a word of the pinned tenant's memories, or those of a tenant set elsewhere.",
-                hint="Set TENANT_SETTING to the setting it reads, or recreate it as the "
+                "Set TENANT_SETTING to the setting it reads, or recreate it as the "
                 "owner: manage.py migrate tulip_memory 0013 --database=owner, then "
                 "manage.py migrate --database=owner.",
-                id="tulip_memory.E019",
             )
         )
     return errors
@@ -328,13 +333,13 @@ def _vector_width_errors(columns: list[tuple[str, str, int]]) -> list[checks.Che
     if wanted is None:
         return []  # not a width: E002
     return [
-        checks.Error(
+        finding(
+            "E014",
             f"Column {table}.{column} is vector({width}), but "
             f"TULIP_MEMORY['VECTOR_DIMENSIONS'] is {wanted}: every write would fail.",
-            hint=f"Set VECTOR_DIMENSIONS = {width}, or as the owner, in one transaction: "
+            f"Set VECTOR_DIMENSIONS = {width}, or as the owner, in one transaction: "
             + "; ".join(_width_statements(table, column, wanted))
             + "; then manage.py tulip_memory_reembed re-embeds every row.",
-            id="tulip_memory.E014",
         )
         for table, column, width in columns
         if width > 0 and width != wanted
@@ -351,62 +356,54 @@ def _width_statements(table: str, column: str, width: int) -> list[str]:
     return [f"ALTER TABLE {table} ALTER COLUMN {column} TYPE vector({width}) USING NULL"]
 
 
+@registered()
 def check_default_tenant_database(
     app_configs: Iterable[Any] | None = None, databases: Iterable[str] | None = None, **kwargs: Any
 ) -> list[checks.CheckMessage]:
     """Untagged: the row-level security checks on ``default`` in a run that names no alias
     (Django passes ``databases=None`` then, up to 6.0); a run that names aliases gets them
     from :func:`check_tenant_databases`, tagged ``database``, which Django runs then."""
-    return _check_tenant_aliases(None) if databases is None else []
+    from django.db import DEFAULT_DB_ALIAS
+
+    return check_tenant_databases(databases=[DEFAULT_DB_ALIAS]) if databases is None else []
 
 
+@registered(checks.Tags.database)
 def check_tenant_databases(
     app_configs: Iterable[Any] | None = None, databases: Iterable[str] | None = None, **kwargs: Any
 ) -> list[checks.CheckMessage]:
     """Tagged ``database``: the row-level security checks on the tenant aliases a run names
     (``check --database``, also under ``--tag database``)."""
-    return [] if databases is None else _check_tenant_aliases(databases)
-
-
-def _check_tenant_aliases(databases: Iterable[str] | None) -> list[checks.CheckMessage]:
-    from django.db import DEFAULT_DB_ALIAS, connections
-
     aliases = tenant_databases()
-    if aliases is None:  # a TENANT_DATABASES of the wrong type: E003
+    if databases is None or aliases is None:  # a TENANT_DATABASES of the wrong type: E003
         return []
-    named = {DEFAULT_DB_ALIAS} if databases is None else set(databases)
+    named = set(databases)
     errors: list[checks.CheckMessage] = []
-    for alias in dict.fromkeys(aliases):
-        connection = connections[alias]
-        if alias not in named or connection.vendor != "postgresql":
-            continue
-        problem = connection_problem(connection)
+    wanted = [alias for alias in dict.fromkeys(aliases) if alias in named]
+    for alias, connection, problem in postgres_connections(wanted):
         if problem is None:
             errors.extend(check_connection(connection, alias))
             continue
         # An Info, not a Warning: commands run at build time without a database
         # (collectstatic in an image build) run these checks too.
         errors.append(
-            checks.Info(
+            finding(
+                "I010",
                 f"The row-level security of database {alias!r} was not checked: it cannot "
                 f"be reached ({problem}).",
-                hint=f"Run manage.py check --database {alias} where the database answers.",
-                id="tulip_memory.I010",
+                f"Run manage.py check --database {alias} where the database answers.",
             )
         )
     return errors
 
 
+@registered()
 def check_tenant_resolver_setting(
     app_configs: Any = None, **kwargs: Any
 ) -> list[checks.CheckMessage]:
     """E016: ``TENANT_RESOLVER`` cannot be imported, or is not callable."""
     from tulip_memory.conf import settings
 
-    hint = (
-        "Name a callable(request) -> str | None by dotted path, e.g. the default "
-        "tulip_memory.middleware.resolve_tenant_from_membership."
-    )
     try:
         resolver = settings.import_setting("TENANT_RESOLVER")
     except ImportError as exc:
@@ -416,15 +413,17 @@ def check_tenant_resolver_setting(
             return []
         problem = f"is not callable (it is {type(resolver).__name__})"
     return [
-        checks.Error(
+        finding(
+            "E016",
             f"TULIP_MEMORY['TENANT_RESOLVER'] ({settings.TENANT_RESOLVER!r}) {problem}: "
             "TenantMiddleware would fail every request.",
-            hint=hint,
-            id="tulip_memory.E016",
+            "Name a callable(request) -> str | None by dotted path, e.g. the default "
+            "tulip_memory.middleware.resolve_tenant_from_membership.",
         )
     ]
 
 
+@registered(checks.Tags.security, deploy=True)
 def check_tenant_resolver(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
     """W011 (``check --deploy``): the tenant comes from a header any client can send."""
     from tulip_memory.conf import settings
@@ -437,14 +436,14 @@ def check_tenant_resolver(app_configs: Any = None, **kwargs: Any) -> list[checks
     if resolver is not resolve_tenant_from_header:
         return []
     return [
-        checks.Warning(
+        finding(
+            "W011",
             f"TULIP_MEMORY['TENANT_RESOLVER'] takes the tenant from the "
             f"{settings.TENANT_HEADER!r} request header, which any client can send: a "
             "caller could read and write another tenant's memories.",
-            hint="Keep it only behind a gateway that authenticates callers and sets (or "
+            "Keep it only behind a gateway that authenticates callers and sets (or "
             "strips) that header; otherwise use the default, "
             "tulip_memory.middleware.resolve_tenant_from_membership, or a resolver of "
             "request.user.",
-            id="tulip_memory.W011",
         )
     ]

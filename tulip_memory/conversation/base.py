@@ -7,7 +7,6 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
-from tulip_memory.core.numbers import is_int
 from tulip_memory.messages import Message
 
 
@@ -20,15 +19,6 @@ def check_messages(messages: Sequence[Message]) -> list[Message]:
         return list(messages)
     index, item = next((i, m) for i, m in enumerate(messages) if not isinstance(m, Message))
     raise ValueError(f"messages[{index}] must be a Message, got {type(item).__name__}")
-
-
-def check_int(name: str, value: object, minimum: int) -> int:
-    """Return ``value`` if it is an int (not a bool) >= ``minimum``; else ValueError naming it."""
-    if not is_int(value):
-        raise ValueError(f"{name} must be an int, got {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be at least {minimum}, got {value}")
-    return value
 
 
 def check_bool(name: str, value: object) -> bool:

@@ -21,7 +21,6 @@ from asgiref.sync import async_to_sync
 from tulip_memory.conversation.base import (
     ConversationManager,
     check_bool,
-    check_int,
     check_messages,
 )
 from tulip_memory.conversation.cache import CachedSummary, Key, SummaryCache
@@ -32,6 +31,7 @@ from tulip_memory.conversation.summary import (
     summary_message,
 )
 from tulip_memory.conversation.turns import last_boundary_at_or_before, leading_system_count
+from tulip_memory.core.numbers import check_int
 from tulip_memory.events import (
     EV_MEMORY_COMPACTOR_COMPLETED,
     EV_MEMORY_COMPACTOR_FAILED,
@@ -117,8 +117,8 @@ class SummarizingManager(ConversationManager):
         *,
         cache_size: int = DEFAULT_CACHE_SIZE,
     ) -> None:
-        self.threshold = check_int("threshold", threshold, 2)
-        self.keep_recent = check_int("keep_recent", keep_recent, 1)
+        self.threshold = check_int(threshold, "threshold", 2)
+        self.keep_recent = check_int(keep_recent, "keep_recent", 1)
         if keep_recent >= threshold:
             raise ValueError(
                 f"keep_recent must be less than threshold ({threshold}), got {keep_recent}"
@@ -129,7 +129,7 @@ class SummarizingManager(ConversationManager):
             )
         self.summarize_fn = summarize_fn
         self.preserve_system = check_bool("preserve_system", preserve_system)
-        self._summary_cache = SummaryCache(check_int("cache_size", cache_size, 0))
+        self._summary_cache = SummaryCache(check_int(cache_size, "cache_size", 0))
 
     @property
     def cache_size(self) -> int:
@@ -178,7 +178,6 @@ class SummarizingManager(ConversationManager):
         return managed
 
     def _log_failure(self, plan: _Compaction) -> None:
-        """Log the exception being handled, with what was left unsummarised."""
         logger.exception(
             "summarize_fn %s failed on %d messages; the history (%d messages) is left unsummarised",
             getattr(self.summarize_fn, "__qualname__", type(self.summarize_fn).__qualname__),

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from tulip_memory.core.numbers import is_int
+from tulip_memory.core.text import one_line
 from tulip_memory.messages import Message, Role
 
 SUMMARY_METADATA_KEY = "tulip_memory_summary"
@@ -50,11 +51,6 @@ def summary_text(message: Message) -> str:
     """The text of a summary message, without its header line."""
     header, _, text = message.content.partition("\n")
     return text if header.startswith("[Summary of previous conversation") else message.content
-
-
-def _quote(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def fallback_summary(messages: Sequence[Message]) -> str:
@@ -129,7 +125,7 @@ class _Digest:
             if message.role == Role.USER:
                 if self.first_request_open():
                     first_request = message
-                    quote = _quote(message.content, _REQUEST_CHARS)
+                    quote = one_line(message.content, _REQUEST_CHARS)
                     self.first_request = f'{_FIRST_REQUEST_LABEL}"{quote}"'
                 last_user = message
             elif message.role == Role.ASSISTANT:
@@ -146,12 +142,12 @@ class _Digest:
         if last_user is not None and last_user is first_request:
             quotes.append("the first user message (quoted above)")
         elif last_user is not None:
-            quotes.append(f'last user message "{_quote(last_user.content, _QUOTE_CHARS)}"')
+            quotes.append(f'last user message "{one_line(last_user.content, _QUOTE_CHARS)}"')
         if last_assistant is not None:
-            text = _quote(last_assistant.content, _QUOTE_CHARS)
+            text = one_line(last_assistant.content, _QUOTE_CHARS)
             quotes.append(f'last assistant message "{text}"')
         if not quotes and last_result is not None:
-            quotes.append(f'last tool result "{_quote(last_result.content, _QUOTE_CHARS)}"')
+            quotes.append(f'last tool result "{one_line(last_result.content, _QUOTE_CHARS)}"')
         self.spans.append(
             _Span(first, self.count, "; ".join(quotes) + "." if quotes else "no text to quote.")
         )
@@ -161,7 +157,7 @@ class _Digest:
         text, covered = summary_text(summary), covered_count(summary)
         earlier = _parse(text, covered)
         if earlier is None:
-            quote = _quote(text, _EARLIER_SUMMARY_CHARS)
+            quote = one_line(text, _EARLIER_SUMMARY_CHARS)
             self.spans.append(
                 _Span(self.count + 1, self.count + covered, f'earlier summary "{quote}".')
             )

@@ -16,12 +16,7 @@ _INITIAL_SPAN = 64
 
 def leading_system_count(messages: Sequence[Message]) -> int:
     """How many messages at the front are SYSTEM messages (instructions, memory block...)."""
-    count = 0
-    for message in messages:
-        if message.role != Role.SYSTEM:
-            break
-        count += 1
-    return count
+    return next((i for i, m in enumerate(messages) if m.role != Role.SYSTEM), len(messages))
 
 
 class TurnBoundaries:

@@ -6,26 +6,17 @@ serve), starts at a turn boundary, and re-attaches an agent loop's opening user 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from tulip_memory.conversation.base import (
     ConversationManager,
     check_bool,
-    check_int,
     check_messages,
 )
 from tulip_memory.conversation.turns import TurnBoundaries, leading_system_count
+from tulip_memory.core.numbers import check_int
 from tulip_memory.events import EV_MEMORY_CONVERSATION_PRUNED, emit, emit_sync
 from tulip_memory.messages import Message, Role
-
-
-@dataclass(frozen=True)
-class _Pruning:
-    """Result of one pass: the managed history and, when something went, the event payload."""
-
-    messages: list[Message]
-    event: dict[str, Any] | None
 
 
 class SlidingWindowManager(ConversationManager):
@@ -40,33 +31,34 @@ class SlidingWindowManager(ConversationManager):
         preserve_first_user: bool = True,
         slide_step: int = 1,
     ) -> None:
-        self.window_size = check_int("window_size", window_size, 1)
+        self.window_size = check_int(window_size, "window_size", 1)
         self.preserve_system = check_bool("preserve_system", preserve_system)
         self.preserve_first_user = check_bool("preserve_first_user", preserve_first_user)
-        self.slide_step = check_int("slide_step", slide_step, 1)
+        self.slide_step = check_int(slide_step, "slide_step", 1)
         if slide_step > window_size:
             raise ValueError(
                 f"slide_step must be between 1 and window_size ({window_size}), got {slide_step}"
             )
 
     def apply(self, messages: list[Message]) -> list[Message]:
-        pruning = self._prune(messages)
-        if pruning.event is not None:
-            emit_sync(EV_MEMORY_CONVERSATION_PRUNED, sender=type(self), **pruning.event)
-        return pruning.messages
+        kept, event = self._prune(messages)
+        if event is not None:
+            emit_sync(EV_MEMORY_CONVERSATION_PRUNED, sender=type(self), **event)
+        return kept
 
     async def async_apply(self, messages: list[Message]) -> list[Message]:
-        pruning = self._prune(messages)
-        if pruning.event is not None:
-            await emit(EV_MEMORY_CONVERSATION_PRUNED, sender=type(self), **pruning.event)
-        return pruning.messages
+        kept, event = self._prune(messages)
+        if event is not None:
+            await emit(EV_MEMORY_CONVERSATION_PRUNED, sender=type(self), **event)
+        return kept
 
-    def _prune(self, messages: list[Message]) -> _Pruning:
+    def _prune(self, messages: list[Message]) -> tuple[list[Message], dict[str, Any] | None]:
+        """The managed history and, when something went, the event's fields."""
         history = check_messages(messages)
         pinned = leading_system_count(history) if self.preserve_system else 0
         body = history[pinned:]
         if len(body) <= self.window_size:
-            return _Pruning(history, None)
+            return history, None
 
         # The cut sits on a grid of slide_step: the smallest multiple of the step that
         # brings the body down to window_size. It moves only when the window refills.
@@ -90,7 +82,7 @@ class SlidingWindowManager(ConversationManager):
             window.insert(0, anchor)
         kept = history[:pinned]
         kept.extend(window)
-        return _Pruning(
+        return (
             kept,
             {
                 "strategy": "sliding_window",

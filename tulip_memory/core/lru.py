@@ -46,12 +46,8 @@ class LRUCache(Generic[K, V]):
 
     def get(self, key: K, default: V | None = None) -> V | None:
         """The value under ``key`` (now the most recently used), or ``default``."""
-        with self._lock:
-            value = self._data.get(key, _MISSING)
-            if value is _MISSING:
-                return default
-            self._data.move_to_end(key)
-            return value  # type: ignore[return-value]
+        found, value = self.lookup(key)
+        return value if found else default
 
     def lookup(self, key: K) -> tuple[bool, V | None]:
         """``(True, value)`` on a hit, ``(False, None)`` on a miss (for caches of ``None``)."""

@@ -55,9 +55,7 @@ def validate_namespace_prefix(prefix: object, *, name: str = "prefix") -> Namesp
 def encode_namespace(namespace: Namespace) -> str:
     """The namespace as one prefix-safe text path (``\\`` and ``/`` escaped)."""
     return NAMESPACE_SEPARATOR.join(
-        label.replace(_ESCAPE, _ESCAPE * 2).replace(
-            NAMESPACE_SEPARATOR, _ESCAPE + NAMESPACE_SEPARATOR
-        )
+        label.replace(_ESCAPE, _ESCAPE * 2).replace(NAMESPACE_SEPARATOR, _ESCAPED_SEPARATOR)
         for label in namespace
     )
 

@@ -4,9 +4,9 @@
 from __future__ import annotations
 
 from numbers import Real
-from typing import TypeGuard
+from typing import Any, TypeGuard
 
-__all__ = ["check_int", "is_int", "is_number"]
+__all__ = ["check_int", "check_number", "is_int", "is_number"]
 
 
 def is_int(value: object) -> TypeGuard[int]:
@@ -23,4 +23,15 @@ def check_int(value: object, name: str, low: int = 1, high: int | None = None) -
     if not is_int(value) or value < low or (high is not None and value > high):
         bounds = f">= {low}" if high is None else f"from {low} to {high}"
         raise ValueError(f"{name} must be an int {bounds}, got {value!r}")
+    return value
+
+
+def check_number(
+    value: Any, name: str, *, integer: bool = False, low: float = 0, strict: bool = False
+) -> Any:
+    """``value`` if it is a number (an int if ``integer``) ``>= low`` (``> low`` if
+    ``strict``), else ValueError naming ``name``."""
+    if not (is_int if integer else is_number)(value) or value < low or (strict and value == low):
+        kind = "an int" if integer else "a number"
+        raise ValueError(f"{name} must be {kind} {'>' if strict else '>='} {low:g}, got {value!r}")
     return value

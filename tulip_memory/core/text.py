@@ -21,6 +21,7 @@ __all__ = [
     "STOP_WORDS",
     "has_words",
     "off_loop_when_long",
+    "one_line",
     "search_terms",
     "stem",
     "tokenize",
@@ -99,6 +100,12 @@ def search_terms(text: str) -> list[str]:
     # Word by word: one C call over a long text would hold the GIL until the end.
     stem_word = _STEMMER.stemWord
     return [stem_word(token) for token in tokenize(text) if token not in STOP_WORDS]
+
+
+def one_line(text: str, limit: int) -> str:
+    """``text`` on one line (white space folded), cut to ``limit`` characters with "…"."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def value_text(value: Any) -> str:

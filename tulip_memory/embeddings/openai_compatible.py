@@ -15,13 +15,13 @@ import time
 from typing import Any
 from urllib.parse import urlsplit
 
-from tulip_memory.core.numbers import is_int, is_number
+from tulip_memory.core.numbers import check_number, is_int, is_number
+from tulip_memory.core.optional_dependencies import import_optional
 from tulip_memory.embeddings.base import BaseEmbedding
 from tulip_memory.exceptions import EmbeddingError
 from tulip_memory.llm.client import (
     NO_KEY,
     LoopClients,
-    import_openai,
     openai_types,
     request_failure,
 )
@@ -30,14 +30,6 @@ from tulip_memory.llm.config import is_local_url
 __all__ = ["OpenAIEmbedding"]
 
 logger = logging.getLogger("tulip_memory.embeddings")
-
-
-def _number(name: str, value: Any, *, integer: bool = False, minimum: float = 0.0) -> None:
-    kinds: tuple[type, ...] = (int,) if integer else (int, float)
-    valid = not isinstance(value, bool) and isinstance(value, kinds)
-    if not valid or float(value) < minimum:
-        kind = "an int" if integer else "a number"
-        raise ValueError(f"OpenAIEmbedding: {name} must be {kind} >= {minimum:g}, got {value!r}")
 
 
 class OpenAIEmbedding(BaseEmbedding):
@@ -59,7 +51,7 @@ class OpenAIEmbedding(BaseEmbedding):
     ) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ValueError(f"OpenAIEmbedding: model must be a model name, got {model!r}")
-        _number("dimension", dimension, integer=True, minimum=1)
+        check_number(dimension, "OpenAIEmbedding: dimension", integer=True, low=1)
         if not isinstance(base_url, str) or urlsplit(base_url).scheme not in ("http", "https"):
             raise ValueError(f"OpenAIEmbedding: base_url must be an http(s) URL, got {base_url!r}")
         if api_key_env is not None and (not isinstance(api_key_env, str) or not api_key_env):
@@ -67,11 +59,11 @@ class OpenAIEmbedding(BaseEmbedding):
                 "OpenAIEmbedding: api_key_env must name an environment variable or be None, "
                 f"got {api_key_env!r}"
             )
-        _number("batch_size", batch_size, integer=True, minimum=1)
-        _number("timeout", timeout, minimum=0.001)
-        _number("max_retries", max_retries, integer=True)
-        _number("retry_backoff", retry_backoff)
-        _number("retry_backoff_max", retry_backoff_max)
+        check_number(batch_size, "OpenAIEmbedding: batch_size", integer=True, low=1)
+        check_number(timeout, "OpenAIEmbedding: timeout", low=0.001)
+        check_number(max_retries, "OpenAIEmbedding: max_retries", integer=True)
+        check_number(retry_backoff, "OpenAIEmbedding: retry_backoff")
+        check_number(retry_backoff_max, "OpenAIEmbedding: retry_backoff_max")
         self.model = model
         self._dimension = dimension
         self.base_url = base_url
@@ -142,7 +134,7 @@ class OpenAIEmbedding(BaseEmbedding):
         return vectors
 
     async def _request(self, batch: list[str]) -> list[list[float]]:
-        openai = import_openai("OpenAIEmbedding")
+        openai = import_optional("openai", "llm", needed_by="OpenAIEmbedding")
         request: dict[str, Any] = {"model": self.model, "input": batch, "encoding_format": "float"}
         if self.request_dimensions:
             request["dimensions"] = self._dimension

@@ -10,6 +10,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from tulip_memory.core.optional_dependencies import import_optional
 from tulip_memory.embeddings.base import BaseEmbedding
 
 __all__ = ["WordLlamaEmbedding"]
@@ -20,13 +21,8 @@ _INLINE_BATCH = 256
 
 @lru_cache(maxsize=4)
 def _load_model(config: str, dim: int) -> Any:
-    try:
-        import wordllama
-    except ImportError as exc:
-        raise ImportError(
-            "WordLlamaEmbedding needs the wordllama package: pip install 'tulip-memory[embeddings]'"
-        ) from exc
-    package_dir = Path(wordllama.__file__).parent
+    wordllama = import_optional("wordllama", "embeddings", needed_by="WordLlamaEmbedding")
+    package_dir = Path(str(wordllama.__file__)).parent
     # disable_download: a missing file is an error, never a hub download.
     return wordllama.WordLlama.load(
         config=config, dim=dim, cache_dir=package_dir, disable_download=True

@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tulip_memory.core.numbers import check_int
+from tulip_memory.core.optional_dependencies import import_optional
 from tulip_memory.exceptions import LLMError
 from tulip_memory.llm.budget import TokenEstimator
 from tulip_memory.llm.config import LLMConfig
@@ -35,7 +36,6 @@ __all__ = [
     "ChatResult",
     "LoopClients",
     "ToolCallRequest",
-    "import_openai",
     "openai_types",
     "request_failure",
     "retry_after_seconds",
@@ -63,16 +63,6 @@ class ChatResult:
     tool_calls: list[ToolCallRequest] = field(default_factory=list)
     finish_reason: str | None = None
     usage: Usage = field(default_factory=Usage)
-
-
-def import_openai(needed_by: str = "tulip_memory.llm") -> Any:
-    try:
-        import openai
-    except ImportError as exc:
-        raise ImportError(
-            f"{needed_by} needs the openai package: pip install 'tulip-memory[llm]'"
-        ) from exc
-    return openai
 
 
 def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
@@ -188,11 +178,7 @@ class LoopClients:
     async def client(self) -> Any:
         """The running loop's client, made on first use."""
         loop = asyncio.get_running_loop()
-        with self._lock:
-            abandoned = [self._clients.pop(old) for old in list(self._clients) if old.is_closed()]
-            entry = self._clients.get(loop)
-        for client, _closer in abandoned:
-            await _close_abandoned(client)
+        entry = await self._take(loop, pop=False)
         if entry is not None:
             return entry[0]
         client = self._factory()
@@ -206,14 +192,18 @@ class LoopClients:
 
     async def aclose(self) -> None:
         """Close the running loop's client (and drop those of closed loops)."""
-        loop = asyncio.get_running_loop()
+        entry = await self._take(asyncio.get_running_loop(), pop=True)
+        if entry is not None:
+            await entry[1].aclose()
+
+    async def _take(self, loop: asyncio.AbstractEventLoop, *, pop: bool) -> Any:
+        """The entry of ``loop`` (removed if ``pop``), once those of closed loops are closed."""
         with self._lock:
-            entry = self._clients.pop(loop, None)
+            entry = self._clients.pop(loop, None) if pop else self._clients.get(loop)
             abandoned = [self._clients.pop(old) for old in list(self._clients) if old.is_closed()]
         for client, _closer in abandoned:
             await _close_abandoned(client)
-        if entry is not None:
-            await entry[1].aclose()
+        return entry
 
 
 async def _close_with_loop(client: Any) -> AsyncGenerator[None, None]:
@@ -302,7 +292,7 @@ class ChatClient:
         ):
             raise ValueError("messages must be a list of chat-completions dicts with a 'role'")
         check_int(max_tokens, "max_tokens")
-        openai = import_openai()
+        openai = import_optional("openai", "llm", needed_by="tulip_memory.llm")
         model = self.model
         if not self.config.is_local and self.config.api_key() is None:
             raise LLMError(

@@ -12,6 +12,8 @@ from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, Literal, get_args
 from urllib.parse import urlsplit
 
+from tulip_memory.core.numbers import check_number
+
 __all__ = ["LLM_DEFAULTS", "STRUCTURED_MODES", "LLMConfig", "StructuredMode", "is_local_url"]
 
 StructuredMode = Literal["auto", "json_schema", "tools", "text"]
@@ -19,12 +21,7 @@ STRUCTURED_MODES: tuple[str, ...] = get_args(StructuredMode)
 
 
 def _positive(name: str, value: Any, *, integer: bool = False, zero: bool = False) -> None:
-    kinds: tuple[type, ...] = (int,) if integer else (int, float)
-    valid = isinstance(value, kinds) and not isinstance(value, bool)
-    if not valid or value < 0 or (value == 0 and not zero):
-        bound = ">= 0" if zero else "> 0"
-        kind = "an int" if integer else "a number"
-        raise ValueError(f"TULIP_MEMORY['LLM']['{name}'] must be {kind} {bound}, got {value!r}")
+    check_number(value, f"TULIP_MEMORY['LLM']['{name}']", integer=integer, strict=not zero)
 
 
 @dataclass(frozen=True)

@@ -90,7 +90,4 @@ _limiters_lock = threading.Lock()
 def limiter_for(endpoint: str, limit: int) -> ProcessLimiter:
     """The process's limiter of ``endpoint`` at ``limit`` (one per pair, created once)."""
     with _limiters_lock:
-        limiter = _limiters.get((endpoint, limit))
-        if limiter is None:
-            limiter = _limiters[(endpoint, limit)] = ProcessLimiter(limit)
-        return limiter
+        return _limiters.setdefault((endpoint, limit), ProcessLimiter(limit))

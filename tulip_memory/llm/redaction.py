@@ -26,15 +26,8 @@ def _looks_random(value: str) -> bool:
 
 
 def _luhn(digits: str) -> bool:
-    total = 0
-    for index, char in enumerate(reversed(digits)):
-        value = int(char)
-        if index % 2:
-            value *= 2
-            if value > 9:
-                value -= 9
-        total += value
-    return total % 10 == 0
+    doubled = (sum(divmod(int(c) * (1 + i % 2), 10)) for i, c in enumerate(reversed(digits)))
+    return sum(doubled) % 10 == 0
 
 
 # Words that describe a password rather than being one ("the password is required").

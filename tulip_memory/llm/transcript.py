@@ -9,15 +9,11 @@ import json
 from collections.abc import Callable, Sequence
 
 from tulip_memory.conversation.summary import is_summary, summary_text
+from tulip_memory.core.text import one_line
 from tulip_memory.llm.redaction import Redaction, Redactor
 from tulip_memory.messages import Message, Role
 
 __all__ = ["redacted_lines"]
-
-
-def _cut(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def _arguments(arguments: dict[str, object]) -> str:
@@ -37,11 +33,11 @@ def _line(
     if message.role is Role.TOOL:
         name = message.name or tool_names.get(message.tool_call_id or "", "")
         label = f"tool {name}".rstrip()
-        return f"{label} -> {_cut(redact(message.content), tool_chars)}"
+        return f"{label} -> {one_line(redact(message.content), tool_chars)}"
     content = redact(message.content)
     parts = [" ".join(content.split())] if content.strip() else []
     parts += [
-        f"-> tool {call.name}({_cut(redact(_arguments(call.arguments)), tool_chars)})"
+        f"-> tool {call.name}({one_line(redact(_arguments(call.arguments)), tool_chars)})"
         for call in message.tool_calls
     ]
     if not parts:

@@ -5,6 +5,7 @@ transaction pinned to the tenant, and prints a line per tenant and a total.
 from __future__ import annotations
 
 from abc import abstractmethod
+from collections import Counter
 from dataclasses import replace
 from typing import Any, ClassVar
 
@@ -57,7 +58,7 @@ class SweepCommand(TenantCommand):
         tenants = self.tenants(options)
         self.require_known(tenants, alias)
         dry_run = options.get("dry_run", False)
-        totals: dict[str, int] = {}
+        totals: Counter[str] = Counter()
         for done, tenant in enumerate(tenants, start=1):
             try:
                 counts = self.sweep(tenant, alias, dry_run)
@@ -68,8 +69,7 @@ class SweepCommand(TenantCommand):
                     f"Stopped in tenant {tenant!r} ({type(exc).__name__}: {exc}). The tenants "
                     "before it are done: run the command again to resume."
                 ) from exc
-            for name, count in counts.items():
-                totals[name] = totals.get(name, 0) + count
+            totals.update(counts)
             self.stdout.write(f"Tenant {tenant!r}: {self._describe(counts)}")
             self.progress(done, len(tenants))
         summary = f"{self._describe(totals)} in {len(tenants)} tenant(s)"

@@ -73,22 +73,18 @@ class TenantCommand(BaseCommand):
     def add_tenant_arguments(self, parser: CommandParser) -> None:
         """``--tenant``, ``--tenants-file`` and ``--all-tenants`` (``--tenant`` alone, and
         required, for a ``single_tenant`` command)."""
-        if self.single_tenant:
-            parser.add_argument(
-                "--tenant",
-                action="append",
-                required=True,
-                metavar="TENANT",
-                help="The tenant to work on (exactly one).",
-            )
-            return
         parser.add_argument(
             "--tenant",
             action="append",
             default=[],
+            required=self.single_tenant,
             metavar="TENANT",
-            help="A tenant to work on (repeatable).",
+            help="The tenant to work on (exactly one)."
+            if self.single_tenant
+            else "A tenant to work on (repeatable).",
         )
+        if self.single_tenant:
+            return
         parser.add_argument(
             "--tenants-file",
             metavar="PATH",

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Hashable
@@ -92,9 +93,7 @@ class BaseMemoryManager(ABC):
 
     async def retrieve_relevant(self, query: str | None, limit: int | None = None) -> list[Memory]:
         """The memories most relevant to ``query``; this default ignores it (recency)."""
-        if limit is None:
-            return await self.retrieve()
-        return await self.retrieve(limit)
+        return await (self.retrieve() if limit is None else self.retrieve(limit))
 
     # --- lifecycle ----------------------------------------------------------------------
 
@@ -131,7 +130,7 @@ class BaseMemoryManager(ABC):
     async def _submit_extraction(self, messages: list[Message]) -> None:
         if self.extract_mode == "background":
             fields = self._event_fields()
-            self._background().submit(
+            self._bg_extractions.submit(
                 self._extraction_order_key(), lambda: self._extract_and_save(messages, fields)
             )
             return
@@ -196,12 +195,9 @@ class BaseMemoryManager(ABC):
 
     # --- background jobs ------------------------------------------------------------------
 
-    def _background(self) -> BackgroundExtractions:
-        runner: BackgroundExtractions | None = self.__dict__.get("_bg_extractions")
-        if runner is None:
-            runner = BackgroundExtractions(self.max_concurrent_extractions)
-            self.__dict__["_bg_extractions"] = runner
-        return runner
+    @functools.cached_property
+    def _bg_extractions(self) -> BackgroundExtractions:
+        return BackgroundExtractions(self.max_concurrent_extractions)
 
     @property
     def pending_extractions(self) -> int:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from tulip_memory.conversation.turns import leading_system_count
 from tulip_memory.manager.types import Memory, MemoryType
 from tulip_memory.messages import Message, Role
 from tulip_memory.state import AgentState
@@ -57,9 +58,7 @@ def strip_memory_blocks(state: AgentState) -> AgentState:
 def inject_memory_block(state: AgentState, memories: list[Memory]) -> AgentState:
     """A copy of ``state`` with one block for ``memories`` after its leading system messages."""
     messages = strip_memory_blocks(state).messages
-    position = 0
-    while position < len(messages) and messages[position].role is Role.SYSTEM:
-        position += 1
+    position = leading_system_count(messages)
     block = Message(
         role=Role.SYSTEM,
         content=format_memory_block(memories),

@@ -51,8 +51,7 @@ logger = logging.getLogger("tulip_memory.manager")
 
 
 def _warn_about_what_workers_ignore(manager: LLMMemoryManager) -> None:
-    """Log what of this manager's options the celery workers, which build their own from
-    the settings, will not use."""
+    # The celery workers build their manager from the settings, not from this one.
     from tulip_memory.conf import settings
 
     options = settings.MANAGER_OPTIONS

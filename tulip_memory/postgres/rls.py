@@ -10,9 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.migrations.operations.base import Operation
-
-from tulip_memory.postgres.operations import is_postgresql
+from tulip_memory.postgres.operations import DatabaseOnlyTableOperation
 
 __all__ = [
     "POLICY_NAME",
@@ -57,8 +55,7 @@ def policy_expression(
 
 
 def _is_distributed(schema_editor: Any, table: str) -> bool:
-    """Whether ``table`` (quoted) is a Citus distributed table (whose policies may hold no
-    subquery)."""
+    """Whether ``table`` (quoted) is a Citus distributed table: its policy holds no subquery."""
     with schema_editor.connection.cursor() as cursor:
         cursor.execute("SELECT to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL")
         if not cursor.fetchone()[0]:
@@ -110,53 +107,30 @@ def enable_tenant_row_level_security(
     )
 
 
-class EnableTenantRowLevelSecurity(Operation):
+class EnableTenantRowLevelSecurity(DatabaseOnlyTableOperation):
     """ENABLE + FORCE row level security on a model's table with the tenant policy;
     reversible, PostgreSQL only."""
 
-    reversible = True
-    reduces_to_sql = True
+    description = "Enable tenant row level security on {model_name} (PostgreSQL only)"
+    name_fragment = "rls_{model_name}"
 
     def __init__(self, model_name: str, column: str = TENANT_COLUMN) -> None:
-        self.model_name = model_name
+        super().__init__(model_name)
         self.column = column
 
-    def state_forwards(self, app_label: str, state: Any) -> None:
-        return None
+    def forwards(self, schema_editor: Any, model: Any) -> None:
+        table = schema_editor.quote_name(model._meta.db_table)
+        enable_tenant_row_level_security(schema_editor, table, self.column)
 
-    def _table(self, app_label: str, state: Any, schema_editor: Any) -> str:
-        model = state.apps.get_model(app_label, self.model_name)
-        return schema_editor.quote_name(model._meta.db_table)
-
-    def database_forwards(
-        self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
-    ) -> None:
-        if not is_postgresql(schema_editor):
-            return
-        enable_tenant_row_level_security(
-            schema_editor, self._table(app_label, to_state, schema_editor), self.column
-        )
-
-    def database_backwards(
-        self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
-    ) -> None:
-        if not is_postgresql(schema_editor):
-            return
+    def backwards(self, schema_editor: Any, model: Any) -> None:
         from django_rls.backends.postgresql.base import RLSDatabaseSchemaEditor as Ddl
 
-        table = self._table(app_label, from_state, schema_editor)
+        table = schema_editor.quote_name(model._meta.db_table)
         schema_editor.execute(
             Ddl.sql_drop_policy % {"name": schema_editor.quote_name(POLICY_NAME), "table": table}
         )
         schema_editor.execute(f"ALTER TABLE {table} NO FORCE ROW LEVEL SECURITY")
         schema_editor.execute(Ddl.sql_disable_rls % {"table": table})
-
-    def describe(self) -> str:
-        return f"Enable tenant row level security on {self.model_name} (PostgreSQL only)"
-
-    @property
-    def migration_name_fragment(self) -> str:
-        return f"rls_{self.model_name.lower()}"
 
 
 def tenant_tables() -> list[str]:

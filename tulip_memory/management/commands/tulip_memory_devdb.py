@@ -117,7 +117,6 @@ class Command(BaseCommand):
 
 
 def _python_literal(databases: dict[str, dict[str, object]]) -> str:
-    """``DATABASES = {...}`` as one would write it in settings.py."""
     lines = ["DATABASES = {"]
     for alias, entry in databases.items():
         lines.append(f'    "{alias}": {{')
