@@ -67,7 +67,7 @@ CITUS_TESTS ?= tests/store/test_contract.py tests/store/pg/test_search.py tests/
   tests/manager/extraction tests/manager/test_llm_celery.py tests/manager/test_sweep_tasks_on_workers.py \
   tests/testing/test_citus_drills.py \
   tests/langgraph/test_conformance.py tests/langgraph/test_saver.py tests/langgraph/test_migration.py \
-  tests/delta/test_checkpointer.py tests/delta/test_concurrency.py tests/chains
+  tests/delta/test_checkpointer.py tests/delta/test_concurrency.py tests/chains tests/erasure
 test-citus: $(STAMP)
 	@if [ -z "$$TULIP_CITUS_URL" ] && [ ! -f "$(CITUS_BUILD)" ]; then \
 	  echo "make test-citus: no TULIP_CITUS_URL and no Citus build script at $(CITUS_BUILD), so no Citus cluster here: skipped"; \
