@@ -4,7 +4,7 @@
 #   BEFORE=../before PYTHON=.venv/bin/python bench/turns.sh NAME N -- bench/x.py [args]
 set -u
 name=$1; n=$2; shift 3
-python=$(realpath "${PYTHON:-$(command -v python3)}")
+python=$(realpath -s "${PYTHON:-$(command -v python3)}")  # -s: a venv's python is a symlink
 before=$(realpath "${BEFORE:?set BEFORE to the checkout of the code before}")
 after=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p /tmp/bench
