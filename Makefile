@@ -60,7 +60,7 @@ test: $(STAMP) browser-deps
 ## PostgreSQL, Citus built into it from CITUS_BUILD; or the existing cluster of TULIP_CITUS_URL:
 ## tests/settings.py). Without either it says so and succeeds: Citus is optional.
 CITUS_BUILD ?= ../shared/citus/build.sh
-CITUS_TESTS ?= tests/store/test_contract.py tests/store/pg/test_search.py tests/store/pg/test_ranking.py \
+CITUS_TESTS ?= tests/store/test_contract.py tests/store/pg \
   tests/tenancy tests/postgres \
   tests/backends/test_contract.py tests/management/test_distribute.py tests/checks/test_citus.py \
   tests/store/test_contract_ttl.py tests/langgraph/test_store_contract.py \
