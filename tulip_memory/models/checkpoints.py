@@ -14,6 +14,7 @@ from django.utils.translation import gettext_lazy as _
 
 from tulip_memory.core.identifiers import CHECKPOINT_ID_MAX_LENGTH, THREAD_ID_MAX_LENGTH
 from tulip_memory.core.subjects import SUBJECT_MAX_LENGTH
+from tulip_memory.tenancy.cluster import is_citus
 from tulip_memory.tenancy.context import TENANT_MAX_LENGTH
 
 __all__ = [
@@ -203,11 +204,18 @@ class DeltaCheckpointRecordQuerySet(SubjectRowsQuerySet):
         quote = connection.ops.quote_name
         values = {"tenant": tenant, "thread_id": thread_id, "checkpoint_id": checkpoint_id}
         values.update(fields)
+        table = quote(meta.db_table)
+        if is_citus(connection):
+            # Citus runs this INSERT ... SELECT on the worker, whose sequence has another
+            # range than the coordinator's: the id is taken first, as other inserts take
+            # theirs, for the newest to have the highest id.
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT nextval(pg_get_serial_sequence(%s, 'id'))", [table])
+                values["id"] = cursor.fetchone()[0]
         columns = {field.name: field for field in meta.concrete_fields}
         params = [
             columns[name].get_db_prep_save(value, connection) for name, value in values.items()
         ]
-        table = quote(meta.db_table)
         sql = (
             f"INSERT INTO {table} ({', '.join(quote(name) for name in values)}) "
             f"SELECT {', '.join(['%s'] * len(values))} WHERE EXISTS ("
