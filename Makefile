@@ -69,6 +69,8 @@ CITUS_TESTS ?= tests/store/test_contract.py tests/store/pg \
   tests/retention/test_policy.py tests/retention/test_sweeps.py tests/management/test_reembed.py \
   tests/management/test_retry_jobs.py tests/management/test_setup_roles.py \
   tests/management/test_sweep_command.py tests/management/test_tenant_command.py \
+  tests/admin/test_checkpoints.py tests/admin/test_extraction.py tests/admin/test_store.py \
+  tests/admin/test_tenancy.py \
   tests/testing/test_citus_drills.py
 test-citus: $(STAMP)
 	@if [ -z "$$TULIP_CITUS_URL" ] && [ ! -f "$(CITUS_BUILD)" ]; then \
