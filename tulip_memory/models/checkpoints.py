@@ -227,11 +227,11 @@ class DeltaCheckpointRecordQuerySet(SubjectRowsQuerySet):
                 values["id"] = cursor.fetchone()[0]
         values |= {"tenant": tenant, "thread_id": thread_id, "checkpoint_id": checkpoint_id}
         values.update(fields)
+        table = quote(meta.db_table)
         columns = {field.name: field for field in meta.concrete_fields}
         params = [
             columns[name].get_db_prep_save(value, connection) for name, value in values.items()
         ]
-        table = quote(meta.db_table)
         sql = (
             f"INSERT INTO {table} ({', '.join(quote(name) for name in values)}) "
             f"SELECT {', '.join(['%s'] * len(values))} WHERE EXISTS ("
