@@ -62,17 +62,12 @@ test: $(STAMP) browser-deps
 CITUS_BUILD ?= ../shared/citus/build.sh
 CITUS_TESTS ?= tests/store/test_contract.py tests/store/pg \
   tests/tenancy tests/postgres \
-  tests/backends/test_contract.py tests/management/test_distribute.py tests/checks/test_citus.py \
+  tests/backends/test_contract.py tests/checks/test_citus.py \
   tests/store/test_contract_ttl.py tests/langgraph/test_store_contract.py \
   tests/manager/extraction tests/manager/test_llm_celery.py tests/manager/test_sweep_tasks_on_workers.py \
   tests/langgraph/test_conformance.py tests/langgraph/test_saver.py tests/langgraph/test_migration.py \
   tests/delta/test_checkpointer.py tests/delta/test_concurrency.py tests/chains tests/erasure \
-  tests/retention/test_checkpoints.py tests/retention/test_expiry.py tests/retention/test_jobs.py \
-  tests/retention/test_policy.py tests/retention/test_sweeps.py tests/management/test_reembed.py \
-  tests/management/test_retry_jobs.py tests/management/test_setup_roles.py \
-  tests/management/test_sweep_command.py tests/management/test_tenant_command.py \
-  tests/admin/test_checkpoints.py tests/admin/test_extraction.py tests/admin/test_store.py \
-  tests/admin/test_tenancy.py tests/testing/test_citus_drills.py
+  tests/retention tests/management tests/admin tests/testing/test_citus_drills.py
 test-citus: $(STAMP)
 	@if [ -z "$$TULIP_CITUS_URL" ] && [ ! -f "$(CITUS_BUILD)" ]; then \
 	  echo "make test-citus: no TULIP_CITUS_URL and no Citus build script at $(CITUS_BUILD), so no Citus cluster here: skipped"; \

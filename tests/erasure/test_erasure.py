@@ -25,6 +25,7 @@ from tests.erasure.world import (
     receipts,
     rows,
 )
+from tests.lock_waits import waiting_for_locks
 from tests.threads import OnItsOwnConnections
 from tulip_memory.delta import DeltaCheckpointer, ORMDeltaStorage
 from tulip_memory.erasure import ERASED_PAYLOAD, aforget_subject, forget_subject
@@ -570,22 +571,6 @@ def test_a_delta_save_during_the_erasure_waits_and_stores_a_whole_checkpoint(ali
     assert [m.content for m in loaded.messages] == ["hi, I am Bob", "hello Bob"]
 
 
-def _waiting_for_locks() -> int:
-    """Sessions of this database waiting for a lock (on Citus: on any node, the waits on
-    a worker's shards counted by the distributed transaction waiting)."""
-    with connections["default"].cursor() as cursor:
-        if is_citus(connections["default"]):
-            cursor.execute("SELECT count(DISTINCT waiting_gpid) FROM citus_lock_waits")
-        else:
-            cursor.execute(
-                "SELECT count(*) FROM pg_catalog.pg_locks l "
-                "JOIN pg_catalog.pg_database d ON d.oid = l.database OR l.database IS NULL "
-                "WHERE NOT l.granted AND d.datname = current_database()"
-            )
-        (count,) = cursor.fetchone()
-    return count
-
-
 def _until(condition, what: str, seconds: float = 20.0) -> None:
     import time
 
@@ -618,13 +603,13 @@ def test_a_worker_taking_its_next_job_while_its_subject_is_erased_cannot_deadloc
     erasing = OnItsOwnConnections(lambda: forget_subject("acme", "alice", actor="dpo"))
     outcomes = []
     working = OnItsOwnConnections(lambda: outcomes.append(run_queue("acme", queue_id, owner="w1")))
-    assert _waiting_for_locks() == 0
+    assert waiting_for_locks() == 0
     with tenant_atomic("acme"):
         ExtractionJob.objects.select_for_update().get(tenant="acme", pk=job_id)
         erasing.start()
-        _until(lambda: _waiting_for_locks() == 1, "the erasure to wait for the job's row")
+        _until(lambda: waiting_for_locks() == 1, "the erasure to wait for the job's row")
         working.start()
-        _until(lambda: _waiting_for_locks() == 2, "the worker to wait for the job's row")
+        _until(lambda: waiting_for_locks() == 2, "the worker to wait for the job's row")
     erasing.join_and_raise(30)
     working.join_and_raise(30)
     assert not erasing.is_alive() and not working.is_alive()

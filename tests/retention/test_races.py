@@ -23,6 +23,7 @@ from asgiref.sync import async_to_sync
 from django.db import connections, transaction
 
 from tests.backends.test_contract import make_state
+from tests.lock_waits import waiting_for_locks
 from tests.threads import OnItsOwnConnections
 from tulip_memory.backends import MySQLCheckpointer, PostgreSQLCheckpointer
 from tulip_memory.core.clock import ManualClock, utc_now
@@ -222,15 +223,10 @@ def _wait_for_a_lock_wait(timeout: float = 20.0) -> bool:
     """Poll (own connection) until a session of the test database waits for a lock."""
     deadline = time.monotonic() + timeout
     try:
-        with connections["default"].cursor() as cursor:
-            while time.monotonic() < deadline:
-                cursor.execute(
-                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                    "AND wait_event_type = 'Lock'"
-                )
-                if cursor.fetchone()[0]:
-                    return True
-                time.sleep(0.01)
+        while time.monotonic() < deadline:
+            if waiting_for_locks():
+                return True
+            time.sleep(0.01)
         return False
     finally:
         connections.close_all()
