@@ -3,7 +3,9 @@
 On each alias of ``TENANT_DATABASES`` a run names (``check --database``) whose database has
 the citus extension: E070, a tenant table not distributed on ``tenant``, or not in the
 co-location group of the others; E071, the alias' role without
-``citus.propagate_set_commands = 'local'``, so the tenant pin never reaches the workers.
+``citus.propagate_set_commands = 'local'``, so the tenant pin never reaches the workers;
+W072, old shard copies left by a move or split and not dropped yet, which an erasure does
+not reach.
 """
 
 from __future__ import annotations
@@ -25,12 +27,14 @@ _DISTRIBUTION = (
     "column_to_column_name(logicalrelid, partkey), colocationid "
     "FROM pg_catalog.pg_dist_partition"
 )
+# Old placements of moved or split shards that Citus has yet to drop.
+_PENDING_CLEANUP = "SELECT count(*) FROM pg_catalog.pg_dist_cleanup"
 
 
 def check_citus_databases(
     app_configs: Iterable[Any] | None = None, databases: Iterable[str] | None = None, **kwargs: Any
 ) -> list[checks.CheckMessage]:
-    """E070 and E071 on the named tenant aliases whose database has Citus."""
+    """E070, E071 and W072 on the named tenant aliases whose database has Citus."""
     from django.db import connections
 
     from tulip_memory.checks.tenancy import connection_problem
@@ -48,7 +52,21 @@ def check_citus_databases(
             distribution = {table: rest for table, *rest in cursor.fetchall()}
             cursor.execute("SELECT current_user, current_setting('citus.propagate_set_commands')")
             role, propagation = cursor.fetchone()
+            cursor.execute(_PENDING_CLEANUP)
+            (pending,) = cursor.fetchone()
         errors += _distribution_errors(alias, distribution)
+        if pending:
+            errors.append(
+                checks.Warning(
+                    f"Database alias {alias!r} is a Citus coordinator with {pending} old "
+                    "shard copies left by a move or split (pg_dist_cleanup): they keep the "
+                    "rows they held, and an erasure does not reach them.",
+                    hint="As the tables' owner, outside a transaction: CALL "
+                    "citus_cleanup_orphaned_resources(); (docs/scale-out.md, Erasure after "
+                    "a shard move).",
+                    id="tulip_memory.W072",
+                )
+            )
         if propagation != "local":
             errors.append(
                 checks.Error(
