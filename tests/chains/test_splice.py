@@ -7,6 +7,7 @@ call two different items the same (the splice would then miss a change).
 
 from __future__ import annotations
 
+import sys
 from datetime import UTC, datetime, timedelta, timezone
 from decimal import Decimal
 from typing import Any, NamedTuple
@@ -18,7 +19,7 @@ from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from tulip_memory.chains.equality import same_item
+from tulip_memory.chains.equality import key_of, same_item, same_key
 from tulip_memory.chains.splice import Splice
 from tulip_memory.langgraph import DjangoSaver
 
@@ -63,6 +64,12 @@ def test_equal_items_are_the_same(a: Any, b: Any) -> None:
     assert a == b
     assert same_item(a, b)
     assert same_item(a, _copy(b))
+    assert same_key(_keyed(a), _keyed(b))
+    assert same_key(_keyed(a), _keyed(_copy(b)))
+
+
+def _keyed(item: Any) -> tuple[Any, Any]:
+    return key_of(item), item
 
 
 @pytest.mark.parametrize(
@@ -105,6 +112,22 @@ def test_equal_items_are_the_same(a: Any, b: Any) -> None:
 def test_different_items_are_not(a: Any, b: Any) -> None:
     assert not same_item(a, b)
     assert not same_item(b, a)
+    assert not same_key(_keyed(a), _keyed(b))
+    assert not same_key(_keyed(b), _keyed(a))
+
+
+def test_a_message_of_plain_fields_has_a_key_and_one_msgpack_blurs_has_none() -> None:
+    assert key_of(HumanMessage("hi", id="h1")) == key_of(_copy(HumanMessage("hi", id="h1")))
+    assert key_of(HumanMessage("hi", id="h1")) != key_of(AIMessage("hi", id="h1"))
+    # bytes and bytearray pack alike; tuples, subclasses, dates and Decimals pack as others.
+    for blurred in (b"x", bytearray(b"x"), (1, 2), Point(1, 2), Decimal(1), datetime.now(UTC)):
+        assert key_of(HumanMessage("hi", additional_kwargs={"v": blurred})) is None
+    assert not same_key(
+        _keyed(HumanMessage("hi", additional_kwargs={"v": b"x"})),
+        _keyed(HumanMessage("hi", additional_kwargs={"v": bytearray(b"x")})),
+    )
+    # Extra fields are not in the fields' dict: compared by same_item.
+    assert key_of(HumanMessage("hi", lang="en")) is None
 
 
 def test_the_splice_of_an_appended_turn_holds_the_new_messages_only() -> None:
@@ -204,3 +227,10 @@ def test_a_list_loads_as_in_memory_saver_gives_it_back(first: Any, second: Any) 
         assert repr(fresh) == repr(expected)
         assert [type(item) for item in fresh] == [type(item) for item in expected]
         saver.delete_thread("strict")
+
+
+def test_without_ormsgpack_items_are_compared_by_same_item(monkeypatch) -> None:
+    monkeypatch.delitem(sys.modules, "ormsgpack")
+    assert key_of(HumanMessage("hi", id="h1")) is None
+    assert same_key(_keyed(HumanMessage("hi", id="h1")), _keyed(HumanMessage("hi", id="h1")))
+    assert not same_key(_keyed(HumanMessage("hi", id="h1")), _keyed(HumanMessage("ho", id="h1")))

@@ -6,10 +6,10 @@ its version in the parent when this process holds that one (:class:`Head`), else
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from tulip_memory.chains.equality import same_item
+from tulip_memory.chains.equality import Key, key_of, same_key
 from tulip_memory.chains.rows import Entry
 from tulip_memory.chains.splice import Splice
 from tulip_memory.exceptions import CheckpointCorruptError
@@ -22,10 +22,16 @@ Loads = Callable[[tuple[str, bytes]], Any]
 
 @dataclass(frozen=True)
 class Head:
-    """The newest known version of a list channel, with private copies of its items."""
+    """The newest known version of a list channel, with private copies of its items and
+    their keys (:func:`~tulip_memory.chains.equality.key_of`, computed when not given)."""
 
     version: str
     items: tuple[Any, ...]
+    keys: tuple[Key | None, ...] = field(default=(), compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if len(self.keys) != len(self.items):
+            object.__setattr__(self, "keys", tuple(map(key_of, self.items)))
 
 
 @dataclass(frozen=True)
@@ -47,9 +53,11 @@ def encode(
 ) -> Stored:
     """How ``value`` is stored: a splice on ``head`` when that is smaller, else whole."""
     if isinstance(value, list) and head is not None:
-        splice = Splice.between(head.items, value, same_item)
+        old = list(zip(head.keys, head.items, strict=True))
+        splice = Splice.between(old, [(key_of(item), item) for item in value], same_key)
         if len(splice.inserted) < len(value):
-            type_, data = dumps([splice.at, splice.removed, splice.inserted])
+            inserted = [item for _, item in splice.inserted]
+            type_, data = dumps([splice.at, splice.removed, inserted])
             return Stored(
                 Entry(channel, version, type_, data, head.version),
                 splice_at=splice.at,
@@ -76,10 +84,10 @@ def next_head(stored: Stored, head: Head | None, loads: Loads) -> Head | None:
         if head is None or head.version != entry.parent_version:
             return None
         _, _, inserted = loads((entry.type, entry.data))
-        items = Splice(stored.splice_at, stored.splice_removed, inserted).applied(head.items)
-    else:
-        items = tuple(loads((entry.type, entry.data)))
-    return Head(entry.version, items)
+        splice = Splice(stored.splice_at, stored.splice_removed, inserted)
+        keys = splice.applied(head.keys, [key_of(item) for item in inserted])
+        return Head(entry.version, splice.applied(head.items), keys)
+    return Head(entry.version, tuple(loads((entry.type, entry.data))))
 
 
 def rebuild(

@@ -7,9 +7,9 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
-from tulip_memory.messages import Message
+T = TypeVar("T")
 
 __all__ = ["Equal", "Splice", "common_prefix", "common_suffix"]
 
@@ -20,9 +20,7 @@ __all__ = ["Equal", "Splice", "common_prefix", "common_suffix"]
 Equal = Callable[[Any, Any], bool]
 
 
-def common_prefix(
-    old: Sequence[Message], new: Sequence[Message], equal: Equal | None = None
-) -> int:
+def common_prefix(old: Sequence[T], new: Sequence[T], equal: Equal | None = None) -> int:
     if len(new) >= len(old):
         # The common case, an append: one loop (in C with ``==``).
         head = new[: len(old)]
@@ -37,7 +35,7 @@ def common_prefix(
 
 
 def common_suffix(
-    old: Sequence[Message], new: Sequence[Message], prefix: int, equal: Equal | None = None
+    old: Sequence[T], new: Sequence[T], prefix: int, equal: Equal | None = None
 ) -> int:
     """Length of the common tail of ``old`` and ``new`` that does not overlap ``prefix``."""
     same = equal or operator.eq
@@ -49,17 +47,15 @@ def common_suffix(
 
 
 @dataclass(frozen=True)
-class Splice:
+class Splice(Generic[T]):
     """``new == old[:at] + inserted + old[at + removed:]``."""
 
     at: int
     removed: int
-    inserted: list[Message]
+    inserted: list[T]
 
     @classmethod
-    def between(
-        cls, old: Sequence[Message], new: list[Message], equal: Equal | None = None
-    ) -> Splice:
+    def between(cls, old: Sequence[T], new: list[T], equal: Equal | None = None) -> Splice[T]:
         """The splice from ``old`` to ``new``, items compared with ``equal`` (``==``)."""
         prefix = common_prefix(old, new, equal)
         suffix = common_suffix(old, new, prefix, equal)
@@ -73,7 +69,7 @@ class Splice:
         new = self.inserted if inserted is None else inserted
         return (*items[: self.at], *new, *items[self.at + self.removed :])
 
-    def apply(self, messages: list[Message]) -> None:
+    def apply(self, messages: list[T]) -> None:
         """Apply the splice to ``messages`` in place; ValueError when it does not fit."""
         if not 0 <= self.at <= self.at + self.removed <= len(messages):
             raise ValueError(f"splice {self.at}+{self.removed} outside {len(messages)} messages")
