@@ -1,7 +1,6 @@
 """Django application configuration for tulip_memory."""
 
 from django.apps import AppConfig
-from django.core import checks
 from django.utils.translation import gettext_lazy as _
 
 
@@ -14,15 +13,11 @@ class TulipMemoryConfig(AppConfig):
     def ready(self) -> None:
         import importlib
 
-        from tulip_memory.checks import needs_usable_settings
-        from tulip_memory.checks.citus import check_citus_databases
-
         # Importing a module of checks registers them (tulip_memory.checks.registered).
         for name in ("checkpoints", "embeddings", "llm", "manager", "retention", "search"):
             importlib.import_module(f"tulip_memory.checks.{name}")
-        for name in ("settings", "tenancy"):
+        for name in ("citus", "settings", "tenancy"):
             importlib.import_module(f"tulip_memory.checks.{name}")
-        checks.register(needs_usable_settings(check_citus_databases), checks.Tags.database)
 
         from django.db.models.signals import pre_migrate
 

@@ -63,10 +63,9 @@ IMPORT_STRINGS = frozenset({"EMBEDDER", "TENANT_RESOLVER", "STORE", "EXTRACTOR"}
 
 
 class TulipMemorySettings:
-    """Lazy view over ``settings.TULIP_MEMORY`` with defaults."""
+    """Lazy view over ``settings.TULIP_MEMORY`` (or the dict ``user``) with the defaults."""
 
-    def __init__(self, defaults: dict[str, Any], user: object = None) -> None:
-        self._defaults = defaults
+    def __init__(self, user: object = None) -> None:
         self._fixed = user is not None
         self._user: dict[str, Any] | None = _as_dict(user) if self._fixed else None
 
@@ -81,13 +80,13 @@ class TulipMemorySettings:
         return self._user
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("_") or name not in self._defaults:
+        if name.startswith("_") or name not in DEFAULTS:
             raise AttributeError(f"{SETTINGS_NAME} has no setting {name!r}")
-        return self._user_settings().get(name, self._defaults[name])
+        return self._user_settings().get(name, DEFAULTS[name])
 
     def unknown_keys(self) -> list[str]:
         """Keys of the project's dict that tulip_memory does not know (a likely typo)."""
-        return sorted(set(self._user_settings()) - set(self._defaults))
+        return sorted(set(self._user_settings()) - set(DEFAULTS))
 
     def import_setting(self, name: str) -> Any:
         """Import the object a dotted-path setting names (None stays None)."""
@@ -109,14 +108,14 @@ def _as_dict(value: object) -> dict[str, Any]:
     return dict(value)
 
 
-settings = TulipMemorySettings(DEFAULTS)
+settings = TulipMemorySettings()
 
 
 def settings_of(tulip_memory: object) -> TulipMemorySettings:
     """A view like :data:`settings` over the ``TULIP_MEMORY`` dict given, with the same
     defaults: for helpers called from settings.py, where Django's settings are not
     configured yet (``TypeError`` when it is not a dict)."""
-    return TulipMemorySettings(DEFAULTS, _as_dict(tulip_memory))
+    return TulipMemorySettings(_as_dict(tulip_memory))
 
 
 @receiver(setting_changed)

@@ -1,8 +1,5 @@
-"""Build a checkpointer from a string: ``get_checkpointer("provider")`` or ``("provider:hint")``.
-
-Built-ins: ``memory``, ``file:<dir>``, ``redis:<url>``, ``postgresql:<alias>``,
-``mysql:<alias>``, ``opensearch[:<hosts>]``, ``s3:<bucket>``, ``delta[:<alias>]``; keyword
-arguments go to the constructor. ``register_checkpointer`` and
+"""Build a checkpointer from a string: ``get_checkpointer("provider")`` or ``("provider:hint")``
+(the built-in providers: docs/checkpointers.md, "Registry"). ``register_checkpointer`` and
 ``TULIP_MEMORY["CHECKPOINTERS"]`` add providers (they win, in that order). Pure Python.
 """
 

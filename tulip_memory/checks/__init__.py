@@ -19,28 +19,21 @@ def finding(id_: str, message: str, hint: str | None = None) -> checks.CheckMess
     return _LEVELS[id_[0]](message, hint=hint, id=f"tulip_memory.{id_}")
 
 
-@functools.cache
-def needs_usable_settings(check: Check) -> Check:
-    """``check``, skipped while ``TULIP_MEMORY`` is not a dict (E001 says so); one wrapper
-    per check, so that registering it again keeps it once in Django's registry."""
+def registered(*tags: str, deploy: bool = False) -> Callable[[Check], Check]:
+    """Register the decorated check with Django's, skipped while ``TULIP_MEMORY`` is not a
+    dict (E001 says so); the check itself is returned unchanged."""
     from tulip_memory.conf import settings
 
-    @functools.wraps(check)
-    def checked(app_configs: Iterable[Any] | None = None, **kwargs: Any) -> list[Any]:
-        try:
-            settings.unknown_keys()
-        except TypeError:
-            return []
-        return check(app_configs, **kwargs)
-
-    return checked  # type: ignore[return-value]
-
-
-def registered(*tags: str, deploy: bool = False) -> Callable[[Check], Check]:
-    """Register the decorated check with Django's, as :func:`needs_usable_settings` of it."""
-
     def register(check: Check) -> Check:
-        checks.register(needs_usable_settings(check), *tags, deploy=deploy)
+        @functools.wraps(check)
+        def checked(app_configs: Iterable[Any] | None = None, **kwargs: Any) -> list[Any]:
+            try:
+                settings.unknown_keys()
+            except TypeError:
+                return []
+            return check(app_configs, **kwargs)
+
+        checks.register(checked, *tags, deploy=deploy)
         return check
 
     return register

@@ -1,11 +1,5 @@
-"""System checks of a tenant database on a Citus coordinator (docs/scale-out.md).
-
-On each alias of ``TENANT_DATABASES`` a run names (``check --database``) whose database has
-the citus extension: E070, a tenant table not distributed on ``tenant``, or not in the
-co-location group of the others; E071, the alias' role without
-``citus.propagate_set_commands = 'local'``, so the tenant pin never reaches the workers;
-W072, old shard copies left by a move or split and not dropped yet, which an erasure does
-not reach.
+"""System checks of the tenant databases on a Citus coordinator (E070, E071, W072; listed in
+docs/scale-out.md), on the aliases of ``TENANT_DATABASES`` a run names that have Citus.
 """
 
 from __future__ import annotations
@@ -15,7 +9,7 @@ from typing import Any
 
 from django.core import checks
 
-from tulip_memory.conf import tenant_databases
+from tulip_memory.checks import finding, registered
 from tulip_memory.postgres.rls import TENANT_COLUMN, tenant_tables
 from tulip_memory.tenancy.cluster import is_citus
 
@@ -31,21 +25,16 @@ _DISTRIBUTION = (
 _PENDING_CLEANUP = "SELECT count(*) FROM pg_catalog.pg_dist_cleanup"
 
 
+@registered(checks.Tags.database)
 def check_citus_databases(
     app_configs: Iterable[Any] | None = None, databases: Iterable[str] | None = None, **kwargs: Any
 ) -> list[checks.CheckMessage]:
     """E070, E071 and W072 on the named tenant aliases whose database has Citus."""
-    from django.db import connections
+    from tulip_memory.checks.tenancy import tenant_connections
 
-    from tulip_memory.checks.tenancy import connection_problem
-
-    aliases = tenant_databases() or []
     errors: list[checks.CheckMessage] = []
-    for alias in dict.fromkeys(aliases):
-        connection = connections[alias]
-        if alias not in set(databases or ()) or connection.vendor != "postgresql":
-            continue
-        if connection_problem(connection) is not None or not is_citus(connection):
+    for alias, connection, problem in tenant_connections(databases):
+        if problem is not None or not is_citus(connection):
             continue  # E015 reports an alias that cannot be reached
         with connection.cursor() as cursor:
             cursor.execute(_DISTRIBUTION)
@@ -57,27 +46,27 @@ def check_citus_databases(
         errors += _distribution_errors(alias, distribution)
         if pending:
             errors.append(
-                checks.Warning(
+                finding(
+                    "W072",
                     f"Database alias {alias!r} is a Citus coordinator with {pending} old "
                     "shard copies left by a move or split (pg_dist_cleanup): they keep the "
                     "rows they held, and an erasure does not reach them.",
-                    hint="As the tables' owner, outside a transaction: CALL "
+                    "As the tables' owner, outside a transaction: CALL "
                     "citus_cleanup_orphaned_resources(); (docs/scale-out.md, Erasure after "
                     "a shard move).",
-                    id="tulip_memory.W072",
                 )
             )
         if propagation != "local":
             errors.append(
-                checks.Error(
+                finding(
+                    "E071",
                     f"Database alias {alias!r} connects as {role!r} to a Citus coordinator "
                     f"with citus.propagate_set_commands = {propagation!r}: the tenant pin "
                     "(SET LOCAL) never reaches the workers, whose row-level security then "
                     "shows no row and refuses every write.",
-                    hint=f"ALTER ROLE {role} SET citus.propagate_set_commands = 'local' "
+                    f"ALTER ROLE {role} SET citus.propagate_set_commands = 'local' "
                     "(manage.py tulip_memory_setup_roles does it on a coordinator), then "
                     "reconnect.",
-                    id="tulip_memory.E071",
                 )
             )
     return errors
@@ -101,10 +90,10 @@ def _distribution_errors(
         else f"are in {len(groups)} co-location groups, not one"
     )
     return [
-        checks.Error(
+        finding(
+            "E070",
             f"Database alias {alias!r} is a Citus coordinator whose tenant tables {what}: a "
             "tenant's rows are not all on one node, and statements joining them fail.",
-            hint="manage.py tulip_memory_distribute --database <the owner's alias>",
-            id="tulip_memory.E070",
+            "manage.py tulip_memory_distribute --database <the owner's alias>",
         )
     ]

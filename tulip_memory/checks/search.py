@@ -78,22 +78,16 @@ def check_text_search_databases(
     app_configs: Iterable[Any] | None = None, databases: Iterable[str] | None = None, **kwargs: Any
 ) -> list[checks.CheckMessage]:
     """tulip_memory.E061 for the aliases of ``TENANT_DATABASES`` asked for."""
-    from tulip_memory.conf import tenant_databases
+    from tulip_memory.checks.tenancy import tenant_connections
 
-    aliases = tenant_databases()
-    if not databases or aliases is None:  # a TENANT_DATABASES of the wrong type: E003
-        return []
     try:
         config = text_search_config()
     except ValueError:
         return []  # E060 says so
-    from tulip_memory.checks.tenancy import postgres_connections
-
-    wanted = [alias for alias in dict.fromkeys(aliases) if alias in set(databases)]
     # An alias that cannot be reached is reported once, by E015.
     return [
         error
-        for alias, connection, problem in postgres_connections(wanted)
+        for alias, connection, problem in tenant_connections(databases)
         if problem is None
         for error in _check_alias(alias, connection, config)
     ]

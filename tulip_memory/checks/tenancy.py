@@ -29,6 +29,7 @@ __all__ = [
     "postgres_connections",
     "search_path_of",
     "settings_read",
+    "tenant_connections",
 ]
 
 # The search path of every SECURITY DEFINER function of the tables' owner: the catalog
@@ -58,6 +59,16 @@ def postgres_connections(aliases: Iterable[str]) -> Iterator[tuple[str, Any, str
         connection = connections[alias]
         if connection.vendor == "postgresql":
             yield alias, connection, connection_problem(connection)
+
+
+def tenant_connections(databases: Iterable[str] | None) -> Iterator[tuple[str, Any, str | None]]:
+    """:func:`postgres_connections` of the ``TENANT_DATABASES`` aliases a run names (``check
+    --database``); none while that setting is of the wrong type (E003)."""
+    aliases = tenant_databases()
+    if not databases or aliases is None:
+        return iter(())
+    named = set(databases)
+    return postgres_connections(alias for alias in dict.fromkeys(aliases) if alias in named)
 
 
 @registered(checks.Tags.database)
@@ -374,13 +385,8 @@ def check_tenant_databases(
 ) -> list[checks.CheckMessage]:
     """Tagged ``database``: the row-level security checks on the tenant aliases a run names
     (``check --database``, also under ``--tag database``)."""
-    aliases = tenant_databases()
-    if databases is None or aliases is None:  # a TENANT_DATABASES of the wrong type: E003
-        return []
-    named = set(databases)
     errors: list[checks.CheckMessage] = []
-    wanted = [alias for alias in dict.fromkeys(aliases) if alias in named]
-    for alias, connection, problem in postgres_connections(wanted):
+    for alias, connection, problem in tenant_connections(databases):
         if problem is None:
             errors.extend(check_connection(connection, alias))
             continue

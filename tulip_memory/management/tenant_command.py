@@ -63,16 +63,13 @@ class TenantCommand(BaseCommand):
         )
         if self.changes_data:
             parser.add_argument(
-                "--dry-run",
-                action="store_true",
-                help="Report what would change; write nothing.",
+                "--dry-run", action="store_true", help="Report what would change; write nothing."
             )
         for name, keywords in self.arguments.items():
             parser.add_argument(name, **keywords)
 
     def add_tenant_arguments(self, parser: CommandParser) -> None:
-        """``--tenant``, ``--tenants-file`` and ``--all-tenants`` (``--tenant`` alone, and
-        required, for a ``single_tenant`` command)."""
+        """``--tenant``, and unless ``single_tenant`` ``--tenants-file`` and ``--all-tenants``."""
         parser.add_argument(
             "--tenant",
             action="append",
@@ -134,10 +131,9 @@ class TenantCommand(BaseCommand):
             raise CommandError(str(exc)) from None
 
     def require_known(self, tenants: list[str], alias: str) -> None:
-        """Refuse tenants the registry of ``alias`` does not know: a typo would otherwise
-        sweep, count or erase nothing and exit 0. Called once the command's own options
-        are checked, before any work. No tenant at all (``--all-tenants`` on a registry
-        without tenants) ends the command: it says so and exits 0."""
+        """Refuse tenants the registry of ``alias`` does not know (a typo would otherwise do
+        nothing and exit 0); no tenant at all (``--all-tenants`` on an empty registry) ends
+        the command with exit status 0. Called once the options are checked."""
         from tulip_memory.models.tenants import Tenant
 
         if not tenants and not self.tenants_optional:

@@ -1,21 +1,9 @@
-"""Turning a migrated database on a Citus coordinator into a distributed one.
+"""Turning a migrated database on a Citus coordinator into a distributed one by tenant.
 
 :func:`distribution_sql` reads the catalog and returns what is still to do, in order, so
 that running it again after a failure or on a distributed database does only the rest
 (nothing when all is done). Run by ``manage.py tulip_memory_distribute`` as the tables'
-owner:
-
-* the tenant registry becomes a reference table (a copy on every node);
-* on each tenant table not yet distributed: the tenant-registering trigger is dropped (a
-  trigger cannot reach the registry from a shard; on Citus ``tenant_atomic`` registers
-  the tenant), the tenant policy reads the setting without a subquery (Citus refuses
-  subqueries in policies), and every primary key, unique constraint and foreign key
-  between tenant tables includes ``tenant`` (Citus enforces them per shard);
-* each tenant table is distributed on ``tenant``, all in one co-location group (a table
-  distributed apart is moved into it), so that what one tenant owns sits on one node and
-  a statement naming one tenant runs there;
-* the lexical search function runs on the tenant's shard, where the tenant's node runs it
-  (tulip_memory.postgres.search_index.citus_sql).
+owner; the steps are listed in docs/scale-out.md.
 """
 
 from __future__ import annotations

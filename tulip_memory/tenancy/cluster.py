@@ -1,10 +1,6 @@
-"""Citus: whether a database is a Citus cluster's, and registering a tenant there.
-
-On a Citus coordinator (the ``citus`` extension installed) the tenant pin must be a
-``SET LOCAL`` statement of its own, which Citus passes on to the workers; one query string
-holding several statements runs on the coordinator alone. A trigger cannot register a
-tenant from a shard, so :func:`tenant_atomic` registers it when it pins it, in the same
-transaction (docs/scale-out.md).
+"""Citus: whether a database is a Citus cluster's, and registering a tenant there, which
+:func:`~tulip_memory.tenancy.context.tenant_atomic` does as it pins it, since a trigger
+cannot from a shard (docs/scale-out.md).
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""Which tenant the current code runs for, and pinning it on a database transaction.
-
-:func:`tenant_context` binds a tenant (a ContextVar: it follows tasks and copied contexts),
-:func:`current_tenant` reads it, :func:`tenant_atomic` opens a transaction whose
-row-level-security setting names it (every ORM query on a tenant table runs in one), and
-:func:`emit_on_commit` reports such work once committed (docs/design/tenancy.md).
+"""Which tenant the current code runs for (:func:`tenant_context`, a ContextVar that follows
+tasks), and pinning it on a database transaction (:func:`tenant_atomic`), in which every ORM
+query on a tenant table runs (docs/design/tenancy.md).
 """
 
 from __future__ import annotations

@@ -71,33 +71,27 @@ class TenantDatabase(WriterLocks):
 
         if self.tenant is not None:
             refuse_another_tenant(self.tenant, f"{type(self).__name__} is fixed to tenant")
+            return self.tenant
         bound = current_tenant()
-        if self.tenant is None and bound is None:
+        if bound is None:
             raise TenantError(
                 "no tenant: pass one to the constructor, or bind one with tenant_context() "
                 "or TenantMiddleware"
             )
-        return self.tenant if self.tenant is not None else bound  # type: ignore[return-value]
+        return bound
 
     async def _run(self, func: Callable[..., T], *args: Any, lock: str | None = None) -> T:
-        """Run ``func(tenant, *args)`` in a transaction pinned to the tenant, off the loop.
-
-        With ``lock`` (a thread id), the transaction runs under the thread's writer lock
-        (see :meth:`_writer_lock`), taken before it starts and released after it ends.
-        """
+        """Run ``func(tenant, *args)`` in a transaction pinned to the tenant, off the loop;
+        with ``lock`` (a thread id), under the thread's writer lock (:meth:`_writer_lock`),
+        taken before the transaction starts and released after it ends."""
         tenant = self._resolve_tenant()
         return await sync_to_async(self._in_transaction)(tenant, func, args, lock)
-
-    def _run_sync(self, func: Callable[..., T], *args: Any, lock: str | None = None) -> T:
-        return self._in_transaction(self._resolve_tenant(), func, args, lock)
 
     def _in_transaction(
         self, tenant: str, func: Callable[..., T], args: tuple[Any, ...], lock: str | None
     ) -> T:
         from tulip_memory.tenancy.context import tenant_atomic
 
-        with contextlib.ExitStack() as stack:
-            if lock is not None:
-                stack.enter_context(self._writer_lock(tenant, lock))
-            with tenant_atomic(tenant, using=self.using):
-                return func(tenant, *args)
+        writer = contextlib.nullcontext() if lock is None else self._writer_lock(tenant, lock)
+        with writer, tenant_atomic(tenant, using=self.using):
+            return func(tenant, *args)

@@ -81,13 +81,9 @@ class WriterLocks:
                 cursor.execute("SELECT RELEASE_LOCK(%s)", [name])
 
     def lock_threads(self, tenant: str, thread_ids: list[str]) -> list[str]:
-        """Take the writer locks of ``thread_ids`` for a change made outside the
-        checkpointer (an erasure), in one order so that two callers cannot deadlock.
-
-        PostgreSQL: held until the transaction ends, returns ``[]``. MySQL/MariaDB:
-        returns the names to pass to :meth:`unlock_threads` after the transaction.
-        CheckpointError when a thread stays locked too long (those taken are released).
-        """
+        """Take the writer locks of ``thread_ids`` for an erasure, in one order (no deadlock):
+        until the transaction ends on PostgreSQL (returns ``[]``), else the names to pass to
+        :meth:`unlock_threads` after it. CheckpointError when one stays locked too long."""
         from django.db import connections
 
         transaction_level = connections[self.using].vendor == "postgresql"

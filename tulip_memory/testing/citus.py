@@ -1,14 +1,9 @@
-"""A Citus cluster of embedded PostgreSQL servers for test suites: a coordinator and workers.
+"""A Citus cluster of embedded PostgreSQL servers for test suites: a coordinator and workers,
+listening on Unix sockets only, stopped and deleted when the process exits.
 
-:func:`build_citus` installs Citus into the embedded PostgreSQL with a build script (Citus
-ships no wheel; the script builds its source against the embedded server's ``pg_config``).
-:func:`start_cluster` runs the nodes, each with ``shared_preload_libraries = 'citus'`` and
-listening on a Unix socket only (stopped and their data deleted when the process exits);
-:func:`start_worker` adds one more. :func:`bootstrap_cluster` creates a database with both
-roles and the extensions on every node of a started cluster or of an existing one (a
-coordinator's superuser URL), joins the workers to the coordinator there
-(:func:`join_worker`) and gives the roles what the tenant pin needs
-(:func:`citus_role_sql`).
+:func:`cluster_database` gives a suite its database on a new or an existing cluster: both
+roles and the extensions on every node, the workers joined, the roles set up for the
+tenant pin (:func:`~tulip_memory.postgres.roles.citus_role_sql`).
 """
 
 from __future__ import annotations
@@ -30,6 +25,7 @@ from tulip_memory.postgres.embedded import (
     _exit_cleanly_on_sigterm,
     _with_database,
     bootstrap_database,
+    pg_ctl,
     postgres_binary,
 )
 from tulip_memory.postgres.roles import citus_role_sql
@@ -131,14 +127,7 @@ def _system_user() -> str | None:
 
 
 def _pg_ctl(node: Node, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(
-        [str(postgres_binary("pg_ctl")), "-D", str(node.pgdata), *args],
-        user=_system_user(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = pg_ctl(node.pgdata, *args, user=_system_user(), timeout=120)
     if check and done.returncode != 0:
         log = node.pgdata / "log"
         tail = log.read_text()[-2000:] if log.is_file() else ""
@@ -149,8 +138,7 @@ def _pg_ctl(node: Node, *args: str, check: bool = True) -> subprocess.CompletedP
 
 
 def start_node(node: Node) -> None:
-    """Start ``node`` (after :func:`stop_node`, or the first time from
-    :func:`start_cluster`)."""
+    """Start ``node`` (again after :func:`stop_node`)."""
     _pg_ctl(
         node,
         "-w",
@@ -221,12 +209,9 @@ def bootstrap_cluster(
     workers: list[tuple[str, int]] | None = None,
     **roles: Any,
 ) -> DatabaseUrls:
-    """Create ``dbname`` (anew) with both roles and the extensions on the coordinator of
-    ``admin_url`` (a superuser's) and on each worker, join the workers to the coordinator
-    there and set both roles up for the pin; return the coordinator's URLs. ``workers``:
-    each one's host and port; default: the workers the coordinator lists for the database
-    of ``admin_url`` (an existing cluster's). ``roles``: :func:`bootstrap_database`'s
-    ``owner``, ``app`` and ``app_can_truncate``."""
+    """Create ``dbname`` anew on the coordinator of ``admin_url`` (a superuser's) and on each
+    of ``workers`` (host, port; default: those the coordinator lists), join them and set the
+    roles (:func:`bootstrap_database`'s keywords) up for the pin; the coordinator's URLs."""
     import psycopg
 
     with psycopg.connect(admin_url, autocommit=True) as conn:
@@ -252,9 +237,8 @@ def bootstrap_cluster(
 
 
 def join_worker(admin_url: str, dbname: str, host: str, port: int, **roles: Any) -> None:
-    """Create ``dbname`` (anew) with both roles and the extensions on the worker at
-    ``host``:``port`` (reached as the user of ``admin_url``, the coordinator's superuser
-    URL) and add it to the coordinator's ``dbname``. ``roles`` as for
+    """Create ``dbname`` anew on the worker at ``host``:``port`` (as the user of
+    ``admin_url``) and add it to the coordinator's ``dbname``; ``roles`` as for
     :func:`bootstrap_cluster`."""
     import psycopg
 

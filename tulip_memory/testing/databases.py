@@ -1,11 +1,9 @@
 """Test databases of a project that uses tulip_memory: two roles, as in production.
 
-Django's test set-up would create and migrate ``test_<NAME>`` as the ``default`` alias's
-role, which under two roles is the application role and may do neither.
-:func:`setup_test_databases` instead takes a superuser's server (``TULIP_TEST_ADMIN_URL``,
-``DATABASE_URL`` or an embedded one), creates the database, both roles and the grants,
-migrates through the owner alias and runs the tests as ``default``. Other aliases get
-Django's usual test databases; :func:`teardown_test_databases` drops ours (roles stay).
+:func:`setup_test_databases` creates the database, both roles and the grants on a
+superuser's server (``TULIP_TEST_ADMIN_URL``, ``DATABASE_URL`` or an embedded one) and
+migrates through the owner alias, which Django's set-up as the application role cannot;
+other aliases get Django's test databases. :func:`teardown_test_databases` drops ours.
 """
 
 from __future__ import annotations

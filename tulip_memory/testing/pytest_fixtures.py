@@ -1,8 +1,5 @@
-"""The fixture of :mod:`tulip_memory.testing.pytest_plugin` (registered by it, late).
-
-``django_db_setup`` (session scope): the test database of the ``default`` alias and its
-owner alias, created with the two roles and migrated by the owner
-(:func:`tulip_memory.testing.databases.setup_test_databases`), dropped at the end.
+"""``django_db_setup`` (session scope), registered by :mod:`tulip_memory.testing.pytest_plugin`:
+:func:`~tulip_memory.testing.databases.setup_test_databases`, dropped at the end.
 """
 
 from __future__ import annotations

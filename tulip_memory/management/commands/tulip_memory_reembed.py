@@ -70,8 +70,6 @@ class Command(TenantCommand):
                 "them are re-embedded). See check tulip_memory.E014."
             )
 
-    # --- run --------------------------------------------------------------------------
-
     def handle(self, *args: Any, **options: Any) -> None:
         batch_size = options["batch_size"]
         if batch_size < 1:

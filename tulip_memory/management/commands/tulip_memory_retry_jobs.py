@@ -65,7 +65,7 @@ class Command(TenantCommand):
                 )
             namespaces.setdefault(tenant, []).append(path)
         dry_run = options["dry_run"]
-        only = options["only"]
+        verb = "would be" if dry_run else ""
         totals = [0, 0, 0]
         for tenant in tenants:
             if namespaces and tenant not in namespaces:
@@ -74,11 +74,10 @@ class Command(TenantCommand):
                 tenant,
                 alias,
                 namespaces.get(tenant),
-                only=only,
+                only=options["only"],
                 stuck_after=stuck_after,
                 dry_run=dry_run,
             )
-            verb = "would be" if dry_run else ""
             self.stdout.write(
                 f"Tenant {tenant!r}: {failed} failed job(s) {verb or 'are'} pending again, "
                 f"{stuck} stuck queue(s) {verb or 'were'} requeued."

@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 from django.db.models import BigIntegerField, Count, Func, Q, Sum
+from django.db.models.functions import Coalesce
 
 from tulip_memory.management.tenant_command import TenantCommand
 from tulip_memory.manager.types import MemoryType
@@ -18,6 +19,11 @@ class StoredSize(Func):
 
     function = "pg_column_size"
     output_field = BigIntegerField()
+
+
+def _bytes(column: str) -> Coalesce:
+    """The bytes the values of ``column`` take on disk, summed (0 for no row)."""
+    return Coalesce(Sum(StoredSize(column)), 0)
 
 
 def tenant_stats(tenant: str, alias: str) -> dict[str, Any]:
@@ -54,13 +60,13 @@ def tenant_stats(tenant: str, alias: str) -> dict[str, Any]:
             .values_list("embedding_source", "count")
         )
         plain = CheckpointRecord.objects.using(alias).aggregate(
-            count=Count("pk"), bytes=Sum(StoredSize("state"))
+            count=Count("pk"), bytes=_bytes("state")
         )
         delta = DeltaCheckpointRecord.objects.using(alias).aggregate(
-            count=Count("pk"), bytes=Sum(StoredSize("data"))
+            count=Count("pk"), bytes=_bytes("data")
         )
         blocks = DeltaBlock.objects.using(alias).aggregate(
-            blocks=Count("pk"), block_bytes=Sum(StoredSize("data"))
+            blocks=Count("pk"), block_bytes=_bytes("data")
         )
         # Every row: a checkpoint's (data), or pending writes waiting for theirs (no data).
         graph = (
@@ -70,8 +76,7 @@ def tenant_stats(tenant: str, alias: str) -> dict[str, Any]:
                 threads=Count("thread_id", distinct=True),
                 count=Count("pk", filter=Q(data__isnull=False)),
                 pending_writes=Count("pk", filter=Q(data__isnull=True)),
-                data_bytes=Sum(StoredSize("data")),
-                writes_bytes=Sum(StoredSize("writes")),
+                bytes=_bytes("data") + _bytes("writes"),
             )
         )
         jobs = dict(
@@ -84,21 +89,7 @@ def tenant_stats(tenant: str, alias: str) -> dict[str, Any]:
     return {
         "store": {"items": store["items"], "history": store["history"]},
         "memories": {kind.value: store[kind.value] for kind in MemoryType},
-        "checkpoints": {
-            "plain": {"count": plain["count"], "bytes": plain["bytes"] or 0},
-            "delta": {
-                "count": delta["count"],
-                "bytes": delta["bytes"] or 0,
-                "blocks": blocks["blocks"],
-                "block_bytes": blocks["block_bytes"] or 0,
-            },
-            "langgraph": {
-                "threads": graph["threads"],
-                "count": graph["count"],
-                "pending_writes": graph["pending_writes"],
-                "bytes": (graph["data_bytes"] or 0) + (graph["writes_bytes"] or 0),
-            },
-        },
+        "checkpoints": {"plain": plain, "delta": {**delta, **blocks}, "langgraph": graph},
         "jobs": {state.value: jobs.get(state.value, 0) for state in JobState},
         "embedding_sources": {source or "none": count for source, count in sorted(sources.items())},
     }
