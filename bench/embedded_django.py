@@ -72,7 +72,7 @@ def setup_django(
 
     ``tulip_memory`` becomes the ``TULIP_MEMORY`` setting; ``prepare_threshold`` goes to
     the app role's ``OPTIONS`` (None, Django's default: no prepared statements).
-    ``citus_build``: a Citus build script (tulip_memory.testing.citus): a coordinator and two
+    ``citus_build``: a Citus build script (tests.citus_cluster): a coordinator and two
     workers are started too, the same database on them behind aliases ``citus`` (app role)
     and ``citus_owner``, migrated and distributed.
     """
@@ -96,7 +96,7 @@ def setup_django(
     databases = {"default": app(urls.app), "owner": database_settings(urls.owner)}
     citus_admin = None
     if citus_build is not None:
-        from tulip_memory.testing.citus import cluster_database
+        from tests.citus_cluster import cluster_database
 
         coordinator, cluster = cluster_database(DATABASE, build_script=citus_build)
         citus_admin = _with_database(coordinator)

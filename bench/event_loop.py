@@ -28,9 +28,9 @@ def words(count: int, seed: int) -> list[str]:
 
 
 async def main(workdir: Path) -> None:
+    from tests.event_loop import longest_stall
     from tulip_memory.core import hrr
     from tulip_memory.store import HolographicStore, InMemoryStore, PgMemory
-    from tulip_memory.testing.event_loop import longest_stall
 
     value = {"text": " ".join(words(30_000, seed=1))}
     query = " ".join(words(16_000, seed=2))[:94_000]

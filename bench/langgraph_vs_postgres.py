@@ -2,7 +2,7 @@
 against PostgresStore.
 
 **Savers.**
-The same compiled agent (tulip_memory.testing.langgraph_agent: a tool-calling loop with a
+The same compiled agent (tests.langgraph_agent: a tool-calling loop with a
 scripted model, four messages and four checkpoints per turn) runs ``--turns`` turns on
 each saver, on one embedded PostgreSQL 18 (temporary folder): DjangoSaver as the
 application role under row-level security, PostgresSaver (langgraph-checkpoint-postgres)
@@ -72,7 +72,7 @@ def write(savers: dict[str, Any], turns: int) -> tuple[dict[str, list[float]], d
     """Run the agent ``turns`` turns on each saver, the savers taking turns (turn by turn,
     so that the machine's drift weighs on both alike); their ``put`` times and final
     states, by name."""
-    from tulip_memory.testing.langgraph_agent import build_agent, user_turn
+    from tests.langgraph_agent import build_agent, user_turn
 
     puts: dict[str, list[float]] = {name: [] for name in savers}
     graphs = {}

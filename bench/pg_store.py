@@ -28,7 +28,7 @@ Measured:
 
 ``--citus [BUILD_SCRIPT]``: ``put_batch`` and the searches (namespaces of 100, 1k and 10k
 rows) on one server, then the same rows on a Citus coordinator with two workers of the
-embedded PostgreSQL (tulip_memory.testing.citus; Citus built by BUILD_SCRIPT, default
+embedded PostgreSQL (tests.citus_cluster; Citus built by BUILD_SCRIPT, default
 ``shared/citus/build.sh`` beside the repository); p50 on Citus / p50 on one server.
 
 ``--quantisation``: only this, no database: would a quantised first pass keep the exact top

@@ -22,7 +22,7 @@ from tulip_memory.testing.postgres import bootstrap_database, database_settings,
 
 if os.environ.get("TULIP_TEST_DATABASES_READY") != "1":
     if os.environ.get("TULIP_TEST_BACKEND") == "citus":
-        from tulip_memory.testing.citus import cluster_database
+        from tests.citus_cluster import cluster_database
 
         _admin_url, _urls = cluster_database(
             "tulip_test",

@@ -1,6 +1,6 @@
 """The LangGraph threads admin through Django's test client, as the app role under RLS.
 
-The checkpoints come from a real compiled graph (tulip_memory.testing.langgraph_agent,
+The checkpoints come from a real compiled graph (tests.langgraph_agent,
 a tool-calling loop with a scripted model) run on DjangoSaver.
 """
 
@@ -13,11 +13,11 @@ import pytest
 from django.urls import reverse
 
 from tests.admin.conftest import checkpoint_pk, make_staff, pick_tenant
+from tests.langgraph_agent import build_agent, user_turn
 from tulip_memory.admin import checkpoints as checkpoints_admin
 from tulip_memory.langgraph import DjangoSaver
 from tulip_memory.models import LangGraphCheckpoint
 from tulip_memory.tenancy import tenant_atomic
-from tulip_memory.testing.langgraph_agent import build_agent, user_turn
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

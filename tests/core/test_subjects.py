@@ -119,8 +119,8 @@ def test_a_rebased_delta_chain_keeps_its_tag():
 
 @pytest.mark.django_db(transaction=True)
 def test_langgraph_checkpoints_take_the_tag_from_the_run_metadata():
+    from tests.langgraph_agent import build_agent, user_turn
     from tulip_memory.langgraph import DjangoSaver
-    from tulip_memory.testing.langgraph_agent import build_agent, user_turn
 
     agent = build_agent(DjangoSaver(tenant="acme"))
     agent.invoke(

@@ -116,8 +116,8 @@ def _checkpoints(alias: str, tenant: str) -> None:
 
 
 def _graphs(tenant: str) -> None:
+    from tests.langgraph_agent import build_agent, user_turn
     from tulip_memory.langgraph import DjangoSaver
-    from tulip_memory.testing.langgraph_agent import build_agent, user_turn
 
     agent = build_agent(DjangoSaver(tenant=tenant))
     for subject, turns in (("alice", 2), ("bob", 1)):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.langgraph_agent import build_agent, user_turn
 from tulip_memory.events import (
     EV_CHECKPOINT_DELETED,
     EV_CHECKPOINT_LOADED,
@@ -14,7 +15,6 @@ from tulip_memory.events import (
     EV_STORE_ITEMS_WRITTEN,
 )
 from tulip_memory.langgraph import DjangoSaver, DjangoStore
-from tulip_memory.testing.langgraph_agent import build_agent, user_turn
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

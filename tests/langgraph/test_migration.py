@@ -13,9 +13,9 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
+from tests.langgraph_agent import build_agent, user_turn
 from tulip_memory.langgraph import DjangoSaver
 from tulip_memory.tenancy import tenant_atomic
-from tulip_memory.testing.langgraph_agent import build_agent, user_turn
 
 pytestmark = pytest.mark.django_db(transaction=True, databases=["default", "owner"])
 

@@ -1,6 +1,6 @@
 """DjangoSaver under a real compiled graph, per tenant, and its storage and bad input.
 
-The agent (tulip_memory.testing.langgraph_agent) is a tool-calling loop whose chat model
+The agent (tests.langgraph_agent) is a tool-calling loop whose chat model
 is scripted (no network). Each test runs the same inputs through LangGraph's own
 InMemorySaver as the reference: the state after every turn must be equal.
 """
@@ -19,10 +19,10 @@ from django.test.utils import CaptureQueriesContext
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
+from tests.langgraph_agent import build_agent, user_turn
 from tulip_memory.exceptions import CheckpointCorruptError, TenantError
 from tulip_memory.langgraph import DjangoSaver, DjangoStore
 from tulip_memory.tenancy import tenant_context
-from tulip_memory.testing.langgraph_agent import build_agent, user_turn
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

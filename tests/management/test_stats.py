@@ -9,6 +9,7 @@ import pytest
 from asgiref.sync import async_to_sync
 from django.core.management import CommandError, call_command
 
+from tests.langgraph_agent import build_agent, user_turn
 from tulip_memory.backends.orm import ORMCheckpointer
 from tulip_memory.delta import DeltaCheckpointer
 from tulip_memory.delta.orm import ORMDeltaStorage
@@ -17,7 +18,6 @@ from tulip_memory.manager.extraction.queue import CeleryExtractions
 from tulip_memory.messages import Message, Role
 from tulip_memory.state import AgentState
 from tulip_memory.store import PgMemory
-from tulip_memory.testing.langgraph_agent import build_agent, user_turn
 
 
 def stats(*args: str) -> str:

@@ -8,6 +8,7 @@ from datetime import timedelta
 
 import pytest
 
+from tests.langgraph_agent import build_agent, user_turn
 from tulip_memory.core.clock import utc_now
 from tulip_memory.events import EV_CHECKPOINT_PRUNED
 from tulip_memory.langgraph import DjangoSaver
@@ -15,7 +16,6 @@ from tulip_memory.models import LangGraphCheckpoint
 from tulip_memory.retention.checkpoints import prune_checkpoints, prune_tenant_checkpoints
 from tulip_memory.retention.policy import RetentionPolicy
 from tulip_memory.tenancy import tenant_atomic
-from tulip_memory.testing.langgraph_agent import build_agent, user_turn
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -23,6 +23,7 @@ from asgiref.sync import async_to_sync
 from django.db import connections, transaction
 
 from tests.backends.test_contract import make_state
+from tests.langgraph_agent import build_agent, user_turn
 from tests.lock_waits import waiting_for_locks
 from tests.threads import OnItsOwnConnections
 from tulip_memory.backends import MySQLCheckpointer, PostgreSQLCheckpointer
@@ -43,7 +44,6 @@ from tulip_memory.retention.expiry import sweep_expired_tenant
 from tulip_memory.retention.policy import RetentionPolicy
 from tulip_memory.store import PgMemory
 from tulip_memory.tenancy import tenant_atomic
-from tulip_memory.testing.langgraph_agent import build_agent, user_turn
 
 T = TypeVar("T")
 

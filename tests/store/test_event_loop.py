@@ -12,8 +12,8 @@ import gc
 import random
 import string
 
+from tests.event_loop import longest_stall
 from tulip_memory.core import hrr
-from tulip_memory.testing.event_loop import longest_stall
 
 MAX_STALL = 0.050
 

@@ -1,4 +1,4 @@
-"""Drills on a Citus cluster (tulip_memory.testing.citus) while PgMemory serves tenants as the
+"""Drills on a Citus cluster (tests.citus_cluster) while PgMemory serves tenants as the
 application role: a third worker joined and the shards rebalanced under writes and searches,
 a large tenant isolated to a shard of its own, a worker stopped and started again.
 
@@ -20,10 +20,7 @@ import pytest
 from django.core.management import call_command
 from django.db import OperationalError, connections
 
-from tulip_memory.store import PgMemory
-from tulip_memory.sync_facade import sync_facade
-from tulip_memory.tenancy import tenant_context
-from tulip_memory.testing.citus import (
+from tests.citus_cluster import (
     bootstrap_cluster,
     build_citus,
     join_worker,
@@ -32,6 +29,9 @@ from tulip_memory.testing.citus import (
     start_worker,
     stop_node,
 )
+from tulip_memory.store import PgMemory
+from tulip_memory.sync_facade import sync_facade
+from tulip_memory.tenancy import tenant_context
 from tulip_memory.testing.postgres import database_settings
 
 pytestmark = pytest.mark.skipif(
