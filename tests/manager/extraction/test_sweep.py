@@ -71,7 +71,7 @@ def broker_queue(celery_settings):  # noqa: F811
 def _queue(tenant: str, label: str, *texts: str) -> int:
     runner = LLMMemoryManager(
         InMemoryStore(), namespace_prefix=(tenant, "x"), extract_mode="celery"
-    )._celery()
+    )._celery
     for text in texts:
         runner.enqueue((tenant, label), [Message(Role.USER, text)])
     with tenant_atomic(tenant):
