@@ -13,6 +13,9 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from asgiref.sync import async_to_sync, sync_to_async
+
+from tulip_memory.conversation.base import check_messages
 from tulip_memory.core.identifiers import validate_identifier
 from tulip_memory.llm.budget import cut_to_budget
 from tulip_memory.llm.client import ChatClient
@@ -274,13 +277,7 @@ class LLMExtractor:
         A run already done comes back ``already_done``; one journaled but not finished comes
         back with its journaled operations (``replayed``), without asking the model.
         """
-        if isinstance(messages, (str, Message)) or not isinstance(messages, Sequence):
-            raise ValueError("messages must be a list of Message objects")
-        for index, message in enumerate(messages):
-            if not isinstance(message, Message):
-                raise ValueError(
-                    f"messages[{index}] must be a Message, got {type(message).__name__}"
-                )
+        check_messages(messages)
         if run_id is not None:
             validate_identifier(
                 run_id, "run_id", max_length=MEMORY_KEY_MAX_LENGTH, allow_blank=False
@@ -328,9 +325,16 @@ class LLMExtractor:
         store = target.store
         using = getattr(store, "using", None)
         if isinstance(using, str) and store.capabilities.transactions:
-            from tulip_memory.manager.transaction import in_one_transaction
+            from django.db import transaction
 
-            report.applied = await in_one_transaction(using, apply_and_record)
+            # On the thread-sensitive thread, where each of the store's calls comes back (as
+            # async_to_sync sends them): savepoints of this transaction, which no other
+            # coroutine's call enters (docs/design/extraction.md).
+            def in_one_transaction() -> list[Operation]:
+                with transaction.atomic(using=using):
+                    return async_to_sync(apply_and_record)()
+
+            report.applied = await sync_to_async(in_one_transaction, thread_sensitive=True)()
         else:
             report.applied = await apply_and_record()
         await journal.prune()

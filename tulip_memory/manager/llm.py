@@ -156,7 +156,8 @@ class LLMMemoryManager(BaseMemoryManager):
         self.store = store
         self.extract_fn = extract_fn
         if extractor is None and extract_fn is None and extract_mode != "celery":
-            extractor = _extractor_from_settings()
+            config = LLMConfig.from_settings()  # with no MODEL: the heuristic
+            extractor = LLMExtractor(ChatClient(config)) if config.model is not None else None
         #: The chat-model extractor runs use, or ``None`` (``extract_fn`` or the heuristic).
         self.extractor = extractor
         self.namespace_prefix = validate_namespace(namespace_prefix, name="namespace_prefix")
@@ -441,14 +442,6 @@ class LLMMemoryManager(BaseMemoryManager):
         else:
             prefix = self.active_namespace
         return kind, validate_memory_key(key), prefix
-
-
-def _extractor_from_settings() -> LLMExtractor | None:
-    """The LLM extractor ``TULIP_MEMORY["LLM"]`` configures, or ``None`` without a ``MODEL``."""
-    config = LLMConfig.from_settings()
-    if config.model is None:
-        return None
-    return LLMExtractor(ChatClient(config))
 
 
 def _content_of(value: Any) -> Any:

@@ -28,7 +28,7 @@ from tulip_memory.core.task_names import (
     SWEEP_EXTRACTION_QUEUES,
 )
 from tulip_memory.manager import LLMMemoryManager
-from tulip_memory.manager.extraction.sweep import resend_stalled_queues
+from tulip_memory.manager.extraction.queue import resend_stalled_queues
 from tulip_memory.manager.extraction.worker import run_queue
 from tulip_memory.messages import Message, Role
 from tulip_memory.models import ExtractionJob, ExtractionQueue, JobState, Tenant

@@ -193,20 +193,6 @@ class _Heartbeat:
         self._thread.join()
 
 
-async def _extract_in(
-    manager: LLMMemoryManager,
-    namespace: tuple[str, ...],
-    messages: list[Message],
-    run_id: str,
-    fence: Callable[[], None],
-) -> ExtractionOutcome:
-    """One job's extraction in ``namespace``, ``fence`` called right before the save."""
-    with manager.scoped(namespace):
-        return await manager.run_extraction(
-            messages, run_id=run_id, before_save=sync_to_async(fence)
-        )
-
-
 def _usage_columns(
     model: str | None, usage: Usage | None, *, latest: bool = True
 ) -> dict[str, object]:
@@ -323,6 +309,13 @@ class _QueueRun:
             finally:
                 heartbeat.job_ended()
 
+    async def _extract(self, messages: list[Message], run_id: str) -> ExtractionOutcome:
+        """One job's extraction in the queue's namespace, fenced right before the save."""
+        with self.manager.scoped(self.namespace):
+            return await self.manager.run_extraction(
+                messages, run_id=run_id, before_save=sync_to_async(self.heartbeat.fence)
+            )
+
     def _run_job(self, job: ExtractionJob) -> bool:
         """Run the attempt at ``job`` and record how it ended; ``False`` if the worker lost
         (or forfeited) its lease and must stop. A database error propagates unrecorded."""
@@ -336,9 +329,7 @@ class _QueueRun:
             self._record_failure(job, exc, what=_UNREADABLE_PAYLOAD)
             return True
         try:
-            result = async_to_sync(_extract_in)(
-                self.manager, self.namespace, messages, f"job-{job.pk}", self.heartbeat.fence
-            )
+            result = async_to_sync(self._extract)(messages, f"job-{job.pk}")
         except LeaseLostError as lost:
             # Nothing was saved, but the model was asked (and paid) for what was planned.
             spent = _spent(lost)
