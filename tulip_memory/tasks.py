@@ -21,8 +21,7 @@ from tulip_memory.core.task_names import (
     SWEEP_EXTRACTION_QUEUES,
 )
 from tulip_memory.exceptions import SweepError
-from tulip_memory.manager.extraction.queue import send_run_task
-from tulip_memory.manager.extraction.sweep import resend_stalled_queues
+from tulip_memory.manager.extraction.queue import resend_stalled_queues, send_run_task
 from tulip_memory.manager.extraction.worker import run_queue
 
 logger = logging.getLogger("tulip_memory.tasks")

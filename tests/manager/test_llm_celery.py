@@ -70,7 +70,7 @@ def _caller() -> LLMMemoryManager:
 
 
 def _enqueue(text: str) -> int:
-    _caller()._celery().enqueue(NAMESPACE, conversation(text))
+    _caller()._celery.enqueue(NAMESPACE, conversation(text))
     with tenant_atomic("acme"):
         return ExtractionQueue.objects.get().pk
 

@@ -9,7 +9,7 @@ import functools
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Hashable
-from typing import Any
+from typing import Any, Protocol
 
 from tulip_memory.events import (
     EV_MEMORY_MANAGER_EXTRACT_FAILED,
@@ -25,47 +25,42 @@ from tulip_memory.manager.types import BeforeSave, ExtractionOutcome, ExtractMod
 from tulip_memory.messages import Message, without_nul
 from tulip_memory.state import AgentState, checked_state
 
-__all__ = ["BaseMemoryManager", "NoopMemoryManager", "failure_error", "failure_fields"]
+__all__ = ["BaseMemoryManager", "NoopMemoryManager", "failure_fields"]
 
 logger = logging.getLogger("tulip_memory.manager")
 
-# What failed, in a failure's error. Never the exception's message: it may quote the
-# conversation, which an erasure cannot take back from a log aggregator or a receiver.
-_EXTRACTION_FAILED = "the extraction failed"
-_MESSAGE_AT_DEBUG = "its message is logged at DEBUG level"
-
-
-def failure_error(exc: BaseException, what: str | None = None) -> str:
-    """A failed extraction's error, for its event, its job's row and every log record above
-    DEBUG: the type of ``exc`` and ``what`` failed (by default what its type says: a chat
-    model's failure and its kind, else the extraction), never the message of ``exc``, which
-    is logged at DEBUG level only."""
-    if what is None:
-        if isinstance(exc, LLMError):
-            what = f"the chat model failed ({exc.kind})"
-        else:
-            what = _EXTRACTION_FAILED
-    return f"{type(exc).__name__}: {what}; {_MESSAGE_AT_DEBUG}"
-
 
 def failure_fields(exc: BaseException, what: str | None = None) -> dict[str, Any]:
-    """The fields of a ``memory.manager.extract_failed`` event for ``exc``: ``error``
-    (:func:`failure_error`), ``reason`` (an :class:`LLMError`'s kind, ``cancelled`` or
+    """The fields of a ``memory.manager.extract_failed`` event for ``exc``: ``error``, the
+    type of ``exc`` and ``what`` failed (by default what its type says: a chat model's
+    failure and its kind, else the extraction), for the event, the job's row and every log
+    record above DEBUG; ``reason`` (an :class:`LLMError`'s kind, ``cancelled`` or
     ``exception``) and a model's failure's usage."""
     if isinstance(exc, LLMError):
         reason = exc.kind
+        what = what or f"the chat model failed ({exc.kind})"
     elif isinstance(exc, asyncio.CancelledError):
         reason = "cancelled"
     else:
         reason = "exception"
+    # Never the exception's message: it may quote the conversation, which an erasure cannot
+    # take back from a log aggregator or a receiver.
     fields: dict[str, Any] = {
-        "error": failure_error(exc, what),
+        "error": f"{type(exc).__name__}: {what or 'the extraction failed'}; "
+        "its message is logged at DEBUG level",
         "error_type": type(exc).__name__,
         "reason": reason,
     }
     if isinstance(exc, LLMError) and isinstance(exc.usage, Usage):
         fields.update(exc.usage.as_fields())
     return fields
+
+
+class _Runner(Protocol):
+    @property
+    def pending(self) -> int: ...
+
+    async def drain(self) -> None: ...
 
 
 class BaseMemoryManager(ABC):
@@ -76,6 +71,8 @@ class BaseMemoryManager(ABC):
     extract_mode: ExtractMode = "inline"
     #: Background extractions allowed to run at once.
     max_concurrent_extractions: int = 4
+    # The cached properties holding this manager's extraction runners.
+    _runner_names: tuple[str, ...] = ("_bg_extractions",)
 
     # --- what subclasses implement ---------------------------------------------------
 
@@ -199,17 +196,21 @@ class BaseMemoryManager(ABC):
     def _bg_extractions(self) -> BackgroundExtractions:
         return BackgroundExtractions(self.max_concurrent_extractions)
 
+    def _started_runners(self) -> list[_Runner]:
+        # The runners are cached properties: one not in __dict__ was never started.
+        return [self.__dict__[name] for name in self._runner_names if name in self.__dict__]
+
     @property
     def pending_extractions(self) -> int:
-        """Background extractions scheduled or running, not yet finished."""
-        runner: BackgroundExtractions | None = self.__dict__.get("_bg_extractions")
-        return runner.pending if runner is not None else 0
+        """Extractions scheduled or running and not seen finished yet (Celery jobs: those
+        this manager enqueued; :meth:`drain` refreshes that view)."""
+        return sum(runner.pending for runner in self._started_runners())
 
     async def drain(self) -> None:
-        """Wait for every scheduled extraction, including ones submitted while waiting (their
-        errors were logged and emitted, not raised here); cancelling leaves them running."""
-        runner: BackgroundExtractions | None = self.__dict__.get("_bg_extractions")
-        if runner is not None:
+        """Wait for every scheduled extraction (background tasks or Celery jobs), including
+        ones submitted while waiting (their errors were logged and emitted, not raised
+        here); cancelling leaves them running."""
+        for runner in self._started_runners():
             await runner.drain()
 
 

@@ -13,6 +13,9 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from asgiref.sync import async_to_sync, sync_to_async
+
+from tulip_memory.conversation.base import check_messages
 from tulip_memory.core.identifiers import validate_identifier
 from tulip_memory.llm.budget import cut_to_budget
 from tulip_memory.llm.client import ChatClient
@@ -21,11 +24,13 @@ from tulip_memory.llm.structured import StructuredOutput
 from tulip_memory.llm.transcript import redacted_lines
 from tulip_memory.llm.usage import Usage
 from tulip_memory.manager.history import MemoryHistory
+from tulip_memory.manager.retrieval import interleave
 from tulip_memory.manager.types import (
     MEMORY_KEY_MAX_LENGTH,
     BeforeSave,
     Memory,
     MemoryType,
+    latest_per_key,
     validate_memory_key,
 )
 from tulip_memory.messages import Message
@@ -41,6 +46,7 @@ __all__ = [
     "LLMExtractor",
     "MemoryTarget",
     "Operation",
+    "memories_written",
 ]
 
 logger = logging.getLogger(__name__)
@@ -189,13 +195,12 @@ class ExtractionReport:
         """Decided operations per event (``ADD``, ``UPDATE``, ``DELETE``, ``NONE``)."""
         return {event: sum(op.event == event for op in self.operations) for event in EVENTS}
 
-    def written(self) -> list[Memory]:
-        """The memories this run added or updated (what the manager's event counts)."""
-        return [
-            Memory(op.type, op.key, op.content)
-            for op in self.applied
-            if op.event in ("ADD", "UPDATE")
-        ]
+
+def memories_written(operations: list[Operation]) -> list[Memory]:
+    """The memories ``operations`` add or update."""
+    return [
+        Memory(op.type, op.key, op.content) for op in operations if op.event in ("ADD", "UPDATE")
+    ]
 
 
 def run_id_of(prefix: Namespace, messages: Sequence[Message]) -> str:
@@ -272,13 +277,7 @@ class LLMExtractor:
         A run already done comes back ``already_done``; one journaled but not finished comes
         back with its journaled operations (``replayed``), without asking the model.
         """
-        if isinstance(messages, (str, Message)) or not isinstance(messages, Sequence):
-            raise ValueError("messages must be a list of Message objects")
-        for index, message in enumerate(messages):
-            if not isinstance(message, Message):
-                raise ValueError(
-                    f"messages[{index}] must be a Message, got {type(message).__name__}"
-                )
+        check_messages(messages)
         if run_id is not None:
             validate_identifier(
                 run_id, "run_id", max_length=MEMORY_KEY_MAX_LENGTH, allow_blank=False
@@ -326,9 +325,16 @@ class LLMExtractor:
         store = target.store
         using = getattr(store, "using", None)
         if isinstance(using, str) and store.capabilities.transactions:
-            from tulip_memory.manager.transaction import in_one_transaction
+            from django.db import transaction
 
-            report.applied = await in_one_transaction(using, apply_and_record)
+            # On the thread-sensitive thread, where each of the store's calls comes back (as
+            # async_to_sync sends them): savepoints of this transaction, which no other
+            # coroutine's call enters (docs/design/extraction.md).
+            def in_one_transaction() -> list[Operation]:
+                with transaction.atomic(using=using):
+                    return async_to_sync(apply_and_record)()
+
+            report.applied = await sync_to_async(in_one_transaction, thread_sensitive=True)()
         else:
             report.applied = await apply_and_record()
         await journal.prune()
@@ -341,18 +347,16 @@ class LLMExtractor:
         if not candidates:
             return
         related = await _related(target, candidates, self.config.related_memories)
-        operations: dict[tuple[MemoryType, str], Operation] = {}
-        to_ask = [i for i, found in enumerate(related) if found]
-        for index, candidate in enumerate(candidates):
-            if index not in to_ask:
-                operations[(candidate.type, candidate.key)] = self._operation(
-                    report.run_id, "ADD", candidate
-                )
-        if to_ask:
-            for decided in await self._decisions(candidates, related, to_ask, report):
-                operations.pop((decided.type, decided.key), None)
-                operations[(decided.type, decided.key)] = decided
-        report.operations = [self._scrubbed(op, secrets) for op in operations.values()]
+        # The model decides on the candidates with related memories; the others are new.
+        asked = {index: found for index, found in enumerate(related) if found}
+        operations = [
+            self._operation(report.run_id, "ADD", candidate)
+            for index, candidate in enumerate(candidates)
+            if index not in asked
+        ]
+        if asked:
+            operations += await self._decisions(candidates, asked, report)
+        report.operations = [self._scrubbed(op, secrets) for op in latest_per_key(operations)]
 
     def _scrubbed(self, operation: Operation, secrets: set[str]) -> Operation:
         """``operation`` with its content redacted again, and cleared of the run's secrets
@@ -421,13 +425,11 @@ class LLMExtractor:
                 len(facts),
                 self.config.max_facts,
             )
-        found: dict[tuple[MemoryType, str], Candidate] = {}
-        for index, fact in enumerate(facts[: self.config.max_facts]):
-            candidate = self._candidate(fact, index, report, secrets)
-            if candidate is not None:
-                found.pop((candidate.type, candidate.key), None)
-                found[(candidate.type, candidate.key)] = candidate
-        return list(found.values()), secrets
+        checked = [
+            self._candidate(fact, index, report, secrets)
+            for index, fact in enumerate(facts[: self.config.max_facts])
+        ]
+        return latest_per_key(c for c in checked if c is not None), secrets
 
     def _candidate(
         self, fact: dict[str, Any], index: int, report: ExtractionReport, secrets: set[str]
@@ -493,12 +495,9 @@ class LLMExtractor:
     # --- step 2: decisions ------------------------------------------------------------------
 
     async def _decisions(
-        self,
-        candidates: list[Candidate],
-        related: list[list[Memory]],
-        to_ask: list[int],
-        report: ExtractionReport,
+        self, candidates: list[Candidate], asked: dict[int, list[Memory]], report: ExtractionReport
     ) -> list[Operation]:
+        """The model's decisions on ``asked``: candidate index -> its related memories."""
         payload = [
             {
                 "fact": index,
@@ -506,11 +505,10 @@ class LLMExtractor:
                 "key": candidates[index].key,
                 "content": candidates[index].content,
                 "existing": [
-                    {"type": m.type.value, "key": m.key, "content": m.content}
-                    for m in related[index]
+                    {"type": m.type.value, "key": m.key, "content": m.content} for m in related
                 ],
             }
-            for index in to_ask
+            for index, related in asked.items()
         ]
         result = await self.structured.request(
             [
@@ -525,18 +523,11 @@ class LLMExtractor:
         decided: list[Operation] = []
         answered: set[int] = set()
         for position, decision in enumerate(result.value["decisions"]):
-            operation = self._decided(
-                decision,
-                position=position,
-                candidates=candidates,
-                related=related,
-                to_ask=to_ask,
-                report=report,
-            )
+            operation = self._decided(decision, position, candidates, asked, report)
             if operation is not None:
                 answered.add(decision["fact"])
                 decided.append(operation)
-        for index in sorted(set(to_ask) - answered):
+        for index in sorted(asked.keys() - answered):
             # The key is the model's (it may quote the conversation): at DEBUG only.
             logger.warning(
                 "llm extraction run %s of tenant %r: no usable decision for fact %d (a %s "
@@ -557,23 +548,21 @@ class LLMExtractor:
     def _decided(
         self,
         decision: dict[str, Any],
-        *,
         position: int,
         candidates: list[Candidate],
-        related: list[list[Memory]],
-        to_ask: list[int],
+        asked: dict[int, list[Memory]],
         report: ExtractionReport,
     ) -> Operation | None:
         index, event = decision["fact"], decision["event"].strip().upper()  # "update" too
         where = f"decisions[{position}]"
-        if index not in to_ask:
+        if index not in asked:
             return self._refuse(report, f"{where} names the unknown fact {index!r}")
         if event not in EVENTS:
             return self._refuse(report, f"{where} has an unknown event", repr(event))
         candidate = candidates[index]
         if event in ("ADD", "NONE"):
             return self._operation(report.run_id, event, candidate)
-        shown = {(m.type.value, m.key) for m in related[index]}
+        shown = {(m.type.value, m.key) for m in asked[index]}
         if (decision["type"], decision["key"]) not in shown:
             return self._refuse(
                 report,
@@ -611,9 +600,7 @@ async def _related(
             items.append(own)
         if limit and store.capabilities.search:
             ranked = await store.search_many(namespaces, query=candidate.content, limit=limit)
-            # Rank by rank across the types: scores of separate rankings do not compare.
-            depth = max((len(r) for r in ranked), default=0)
-            items += [r[i] for i in range(depth) for r in ranked if i < len(r)][:limit]
+            items += interleave(ranked)[:limit]
         memories: dict[tuple[MemoryType, str], Memory] = {}
         for item in items:
             try:

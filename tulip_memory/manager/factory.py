@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 from typing import Any
 
@@ -13,8 +14,6 @@ from django.dispatch import receiver
 from tulip_memory.manager.llm import LLMMemoryManager
 
 __all__ = ["build_memory_manager_from_settings", "build_store_from_settings"]
-
-_manager_cache: dict[str, LLMMemoryManager] = {}
 
 
 def _takes_embedder(factory: Any) -> bool:
@@ -37,24 +36,18 @@ def build_store_from_settings() -> Any:
     return store_factory(**options)
 
 
+@functools.cache
 def build_memory_manager_from_settings() -> LLMMemoryManager:
     """The manager this process runs extraction jobs with, built once from ``TULIP_MEMORY``."""
-    manager = _manager_cache.get("manager")
-    if manager is None:
-        from tulip_memory.conf import settings
+    from tulip_memory.conf import settings
 
-        options: dict[str, Any] = dict(settings.MANAGER_OPTIONS)
-        options["extract_mode"] = "inline"  # the worker is where the job runs
-        manager = LLMMemoryManager(
-            build_store_from_settings(),
-            extract_fn=settings.import_setting("EXTRACTOR"),
-            **options,
-        )
-        _manager_cache["manager"] = manager
-    return manager
+    options = {**settings.MANAGER_OPTIONS, "extract_mode": "inline"}  # the worker runs the job
+    return LLMMemoryManager(
+        build_store_from_settings(), extract_fn=settings.import_setting("EXTRACTOR"), **options
+    )
 
 
 @receiver(setting_changed)
 def _forget_manager(*, setting: str, **kwargs: Any) -> None:
     if setting == "TULIP_MEMORY":
-        _manager_cache.clear()
+        build_memory_manager_from_settings.cache_clear()

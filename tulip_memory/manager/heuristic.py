@@ -8,7 +8,7 @@ import hashlib
 import re
 from collections.abc import Iterable
 
-from tulip_memory.manager.types import MEMORY_KEY_MAX_LENGTH, Memory, MemoryType
+from tulip_memory.manager.types import MEMORY_KEY_MAX_LENGTH, Memory, MemoryType, latest_per_key
 from tulip_memory.messages import Message, Role
 
 __all__ = ["extract_heuristic", "slug"]
@@ -383,7 +383,7 @@ def _is_statement(sentence: str) -> bool:
 
 def extract_heuristic(messages: list[Message]) -> list[Memory]:
     """Memories stated by the user in ``messages``; see the module docstring for the rules."""
-    by_key: dict[tuple[MemoryType, str], Memory] = {}
+    found: list[Memory] = []
     previous_assistant: str | None = None
     for message in messages:
         if message.role is Role.ASSISTANT:
@@ -395,14 +395,9 @@ def extract_heuristic(messages: list[Message]) -> list[Memory]:
             if not _is_statement(sentence):
                 continue
             clauses = _clauses(sentence)
-            found = [
-                *(m for clause in clauses for m in _user_memories(clause)),
-                *_feedback_memories(sentence, previous_assistant),
-                *(m for clause in clauses for m in _project_memories(clause)),
-                *_reference_memories(sentence),
-            ]
-            for memory in found:
-                by_key.pop((memory.type, memory.key), None)
-                by_key[(memory.type, memory.key)] = memory
+            found += [m for clause in clauses for m in _user_memories(clause)]
+            found += _feedback_memories(sentence, previous_assistant)
+            found += [m for clause in clauses for m in _project_memories(clause)]
+            found += _reference_memories(sentence)
         previous_assistant = None
-    return list(by_key.values())
+    return latest_per_key(found)

@@ -48,6 +48,18 @@ class MemoryVersion:
     version: int
 
 
+def _version(
+    value: dict[str, Any], valid_from: str, valid_to: str | None, version: int
+) -> MemoryVersion:
+    return MemoryVersion(
+        content=value.get("content", ""),
+        metadata=dict(value.get("metadata") or {}),
+        valid_from=datetime.fromisoformat(valid_from),
+        valid_to=datetime.fromisoformat(valid_to) if valid_to is not None else None,
+        version=version,
+    )
+
+
 class MemoryHistory:
     """The history namespaces of one store."""
 
@@ -93,26 +105,12 @@ class MemoryHistory:
         found = await self.store.get_batch([(namespace, k) for k in keys]) if keys else {}
         entries = (found.get((namespace, k)) for k in sorted(keys))  # keys sort oldest first
         past = [
-            MemoryVersion(
-                content=entry.get("content", ""),
-                metadata=dict(entry.get("metadata") or {}),
-                valid_from=datetime.fromisoformat(entry["valid_from"]),
-                valid_to=datetime.fromisoformat(entry["valid_to"]),
-                version=int(entry.get("version", 0)),
-            )
+            _version(entry, entry["valid_from"], entry["valid_to"], int(entry.get("version", 0)))
             for entry in entries
             if isinstance(entry, dict) and "valid_from" in entry and "valid_to" in entry
         ]
         if current is not None and isinstance(current.value, dict):
-            past.append(
-                MemoryVersion(
-                    content=current.value.get("content", ""),
-                    metadata=dict(current.value.get("metadata") or {}),
-                    valid_from=datetime.fromisoformat(content_since(current)),
-                    valid_to=None,
-                    version=current.version,
-                )
-            )
+            past.append(_version(current.value, content_since(current), None, current.version))
         return past
 
     async def clear(self, prefix: tuple[str, ...], memory_type: MemoryType, key: str) -> int:

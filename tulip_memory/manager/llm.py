@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 from collections.abc import Callable, Hashable, Sequence
@@ -17,7 +18,7 @@ from tulip_memory.llm.client import ChatClient
 from tulip_memory.llm.config import LLMConfig
 from tulip_memory.manager.base import BaseMemoryManager
 from tulip_memory.manager.block import strip_memory_blocks
-from tulip_memory.manager.consolidation import LLMExtractor
+from tulip_memory.manager.consolidation import LLMExtractor, memories_written
 from tulip_memory.manager.extraction.modes import note_extract_mode
 from tulip_memory.manager.heuristic import extract_heuristic
 from tulip_memory.manager.history import (
@@ -36,6 +37,7 @@ from tulip_memory.manager.types import (
     Memory,
     MemoryType,
     check_memories,
+    latest_per_key,
     validate_memory_key,
 )
 from tulip_memory.messages import Message
@@ -101,6 +103,8 @@ class LLMMemoryManager(BaseMemoryManager):
     otherwise; ``max_memories`` per type and namespace, the oldest pruned.
     """
 
+    _runner_names = ("_bg_extractions", "_celery")
+
     def __init__(
         self,
         store: BaseStore,
@@ -152,7 +156,8 @@ class LLMMemoryManager(BaseMemoryManager):
         self.store = store
         self.extract_fn = extract_fn
         if extractor is None and extract_fn is None and extract_mode != "celery":
-            extractor = _extractor_from_settings()
+            config = LLMConfig.from_settings()  # with no MODEL: the heuristic
+            extractor = LLMExtractor(ChatClient(config)) if config.model is not None else None
         #: The chat-model extractor runs use, or ``None`` (``extract_fn`` or the heuristic).
         self.extractor = extractor
         self.namespace_prefix = validate_namespace(namespace_prefix, name="namespace_prefix")
@@ -233,7 +238,7 @@ class LLMMemoryManager(BaseMemoryManager):
             await super()._submit_extraction(messages)
             return
         try:
-            await self._celery().submit(self.active_namespace, messages)
+            await self._celery.submit(self.active_namespace, messages)
         except Exception as exc:
             await self._extraction_failed(
                 exc,
@@ -242,29 +247,11 @@ class LLMMemoryManager(BaseMemoryManager):
                 what="enqueuing the extraction failed",
             )
 
+    @functools.cached_property
     def _celery(self) -> CeleryExtractions:
-        runner: CeleryExtractions | None = self.__dict__.get("_celery_extractions")
-        if runner is None:
-            from tulip_memory.manager.extraction.queue import CeleryExtractions
+        from tulip_memory.manager.extraction.queue import CeleryExtractions
 
-            runner = CeleryExtractions()
-            self.__dict__["_celery_extractions"] = runner
-        return runner
-
-    @property
-    def pending_extractions(self) -> int:
-        """Extractions scheduled or running and not seen finished yet (in ``"celery"``
-        mode the jobs it enqueued; :meth:`drain` refreshes that view)."""
-        runner: CeleryExtractions | None = self.__dict__.get("_celery_extractions")
-        return super().pending_extractions + (runner.pending if runner is not None else 0)
-
-    async def drain(self) -> None:
-        """Wait for this manager's extractions (background tasks or Celery jobs);
-        cancelling leaves the jobs running."""
-        await super().drain()
-        runner: CeleryExtractions | None = self.__dict__.get("_celery_extractions")
-        if runner is not None:
-            await runner.drain()
+        return CeleryExtractions()
 
     async def extract(self, messages: list[Message]) -> list[Memory]:
         """The memories of ``messages``, nothing saved: ``extract_fn`` when given; with an
@@ -273,12 +260,7 @@ class LLMMemoryManager(BaseMemoryManager):
         if self.extract_fn is not None:
             return list(await self.extract_fn(messages))
         if self.extractor is not None:
-            report = await self.extractor.plan(messages, self)
-            return [
-                Memory(op.type, op.key, op.content)
-                for op in report.operations
-                if op.event in ("ADD", "UPDATE")
-            ]
+            return memories_written((await self.extractor.plan(messages, self)).operations)
         return extract_heuristic(messages)
 
     async def run_extraction(
@@ -295,7 +277,7 @@ class LLMMemoryManager(BaseMemoryManager):
             return await super().run_extraction(messages, before_save=before_save)
         report = await self.extractor.run(messages, self, run_id=run_id, before_apply=before_save)
         outcome = ExtractionOutcome(
-            report.written(),
+            memories_written(report.applied),
             model=report.model,
             usage=report.usage,
             details={
@@ -365,13 +347,10 @@ class LLMMemoryManager(BaseMemoryManager):
         """Upsert ``memories`` by ``(type, key)`` under the active namespace (a changed
         content's previous one goes to the history); prune the touched types."""
         check_memories(memories)
-        latest: dict[tuple[MemoryType, str], Memory] = {}
-        for memory in memories:  # within one call, the last memory of a (type, key) wins
-            latest.pop((memory.type, memory.key), None)
-            latest[(memory.type, memory.key)] = memory
+        latest = latest_per_key(memories)  # within one call, the last of a (type, key) wins
         prefix = self.active_namespace
         for _attempt in range(_SAVE_ATTEMPTS):
-            writes, expected = await self._save_batch(prefix, list(latest.values()))
+            writes, expected = await self._save_batch(prefix, latest)
             # With history, written only if no other writer replaced a memory since it was
             # read (the replaced version would miss the history), else rebuilt.
             if not expected:
@@ -385,7 +364,7 @@ class LLMMemoryManager(BaseMemoryManager):
                 f"save() lost to concurrent writers of the same memories {_SAVE_ATTEMPTS} "
                 "times in a row; nothing of this call was written"
             )
-        for memory_type in {memory_type for memory_type, _ in latest}:
+        for memory_type in {memory.type for memory in latest}:
             await self._prune(prefix, memory_type)
 
     async def _save_batch(
@@ -463,14 +442,6 @@ class LLMMemoryManager(BaseMemoryManager):
         else:
             prefix = self.active_namespace
         return kind, validate_memory_key(key), prefix
-
-
-def _extractor_from_settings() -> LLMExtractor | None:
-    """The LLM extractor ``TULIP_MEMORY["LLM"]`` configures, or ``None`` without a ``MODEL``."""
-    config = LLMConfig.from_settings()
-    if config.model is None:
-        return None
-    return LLMExtractor(ChatClient(config))
 
 
 def _content_of(value: Any) -> Any:

@@ -80,11 +80,6 @@ class Mem0MemoryManager(BaseMemoryManager):
             self._client = await made if inspect.isawaitable(made) else made
         return self._client
 
-    @staticmethod
-    def _rows(response: Any) -> list[dict[str, Any]]:
-        rows = response.get("results", []) if isinstance(response, dict) else response
-        return [row for row in rows or [] if isinstance(row, dict)]
-
     async def extract(self, messages: list[Message]) -> list[Memory]:
         """mem0 extracts inside ``client.add`` (see :meth:`on_session_end`): nothing here."""
         return []
@@ -99,8 +94,9 @@ class Mem0MemoryManager(BaseMemoryManager):
             response = await client.search(self.search_query, limit=top, **self._scope())
         else:
             response = await client.get_all(limit=top, **self._scope())
+        rows = response.get("results", []) if isinstance(response, dict) else response
         memories: list[Memory] = []
-        for row in self._rows(response)[:top]:
+        for row in [row for row in rows or [] if isinstance(row, dict)][:top]:
             text = row.get("memory") or row.get("text") or ""
             if not isinstance(text, str) or not text.strip():
                 continue
@@ -128,20 +124,16 @@ class Mem0MemoryManager(BaseMemoryManager):
             }
             await client.add(memory.content, metadata=metadata, **self._scope())
 
-    @staticmethod
-    def _to_mem0_messages(messages: list[Message]) -> list[dict[str, str]]:
-        return [
-            {"role": _MEM0_ROLES[m.role], "content": m.content}
-            for m in messages
-            if m.role in _MEM0_ROLES and m.content.strip()
-        ]
-
     async def on_session_end(self, state: AgentState) -> None:
         """Hand the conversation (without the memory block) to ``client.add``; a failure of
         mem0 is logged and emitted, never raised (a ``state`` that is not an AgentState is
         refused with ``ValueError``)."""
         state = checked_state(state, "on_session_end")
-        conversation = self._to_mem0_messages(without_nul(strip_memory_blocks(state).messages))
+        conversation = [
+            {"role": _MEM0_ROLES[m.role], "content": m.content}
+            for m in without_nul(strip_memory_blocks(state).messages)
+            if m.role in _MEM0_ROLES and m.content.strip()
+        ]
         if not conversation:
             return
         try:

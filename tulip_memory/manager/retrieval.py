@@ -13,14 +13,15 @@ from tulip_memory.manager.types import Memory
 if TYPE_CHECKING:
     from tulip_memory.store.base import BaseStore, StoreItem
 
-__all__ = ["recall"]
+__all__ = ["interleave", "recall"]
 
 logger = logging.getLogger("tulip_memory.manager")
 
 Namespace = tuple[str, ...]
 
 
-def _interleave(rankings: Sequence[Sequence[StoreItem]]) -> list[StoreItem]:
+def interleave(rankings: Sequence[Sequence[StoreItem]]) -> list[StoreItem]:
+    """The items of ``rankings`` rank by rank: scores of separate rankings do not compare."""
     merged: list[StoreItem] = []
     for rank in range(max((len(r) for r in rankings), default=0)):
         merged.extend(r[rank] for r in rankings if rank < len(r))
@@ -77,7 +78,7 @@ async def recall(
         recent = await _recent_without_search(store, targets, limit)
         return _add_memories(recent, limit, memories, seen)
     if query and query.strip():
-        ranked = _interleave(await store.search_many(targets, query=query, limit=limit))
+        ranked = interleave(await store.search_many(targets, query=query, limit=limit))
         if len(_add_memories(ranked, limit, memories, seen)) == limit:
             return memories
     recent = _newest_first(await store.search_many(targets, query=None, limit=limit))

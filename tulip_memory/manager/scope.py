@@ -28,25 +28,19 @@ class MemoryScope:
     recall: tuple[Namespace, ...] = ()
 
     def __post_init__(self) -> None:
-        # A list is accepted here as a constructor convenience; the rule is the store's.
-        namespace = tuple(self.namespace) if isinstance(self.namespace, list) else self.namespace
-        object.__setattr__(
-            self, "namespace", validate_namespace(namespace, name="MemoryScope.namespace")
-        )
+        def checked(prefix: object, name: str) -> Namespace:
+            # A list is accepted here as a constructor convenience; the rule is the store's.
+            return validate_namespace(
+                tuple(prefix) if isinstance(prefix, list) else prefix, name=name
+            )
+
+        object.__setattr__(self, "namespace", checked(self.namespace, "MemoryScope.namespace"))
         if isinstance(self.recall, str) or not isinstance(self.recall, Sequence):
             raise ValueError(
                 f"MemoryScope.recall must be a tuple of namespaces, got {self.recall!r:.80}"
             )
-        object.__setattr__(
-            self,
-            "recall",
-            tuple(
-                validate_namespace(
-                    tuple(p) if isinstance(p, list) else p, name="MemoryScope.recall"
-                )
-                for p in self.recall
-            ),
-        )
+        recall = tuple(checked(p, "MemoryScope.recall") for p in self.recall)
+        object.__setattr__(self, "recall", recall)
 
     def same_tenant_recall(self) -> tuple[Namespace, ...]:
         """The recall namespaces of this scope's tenant; others are dropped with a warning."""

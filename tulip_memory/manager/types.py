@@ -5,10 +5,10 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, TypeVar
 
 from tulip_memory.core.identifiers import validate_identifier
 from tulip_memory.core.nul_characters import nul_at
@@ -119,6 +119,26 @@ def check_memories(memories: object) -> None:
             memory.check()
         except ValueError as error:
             raise ValueError(f"memories[{index}]: {error}") from None
+
+
+class _Addressed(Protocol):
+    @property
+    def type(self) -> MemoryType: ...
+
+    @property
+    def key(self) -> str: ...
+
+
+AddressedT = TypeVar("AddressedT", bound=_Addressed)
+
+
+def latest_per_key(items: Iterable[AddressedT]) -> list[AddressedT]:
+    """One item per ``(type, key)``: the last one given, in the order of those last ones."""
+    latest: dict[tuple[MemoryType, str], AddressedT] = {}
+    for item in items:
+        latest.pop((item.type, item.key), None)
+        latest[(item.type, item.key)] = item
+    return list(latest.values())
 
 
 @dataclass

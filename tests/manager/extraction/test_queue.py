@@ -111,7 +111,7 @@ def test_a_nul_character_anywhere_in_the_conversation_is_dropped_not_the_session
 
 
 def test_job_is_part_of_the_callers_transaction(celery_settings):
-    runner = _manager()._celery()
+    runner = _manager()._celery
     with pytest.raises(RuntimeError), transaction.atomic():
         runner.enqueue(("acme", "q4"), [Message(Role.USER, "q4 0")])
         raise RuntimeError("the caller's transaction rolls back")
@@ -125,7 +125,7 @@ def test_job_is_part_of_the_callers_transaction(celery_settings):
 
 
 def test_job_rows_are_under_row_level_security(celery_settings):
-    runner = _manager()._celery()
+    runner = _manager()._celery
     runner.enqueue(("acme", "q5"), [Message(Role.USER, "q5 0")])
     runner.enqueue(("globex", "q5"), [Message(Role.USER, "q5 0")])
     with tenant_atomic("acme"):
@@ -136,7 +136,7 @@ def test_job_rows_are_under_row_level_security(celery_settings):
 
 
 def test_worker_runs_a_namespace_in_order_and_records_progress(celery_settings):
-    runner = _manager()._celery()
+    runner = _manager()._celery
     for number in range(5):
         runner.enqueue(("acme", "q6"), [Message(Role.USER, f"q6 {number}")])
     with tenant_atomic("acme"):
@@ -160,7 +160,7 @@ def test_a_done_job_records_the_memory_operations_it_applied(
     celery_settings, settings, purge_hours
 ):
     settings.TULIP_MEMORY = {**celery_settings, "JOB_PAYLOAD_PURGE_AFTER_HOURS": purge_hours}
-    _manager()._celery().enqueue(("acme", "q7"), [Message(Role.USER, "q7 1")])
+    _manager()._celery.enqueue(("acme", "q7"), [Message(Role.USER, "q7 1")])
     with tenant_atomic("acme"):
         job = ExtractionJob.objects.get()
         assert job.applied_operations() is None  # pending: nothing done yet
@@ -176,7 +176,7 @@ def test_a_done_job_records_the_memory_operations_it_applied(
 
 
 def test_a_held_lease_books_one_recheck_and_a_dead_workers_lease_expires(celery_settings):
-    runner = _manager()._celery()
+    runner = _manager()._celery
     runner.enqueue(("acme", "q7"), [Message(Role.USER, "q7 0")])
     with tenant_atomic("acme"):
         queue_id = ExtractionQueue.objects.get().pk
@@ -191,7 +191,7 @@ def test_a_held_lease_books_one_recheck_and_a_dead_workers_lease_expires(celery_
 
 
 def test_failing_job_is_retried_then_failed_and_stops_blocking(celery_settings):
-    runner = _manager()._celery()
+    runner = _manager()._celery
     runner.enqueue(("acme", "q8"), [Message(Role.USER, "q8 0 fail")])
     runner.enqueue(("acme", "q8"), [Message(Role.USER, "q8 1")])
     with tenant_atomic("acme"):
@@ -224,7 +224,7 @@ def test_a_failed_jobs_error_event_and_log_never_quote_its_message(
 
     settings.TULIP_MEMORY = {**celery_settings, "EXTRACTION_MAX_ATTEMPTS": 1}
     caplog.set_level(logging.DEBUG, logger="tulip_memory")
-    runner = _manager()._celery()
+    runner = _manager()._celery
     runner.enqueue(("acme", "q21"), [Message(Role.USER, "q21 0 fail")])
     with tenant_atomic("acme"):
         queue_id = ExtractionQueue.objects.get().pk
@@ -252,7 +252,7 @@ def test_the_worker_binds_the_queues_tenant_while_it_runs_a_job(celery_settings,
         return await extract(self, messages)
 
     monkeypatch.setattr(LLMMemoryManager, "extract", extract_noting_the_tenant)
-    runner = _manager()._celery()
+    runner = _manager()._celery
     runner.enqueue(("acme", "q22"), [Message(Role.USER, "q22 0")])
     with tenant_atomic("acme"):
         queue_id = ExtractionQueue.objects.get().pk
@@ -267,7 +267,7 @@ def test_a_queue_whose_namespace_names_another_tenant_fails_and_writes_nothing(
     # the tenant column, not the path): the worker must not write into globex for it.
     from tulip_memory.models import MemoryItem
 
-    runner = _manager()._celery()
+    runner = _manager()._celery
     runner.enqueue(("acme", "users", "victim"), [Message(Role.USER, "q23 0")])
     runner.enqueue(("acme", "users", "victim"), [Message(Role.USER, "q23 1")])
     with tenant_atomic("acme"):
@@ -292,7 +292,7 @@ def test_a_queue_whose_namespace_names_another_tenant_fails_and_writes_nothing(
 
 
 def test_job_whose_worker_died_on_its_last_attempt_is_failed(celery_settings):
-    runner = _manager()._celery()
+    runner = _manager()._celery
     runner.enqueue(("acme", "q9"), [Message(Role.USER, "q9 0")])
     with tenant_atomic("acme"):
         queue_id = ExtractionQueue.objects.get().pk
@@ -326,7 +326,7 @@ def test_celery_mode_needs_postgresql(celery_settings):
 
 async def test_pending_jobs_seen_finished_are_forgotten_without_drain(celery_settings):
     manager = _manager()
-    runner = manager._celery()
+    runner = manager._celery
     runner.refresh_every = 3
     await _end(manager, ("acme", "q12"), "q12 0")
     await _end(manager, ("acme", "q12"), "q12 1")
@@ -360,7 +360,7 @@ def test_session_end_from_sync_code_joins_the_callers_transaction(celery_setting
 def test_job_with_an_unreadable_payload_is_failed_and_stops_blocking(celery_settings):
     # A payload that does not decode to messages must be recorded as a failure like any
     # other error, not escape run_queue and leave the job "running" with no error.
-    runner = _manager()._celery()
+    runner = _manager()._celery
     runner.enqueue(("acme", "q14"), [Message(Role.USER, "q14 0")])
     runner.enqueue(("acme", "q14"), [Message(Role.USER, "q14 1")])
     with tenant_atomic("acme"):
@@ -393,7 +393,7 @@ def test_lease_heartbeat_survives_a_dropped_database_connection(celery_settings)
 
     from tulip_memory.manager.extraction.worker import _Heartbeat
 
-    runner = _manager()._celery()
+    runner = _manager()._celery
     runner.enqueue(("acme", "q15"), [Message(Role.USER, "q15 0")])
     with tenant_atomic("acme"):
         queue_id = ExtractionQueue.objects.get().pk
@@ -491,7 +491,7 @@ def test_a_worker_that_lost_its_lease_stops_before_its_next_job(celery_settings,
     from django.db import connections
 
     monkeypatch.setenv("TULIP_TEST_SLOW_SECONDS", "1.0")
-    runner = _manager()._celery()
+    runner = _manager()._celery
     runner.enqueue(("acme", "q15"), [Message(Role.USER, "q15 0 slow")])
     runner.enqueue(("acme", "q15"), [Message(Role.USER, "q15 1")])
     with tenant_atomic("acme"):
@@ -570,7 +570,7 @@ def test_a_manager_that_cannot_be_built_is_not_the_jobs_failure(celery_settings,
 
     from tulip_memory.exceptions import ConfigurationError
 
-    runner = _manager()._celery()
+    runner = _manager()._celery
     runner.enqueue(("acme", "q17"), [Message(Role.USER, "q17 0")])
     queue_id = _queue_id("acme")
     broken = {**celery_settings, "STORE_OPTIONS": {"no_such_option": 1}}
@@ -596,7 +596,7 @@ def test_a_follow_up_delivered_a_little_early_books_the_next_one(celery_settings
     import time
 
     settings.TULIP_MEMORY = {**celery_settings, "EXTRACTION_LEASE_SECONDS": 2}
-    runner = _manager()._celery()
+    runner = _manager()._celery
     runner.enqueue(("acme", "q18"), [Message(Role.USER, "q18 0")])
     queue_id = _queue_id("acme")
     with tenant_atomic("acme"):
@@ -659,7 +659,7 @@ def test_a_hung_attempt_forfeits_its_lease_after_the_job_timeout(hung_settings, 
     # worker B claims the namespace before A's job returns; when it does, A saves nothing.
     import time
 
-    runner = _manager()._celery()
+    runner = _manager()._celery
     runner.enqueue(("acme", "q19"), [Message(Role.USER, "q19 0 slow")])
     runner.enqueue(("acme", "q19"), [Message(Role.USER, "q19 1")])
     queue_id = _queue_id("acme")
@@ -706,7 +706,7 @@ def test_a_hung_attempt_that_returns_before_a_take_over_saves_nothing_and_counts
     # nothing (its attempt ran over the timeout, its lease is forfeit), releases the lease
     # and asks for a run at once. The attempt counts: it was the last, so the job fails.
     settings.TULIP_MEMORY = {**hung_settings, "EXTRACTION_MAX_ATTEMPTS": 1}
-    runner = _manager()._celery()
+    runner = _manager()._celery
     runner.enqueue(("acme", "q20"), [Message(Role.USER, "q20 0 slow")])
     runner.enqueue(("acme", "q20"), [Message(Role.USER, "q20 1")])
     queue_id = _queue_id("acme")
@@ -758,7 +758,7 @@ def test_on_citus_a_tenants_enqueue_claim_and_run_are_one_shards_statements(cele
 
     from tests.store.pg_statements import executions
 
-    runner = _manager()._celery()
+    runner = _manager()._celery
     runner.enqueue(("globex", "q7"), [Message(Role.USER, "q7 0")])  # another shard's rows
     runner.enqueue(("acme", "q7"), [Message(Role.USER, "q7 0")])
     with tenant_atomic("acme"):

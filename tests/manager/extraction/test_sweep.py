@@ -28,7 +28,7 @@ from tulip_memory.core.task_names import (
     SWEEP_EXTRACTION_QUEUES,
 )
 from tulip_memory.manager import LLMMemoryManager
-from tulip_memory.manager.extraction.sweep import resend_stalled_queues
+from tulip_memory.manager.extraction.queue import resend_stalled_queues
 from tulip_memory.manager.extraction.worker import run_queue
 from tulip_memory.messages import Message, Role
 from tulip_memory.models import ExtractionJob, ExtractionQueue, JobState, Tenant
@@ -71,7 +71,7 @@ def broker_queue(celery_settings):  # noqa: F811
 def _queue(tenant: str, label: str, *texts: str) -> int:
     runner = LLMMemoryManager(
         InMemoryStore(), namespace_prefix=(tenant, "x"), extract_mode="celery"
-    )._celery()
+    )._celery
     for text in texts:
         runner.enqueue((tenant, label), [Message(Role.USER, text)])
     with tenant_atomic(tenant):

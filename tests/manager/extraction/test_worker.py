@@ -239,7 +239,7 @@ def test_on_the_tasks_last_retry_a_database_error_counts(workers, celery_setting
 
     queue = celery_settings["CELERY_QUEUE"]
     settings.TULIP_MEMORY = {**celery_settings, "CELERY_QUEUE": f"{queue}_local"}  # no worker
-    runner = _manager()._celery()
+    runner = _manager()._celery
     runner.enqueue(("acme", "charged"), [Message(Role.USER, "charged 0 cutever")])
     (queue_id,) = _queue_ids("acme")
     run_extraction_queue.apply_async(("acme", queue_id), queue=queue, retries=10)
@@ -268,7 +268,7 @@ def test_a_worker_whose_extractor_setting_does_not_import_refuses_to_start(
     # the worker's own check this one would start and fail every job, attempts and all.
     queue = f"{celery_env}_badextractor"
     settings.TULIP_MEMORY = {**celery_settings, "CELERY_QUEUE": queue}
-    runner = _manager()._celery()
+    runner = _manager()._celery
     for number in range(3):
         runner.enqueue(("acme", "badextractor"), [Message(Role.USER, f"badextractor {number}")])
     broken = _own_queue_workers(
@@ -308,7 +308,7 @@ def test_a_manager_that_cannot_be_built_on_a_worker_leaves_its_jobs_pending(
     )
     worker.start()
     try:
-        runner = _manager()._celery()
+        runner = _manager()._celery
         for label in ("badoptions", "badoptions", "badoptions2"):
             runner.enqueue(("acme", label), [Message(Role.USER, f"{label} 0")])
         deadline = time.monotonic() + 30

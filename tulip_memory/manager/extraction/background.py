@@ -12,6 +12,8 @@ import threading
 import weakref
 from collections.abc import Awaitable, Callable, Hashable
 
+from asgiref.sync import AsyncToSync, SyncToAsync
+
 __all__ = ["BackgroundExtractions"]
 
 Job = Callable[[], Awaitable[None]]
@@ -72,10 +74,6 @@ def _leave_the_callers_thread() -> None:
     """In a job's copy of the submitter's context: forget asgiref's record of the
     submitter's thread, whose executor quits when its ``async_to_sync`` returns (the job's
     ORM calls would fail); they run on asgiref's process-wide executor instead."""
-    try:
-        from asgiref.sync import AsyncToSync, SyncToAsync
-    except ImportError:  # pragma: no cover - asgiref comes with Django
-        return
     AsyncToSync.executors.current = None
     SyncToAsync.thread_sensitive_context.set(None)  # type: ignore[arg-type]
     SyncToAsync.deadlock_context.set(False)

@@ -1,5 +1,6 @@
 """``extract_mode="celery"``, the caller's side: insert the job row in a transaction pinned
-to the tenant, send the Celery message on commit (docs/design/extraction.md).
+to the tenant, send the Celery message on commit; and the sweep re-sending the message of a
+namespace left without one (docs/design/extraction.md).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from asgiref.sync import sync_to_async
 from tulip_memory.core.task_names import RUN_EXTRACTION_QUEUE
 from tulip_memory.messages import Message
 
-__all__ = ["SEND_RETRY_POLICY", "CeleryExtractions", "send_run_task"]
+__all__ = ["SEND_RETRY_POLICY", "CeleryExtractions", "resend_stalled_queues", "send_run_task"]
 
 Namespace = tuple[str, ...]
 
@@ -48,6 +49,31 @@ def send_run_task(
         expires=expires,
         retry_policy=SEND_RETRY_POLICY,
     )
+
+
+def resend_stalled_queues(using: str = "default") -> int:
+    """The periodic sweep: send one run message to every extraction queue of every tenant left
+    with runnable jobs and none on its way (stalled); how many."""
+    from tulip_memory.conf import settings
+    from tulip_memory.models import ExtractionQueue, Tenant
+    from tulip_memory.tenancy.context import tenant_atomic
+
+    waited = float(settings.EXTRACTION_RESEND_AFTER)
+    tenants = list(Tenant.objects.using(using).order_by("name").values_list("name", flat=True))
+    sent = 0
+    for tenant in tenants:
+        with tenant_atomic(tenant, using=using):
+            queue_ids = list(
+                ExtractionQueue.objects.using(using)
+                .filter(tenant=tenant)
+                .stalled(waited)
+                .order_by("pk")
+                .values_list("pk", flat=True)
+            )
+        for queue_id in queue_ids:
+            send_run_task(tenant, queue_id, expires=waited)
+            sent += 1
+    return sent
 
 
 def app_without_a_broker() -> tuple[Any, bool] | None:

@@ -8,15 +8,16 @@ type and a reason of ours, its message only at DEBUG.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import async_to_sync, sync_to_async
 from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError, connections
@@ -70,6 +71,25 @@ def worker_identity() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
+def _attempt_row(
+    tenant: str, job_id: int, queue_id: int, owner: str
+) -> QuerySet[ExtractionJob] | None:
+    """Inside ``tenant_atomic``: job ``job_id``'s row, locked, if it is still ``owner``'s
+    running attempt and ``owner`` still holds queue ``queue_id``'s lease (an erasure
+    revokes the lease alone), else ``None``. The job is locked before the lease is read,
+    in an erasure's order. Every statement names the tenant: one shard's on Citus."""
+    from tulip_memory.models import ExtractionJob, ExtractionQueue, JobState
+
+    rows = ExtractionJob.objects.filter(
+        tenant=tenant, pk=job_id, state=JobState.RUNNING, worker=owner
+    )
+    if not rows.select_for_update().exists():
+        return None
+    if not ExtractionQueue.objects.filter(tenant=tenant, pk=queue_id, lease_owner=owner).exists():
+        return None
+    return rows
+
+
 class _Heartbeat:
     """Renews a lease every third of its length while its holder runs jobs (a thread with
     its own connection, which dies with the worker); stops renewing for an attempt running
@@ -83,7 +103,7 @@ class _Heartbeat:
         lease: float,
         job_timeout: float | None = None,
     ) -> None:
-        self.args = (tenant, queue_id, owner, lease)
+        self.tenant, self.queue_id, self.owner, self.lease = tenant, queue_id, owner, lease
         self.job_timeout = job_timeout
         # (job id, attempt, deadline on the monotonic clock) of the running attempt.
         self._job: tuple[int, int, float] | None = None
@@ -110,45 +130,43 @@ class _Heartbeat:
             f"({self.job_timeout:g} s); its lease was left to expire"
         )
 
-    def fence(self) -> None:
-        """Right before a job's save: raise :class:`LeaseLostError` (nothing is saved) if the
-        attempt has run past the job timeout or ``owner`` lost the lease; else renew it."""
+    def _renew(self) -> bool:
         from tulip_memory.models import ExtractionQueue
         from tulip_memory.tenancy.context import tenant_atomic
 
-        tenant, queue_id, owner, lease = self.args
+        with tenant_atomic(self.tenant):
+            queues = ExtractionQueue.objects.filter(tenant=self.tenant)
+            return queues.renew(self.queue_id, self.owner, self.lease)
+
+    def fence(self) -> None:
+        """Right before a job's save: raise :class:`LeaseLostError` (nothing is saved) if the
+        attempt has run past the job timeout or ``owner`` lost the lease; else renew it."""
         overdue = self.overdue()
         if overdue is not None:
             raise LeaseLostError(self.timeout_error(overdue[1]))
-        with tenant_atomic(tenant):
-            if not ExtractionQueue.objects.filter(tenant=tenant).renew(queue_id, owner, lease):
-                raise LeaseLostError(f"lost the lease of extraction queue {queue_id}")
+        if not self._renew():
+            raise LeaseLostError(f"lost the lease of extraction queue {self.queue_id}")
 
     def _give_up(self, job_id: int, attempt: int) -> None:
         from tulip_memory.tenancy.context import tenant_atomic
 
-        tenant, queue_id, owner, _lease = self.args
         error = self.timeout_error(attempt)
         logger.error(
             "extraction job %s: %s; the lease of extraction queue %s is no longer renewed, "
             "another worker takes the namespace over once it expires",
             job_id,
             error,
-            queue_id,
+            self.queue_id,
         )
-        with tenant_atomic(tenant):
-            row = _attempt_row(tenant, job_id, queue_id, owner)
+        with tenant_atomic(self.tenant):
+            row = _attempt_row(self.tenant, job_id, self.queue_id, self.owner)
             if row is not None:
                 row.update(error=error)
 
     def _run(self) -> None:
-        from tulip_memory.models import ExtractionQueue
-        from tulip_memory.tenancy.context import tenant_atomic
-
-        tenant, queue_id, owner, lease = self.args
         given_up: tuple[int, int, float] | None = None
         try:
-            while not self._stop.wait(lease / 3):
+            while not self._stop.wait(self.lease / 3):
                 try:
                     overdue = self.overdue()
                     if overdue is not None:
@@ -156,14 +174,12 @@ class _Heartbeat:
                             given_up = overdue
                             self._give_up(overdue[0], overdue[1])
                         continue  # not renewed: the lease expires
-                    with tenant_atomic(tenant):
-                        queues = ExtractionQueue.objects.filter(tenant=tenant)
-                        if not queues.renew(queue_id, owner, lease):
-                            return
+                    if not self._renew():
+                        return
                 except Exception:
                     # A transient error must not end the heartbeat: the lease would expire
                     # under a live worker and a second one would run this namespace.
-                    logger.exception("lease heartbeat of extraction queue %s failed", queue_id)
+                    logger.exception("lease heartbeat of extraction queue %s failed", self.queue_id)
                     connections.close_all()
         finally:
             connections.close_all()
@@ -175,20 +191,6 @@ class _Heartbeat:
     def __exit__(self, *exc_info: object) -> None:
         self._stop.set()
         self._thread.join()
-
-
-async def _extract_in(
-    manager: LLMMemoryManager,
-    namespace: tuple[str, ...],
-    messages: list[Message],
-    run_id: str,
-    fence: Callable[[], None],
-) -> ExtractionOutcome:
-    """One job's extraction in ``namespace``, ``fence`` called right before the save."""
-    with manager.scoped(namespace):
-        return await manager.run_extraction(
-            messages, run_id=run_id, before_save=sync_to_async(fence)
-        )
 
 
 def _usage_columns(
@@ -218,53 +220,8 @@ def _spent(exc: BaseException) -> Usage | None:
     return usage if isinstance(usage, Usage) else None
 
 
-def _model_of(manager: LLMMemoryManager) -> str | None:
-    extractor = manager.extractor
-    return extractor.config.model if extractor is not None else None
-
-
-def _attempt_row(
-    tenant: str, job_id: int, queue_id: int, owner: str
-) -> QuerySet[ExtractionJob] | None:
-    """Inside ``tenant_atomic``: job ``job_id``'s row, locked, if it is still ``owner``'s
-    running attempt and ``owner`` still holds queue ``queue_id``'s lease (an erasure
-    revokes the lease alone), else ``None``. The job is locked before the lease is read,
-    in an erasure's order. Every statement names the tenant: one shard's on Citus."""
-    from tulip_memory.models import ExtractionJob, ExtractionQueue, JobState
-
-    rows = ExtractionJob.objects.filter(
-        tenant=tenant, pk=job_id, state=JobState.RUNNING, worker=owner
-    )
-    if not rows.select_for_update().exists():
-        return None
-    if not ExtractionQueue.objects.filter(tenant=tenant, pk=queue_id, lease_owner=owner).exists():
-        return None
-    return rows
-
-
-def _record_attempt(
-    job: ExtractionJob,
-    owner: str,
-    model: str | None,
-    usage: Usage | None,
-    **columns: object,
-) -> bool:
-    """Record the end of ``owner``'s attempt at ``job``: ``columns`` and its model usage
-    if the job is still that attempt's (then ``True``), else the usage alone."""
-    from tulip_memory.models import ExtractionJob
-    from tulip_memory.tenancy.context import tenant_atomic
-
-    if not columns and usage is None:
-        return False
-    with tenant_atomic(job.tenant):
-        mine = _attempt_row(job.tenant, job.pk, job.queue_id, owner)
-        if mine is not None and mine.update(**columns, **_usage_columns(model, usage)):
-            return True
-        if usage is not None:
-            ExtractionJob.objects.filter(tenant=job.tenant, pk=job.pk).update(
-                **_usage_columns(model, usage, latest=False)
-            )
-        return False
+def _described(usage: Usage | None) -> object:
+    return usage.as_fields() if usage is not None else "none reported"
 
 
 def _retry_delay(attempts: int) -> float:
@@ -273,292 +230,275 @@ def _retry_delay(attempts: int) -> float:
     return min(float(settings.EXTRACTION_RETRY_DELAY) * 2 ** max(attempts - 1, 0), _MAX_RETRY_DELAY)
 
 
-def _record_failure(
-    job: ExtractionJob,
-    exc: Exception,
-    *,
-    what: str | None = None,
-    manager: LLMMemoryManager,
-    outcome: RunOutcome,
-    fields: Mapping[str, object],
-) -> None:
-    """Put a failed attempt through the retry policy (pending again later, or failed);
-    ``exc``'s message is logged at DEBUG only. After a lost lease only the usage is
-    recorded and no ``extract_failed`` is sent."""
-    from tulip_memory.conf import settings
-    from tulip_memory.models import ExtractionJob, JobState
-    from tulip_memory.models.extraction import db_now_plus
+@dataclass
+class _QueueRun:
+    """One claim of a queue: its open jobs run in order while ``heartbeat`` holds the lease,
+    how each attempt ended counted in ``outcome``."""
 
-    final = job.attempts >= int(settings.EXTRACTION_MAX_ATTEMPTS)
-    failure = failure_fields(exc, what)
-    error = failure["error"]
-    logger.error("extraction job %s (attempt %s) failed: %s", job.pk, job.attempts, error)
-    logger.debug("extraction job %s (attempt %s) failed", job.pk, job.attempts, exc_info=exc)
-    # A model's failure still cost tokens: they go onto the row too.
-    spent = _spent(exc)
-    if not _record_attempt(
-        job,
-        job.worker,
-        _model_of(manager),
-        spent,
-        state=JobState.FAILED if final else JobState.PENDING,
-        error=error,
-        finished_at=Now() if final else None,
-        run_after=None if final else db_now_plus(_retry_delay(job.attempts)),
-    ):
-        logger.warning(
-            "extraction job %s: this worker lost the lease of extraction queue %s (another "
-            "worker has taken it over, or an erasure revoked it), so attempt %s's failure "
-            "is not recorded as the job's (model usage of the attempt, added to the row: %s)",
-            job.pk,
-            job.queue_id,
-            job.attempts,
-            spent.as_fields() if spent is not None else "none reported",
-        )
-        return
-    if final:
-        outcome.failed += 1
-    else:
-        outcome.retried += 1
-    emit_sync(
-        EV_MEMORY_MANAGER_EXTRACT_FAILED,
-        sender=ExtractionJob,
-        **failure,
-        job=job.pk,
-        final=final,
-        **fields,
-    )
+    namespace: tuple[str, ...]
+    manager: LLMMemoryManager
+    heartbeat: _Heartbeat
+    outcome: RunOutcome
+    # The task's last retry: a database error counts as the attempt's failure.
+    charge_database_errors: bool
 
+    @property
+    def fields(self) -> dict[str, Any]:
+        """The fields of this run's events besides the job's."""
+        return {"namespace": list(self.namespace), "mode": "celery"}
 
-def _run_job(
-    job: ExtractionJob,
-    namespace: tuple[str, ...],
-    manager: LLMMemoryManager,
-    heartbeat: _Heartbeat,
-    *,
-    outcome: RunOutcome,
-    fields: Mapping[str, object],
-) -> bool:
-    """Run the attempt at ``job`` and record how it ended; ``False`` if the worker lost
-    (or forfeited) its lease and must stop. A database error propagates unrecorded."""
-    from tulip_memory.conf import settings
-    from tulip_memory.models import ExtractionJob, JobState
-    from tulip_memory.models.extraction import APPLIED_KEY
+    @property
+    def model(self) -> str | None:
+        extractor = self.manager.extractor
+        return extractor.config.model if extractor is not None else None
 
-    owner = heartbeat.args[2]
-    try:
-        messages = [Message.from_dict(data) for data in job.payload.get("messages", [])]
-    except Exception as exc:
-        _record_failure(
-            job, exc, what=_UNREADABLE_PAYLOAD, manager=manager, outcome=outcome, fields=fields
-        )
-        return True
-    try:
-        result = async_to_sync(_extract_in)(
-            manager, namespace, messages, f"job-{job.pk}", heartbeat.fence
-        )
-    except LeaseLostError as lost:
-        # Nothing was saved, but the model was asked (and paid) for what was planned.
-        spent = _spent(lost)
-        _record_attempt(job, owner, _model_of(manager), spent)
-        logger.warning(
-            "extraction job %s of extraction queue %s: %s; stopping, nothing saved (model "
-            "usage of the attempt: %s)",
-            job.pk,
-            heartbeat.args[1],
-            lost,
-            spent.as_fields() if spent is not None else "none reported",
-        )
-        return False
-    except (OperationalError, InterfaceError):
-        raise  # not the job's failure: see _database_failed
-    except Exception as exc:
-        _record_failure(job, exc, manager=manager, outcome=outcome, fields=fields)
-        return True
-    _record_attempt(
-        job,
-        owner,
-        result.model,
-        result.usage,
-        state=JobState.DONE,
-        finished_at=Now(),
-        # What the job did, for its admin page, beside the conversation (and gone with it
-        # when the payload is purged or erased); JOB_PAYLOAD_PURGE_AFTER_HOURS = 0: the
-        # conversation goes as the job ends. A payload an erasure emptied stays as it left it.
-        payload=job.payload
-        if job.payload.get("erased") is True
-        else {
-            **({} if settings.JOB_PAYLOAD_PURGE_AFTER_HOURS == 0 else job.payload),
-            APPLIED_KEY: [list(operation) for operation in result.applied],
-        },
-    )
-    outcome.done += 1
-    emit_sync(
-        EV_MEMORY_MANAGER_EXTRACTED,
-        sender=ExtractionJob,
-        **result.event_fields(),
-        job=job.pk,
-        **fields,
-    )
-    return True
+    def run(self) -> float | None:
+        """Run open jobs while holding the lease; seconds until a retry is due, if one is."""
+        from tulip_memory.conf import settings
+        from tulip_memory.models import ExtractionJob, ExtractionQueue, JobState
+        from tulip_memory.tenancy.context import tenant_atomic
 
+        heartbeat = self.heartbeat
+        tenant, queue_id, owner = heartbeat.tenant, heartbeat.queue_id, heartbeat.owner
+        max_attempts = int(settings.EXTRACTION_MAX_ATTEMPTS)
+        while True:
+            with tenant_atomic(tenant):
+                # The job's row is locked before the queue's, in an erasure's order: the two
+                # cannot deadlock, and an erasure's revoked lease fails the renewal.
+                found = ExtractionJob.objects.filter(tenant=tenant).next_open(queue_id)
+                queues = ExtractionQueue.objects.filter(tenant=tenant)
+                if not queues.renew(queue_id, owner, heartbeat.lease):
+                    logger.warning("lost the lease of extraction queue %s; stopping", queue_id)
+                    return None
+                if found is None:
+                    return None
+                job, db_now = found
+                if job.run_after is not None and job.run_after > db_now:
+                    return (job.run_after - db_now).total_seconds()
+                if self.namespace[0] != job.tenant:
+                    # Never run: a store other than PgMemory could write into that tenant.
+                    error = (
+                        f"{TenantError.__name__}: the queue's namespace is of tenant "
+                        f"{self.namespace[0]!r}, not of the job's tenant {job.tenant!r}; "
+                        "nothing was run"
+                    )
+                    self._fail_at_once(job, error, TenantError.__name__)
+                    continue
+                if job.attempts >= max_attempts:
+                    # Its last attempt never reported: the worker died or hung.
+                    error = f"worker lost during attempt {job.attempts}; {job.error}".rstrip("; ")
+                    self._fail_at_once(job, error, "WorkerLost")
+                    continue
+                job.attempts += 1
+                job.worker = owner
+                ExtractionJob.objects.filter(tenant=tenant, pk=job.pk).update(
+                    state=JobState.RUNNING,
+                    attempts=job.attempts,
+                    worker=owner,
+                    started_at=Now(),
+                    run_after=None,
+                )
+            heartbeat.job_started(job.pk, job.attempts)
+            try:
+                if not self._run_job(job):
+                    # A hung attempt forfeited the lease: hand the namespace over at once.
+                    return 0.0 if heartbeat.overdue() is not None else None
+            except (OperationalError, InterfaceError) as exc:
+                self._database_failed(job, exc)
+                raise
+            finally:
+                heartbeat.job_ended()
 
-def _database_failed(
-    job: ExtractionJob,
-    exc: Exception,
-    *,
-    charge: bool,
-    manager: LLMMemoryManager,
-    outcome: RunOutcome,
-    fields: Mapping[str, object],
-) -> None:
-    """A database error cut ``job``'s attempt: the job goes back to ``pending``, the
-    attempt given back (``charge``, the task's last retry: counted as a failure instead),
-    with the usage ``exc`` carries added. Nothing raised here masks ``exc``, which the
-    caller re-raises."""
-    from tulip_memory.models import JobState
-
-    owner = job.worker  # this attempt's
-    spent = _spent(exc)
-    if charge:
-
-        def step() -> None:
-            _record_failure(
-                job, exc, what=_DATABASE_FAILED, manager=manager, outcome=outcome, fields=fields
+    async def _extract(self, messages: list[Message], run_id: str) -> ExtractionOutcome:
+        """One job's extraction in the queue's namespace, fenced right before the save."""
+        with self.manager.scoped(self.namespace):
+            return await self.manager.run_extraction(
+                messages, run_id=run_id, before_save=sync_to_async(self.heartbeat.fence)
             )
 
-    else:
-        logger.warning(
-            "extraction job %s (attempt %s) was cut by a database error (%s: %s): it goes "
-            "back to pending, the attempt not counted, and the task retries",
-            job.pk,
-            job.attempts,
-            type(exc).__name__,
-            exc,
+    def _run_job(self, job: ExtractionJob) -> bool:
+        """Run the attempt at ``job`` and record how it ended; ``False`` if the worker lost
+        (or forfeited) its lease and must stop. A database error propagates unrecorded."""
+        from tulip_memory.conf import settings
+        from tulip_memory.models import ExtractionJob, JobState
+        from tulip_memory.models.extraction import APPLIED_KEY
+
+        try:
+            messages = [Message.from_dict(data) for data in job.payload.get("messages", [])]
+        except Exception as exc:
+            self._record_failure(job, exc, what=_UNREADABLE_PAYLOAD)
+            return True
+        try:
+            result = async_to_sync(self._extract)(messages, f"job-{job.pk}")
+        except LeaseLostError as lost:
+            # Nothing was saved, but the model was asked (and paid) for what was planned.
+            spent = _spent(lost)
+            self._record_attempt(job, spent)
+            logger.warning(
+                "extraction job %s of extraction queue %s: %s; stopping, nothing saved (model "
+                "usage of the attempt: %s)",
+                job.pk,
+                job.queue_id,
+                lost,
+                _described(spent),
+            )
+            return False
+        except (OperationalError, InterfaceError):
+            raise  # not the job's failure: see _database_failed
+        except Exception as exc:
+            self._record_failure(job, exc)
+            return True
+        self._record_attempt(
+            job,
+            result.usage,
+            model=result.model,
+            state=JobState.DONE,
+            finished_at=Now(),
+            # What the job did, for its admin page, beside the conversation (and gone with it
+            # when the payload is purged or erased); JOB_PAYLOAD_PURGE_AFTER_HOURS = 0: the
+            # conversation goes as the job ends. A payload an erasure emptied stays as it left it.
+            payload=job.payload
+            if job.payload.get("erased") is True
+            else {
+                **({} if settings.JOB_PAYLOAD_PURGE_AFTER_HOURS == 0 else job.payload),
+                APPLIED_KEY: [list(operation) for operation in result.applied],
+            },
+        )
+        self.outcome.done += 1
+        emit_sync(
+            EV_MEMORY_MANAGER_EXTRACTED,
+            sender=ExtractionJob,
+            **result.event_fields(),
+            job=job.pk,
+            **self.fields,
+        )
+        return True
+
+    def _record_attempt(
+        self, job: ExtractionJob, usage: Usage | None, model: str | None = None, **columns: object
+    ) -> bool:
+        """Record the end of this worker's attempt at ``job``: ``columns`` and its model usage
+        (of ``model``, by default the manager's) if the job is still that attempt's (then
+        ``True``), else the usage alone."""
+        from tulip_memory.models import ExtractionJob
+        from tulip_memory.tenancy.context import tenant_atomic
+
+        if not columns and usage is None:
+            return False
+        model = model or self.model
+        with tenant_atomic(job.tenant):
+            mine = _attempt_row(job.tenant, job.pk, job.queue_id, self.heartbeat.owner)
+            if mine is not None and mine.update(**columns, **_usage_columns(model, usage)):
+                return True
+            if usage is not None:
+                ExtractionJob.objects.filter(tenant=job.tenant, pk=job.pk).update(
+                    **_usage_columns(model, usage, latest=False)
+                )
+            return False
+
+    def _record_failure(self, job: ExtractionJob, exc: Exception, what: str | None = None) -> None:
+        """Put a failed attempt through the retry policy (pending again later, or failed);
+        ``exc``'s message is logged at DEBUG only. After a lost lease only the usage is
+        recorded and no ``extract_failed`` is sent."""
+        from tulip_memory.conf import settings
+        from tulip_memory.models import JobState
+        from tulip_memory.models.extraction import db_now_plus
+
+        final = job.attempts >= int(settings.EXTRACTION_MAX_ATTEMPTS)
+        failure = failure_fields(exc, what)
+        logger.error(
+            "extraction job %s (attempt %s) failed: %s", job.pk, job.attempts, failure["error"]
+        )
+        logger.debug("extraction job %s (attempt %s) failed", job.pk, job.attempts, exc_info=exc)
+        # A model's failure still cost tokens: they go onto the row too.
+        spent = _spent(exc)
+        if not self._record_attempt(
+            job,
+            spent,
+            state=JobState.FAILED if final else JobState.PENDING,
+            error=failure["error"],
+            finished_at=Now() if final else None,
+            run_after=None if final else db_now_plus(_retry_delay(job.attempts)),
+        ):
+            logger.warning(
+                "extraction job %s: this worker lost the lease of extraction queue %s (another "
+                "worker has taken it over, or an erasure revoked it), so attempt %s's failure "
+                "is not recorded as the job's (model usage of the attempt, added to the row: %s)",
+                job.pk,
+                job.queue_id,
+                job.attempts,
+                _described(spent),
+            )
+            return
+        self._failed(job, final, **failure)
+
+    def _fail_at_once(self, job: ExtractionJob, error: str, error_type: str) -> None:
+        """Mark ``job`` failed with ``error``, no attempt run, and send its ``extract_failed``."""
+        from tulip_memory.models import ExtractionJob, JobState
+
+        logger.error("extraction job %s failed: %s", job.pk, error)
+        ExtractionJob.objects.filter(tenant=job.tenant, pk=job.pk).update(
+            state=JobState.FAILED, error=error, finished_at=Now()
+        )
+        self._failed(job, True, error=error, error_type=error_type)
+
+    def _failed(self, job: ExtractionJob, final: bool, **failure: Any) -> None:
+        """Count a recorded failure and send its ``extract_failed``."""
+        from tulip_memory.models import ExtractionJob
+
+        if final:
+            self.outcome.failed += 1
+        else:
+            self.outcome.retried += 1
+        emit_sync(
+            EV_MEMORY_MANAGER_EXTRACT_FAILED,
+            sender=ExtractionJob,
+            **failure,
+            job=job.pk,
+            final=final,
+            **self.fields,
         )
 
-        def step() -> None:
-            _record_attempt(
+    def _database_failed(self, job: ExtractionJob, exc: Exception) -> None:
+        """A database error cut ``job``'s attempt: the job goes back to ``pending``, the
+        attempt given back (on the task's last retry: counted as a failure instead), with
+        the usage ``exc`` carries added. Nothing raised here masks ``exc``, which the
+        caller re-raises."""
+        from tulip_memory.models import JobState
+
+        spent = _spent(exc)
+        step: Callable[[], object]
+        if self.charge_database_errors:
+            step = functools.partial(self._record_failure, job, exc, _DATABASE_FAILED)
+        else:
+            logger.warning(
+                "extraction job %s (attempt %s) was cut by a database error (%s: %s): it goes "
+                "back to pending, the attempt not counted, and the task retries",
+                job.pk,
+                job.attempts,
+                type(exc).__name__,
+                exc,
+            )
+            step = functools.partial(
+                self._record_attempt,
                 job,
-                owner,
-                _model_of(manager),
                 spent,
                 state=JobState.PENDING,
                 attempts=job.attempts - 1,
                 run_after=None,
             )
-
-    try:
-        _on_a_live_connection(step)
-    except Exception:
-        logger.exception(
-            "extraction job %s: the database error could not be recorded; the attempt "
-            "stays counted (model usage of the attempt, not added to the row: %s)",
-            job.pk,
-            spent.as_fields() if spent is not None else "none reported",
-        )
-
-
-def _fail_at_once(
-    job: ExtractionJob,
-    error: str,
-    error_type: str,
-    *,
-    outcome: RunOutcome,
-    fields: Mapping[str, object],
-) -> None:
-    """Mark ``job`` failed with ``error``, no attempt run, and send its ``extract_failed``."""
-    from tulip_memory.models import ExtractionJob, JobState
-
-    logger.error("extraction job %s failed: %s", job.pk, error)
-    ExtractionJob.objects.filter(tenant=job.tenant, pk=job.pk).update(
-        state=JobState.FAILED, error=error, finished_at=Now()
-    )
-    outcome.failed += 1
-    emit_sync(
-        EV_MEMORY_MANAGER_EXTRACT_FAILED,
-        sender=ExtractionJob,
-        error=error,
-        error_type=error_type,
-        job=job.pk,
-        final=True,
-        **fields,
-    )
-
-
-def _run_claimed(
-    tenant: str,
-    queue_id: int,
-    namespace: tuple[str, ...],
-    *,
-    manager: LLMMemoryManager,
-    heartbeat: _Heartbeat,
-    outcome: RunOutcome,
-    charge_database_errors: bool,
-) -> float | None:
-    """Run open jobs while holding the lease; seconds until a retry is due, if one is."""
-    from tulip_memory.conf import settings
-    from tulip_memory.models import ExtractionJob, ExtractionQueue, JobState
-    from tulip_memory.tenancy.context import tenant_atomic
-
-    owner, lease = heartbeat.args[2], heartbeat.args[3]
-    max_attempts = int(settings.EXTRACTION_MAX_ATTEMPTS)
-    fields = {"namespace": list(namespace), "mode": "celery"}
-    while True:
-        with tenant_atomic(tenant):
-            # The job's row is locked before the queue's, in an erasure's order: the two
-            # cannot deadlock, and an erasure's revoked lease fails the renewal.
-            found = ExtractionJob.objects.filter(tenant=tenant).next_open(queue_id)
-            if not ExtractionQueue.objects.filter(tenant=tenant).renew(queue_id, owner, lease):
-                logger.warning("lost the lease of extraction queue %s; stopping", queue_id)
-                return None
-            if found is None:
-                return None
-            job, db_now = found
-            if job.run_after is not None and job.run_after > db_now:
-                return (job.run_after - db_now).total_seconds()
-            if namespace[0] != job.tenant:
-                # Never run: a store other than PgMemory could write into that tenant.
-                error = (
-                    f"{TenantError.__name__}: the queue's namespace is of tenant "
-                    f"{namespace[0]!r}, not of the job's tenant {job.tenant!r}; nothing was run"
-                )
-                _fail_at_once(job, error, TenantError.__name__, outcome=outcome, fields=fields)
-                continue
-            if job.attempts >= max_attempts:
-                # Its last attempt never reported: the worker died or hung.
-                error = f"worker lost during attempt {job.attempts}; {job.error}".rstrip("; ")
-                _fail_at_once(job, error, "WorkerLost", outcome=outcome, fields=fields)
-                continue
-            job.attempts += 1
-            job.worker = owner
-            ExtractionJob.objects.filter(tenant=tenant, pk=job.pk).update(
-                state=JobState.RUNNING,
-                attempts=job.attempts,
-                worker=owner,
-                started_at=Now(),
-                run_after=None,
-            )
-        heartbeat.job_started(job.pk, job.attempts)
         try:
-            if not _run_job(job, namespace, manager, heartbeat, outcome=outcome, fields=fields):
-                # A hung attempt forfeited the lease: hand the namespace over at once.
-                return 0.0 if heartbeat.overdue() is not None else None
-        except (OperationalError, InterfaceError) as exc:
-            _database_failed(
-                job,
-                exc,
-                charge=charge_database_errors,
-                manager=manager,
-                outcome=outcome,
-                fields=fields,
+            _on_a_live_connection(step)
+        except Exception:
+            logger.exception(
+                "extraction job %s: the database error could not be recorded; the attempt "
+                "stays counted (model usage of the attempt, not added to the row: %s)",
+                job.pk,
+                _described(spent),
             )
-            raise
-        finally:
-            heartbeat.job_ended()
 
 
-def _on_a_live_connection(step: Callable[[], None]) -> None:
+def _on_a_live_connection(step: Callable[[], object]) -> None:
     """Run ``step`` (which opens its own transaction), once more on a new connection if the
     database dropped this one (after a restart)."""
     for attempt in (1, 2):
@@ -573,16 +513,11 @@ def _on_a_live_connection(step: Callable[[], None]) -> None:
 
 
 def _release(tenant: str, queue_id: int, owner: str) -> None:
-    """Release ``owner``'s lease, on a new connection if the database dropped this one, so
-    that the task's retry need not wait for the lease to expire."""
     from tulip_memory.models import ExtractionQueue
     from tulip_memory.tenancy.context import tenant_atomic
 
-    def release() -> None:
-        with tenant_atomic(tenant):
-            ExtractionQueue.objects.filter(tenant=tenant).release(queue_id, owner)
-
-    _on_a_live_connection(release)
+    with tenant_atomic(tenant):
+        ExtractionQueue.objects.filter(tenant=tenant).release(queue_id, owner)
 
 
 def _build_manager() -> LLMMemoryManager:
@@ -638,17 +573,13 @@ def run_queue(
                 path = queues.values_list("namespace", flat=True).get(pk=queue_id)
             try:
                 with _Heartbeat(tenant, queue_id, owner, lease, job_timeout) as heartbeat:
-                    retry_in = _run_claimed(
-                        tenant,
-                        queue_id,
-                        decode_namespace(path),
-                        manager=manager,
-                        heartbeat=heartbeat,
-                        outcome=outcome,
-                        charge_database_errors=charge_database_errors,
-                    )
+                    namespace = decode_namespace(path)
+                    run = _QueueRun(namespace, manager, heartbeat, outcome, charge_database_errors)
+                    retry_in = run.run()
             finally:
-                _release(tenant, queue_id, owner)
+                # On a new connection if the database dropped this one, so that the task's
+                # retry need not wait for the lease to expire.
+                _on_a_live_connection(lambda: _release(tenant, queue_id, owner))
             if retry_in is not None:
                 outcome.retry_in = retry_in
                 return outcome
