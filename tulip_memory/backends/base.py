@@ -309,12 +309,9 @@ class BaseCheckpointer(ABC):
         validate_thread_id(thread_id)
         refuse_non_json(state)
         started = time.perf_counter()
-        if checkpoint_id is None:
-            checkpoint_id = new_checkpoint_id()
-            await self._save(state, thread_id, checkpoint_id, may_exist=False)
-        else:
-            validate_checkpoint_id(checkpoint_id)
-            await self._save(state, thread_id, checkpoint_id, may_exist=True)
+        may_exist = checkpoint_id is not None
+        checkpoint_id = validate_checkpoint_id(checkpoint_id) if may_exist else new_checkpoint_id()
+        await self._save(state, thread_id, checkpoint_id, may_exist=may_exist)
         await self._emit(
             EV_CHECKPOINT_SAVED,
             thread_id,
@@ -345,11 +342,7 @@ class BaseCheckpointer(ABC):
         started = _validated_start(thread_id, checkpoint_id)
         deleted = await self._delete(thread_id, checkpoint_id)
         await self._emit(
-            EV_CHECKPOINT_DELETED,
-            thread_id,
-            started,
-            checkpoint_id=checkpoint_id,
-            deleted=deleted,
+            EV_CHECKPOINT_DELETED, thread_id, started, checkpoint_id=checkpoint_id, deleted=deleted
         )
         return deleted
 

@@ -20,10 +20,6 @@ __all__ = ["ORMCheckpointer"]
 T = TypeVar("T")
 
 
-def _not_finite(value: Any) -> bool:
-    return isinstance(value, float) and not math.isfinite(value)
-
-
 def _as_tenant(tenant: str, hook: Callable[..., T], *args: Any) -> T:
     from tulip_memory.tenancy.context import tenant_context
 
@@ -68,7 +64,7 @@ class ORMCheckpointer(TenantDatabase, BlockingCheckpointer):
         return CheckpointRecord.objects.using(self.using).of_thread(self._tenant(), thread_id)
 
     def _check_snapshot(self, snapshot: dict[str, Any]) -> None:
-        found = first_at(snapshot, "state", _not_finite)
+        found = first_at(snapshot, "state", lambda v: isinstance(v, float) and not math.isfinite(v))
         if found is not None:
             where, value = found
             raise ValueError(

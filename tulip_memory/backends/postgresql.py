@@ -14,16 +14,6 @@ from tulip_memory.core.nul_characters import nul_at
 __all__ = ["PostgreSQLCheckpointer"]
 
 
-def _refuse_nul(snapshot: dict[str, Any]) -> None:
-    where = nul_at(snapshot, "state")
-    if where is not None:
-        raise ValueError(
-            f"{where} contains a NUL character (\\x00), which PostgreSQLCheckpointer cannot "
-            "store (PostgreSQL's JSONB has no \\u0000): remove it, or use "
-            "DeltaCheckpointer(ORMDeltaStorage(...)), which stores it"
-        )
-
-
 class PostgreSQLCheckpointer(ORMCheckpointer):
     """Checkpoints on the Django alias ``using``, which must be PostgreSQL."""
 
@@ -31,4 +21,10 @@ class PostgreSQLCheckpointer(ORMCheckpointer):
 
     def _check_snapshot(self, snapshot: dict[str, Any]) -> None:
         super()._check_snapshot(snapshot)
-        _refuse_nul(snapshot)
+        where = nul_at(snapshot, "state")
+        if where is not None:
+            raise ValueError(
+                f"{where} contains a NUL character (\\x00), which PostgreSQLCheckpointer cannot "
+                "store (PostgreSQL's JSONB has no \\u0000): remove it, or use "
+                "DeltaCheckpointer(ORMDeltaStorage(...)), which stores it"
+            )

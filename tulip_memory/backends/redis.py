@@ -8,12 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tulip_memory.backends.base import (
-    BaseCheckpointer,
-    decode_state,
-    encode_state,
-    import_optional,
-)
+from tulip_memory.backends.base import BaseCheckpointer, decode_state, encode_state, import_optional
 from tulip_memory.state import AgentState
 
 __all__ = ["RedisCheckpointer"]

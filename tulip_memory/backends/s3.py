@@ -9,6 +9,7 @@ marker whose data carries another order, so a crash never hides a re-saved check
 from __future__ import annotations
 
 from collections.abc import Iterator
+from itertools import islice
 from typing import Any
 
 from tulip_memory.backends.base import (
@@ -50,7 +51,10 @@ class S3Checkpointer(BlockingCheckpointer):
         self.client = client if client is not None else boto3.client("s3", **client_options)
         self._errors = import_optional("botocore.exceptions", "s3")
         if create_bucket:
-            self._create_bucket()
+            try:
+                self.client.head_bucket(Bucket=bucket)
+            except self._errors.ClientError:
+                self.client.create_bucket(Bucket=bucket)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} bucket={self.bucket!r} prefix={self.prefix!r}>"
@@ -58,12 +62,6 @@ class S3Checkpointer(BlockingCheckpointer):
     async def aclose(self) -> None:
         self.client.close()
         await super().aclose()
-
-    def _create_bucket(self) -> None:
-        try:
-            self.client.head_bucket(Bucket=self.bucket)
-        except self._errors.ClientError:
-            self.client.create_bucket(Bucket=self.bucket)
 
     def _thread_prefix(self, thread_id: str) -> str:
         return f"{self.prefix}{encode_name(thread_id)}/"
@@ -75,15 +73,12 @@ class S3Checkpointer(BlockingCheckpointer):
         inverted = _ORDER_SPAN - order
         return f"{self._thread_prefix(thread_id)}order/{inverted:020d}.{encode_name(checkpoint_id)}"
 
-    def _missing(self, exc: Exception) -> bool:
-        code = getattr(exc, "response", {}).get("Error", {}).get("Code", "")
-        return code in {"404", "NoSuchKey", "NotFound"}
-
     def _object_call(self, operation: str, key: str) -> dict[str, Any] | None:
         try:
             return getattr(self.client, operation)(Bucket=self.bucket, Key=key)
         except self._errors.ClientError as exc:
-            if self._missing(exc):
+            code = getattr(exc, "response", {}).get("Error", {}).get("Code", "")
+            if code in {"404", "NoSuchKey", "NotFound"}:
                 return None
             raise
 
@@ -95,30 +90,30 @@ class S3Checkpointer(BlockingCheckpointer):
         response = self._object_call("head_object", key)
         return None if response is None else int(response.get("Metadata", {}).get("order", "0"))
 
-    def _markers(self, thread_id: str) -> Iterator[tuple[str, int, str]]:
+    def _keys(self, prefix: str) -> Iterator[str]:
         paginator = self.client.get_paginator("list_objects_v2")
-        marker_prefix = f"{self._thread_prefix(thread_id)}order/"
-        for page in paginator.paginate(Bucket=self.bucket, Prefix=marker_prefix):
+        for page in paginator.paginate(Bucket=self.bucket, Prefix=prefix):
             for item in page.get("Contents", []):
-                key = item["Key"]
-                inverted, _, encoded = key[len(marker_prefix) :].partition(".")
-                checkpoint_id = decode_name(encoded)
-                if checkpoint_id is None:  # hashed name: the marker's body holds the id
-                    found = self._get(key)
-                    if found is None:
-                        continue
-                    checkpoint_id = found[0].decode()
-                yield checkpoint_id, _ORDER_SPAN - int(inverted), key
+                yield item["Key"]
 
-    def _live_markers(self, thread_id: str) -> Iterator[tuple[str, int, str]]:
+    def _live_ids(self, thread_id: str) -> Iterator[str]:
+        """The thread's checkpoints, newest first: markers whose data carries their order."""
+        marker_prefix = f"{self._thread_prefix(thread_id)}order/"
         seen: set[str] = set()
-        for checkpoint_id, order, key in self._markers(thread_id):
+        for key in self._keys(marker_prefix):
+            inverted, _, encoded = key[len(marker_prefix) :].partition(".")
+            checkpoint_id = decode_name(encoded)
+            if checkpoint_id is None:  # hashed name: the marker's body holds the id
+                found = self._get(key)
+                if found is None:
+                    continue
+                checkpoint_id = found[0].decode()
             if checkpoint_id in seen:
                 continue
-            if self._stored_order(self._data_key(thread_id, checkpoint_id)) != order:
-                continue
-            seen.add(checkpoint_id)
-            yield checkpoint_id, order, key
+            order = self._stored_order(self._data_key(thread_id, checkpoint_id))
+            if order == _ORDER_SPAN - int(inverted):
+                seen.add(checkpoint_id)
+                yield checkpoint_id
 
     def _save_sync(
         self, state: AgentState, thread_id: str, checkpoint_id: str, may_exist: bool
@@ -146,7 +141,7 @@ class S3Checkpointer(BlockingCheckpointer):
 
     def _load_sync(self, thread_id: str, checkpoint_id: str | None) -> AgentState | None:
         if checkpoint_id is None:
-            for live_id, _, _ in self._live_markers(thread_id):
+            for live_id in self._live_ids(thread_id):
                 found = self._get(self._data_key(thread_id, live_id))
                 if found is not None:
                     return decode_state(found[0], thread_id, live_id)
@@ -155,22 +150,11 @@ class S3Checkpointer(BlockingCheckpointer):
         return None if found is None else decode_state(found[0], thread_id, checkpoint_id)
 
     def _list_sync(self, thread_id: str, limit: int) -> list[str]:
-        ids: list[str] = []
-        for checkpoint_id, _, _ in self._live_markers(thread_id):
-            ids.append(checkpoint_id)
-            if len(ids) == limit:
-                break
-        return ids
+        return list(islice(self._live_ids(thread_id), limit))
 
     def _delete_sync(self, thread_id: str, checkpoint_id: str | None) -> bool:
         if checkpoint_id is None:
-            keys = [
-                item["Key"]
-                for page in self.client.get_paginator("list_objects_v2").paginate(
-                    Bucket=self.bucket, Prefix=self._thread_prefix(thread_id)
-                )
-                for item in page.get("Contents", [])
-            ]
+            keys = list(self._keys(self._thread_prefix(thread_id)))
             data_prefix = f"{self._thread_prefix(thread_id)}data/"
             had_data = any(key.startswith(data_prefix) for key in keys)
             self._delete_keys(keys)

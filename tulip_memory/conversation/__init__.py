@@ -6,9 +6,4 @@ from tulip_memory.conversation.base import ConversationManager, NullManager
 from tulip_memory.conversation.summarizing import SummarizingManager
 from tulip_memory.conversation.window import SlidingWindowManager
 
-__all__ = [
-    "ConversationManager",
-    "NullManager",
-    "SlidingWindowManager",
-    "SummarizingManager",
-]
+__all__ = ["ConversationManager", "NullManager", "SlidingWindowManager", "SummarizingManager"]

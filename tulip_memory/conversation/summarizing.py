@@ -18,11 +18,7 @@ from typing import Any, TypeAlias
 
 from asgiref.sync import async_to_sync
 
-from tulip_memory.conversation.base import (
-    ConversationManager,
-    check_bool,
-    check_messages,
-)
+from tulip_memory.conversation.base import ConversationManager, check_bool, check_messages
 from tulip_memory.conversation.cache import CachedSummary, Key, SummaryCache
 from tulip_memory.conversation.summary import (
     covered_count,
@@ -71,32 +67,26 @@ class _Compaction:
         return managed
 
     def triggered_fields(self, threshold: int) -> dict[str, Any]:
-        return {
-            "strategy": "summarizing",
-            "threshold": threshold,
-            "messages_before": self.messages_before,
-            "summarized_count": self.covered,
-            "incremental": self.base is not None,
-        }
+        return self._fields(threshold=threshold, incremental=self.base is not None)
 
     def completed_fields(self, messages_after: int) -> dict[str, Any]:
-        return {
-            "strategy": "summarizing",
-            "messages_before": self.messages_before,
-            "messages_after": messages_after,
-            "summarized_count": self.covered,
-            "incremental": self.base is not None,
-            "duration_ms": self.elapsed_ms(),
-        }
+        return self._fields(
+            messages_after=messages_after,
+            incremental=self.base is not None,
+            duration_ms=self.elapsed_ms(),
+        )
 
     def failed_fields(self, error: BaseException) -> dict[str, Any]:
+        return self._fields(
+            error_type=type(error).__name__, error=str(error), duration_ms=self.elapsed_ms()
+        )
+
+    def _fields(self, **extra: Any) -> dict[str, Any]:
         return {
             "strategy": "summarizing",
             "messages_before": self.messages_before,
             "summarized_count": self.covered,
-            "error_type": type(error).__name__,
-            "error": str(error),
-            "duration_ms": self.elapsed_ms(),
+            **extra,
         }
 
     def elapsed_ms(self) -> float:

@@ -137,7 +137,8 @@ class _Digest:
             self.roles[message.role] += 1
         self.count += len(messages)
         for name, calls in tools.items():
-            self.tools[_tool_name(name)] += calls
+            # Word characters, dots and dashes only, so that the list reads back.
+            self.tools[re.sub(r"[^\w.-]", "_", name)[:_TOOL_NAME_CHARS] or "_"] += calls
         quotes = []
         if last_user is not None and last_user is first_request:
             quotes.append("the first user message (quoted above)")
@@ -214,11 +215,6 @@ class _Digest:
             else:
                 merged.append(span)
         return [span.line() for span in merged]
-
-
-def _tool_name(name: str) -> str:
-    """``name`` as listed: word characters, dots and dashes only, so the list reads back."""
-    return re.sub(r"[^\w.-]", "_", name)[:_TOOL_NAME_CHARS] or "_"
 
 
 def _parse(text: str, covered: int) -> _Digest | None:

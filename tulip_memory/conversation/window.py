@@ -8,11 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tulip_memory.conversation.base import (
-    ConversationManager,
-    check_bool,
-    check_messages,
-)
+from tulip_memory.conversation.base import ConversationManager, check_bool, check_messages
 from tulip_memory.conversation.turns import TurnBoundaries, leading_system_count
 from tulip_memory.core.numbers import check_int
 from tulip_memory.events import EV_MEMORY_CONVERSATION_PRUNED, emit, emit_sync
@@ -70,7 +66,7 @@ class SlidingWindowManager(ConversationManager):
         start = boundaries.at_or_after(grid_cut)
 
         anchor: Message | None = None
-        if self.preserve_first_user and not _has_user(body, start):
+        if self.preserve_first_user and all(m.role != Role.USER for m in body[start:]):
             # An agent loop with no user message left: re-attach the opening one.
             anchor = next((body[i] for i in range(start) if body[i].role == Role.USER), None)
             if anchor is not None and len(body) - start >= self.window_size:
@@ -94,7 +90,3 @@ class SlidingWindowManager(ConversationManager):
                 "first_user_reattached": anchor is not None,
             },
         )
-
-
-def _has_user(messages: list[Message], start: int) -> bool:
-    return any(messages[i].role == Role.USER for i in range(start, len(messages)))

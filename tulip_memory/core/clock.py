@@ -11,14 +11,7 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
-__all__ = [
-    "Clock",
-    "ManualClock",
-    "MonotonicWallClock",
-    "from_micros",
-    "to_micros",
-    "utc_now",
-]
+__all__ = ["Clock", "ManualClock", "MonotonicWallClock", "from_micros", "to_micros", "utc_now"]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)

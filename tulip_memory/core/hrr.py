@@ -3,8 +3,7 @@
 A text is the phase of the sum of its distinct tokens' unit phasors, each token's phases
 drawn from BLAKE2b (deterministic everywhere) and quantised to uint16. Similarity is
 ``mean(cos(a - b))``, which equals the cosine of :func:`phases_to_vector`'s vectors, so a
-pgvector cosine search ranks as HRR does. Used by HolographicStore, PgMemory's fallback
-encoder and :class:`~tulip_memory.embeddings.HRREmbedding`.
+pgvector cosine search ranks as HRR does.
 """
 
 from __future__ import annotations
@@ -49,14 +48,11 @@ def validate_dim(dim: object) -> int:
 def _token_phasor(token: str, dim: int) -> np.ndarray:
     data = token.encode("utf-8")
     need = 2 * dim
-    blocks = []
-    for counter in range(-(-need // 64)):
-        blocks.append(
-            hashlib.blake2b(
-                counter.to_bytes(4, "little") + data, digest_size=64, person=_PERSON
-            ).digest()
-        )
-    steps = np.frombuffer(b"".join(blocks)[:need], dtype="<u2").astype(np.float64)
+    digests = b"".join(
+        hashlib.blake2b(n.to_bytes(4, "little") + data, digest_size=64, person=_PERSON).digest()
+        for n in range(-(-need // 64))
+    )
+    steps = np.frombuffer(digests[:need], dtype="<u2").astype(np.float64)
     phasor = np.exp(1j * steps * _SCALE).astype(np.complex64)
     phasor.setflags(write=False)
     return phasor

@@ -9,7 +9,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
-from tulip_memory.core.numbers import is_int
+from tulip_memory.core.numbers import check_int
 
 __all__ = ["LRUCache"]
 
@@ -26,11 +26,7 @@ class LRUCache(Generic[K, V]):
     def __init__(
         self, maxsize: int, *, name: str = "maxsize", weigh: Callable[[V], int] | None = None
     ) -> None:
-        if not is_int(maxsize):
-            raise ValueError(f"{name} must be an int, got {maxsize!r}")
-        if maxsize < 0:
-            raise ValueError(f"{name} must be >= 0, got {maxsize}")
-        self.maxsize = maxsize
+        self.maxsize = check_int(maxsize, name, 0)
         self._data: OrderedDict[K, V] = OrderedDict()
         self._lock = threading.Lock()
         self._weigh = weigh

@@ -11,13 +11,9 @@ from tulip_memory.core.json_paths import first_at
 __all__ = ["nul_at", "without_nul"]
 
 
-def _has_nul(value: Any) -> bool:
-    return isinstance(value, str) and "\x00" in value
-
-
 def nul_at(value: Any, path: str) -> str | None:
     """The path of the first NUL character in ``value`` (named ``path``), or None."""
-    found = first_at(value, path, _has_nul)
+    found = first_at(value, path, lambda leaf: isinstance(leaf, str) and "\x00" in leaf)
     return None if found is None else found[0]
 
 

@@ -15,11 +15,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from tulip_memory.backends.base import (
-    BaseCheckpointer,
-    validate_checkpoint_id,
-    validate_thread_id,
-)
+from tulip_memory.backends.base import BaseCheckpointer, validate_checkpoint_id, validate_thread_id
 from tulip_memory.chains import codec
 from tulip_memory.chains.equality import same_message
 from tulip_memory.chains.options import MAX_DEPTH
@@ -70,10 +66,8 @@ _DECODE_ERRORS = (ValueError, KeyError, TypeError, IndexError, zlib.error)
 
 
 def _clone(message: Message) -> Message:
-    """A copy sharing nothing mutable with ``message`` (faster than deepcopy).
-
-    Built without ``__init__``: ``message`` was validated when it was made.
-    """
+    """A copy sharing nothing mutable with ``message``; faster than deepcopy, and built
+    without ``__init__`` (``message`` was validated when it was made)."""
     clone = object.__new__(Message)
     clone.__dict__.update(message.__dict__)
     clone.tool_calls = [
@@ -244,11 +238,8 @@ class DeltaCheckpointer(BaseCheckpointer):
     def _new_blocks(
         self, parent: _Head | None, stable: int, messages: list[Message]
     ) -> tuple[tuple[BlockRef, ...], list[MessageBlock]]:
-        """Block references of a full checkpoint, and the blocks to store for it.
-
-        The parent's base blocks lying within the unchanged prefix (``stable``) are
-        reused; the messages after them form one new block.
-        """
+        """Block references of a full checkpoint, and the blocks to store for it: the
+        parent's base blocks within the unchanged prefix (``stable``), then one new block."""
         refs: list[BlockRef] = []
         covered = 0
         for digest, count in parent.base_blocks if parent else ():
@@ -489,11 +480,7 @@ class DeltaCheckpointer(BaseCheckpointer):
             removed = await self._remove(thread_id, doomed) if doomed else 0
         if removed:
             await self._emit(
-                EV_CHECKPOINT_PRUNED,
-                thread_id,
-                started,
-                checkpoints=removed,
-                threads=0,
+                EV_CHECKPOINT_PRUNED, thread_id, started, checkpoints=removed, threads=0
             )
         return removed
 

@@ -38,26 +38,19 @@ _METADATA_FIELDS = (
 
 
 def _metadata(row: dict[str, Any]) -> CheckpointMetadata:
-    return CheckpointMetadata(
-        checkpoint_id=row["checkpoint_id"],
-        thread_id=row["thread_id"],
-        parent_id=row["parent_id"] or None,
-        is_full=row["is_full"],
-        chain_depth=row["chain_depth"],
-        created_at=row["created_at"],
-        size_bytes=row["size_bytes"],
-        compressed_size_bytes=row["compressed_size_bytes"],
-        base_id=row["base_id"],
-        blocks=tuple((str(d), int(n)) for d, n in row["blocks"]),
-        subject=row["subject"],
-    )
+    fields = {name: row[name] for name in _METADATA_FIELDS}
+    fields["parent_id"] = row["parent_id"] or None
+    fields["blocks"] = tuple((str(d), int(n)) for d, n in row["blocks"])
+    return CheckpointMetadata(**fields)
 
 
 def _checkpoint(row: dict[str, Any]) -> DeltaCheckpoint:
     metadata = _metadata(row)
-    return DeltaCheckpoint(
-        metadata=metadata, data=bytes(row["data"]), is_delta=not metadata.is_full
-    )
+    return DeltaCheckpoint(metadata, bytes(row["data"]), is_delta=not metadata.is_full)
+
+
+def _block(row: dict[str, Any]) -> MessageBlock:
+    return MessageBlock(digest=row["digest"], data=bytes(row["data"]), size_bytes=row["size_bytes"])
 
 
 def _record_fields(record: DeltaCheckpoint) -> dict[str, Any]:
@@ -128,26 +121,16 @@ class ORMDeltaStorage(TenantDatabase, DeltaStorage):
         rows = self._records(tenant, thread_id)
         # In place when it exists: a replaced checkpoint keeps its id, hence its position.
         if not rows.filter(checkpoint_id=checkpoint_id).update(**fields):
-            rows.create(
-                tenant=tenant,
-                thread_id=thread_id,
-                checkpoint_id=checkpoint_id,
-                **fields,
-            )
+            rows.create(tenant=tenant, thread_id=thread_id, checkpoint_id=checkpoint_id, **fields)
 
     def _store_as_newest(
         self, tenant: str, thread_id: str, checkpoint_id: str, checkpoint: DeltaCheckpoint
     ) -> None:
-        """Delete the old row and insert the new one in one transaction."""
         rows = self._records(tenant, thread_id)
         # One transaction: the new row (the highest id: the newest) replaces the old one.
         rows.filter(checkpoint_id=checkpoint_id).delete()
-        rows.create(
-            tenant=tenant,
-            thread_id=thread_id,
-            checkpoint_id=checkpoint_id,
-            **_record_fields(checkpoint),
-        )
+        fields = _record_fields(checkpoint)
+        rows.create(tenant=tenant, thread_id=thread_id, checkpoint_id=checkpoint_id, **fields)
 
     def _retrieve(self, tenant: str, thread_id: str, checkpoint_id: str) -> DeltaCheckpoint | None:
         rows = self._records(tenant, thread_id).filter(checkpoint_id=checkpoint_id)
@@ -180,12 +163,7 @@ class ORMDeltaStorage(TenantDatabase, DeltaStorage):
         rows, block_rows = DeltaCheckpointRecord.objects.using(self.using).load_rows(
             tenant, thread_id, checkpoint_id, (*_METADATA_FIELDS, "data")
         )
-        blocks = {
-            row["digest"]: MessageBlock(
-                digest=row["digest"], data=bytes(row["data"]), size_bytes=row["size_bytes"]
-            )
-            for row in block_rows
-        }
+        blocks = {row["digest"]: _block(row) for row in block_rows}
         return _with_target_first([_checkpoint(row) for row in rows], checkpoint_id), blocks
 
     def _list(
@@ -233,12 +211,7 @@ class ORMDeltaStorage(TenantDatabase, DeltaStorage):
         self, tenant: str, thread_id: str, digests: Collection[str]
     ) -> dict[str, MessageBlock]:
         rows = self._blocks(tenant, thread_id).filter(digest__in=list(digests))
-        return {
-            row["digest"]: MessageBlock(
-                digest=row["digest"], data=bytes(row["data"]), size_bytes=row["size_bytes"]
-            )
-            for row in rows.values("digest", "data", "size_bytes")
-        }
+        return {row["digest"]: _block(row) for row in rows.values("digest", "data", "size_bytes")}
 
     def _block_sizes(self, tenant: str, thread_id: str) -> dict[str, tuple[int, int]]:
         from django.db.models.functions import Length
@@ -263,12 +236,7 @@ class ORMDeltaStorage(TenantDatabase, DeltaStorage):
         tenant = self._resolve_tenant()
         name = self._lock_name(tenant, thread_id)
         async with WRITER_LOCKS.hold((self.using, name)):
-            try_lock = sync_to_async(self._try_lock)
-
-            async def attempt() -> bool:
-                return await try_lock(name, 0)
-
-            await poll(attempt)
+            await poll(functools.partial(sync_to_async(self._try_lock), name, 0))
             try:
                 yield
             finally:

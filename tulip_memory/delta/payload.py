@@ -13,19 +13,7 @@ from tulip_memory.chains.equality import same_item
 from tulip_memory.chains.splice import Splice
 from tulip_memory.messages import Message
 
-__all__ = [
-    "MESSAGE_COUNT",
-    "METADATA",
-    "METADATA_DROPPED",
-    "METADATA_SET",
-    "SPLICE",
-    "THREAD_ID",
-    "apply_delta",
-    "check_count",
-    "delta_payload",
-    "full_payload",
-    "read_full",
-]
+__all__ = ["apply_delta", "check_count", "delta_payload", "full_payload", "read_full"]
 
 MESSAGE_COUNT = "n"
 METADATA = "m"

@@ -100,16 +100,9 @@ class DeltaStorage(ABC):
         :meth:`writer_lock`; a storage may do it in one transaction.
         """
         async with self.writer_lock(thread_id):
-            newest = await self.list_checkpoints(thread_id, limit=1)
-            if (
-                not newest
-                or (
-                    newest[0].checkpoint_id,
-                    newest[0].created_at,
-                    newest[0].root_id,
-                )
-                != after
-            ):
+            listed = await self.list_checkpoints(thread_id, limit=1)
+            newest = listed[0] if listed else None
+            if newest is None or (newest.checkpoint_id, newest.created_at, newest.root_id) != after:
                 return False
             if blocks:
                 await self.store_blocks(thread_id, blocks)

@@ -14,13 +14,7 @@ from typing import Any, TypeVar
 from tulip_memory.core.text import has_words
 from tulip_memory.exceptions import EmbeddingError
 
-__all__ = [
-    "BaseEmbedding",
-    "check_count",
-    "embed_texts",
-    "embedder_source",
-    "query_vector_or_none",
-]
+__all__ = ["BaseEmbedding", "check_count", "embed_texts", "embedder_source", "query_vector_or_none"]
 
 T = TypeVar("T")
 
@@ -99,8 +93,6 @@ async def query_vector_or_none(embed: Callable[[], Awaitable[T]], store: str) ->
         return await embed()
     except (EmbeddingError, ValueError) as error:
         logging.getLogger("tulip_memory.store").warning(
-            "%s: the embedder failed on a query (%s); this search ranks by words only",
-            store,
-            error,
+            "%s: the embedder failed on a query (%s); this search ranks by words only", store, error
         )
         return None

@@ -7,25 +7,19 @@ answer of another width, or not one finite vector per text, is refused, never st
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
-import os
 import time
 from typing import Any
-from urllib.parse import urlsplit
 
 from tulip_memory.core.numbers import check_number, is_int, is_number
 from tulip_memory.core.optional_dependencies import import_optional
 from tulip_memory.embeddings.base import BaseEmbedding
 from tulip_memory.exceptions import EmbeddingError
-from tulip_memory.llm.client import (
-    NO_KEY,
-    LoopClients,
-    openai_types,
-    request_failure,
-)
-from tulip_memory.llm.config import is_local_url
+from tulip_memory.llm.client import LoopClients, new_openai, request_failure
+from tulip_memory.llm.config import check_endpoint, env_api_key, is_local_url
 
 __all__ = ["OpenAIEmbedding"]
 
@@ -52,13 +46,7 @@ class OpenAIEmbedding(BaseEmbedding):
         if not isinstance(model, str) or not model.strip():
             raise ValueError(f"OpenAIEmbedding: model must be a model name, got {model!r}")
         check_number(dimension, "OpenAIEmbedding: dimension", integer=True, low=1)
-        if not isinstance(base_url, str) or urlsplit(base_url).scheme not in ("http", "https"):
-            raise ValueError(f"OpenAIEmbedding: base_url must be an http(s) URL, got {base_url!r}")
-        if api_key_env is not None and (not isinstance(api_key_env, str) or not api_key_env):
-            raise ValueError(
-                "OpenAIEmbedding: api_key_env must name an environment variable or be None, "
-                f"got {api_key_env!r}"
-            )
+        check_endpoint(base_url, api_key_env, "OpenAIEmbedding: {}".format)
         check_number(batch_size, "OpenAIEmbedding: batch_size", integer=True, low=1)
         check_number(timeout, "OpenAIEmbedding: timeout", low=0.001)
         check_number(max_retries, "OpenAIEmbedding: max_retries", integer=True)
@@ -74,7 +62,7 @@ class OpenAIEmbedding(BaseEmbedding):
         self.retry_backoff = float(retry_backoff)
         self.retry_backoff_max = float(retry_backoff_max)
         self.request_dimensions = bool(request_dimensions)
-        self._clients = LoopClients(self._new_openai)
+        self._clients = LoopClients(functools.partial(new_openai, self))
 
     def __repr__(self) -> str:
         return (
@@ -91,33 +79,16 @@ class OpenAIEmbedding(BaseEmbedding):
         """What PgMemory records as the vectors' source (``embedding_source``)."""
         return f"openai:{self.model}"
 
-    def _api_key(self) -> str | None:
-        if self.api_key_env is None:
-            return None
-        return os.environ.get(self.api_key_env) or None
-
-    async def _request_key(self) -> str:
-        # Called by the library before each request: a rotated key is used at once.
-        return self._api_key() or NO_KEY
-
-    def _new_openai(self) -> Any:
-        policy_openai, attempt_client = openai_types()
-        return policy_openai(
-            api_key=self._request_key,
-            base_url=self.base_url,
-            timeout=self.timeout,
-            max_retries=self.max_retries,
-            backoff=self.retry_backoff,
-            backoff_max=self.retry_backoff_max,
-            http_client=attempt_client(None, self.timeout),
-        )
+    def api_key(self) -> str | None:
+        """The key from the environment, read now (``None`` when unset or not configured)."""
+        return env_api_key(self.api_key_env)
 
     async def aclose(self) -> None:
         """Close the HTTP client of the running event loop."""
         await self._clients.aclose()
 
     def configuration_problem(self) -> str | None:
-        if is_local_url(self.base_url) or self._api_key() is not None:
+        if is_local_url(self.base_url) or self.api_key() is not None:
             return None
         if self.api_key_env is None:
             return f"no API key for {self.base_url}: api_key_env is None"

@@ -36,7 +36,7 @@ __all__ = [
     "ChatResult",
     "LoopClients",
     "ToolCallRequest",
-    "openai_types",
+    "new_openai",
     "request_failure",
     "retry_after_seconds",
 ]
@@ -84,20 +84,6 @@ def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
     return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
-def _waits_too_long(headers: Mapping[str, str] | None, backoff_max: float) -> bool:
-    asked = retry_after_seconds(headers)
-    return asked is not None and asked > backoff_max
-
-
-def _retry_delay(
-    retries_taken: int, headers: Mapping[str, str] | None, backoff: float, backoff_max: float
-) -> float:
-    asked = retry_after_seconds(headers)
-    if asked is not None:
-        return min(asked, backoff_max)
-    return random.uniform(0, min(backoff_max, backoff * 2**retries_taken))
-
-
 def request_failure(
     openai: Any, error: Any, server: str, base_url: str
 ) -> tuple[str, int | None, int, str]:
@@ -114,10 +100,30 @@ def request_failure(
     return kind, None, attempts, f"{kind} talking to {base_url} after {attempts} attempt(s)"
 
 
+def new_openai(endpoint: Any, limiter: ProcessLimiter | None = None) -> Any:
+    """An ``openai`` client with the policy of the module docstring, for ``endpoint``: an
+    :class:`LLMConfig` or anything with its ``base_url``, ``timeout``, ``max_retries``,
+    ``retry_backoff``, ``retry_backoff_max`` and ``api_key()``."""
+    policy_openai, attempt_client = _openai_types()
+
+    async def api_key() -> str:
+        # Called by the library before each request: a rotated key is used at once.
+        return endpoint.api_key() or NO_KEY
+
+    return policy_openai(
+        api_key=api_key,
+        base_url=endpoint.base_url,
+        timeout=endpoint.timeout,
+        max_retries=endpoint.max_retries,
+        backoff=endpoint.retry_backoff,
+        backoff_max=endpoint.retry_backoff_max,
+        http_client=attempt_client(limiter, endpoint.timeout),
+    )
+
+
 @functools.cache
-def openai_types() -> tuple[Any, Any]:
-    """The ``openai`` client and HTTP client classes the chat and embedding clients send
-    through, defined once the library is imported."""
+def _openai_types() -> tuple[Any, Any]:
+    # Defined once the library is imported.
     import openai
 
     class AttemptClient(openai.DefaultAsyncHttpxClient):
@@ -149,15 +155,19 @@ def openai_types() -> tuple[Any, Any]:
             self._backoff_max = backoff_max
 
         def _should_retry(self, response: Any) -> bool:
-            if _waits_too_long(response.headers, self._backoff_max):
+            asked = retry_after_seconds(response.headers)
+            if asked is not None and asked > self._backoff_max:
                 return False  # asking sooner would only earn another 429
             return bool(super()._should_retry(response))
 
         def _calculate_retry_timeout(
             self, remaining_retries: int, options: Any, response_headers: Any = None
         ) -> float:
+            asked = retry_after_seconds(response_headers)
+            if asked is not None:
+                return min(asked, self._backoff_max)
             retries_taken = options.get_max_retries(self.max_retries) - remaining_retries
-            return _retry_delay(retries_taken, response_headers, self._backoff, self._backoff_max)
+            return random.uniform(0, min(self._backoff_max, self._backoff * 2**retries_taken))
 
     return PolicyOpenAI, AttemptClient
 
@@ -202,7 +212,7 @@ class LoopClients:
             entry = self._clients.pop(loop, None) if pop else self._clients.get(loop)
             abandoned = [self._clients.pop(old) for old in list(self._clients) if old.is_closed()]
         for client, _closer in abandoned:
-            await _close_abandoned(client)
+            await _close(client)
         return entry
 
 
@@ -210,21 +220,18 @@ async def _close_with_loop(client: Any) -> AsyncGenerator[None, None]:
     try:
         yield
     finally:
-        try:
-            await client.close()
-        except Exception:  # best effort: the loop is ending anyway
-            logger.debug("closing an HTTP client failed", exc_info=True)
+        await _close(client)
 
 
-async def _close_abandoned(client: Any) -> None:
-    # Its transports refuse (the loop is closed), but the pool is emptied and the garbage
-    # collector closes the sockets.
+async def _close(client: Any) -> None:
+    # Best effort: the loop is ending, or closed (then its transports refuse, but the pool
+    # is emptied and the garbage collector closes the sockets).
     if client.is_closed():
         return
     try:
         await client.close()
     except Exception:
-        logger.debug("closing the HTTP client of a closed event loop failed", exc_info=True)
+        logger.debug("closing an HTTP client failed", exc_info=True)
 
 
 class ChatClient:
@@ -244,7 +251,7 @@ class ChatClient:
         self.config = config if config is not None else LLMConfig.from_settings()
         self.estimator = estimator or TokenEstimator(self.config.chars_per_token)
         self.limiter = limiter_for(self.config.base_url, self.config.max_concurrency)
-        self._clients = LoopClients(self._new_openai)
+        self._clients = LoopClients(functools.partial(new_openai, self.config, self.limiter))
 
     def __repr__(self) -> str:
         return f"ChatClient(base_url={self.config.base_url!r}, model={self.config.model!r})"
@@ -254,22 +261,6 @@ class ChatClient:
         if self.config.model is None:
             raise LLMError("TULIP_MEMORY['LLM']['MODEL'] is not set", kind="configuration")
         return self.config.model
-
-    def _new_openai(self) -> Any:
-        policy_openai, attempt_client = openai_types()
-        return policy_openai(
-            api_key=self._api_key,
-            base_url=self.config.base_url,
-            timeout=self.config.timeout,
-            max_retries=self.config.max_retries,
-            backoff=self.config.retry_backoff,
-            backoff_max=self.config.retry_backoff_max,
-            http_client=attempt_client(self.limiter, self.config.timeout),
-        )
-
-    async def _api_key(self) -> str:
-        # Called by the library before each request: a rotated key is used at once.
-        return self.config.api_key() or NO_KEY
 
     async def aclose(self) -> None:
         """Close the HTTP client of the running event loop."""
@@ -313,6 +304,27 @@ class ChatClient:
             if tool_choice is not None:
                 request["tool_choice"] = tool_choice
         started = time.perf_counter()
+
+        def failure(
+            attempts: int, what: str, kind: str, status: int | None, spent: Usage | None = None
+        ) -> LLMError:
+            logger.debug(
+                "llm call %s: model=%s failed (%s%s) after %d attempt(s) in %.0f ms",
+                purpose,
+                model,
+                kind,
+                "" if status is None else f", HTTP {status}",
+                attempts,
+                (time.perf_counter() - started) * 1000,
+            )
+            return LLMError(
+                f"{purpose}: {what}",
+                kind=kind,
+                usage=(spent or Usage()) + Usage(failed_requests=attempts),
+                attempts=attempts,
+                status=status,
+            )
+
         client = await self._clients.client()
         try:
             raw = await client.chat.completions.with_raw_response.create(**request)
@@ -320,9 +332,7 @@ class ChatClient:
             kind, status, attempts, what = request_failure(
                 openai, error, "the model server", self.config.base_url
             )
-            raise self._error(
-                purpose, model, started, attempts, what, kind=kind, status=status
-            ) from error
+            raise failure(attempts, what, kind, status) from error
         attempts = raw.retries_taken + 1
         not_a_completion = (
             f"the model server answered HTTP 200 after {attempts} attempt(s), "
@@ -332,21 +342,11 @@ class ChatClient:
             completion = raw.parse()
         except json.JSONDecodeError as error:  # a body declared as JSON that is not
             what = f"{not_a_completion}: the body is not JSON"
-            raise self._error(
-                purpose, model, started, attempts, what, kind="malformed_output", status=200
-            ) from error
+            raise failure(attempts, what, "malformed_output", 200) from error
         if problem := _completion_problem(completion):
             kind, detail = problem
-            raise self._error(
-                purpose,
-                model,
-                started,
-                attempts,
-                f"{not_a_completion}: {detail}",
-                kind=kind,
-                status=200,
-                reported=_reported(completion),
-            )
+            what = f"{not_a_completion}: {detail}"
+            raise failure(attempts, what, kind, 200, _reported(completion))
         prompt_chars = _prompt_chars(messages, (response_format, tools))
         result = self._result(completion, prompt_chars, failed_requests=attempts - 1)
         logger.debug(
@@ -363,35 +363,6 @@ class ChatClient:
         )
         return result
 
-    def _error(
-        self,
-        purpose: str,
-        model: str,
-        started: float,
-        attempts: int,
-        what: str,
-        *,
-        kind: str,
-        status: int | None = None,
-        reported: Usage | None = None,
-    ) -> LLMError:
-        logger.debug(
-            "llm call %s: model=%s failed (%s%s) after %d attempt(s) in %.0f ms",
-            purpose,
-            model,
-            kind,
-            "" if status is None else f", HTTP {status}",
-            attempts,
-            (time.perf_counter() - started) * 1000,
-        )
-        return LLMError(
-            f"{purpose}: {what}",
-            kind=kind,
-            usage=(reported or Usage()) + Usage(failed_requests=attempts),
-            attempts=attempts,
-            status=status,
-        )
-
     def _result(self, completion: Any, prompt_chars: int, *, failed_requests: int) -> ChatResult:
         choice = completion.choices[0]
         message = choice.message
@@ -402,23 +373,14 @@ class ChatClient:
             if getattr(call, "function", None) is not None
         ]
         reported = completion.usage
-        if reported is not None and reported.prompt_tokens:
-            self.estimator.observe(prompt_chars, reported.prompt_tokens)
-            usage = Usage(
-                reported.prompt_tokens,
-                reported.completion_tokens or 0,
-                1,
-                failed_requests=failed_requests,
-            )
-        else:
+        estimated = reported is None or not reported.prompt_tokens
+        if estimated:
             answer = (content or "") + "".join(c.arguments for c in calls)
-            usage = Usage(
-                self.estimator.tokens_for_chars(prompt_chars),
-                self.estimator.tokens(answer),
-                1,
-                estimated=True,
-                failed_requests=failed_requests,
-            )
+            tokens = self.estimator.tokens_for_chars(prompt_chars), self.estimator.tokens(answer)
+        else:
+            self.estimator.observe(prompt_chars, reported.prompt_tokens)
+            tokens = reported.prompt_tokens, reported.completion_tokens or 0
+        usage = Usage(*tokens, 1, estimated=estimated, failed_requests=failed_requests)
         return ChatResult(content, calls, choice.finish_reason, usage)
 
 

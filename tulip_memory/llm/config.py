@@ -8,20 +8,45 @@ from __future__ import annotations
 
 import ipaddress
 import os
+from collections.abc import Callable
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, Literal, get_args
 from urllib.parse import urlsplit
 
 from tulip_memory.core.numbers import check_number
 
-__all__ = ["LLM_DEFAULTS", "STRUCTURED_MODES", "LLMConfig", "StructuredMode", "is_local_url"]
+__all__ = [
+    "LLM_DEFAULTS",
+    "STRUCTURED_MODES",
+    "LLMConfig",
+    "StructuredMode",
+    "check_endpoint",
+    "env_api_key",
+    "is_local_url",
+]
 
 StructuredMode = Literal["auto", "json_schema", "tools", "text"]
 STRUCTURED_MODES: tuple[str, ...] = get_args(StructuredMode)
 
 
+def _setting(key: str) -> str:
+    return f"TULIP_MEMORY['LLM']['{key.upper()}']"
+
+
 def _positive(name: str, value: Any, *, integer: bool = False, zero: bool = False) -> None:
-    check_number(value, f"TULIP_MEMORY['LLM']['{name}']", integer=integer, strict=not zero)
+    check_number(value, _setting(name), integer=integer, strict=not zero)
+
+
+def check_endpoint(base_url: object, api_key_env: object, named: Callable[[str], str]) -> None:
+    """ValueError, naming the argument by ``named``, unless ``base_url`` is an http(s) URL
+    and ``api_key_env`` names an environment variable or is None."""
+    if not isinstance(base_url, str) or urlsplit(base_url).scheme not in ("http", "https"):
+        raise ValueError(f"{named('base_url')} must be an http(s) URL, got {base_url!r}")
+    if api_key_env is not None and (not isinstance(api_key_env, str) or not api_key_env.strip()):
+        raise ValueError(
+            f"{named('api_key_env')} must name an environment variable or be None, "
+            f"got {api_key_env!r}"
+        )
 
 
 @dataclass(frozen=True)
@@ -49,24 +74,9 @@ class LLMConfig:
     redaction: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.base_url, str) or urlsplit(self.base_url).scheme not in (
-            "http",
-            "https",
-        ):
-            raise ValueError(
-                f"TULIP_MEMORY['LLM']['BASE_URL'] must be an http(s) URL, got {self.base_url!r}"
-            )
+        check_endpoint(self.base_url, self.api_key_env, _setting)
         if self.model is not None and (not isinstance(self.model, str) or not self.model.strip()):
-            raise ValueError(
-                f"TULIP_MEMORY['LLM']['MODEL'] must be a model name, got {self.model!r}"
-            )
-        if self.api_key_env is not None and (
-            not isinstance(self.api_key_env, str) or not self.api_key_env.strip()
-        ):
-            raise ValueError(
-                "TULIP_MEMORY['LLM']['API_KEY_ENV'] must name an environment variable or be "
-                f"None, got {self.api_key_env!r}"
-            )
+            raise ValueError(f"{_setting('model')} must be a model name, got {self.model!r}")
         _positive("TIMEOUT", self.timeout)
         _positive("MAX_RETRIES", self.max_retries, integer=True, zero=True)
         _positive("RETRY_BACKOFF", self.retry_backoff, zero=True)
@@ -121,9 +131,12 @@ class LLMConfig:
 
     def api_key(self) -> str | None:
         """The key from the environment, read now (``None`` when unset or not configured)."""
-        if self.api_key_env is None:
-            return None
-        return os.environ.get(self.api_key_env) or None
+        return env_api_key(self.api_key_env)
+
+
+def env_api_key(name: str | None) -> str | None:
+    """The environment variable ``name`` (``None`` when unset, empty or not named)."""
+    return None if name is None else os.environ.get(name) or None
 
 
 def is_local_url(url: str) -> bool:

@@ -164,12 +164,9 @@ def _compile(pattern: object, what: str) -> re.Pattern[str]:
 
 @dataclass(frozen=True)
 class Redaction:
-    """Redacted text and the kinds of the secrets taken out.
-
-    ``secrets`` holds the removed strings themselves, so that a caller can also refuse
-    them where no detector would see them (a key the model built from one); it is left
-    out of ``repr`` so that logging a ``Redaction`` never logs a secret.
-    """
+    """Redacted text, the kinds of the secrets taken out, and those secrets (for a caller
+    to refuse where no detector would see them, e.g. a key the model built from one): left
+    out of ``repr``, so that logging a ``Redaction`` never logs a secret."""
 
     text: str
     kinds: list[str]

@@ -200,32 +200,25 @@ class StructuredOutput:
         name: str,
         max_tokens: int,
     ) -> ChatResult:
+        options: dict[str, Any] = {}
         if mode == "json_schema":
-            return await self.client.complete(
-                messages,
-                max_tokens=max_tokens,
-                response_format={
-                    "type": "json_schema",
-                    "json_schema": {"name": name, "schema": schema, "strict": True},
-                },
-                purpose=name,
-            )
-        if mode == "tools":
-            return await self.client.complete(
-                messages,
-                max_tokens=max_tokens,
-                tools=[{"type": "function", "function": {"name": name, "parameters": schema}}],
-                tool_choice={"type": "function", "function": {"name": name}},
-                purpose=name,
-            )
-        instruction = {
-            "role": "system",
-            "content": "Reply with one JSON object only (no prose, no code fence) matching "
-            f"this JSON schema:\n{json.dumps(schema, separators=(',', ':'))}",
-        }
-        return await self.client.complete(
-            [*messages, instruction], max_tokens=max_tokens, purpose=name
-        )
+            options["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": name, "schema": schema, "strict": True},
+            }
+        elif mode == "tools":
+            options["tools"] = [
+                {"type": "function", "function": {"name": name, "parameters": schema}}
+            ]
+            options["tool_choice"] = {"type": "function", "function": {"name": name}}
+        else:
+            instruction = {
+                "role": "system",
+                "content": "Reply with one JSON object only (no prose, no code fence) matching "
+                f"this JSON schema:\n{json.dumps(schema, separators=(',', ':'))}",
+            }
+            messages = [*messages, instruction]
+        return await self.client.complete(messages, max_tokens=max_tokens, purpose=name, **options)
 
     @staticmethod
     def _answer(result: ChatResult, name: str) -> str | None:

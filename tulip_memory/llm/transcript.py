@@ -6,7 +6,7 @@ messages other than a summary are left out. Each text is redacted whole before i
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from tulip_memory.conversation.summary import is_summary, summary_text
 from tulip_memory.core.text import one_line
@@ -23,32 +23,11 @@ def _arguments(arguments: dict[str, object]) -> str:
     )
 
 
-def _line(
-    message: Message, tool_chars: int, tool_names: dict[str, str], redact: Callable[[str], str]
-) -> str | None:
-    """``message`` as one line (each text redacted by ``redact`` before it is cut), or
-    ``None`` for a message the transcript leaves out."""
-    if message.role is Role.SYSTEM:
-        return f"summary: {redact(summary_text(message))}" if is_summary(message) else None
-    if message.role is Role.TOOL:
-        name = message.name or tool_names.get(message.tool_call_id or "", "")
-        label = f"tool {name}".rstrip()
-        return f"{label} -> {one_line(redact(message.content), tool_chars)}"
-    content = redact(message.content)
-    parts = [" ".join(content.split())] if content.strip() else []
-    parts += [
-        f"-> tool {call.name}({one_line(redact(_arguments(call.arguments)), tool_chars)})"
-        for call in message.tool_calls
-    ]
-    if not parts:
-        return None
-    return f"{message.role.value}: {' '.join(parts)}"
-
-
 def _redacted_line(
     message: Message, redactor: Redactor, tool_chars: int, tool_names: dict[str, str]
 ) -> Redaction | None:
-    """``message``'s line with the kinds and secrets redacted from it, or ``None``."""
+    """``message`` as one line (each text redacted before it is cut) with the kinds and
+    secrets redacted from it, or ``None`` for a message the transcript leaves out."""
     kinds: list[str] = []
     secrets: list[str] = []
 
@@ -58,8 +37,25 @@ def _redacted_line(
         secrets.extend(found.secrets)
         return found.text
 
-    line = _line(message, tool_chars, tool_names, redact)
-    return None if line is None else Redaction(line, kinds, secrets)
+    if message.role is Role.SYSTEM:
+        if not is_summary(message):
+            return None
+        line = f"summary: {redact(summary_text(message))}"
+    elif message.role is Role.TOOL:
+        name = message.name or tool_names.get(message.tool_call_id or "", "")
+        label = f"tool {name}".rstrip()
+        line = f"{label} -> {one_line(redact(message.content), tool_chars)}"
+    else:
+        content = redact(message.content)
+        parts = [" ".join(content.split())] if content.strip() else []
+        parts += [
+            f"-> tool {call.name}({one_line(redact(_arguments(call.arguments)), tool_chars)})"
+            for call in message.tool_calls
+        ]
+        if not parts:
+            return None
+        line = f"{message.role.value}: {' '.join(parts)}"
+    return Redaction(line, kinds, secrets)
 
 
 def redacted_lines(

@@ -81,10 +81,9 @@ def _delete_still_idle(rows: QuerySet[Any], idle: list[str], cutoff: datetime) -
     return deleted, len(set(idle) - set(left.distinct()))
 
 
-def _delta_threads(
-    tenant: str, using: str, policy: RetentionPolicy, now: datetime
-) -> tuple[dict[str, int], dict[str, int]]:
-    """``({idle thread: records}, {thread over the limit: records to drop})``."""
+def _delta(
+    tenant: str, using: str, policy: RetentionPolicy, now: datetime, dry_run: bool
+) -> CheckpointPruning:
     from django.db.models import Count
 
     from tulip_memory.models import DeltaCheckpointRecord
@@ -95,19 +94,28 @@ def _delta_threads(
         counts = dict(
             rows.values("thread_id").annotate(n=Count("id")).values_list("thread_id", "n")
         )
-        idle: list[str] = []
-        cutoff = _idle_cutoff(policy, now)
-        if cutoff is not None:
-            idle = rows.threads_idle_since(cutoff)
-        over: list[str] = []
-        keep = policy.checkpoint_keep_last
-        if keep is not None:
-            going = set(idle)
-            over = [t for t in rows.threads_with_more_than(keep) if t not in going]
-    return (
-        {thread: counts[thread] for thread in idle},
-        {thread: counts[thread] - (keep or 0) for thread in over},
-    )
+        idle, over = _idle_and_over(rows, policy, now)
+    keep = policy.checkpoint_keep_last
+    if dry_run:
+        dropped = sum(counts[t] for t in idle) + sum(counts[t] - (keep or 0) for t in over)
+        return CheckpointPruning(dropped, len(idle))
+    with muted():
+        return async_to_sync(_prune_delta)(
+            tenant, using, idle, over, keep=keep, cutoff=_idle_cutoff(policy, now)
+        )
+
+
+def _idle_and_over(
+    rows: Any, policy: RetentionPolicy, now: datetime
+) -> tuple[list[str], list[str]]:
+    """The idle threads of ``rows``, and the other threads over ``CHECKPOINT_KEEP_LAST``."""
+    cutoff = _idle_cutoff(policy, now)
+    idle = [] if cutoff is None else rows.threads_idle_since(cutoff)
+    keep = policy.checkpoint_keep_last
+    if keep is None:
+        return idle, []
+    going = set(idle)
+    return idle, [t for t in rows.threads_with_more_than(keep) if t not in going]
 
 
 def _langgraph(
@@ -127,14 +135,9 @@ def _langgraph(
     cutoff = _idle_cutoff(policy, now)
     with tenant_atomic(tenant, using=using):
         rows = LangGraphCheckpoint.objects.using(using).filter(tenant=tenant)
-        idle: list[str] = []
-        if cutoff is not None:
-            idle = rows.threads_idle_since(cutoff)
-        over: list[str] = []
+        idle, over = _idle_and_over(rows, policy, now)
         excess = 0
         if keep is not None:
-            going = set(idle)
-            over = [t for t in rows.threads_with_more_than(keep) if t not in going]
             per_namespace = (
                 rows.filter(thread_id__in=over)
                 .values("thread_id", "checkpoint_ns")
@@ -200,7 +203,6 @@ async def _prune_delta(
     pruned = CheckpointPruning()
     checkpointer = DeltaCheckpointer(ORMDeltaStorage(using, tenant=tenant), cache_size=0)
     storage = checkpointer.storage
-    over = list(over)
     try:
         for thread_id in idle:
             assert cutoff is not None
@@ -238,54 +240,32 @@ def prune_tenant_checkpoints(
 ) -> CheckpointPruning:
     """Apply the checkpoint retention of ``policy`` (default: the settings') to ``tenant``."""
     from tulip_memory.models import CheckpointRecord, DeltaCheckpointRecord, LangGraphCheckpoint
+    from tulip_memory.tenancy.context import emit_on_commit
 
     policy = retention_policy() if policy is None else policy
     moment = utc_now() if now is None else now
-    started = time.perf_counter()
-    report = _full_snapshots(tenant, using, policy, moment, dry_run)
-    if not dry_run:
-        _report_pruned(CheckpointRecord, tenant, using, report, started)
-    started = time.perf_counter()
-    idle, over = _delta_threads(tenant, using, policy, moment)
-    if dry_run:
-        delta = CheckpointPruning(sum(idle.values()) + sum(over.values()), len(idle))
-    else:
-        with muted():
-            delta = async_to_sync(_prune_delta)(
-                tenant,
+    total = CheckpointPruning()
+    for sender, sweep in (
+        (CheckpointRecord, _full_snapshots),
+        (DeltaCheckpointRecord, _delta),
+        (LangGraphCheckpoint, _langgraph),
+    ):
+        started = time.perf_counter()
+        pruning = sweep(tenant, using, policy, moment, dry_run)
+        if pruning.checkpoints and not dry_run:
+            emit_on_commit(
                 using,
-                list(idle),
-                list(over),
-                keep=policy.checkpoint_keep_last,
-                cutoff=_idle_cutoff(policy, moment),
+                EV_CHECKPOINT_PRUNED,
+                sender=sender,
+                tenant=tenant,
+                thread_id=None,
+                checkpoints=pruning.checkpoints,
+                threads=pruning.threads,
+                duration_ms=elapsed_ms(started),
             )
-        _report_pruned(DeltaCheckpointRecord, tenant, using, delta, started)
-    started = time.perf_counter()
-    langgraph = _langgraph(tenant, using, policy, moment, dry_run)
-    if not dry_run:
-        _report_pruned(LangGraphCheckpoint, tenant, using, langgraph, started)
-    return CheckpointPruning(
-        report.checkpoints + delta.checkpoints + langgraph.checkpoints,
-        report.threads + delta.threads + langgraph.threads,
-    )
-
-
-def _report_pruned(
-    sender: type, tenant: str, using: str, pruning: CheckpointPruning, started: float
-) -> None:
-    from tulip_memory.tenancy.context import emit_on_commit
-
-    if pruning.checkpoints:
-        emit_on_commit(
-            using,
-            EV_CHECKPOINT_PRUNED,
-            sender=sender,
-            tenant=tenant,
-            thread_id=None,
-            checkpoints=pruning.checkpoints,
-            threads=pruning.threads,
-            duration_ms=elapsed_ms(started),
-        )
+        total.checkpoints += pruning.checkpoints
+        total.threads += pruning.threads
+    return total
 
 
 def prune_checkpoints(

@@ -84,11 +84,13 @@ def optional_period(
 def _setting_period(name: str, *, unit: str, strict: bool = False) -> timedelta | None:
     from tulip_memory.conf import settings
 
-    value, named = getattr(settings, name), f"TULIP_MEMORY[{name!r}]"
-    try:
-        return optional_period(named, value, unit=unit, strict=strict)
-    except ValueError as exc:
-        raise ConfigurationError(f"{exc} (or None: keep)") from None
+    return optional_period(
+        f"TULIP_MEMORY[{name!r}]",
+        getattr(settings, name),
+        unit=unit,
+        strict=strict,
+        error=lambda problem: ConfigurationError(f"{problem} (or None: keep)"),
+    )
 
 
 def retention_policy() -> RetentionPolicy:

@@ -113,13 +113,9 @@ def beat_schedule(
     only: tuple[str, ...] | None = None,
     tulip_memory: dict[str, Any] | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """``CELERY_BEAT_SCHEDULE`` entries of the sweeps (``"tulip-memory-<key>"``).
-
-    The queue and intervals come from ``tulip_memory`` (the project's ``TULIP_MEMORY``
-    dict: pass it in settings.py, where Django's settings are not configured yet), else
-    from the configured settings; called before they are configured without it, raises
-    ``ConfigurationError`` (the defaults would send the sweeps to a queue no worker of
-    the project may read)."""
+    """``CELERY_BEAT_SCHEDULE`` entries of the sweeps (``"tulip-memory-<key>"``), their
+    queue and intervals read from ``tulip_memory`` (the project's ``TULIP_MEMORY`` dict, to
+    pass in settings.py), else from the configured settings."""
     source = _settings_for_beat(tulip_memory)
     intervals = sweep_intervals(source)
     return {
