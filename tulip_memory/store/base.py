@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import Any, NoReturn
 
@@ -38,12 +38,10 @@ __all__ = [
     "TTL",
     "BaseStore",
     "BatchWriteStore",
-    "PreparedStore",
     "SemanticSearchResult",
     "StoreCapabilities",
     "StoreCapabilityError",
     "StoreItem",
-    "ttl_argument",
 ]
 
 BatchItem = tuple[Namespace, str, Any, dict[str, Any] | None]
@@ -58,11 +56,6 @@ _TTL_HINT = (
 _EMBEDDING_HINT = "use put() for plain storage, or a store with semantic_search"
 _SEMANTIC_HINT = "pick a store with capabilities.semantic_search"
 _SEARCH_HINT = "pick a store whose capabilities.search is True (e.g. InMemoryStore)"
-
-
-def ttl_argument(ttl: TTL) -> dict[str, TTL]:
-    """``{"ttl": ttl}``, or nothing for ``None`` (a store may take no ``ttl`` keyword)."""
-    return {} if ttl is None else {"ttl": ttl}
 
 
 _CLEAR_PAGE = 1000
@@ -81,14 +74,10 @@ class StoreItem:
     version: int = 1
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        return asdict(self) | {
             "namespace": list(self.namespace),
-            "key": self.key,
-            "value": self.value,
-            "metadata": self.metadata,
             "created_at": self.created_at.isoformat(),
             "updated_at": self.updated_at.isoformat(),
-            "version": self.version,
         }
 
     @classmethod
@@ -224,7 +213,7 @@ class BaseStore(ABC):
         items = batch_items(items)
         prepare_batch(items)
         self._ttl(ttl)
-        extra = ttl_argument(ttl)
+        extra = {} if ttl is None else {"ttl": ttl}  # a store may take no ``ttl`` keyword
         for item in items:
             namespace, key, value, *rest = item
             await self.put(namespace, key, value, rest[0] if rest else None, **extra)
@@ -365,8 +354,10 @@ class BaseStore(ABC):
 observe_methods(BaseStore)
 
 
-class PreparedStore(BaseStore):
-    """Base of this package's stores: ``put`` validates the item, then hands it to ``_put``."""
+class BatchWriteStore(BaseStore):
+    """Base of this package's stores: every write is validated first, then is one
+    ``_write_all`` (one lock or transaction), which first compares the ``expected``
+    versions when given."""
 
     async def put(
         self,
@@ -378,15 +369,6 @@ class PreparedStore(BaseStore):
         ttl: TTL = None,
     ) -> None:
         await self._put(prepare_put(namespace, key, value, metadata), ttl)
-
-    @abstractmethod
-    async def _put(self, prepared: PreparedPut, ttl: TTL) -> None:
-        """Write a validated item (``ttl`` not yet checked)."""
-
-
-class BatchWriteStore(PreparedStore):
-    """A store whose every write is one ``_write_all`` of validated items (one lock or
-    transaction), which first compares the ``expected`` versions when given."""
 
     async def _put(self, prepared: PreparedPut, ttl: TTL) -> None:
         await self._write_all([prepared], self._ttl(ttl))

@@ -91,12 +91,6 @@ class _Namespace:
                 del self.postings[term]
         self.total_length -= terms.total()
 
-    def live_count(self, now: datetime) -> int:
-        return sum(entry.live(now) for entry in self.entries.values())
-
-    def has_live(self, now: datetime) -> bool:
-        return any(entry.live(now) for entry in self.entries.values())
-
     def bm25(self, terms: set[str], now: datetime) -> dict[str, float]:
         count = len(self.entries)
         average = self.total_length / max(count, 1)
@@ -254,7 +248,8 @@ class InMemoryStore(BatchWriteStore):
         validate_namespace(namespace)
         with self._lock:
             space = self._namespaces.pop(namespace, None)
-        return space.live_count(self._now()) if space else 0
+        now = self._now()
+        return sum(entry.live(now) for entry in space.entries.values()) if space else 0
 
     async def sweep_expired(self) -> int:
         started = time.perf_counter()
@@ -353,7 +348,7 @@ class InMemoryStore(BatchWriteStore):
             found = [
                 ns
                 for ns, space in self._namespaces.items()
-                if ns[: len(start)] == start and space.has_live(now)
+                if ns[: len(start)] == start and any(e.live(now) for e in space.entries.values())
             ]
         return sorted(found)[:limit]
 

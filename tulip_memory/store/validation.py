@@ -142,30 +142,26 @@ def _check_json_keys(mapping: dict[Any, Any], name: str, where: Any) -> None:
         # What json.dumps writes for the key: a str as it is, another scalar as its JSON.
         text = key if isinstance(key, str) else json.dumps(key)
         if text in seen:
+            steps: list[str] = []  # the keys and indexes leading to ``mapping``
+            while where is not None:
+                where, step = where
+                steps.append(f"[{step!r}]")
             raise ValueError(
-                f"{_path(name, where)} has the keys {seen[text]!r} and {key!r}, which are "
-                f"both {text!r} in JSON: one of them would be lost"
+                f"{name}{''.join(reversed(steps))} has the keys {seen[text]!r} and {key!r}, "
+                f"which are both {text!r} in JSON: one of them would be lost"
             )
         seen[text] = key
 
 
-def _path(name: str, where: Any) -> str:
-    """``name`` followed by the keys and indexes of ``where`` (see :func:`_check_structure`)."""
-    steps: list[str] = []
-    while where is not None:
-        where, step = where
-        steps.append(f"[{step!r}]")
-    return name + "".join(reversed(steps))
-
-
-def _to_json(obj: Any, name: str) -> str:
+def encode_value(value: Any, *, name: str = "value") -> str:
+    """The JSON text of ``value``; ``ValueError`` if it is not strict JSON (no NaN/Infinity)."""
     try:
-        text = json.dumps(obj, allow_nan=False, ensure_ascii=False, separators=(",", ":"))
+        text = json.dumps(value, allow_nan=False, ensure_ascii=False, separators=(",", ":"))
     except RecursionError:  # far deeper than the limit (a circular value raises ValueError)
         raise ValueError(f"{name} is nested more than {MAX_JSON_DEPTH} levels deep") from None
     except (ValueError, TypeError) as exc:  # NaN / Infinity, circular reference, bad type
         raise ValueError(f"{name} is not JSON-serialisable: {exc}") from None
-    _check_structure(obj, name)
+    _check_structure(value, name)
     if "\\u0000" in text and _JSON_NUL.search(text):
         raise ValueError(f"{name} must not contain a NUL character (\\u0000)")
     _check_unicode(text, name)
@@ -178,11 +174,6 @@ def _check_unicode(text: str, name: str) -> None:
         raise ValueError(f"{name} must be valid Unicode (it holds a lone surrogate)")
 
 
-def encode_value(value: Any, *, name: str = "value") -> str:
-    """The JSON text of ``value``; ``ValueError`` if it is not strict JSON (no NaN/Infinity)."""
-    return _to_json(value, name)
-
-
 def encode_metadata(metadata: object, *, name: str = "metadata") -> str:
     """The JSON text of ``metadata`` (``None`` means ``{}``); it must be a dict with str keys."""
     if metadata is None:
@@ -192,7 +183,7 @@ def encode_metadata(metadata: object, *, name: str = "metadata") -> str:
     for field in metadata:
         if not isinstance(field, str):
             raise ValueError(f"{name} keys must be strings, got {field!r}")
-    return _to_json(metadata, name)
+    return encode_value(metadata, name=name)
 
 
 def decode_json(text: str) -> Any:
@@ -247,8 +238,8 @@ def validate_embedding(
     embedding: object, *, dimension: int | None = None, name: str = "embedding"
 ) -> list[float]:
     """A non-empty list of finite floats, not all zero, ``dimension`` wide when given."""
-    values = _embedding_values(embedding, dimension, name)
-    if not any(values):
+    values = validate_embedder_vector(embedding, dimension=dimension, name=name)
+    if values is None:
         raise ValueError(f"{name} must not be all zeros (cosine similarity is undefined)")
     return values
 
@@ -256,18 +247,12 @@ def validate_embedding(
 def validate_embedder_vector(
     vector: object, *, dimension: int | None, name: str = "the embedder's vector"
 ) -> list[float] | None:
-    """An embedder's ``vector``, checked as :func:`validate_embedding` checks a caller's, or
-    None when it is all zeros (the text is then ranked by its words)."""
-    values = _embedding_values(vector, dimension, name)
-    return values if any(values) else None
-
-
-def _embedding_values(embedding: object, dimension: int | None, name: str) -> list[float]:
-    """``embedding`` as a non-empty list of finite floats, ``dimension`` wide when given."""
-    if isinstance(embedding, (str, bytes, dict)) or not isinstance(embedding, Iterable):
-        raise ValueError(f"{name} must be a sequence of numbers, got {type(embedding).__name__}")
+    """An embedder's ``vector`` as a non-empty list of finite floats, ``dimension`` wide when
+    given, or None when it is all zeros (the text is then ranked by its words)."""
+    if isinstance(vector, (str, bytes, dict)) or not isinstance(vector, Iterable):
+        raise ValueError(f"{name} must be a sequence of numbers, got {type(vector).__name__}")
     values: list[float] = []
-    for index, number in enumerate(embedding):
+    for index, number in enumerate(vector):
         if not is_number(number):
             raise ValueError(f"{name}[{index}] must be a number, got {number!r}")
         as_float = float(number)
@@ -278,7 +263,7 @@ def _embedding_values(embedding: object, dimension: int | None, name: str) -> li
         raise ValueError(f"{name} must not be empty")
     if dimension is not None and len(values) != dimension:
         raise ValueError(f"{name} has {len(values)} dimensions, the store expects {dimension}")
-    return values
+    return values if any(values) else None
 
 
 def validate_query(query: object) -> str | None:

@@ -694,8 +694,10 @@ class _PutAfterTheCheck(PgMemory):
         super().__init__(*args, **kwargs)
         self.interleaved: set = set()
 
-    def _live_versions(self, keys):
-        found = super()._live_versions(keys)
+    def _live_values(self, keys, column):
+        found = super()._live_values(keys, column)
+        if column != "version":
+            return found
         for namespace, key in [k for k in keys if k not in self.interleaved]:
             self.interleaved.add((namespace, key))
             thread = threading.Thread(target=self._plain_put, args=(namespace, key))

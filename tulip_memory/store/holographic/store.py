@@ -79,6 +79,14 @@ T = TypeVar("T")
 
 SEARCH_MODES = ("lexical", "hybrid", "fused", "hrr")
 
+# How a file is refused whose record of its vectors differs from the store's.
+_REFUSALS = {
+    "dim": "{path} holds HRR vectors of dim={stored}; open it with that dim (got dim={given})",
+    "embedding_dim": "{path} holds embeddings of width {stored}, not embedding_dim={given}",
+    "embedder": "{path} holds vectors of {stored}, not of {given}: open it with that embedder "
+    "(or store into a new file)",
+}
+
 
 class HolographicStore(BatchWriteStore):
     """SQLite + FTS5 + HRR store; ``path=":memory:"`` keeps the database in memory."""
@@ -141,37 +149,24 @@ class HolographicStore(BatchWriteStore):
             conn.executescript(
                 f"BEGIN IMMEDIATE; {sql.DROP_FTS}; {sql.FTS_SCHEMA} {sql.REBUILD_FTS}; COMMIT;"
             )
+        # What the file's vectors are: recorded by its first opening, then required. Two
+        # models of one width compute vectors of different spaces: the file keeps the name
+        # of the one whose vectors it holds.
+        source = None if self._embedder is None else embedder_source(self._embedder)
+        given = {"dim": self._dim, "embedding_dim": embedding_dim, "embedder": source}
         with self._transaction() as cur:
             meta = dict(cur.execute(sql.SELECT_META).fetchall())
-            stored_dim = meta.get("dim")
-            if stored_dim is None:
-                cur.execute(sql.INSERT_META, ("dim", str(self._dim)))
-            elif int(stored_dim) != self._dim:
-                raise ValueError(
-                    f"{self._path} holds HRR vectors of dim={stored_dim}; open it with that dim "
-                    f"(got dim={self._dim})"
-                )
-            stored_width = meta.get("embedding_dim")
-            if stored_width is None and embedding_dim is not None:
-                cur.execute(sql.INSERT_META, ("embedding_dim", str(embedding_dim)))
-            elif stored_width is not None and embedding_dim not in (None, int(stored_width)):
-                raise ValueError(
-                    f"{self._path} holds embeddings of width {stored_width}, "
-                    f"not embedding_dim={embedding_dim}"
-                )
-            self._embedding_dim = int(stored_width) if stored_width else embedding_dim
-            if self._embedder is not None:
-                # Two models of one width compute vectors of different spaces: the file
-                # keeps the name of the one whose vectors it holds.
-                source = embedder_source(self._embedder)
-                stored_source = meta.get("embedder")
-                if stored_source is None:
-                    cur.execute(sql.INSERT_META, ("embedder", source))
-                elif stored_source != source:
-                    raise ValueError(
-                        f"{self._path} holds vectors of {stored_source}, not of {source}: "
-                        "open it with that embedder (or store into a new file)"
-                    )
+            for name, value in given.items():
+                stored = meta.get(name)
+                if value is None:
+                    continue
+                if stored is None:
+                    cur.execute(sql.INSERT_META, (name, str(value)))
+                elif stored != str(value):
+                    refusal = _REFUSALS[name].format(path=self._path, stored=stored, given=value)
+                    raise ValueError(refusal)
+        width = meta.get("embedding_dim")
+        self._embedding_dim = int(width) if width else embedding_dim
 
     def __repr__(self) -> str:
         return f"HolographicStore({self._path!r}, dim={self._dim})"

@@ -60,9 +60,21 @@ def _width(dim: int, embedder: Any | None) -> int:
     return dimension
 
 
-def _check_length(vector: np.ndarray, name: str) -> None:
-    """Refuse a float32 vector whose squared length (summed in float32 by pgvector)
-    overflows or underflows: every cosine distance to it would be NaN."""
+def _float32(array: np.ndarray, name: str) -> np.ndarray:
+    """``array`` (finite, not all zeros) narrowed to float32, pgvector's type; refused when
+    it overflows there, becomes all zeros, or its squared length (summed in float32 by
+    pgvector) overflows or underflows: every cosine distance to it would be NaN."""
+    with np.errstate(over="ignore"):  # reported below, as a ValueError
+        vector = array.astype(np.float32)
+    finite = np.isfinite(vector)
+    if not finite.all():
+        index = int(np.argmin(finite))
+        raise ValueError(f"{name}[{index}] overflows float32 (pgvector's type): {array[index]}")
+    if not vector.any():
+        raise ValueError(
+            f"{name} is all zeros once stored as float32 (pgvector's type): "
+            "cosine similarity is undefined"
+        )
     with np.errstate(over="ignore", under="ignore"):
         square = float(np.dot(vector, vector))
     if not 0.0 < square < math.inf:
@@ -71,6 +83,7 @@ def _check_length(vector: np.ndarray, name: str) -> None:
             f"{name} is too {size} for pgvector's float32 arithmetic (its squared length "
             f"is {square} in float32): scale it; cosine similarity does not depend on length"
         )
+    return vector
 
 
 class TextEncoder:
@@ -96,21 +109,7 @@ class TextEncoder:
         """A caller's vector, checked number by number, and again once narrowed to float32
         (what pgvector stores), where it may overflow or underflow."""
         numbers = validate_embedding(values, dimension=self.width, name=name)
-        with np.errstate(over="ignore"):  # reported below, as a ValueError
-            array = np.asarray(numbers, np.float32)
-        finite = np.isfinite(array)
-        if not finite.all():
-            index = int(np.argmin(finite))
-            raise ValueError(
-                f"{name}[{index}] overflows float32 (pgvector's type): {numbers[index]}"
-            )
-        if not array.any():
-            raise ValueError(
-                f"{name} is all zeros once stored as float32 (pgvector's type): "
-                "cosine similarity is undefined"
-            )
-        _check_length(array, name)
-        return array
+        return _float32(np.asarray(numbers), name)
 
     def _encoded(self, values: Any, *, name: str) -> np.ndarray | None:
         # An encoder's vector, checked with numpy (the bulk path); None when all zeros.
@@ -130,12 +129,7 @@ class TextEncoder:
             raise ValueError(f"{name}[{index}] must be finite, got {array[index]}")
         if not array.any():
             return None
-        with np.errstate(over="ignore"):  # reported below, as a ValueError
-            vector = array.astype(np.float32)
-        if not np.isfinite(vector).all():
-            index = int(np.argmin(np.isfinite(vector)))
-            raise ValueError(f"{name}[{index}] overflows float32 (pgvector's type): {array[index]}")
-        _check_length(vector, name)
+        vector = _float32(array, name)
         vector.setflags(write=False)
         return vector
 

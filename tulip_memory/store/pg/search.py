@@ -24,6 +24,7 @@ from tulip_memory.postgres.search_index import (
     indexed,
     query_planes,
 )
+from tulip_memory.store.ranking import candidate_pool
 from tulip_memory.tenancy.cluster import is_citus
 
 if TYPE_CHECKING:
@@ -34,7 +35,6 @@ __all__ = [
     "PASS_POOL",
     "SearchRow",
     "SearchRows",
-    "live_predicate",
     "search_paths",
 ]
 
@@ -204,11 +204,6 @@ ONE_OF = (
 GENERIC_PLAN = "SELECT set_config('plan_cache_mode', 'force_generic_plan', true)"
 
 
-def live_predicate(alias: str, column: str, parameter: str = "now") -> str:
-    """The SQL condition keeping the rows of ``alias`` not expired at ``%(parameter)s``."""
-    return f"({alias}.{column} IS NULL OR {alias}.{column} > %({parameter})s)"
-
-
 def search_paths(
     items: MemoryItemQuerySet,
     tenant: str,
@@ -238,13 +233,17 @@ def search_paths(
     then key. ``use_indexes`` (one for all, or one a path) ranks a text query from the
     search indexes when they can serve it; ``known_rows`` enables the pass's cut.
     """
+    pool = candidate_pool(limit)
+    pass_pool = max(pass_pool, pool)
     params: dict[str, Any] = {
         "tenant": tenant,
         "paths": list(paths),
         "limit": limit,
         "indexed": _chosen_paths(use_indexes, len(paths)),
         "counted": _chosen_paths(count_rows, len(paths)),
-        "cuts": _sample_cuts(known_rows, len(paths), max(pass_pool, 5 * limit, 50)),
+        "cuts": _sample_cuts(known_rows, len(paths), pass_pool),
+        "pool": pool,
+        "pass_pool": pass_pool,
     }
     in_path = "c.namespace = p.path"
     if subtree:
@@ -264,7 +263,7 @@ def search_paths(
     # One condition apart from the ranking: an expired row never takes part in it.
     if now is not None:
         params["now"] = now
-        conditions.append(live_predicate("c", "expires_at"))
+        conditions.append("(c.expires_at IS NULL OR c.expires_at > %(now)s)")
     usable = "c.embedding IS NOT NULL"
     if source is not None:
         params["source"] = source
@@ -281,7 +280,7 @@ def search_paths(
         if any(params["indexed"]) and _indexes_serve(
             paths, vector, subtree, value_condition, metadata
         ):
-            ranked = _hybrid_indexed(where, usable, params, pass_pool, candidates=vector_candidates)
+            ranked = _hybrid_indexed(where, usable, params, candidates=vector_candidates)
             if not all(params["indexed"]):
                 # Each branch behind a one-time filter: the other is planned, never run.
                 ranked = ONE_OF.format(whole=whole, indexed=ranked)
@@ -295,13 +294,11 @@ def search_paths(
             keep = "WHERE r.rank <= %(max_distance)s"
         ranked = NEAREST.format(where=" AND ".join(conditions), keep=keep)
     seen = "m.seen" if terms is not None else "NULL::bigint"
-    sql = prefix + SEARCH.format(seen=seen, ranked=ranked)
     with items.binary_cursor() as cursor:
         if _plans_generically(cursor, items.db):
             cursor.execute(GENERIC_PLAN)
-        cursor.execute(sql, params)
-        rows = cursor.fetchall()
-    return _search_rows(rows)
+        cursor.execute(prefix + SEARCH.format(seen=seen, ranked=ranked), params)
+        return _search_rows(cursor.fetchall())
 
 
 def _plans_generically(cursor: Any, alias: str) -> bool:
@@ -316,7 +313,6 @@ def _plans_generically(cursor: Any, alias: str) -> bool:
 def _hybrid(
     where: str, usable: str, with_vector: bool, params: dict[str, Any], *, candidates: bool
 ) -> str:
-    params["pool"] = max(50, 5 * params["limit"])
     distance = "NULL::float8"
     if with_vector:
         matching = "" if candidates else " AND c.search_vector @@ (SELECT tsq FROM q)"
@@ -331,12 +327,9 @@ def _hybrid(
     return _fused(parts, "(SELECT n::bigint FROM stats)" if counted else None)
 
 
-def _hybrid_indexed(
-    where: str, usable: str, params: dict[str, Any], pass_pool: int, *, candidates: bool
-) -> str:
+def _hybrid_indexed(where: str, usable: str, params: dict[str, Any], *, candidates: bool) -> str:
     """A text query's ranking from the indexes: the words' GIN index through the
     ``SECURITY DEFINER`` function, the vector candidates from a pass over the codes."""
-    params["pool"] = max(50, 5 * params["limit"])
     params["lexical_now"] = params.get("now")
     with_vector = "vector" in params
     distance = DISTANCE.format(usable=usable) if with_vector else "NULL::float8"
@@ -346,7 +339,6 @@ def _hybrid_indexed(
         planes = query_planes(params["vector"])
         for k, (plane, weight) in enumerate(zip(planes, QUERY_WEIGHTS, strict=True)):
             params[f"plane{k}"], params[f"weight{k}"] = plane, weight
-        params["pass_pool"] = max(pass_pool, params["pool"])
         coded = f"c.search_codes IS NOT NULL AND {indexed('c')}"
         if "source" in params:
             coded = f"c.embedding_source = %(source)s AND {coded}"
@@ -425,39 +417,12 @@ def _fused(parts: list[str], count: str | None) -> str:
 
 def _search_rows(rows: Sequence[tuple[Any, ...]]) -> SearchRows:
     found = SearchRows()
-    for (
-        idx,
-        key,
-        value,
-        meta,
-        created,
-        updated,
-        version,
-        lexical,
-        rank,
-        path,
-        has_ttl,
-        seen,
-    ) in rows:
+    for idx, key, value, meta, *columns, seen in rows:
         if seen is not None:
             found.namespace_rows[int(idx) - 1] = int(seen)
-        if key is None:  # a counted path without a hit: its count only
-            continue
-        found.append(
-            SearchRow(
-                int(idx) - 1,
-                key,
-                _json(value),
-                _json(meta),
-                created,
-                updated,
-                version,
-                lexical,
-                float(rank),
-                path,
-                has_ttl,
-            )
-        )
+        if key is not None:  # else a counted path without a hit: its count only
+            # The other columns are SearchRow's fields, in its order (every rank is float8).
+            found.append(SearchRow(int(idx) - 1, key, _json(value), _json(meta), *columns))
     return found
 
 

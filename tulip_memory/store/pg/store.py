@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import nullcontext
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
@@ -35,25 +35,23 @@ from tulip_memory.exceptions import ConfigurationError, TenantError
 from tulip_memory.postgres.operations import PGVECTOR_ANN_MAX_DIM, text_search_config
 from tulip_memory.store.base import (
     TTL,
-    PreparedStore,
+    BatchWriteStore,
     SemanticSearchResult,
     StoreCapabilities,
     StoreItem,
+    Versions,
 )
 from tulip_memory.store.pg.encoder import DEFAULT_ENCODING_CACHE, EXTERNAL_SOURCE, TextEncoder
 from tulip_memory.store.pg.search import INDEXED_SEARCH_MIN_ROWS, search_paths
 from tulip_memory.store.ranking import BM25_B, BM25_K1, HRR_WEIGHT, MODEL_WEIGHT
 from tulip_memory.store.validation import (
     PreparedPut,
-    prepare_batch,
-    validate_expected_versions,
     validate_key,
     validate_key_list,
     validate_limit,
     validate_metadata_filter,
     validate_namespace,
     validate_namespace_prefix,
-    validate_namespaces,
     validate_query,
     validate_threshold,
 )
@@ -94,24 +92,15 @@ class _VersionMoved(Exception):
     """A compared key's version moved during a compare-and-put: roll the batch back."""
 
 
-def _present(expected: dict[tuple[Namespace, str], int | None]) -> dict[tuple[str, str], int]:
-    return {
-        (encode_namespace(ns), key): version
-        for (ns, key), version in expected.items()
-        if version is not None
-    }
-
-
 def _after(
     expected: dict[tuple[Namespace, str], int | None], rows_by_tenant: dict[str, list[Any]]
-) -> dict[tuple[str, str], int]:
+) -> dict[tuple[Namespace, str], int]:
     writes = Counter((row.namespace, row.key) for rows in rows_by_tenant.values() for row in rows)
     versions = {}
     for (ns, key), version in expected.items():
-        identity = (encode_namespace(ns), key)
-        after = (version or 0) + writes[identity]
+        after = (version or 0) + writes[(encode_namespace(ns), key)]
         if after:
-            versions[identity] = after
+            versions[(ns, key)] = after
     return versions
 
 
@@ -119,7 +108,7 @@ def _aware(moment: datetime) -> datetime:
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
-class PgMemory(PreparedStore):
+class PgMemory(BatchWriteStore):
     """Store on PostgreSQL + pgvector, tenants isolated by row-level security.
 
     ``using``: a database alias (a role without SUPERUSER or BYPASSRLS). ``embedder``:
@@ -204,9 +193,11 @@ class PgMemory(PreparedStore):
     async def _run(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         return await sync_to_async(func, thread_sensitive=True)(*args, **kwargs)
 
-    @staticmethod
-    def _check_indexable(prepared: PreparedPut, *, where: str = "") -> None:
-        # Refused as bad input here rather than by PostgreSQL halfway through a write.
+    @classmethod
+    def _writable(cls, prepared: PreparedPut, *, where: str = "") -> str:
+        """The tenant of an item to write. An item too long for the unique index is refused
+        as bad input here rather than by PostgreSQL halfway through a write."""
+        tenant = cls._tenant_of(prepared.namespace, name=f"{where}namespace")
         size = sum(
             len(part.encode())
             for part in (prepared.namespace[0], encode_namespace(prepared.namespace), prepared.key)
@@ -217,6 +208,7 @@ class PgMemory(PreparedStore):
                 f"and key take {size} bytes of UTF-8, over {MAX_INDEXED_BYTES} (PostgreSQL's "
                 "btree entry limit on the unique (tenant, namespace, key) index)"
             )
+        return tenant
 
     @staticmethod
     def _tenant_of(namespace: Namespace, *, name: str = "namespace") -> str:
@@ -297,14 +289,17 @@ class PgMemory(PreparedStore):
             with transaction.atomic(using=self.using) if outer else nullcontext():
                 if expected:
                     self._lock_keys(expected)
-                    if self._live_versions(expected) != _present(expected):
+                    present = {pair: v for pair, v in expected.items() if v is not None}
+                    if self._live_values(expected, "version") != present:
                         return False
                 for tenant, rows in sorted(rows_by_tenant.items()):
                     with self._atomic(tenant):
                         self._upsert_rounds(rows)
                 # A plain put takes no key lock: one that committed between the check and
                 # the upsert moved a version, and the batch then rolls back.
-                if expected and self._live_versions(expected) != _after(expected, rows_by_tenant):
+                if expected and (
+                    self._live_values(expected, "version") != _after(expected, rows_by_tenant)
+                ):
                     raise _VersionMoved
         except _VersionMoved:
             return False
@@ -322,17 +317,20 @@ class PgMemory(PreparedStore):
                     "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [json.dumps(identity)]
                 )
 
-    def _live_versions(self, keys: Iterable[tuple[Namespace, str]]) -> dict[tuple[str, str], int]:
-        by_tenant: dict[str, list[tuple[Namespace, str]]] = defaultdict(list)
+    def _live_values(
+        self, keys: Iterable[tuple[Namespace, str]], column: str
+    ) -> dict[tuple[Namespace, str], Any]:
+        """``column`` of each live item of ``keys``, in a transaction a tenant."""
+        by_tenant: dict[str, dict[tuple[str, str], tuple[Namespace, str]]] = defaultdict(dict)
         for namespace, key in keys:
-            by_tenant[namespace[0]].append((namespace, key))
-        found: dict[tuple[str, str], int] = {}
+            by_tenant[namespace[0]][(encode_namespace(namespace), key)] = (namespace, key)
+        found = {}
         now = self._now()
-        for tenant, pairs in sorted(by_tenant.items()):
+        for tenant, wanted in sorted(by_tenant.items()):
             with self._atomic(tenant):
-                live = self._items().for_keys(pairs).live(now)
-                rows = live.values_list("namespace", "key", "version")
-                found.update(((path, key), version) for path, key, version in rows)
+                rows = self._items().for_keys(list(wanted.values())).live(now)
+                for path, key, value in rows.values_list("namespace", "key", column):
+                    found[wanted[(path, key)]] = value
         return found
 
     def _upsert_rounds(self, rows: list[Any]) -> None:
@@ -349,24 +347,32 @@ class PgMemory(PreparedStore):
             seen.add(identity)
         self._items().upsert(run, self._now())
 
-    async def _put(self, prepared: PreparedPut, ttl: TTL) -> None:
-        tenant = self._tenant_of(prepared.namespace)
-        self._check_indexable(prepared)
+    async def _put(
+        self, prepared: PreparedPut, ttl: TTL, embedding: list[float] | None = None
+    ) -> None:
+        tenant = self._writable(prepared)
+        given = None if embedding is None else self.encoder.checked(embedding, name="embedding")
         expiry = self._ttl(ttl)
         text = value_text(json.loads(prepared.value_json))
-        vector = await self.encoder.encode(tenant, text)
-        source = self.encoder.source
+        if given is None:
+            vector, source = await self.encoder.encode(tenant, text), self.encoder.source
+        else:
+            # With an embedder the vector is taken as its own (text search ranks it); without
+            # one it is external: only search_by_embedding ranks it.
+            vector = given
+            source = self.encoder.source if self.encoder.embedder is not None else EXTERNAL_SOURCE
         row = await off_loop_when_long(
             len(text), lambda: self._row(prepared, text, vector, source, expiry)
         )
         await self._run(self._write_sync, {tenant: [row]})
 
-    async def _batch_rows(
-        self, prepared: list[PreparedPut], ttl: timedelta | None = None
-    ) -> dict[str, list[Any]]:
+    async def _write_all(
+        self, prepared: list[PreparedPut], ttl: timedelta | None, expected: Versions | None = None
+    ) -> bool:
+        for index, (namespace, _key) in enumerate(expected or {}):
+            self._tenant_of(namespace, name=f"expected_versions key {index} namespace")
         for index, one in enumerate(prepared):
-            self._tenant_of(one.namespace, name=f"items[{index}] namespace")
-            self._check_indexable(one, where=f"items[{index}] ")
+            self._writable(one, where=f"items[{index}] ")
         texts = [value_text(json.loads(one.value_json)) for one in prepared]
         vectors = await self.encoder.encode_many(texts) if prepared else []
 
@@ -378,43 +384,11 @@ class PgMemory(PreparedStore):
                 )
             return dict(by_tenant)
 
-        return await off_loop_when_long(sum(map(len, texts)), rows)
-
-    async def put_batch(
-        self,
-        items: list[tuple[tuple[str, ...], str, Any, dict[str, Any] | None]],
-        *,
-        ttl: TTL = None,
-    ) -> None:
-        prepared = prepare_batch(items)  # bad items are named before a bad ttl
-        rows_by_tenant = await self._batch_rows(prepared, self._ttl(ttl))
-        if rows_by_tenant:
-            await self._run(self._write_sync, rows_by_tenant)
-
-    async def compare_and_put_batch(
-        self,
-        items: list[tuple[tuple[str, ...], str, Any, dict[str, Any] | None]],
-        expected_versions: Mapping[tuple[Namespace, str], int | None],
-    ) -> bool:
-        expected = validate_expected_versions(expected_versions)
-        for index, (namespace, _key) in enumerate(expected):
-            self._tenant_of(namespace, name=f"expected_versions key {index} namespace")
-        rows_by_tenant = await self._batch_rows(prepare_batch(items))
+        rows_by_tenant = await off_loop_when_long(sum(map(len, texts)), rows)
         return await self._run(self._write_sync, rows_by_tenant, expected)
 
     async def _put_embedded(self, prepared: PreparedPut, embedding: list[float], ttl: TTL) -> None:
-        # With an embedder the vector is taken as its own (text search ranks it); without
-        # one it is external: only search_by_embedding ranks it.
-        tenant = self._tenant_of(prepared.namespace)
-        self._check_indexable(prepared)
-        vector = self.encoder.checked(embedding, name="embedding")
-        expiry = self._ttl(ttl)
-        source = self.encoder.source if self.encoder.embedder is not None else EXTERNAL_SOURCE
-        text = value_text(json.loads(prepared.value_json))
-        row = await off_loop_when_long(
-            len(text), lambda: self._row(prepared, text, vector, source, expiry)
-        )
-        await self._run(self._write_sync, {tenant: [row]})
+        await self._put(prepared, ttl, embedding)
 
     def _delete_sync(self, namespace: Namespace, key: str | None) -> int:
         # Expired rows go too, but only the live ones count: an expired item was gone.
@@ -432,67 +406,43 @@ class PgMemory(PreparedStore):
         namespace = self._checked(namespace)
         return await self._run(self._delete_sync, namespace, None)
 
-    def _get_sync(self, namespace: Namespace, key: str) -> StoreItem | None:
-        with self._atomic(namespace[0]):
-            row = self._items().for_namespace(namespace).live(self._now()).filter(key=key).first()
-        return None if row is None else self._item(namespace, row)
+    async def _read(self, namespace: Namespace, read: Callable[[Any], T]) -> T:
+        """``read`` of the live rows of ``namespace``, in its tenant's transaction."""
+
+        def run() -> T:
+            with self._atomic(namespace[0]):
+                return read(self._items().for_namespace(namespace).live(self._now()))
+
+        return await self._run(run)
 
     async def get_item(self, namespace: tuple[str, ...], key: str) -> StoreItem | None:
         namespace, key = self._checked_with_key(namespace, key)
-        return await self._run(self._get_sync, namespace, key)
+        row = await self._read(namespace, lambda rows: rows.filter(key=key).first())
+        return None if row is None else self._item(namespace, row)
 
     async def get(self, namespace: tuple[str, ...], key: str) -> Any | None:
         item = await self.get_item(namespace, key)
         return None if item is None else item.value
 
-    def _exists_sync(self, namespace: Namespace, key: str) -> bool:
-        with self._atomic(namespace[0]):
-            return self._items().for_namespace(namespace).live(self._now()).filter(key=key).exists()
-
     async def exists(self, namespace: tuple[str, ...], key: str) -> bool:
         namespace, key = self._checked_with_key(namespace, key)
-        return await self._run(self._exists_sync, namespace, key)
-
-    def _get_batch_sync(
-        self, pairs_by_tenant: dict[str, list[tuple[Namespace, str]]]
-    ) -> dict[Any, Any]:
-        found: dict[tuple[Namespace, str], Any] = {}
-        now = self._now()
-        for tenant, pairs in pairs_by_tenant.items():
-            wanted = {(encode_namespace(ns), key): (ns, key) for ns, key in pairs}
-            with self._atomic(tenant):
-                live = self._items().for_keys(pairs).live(now)
-                rows = live.values_list("namespace", "key", "value")
-                for path, key, value in rows:
-                    found[wanted[(path, key)]] = value
-        return found
+        return await self._read(namespace, lambda rows: rows.filter(key=key).exists())
 
     async def get_batch(
         self, keys: list[tuple[tuple[str, ...], str]]
     ) -> dict[tuple[tuple[str, ...], str], Any]:
         pairs = validate_key_list(keys)
-        by_tenant: dict[str, list[tuple[Namespace, str]]] = defaultdict(list)
-        for index, (namespace, key) in enumerate(pairs):
-            by_tenant[self._tenant_of(namespace, name=f"keys[{index}] namespace")].append(
-                (namespace, key)
-            )
-        if not pairs:
-            return {}
-        return await self._run(self._get_batch_sync, dict(by_tenant))
-
-    def _list_keys_sync(self, namespace: Namespace, limit: int) -> list[str]:
-        with self._atomic(namespace[0]):
-            rows = (
-                self._items()
-                .for_namespace(namespace)
-                .live(self._now())
-                .order_by("-updated_at", "key")
-            )
-            return list(rows.values_list("key", flat=True)[:limit])
+        for index, (namespace, _key) in enumerate(pairs):
+            self._tenant_of(namespace, name=f"keys[{index}] namespace")
+        return await self._run(self._live_values, pairs, "value") if pairs else {}
 
     async def list_keys(self, namespace: tuple[str, ...], limit: int = 100) -> list[str]:
         namespace, limit = self._checked(namespace), validate_limit(limit)
-        return await self._run(self._list_keys_sync, namespace, limit)
+        newest = "-updated_at", "key"
+        return await self._read(
+            namespace,
+            lambda rows: list(rows.order_by(*newest).values_list("key", flat=True)[:limit]),
+        )
 
     def _list_namespaces_sync(self, tenant: str, prefix: Namespace, limit: int) -> list[Namespace]:
         with self._atomic(tenant):
@@ -506,16 +456,12 @@ class PgMemory(PreparedStore):
         """Namespaces of one tenant: ``prefix[0]``, else the bound one (neither:
         :class:`~tulip_memory.exceptions.TenantError`; RLS shows one tenant at a time)."""
         prefix, limit = validate_namespace_prefix(prefix), validate_limit(limit)
-        if prefix:
-            tenant = self._tenant_of(prefix, name="prefix")
-        else:
-            bound = current_tenant()
-            if bound is None:
-                raise TenantError(
-                    "list_namespaces() without a prefix lists the namespaces of the tenant "
-                    "bound by tenant_context(); none is bound. Pass prefix=(tenant, ...)."
-                )
-            tenant = bound
+        tenant = self._tenant_of(prefix, name="prefix") if prefix else current_tenant()
+        if tenant is None:
+            raise TenantError(
+                "list_namespaces() without a prefix lists the namespaces of the tenant "
+                "bound by tenant_context(); none is bound. Pass prefix=(tenant, ...)."
+            )
         return await self._run(self._list_namespaces_sync, tenant, prefix, limit)
 
     def _search_sync(
@@ -549,11 +495,8 @@ class PgMemory(PreparedStore):
             self._namespace_rows.put((tenant, paths[position]), (seen, 0))
         return rows
 
-    async def search(
-        self, namespace: tuple[str, ...], query: str | None = None, limit: int = 10
-    ) -> list[StoreItem]:
-        validate_namespace(namespace)
-        return (await self.search_many([namespace], query=query, limit=limit))[0]
+    async def _search(self, namespace: Namespace, query: str | None, limit: int) -> list[StoreItem]:
+        return (await self._search_many([namespace], query, limit))[0]
 
     async def ranking_arguments(self, tenant: str, query: str | None) -> dict[str, Any]:
         """The keyword arguments of ``search_paths`` for ``query`` (its vector, terms and
@@ -583,14 +526,10 @@ class PgMemory(PreparedStore):
             "vector_candidates": not (hrr and every_word),
         }
 
-    async def search_many(
-        self,
-        namespaces: Sequence[tuple[str, ...]],
-        query: str | None = None,
-        limit: int = 10,
+    async def _search_many(
+        self, namespaces: list[Namespace], query: str | None, limit: int
     ) -> list[list[StoreItem]]:
-        """``search`` over several namespaces of ONE tenant: one statement, one encoding."""
-        namespaces = validate_namespaces(namespaces)
+        """Namespaces of ONE tenant, in one statement with one encoding of the query."""
         query, limit = validate_query(query), validate_limit(limit)
         if not namespaces:
             return []
@@ -648,15 +587,12 @@ class PgMemory(PreparedStore):
             for row in rows
         ]
 
-    def _get_embedding_sync(self, namespace: Namespace, key: str) -> list[float] | None:
-        with self._atomic(namespace[0]):
-            rows = self._items().for_namespace(namespace).live(self._now()).filter(key=key)
-            vector = rows.values_list("embedding", flat=True).first()
-        return None if vector is None else [float(v) for v in vector]
-
     async def get_embedding(self, namespace: tuple[str, ...], key: str) -> list[float] | None:
         namespace, key = self._checked_with_key(namespace, key)
-        return await self._run(self._get_embedding_sync, namespace, key)
+        vector = await self._read(
+            namespace, lambda rows: rows.filter(key=key).values_list("embedding", flat=True).first()
+        )
+        return None if vector is None else [float(v) for v in vector]
 
     async def sweep_expired(self, *, tenants: Sequence[str] | None = None) -> int:
         """Delete the expired items of ``tenants`` (default: the bound tenant, else every
