@@ -20,11 +20,7 @@ from django.utils.http import urlencode
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
-from tulip_memory.admin.tenancy import (
-    ListQuerysetMixin,
-    ReadOnlyAdminMixin,
-    TenantScopedAdminMixin,
-)
+from tulip_memory.admin.tenancy import ListQuerysetMixin, ReadOnlyTenantAdmin, column
 from tulip_memory.exceptions import CheckpointCorruptError
 from tulip_memory.messages import Message
 from tulip_memory.models import CheckpointRecord, DeltaBlock, DeltaCheckpointRecord
@@ -64,7 +60,7 @@ def render_conversation(
     an unreadable one (a :data:`Read` without state) shows why."""
     found, problem = state
     if found is None:
-        return _unreadable(gettext("the checkpoint could not be read: %s") % problem)
+        return unreadable(gettext("the checkpoint could not be read: %s") % problem)
     before, parent_problem = parent
     chat = render_chat(
         [_message_view(m) for m in found.messages],
@@ -78,10 +74,10 @@ def render_conversation(
         "parent": parent_name or gettext("parent"),
         "problem": parent_problem,
     }
-    return format_html("{}{}", _unreadable(note), chat)
+    return format_html("{}{}", unreadable(note), chat)
 
 
-def _unreadable(reason: str) -> str:
+def unreadable(reason: str) -> str:
     return format_html('<p class="tulip-meta tulip-unread">{}</p>', reason)
 
 
@@ -183,7 +179,7 @@ def sibling_pk(model: type[models.Model], field: str, *same: str) -> Subquery:
     )
 
 
-class ChainAdmin(NoHistoryAdminMixin, ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdmin):
+class ChainAdmin(NoHistoryAdminMixin, ReadOnlyTenantAdmin):
     """The pages of a checkpoint chain's rows: read-only, one tenant, heavy columns
     deferred, links to a row's parent and children by ``parent_field`` (within the
     ``same`` fields)."""
@@ -246,13 +242,7 @@ class MessageCount(models.Func):
 
 
 @admin.register(CheckpointRecord)
-class CheckpointRecordAdmin(
-    NoHistoryAdminMixin,
-    ListQuerysetMixin,
-    ReadOnlyAdminMixin,
-    TenantScopedAdminMixin,
-    admin.ModelAdmin,
-):
+class CheckpointRecordAdmin(NoHistoryAdminMixin, ListQuerysetMixin, ReadOnlyTenantAdmin):
     """Plain checkpoints: full snapshots, each shown as the chat it holds."""
 
     list_display = ("checkpoint_id", "thread_id", "message_count", "created_at")
@@ -290,13 +280,14 @@ class CheckpointRecordAdmin(
     def conversation(self, obj: CheckpointRecord) -> str:
         parent = self._parent(obj)
         return render_conversation(
-            _state_of(obj.state),
-            _state_of(parent.state) if parent is not None else NOT_READ,
+            read_state(obj.state),
+            read_state(parent.state) if parent is not None else NOT_READ,
             gettext("predecessor"),
         )
 
 
-def _state_of(data: Any) -> Read:
+def read_state(data: Any) -> Read:
+    """The state of ``data`` (a checkpoint's JSON), or why it is not one."""
     try:
         return AgentState.from_checkpoint(data), ""
     except (TypeError, ValueError, KeyError) as exc:
@@ -347,13 +338,8 @@ class DeltaCheckpointRecordAdmin(ChainAdmin):
     def kind(self, obj: DeltaCheckpointRecord) -> str:
         return gettext("full") if obj.is_full else gettext("delta")
 
-    @admin.display(description=_("depth"), ordering="chain_depth")
-    def depth(self, obj: DeltaCheckpointRecord) -> int:
-        return obj.chain_depth
-
-    @admin.display(description=_("bytes"), ordering="compressed_size_bytes")
-    def stored_bytes(self, obj: DeltaCheckpointRecord) -> int:
-        return obj.compressed_size_bytes
+    depth = column("chain_depth", _("depth"))
+    stored_bytes = column("compressed_size_bytes", _("bytes"))
 
     @admin.display(description=_("chain root"))
     def base_link(self, obj: DeltaCheckpointRecord) -> str:
@@ -425,9 +411,7 @@ class DeltaCheckpointRecordAdmin(ChainAdmin):
 
 
 @admin.register(DeltaBlock)
-class DeltaBlockAdmin(
-    NoHistoryAdminMixin, ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdmin
-):
+class DeltaBlockAdmin(NoHistoryAdminMixin, ReadOnlyTenantAdmin):
     list_display = ("digest", "thread_id", "size_bytes", "created_at")
     search_fields = ("thread_id", "digest")
     ordering = ("-id",)

@@ -12,7 +12,7 @@ from typing import Any
 from django.contrib import admin, messages
 from django.contrib.admin.models import CHANGE
 from django.db import router, transaction
-from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.urls import reverse
 from django.utils import timezone
@@ -20,17 +20,12 @@ from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
-from tulip_memory.admin.checkpoints import NOT_READ, Read, render_conversation
-from tulip_memory.admin.tenancy import (
-    ListQuerysetMixin,
-    ReadOnlyAdminMixin,
-    TenantScopedAdminMixin,
-)
+from tulip_memory.admin.checkpoints import NOT_READ, read_state, render_conversation
+from tulip_memory.admin.tenancy import ListQuerysetMixin, ReadOnlyTenantAdmin, column
 from tulip_memory.core.namespaces import encode_namespace
 from tulip_memory.models import ExtractionJob, ExtractionQueue, MemoryItem
 from tulip_memory.models.admin_log import log_actions
 from tulip_memory.models.extraction import JobState
-from tulip_memory.state import AgentState
 
 __all__ = ["ExtractionJobAdmin", "ExtractionQueueAdmin"]
 
@@ -69,7 +64,7 @@ def _jobs_in(state: str) -> Coalesce:
 
 
 @admin.register(ExtractionQueue)
-class ExtractionQueueAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdmin):
+class ExtractionQueueAdmin(ReadOnlyTenantAdmin):
     list_display = (
         "namespace",
         "lease_owner",
@@ -106,17 +101,9 @@ class ExtractionQueueAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.Mod
             )
         )
 
-    @admin.display(description=_("pending"), ordering="pending")
-    def pending_jobs(self, queue: ExtractionQueue) -> int:
-        return getattr(queue, "pending", 0)
-
-    @admin.display(description=_("running"), ordering="running")
-    def running_jobs(self, queue: ExtractionQueue) -> int:
-        return getattr(queue, "running", 0)
-
-    @admin.display(description=_("failed"), ordering="failed")
-    def failed_jobs(self, queue: ExtractionQueue) -> int:
-        return getattr(queue, "failed", 0)
+    pending_jobs = column("pending", _("pending"))
+    running_jobs = column("running", _("running"))
+    failed_jobs = column("failed", _("failed"))
 
     @admin.display(description=_("last heartbeat"))
     def heartbeat_age(self, queue: ExtractionQueue) -> str:
@@ -138,9 +125,7 @@ class ExtractionQueueAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.Mod
 
 
 @admin.register(ExtractionJob)
-class ExtractionJobAdmin(
-    ListQuerysetMixin, ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdmin
-):
+class ExtractionJobAdmin(ListQuerysetMixin, ReadOnlyTenantAdmin):
     list_display = (
         "id",
         "queue_link",
@@ -214,16 +199,8 @@ class ExtractionJobAdmin(
         if not applied:
             return gettext("None: the job changed no memory.")
         prefix = job.queue.namespace_tuple
-        addresses = {(encode_namespace((*prefix, kind)), key) for _, kind, key in applied}
-        condition = Q()
-        for namespace, key in addresses:
-            condition |= Q(namespace=namespace, key=key)
-        pks = {
-            (namespace, key): pk
-            for pk, namespace, key in MemoryItem.objects.filter(condition).values_list(
-                "pk", "namespace", "key"
-            )
-        }
+        stored = MemoryItem.objects.for_keys([((*prefix, kind), key) for _, kind, key in applied])
+        pks = {(ns, key): pk for pk, ns, key in stored.values_list("pk", "namespace", "key")}
         rows = []
         for event, kind, key in applied:
             pk = pks.get((encode_namespace((*prefix, kind)), key))
@@ -243,13 +220,7 @@ class ExtractionJobAdmin(
     @admin.display(description=_("conversation (payload)"))
     def conversation(self, job: ExtractionJob) -> str:
         payload = job.payload if isinstance(job.payload, dict) else {}
-        try:
-            state: Read = (
-                AgentState.from_checkpoint({"messages": payload.get("messages") or []}),
-                "",
-            )
-        except (TypeError, ValueError, KeyError) as exc:
-            state = (None, str(exc))
+        state = read_state({"messages": payload.get("messages") or []})
         # A job's conversation has no parent to compare with: no diff line.
         return render_conversation(state, NOT_READ, diff=False)
 

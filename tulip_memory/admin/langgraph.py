@@ -22,8 +22,9 @@ from tulip_memory.admin.checkpoints import (
     change_link,
     render_chat,
     timeline_window,
+    unreadable,
 )
-from tulip_memory.admin.tenancy import TwoViewFilter
+from tulip_memory.admin.tenancy import TwoViewFilter, column
 from tulip_memory.exceptions import CheckpointCorruptError
 from tulip_memory.models import LangGraphCheckpoint
 
@@ -192,17 +193,9 @@ class LangGraphCheckpointAdmin(ChainAdmin):
             extra_context = {**(extra_context or {}), "title": gettext("LangGraph threads")}
         return super().changelist_view(request, extra_context)
 
-    @admin.display(description=_("checkpoints"), ordering="checkpoint_total")
-    def checkpoint_count(self, obj: LangGraphCheckpoint) -> int:
-        return obj.checkpoint_total  # type: ignore[attr-defined]
-
-    @admin.display(description=_("newest"), ordering="created_at")
-    def newest(self, obj: LangGraphCheckpoint) -> Any:
-        return obj.created_at
-
-    @admin.display(description=_("bytes"), ordering="stored_bytes")
-    def thread_bytes(self, obj: LangGraphCheckpoint) -> int:
-        return obj.stored_bytes  # type: ignore[attr-defined]
+    checkpoint_count = column("checkpoint_total", _("checkpoints"))
+    newest = column("created_at", _("newest"))
+    thread_bytes = column("stored_bytes", _("bytes"))
 
     # --- reading through the saver --------------------------------------------------------
 
@@ -245,9 +238,6 @@ class LangGraphCheckpointAdmin(ChainAdmin):
             return None
         return dict(decoded) if isinstance(decoded, dict) else None
 
-    def _unreadable(self, obj: LangGraphCheckpoint) -> str:
-        return format_html('<p class="tulip-meta tulip-unread">{}</p>', self._loaded(obj)[2])
-
     @admin.display(description=_("step"))
     def step(self, obj: LangGraphCheckpoint) -> Any:
         return (self._metadata(obj) or {}).get("step", "-")
@@ -260,7 +250,7 @@ class LangGraphCheckpointAdmin(ChainAdmin):
     def channel_values(self, obj: LangGraphCheckpoint) -> str:
         found, parent = self._loaded(obj)[:2]
         if found is None:
-            return self._unreadable(obj)
+            return unreadable(self._loaded(obj)[2])
         values = found.checkpoint["channel_values"]
         before = parent.checkpoint["channel_values"] if parent is not None else {}
         return render_to_string(
@@ -285,7 +275,7 @@ class LangGraphCheckpointAdmin(ChainAdmin):
     def pending_writes(self, obj: LangGraphCheckpoint) -> str:
         found = self._loaded(obj)[0]
         if found is None:
-            return self._unreadable(obj)
+            return unreadable(self._loaded(obj)[2])
         return render_to_string(
             "admin/tulip_memory/langgraph_writes.html",
             {
@@ -300,7 +290,7 @@ class LangGraphCheckpointAdmin(ChainAdmin):
     def pretty_metadata(self, obj: LangGraphCheckpoint) -> str:
         metadata = self._metadata(obj)
         if metadata is None:
-            return self._unreadable(obj)
+            return unreadable(self._loaded(obj)[2])
         return format_html('<pre class="tulip-pre">{}</pre>', _json(metadata))
 
     # --- the thread -----------------------------------------------------------------------
