@@ -17,8 +17,6 @@ __all__ = ["ErasureReceiptAdmin"]
 
 @admin.register(ErasureReceipt)
 class ErasureReceiptAdmin(ReadOnlyTenantAdmin):
-    """Erasure receipts of the admin tenant, newest first."""
-
     list_display = ("created_at", "subject_reference", "actor", "removed")
     list_filter = ("created_at",)
     search_fields = ("=subject_ref", "actor")

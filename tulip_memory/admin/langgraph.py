@@ -140,8 +140,6 @@ def render_value(value: Any, parent: Any = None, *, diff: bool = False, dom_id: 
 
 @admin.register(LangGraphCheckpoint)
 class LangGraphCheckpointAdmin(ChainAdmin):
-    """LangGraph threads and their checkpoints; see the module docstring."""
-
     parent_field = "parent_checkpoint_id"
     same = ("checkpoint_ns",)
     deferred = ("data", "writes")
@@ -168,20 +166,10 @@ class LangGraphCheckpointAdmin(ChainAdmin):
     # Checkpoint ids sort in time order (newest first); row ids need not (see _thread).
     ordering = ("-checkpoint_id", "-id")
     fields = readonly_fields = (
-        "thread_id",
-        "checkpoint_ns",
-        "checkpoint_id",
-        "step",
-        "source",
-        "parent_link",
-        "children_links",
-        "created_at",
-        "channel_values",
-        "pending_writes",
-        "pretty_metadata",
-        "thread_timeline",
-        "thread_storage",
-    )
+        "thread_id", "checkpoint_ns", "checkpoint_id", "step", "source",
+        "parent_link", "children_links", "created_at",
+        "channel_values", "pending_writes", "pretty_metadata", "thread_timeline", "thread_storage",
+    )  # fmt: skip
 
     # --- the list -------------------------------------------------------------------------
 
@@ -309,13 +297,11 @@ class LangGraphCheckpointAdmin(ChainAdmin):
             records = thread.records()
         except ImportError:
             loads, records = None, {}
-        current = next((i for i, row in enumerate(rows) if row[0] == obj.pk), 0)
         marked = [(*row, *mark) for row, mark in zip(rows, branches(rows), strict=True)]
         window = timeline_window(
-            LangGraphCheckpoint,
-            obj.thread_id,
+            obj,
             marked,
-            current,
+            [row[0] for row in rows],
             **{ThreadsOrCheckpointsFilter.parameter_name: ThreadsOrCheckpointsFilter.CHECKPOINTS},
         )
         entries = []
@@ -331,9 +317,7 @@ class LangGraphCheckpointAdmin(ChainAdmin):
                     "source": decoded.get("source", "-"),
                     "parent": change_link(
                         LangGraphCheckpoint, pk_of.get((ns, parent_id)), parent_id
-                    )
-                    if parent_id
-                    else "-",
+                    ),
                     "created": created,
                     "current": pk == obj.pk,
                     "branch": branch,

@@ -54,12 +54,13 @@ def content_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def history_path(item: MemoryItem) -> str | None:
-    """The namespace path of ``item``'s past versions (None for a one-label namespace)."""
-    namespace = decode_namespace(item.namespace)
-    if len(namespace) < 2:
+def history_path(namespace: str, key: str) -> str | None:
+    """The namespace path of the past versions of the memory at ``namespace`` and ``key``
+    (None for a one-label namespace)."""
+    labels = decode_namespace(namespace)
+    if len(labels) < 2:
         return None
-    return encode_namespace((*namespace[:-1], HISTORY_LABEL, namespace[-1], item.key))
+    return encode_namespace((*labels[:-1], HISTORY_LABEL, labels[-1], key))
 
 
 def _pretty(value: Any) -> str:
@@ -179,18 +180,9 @@ class MemoryItemAdmin(ReadOnlyTenantAdmin):
     show_facets = admin.ShowFacets.NEVER
     actions = ["forget_memories"]
     fields = readonly_fields = (
-        "tenant",
-        "namespace",
-        "key",
-        "pretty_value",
-        "pretty_metadata",
-        "versions",
-        "embedding_source",
-        "version",
-        "created_at",
-        "updated_at",
-        "expiry",
-    )
+        "tenant", "namespace", "key", "pretty_value", "pretty_metadata", "versions",
+        "embedding_source", "version", "created_at", "updated_at", "expiry",
+    )  # fmt: skip
     change_form_template = "admin/tulip_memory/memoryitem/change_form.html"
 
     def shows_expired(self, request: Any) -> bool:
@@ -352,7 +344,7 @@ class MemoryItemAdmin(ReadOnlyTenantAdmin):
         )
 
     def _history(self, item: MemoryItem) -> QuerySet:
-        path = history_path(item)
+        path = history_path(item.namespace, item.key)
         rows = MemoryItem.objects.using(item._state.db).live(utc_now())
         return rows.filter(tenant=item.tenant, namespace=path) if path else rows.none()
 
@@ -434,16 +426,10 @@ class MemoryItemAdmin(ReadOnlyTenantAdmin):
 def _history_pks(
     using: str, memories: list[tuple[str, str]], now: datetime
 ) -> tuple[list[int], list[int]]:
-    paths = set()
-    prefixes = set()
-    for namespace, key in memories:
-        labels = decode_namespace(namespace)
-        if len(labels) >= 2:
-            prefix = (*labels[:-1], HISTORY_LABEL, labels[-1])
-            prefixes.add(prefix)
-            paths.add(encode_namespace((*prefix, key)))
-    if not prefixes:
+    paths = {path for namespace, key in memories if (path := history_path(namespace, key))}
+    if not paths:
         return [], []
+    prefixes = {decode_namespace(path)[:-1] for path in paths}
     found = sorted(
         (pk, expires_at is None or expires_at > now)
         for pk, namespace, expires_at in MemoryItem.objects.using(using)

@@ -1,9 +1,8 @@
 """Admin tenancy: which tenant a page shows, the tenant switcher, the registry and memberships.
 
-Each view of a tenant table runs inside :func:`~tulip_memory.tenancy.context.tenant_atomic`
-for the request's admin tenant: one the user may open, picked with the switcher and kept in
-the session, never taken from the request's data (docs/design/tenancy.md). ModelAdmins are
-meant to be subclassed; override :meth:`TenantScopedAdminMixin.request_tenant` to choose.
+A tenant table's views run in :func:`~tulip_memory.tenancy.context.tenant_atomic` for a tenant
+the user may open, picked with the switcher and kept in the session, never taken from the
+request's data (docs/design/tenancy.md); :meth:`TenantScopedAdminMixin.request_tenant` chooses.
 """
 
 from __future__ import annotations

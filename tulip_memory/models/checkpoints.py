@@ -47,7 +47,6 @@ class ThreadRowsQuerySet(models.QuerySet):
         return self._threads_where(models.Max("created_at"), per_thread__lt=before)
 
     def threads_with_more_than(self, count: int) -> list[str]:
-        """Threads holding more than ``count`` rows."""
         return self._threads_where(models.Count("id"), per_thread__gt=count)
 
     def _threads_where(self, aggregate: models.Aggregate, **condition: Any) -> list[str]:
