@@ -165,8 +165,8 @@ def test_helpers_read_content_and_history_paths():
     assert content_text({"content": "x"}) == "x" and content_text({"text": "y"}) == "y"
     assert content_text([1, "é"]) == '[1, "é"]'
     item = MemoryItem(tenant="t", namespace="t/u/user", key="k")
-    assert history_path(item) == "t/u/_history/user/k"
-    assert history_path(MemoryItem(tenant="t", namespace="t", key="k")) is None
+    assert history_path(item.namespace, item.key) == "t/u/_history/user/k"
+    assert history_path("t", "k") is None
 
 
 def test_bad_filter_and_search_input_shows_nothing_and_loses_nothing(memories, root_client):

@@ -20,11 +20,7 @@ from django.utils.http import urlencode
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
-from tulip_memory.admin.tenancy import (
-    ListQuerysetMixin,
-    ReadOnlyAdminMixin,
-    TenantScopedAdminMixin,
-)
+from tulip_memory.admin.tenancy import ListQuerysetMixin, ReadOnlyTenantAdmin, column
 from tulip_memory.exceptions import CheckpointCorruptError
 from tulip_memory.messages import Message
 from tulip_memory.models import CheckpointRecord, DeltaBlock, DeltaCheckpointRecord
@@ -42,19 +38,19 @@ __all__ = [
     "DeltaBlockAdmin",
     "DeltaCheckpointRecordAdmin",
     "NoHistoryAdminMixin",
-    "change_link",
-    "render_chat",
-    "sibling_pk",
-    "timeline_window",
 ]
+
+
+def admin_url(model: type[models.Model], view: str, *args: Any) -> str:
+    """The URL of ``model``'s admin ``view`` ("change", "changelist", ...)."""
+    return reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_{view}", args=args)
 
 
 def change_link(model: type[models.Model], pk: Any, label: str) -> str:
     """A link to the admin page of ``model``'s row ``pk`` (just ``label`` without a pk)."""
     if pk is None:
         return label or "-"
-    url = reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_change", args=[pk])
-    return format_html('<a href="{}">{}</a>', url, label)
+    return format_html('<a href="{}">{}</a>', admin_url(model, "change", pk), label)
 
 
 def render_conversation(
@@ -64,7 +60,7 @@ def render_conversation(
     an unreadable one (a :data:`Read` without state) shows why."""
     found, problem = state
     if found is None:
-        return _unreadable(gettext("the checkpoint could not be read: %s") % problem)
+        return unreadable(gettext("the checkpoint could not be read: %s") % problem)
     before, parent_problem = parent
     chat = render_chat(
         [_message_view(m) for m in found.messages],
@@ -78,10 +74,10 @@ def render_conversation(
         "parent": parent_name or gettext("parent"),
         "problem": parent_problem,
     }
-    return format_html("{}{}", _unreadable(note), chat)
+    return format_html("{}{}", unreadable(note), chat)
 
 
-def _unreadable(reason: str) -> str:
+def unreadable(reason: str) -> str:
     return format_html('<p class="tulip-meta tulip-unread">{}</p>', reason)
 
 
@@ -135,39 +131,33 @@ def _message_view(message: Message) -> dict[str, Any]:
     }
 
 
-def timeline_window(
-    model: type[models.Model], thread_id: str, rows: list[Any], current: int, **params: str
-) -> dict[str, Any]:
-    """The context of a thread's timeline: ``rows`` (the thread's, oldest first) within
-    ``TIMELINE_WINDOW`` of ``rows[current]``, how many are left out before and after, and
-    the URL of the thread's checkpoints in ``model``'s list (``params`` added to it)."""
+def timeline_window(obj: Any, rows: list[Any], pks: list[Any], **params: str) -> dict[str, Any]:
+    """The context of ``obj``'s thread's timeline: ``rows`` (the thread's, oldest first, of
+    primary keys ``pks``) within ``TIMELINE_WINDOW`` of ``obj``'s, how many are left out
+    before and after, and the URL of the thread's rows in the list (``params`` added to it)."""
+    current = pks.index(obj.pk) if obj.pk in pks else 0
     start = max(current - TIMELINE_WINDOW, 0)
     end = current + TIMELINE_WINDOW + 1
-    opts = model._meta
-    url = reverse(f"admin:{opts.app_label}_{opts.model_name}_changelist")
+    url = admin_url(type(obj), "changelist")
     return {
         "rows": rows[start:end],
         "earlier": start,
         "later": max(len(rows) - end, 0),
         "total": len(rows),
-        "full_list": f"{url}?{urlencode({**params, 'thread_id': thread_id})}",
+        "full_list": f"{url}?{urlencode({**params, 'thread_id': obj.thread_id})}",
     }
 
 
 class NoHistoryAdminMixin:
-    """No "History" button: these rows are never edited in the admin, so its log is empty.
-
-    The history URL, typed, redirects to the row's page.
-    """
+    """No "History" button: these rows are never edited in the admin, so its log is empty;
+    the history URL, typed, redirects to the row's page."""
 
     change_form_template: ClassVar[Any] = "admin/tulip_memory/change_form_no_history.html"
 
     def history_view(
         self, request: HttpRequest, object_id: str, extra_context: Any = None
     ) -> HttpResponse:
-        opts = self.model._meta  # type: ignore[attr-defined]
-        url = reverse(f"admin:{opts.app_label}_{opts.model_name}_change", args=[object_id])
-        return HttpResponseRedirect(url)
+        return HttpResponseRedirect(admin_url(self.model, "change", object_id))  # type: ignore[attr-defined]
 
 
 def sibling_pk(model: type[models.Model], field: str, *same: str) -> Subquery:
@@ -183,7 +173,7 @@ def sibling_pk(model: type[models.Model], field: str, *same: str) -> Subquery:
     )
 
 
-class ChainAdmin(NoHistoryAdminMixin, ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdmin):
+class ChainAdmin(NoHistoryAdminMixin, ReadOnlyTenantAdmin):
     """The pages of a checkpoint chain's rows: read-only, one tenant, heavy columns
     deferred, links to a row's parent and children by ``parent_field`` (within the
     ``same`` fields)."""
@@ -207,9 +197,8 @@ class ChainAdmin(NoHistoryAdminMixin, ReadOnlyAdminMixin, TenantScopedAdminMixin
 
     @admin.display(description=_("parent"))
     def parent_link(self, obj: Any) -> str:
+        # A root's parent id is "", which no row has: shown as "-".
         parent_id = getattr(obj, self.parent_field)
-        if not parent_id:
-            return "-"
         return change_link(self.model, getattr(obj, "parent_pk", None), parent_id)
 
     @admin.display(description=_("children"))
@@ -246,13 +235,7 @@ class MessageCount(models.Func):
 
 
 @admin.register(CheckpointRecord)
-class CheckpointRecordAdmin(
-    NoHistoryAdminMixin,
-    ListQuerysetMixin,
-    ReadOnlyAdminMixin,
-    TenantScopedAdminMixin,
-    admin.ModelAdmin,
-):
+class CheckpointRecordAdmin(NoHistoryAdminMixin, ListQuerysetMixin, ReadOnlyTenantAdmin):
     """Plain checkpoints: full snapshots, each shown as the chat it holds."""
 
     list_display = ("checkpoint_id", "thread_id", "message_count", "created_at")
@@ -290,13 +273,14 @@ class CheckpointRecordAdmin(
     def conversation(self, obj: CheckpointRecord) -> str:
         parent = self._parent(obj)
         return render_conversation(
-            _state_of(obj.state),
-            _state_of(parent.state) if parent is not None else NOT_READ,
+            read_state(obj.state),
+            read_state(parent.state) if parent is not None else NOT_READ,
             gettext("predecessor"),
         )
 
 
-def _state_of(data: Any) -> Read:
+def read_state(data: Any) -> Read:
+    """The state of ``data`` (a checkpoint's JSON), or why it is not one."""
     try:
         return AgentState.from_checkpoint(data), ""
     except (TypeError, ValueError, KeyError) as exc:
@@ -311,33 +295,18 @@ class DeltaCheckpointRecordAdmin(ChainAdmin):
     thread_deferred = ("data",)
 
     list_display = (
-        "checkpoint_id",
-        "thread_id",
-        "kind",
-        "depth",
-        "parent_link",
-        "base_link",
-        "stored_bytes",
-        "created_at",
-    )
+        "checkpoint_id", "thread_id", "kind", "depth", "parent_link", "base_link",
+        "stored_bytes", "created_at",
+    )  # fmt: skip
     # No thread filter: it would list every thread of the tenant (the search box finds one).
     list_filter = ("is_full",)
     search_fields = ("thread_id", "checkpoint_id", "parent_id", "base_id")
     ordering = ("-id",)
     fields = readonly_fields = (
-        "thread_id",
-        "checkpoint_id",
-        "kind",
-        "chain_depth",
-        "parent_link",
-        "children_links",
-        "size_bytes",
-        "compressed_size_bytes",
-        "created_at",
-        "conversation",
-        "thread_timeline",
-        "thread_storage",
-    )
+        "thread_id", "checkpoint_id", "kind", "chain_depth", "parent_link", "children_links",
+        "size_bytes", "compressed_size_bytes", "created_at",
+        "conversation", "thread_timeline", "thread_storage",
+    )  # fmt: skip
 
     def get_queryset(self, request: Any) -> Any:
         base = sibling_pk(DeltaCheckpointRecord, "base_id")
@@ -347,13 +316,8 @@ class DeltaCheckpointRecordAdmin(ChainAdmin):
     def kind(self, obj: DeltaCheckpointRecord) -> str:
         return gettext("full") if obj.is_full else gettext("delta")
 
-    @admin.display(description=_("depth"), ordering="chain_depth")
-    def depth(self, obj: DeltaCheckpointRecord) -> int:
-        return obj.chain_depth
-
-    @admin.display(description=_("bytes"), ordering="compressed_size_bytes")
-    def stored_bytes(self, obj: DeltaCheckpointRecord) -> int:
-        return obj.compressed_size_bytes
+    depth = column("chain_depth", _("depth"))
+    stored_bytes = column("compressed_size_bytes", _("bytes"))
 
     @admin.display(description=_("chain root"))
     def base_link(self, obj: DeltaCheckpointRecord) -> str:
@@ -383,12 +347,11 @@ class DeltaCheckpointRecordAdmin(ChainAdmin):
     @admin.display(description=_("the thread's checkpoints (oldest first)"))
     def thread_timeline(self, obj: DeltaCheckpointRecord) -> str:
         rows = list(self._thread(obj))
-        current = next((i for i, row in enumerate(rows) if row.pk == obj.pk), 0)
-        window = timeline_window(DeltaCheckpointRecord, obj.thread_id, rows, current)
+        window = timeline_window(obj, rows, [row.pk for row in rows])
         window["rows"] = [
             {
                 "link": change_link(DeltaCheckpointRecord, row.pk, row.checkpoint_id),
-                "kind": gettext("full") if row.is_full else gettext("delta"),
+                "kind": self.kind(row),
                 "row": row,
                 "current": row.pk == obj.pk,
             }
@@ -425,9 +388,7 @@ class DeltaCheckpointRecordAdmin(ChainAdmin):
 
 
 @admin.register(DeltaBlock)
-class DeltaBlockAdmin(
-    NoHistoryAdminMixin, ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdmin
-):
+class DeltaBlockAdmin(NoHistoryAdminMixin, ReadOnlyTenantAdmin):
     list_display = ("digest", "thread_id", "size_bytes", "created_at")
     search_fields = ("thread_id", "digest")
     ordering = ("-id",)

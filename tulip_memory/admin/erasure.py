@@ -9,16 +9,14 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
 
-from tulip_memory.admin.tenancy import ReadOnlyAdminMixin, TenantScopedAdminMixin
+from tulip_memory.admin.tenancy import ReadOnlyTenantAdmin, column
 from tulip_memory.models.erasure import COUNT_KEYS, ErasureReceipt
 
 __all__ = ["ErasureReceiptAdmin"]
 
 
 @admin.register(ErasureReceipt)
-class ErasureReceiptAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdmin):
-    """Erasure receipts of the admin tenant, newest first."""
-
+class ErasureReceiptAdmin(ReadOnlyTenantAdmin):
     list_display = ("created_at", "subject_reference", "actor", "removed")
     list_filter = ("created_at",)
     search_fields = ("=subject_ref", "actor")
@@ -29,9 +27,7 @@ class ErasureReceiptAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.Mode
     def subject_reference(self, receipt: ErasureReceipt) -> str:
         return receipt.subject_ref[:16] + "…"
 
-    @admin.display(description=_("rows removed or blanked"))
-    def removed(self, receipt: ErasureReceipt) -> int:
-        return receipt.total
+    removed = column("total", _("rows removed or blanked"), sortable=False)
 
     @admin.display(description=_("counts"))
     def count_table(self, receipt: ErasureReceipt) -> SafeString:

@@ -12,25 +12,25 @@ from typing import Any
 from django.contrib import admin, messages
 from django.contrib.admin.models import CHANGE
 from django.db import router, transaction
-from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
-from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
-from tulip_memory.admin.checkpoints import NOT_READ, Read, render_conversation
-from tulip_memory.admin.tenancy import (
-    ListQuerysetMixin,
-    ReadOnlyAdminMixin,
-    TenantScopedAdminMixin,
+from tulip_memory.admin.checkpoints import (
+    NOT_READ,
+    admin_url,
+    change_link,
+    read_state,
+    render_conversation,
 )
+from tulip_memory.admin.tenancy import ListQuerysetMixin, ReadOnlyTenantAdmin, column
 from tulip_memory.core.namespaces import encode_namespace
 from tulip_memory.models import ExtractionJob, ExtractionQueue, MemoryItem
 from tulip_memory.models.admin_log import log_actions
 from tulip_memory.models.extraction import JobState
-from tulip_memory.state import AgentState
 
 __all__ = ["ExtractionJobAdmin", "ExtractionQueueAdmin"]
 
@@ -69,54 +69,25 @@ def _jobs_in(state: str) -> Coalesce:
 
 
 @admin.register(ExtractionQueue)
-class ExtractionQueueAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdmin):
+class ExtractionQueueAdmin(ReadOnlyTenantAdmin):
     list_display = (
-        "namespace",
-        "lease_owner",
-        "heartbeat_age",
-        "lease_expires_at",
-        "pending_jobs",
-        "running_jobs",
-        "failed_jobs",
-        "jobs_link",
-    )
+        "namespace", "lease_owner", "heartbeat_age", "lease_expires_at",
+        "pending_jobs", "running_jobs", "failed_jobs", "jobs_link",
+    )  # fmt: skip
     search_fields = ("namespace",)
     readonly_fields = (
-        "tenant",
-        "namespace",
-        "last_sequence",
-        "lease_owner",
-        "heartbeat_age",
-        "lease_expires_at",
-        "recheck_at",
-        "pending_jobs",
-        "running_jobs",
-        "failed_jobs",
-        "jobs_link",
-    )
+        "tenant", "namespace", "last_sequence", "lease_owner", "heartbeat_age", "lease_expires_at",
+        "recheck_at", "pending_jobs", "running_jobs", "failed_jobs", "jobs_link",
+    )  # fmt: skip
 
     def get_queryset(self, request: Any) -> Any:
-        return (
-            super()
-            .get_queryset(request)
-            .annotate(
-                pending=_jobs_in(JobState.PENDING),
-                running=_jobs_in(JobState.RUNNING),
-                failed=_jobs_in(JobState.FAILED),
-            )
-        )
+        # Each count under its state's name (the columns below).
+        counted = (JobState.PENDING, JobState.RUNNING, JobState.FAILED)
+        return super().get_queryset(request).annotate(**{s.value: _jobs_in(s) for s in counted})
 
-    @admin.display(description=_("pending"), ordering="pending")
-    def pending_jobs(self, queue: ExtractionQueue) -> int:
-        return getattr(queue, "pending", 0)
-
-    @admin.display(description=_("running"), ordering="running")
-    def running_jobs(self, queue: ExtractionQueue) -> int:
-        return getattr(queue, "running", 0)
-
-    @admin.display(description=_("failed"), ordering="failed")
-    def failed_jobs(self, queue: ExtractionQueue) -> int:
-        return getattr(queue, "failed", 0)
+    pending_jobs = column("pending", _("pending"))
+    running_jobs = column("running", _("running"))
+    failed_jobs = column("failed", _("failed"))
 
     @admin.display(description=_("last heartbeat"))
     def heartbeat_age(self, queue: ExtractionQueue) -> str:
@@ -133,24 +104,15 @@ class ExtractionQueueAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.Mod
 
     @admin.display(description=_("jobs"))
     def jobs_link(self, queue: ExtractionQueue) -> str:
-        url = reverse("admin:tulip_memory_extractionjob_changelist")
+        url = admin_url(ExtractionJob, "changelist")
         return format_html('<a href="{}?queue={}">{}</a>', url, queue.pk, gettext("jobs"))
 
 
 @admin.register(ExtractionJob)
-class ExtractionJobAdmin(
-    ListQuerysetMixin, ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdmin
-):
+class ExtractionJobAdmin(ListQuerysetMixin, ReadOnlyTenantAdmin):
     list_display = (
-        "id",
-        "queue_link",
-        "state",
-        "attempts",
-        "worker",
-        "usage",
-        "created_at",
-        "finished_at",
-    )
+        "id", "queue_link", "state", "attempts", "worker", "usage", "created_at", "finished_at",
+    )  # fmt: skip
     list_filter = ("state", "created_at", QueueNamespaceFilter)
     date_hierarchy = "created_at"
     search_fields = ("queue__namespace", "error")
@@ -200,8 +162,8 @@ class ExtractionJobAdmin(
 
     @admin.display(description=_("queue #sequence"), ordering="queue__namespace")
     def queue_link(self, job: ExtractionJob) -> str:
-        url = reverse("admin:tulip_memory_extractionqueue_change", args=[job.queue_id])
-        return format_html('<a href="{}">{}</a> #{}', url, job.queue.namespace, job.sequence)
+        link = change_link(ExtractionQueue, job.queue_id, job.queue.namespace)
+        return format_html("{} #{}", link, job.sequence)
 
     @admin.display(description=_("memory operations"))
     def memory_operations(self, job: ExtractionJob) -> str:
@@ -214,26 +176,17 @@ class ExtractionJobAdmin(
         if not applied:
             return gettext("None: the job changed no memory.")
         prefix = job.queue.namespace_tuple
-        addresses = {(encode_namespace((*prefix, kind)), key) for _, kind, key in applied}
-        condition = Q()
-        for namespace, key in addresses:
-            condition |= Q(namespace=namespace, key=key)
-        pks = {
-            (namespace, key): pk
-            for pk, namespace, key in MemoryItem.objects.filter(condition).values_list(
-                "pk", "namespace", "key"
-            )
-        }
+        stored = MemoryItem.objects.for_keys([((*prefix, kind), key) for _, kind, key in applied])
+        pks = {(ns, key): pk for pk, ns, key in stored.values_list("pk", "namespace", "key")}
         rows = []
         for event, kind, key in applied:
             pk = pks.get((encode_namespace((*prefix, kind)), key))
             label = f"{kind}/{key}"
             if pk is None:
                 # Deleted by the job itself or since, or kept by a store other than PgMemory.
-                shown = format_html("{} ({})", label, gettext("not in the memory table"))
+                shown: str = format_html("{} ({})", label, gettext("not in the memory table"))
             else:
-                url = reverse("admin:tulip_memory_memoryitem_change", args=[pk])
-                shown = format_html('<a href="{}">{}</a>', url, label)
+                shown = change_link(MemoryItem, pk, label)
             rows.append((event, shown))
         return format_html(
             '<ul class="tulip-operations">{}</ul>',
@@ -243,13 +196,7 @@ class ExtractionJobAdmin(
     @admin.display(description=_("conversation (payload)"))
     def conversation(self, job: ExtractionJob) -> str:
         payload = job.payload if isinstance(job.payload, dict) else {}
-        try:
-            state: Read = (
-                AgentState.from_checkpoint({"messages": payload.get("messages") or []}),
-                "",
-            )
-        except (TypeError, ValueError, KeyError) as exc:
-            state = (None, str(exc))
+        state = read_state({"messages": payload.get("messages") or []})
         # A job's conversation has no parent to compare with: no diff line.
         return render_conversation(state, NOT_READ, diff=False)
 

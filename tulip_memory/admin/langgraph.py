@@ -22,8 +22,9 @@ from tulip_memory.admin.checkpoints import (
     change_link,
     render_chat,
     timeline_window,
+    unreadable,
 )
-from tulip_memory.admin.tenancy import TwoViewFilter
+from tulip_memory.admin.tenancy import TwoViewFilter, column
 from tulip_memory.exceptions import CheckpointCorruptError
 from tulip_memory.models import LangGraphCheckpoint
 
@@ -139,8 +140,6 @@ def render_value(value: Any, parent: Any = None, *, diff: bool = False, dom_id: 
 
 @admin.register(LangGraphCheckpoint)
 class LangGraphCheckpointAdmin(ChainAdmin):
-    """LangGraph threads and their checkpoints; see the module docstring."""
-
     parent_field = "parent_checkpoint_id"
     same = ("checkpoint_ns",)
     deferred = ("data", "writes")
@@ -167,20 +166,10 @@ class LangGraphCheckpointAdmin(ChainAdmin):
     # Checkpoint ids sort in time order (newest first); row ids need not (see _thread).
     ordering = ("-checkpoint_id", "-id")
     fields = readonly_fields = (
-        "thread_id",
-        "checkpoint_ns",
-        "checkpoint_id",
-        "step",
-        "source",
-        "parent_link",
-        "children_links",
-        "created_at",
-        "channel_values",
-        "pending_writes",
-        "pretty_metadata",
-        "thread_timeline",
-        "thread_storage",
-    )
+        "thread_id", "checkpoint_ns", "checkpoint_id", "step", "source",
+        "parent_link", "children_links", "created_at",
+        "channel_values", "pending_writes", "pretty_metadata", "thread_timeline", "thread_storage",
+    )  # fmt: skip
 
     # --- the list -------------------------------------------------------------------------
 
@@ -192,17 +181,9 @@ class LangGraphCheckpointAdmin(ChainAdmin):
             extra_context = {**(extra_context or {}), "title": gettext("LangGraph threads")}
         return super().changelist_view(request, extra_context)
 
-    @admin.display(description=_("checkpoints"), ordering="checkpoint_total")
-    def checkpoint_count(self, obj: LangGraphCheckpoint) -> int:
-        return obj.checkpoint_total  # type: ignore[attr-defined]
-
-    @admin.display(description=_("newest"), ordering="created_at")
-    def newest(self, obj: LangGraphCheckpoint) -> Any:
-        return obj.created_at
-
-    @admin.display(description=_("bytes"), ordering="stored_bytes")
-    def thread_bytes(self, obj: LangGraphCheckpoint) -> int:
-        return obj.stored_bytes  # type: ignore[attr-defined]
+    checkpoint_count = column("checkpoint_total", _("checkpoints"))
+    newest = column("created_at", _("newest"))
+    thread_bytes = column("stored_bytes", _("bytes"))
 
     # --- reading through the saver --------------------------------------------------------
 
@@ -245,9 +226,6 @@ class LangGraphCheckpointAdmin(ChainAdmin):
             return None
         return dict(decoded) if isinstance(decoded, dict) else None
 
-    def _unreadable(self, obj: LangGraphCheckpoint) -> str:
-        return format_html('<p class="tulip-meta tulip-unread">{}</p>', self._loaded(obj)[2])
-
     @admin.display(description=_("step"))
     def step(self, obj: LangGraphCheckpoint) -> Any:
         return (self._metadata(obj) or {}).get("step", "-")
@@ -260,7 +238,7 @@ class LangGraphCheckpointAdmin(ChainAdmin):
     def channel_values(self, obj: LangGraphCheckpoint) -> str:
         found, parent = self._loaded(obj)[:2]
         if found is None:
-            return self._unreadable(obj)
+            return unreadable(self._loaded(obj)[2])
         values = found.checkpoint["channel_values"]
         before = parent.checkpoint["channel_values"] if parent is not None else {}
         return render_to_string(
@@ -285,7 +263,7 @@ class LangGraphCheckpointAdmin(ChainAdmin):
     def pending_writes(self, obj: LangGraphCheckpoint) -> str:
         found = self._loaded(obj)[0]
         if found is None:
-            return self._unreadable(obj)
+            return unreadable(self._loaded(obj)[2])
         return render_to_string(
             "admin/tulip_memory/langgraph_writes.html",
             {
@@ -300,7 +278,7 @@ class LangGraphCheckpointAdmin(ChainAdmin):
     def pretty_metadata(self, obj: LangGraphCheckpoint) -> str:
         metadata = self._metadata(obj)
         if metadata is None:
-            return self._unreadable(obj)
+            return unreadable(self._loaded(obj)[2])
         return format_html('<pre class="tulip-pre">{}</pre>', _json(metadata))
 
     # --- the thread -----------------------------------------------------------------------
@@ -319,13 +297,11 @@ class LangGraphCheckpointAdmin(ChainAdmin):
             records = thread.records()
         except ImportError:
             loads, records = None, {}
-        current = next((i for i, row in enumerate(rows) if row[0] == obj.pk), 0)
         marked = [(*row, *mark) for row, mark in zip(rows, branches(rows), strict=True)]
         window = timeline_window(
-            LangGraphCheckpoint,
-            obj.thread_id,
+            obj,
             marked,
-            current,
+            [row[0] for row in rows],
             **{ThreadsOrCheckpointsFilter.parameter_name: ThreadsOrCheckpointsFilter.CHECKPOINTS},
         )
         entries = []
@@ -341,9 +317,7 @@ class LangGraphCheckpointAdmin(ChainAdmin):
                     "source": decoded.get("source", "-"),
                     "parent": change_link(
                         LangGraphCheckpoint, pk_of.get((ns, parent_id)), parent_id
-                    )
-                    if parent_id
-                    else "-",
+                    ),
                     "created": created,
                     "current": pk == obj.pk,
                     "branch": branch,

@@ -23,11 +23,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
-from tulip_memory.admin.tenancy import (
-    ReadOnlyAdminMixin,
-    TenantScopedAdminMixin,
-    TwoViewFilter,
-)
+from tulip_memory.admin.tenancy import ReadOnlyTenantAdmin, TwoViewFilter, column
 from tulip_memory.core.clock import utc_now
 from tulip_memory.core.namespaces import NAMESPACE_SEPARATOR, decode_namespace, encode_namespace
 from tulip_memory.manager.history import CONTENT_SINCE, HISTORY_LABEL
@@ -58,12 +54,13 @@ def content_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def history_path(item: MemoryItem) -> str | None:
-    """The namespace path of ``item``'s past versions (None for a one-label namespace)."""
-    namespace = decode_namespace(item.namespace)
-    if len(namespace) < 2:
+def history_path(namespace: str, key: str) -> str | None:
+    """The namespace path of the past versions of the memory at ``namespace`` and ``key``
+    (None for a one-label namespace)."""
+    labels = decode_namespace(namespace)
+    if len(labels) < 2:
         return None
-    return encode_namespace((*namespace[:-1], HISTORY_LABEL, namespace[-1], item.key))
+    return encode_namespace((*labels[:-1], HISTORY_LABEL, labels[-1], key))
 
 
 def _pretty(value: Any) -> str:
@@ -168,7 +165,7 @@ class EmbeddingSourceFilter(admin.SimpleListFilter):
 
 
 @admin.register(MemoryItem)
-class MemoryItemAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdmin):
+class MemoryItemAdmin(ReadOnlyTenantAdmin):
     # The embedding source is a filter and on the page: the list keeps room for the content.
     list_display = ("namespace", "key", "content", "version", "updated_at")
     list_display_links = ("key",)
@@ -183,18 +180,9 @@ class MemoryItemAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdm
     show_facets = admin.ShowFacets.NEVER
     actions = ["forget_memories"]
     fields = readonly_fields = (
-        "tenant",
-        "namespace",
-        "key",
-        "pretty_value",
-        "pretty_metadata",
-        "versions",
-        "embedding_source",
-        "version",
-        "created_at",
-        "updated_at",
-        "expiry",
-    )
+        "tenant", "namespace", "key", "pretty_value", "pretty_metadata", "versions",
+        "embedding_source", "version", "created_at", "updated_at", "expiry",
+    )  # fmt: skip
     change_form_template = "admin/tulip_memory/memoryitem/change_form.html"
 
     def shows_expired(self, request: Any) -> bool:
@@ -325,10 +313,8 @@ class MemoryItemAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdm
             return gettext("expired at %(when)s, due for the sweep") % {"when": when}
         return when
 
-    @admin.display(description=_("expired at"), ordering="expires_at")
-    def expired_at(self, item: MemoryItem) -> datetime | None:
-        # The list of expired memories: the filter's choice already says they are.
-        return item.expires_at
+    # The list of expired memories: the filter's choice already says they are.
+    expired_at = column("expires_at", _("expired at"))
 
     @admin.display(description=_("value"))
     def pretty_value(self, item: MemoryItem) -> str:
@@ -340,38 +326,25 @@ class MemoryItemAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdm
 
     @admin.display(description=_("versions (oldest first)"))
     def versions(self, item: MemoryItem) -> str:
-        past = self._history(item).order_by("key")
-        entries = [
-            (
-                content_text(row.value),
-                row.value.get("valid_from", "?") if isinstance(row.value, dict) else "?",
-                row.value.get("valid_to", "?") if isinstance(row.value, dict) else "?",
-                row.value.get("version", row.key) if isinstance(row.value, dict) else row.key,
-                "",
-            )
-            for row in past
-        ]
+        entries = []
+        for row in self._history(item).order_by("key"):
+            fields = row.value if isinstance(row.value, dict) else {}
+            span = (fields.get("valid_from", "?"), fields.get("valid_to", "?"))
+            entries.append((row.value, *span, fields.get("version", row.key), ""))
         since = item.value.get(CONTENT_SINCE) if isinstance(item.value, dict) else None
-        entries.append(
-            (
-                content_text(item.value),
-                since or item.updated_at.isoformat(),
-                gettext("now"),
-                item.version,
-                "current",
-            )
-        )
+        current = (since or item.updated_at.isoformat(), gettext("now"))
+        entries.append((item.value, *current, item.version, "current"))
         return format_html(
             '<ol class="tulip-timeline" id="tulip-versions">{}</ol>',
             format_html_join(
                 "",
                 '<li class="{4}"><span class="tulip-meta">v{3} · {1} → {2}</span><br>{0}</li>',
-                ((c, _when(f), _when(t), v, cls) for c, f, t, v, cls in entries),
+                ((content_text(v), _when(f), _when(t), n, cls) for v, f, t, n, cls in entries),
             ),
         )
 
     def _history(self, item: MemoryItem) -> QuerySet:
-        path = history_path(item)
+        path = history_path(item.namespace, item.key)
         rows = MemoryItem.objects.using(item._state.db).live(utc_now())
         return rows.filter(tenant=item.tenant, namespace=path) if path else rows.none()
 
@@ -453,16 +426,10 @@ class MemoryItemAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdm
 def _history_pks(
     using: str, memories: list[tuple[str, str]], now: datetime
 ) -> tuple[list[int], list[int]]:
-    paths = set()
-    prefixes = set()
-    for namespace, key in memories:
-        labels = decode_namespace(namespace)
-        if len(labels) >= 2:
-            prefix = (*labels[:-1], HISTORY_LABEL, labels[-1])
-            prefixes.add(prefix)
-            paths.add(encode_namespace((*prefix, key)))
-    if not prefixes:
+    paths = {path for namespace, key in memories if (path := history_path(namespace, key))}
+    if not paths:
         return [], []
+    prefixes = {decode_namespace(path)[:-1] for path in paths}
     found = sorted(
         (pk, expires_at is None or expires_at > now)
         for pk, namespace, expires_at in MemoryItem.objects.using(using)

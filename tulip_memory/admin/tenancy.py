@@ -1,9 +1,8 @@
 """Admin tenancy: which tenant a page shows, the tenant switcher, the registry and memberships.
 
-Each view of a tenant table runs inside :func:`~tulip_memory.tenancy.context.tenant_atomic`
-for the request's admin tenant: one the user may open, picked with the switcher and kept in
-the session, never taken from the request's data (docs/design/tenancy.md). ModelAdmins are
-meant to be subclassed; override :meth:`TenantScopedAdminMixin.request_tenant` to choose.
+A tenant table's views run in :func:`~tulip_memory.tenancy.context.tenant_atomic` for a tenant
+the user may open, picked with the switcher and kept in the session, never taken from the
+request's data (docs/design/tenancy.md); :meth:`TenantScopedAdminMixin.request_tenant` chooses.
 """
 
 from __future__ import annotations
@@ -29,11 +28,13 @@ from tulip_memory.tenancy.context import tenant_atomic
 __all__ = [
     "ListQuerysetMixin",
     "ReadOnlyAdminMixin",
+    "ReadOnlyTenantAdmin",
     "TenantAdmin",
     "TenantMembershipAdmin",
     "TenantScopedAdminMixin",
     "TwoViewFilter",
     "admin_tenant",
+    "column",
 ]
 
 # Session key of the tenant picked with the switcher.
@@ -133,38 +134,45 @@ class TenantScopedAdminMixin(IdentifierLogMixin):
         """The tenant this request shows (see the module docstring), or None."""
         return admin_tenant(request)[0]
 
-    def _in_tenant(self, request: HttpRequest, view: Any, *args: Any) -> HttpResponse:
+    def _in_tenant(
+        self, request: HttpRequest, view: Any, *args: Any, **kwargs: Any
+    ) -> HttpResponse:
         tenant = self.request_tenant(request)
         if tenant is None:
             # A revoked tenant's warning already says why the page is empty.
             if not getattr(request, "_tulip_admin_revoked", False):
                 allowed = admin_tenant(request)[1]
                 messages.warning(request, NO_TENANT_MESSAGE if allowed else NO_MEMBERSHIP_MESSAGE)
-            return view(request, *args)
+            return view(request, *args, **kwargs)
         with tenant_atomic(tenant, using=router.db_for_read(self.model)):
-            response = view(request, *args)
+            response = view(request, *args, **kwargs)
             if hasattr(response, "render"):
                 response.render()
             return response
 
-    def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> HttpResponse:
-        return self._in_tenant(request, super().changelist_view, extra_context)  # type: ignore[misc]
+    def changelist_view(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        return self._in_tenant(request, super().changelist_view, *args, **kwargs)  # type: ignore[misc]
 
-    def change_view(
-        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: Any = None
-    ) -> HttpResponse:
-        return self._in_tenant(
-            request,
-            super().change_view,  # type: ignore[misc]
-            object_id,
-            form_url,
-            extra_context,
-        )
+    def change_view(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        return self._in_tenant(request, super().change_view, *args, **kwargs)  # type: ignore[misc]
 
-    def history_view(
-        self, request: HttpRequest, object_id: str, extra_context: Any = None
-    ) -> HttpResponse:
-        return self._in_tenant(request, super().history_view, object_id, extra_context)  # type: ignore[misc]
+    def history_view(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        return self._in_tenant(request, super().history_view, *args, **kwargs)  # type: ignore[misc]
+
+
+class ReadOnlyTenantAdmin(ReadOnlyAdminMixin, TenantScopedAdminMixin, admin.ModelAdmin):
+    """The base of this app's pages of a tenant table: read-only, one tenant at a time."""
+
+
+def column(name: str, description: Any, *, sortable: bool = True) -> Any:
+    """A list or page column showing the row's attribute ``name`` (a field, a property or an
+    annotation) under ``description``; ``sortable``: ordered by ``name``."""
+
+    @admin.display(description=description, ordering=name if sortable else None)
+    def show(model_admin: Any, obj: Any) -> Any:
+        return getattr(obj, name)
+
+    return show
 
 
 class SuperuserOnlyAdminMixin:

@@ -19,10 +19,8 @@ from tulip_memory.tenancy.context import TENANT_MAX_LENGTH
 
 __all__ = [
     "CheckpointRecord",
-    "CheckpointRecordQuerySet",
     "CheckpointRow",
     "DeltaBlock",
-    "DeltaBlockQuerySet",
     "DeltaCheckpointRecord",
     "DeltaCheckpointRecordQuerySet",
     "SubjectRowsQuerySet",
@@ -49,7 +47,6 @@ class ThreadRowsQuerySet(models.QuerySet):
         return self._threads_where(models.Max("created_at"), per_thread__lt=before)
 
     def threads_with_more_than(self, count: int) -> list[str]:
-        """Threads holding more than ``count`` rows."""
         return self._threads_where(models.Count("id"), per_thread__gt=count)
 
     def _threads_where(self, aggregate: models.Aggregate, **condition: Any) -> list[str]:
@@ -96,10 +93,6 @@ class SubjectThreadRow(ThreadRow):
         abstract = True
 
 
-class CheckpointRecordQuerySet(SubjectRowsQuerySet):
-    """Full snapshots of a thread."""
-
-
 class CheckpointRow(SubjectThreadRow):
     """A checkpoint of a thread, its id unique within the thread."""
 
@@ -131,7 +124,7 @@ class CheckpointRecord(CheckpointRow):
 
     state = models.JSONField()
 
-    objects = CheckpointRecordQuerySet.as_manager()
+    objects = SubjectRowsQuerySet.as_manager()
 
     class Meta:
         db_table = "tulip_memory_checkpoint"
@@ -162,9 +155,10 @@ class DeltaCheckpointRecordQuerySet(SubjectRowsQuerySet):
         quote = connection.ops.quote_name
         records = quote(self.model._meta.db_table)
         blocks = quote(DeltaBlock._meta.db_table)
-        in_blocks = {"checkpoint_id": "b.digest", "data": "b.data", "size_bytes": "b.size_bytes"}
+        # A block's columns, in the place of the record's fields they are selected as.
+        in_blocks = {"checkpoint_id": "digest", "data": "data", "size_bytes": "size_bytes"}
         record_columns = ", ".join(f"g.{quote(name)}" for name in fields)
-        block_columns = ", ".join(in_blocks.get(name, "NULL") for name in fields)
+        block_columns = ", ".join(f"b.{in_blocks[n]}" if n in in_blocks else "NULL" for n in fields)
         anchor = "" if checkpoint_id is None else "AND checkpoint_id = %s "
         sql = (
             f"WITH g AS (SELECT * FROM {records} WHERE tenant = %s AND thread_id = %s "
@@ -188,13 +182,7 @@ class DeltaCheckpointRecordQuerySet(SubjectRowsQuerySet):
             for part, _position, *values in cursor.fetchall():
                 row = dict(zip(fields, values, strict=True))
                 if part == 1:
-                    stored.append(
-                        {
-                            "digest": row["checkpoint_id"],
-                            "data": row["data"],
-                            "size_bytes": row["size_bytes"],
-                        }
-                    )
+                    stored.append({block: row[name] for name, block in in_blocks.items()})
                     continue
                 for field in model_fields:
                     if hasattr(field, "from_db_value"):
@@ -270,10 +258,6 @@ class DeltaCheckpointRecord(CheckpointRow):
         constraints, indexes = checkpoint_keys("tulip_dckpt", base=["base_id"])
 
 
-class DeltaBlockQuerySet(ThreadRowsQuerySet):
-    """Message blocks of a thread."""
-
-
 class DeltaBlock(ThreadRow):
     """A run of messages stored once and named by its content's digest."""
 
@@ -282,7 +266,7 @@ class DeltaBlock(ThreadRow):
     size_bytes = models.PositiveBigIntegerField(help_text=_("Encoded size before compression"))
     created_at = models.DateTimeField(default=timezone.now)
 
-    objects = DeltaBlockQuerySet.as_manager()
+    objects = ThreadRowsQuerySet.as_manager()
 
     class Meta:
         db_table = "tulip_memory_delta_block"

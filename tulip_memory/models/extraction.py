@@ -146,12 +146,12 @@ OPEN_STATES = (JobState.PENDING, JobState.RUNNING)
 # locks it until commit, so sequence numbers follow commit order; the tenant's row is
 # inserted DO NOTHING, which takes no lock on an existing row.
 ENQUEUE_JOB_SQL = (
-    "WITH q AS (INSERT INTO {queues} AS q "
+    "WITH q AS (INSERT INTO tulip_memory_extraction_queue AS q "
     "(tenant, namespace, last_sequence, lease_owner) VALUES (%s, %s, 1, '') "
     "ON CONFLICT (tenant, namespace) DO UPDATE "
     "SET last_sequence = q.last_sequence + 1 RETURNING q.id, q.last_sequence) "
-    "INSERT INTO {jobs} (queue_id, tenant, sequence, payload, state, attempts, "
-    "error, worker, created_at) "
+    "INSERT INTO tulip_memory_extraction_job (queue_id, tenant, sequence, payload, state, "
+    "attempts, error, worker, created_at) "
     "SELECT q.id, %s, q.last_sequence, %s::jsonb, %s, 0, '', '', now() "
     "FROM q RETURNING id, queue_id"
 )
@@ -169,22 +169,10 @@ class ExtractionJobQuerySet(models.QuerySet):
                 f"per-namespace sequence numbers); database alias {self.db!r} is "
                 f"{connection.vendor}"
             )
-        quote = connection.ops.quote_name
-        statement = ENQUEUE_JOB_SQL.format(
-            queues=quote(ExtractionQueue._meta.db_table),
-            jobs=quote(self.model._meta.db_table),
-        )
+        tenant, path = namespace[0], encode_namespace(namespace)
         with connection.cursor() as cursor:
-            cursor.execute(
-                statement,
-                [
-                    namespace[0],
-                    encode_namespace(namespace),
-                    namespace[0],
-                    json.dumps(payload),
-                    JobState.PENDING.value,
-                ],
-            )
+            params = [tenant, path, tenant, json.dumps(payload), JobState.PENDING.value]
+            cursor.execute(ENQUEUE_JOB_SQL, params)
             job_id, queue_id = cursor.fetchone()
             return job_id, queue_id
 

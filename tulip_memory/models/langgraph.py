@@ -1,9 +1,6 @@
-"""The LangGraph saver's rows (:class:`tulip_memory.langgraph.DjangoSaver`).
-
-One row per checkpoint: ``data`` a :mod:`tulip_memory.chains.rows` record (NULL while
-only pending writes arrived), ``writes`` its pending writes, ``version`` counting the row's
-writes (with ``id``, the row version a delta's parent is checked by). Under row-level
-security; every statement names one tenant (one shard on Citus).
+"""The LangGraph saver's rows (:class:`tulip_memory.langgraph.DjangoSaver`), one per
+checkpoint, ``data`` a :mod:`tulip_memory.chains.rows` record (NULL while only pending writes
+arrived). Under row-level security; every statement names one tenant (one shard on Citus).
 """
 
 from __future__ import annotations
@@ -36,17 +33,10 @@ __all__ = ["LangGraphCheckpoint", "LangGraphCheckpointQuerySet", "walk_records",
 # LangGraph's run ids.
 NAME_MAX_LENGTH = 255
 
-# The fields a walk reads of each row.
-ROW_FIELDS = (
-    "id",
-    "thread_id",
-    "checkpoint_ns",
-    "checkpoint_id",
-    "parent_checkpoint_id",
-    "depth",
-    "data",
-    "writes",
-)
+TABLE = "tulip_memory_langgraph_checkpoint"
+# The fields a walk follows parents by, and those it reads of each row.
+WALKED = ("id", "thread_id", "checkpoint_ns", "checkpoint_id", "parent_checkpoint_id", "depth")
+ROW_FIELDS = (*WALKED, "data", "writes")
 # The load statement's columns: the fields, ``version`` (as ``stamp``) and ``selected``.
 LOAD_COLUMNS = (*ROW_FIELDS, "stamp", "selected")
 
@@ -176,18 +166,16 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
     ) -> list[dict[str, Any]]:
         """Checkpoints chosen by ``selection`` (a WHERE/ORDER/LIMIT tail) and their parents,
         in ONE statement, as dicts of :data:`LOAD_COLUMNS`. ``one``: one checkpoint."""
-        connection = connections[self.db]
-        table = connection.ops.quote_name(LangGraphCheckpoint._meta.db_table)
-        walked = "id, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, depth"
+        walked = ", ".join(WALKED)
         carried = f"{walked}, data, writes, version AS stamp" if one else walked
         # The parent lookup is a LATERAL subquery kept from being flattened into a join
         # by ``OFFSET 0``: one index lookup per step, whatever the row estimates. ``n``
         # stops a walk that goes round (damaged rows) after the deepest chain there can be.
         sql = (
             f"WITH RECURSIVE w AS (SELECT * FROM (SELECT {carried}, true AS selected, 0 AS n "
-            f"FROM {table} WHERE tenant = %s AND data IS NOT NULL {selection}) s "
+            f"FROM {TABLE} WHERE tenant = %s AND data IS NOT NULL {selection}) s "
             f"{'UNION ALL' if one else 'UNION'} SELECT p.*, false, w.n + 1 FROM w "
-            f"CROSS JOIN LATERAL (SELECT {carried} FROM {table} WHERE tenant = %s "
+            f"CROSS JOIN LATERAL (SELECT {carried} FROM {TABLE} WHERE tenant = %s "
             "AND thread_id = w.thread_id AND checkpoint_ns = w.checkpoint_ns "
             "AND checkpoint_id = w.parent_checkpoint_id AND data IS NOT NULL OFFSET 0) p "
             f"WHERE w.depth > 0 AND w.n <= {MAX_DEPTH}) "
@@ -197,13 +185,11 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
             sql += f"SELECT {', '.join(LOAD_COLUMNS)} FROM w"
         else:
             # ``t.tenant``: Citus runs a recursive CTE on one shard only.
-            sql += (
-                "SELECT t.id, t.thread_id, t.checkpoint_ns, t.checkpoint_id, "
-                "t.parent_checkpoint_id, t.depth, t.data, t.writes, t.version, w.selected "
-                f"FROM w JOIN {table} t ON t.tenant = %s AND t.id = w.id"
-            )
+            columns = ", ".join(f"t.{name}" for name in (*ROW_FIELDS, "version"))
+            sql += f"SELECT {columns}, w.selected FROM w JOIN {TABLE} t "
+            sql += "ON t.tenant = %s AND t.id = w.id"
             params.append(tenant)
-        with connection.cursor() as cursor:
+        with connections[self.db].cursor() as cursor:
             _execute(cursor, sql, params, pin)
             return [dict(zip(LOAD_COLUMNS, row, strict=True)) for row in cursor.fetchall()]
 
@@ -219,22 +205,20 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
         """The rows of one checkpoint (the namespace's newest without ``checkpoint_id``) and
         their :func:`walks`: one backward range scan, as a row of depth *d* was written right
         after its *d* parents; a parent out of range is walked to by a second statement."""
-        connection = connections[self.db]
-        table = connection.ops.quote_name(LangGraphCheckpoint._meta.db_table)
         chosen = "" if checkpoint_id is None else "AND checkpoint_id = %s "
         params: list[Any] = [tenant, thread_id, checkpoint_ns]
         params += [] if checkpoint_id is None else [checkpoint_id]
         sql = (
-            f"WITH c AS (SELECT checkpoint_id, depth FROM {table} WHERE tenant = %s "
+            f"WITH c AS (SELECT checkpoint_id, depth FROM {TABLE} WHERE tenant = %s "
             f"AND thread_id = %s AND checkpoint_ns = %s AND data IS NOT NULL {chosen}"
             "ORDER BY checkpoint_id DESC LIMIT 1) "
-            "SELECT id, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, depth, "
-            "data, writes, version, checkpoint_id = (SELECT checkpoint_id FROM c) "
-            f"FROM {table} WHERE tenant = %s AND thread_id = %s AND checkpoint_ns = %s "
+            f"SELECT {', '.join(ROW_FIELDS)}, version, "
+            "checkpoint_id = (SELECT checkpoint_id FROM c) "
+            f"FROM {TABLE} WHERE tenant = %s AND thread_id = %s AND checkpoint_ns = %s "
             "AND checkpoint_id <= (SELECT checkpoint_id FROM c) AND data IS NOT NULL "
             "ORDER BY checkpoint_id DESC LIMIT (SELECT depth + 1 FROM c)"
         )
-        with connection.cursor() as cursor:
+        with connections[self.db].cursor() as cursor:
             _execute(cursor, sql, [*params, tenant, thread_id, checkpoint_ns], pin)
             rows = [dict(zip(LOAD_COLUMNS, row, strict=True)) for row in cursor.fetchall()]
         found = walks(rows)
@@ -331,21 +315,14 @@ class LangGraphCheckpointQuerySet(SubjectRowsQuerySet):
     def copy_thread(self, tenant: str, source: str, target: str) -> None:
         """Copy the rows of thread ``source`` to thread ``target`` (kept where the target
         has the same checkpoint): ONE statement."""
-        connection = connections[self.db]
-        quote = connection.ops.quote_name
-        columns = [
-            str(f.column)
-            for f in LangGraphCheckpoint._meta.concrete_fields
-            if f.column not in ("id", "thread_id")
-        ]
-        names = ", ".join(quote(c) for c in columns)
+        fields = LangGraphCheckpoint._meta.concrete_fields
+        names = ", ".join(str(f.column) for f in fields if f.column not in ("id", "thread_id"))
         sql = (
-            f"INSERT INTO {quote(LangGraphCheckpoint._meta.db_table)} (thread_id, {names}) "
-            f"SELECT %s, {names} FROM {quote(LangGraphCheckpoint._meta.db_table)} "
+            f"INSERT INTO {TABLE} (thread_id, {names}) SELECT %s, {names} FROM {TABLE} "
             "WHERE tenant = %s AND thread_id = %s ORDER BY id "
             "ON CONFLICT (tenant, thread_id, checkpoint_ns, checkpoint_id) DO NOTHING"
         )
-        with connection.cursor() as cursor:
+        with connections[self.db].cursor() as cursor:
             cursor.execute(sql, [target, tenant, source])
 
     def save_checkpoint(
@@ -454,7 +431,7 @@ class LangGraphCheckpoint(SubjectThreadRow):
     rows = LangGraphCheckpointQuerySet.as_manager()
 
     class Meta:
-        db_table = "tulip_memory_langgraph_checkpoint"
+        db_table = TABLE
         verbose_name = _("LangGraph checkpoint")
         base_manager_name = "rows"
         constraints = [

@@ -182,12 +182,10 @@ class MemoryItemQuerySet(models.QuerySet):
 
     def clear_live(self, now: datetime) -> int:
         """Delete the rows in ONE statement; how many of them were live at ``now``."""
-        n = self._sql_names()
         select, params = self.values("pk").query.sql_with_params()
-        expires = f"{n['table']}.{n['expires_at']}"
         sql = (
-            f"DELETE FROM {n['table']} WHERE {n['id']} IN ({select}) "
-            f"RETURNING ({expires} IS NULL OR {expires} > %s)"
+            f"DELETE FROM {self.model._meta.db_table} WHERE id IN ({select}) "
+            "RETURNING (expires_at IS NULL OR expires_at > %s)"
         )
         with connections[self.db].cursor() as cursor:
             cursor.execute(sql, [*params, now])
@@ -198,14 +196,6 @@ class MemoryItemQuerySet(models.QuerySet):
         return self._raw_delete(self.db)
 
     # --- statements the ORM cannot express -------------------------------------------
-
-    def _sql_names(self) -> dict[str, str]:
-        quote = connections[self.db].ops.quote_name
-        meta = self.model._meta
-        names = {"table": quote(meta.db_table)}
-        for field in meta.concrete_fields:
-            names[field.name] = quote(str(field.column))
-        return names
 
     def binary_cursor(self) -> Any:
         """A Django cursor binding parameters server-side, in binary (vectors as float32)."""
@@ -229,7 +219,6 @@ class MemoryItemQuerySet(models.QuerySet):
         row n is written at ``clock_timestamp() + n µs``, as if written one by one."""
         if not rows:
             return 0
-        n = self._sql_names()
         columns = [list(column) for column in zip(*rows, strict=True)]
         embeddings = columns[6] if any(v is not None for v in columns[6]) else []
         # The expiries as text (NULL: none): a list of only None has no type to bind.
@@ -238,18 +227,15 @@ class MemoryItemQuerySet(models.QuerySet):
         ttls = [
             None if ttl is None else f"{ttl // _MICROSECOND} microseconds" for ttl in columns[9]
         ]
-        expired = f"(i.{n['expires_at']} IS NOT NULL AND i.{n['expires_at']} <= %s::timestamptz)"
+        expired = "(i.expires_at IS NOT NULL AND i.expires_at <= %s::timestamptz)"
         citus = is_citus(connections[self.db])
         # Citus runs the DO UPDATE on a worker and wants only IMMUTABLE functions there: no
         # timestamp arithmetic (a concurrent overwrite may then tie with the row it follows).
-        later = (
-            f"i.{n['updated_at']}" if citus else f"i.{n['updated_at']} + interval '1 microsecond'"
-        )
+        later = "i.updated_at" if citus else "i.updated_at + interval '1 microsecond'"
         columns_sql = (
-            f"INSERT INTO {n['table']} AS i ({n['tenant']}, {n['namespace']}, {n['key']}, "
-            f"{n['value']}, {n['metadata']}, {n['search_text']}, {n['embedding']}, "
-            f"{n['embedding_source']}, {n['created_at']}, {n['updated_at']}, {n['version']}, "
-            f"{n['expires_at']}, {n['ttl']}) "
+            f"INSERT INTO {self.model._meta.db_table} AS i (tenant, namespace, key, value, "
+            "metadata, search_text, embedding, embedding_source, created_at, updated_at, "
+            "version, expires_at, ttl) "
         )
         select = (
             "SELECT r.tenant, r.namespace, r.key, r.value::jsonb, r.metadata::jsonb, "
@@ -267,19 +253,14 @@ class MemoryItemQuerySet(models.QuerySet):
             "ORDER BY r.tenant, r.namespace, r.key "
         )
         conflict = (
-            f"ON CONFLICT ({n['tenant']}, {n['namespace']}, {n['key']}) DO UPDATE SET "
-            f"{n['value']} = EXCLUDED.{n['value']}, "
-            f"{n['metadata']} = EXCLUDED.{n['metadata']}, "
-            f"{n['search_text']} = EXCLUDED.{n['search_text']}, "
-            f"{n['embedding']} = EXCLUDED.{n['embedding']}, "
-            f"{n['embedding_source']} = EXCLUDED.{n['embedding_source']}, "
-            f"{n['updated_at']} = GREATEST(EXCLUDED.{n['updated_at']}, {later}), "
+            "ON CONFLICT (tenant, namespace, key) DO UPDATE SET value = EXCLUDED.value, "
+            "metadata = EXCLUDED.metadata, search_text = EXCLUDED.search_text, "
+            "embedding = EXCLUDED.embedding, embedding_source = EXCLUDED.embedding_source, "
+            f"updated_at = GREATEST(EXCLUDED.updated_at, {later}), "
             # An expired row is gone: its key is created anew.
-            f"{n['created_at']} = CASE WHEN {expired} THEN EXCLUDED.{n['created_at']} "
-            f"ELSE i.{n['created_at']} END, "
-            f"{n['version']} = CASE WHEN {expired} THEN 1 ELSE i.{n['version']} + 1 END, "
-            f"{n['expires_at']} = EXCLUDED.{n['expires_at']}, "
-            f"{n['ttl']} = EXCLUDED.{n['ttl']}"
+            f"created_at = CASE WHEN {expired} THEN EXCLUDED.created_at ELSE i.created_at END, "
+            f"version = CASE WHEN {expired} THEN 1 ELSE i.version + 1 END, "
+            "expires_at = EXCLUDED.expires_at, ttl = EXCLUDED.ttl"
         )
         moment = now or datetime.now(UTC)
         with self.binary_cursor() as cursor:
