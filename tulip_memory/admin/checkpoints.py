@@ -295,18 +295,33 @@ class DeltaCheckpointRecordAdmin(ChainAdmin):
     thread_deferred = ("data",)
 
     list_display = (
-        "checkpoint_id", "thread_id", "kind", "depth", "parent_link", "base_link",
-        "stored_bytes", "created_at",
-    )  # fmt: skip
+        "checkpoint_id",
+        "thread_id",
+        "kind",
+        "depth",
+        "parent_link",
+        "base_link",
+        "stored_bytes",
+        "created_at",
+    )
     # No thread filter: it would list every thread of the tenant (the search box finds one).
     list_filter = ("is_full",)
     search_fields = ("thread_id", "checkpoint_id", "parent_id", "base_id")
     ordering = ("-id",)
     fields = readonly_fields = (
-        "thread_id", "checkpoint_id", "kind", "chain_depth", "parent_link", "children_links",
-        "size_bytes", "compressed_size_bytes", "created_at",
-        "conversation", "thread_timeline", "thread_storage",
-    )  # fmt: skip
+        "thread_id",
+        "checkpoint_id",
+        "kind",
+        "chain_depth",
+        "parent_link",
+        "children_links",
+        "size_bytes",
+        "compressed_size_bytes",
+        "created_at",
+        "conversation",
+        "thread_timeline",
+        "thread_storage",
+    )
 
     def get_queryset(self, request: Any) -> Any:
         base = sibling_pk(DeltaCheckpointRecord, "base_id")

@@ -71,14 +71,29 @@ def _jobs_in(state: str) -> Coalesce:
 @admin.register(ExtractionQueue)
 class ExtractionQueueAdmin(ReadOnlyTenantAdmin):
     list_display = (
-        "namespace", "lease_owner", "heartbeat_age", "lease_expires_at",
-        "pending_jobs", "running_jobs", "failed_jobs", "jobs_link",
-    )  # fmt: skip
+        "namespace",
+        "lease_owner",
+        "heartbeat_age",
+        "lease_expires_at",
+        "pending_jobs",
+        "running_jobs",
+        "failed_jobs",
+        "jobs_link",
+    )
     search_fields = ("namespace",)
     readonly_fields = (
-        "tenant", "namespace", "last_sequence", "lease_owner", "heartbeat_age", "lease_expires_at",
-        "recheck_at", "pending_jobs", "running_jobs", "failed_jobs", "jobs_link",
-    )  # fmt: skip
+        "tenant",
+        "namespace",
+        "last_sequence",
+        "lease_owner",
+        "heartbeat_age",
+        "lease_expires_at",
+        "recheck_at",
+        "pending_jobs",
+        "running_jobs",
+        "failed_jobs",
+        "jobs_link",
+    )
 
     def get_queryset(self, request: Any) -> Any:
         # Each count under its state's name (the columns below).
@@ -111,8 +126,15 @@ class ExtractionQueueAdmin(ReadOnlyTenantAdmin):
 @admin.register(ExtractionJob)
 class ExtractionJobAdmin(ListQuerysetMixin, ReadOnlyTenantAdmin):
     list_display = (
-        "id", "queue_link", "state", "attempts", "worker", "usage", "created_at", "finished_at",
-    )  # fmt: skip
+        "id",
+        "queue_link",
+        "state",
+        "attempts",
+        "worker",
+        "usage",
+        "created_at",
+        "finished_at",
+    )
     list_filter = ("state", "created_at", QueueNamespaceFilter)
     date_hierarchy = "created_at"
     search_fields = ("queue__namespace", "error")

@@ -166,10 +166,20 @@ class LangGraphCheckpointAdmin(ChainAdmin):
     # Checkpoint ids sort in time order (newest first); row ids need not (see _thread).
     ordering = ("-checkpoint_id", "-id")
     fields = readonly_fields = (
-        "thread_id", "checkpoint_ns", "checkpoint_id", "step", "source",
-        "parent_link", "children_links", "created_at",
-        "channel_values", "pending_writes", "pretty_metadata", "thread_timeline", "thread_storage",
-    )  # fmt: skip
+        "thread_id",
+        "checkpoint_ns",
+        "checkpoint_id",
+        "step",
+        "source",
+        "parent_link",
+        "children_links",
+        "created_at",
+        "channel_values",
+        "pending_writes",
+        "pretty_metadata",
+        "thread_timeline",
+        "thread_storage",
+    )
 
     # --- the list -------------------------------------------------------------------------
 

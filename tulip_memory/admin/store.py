@@ -180,9 +180,18 @@ class MemoryItemAdmin(ReadOnlyTenantAdmin):
     show_facets = admin.ShowFacets.NEVER
     actions = ["forget_memories"]
     fields = readonly_fields = (
-        "tenant", "namespace", "key", "pretty_value", "pretty_metadata", "versions",
-        "embedding_source", "version", "created_at", "updated_at", "expiry",
-    )  # fmt: skip
+        "tenant",
+        "namespace",
+        "key",
+        "pretty_value",
+        "pretty_metadata",
+        "versions",
+        "embedding_source",
+        "version",
+        "created_at",
+        "updated_at",
+        "expiry",
+    )
     change_form_template = "admin/tulip_memory/memoryitem/change_form.html"
 
     def shows_expired(self, request: Any) -> bool:
