@@ -19,6 +19,7 @@ from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
+from tulip_memory.chains.channels import Head
 from tulip_memory.chains.equality import key_of, same_item, same_key
 from tulip_memory.chains.splice import Splice
 from tulip_memory.langgraph import DjangoSaver
@@ -234,3 +235,20 @@ def test_without_ormsgpack_items_are_compared_by_same_item(monkeypatch) -> None:
     assert key_of(HumanMessage("hi", id="h1")) is None
     assert same_key(_keyed(HumanMessage("hi", id="h1")), _keyed(HumanMessage("hi", id="h1")))
     assert not same_key(_keyed(HumanMessage("hi", id="h1")), _keyed(HumanMessage("ho", id="h1")))
+
+
+def test_a_head_tells_an_appended_turn_in_one_pass_and_any_change_before_it() -> None:
+    old = [HumanMessage("2 + 2?", id="h1"), _ai(response_metadata={"n": 1})]
+    head = Head("v", tuple(_copy(old)))
+    assert head.starts([*old, HumanMessage("and 3 + 3?", id="h2")])
+    assert head.starts(list(old))
+    assert not head.starts(old[:1])
+    for changed in (
+        HumanMessage("2 + 2?", id="h1", lang="en"),  # an extra field
+        AIMessage("2 + 2?", id="h1"),  # another class
+        HumanMessage("2 + 2?", id="h1", additional_kwargs={"n": 1.0}),
+    ):
+        assert not head.starts([changed, old[1]])
+    assert not head.starts([old[0], _ai(response_metadata={"n": True})])
+    # A head holding bytes (msgpack's bin) has no packed run: items compared one by one.
+    assert Head("v", (HumanMessage("x", additional_kwargs={"b": b"x"}),)).packed is None

@@ -7,9 +7,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from functools import cached_property
+from typing import Any, cast
 
-from tulip_memory.chains.equality import Key, key_of, same_key
+from tulip_memory.chains.equality import (
+    Key,
+    is_model,
+    key_of,
+    keys_packed,
+    models_packed,
+    same_key,
+)
 from tulip_memory.chains.rows import Entry
 from tulip_memory.chains.splice import Splice
 from tulip_memory.exceptions import CheckpointCorruptError
@@ -33,6 +41,24 @@ class Head:
         if len(self.keys) != len(self.items):
             object.__setattr__(self, "keys", tuple(map(key_of, self.items)))
 
+    @cached_property
+    def kinds(self) -> list[type]:
+        return list(map(type, self.items))
+
+    @cached_property
+    def packed(self) -> bytes | None:
+        """The items' keys as one msgpack array, when every item is a pydantic model with a key."""
+        if None in self.keys or not all(map(is_model, set(self.kinds))):
+            return None
+        return keys_packed(cast(tuple[Key, ...], self.keys))
+
+    def starts(self, value: list[Any]) -> bool:
+        """Whether ``value`` begins with the items (a turn appended), told in C: see
+        :func:`~tulip_memory.chains.equality.models_packed`."""
+        if self.packed is None or len(value) < len(self.items):
+            return False
+        return models_packed(value[: len(self.items)], self.kinds) == self.packed
+
 
 @dataclass(frozen=True)
 class Stored:
@@ -53,11 +79,14 @@ def encode(
 ) -> Stored:
     """How ``value`` is stored: a splice on ``head`` when that is smaller, else whole."""
     if isinstance(value, list) and head is not None:
-        old = list(zip(head.keys, head.items, strict=True))
-        splice = Splice.between(old, [(key_of(item), item) for item in value], same_key)
+        if head.starts(value):
+            splice = Splice(len(head.items), 0, value[len(head.items) :])
+        else:
+            old = list(zip(head.keys, head.items, strict=True))
+            keyed = Splice.between(old, [(key_of(item), item) for item in value], same_key)
+            splice = Splice(keyed.at, keyed.removed, [item for _, item in keyed.inserted])
         if len(splice.inserted) < len(value):
-            inserted = [item for _, item in splice.inserted]
-            type_, data = dumps([splice.at, splice.removed, inserted])
+            type_, data = dumps([splice.at, splice.removed, splice.inserted])
             return Stored(
                 Entry(channel, version, type_, data, head.version),
                 splice_at=splice.at,
