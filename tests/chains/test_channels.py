@@ -207,3 +207,23 @@ def test_a_whole_list_becomes_the_head_as_stored_whatever_head_is_cached():
     assert next_head(stored, None, SERDE.loads_typed) == Head(stored.entry.version, ("m1", "m2"))
     # A value that is not a list has no head.
     assert next_head(encode("n", "v", 3, None, SERDE.dumps_typed), stale, SERDE.loads_typed) is None
+
+
+def test_a_list_stored_whole_builds_its_head_on_the_cached_one_it_was_compared_with():
+    parent = Head("000000000001.00000000", ("m1", "m2"))
+    stored = encode(
+        "messages",
+        "000000000002.00000000",
+        ["m1", "m2", "m3"],
+        parent,
+        SERDE.dumps_typed,
+        whole=True,
+    )
+    assert not stored.entry.parent_version  # the row holds the whole list
+    assert SERDE.loads_typed((stored.entry.type, stored.entry.data)) == ["m1", "m2", "m3"]
+    expected = Head(stored.entry.version, ("m1", "m2", "m3"))
+    assert next_head(stored, parent, SERDE.loads_typed) == expected
+    # Another head cached meanwhile: the whole list is decoded instead.
+    other = Head("000000000001.ffffffff", ("x",))
+    assert next_head(stored, other, SERDE.loads_typed) == expected
+    assert next_head(stored, None, SERDE.loads_typed) == expected

@@ -65,9 +65,20 @@ class Stored:
     """One version of a channel's value as stored, and what its cached head needs."""
 
     entry: Entry
-    splice_at: int = 0  # where the splice starts (to rebuild the cached head)
-    splice_removed: int = 0
     is_list: bool = False  # a list's version: the channel's next head
+    # The splice ``[at, removed, inserted]`` (serialized) from the head of version ``base``
+    # to this value: the entry's own data for a splice; for a list stored whole, one taken
+    # only to build the next head on the cached one instead of decoding the whole list.
+    head_splice: tuple[str, bytes] | None = None
+    base: str = ""
+
+
+def _splice(head: Head, value: list[Any]) -> Splice[Any]:
+    if head.starts(value):
+        return Splice(len(head.items), 0, value[len(head.items) :])
+    old = list(zip(head.keys, head.items, strict=True))
+    keyed = Splice.between(old, [(key_of(item), item) for item in value], same_key)
+    return Splice(keyed.at, keyed.removed, [item for _, item in keyed.inserted])
 
 
 def encode(
@@ -76,25 +87,23 @@ def encode(
     value: Any,
     head: Head | None,
     dumps: Dumps,
+    *,
+    whole: bool = False,
 ) -> Stored:
-    """How ``value`` is stored: a splice on ``head`` when that is smaller, else whole."""
-    if isinstance(value, list) and head is not None:
-        if head.starts(value):
-            splice = Splice(len(head.items), 0, value[len(head.items) :])
-        else:
-            old = list(zip(head.keys, head.items, strict=True))
-            keyed = Splice.between(old, [(key_of(item), item) for item in value], same_key)
-            splice = Splice(keyed.at, keyed.removed, [item for _, item in keyed.inserted])
+    """How ``value`` is stored: a splice on ``head`` when that is smaller, else (or when
+    ``whole``) whole."""
+    is_list = isinstance(value, list)
+    head_splice = None
+    if is_list and head is not None:
+        splice = _splice(head, value)
         if len(splice.inserted) < len(value):
-            type_, data = dumps([splice.at, splice.removed, splice.inserted])
-            return Stored(
-                Entry(channel, version, type_, data, head.version),
-                splice_at=splice.at,
-                splice_removed=splice.removed,
-                is_list=True,
-            )
+            head_splice = dumps([splice.at, splice.removed, splice.inserted])
+            if not whole:
+                entry = Entry(channel, version, *head_splice, head.version)
+                return Stored(entry, True, head_splice, head.version)
     type_, data = dumps(value)
-    return Stored(Entry(channel, version, type_, data), is_list=isinstance(value, list))
+    base = head.version if head_splice and head else ""
+    return Stored(Entry(channel, version, type_, data), is_list, head_splice, base)
 
 
 def next_head(stored: Stored, head: Head | None, loads: Loads) -> Head | None:
@@ -102,20 +111,19 @@ def next_head(stored: Stored, head: Head | None, loads: Loads) -> Head | None:
     None: none (the channel's next version is then stored whole).
 
     A splice is applied to ``head`` only when that is the version it was taken against
-    (``entry.parent_version``): any other head (or none) gives None, never a list the
-    stored data does not hold. A whole list is decoded from its data (private copies),
-    whatever head is cached, even of the same version.
+    (``stored.base``): else a splice gives None, never a list the stored data does not
+    hold, and a whole list is decoded from its data (private copies).
     """
     if not stored.is_list:
         return None
     entry = stored.entry
-    if entry.parent_version:
-        if head is None or head.version != entry.parent_version:
-            return None
-        _, _, inserted = loads((entry.type, entry.data))
-        splice = Splice(stored.splice_at, stored.splice_removed, inserted)
+    if stored.head_splice is not None and head is not None and head.version == stored.base:
+        at, removed, inserted = loads(stored.head_splice)
+        splice = Splice(at, removed, inserted)
         keys = splice.applied(head.keys, [key_of(item) for item in inserted])
         return Head(entry.version, splice.applied(head.items), keys)
+    if entry.parent_version:
+        return None
     return Head(entry.version, tuple(loads((entry.type, entry.data))))
 
 

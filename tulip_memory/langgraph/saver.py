@@ -390,10 +390,12 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
                 continue  # a version without a value (a trigger channel): nothing to store
             head = self._heads.get((*key, channel))
             known = parent.record.versions.get(channel) if parent else None
-            if head is None or head.version != str(known):
-                head = None
+            # Stored whole unless the head is the parent's version; the head serves anyway
+            # to build the next one.
+            whole = head is None or head.version != str(known)
+            dumps = self.serde.dumps_typed
             stored.append(
-                chains.encode(channel, str(version), values[channel], head, self.serde.dumps_typed)
+                chains.encode(channel, str(version), values[channel], head, dumps, whole=whole)
             )
         return stored
 
