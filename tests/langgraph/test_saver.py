@@ -156,7 +156,7 @@ def test_get_tuple_is_one_statement():
     assert len(_reads(queries)) == 1, _reads(queries)
     # In a transaction of its own too.
     with CaptureQueriesContext(connection) as queries:
-        found = saver._execute("acme", saver._get_tuple, (("one-read", "", None),), False)
+        found = saver._tuple(*saver._execute("acme", saver._load, (("one-read", "", None),), False))
     assert len(found.checkpoint["channel_values"]["messages"]) == 4
     assert len(_reads(queries)) == 1, _reads(queries)
 

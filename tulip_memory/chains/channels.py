@@ -16,7 +16,7 @@ from tulip_memory.chains.equality import (
     key_of,
     keys_packed,
     models_packed,
-    same_key,
+    same_item,
 )
 from tulip_memory.chains.rows import Entry
 from tulip_memory.chains.splice import Splice
@@ -76,9 +76,7 @@ class Stored:
 def _splice(head: Head, value: list[Any]) -> Splice[Any]:
     if head.starts(value):
         return Splice(len(head.items), 0, value[len(head.items) :])
-    old = list(zip(head.keys, head.items, strict=True))
-    keyed = Splice.between(old, [(key_of(item), item) for item in value], same_key)
-    return Splice(keyed.at, keyed.removed, [item for _, item in keyed.inserted])
+    return Splice.between(head.items, value, same_item)
 
 
 def encode(

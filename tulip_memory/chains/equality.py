@@ -27,7 +27,6 @@ __all__ = [
     "keys_packed",
     "models_packed",
     "same_item",
-    "same_key",
     "same_message",
 ]
 
@@ -153,14 +152,6 @@ def keys_packed(keys: Sequence[Key]) -> bytes:
     else:
         header = b"\xdd" + n.to_bytes(4, "big")
     return header + b"".join(key[1] for key in keys)
-
-
-def same_key(a: tuple[Key | None, Any], b: tuple[Key | None, Any]) -> bool:
-    """Whether the items of two (key, item) pairs are the same: by their keys when both
-    have one (other keys: told different), else by :func:`same_item`."""
-    if a[0] is None or b[0] is None:
-        return same_item(a[1], b[1])
-    return a[0] == b[0]
 
 
 # Types whose ``==`` between two instances of the type itself tells them apart exactly:

@@ -666,11 +666,6 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
     ) -> CheckpointTuple | None:
         return next(iter(self._tuples(rows, walked).values()), None)
 
-    def _get_tuple(
-        self, tenant: str, ids: tuple[str, str, str | None], *, pin: str | None = None
-    ) -> CheckpointTuple | None:
-        return self._tuple(*self._load(tenant, ids, pin=pin))
-
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         started = time.perf_counter()
         ids = _configurable(config)
@@ -686,7 +681,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         started = time.perf_counter()
         ids = _configurable(config)
         tenant = self._resolve_tenant()
-        found = await self._acall(self._get_tuple, ids, pin=True)
+        found = self._tuple(*await self._acall(self._load, ids, pin=True))
         await emit(
             EV_CHECKPOINT_LOADED, sender=type(self), **_loaded(tenant, config, found, started)
         )
@@ -727,9 +722,6 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
     ) -> list[CheckpointTuple]:
         return list(self._tuples(loaded, walked).values())
 
-    def _list(self, tenant: str, query: _ListQuery) -> list[CheckpointTuple]:
-        return self._listed(*self._list_rows(tenant, query))
-
     def list(
         self,
         config: RunnableConfig | None,
@@ -751,7 +743,7 @@ class DjangoSaver(TenantDatabase, BaseCheckpointSaver[str]):
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
         query = _list_query(config, filter, before, limit)
-        for found in await self._acall(self._list, query):
+        for found in self._listed(*await self._acall(self._list_rows, query)):
             yield found
 
     def _forget(self, tenant: str, thread_ids: Sequence[str]) -> None:
