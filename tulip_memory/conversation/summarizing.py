@@ -66,27 +66,34 @@ class _Compaction:
         managed.extend(self.rest[self.done :])
         return managed
 
+    # Each event's fields in one fixed order: logs and the demo print them so.
     def triggered_fields(self, threshold: int) -> dict[str, Any]:
-        return self._fields(threshold=threshold, incremental=self.base is not None)
+        return {
+            "strategy": "summarizing",
+            "threshold": threshold,
+            "messages_before": self.messages_before,
+            "summarized_count": self.covered,
+            "incremental": self.base is not None,
+        }
 
     def completed_fields(self, messages_after: int) -> dict[str, Any]:
-        return self._fields(
-            messages_after=messages_after,
-            incremental=self.base is not None,
-            duration_ms=self.elapsed_ms(),
-        )
+        return {
+            "strategy": "summarizing",
+            "messages_before": self.messages_before,
+            "messages_after": messages_after,
+            "summarized_count": self.covered,
+            "incremental": self.base is not None,
+            "duration_ms": self.elapsed_ms(),
+        }
 
     def failed_fields(self, error: BaseException) -> dict[str, Any]:
-        return self._fields(
-            error_type=type(error).__name__, error=str(error), duration_ms=self.elapsed_ms()
-        )
-
-    def _fields(self, **extra: Any) -> dict[str, Any]:
         return {
             "strategy": "summarizing",
             "messages_before": self.messages_before,
             "summarized_count": self.covered,
-            **extra,
+            "error_type": type(error).__name__,
+            "error": str(error),
+            "duration_ms": self.elapsed_ms(),
         }
 
     def elapsed_ms(self) -> float:
