@@ -69,34 +69,23 @@ def is_model(kind: type) -> bool:
 # A value's type and its msgpack bytes: two values of one key are the same (same_item).
 Key = tuple[type, bytes]
 
-# Packing options that send each type msgpack would write as another's (tuples,
-# subclasses, dataclasses, dates, enums, UUIDs, big ints) to the default hook, of which
-# there is none: packing such a value raises.
-_OWN_TYPES = (
-    "OPT_PASSTHROUGH_BIG_INT",
-    "OPT_PASSTHROUGH_DATACLASS",
-    "OPT_PASSTHROUGH_DATETIME",
-    "OPT_PASSTHROUGH_ENUM",
-    "OPT_PASSTHROUGH_SUBCLASS",
-    "OPT_PASSTHROUGH_TUPLE",
-    "OPT_PASSTHROUGH_UUID",
-)
-
 
 @functools.cache
 def _option(ormsgpack: ModuleType) -> int:
-    return functools.reduce(operator.or_, (getattr(ormsgpack, name) for name in _OWN_TYPES))
+    """Packing options that send each type msgpack would write as another's (tuples,
+    subclasses, dataclasses, dates, enums, UUIDs, big ints) to the default hook, of which
+    there is none: packing such a value raises."""
+    names = ("BIG_INT", "DATACLASS", "DATETIME", "ENUM", "SUBCLASS", "TUPLE", "UUID")
+    return functools.reduce(
+        operator.or_, (getattr(ormsgpack, f"OPT_PASSTHROUGH_{name}") for name in names)
+    )
 
 
 def key_of(item: Any) -> Key | None:
     """``item``'s :data:`Key` (a pydantic model's: its fields'); None when msgpack could
     not tell it from a value of another type, or ormsgpack is not imported (LangGraph's
-    serializer imports it).
-
-    Packed in C, a message's key is several times quicker to compare than its fields are
-    by :func:`same_item`. Equal bytes are one structure with one type at every level
-    (``1``, ``True`` and ``1.0``, ``0.0`` and ``-0.0``, key orders pack differently).
-    """
+    serializer imports it). Equal bytes are one structure with one type at every level:
+    ``1``, ``True`` and ``1.0``, ``0.0`` and ``-0.0``, key orders pack differently."""
     ormsgpack = sys.modules.get("ormsgpack")
     if ormsgpack is None:
         return None
@@ -122,13 +111,10 @@ _FIELDS = operator.attrgetter("__dict__")
 
 
 def models_packed(items: Sequence[Any], kinds: list[type]) -> bytes | None:
-    """The fields of ``items`` packed as one msgpack array, when they are pydantic models of
-    the types ``kinds`` with no extra fields or private attributes; else None.
-
-    One packing in C for a message list's unchanged run (no Python call per item): two
-    such runs packing to the same bytes are items of equal keys, one by one, msgpack
-    delimiting each value. Compare with :func:`keys_packed`, which holds no bin marker.
-    """
+    """The fields of ``items`` packed as one msgpack array (in C, no Python call per item),
+    when they are pydantic models of the types ``kinds`` with no extra fields or private
+    attributes; else None. It equals :func:`keys_packed` of keys (no bin marker in them)
+    only if the items have those keys one by one: msgpack delimits each value."""
     ormsgpack = sys.modules.get("ormsgpack")
     if ormsgpack is None or list(map(type, items)) != kinds:
         return None
